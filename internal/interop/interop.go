@@ -1,0 +1,573 @@
+// Package interop lets Go tests drive real Apache Curator (Java) and real
+// Kazoo (Python) lock recipes as separate OS processes against the same
+// ZooKeeper server as the Go code, to prove the zkrecipes wire layout is
+// understood by, and understands, those libraries.
+//
+// The two driver programs are embedded in this package and written to a
+// directory of the caller's choosing at start-up:
+//
+//   - CuratorRecipes.java, a single-file Java program run with
+//     `java -cp <JavaClasspath()> CuratorRecipes.java <mode> <args...>`
+//     (Debian's libcurator-recipes-java 5.4 and libzookeeper-java 3.8);
+//   - kazoo_recipes.py, run with Debian's /usr/bin/python3 (which has
+//     python3-kazoo), never the python3 first on PATH.
+//
+// Both implement the same modes and line protocol; see the head of each
+// file. In short: "mutex <connect> <path> <iterations> <outFile>
+// <holdMillis>" prints READY, waits for "GO" on stdin, then records each
+// hold as "start end" epoch nanoseconds in outFile (read them with
+// ReadIntervals and check them with CheckNoOverlap); "participants
+// <connect> <path>" prints the contender nodes in the library's own order;
+// "holder <connect> <path>" acquires, prints ACQUIRED, waits for a stdin
+// line, releases and prints RELEASED.
+//
+// # Contender ordering in the three libraries
+//
+// Curator 5.4 (LockInternals.getSortedChildren with
+// StandardLockInternalsDriver.standardFixForSorting) takes EVERY child of
+// the lock path, without filtering by name, and sorts them by the string
+// after the last occurrence of the lock name ("lock-" for a mutex), or by
+// the whole name when the lock name does not occur:
+//
+//	index = str.lastIndexOf(lockName)
+//	key   = index >= 0 ? str.substring(index + lockName.length()) : str
+//
+// Kazoo 2.8 (kazoo/recipe/lock.py, Lock.__init__ and _get_predecessor)
+// builds one regular expression from its own node name and the
+// extra_lock_patterns, joined UNESCAPED (they are regular expressions):
+//
+//	self._contenders_re = re.compile(
+//	    r"(?:{patterns})(-?\d{{10}})$".format(
+//	        patterns="|".join(self._exclude_names)
+//	    )
+//	)
+//	...
+//	match = self._contenders_re.search(child)
+//	...
+//	for match in sorted(contender_matches, key=lambda m: m.groups()):
+//
+// so a child is a contender iff some pattern is immediately followed by
+// an optional "-" and exactly ten digits that end the name (re.search: the
+// pattern may start anywhere), children that match no pattern are ignored,
+// and contenders are sorted by the captured "-?\d{10}" text compared as a
+// string (Python's sort is stable, so ties keep get_children order).
+// Kazoo's own mutex nodes are "<32 hex>__lock__<seq>"; _exclude_names is
+// {"__lock__"} plus the extra patterns (WriteLock adds "__rlock__").
+//
+// With extra_lock_patterns=("-lock-",), Kazoo and Curator give the same key
+// (the 10-digit sequence) to a "_c_<uuid>-lock-<seq>" node, because the
+// dashed UUID holds only hex digits and dashes and so cannot contain
+// "lock-". The Go library should therefore sort an accepted foreign
+// contender by its trailing "-?\d{10}" (the Kazoo rule) and its own nodes by
+// the text after the last "lock-" (the Curator rule): both give the
+// sequence. Go+Curator queues are safe, and so are Go+Kazoo queues when
+// Kazoo is given the "-lock-" pattern and Go the "__lock__" one. Curator
+// and Kazoo must not share a queue: Curator does NOT ignore Kazoo's
+// "<hex>__lock__<seq>" nodes, it counts them as contenders but keys them by
+// their whole name, which sorts after every 10-digit key unless the hex
+// starts with nine zeros, so a Curator contender never waits for a Kazoo
+// one and both hold at once (TestCuratorKazooMixIsUnsafe shows it).
+package interop
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	_ "embed"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+)
+
+//go:embed CuratorRecipes.java
+var curatorSource []byte
+
+//go:embed kazoo_recipes.py
+var kazooSource []byte
+
+// CuratorSourceName is the file name StartCurator writes the embedded Java
+// program under; a single-file source program's name must match its class.
+const CuratorSourceName = "CuratorRecipes.java"
+
+// KazooSourceName is the file name StartKazoo writes the embedded Python
+// program under.
+const KazooSourceName = "kazoo_recipes.py"
+
+// Python is the interpreter that has Debian's python3-kazoo. It is used by
+// absolute path on purpose: a python3 earlier on PATH (pyenv, venv) lacks
+// Kazoo.
+const Python = "/usr/bin/python3"
+
+// JavaDir is where Debian installs the Curator and ZooKeeper jars.
+const JavaDir = "/usr/share/java"
+
+// ClasspathEnv names the environment variable that, when set, replaces the
+// class path JavaClasspath builds from JavaDir.
+const ClasspathEnv = "CURATOR_CLASSPATH"
+
+// JVMFlags are the java options StartCurator passes to keep JVM start-up
+// and footprint small.
+var JVMFlags = []string{"-Xmx128m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1", "-Xshare:auto"}
+
+// javaJars lists the jars (in JavaDir) Curator 5.4 needs, with the Debian
+// package that ships each. Debian's guava bundles failureaccess's class, so
+// no failureaccess.jar is needed. The ZooKeeper client only needs
+// zookeeper, zookeeper-jute and slf4j; the netty, metrics, commons-cli and
+// snappy jars are the rest of the server's class path and are listed so the
+// same class path also starts a server.
+var javaJars = []struct{ jar, pkg string }{
+	{"curator-recipes.jar", "libcurator-recipes-java"},
+	{"curator-framework.jar", "libcurator-framework-java"},
+	{"curator-client.jar", "libcurator-client-java"},
+	{"guava.jar", "libguava-java"},
+	{"slf4j-api.jar", "libslf4j-java"},
+	{"slf4j-nop.jar", "libslf4j-java"},
+	{"zookeeper.jar", "libzookeeper-java"},
+	{"zookeeper-jute.jar", "libzookeeper-java"},
+	{"netty-handler.jar", "libnetty-java"},
+	{"netty-common.jar", "libnetty-java"},
+	{"netty-buffer.jar", "libnetty-java"},
+	{"netty-transport.jar", "libnetty-java"},
+	{"netty-codec.jar", "libnetty-java"},
+	{"netty-resolver.jar", "libnetty-java"},
+	{"netty-transport-native-epoll.jar", "libnetty-java"},
+	{"netty-transport-native-unix-common.jar", "libnetty-java"},
+	{"metrics-core.jar", "libdropwizard-metrics-java"},
+	{"commons-cli.jar", "libcommons-cli-java"},
+	{"snappy-java.jar", "libsnappy-java"},
+}
+
+// ErrUnavailable is wrapped by the errors JavaClasspath, KazooAvailable,
+// StartCurator and StartKazoo return when a required tool or package is
+// missing, so tests can skip with errors.Is.
+var ErrUnavailable = errors.New("interop: dependency unavailable")
+
+// JavaClasspath returns the class path for CuratorRecipes.java: Curator,
+// Guava, SLF4J (with the no-op binding) and ZooKeeper's jars from
+// /usr/share/java, or the value of CURATOR_CLASSPATH when that is set. A
+// missing jar yields an error wrapping ErrUnavailable that names the Debian
+// package to install.
+func JavaClasspath() (string, error) {
+	if cp := os.Getenv(ClasspathEnv); cp != "" {
+		return cp, nil
+	}
+	parts := make([]string, 0, len(javaJars))
+	var missing []string
+	for _, j := range javaJars {
+		p := filepath.Join(JavaDir, j.jar)
+		if _, err := os.Stat(p); err != nil {
+			missing = append(missing, fmt.Sprintf("%s (apt-get install %s)", p, j.pkg))
+			continue
+		}
+		parts = append(parts, p)
+	}
+	if len(missing) > 0 {
+		return "", fmt.Errorf("%w: missing %s; or set %s", ErrUnavailable, strings.Join(missing, ", "), ClasspathEnv)
+	}
+	return strings.Join(parts, string(os.PathListSeparator)), nil
+}
+
+// javaBinary returns $JAVA_HOME/bin/java when JAVA_HOME is set, else java
+// from PATH.
+func javaBinary() (string, error) {
+	if h := os.Getenv("JAVA_HOME"); h != "" {
+		p := filepath.Join(h, "bin", "java")
+		if _, err := os.Stat(p); err == nil {
+			return p, nil
+		}
+	}
+	p, err := exec.LookPath("java")
+	if err != nil {
+		return "", fmt.Errorf("%w: no java 11+ on PATH (apt-get install openjdk-17-jre-headless): %w", ErrUnavailable, err)
+	}
+	return p, nil
+}
+
+// KazooAvailable reports whether /usr/bin/python3 can import kazoo; the
+// error wraps ErrUnavailable and names the python3-kazoo package.
+func KazooAvailable() error {
+	out, err := exec.Command(Python, "-I", "-c", "import kazoo").CombinedOutput()
+	if err != nil {
+		return fmt.Errorf("%w: %s cannot import kazoo (apt-get install python3-kazoo): %w: %s",
+			ErrUnavailable, Python, err, bytes.TrimSpace(out))
+	}
+	return nil
+}
+
+// StartCurator writes CuratorRecipes.java into dir and starts
+// `java <JVMFlags> -cp <JavaClasspath()> CuratorRecipes.java args...`. The
+// process is killed (with its process group) when ctx is done.
+func StartCurator(ctx context.Context, dir string, args ...string) (*Proc, error) {
+	cp, err := JavaClasspath()
+	if err != nil {
+		return nil, err
+	}
+	java, err := javaBinary()
+	if err != nil {
+		return nil, err
+	}
+	src := filepath.Join(dir, CuratorSourceName)
+	if err := writeIfChanged(src, curatorSource); err != nil {
+		return nil, err
+	}
+	argv := append(append([]string{}, JVMFlags...), "-cp", cp, src)
+	argv = append(argv, args...)
+	return start(ctx, "curator", java, argv)
+}
+
+// StartKazoo writes kazoo_recipes.py into dir and starts
+// `/usr/bin/python3 -I -u kazoo_recipes.py args...`. The process is killed
+// (with its process group) when ctx is done. Kazoo's extra lock patterns
+// come from KAZOO_EXTRA_LOCK_PATTERNS in this process's environment
+// (default "-lock-"; see kazoo_recipes.py).
+func StartKazoo(ctx context.Context, dir string, args ...string) (*Proc, error) {
+	if _, err := os.Stat(Python); err != nil {
+		return nil, fmt.Errorf("%w: %s (apt-get install python3-kazoo): %w", ErrUnavailable, Python, err)
+	}
+	src := filepath.Join(dir, KazooSourceName)
+	if err := writeIfChanged(src, kazooSource); err != nil {
+		return nil, err
+	}
+	argv := append([]string{"-I", "-u", src}, args...)
+	return start(ctx, "kazoo", Python, argv)
+}
+
+var writeMu sync.Mutex
+
+// writeIfChanged writes data to path unless it already holds exactly data,
+// so concurrent starts sharing a directory do not rewrite a file another
+// process is reading.
+func writeIfChanged(path string, data []byte) error {
+	writeMu.Lock()
+	defer writeMu.Unlock()
+	if old, err := os.ReadFile(path); err == nil && bytes.Equal(old, data) {
+		return nil
+	}
+	tmp := path + ".tmp"
+	if err := os.WriteFile(tmp, data, 0o644); err != nil {
+		return fmt.Errorf("interop: write %s: %w", tmp, err)
+	}
+	if err := os.Rename(tmp, path); err != nil {
+		return fmt.Errorf("interop: rename %s: %w", tmp, err)
+	}
+	return nil
+}
+
+// stderrTail is how many bytes of stderr Proc keeps for error messages.
+const stderrTail = 8 << 10
+
+// Proc is a running contender process started by StartCurator or
+// StartKazoo. Its stdout is collected line by line for WaitLine and
+// Output; the tail of its stderr is kept for error messages. The process
+// runs in its own process group, is sent SIGKILL if the Go process dies
+// (Linux), and is reaped in the background, so Wait may be called any
+// number of times.
+type Proc struct {
+	// Name is "curator" or "kazoo" followed by the mode, for messages.
+	Name string
+
+	cmd   *exec.Cmd
+	stdin interface {
+		Write([]byte) (int, error)
+		Close() error
+	}
+
+	mu       sync.Mutex
+	lines    []string
+	partial  []byte
+	next     int           // first line not yet consumed by WaitLine
+	changed  chan struct{} // closed and replaced whenever lines grow or the process exits
+	stderr   []byte
+	exited   bool
+	waitErr  error
+	doneChan chan struct{}
+}
+
+func start(ctx context.Context, kind, bin string, argv []string) (*Proc, error) {
+	name := kind
+	if len(argv) > 0 {
+		// The mode is the first argument after the program file.
+		for i, a := range argv {
+			if strings.HasSuffix(a, CuratorSourceName) || strings.HasSuffix(a, KazooSourceName) {
+				if i+1 < len(argv) {
+					name = kind + " " + argv[i+1]
+				}
+				break
+			}
+		}
+	}
+	p := &Proc{Name: name, changed: make(chan struct{}), doneChan: make(chan struct{})}
+	cmd := exec.CommandContext(ctx, bin, argv...)
+	cmd.Env = os.Environ()
+	setProcAttrs(cmd)
+	cmd.Cancel = func() error { killGroup(cmd); return nil }
+	cmd.WaitDelay = 2 * time.Second
+	cmd.Stdout = (*stdoutWriter)(p)
+	cmd.Stderr = (*stderrWriter)(p)
+	in, err := cmd.StdinPipe()
+	if err != nil {
+		return nil, fmt.Errorf("interop: %s stdin: %w", name, err)
+	}
+	p.stdin = in
+	p.cmd = cmd
+	if err := cmd.Start(); err != nil {
+		return nil, fmt.Errorf("interop: start %s: %w", name, err)
+	}
+	go func() {
+		err := cmd.Wait()
+		p.mu.Lock()
+		if len(p.partial) > 0 {
+			p.lines = append(p.lines, string(p.partial))
+			p.partial = nil
+		}
+		p.exited = true
+		p.waitErr = err
+		p.signalLocked()
+		p.mu.Unlock()
+		close(p.doneChan)
+	}()
+	return p, nil
+}
+
+type stdoutWriter Proc
+
+func (w *stdoutWriter) Write(b []byte) (int, error) {
+	p := (*Proc)(w)
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.partial = append(p.partial, b...)
+	grew := false
+	for {
+		i := bytes.IndexByte(p.partial, '\n')
+		if i < 0 {
+			break
+		}
+		p.lines = append(p.lines, strings.TrimRight(string(p.partial[:i]), "\r"))
+		p.partial = p.partial[i+1:]
+		grew = true
+	}
+	if grew {
+		p.signalLocked()
+	}
+	return len(b), nil
+}
+
+type stderrWriter Proc
+
+func (w *stderrWriter) Write(b []byte) (int, error) {
+	p := (*Proc)(w)
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.stderr = append(p.stderr, b...)
+	if n := len(p.stderr); n > 2*stderrTail {
+		p.stderr = append([]byte(nil), p.stderr[n-stderrTail:]...)
+	}
+	return len(b), nil
+}
+
+func (p *Proc) signalLocked() {
+	close(p.changed)
+	p.changed = make(chan struct{})
+}
+
+func (p *Proc) stderrTailLocked() string {
+	s := p.stderr
+	if len(s) > stderrTail {
+		s = s[len(s)-stderrTail:]
+	}
+	return strings.TrimSpace(string(s))
+}
+
+// WaitLine waits until the process prints a stdout line equal to want
+// (surrounding white space ignored). Lines are consumed: each call scans
+// only the lines after the one a previous WaitLine matched, so calling it
+// twice for "ACQUIRED" waits for two such lines. It fails if ctx ends or
+// the process exits first; the error carries the process's stderr tail.
+func (p *Proc) WaitLine(ctx context.Context, want string) error {
+	want = strings.TrimSpace(want)
+	for {
+		p.mu.Lock()
+		for p.next < len(p.lines) {
+			l := p.lines[p.next]
+			p.next++
+			if strings.TrimSpace(l) == want {
+				p.mu.Unlock()
+				return nil
+			}
+		}
+		if p.exited {
+			err := fmt.Errorf("interop: %s exited (%v) before printing %q; stdout:\n%s\nstderr:\n%s",
+				p.Name, p.waitErr, want, strings.Join(p.lines, "\n"), p.stderrTailLocked())
+			p.mu.Unlock()
+			return err
+		}
+		ch := p.changed
+		p.mu.Unlock()
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			p.mu.Lock()
+			err := fmt.Errorf("interop: %s: waiting for %q: %w; stdout:\n%s\nstderr:\n%s",
+				p.Name, want, ctx.Err(), strings.Join(p.lines, "\n"), p.stderrTailLocked())
+			p.mu.Unlock()
+			return err
+		}
+	}
+}
+
+// Send writes line and a newline to the process's stdin.
+func (p *Proc) Send(line string) error {
+	if _, err := p.stdin.Write([]byte(line + "\n")); err != nil {
+		return fmt.Errorf("interop: %s: send %q: %w", p.Name, line, err)
+	}
+	return nil
+}
+
+// CloseStdin closes the process's stdin, which a holder treats as the
+// release command and a mutex contender waiting for GO as an error.
+func (p *Proc) CloseStdin() error {
+	return p.stdin.Close()
+}
+
+// Wait waits for the process to exit and returns nil if it exited 0, else
+// an error with the exit status and the tail of its stderr.
+func (p *Proc) Wait() error {
+	<-p.doneChan
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.waitErr != nil {
+		return fmt.Errorf("interop: %s: %w; stderr:\n%s", p.Name, p.waitErr, p.stderrTailLocked())
+	}
+	return nil
+}
+
+// Done returns a channel closed once the process has exited and been
+// reaped.
+func (p *Proc) Done() <-chan struct{} { return p.doneChan }
+
+// Kill sends SIGKILL to the process's whole process group and waits for
+// the process to be reaped. It is safe to call more than once and after
+// the process exited.
+func (p *Proc) Kill() {
+	select {
+	case <-p.doneChan:
+		return // reaped: its pid may already belong to someone else
+	default:
+	}
+	killGroup(p.cmd)
+	<-p.doneChan
+}
+
+// Output returns everything the process printed on stdout so far.
+func (p *Proc) Output() string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	var b strings.Builder
+	for _, l := range p.lines {
+		b.WriteString(l)
+		b.WriteByte('\n')
+	}
+	b.Write(p.partial)
+	return b.String()
+}
+
+// Lines returns the stdout lines printed so far (a trailing line without a
+// newline is included once the process has exited).
+func (p *Proc) Lines() []string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return append([]string(nil), p.lines...)
+}
+
+// Stderr returns the retained tail of the process's stderr.
+func (p *Proc) Stderr() string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.stderrTailLocked()
+}
+
+// Interval is one lock hold as recorded by a mutex contender: Start is
+// taken right after the acquire returned and End right before the release,
+// both in wall-clock Unix nanoseconds. Who names the contender.
+type Interval struct {
+	Start, End int64
+	Who        string
+}
+
+// ReadIntervals parses a mutex contender's output file: one "start end"
+// line per hold and, when the contender finished, a final "done N" line,
+// which must agree with the number of holds. Each interval gets Who = who.
+func ReadIntervals(file, who string) ([]Interval, error) {
+	f, err := os.Open(file)
+	if err != nil {
+		return nil, fmt.Errorf("interop: %w", err)
+	}
+	defer f.Close()
+	var out []Interval
+	done := -1
+	sc := bufio.NewScanner(f)
+	for n := 1; sc.Scan(); n++ {
+		line := strings.TrimSpace(sc.Text())
+		if line == "" {
+			continue
+		}
+		fields := strings.Fields(line)
+		if len(fields) != 2 {
+			return nil, fmt.Errorf("interop: %s:%d: malformed line %q", file, n, line)
+		}
+		if fields[0] == "done" {
+			d, err := strconv.Atoi(fields[1])
+			if err != nil {
+				return nil, fmt.Errorf("interop: %s:%d: %w", file, n, err)
+			}
+			done = d
+			continue
+		}
+		if done >= 0 {
+			return nil, fmt.Errorf("interop: %s:%d: hold recorded after %q", file, n, "done")
+		}
+		s, err1 := strconv.ParseInt(fields[0], 10, 64)
+		e, err2 := strconv.ParseInt(fields[1], 10, 64)
+		if err := errors.Join(err1, err2); err != nil {
+			return nil, fmt.Errorf("interop: %s:%d: %w", file, n, err)
+		}
+		if e < s {
+			return nil, fmt.Errorf("interop: %s:%d: end %d before start %d", file, n, e, s)
+		}
+		out = append(out, Interval{Start: s, End: e, Who: who})
+	}
+	if err := sc.Err(); err != nil {
+		return nil, fmt.Errorf("interop: %s: %w", file, err)
+	}
+	if done >= 0 && done != len(out) {
+		return nil, fmt.Errorf("interop: %s: says done %d but records %d holds", file, done, len(out))
+	}
+	return out, nil
+}
+
+// CheckNoOverlap sorts iv by start time (in place) and returns an error
+// describing the first pair of holds that overlap in time, i.e. where a
+// hold starts before an earlier-starting hold has ended. Touching
+// intervals do not overlap.
+func CheckNoOverlap(iv []Interval) error {
+	sort.SliceStable(iv, func(i, j int) bool { return iv[i].Start < iv[j].Start })
+	latest := -1 // index of the hold with the greatest End so far
+	for i := range iv {
+		if latest >= 0 && iv[i].Start < iv[latest].End {
+			a, b := iv[latest], iv[i]
+			return fmt.Errorf("interop: holds overlap by %v: %s [%d, %d] and %s [%d, %d]",
+				time.Duration(min(a.End, b.End)-b.Start), a.Who, a.Start, a.End, b.Who, b.Start, b.End)
+		}
+		if latest < 0 || iv[i].End > iv[latest].End {
+			latest = i
+		}
+	}
+	return nil
+}

@@ -1,0 +1,478 @@
+// Package mutex is a Curator-compatible inter-process mutex on ZooKeeper:
+// reentrant, fair (first come, first served) and herd-free, with fencing
+// tokens and session-loss signals.
+//
+// A Mutex creates the znodes Curator's InterProcessMutex creates
+// (ephemeral-sequential _c_<uuid>-lock-<seq> under container parents), so Go
+// and Java processes can contend for the same path safely.
+//
+// # Owners
+//
+// Reentrancy is counted per owner. The default owner is the calling
+// goroutine, as Curator's is the calling thread: a goroutine that holds the
+// lock may lock it again, and must unlock it as many times. A lock taken in
+// one goroutine can be released in another only through an explicit owner:
+// put one in the context with WithOwner and pass that context to both Lock
+// and Unlock. Unlock by anyone else returns ErrNotOwner and releases nothing.
+//
+// # Losing the lock
+//
+// A hold is only as good as the session behind it. Lease.Done closes when
+// the hold may be gone: on LOST, and also on SUSPENDED under the client's
+// default (Standard) error policy. Lease.Token gives a fencing token that
+// strictly increases across successive holders, and Lease.Fenced makes
+// ZooKeeper writes conditional on the lock node still existing.
+package mutex
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"reflect"
+	"sync"
+	"time"
+
+	"github.com/go-zookeeper/zk"
+	"github.com/zkrecipes/zkrecipes/recipes"
+)
+
+// LockName is the lock name in Curator's InterProcessMutex node names.
+const LockName = "lock-"
+
+// KazooLockName is the lock name in Kazoo's Lock node names; pass it to
+// WithExtraLockNames to share a queue with Kazoo clients.
+const KazooLockName = "__lock__"
+
+// RevokeMessage is the data that asks a holder to release (Curator's
+// revocation protocol).
+const RevokeMessage = "__REVOKE__"
+
+// Sentinel errors of this package are those of package recipes.
+var (
+	ErrNotOwner    = recipes.ErrNotOwner
+	ErrNotHeld     = recipes.ErrNotHeld
+	ErrLockLost    = recipes.ErrLockLost
+	ErrNotAcquired = recipes.ErrNotAcquired
+	ErrFenced      = recipes.ErrFenced
+)
+
+// Option configures a Mutex.
+type Option func(*options) error
+
+type options struct {
+	data     []byte
+	extra    []string
+	onRevoke func(*Lease)
+}
+
+// WithData sets the data of the lock node. The default, as in Curator, is
+// this host's IP address as text.
+func WithData(data []byte) Option {
+	return func(o *options) error {
+		o.data = append([]byte(nil), data...)
+		return nil
+	}
+}
+
+// WithExtraLockNames makes other clients' nodes count as contenders in the
+// right order: a node's sort key is the text after the last occurrence of
+// "lock-" or, failing that, of one of names. Use KazooLockName to share a
+// queue with Kazoo (whose clients must in turn list "-lock-" in their
+// extra_lock_patterns). Curator does not recognise Kazoo's nodes, so do not
+// mix Kazoo and Curator clients on one path.
+func WithExtraLockNames(names ...string) Option {
+	return func(o *options) error {
+		for _, n := range names {
+			if n == "" {
+				return fmt.Errorf("%w: empty lock name", recipes.ErrInvalidArgument)
+			}
+		}
+		o.extra = append(o.extra, names...)
+		return nil
+	}
+}
+
+// WithRevocationListener makes holds revocable, as Curator's makeRevocable:
+// when someone writes RevokeMessage into a held lock node (see Revoke), fn
+// is called once, on a goroutine of its own, with the lease. It is up to fn
+// to release the lock.
+func WithRevocationListener(fn func(*Lease)) Option {
+	return func(o *options) error {
+		if fn == nil {
+			return fmt.Errorf("%w: nil revocation listener", recipes.ErrInvalidArgument)
+		}
+		o.onRevoke = fn
+		return nil
+	}
+}
+
+// Mutex is a reentrant inter-process mutex at one path. Many goroutines may
+// share one Mutex; each owner (goroutine, or explicit owner) holds it in
+// turn with every other owner, in this process or any other.
+type Mutex struct {
+	c      *recipes.Client
+	path   string // as given
+	full   string // on the server
+	opts   options
+	driver *recipes.StandardDriver
+
+	mu    sync.Mutex
+	holds map[any]*Lease
+}
+
+// New returns a mutex at path. It does not touch ZooKeeper.
+func New(c *recipes.Client, path string, opts ...Option) (*Mutex, error) {
+	if c == nil {
+		return nil, recipes.ErrNilClient
+	}
+	if err := c.Check(); err != nil {
+		return nil, err
+	}
+	full, err := c.FullPath(path)
+	if err != nil {
+		return nil, err
+	}
+	if full == "/" {
+		return nil, fmt.Errorf("%w: the root cannot be a lock path", recipes.ErrInvalidPath)
+	}
+	var o options
+	for _, opt := range opts {
+		if opt == nil {
+			return nil, fmt.Errorf("%w: nil option", recipes.ErrInvalidArgument)
+		}
+		if err := opt(&o); err != nil {
+			return nil, err
+		}
+	}
+	if o.data == nil {
+		o.data = []byte(localIP())
+	}
+	return &Mutex{
+		c: c, path: path, full: full, opts: o,
+		driver: &recipes.StandardDriver{LockName: LockName, Extra: o.extra, MaxLeases: 1},
+		holds:  map[any]*Lease{},
+	}, nil
+}
+
+// Path returns the lock path as given to New.
+func (m *Mutex) Path() string { return m.path }
+
+// Lease is one owner's hold on a Mutex. Locking again by the same owner
+// returns the same Lease.
+type Lease struct {
+	*recipes.Hold
+	m     *Mutex
+	ct    *recipes.Contest
+	owner any
+	count int // guarded by m.mu
+}
+
+// Count returns how many times the owner holds the lock.
+func (l *Lease) Count() int {
+	l.m.mu.Lock()
+	defer l.m.mu.Unlock()
+	return l.count
+}
+
+// ownerKey types keep explicit owners apart from goroutine ids.
+type (
+	ownerCtxKey struct{}
+	goroutine   uint64
+	explicit    struct{ v any }
+)
+
+// WithOwner returns a context that names owner as the owner for Lock and
+// Unlock, instead of the calling goroutine. owner must be comparable (a
+// string, a pointer, an id...). Use it to release a lock in another
+// goroutine than the one that took it.
+func WithOwner(ctx context.Context, owner any) context.Context {
+	return context.WithValue(ctx, ownerCtxKey{}, explicit{owner})
+}
+
+func ownerOf(ctx context.Context) (any, error) {
+	if o, ok := ctx.Value(ownerCtxKey{}).(explicit); ok {
+		if o.v == nil || !reflect.ValueOf(o.v).Comparable() {
+			return nil, fmt.Errorf("%w: owner %T is not comparable", recipes.ErrInvalidArgument, o.v)
+		}
+		return o, nil
+	}
+	return goroutine(recipes.GoroutineID()), nil
+}
+
+func (m *Mutex) check(ctx context.Context) error {
+	if m == nil || m.c == nil {
+		return fmt.Errorf("%w: Mutex not made by New", recipes.ErrInvalidArgument)
+	}
+	if ctx == nil {
+		return fmt.Errorf("%w: nil context", recipes.ErrInvalidArgument)
+	}
+	return m.c.Check()
+}
+
+// Lock blocks until the owner holds the lock, ctx ends, or the session is
+// lost. A timed acquire is a ctx with a deadline. When ctx ends the
+// caller's node is removed and the error wraps ctx.Err(). If the owner
+// already holds the lock, Lock counts one more hold and returns at once.
+func (m *Mutex) Lock(ctx context.Context) (*Lease, error) { return m.lock(ctx, true) }
+
+// TryLock makes one attempt and never waits for another holder: it returns
+// the lease, or an error wrapping ErrNotAcquired when someone else holds
+// the lock (leaving no node behind).
+func (m *Mutex) TryLock(ctx context.Context) (*Lease, error) { return m.lock(ctx, false) }
+
+func (m *Mutex) lock(ctx context.Context, wait bool) (*Lease, error) {
+	if err := m.check(ctx); err != nil {
+		return nil, err
+	}
+	owner, err := ownerOf(ctx)
+	if err != nil {
+		return nil, err
+	}
+	m.mu.Lock()
+	if l := m.holds[owner]; l != nil {
+		defer m.mu.Unlock()
+		if l.IsLost() {
+			return nil, fmt.Errorf("mutex %s: %w: unlock it first", m.path, ErrLockLost)
+		}
+		l.count++
+		return l, nil
+	}
+	m.mu.Unlock()
+
+	ct, err := m.c.Enter(ctx, m.full, LockName, m.opts.data, m.driver)
+	if err != nil {
+		return nil, fmt.Errorf("mutex %s: %w", m.path, err)
+	}
+	held, sig, err := ct.Acquire(ctx, wait)
+	if err != nil {
+		return nil, fmt.Errorf("mutex %s: %w", m.path, err)
+	}
+	if !held {
+		return nil, fmt.Errorf("mutex %s: %w", m.path, ErrNotAcquired)
+	}
+	l := &Lease{Hold: recipes.NewHold(m.c, ct.Path(), sig), m: m, ct: ct, owner: owner, count: 1}
+	m.mu.Lock()
+	m.holds[owner] = l
+	m.mu.Unlock()
+	if m.opts.onRevoke != nil {
+		go l.watchRevocation()
+	}
+	return l, nil
+}
+
+// Unlock releases one hold of the owner; the last one deletes the lock node
+// (retrying in the background through connection problems). Unlock by an
+// owner that does not hold the lock returns ErrNotOwner (someone else
+// holds it here) or ErrNotHeld and releases nothing. If the session was
+// lost while the lock was held, Unlock drops the whole hold, cleans up and
+// returns an error wrapping ErrLockLost: the lock may have been someone
+// else's for a while.
+func (m *Mutex) Unlock(ctx context.Context) error {
+	if err := m.check(ctx); err != nil {
+		return err
+	}
+	owner, err := ownerOf(ctx)
+	if err != nil {
+		return err
+	}
+	m.mu.Lock()
+	l := m.holds[owner]
+	if l == nil {
+		others := len(m.holds)
+		m.mu.Unlock()
+		if others > 0 {
+			return fmt.Errorf("mutex %s: %w", m.path, ErrNotOwner)
+		}
+		return fmt.Errorf("mutex %s: %w", m.path, ErrNotHeld)
+	}
+	lost := l.IsLost()
+	if l.count--; l.count > 0 && !lost {
+		m.mu.Unlock()
+		return nil
+	}
+	l.count = 0
+	delete(m.holds, owner)
+	m.mu.Unlock()
+
+	l.MarkReleased()
+	err = l.ct.Leave()
+	if lost {
+		return fmt.Errorf("mutex %s: %w", m.path, ErrLockLost)
+	}
+	if err != nil {
+		return fmt.Errorf("mutex %s: %w", m.path, err)
+	}
+	return nil
+}
+
+// Acquire is Lock without the lease, under Curator's name; with Release it
+// makes Mutex a Locker.
+func (m *Mutex) Acquire(ctx context.Context) error {
+	_, err := m.Lock(ctx)
+	return err
+}
+
+// Release is Unlock under Curator's name.
+func (m *Mutex) Release(ctx context.Context) error { return m.Unlock(ctx) }
+
+// IsHeld reports whether the owner named by ctx (or the calling goroutine)
+// holds the lock.
+func (m *Mutex) IsHeld(ctx context.Context) bool {
+	if m.check(ctx) != nil {
+		return false
+	}
+	owner, err := ownerOf(ctx)
+	if err != nil {
+		return false
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.holds[owner] != nil
+}
+
+// IsHeldInProcess reports whether any owner in this process holds the lock
+// through this Mutex (Curator's isAcquiredInThisProcess).
+func (m *Mutex) IsHeldInProcess() bool {
+	if m == nil || m.c == nil {
+		return false
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return len(m.holds) > 0
+}
+
+// Participant is one contender in the queue.
+type Participant struct {
+	Name string // node name
+	Path string // server path
+}
+
+// Participants returns the contenders for the lock in queue order: the
+// first holds it. Nodes of other clients with a recognised lock name are
+// included, as Curator includes them.
+func (m *Mutex) Participants(ctx context.Context) ([]Participant, error) {
+	if err := m.check(ctx); err != nil {
+		return nil, err
+	}
+	var kids []string
+	err := m.c.Retry(ctx, func() error {
+		var err error
+		kids, _, err = m.c.Children(m.full)
+		return err
+	})
+	if errors.Is(err, zk.ErrNoNode) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("mutex %s: participants: %w", m.path, err)
+	}
+	sorted := recipes.SortContenders(kids, m.driver)
+	out := make([]Participant, len(sorted))
+	for i, s := range sorted {
+		out[i] = Participant{Name: s.Name, Path: recipes.JoinPath(m.full, s.Name)}
+	}
+	return out, nil
+}
+
+// Holder returns the node of the current holder and its data (by default
+// the holder's IP address). It returns ErrNotHeld when nobody holds the
+// lock.
+func (m *Mutex) Holder(ctx context.Context) (Participant, []byte, error) {
+	for {
+		ps, err := m.Participants(ctx)
+		if err != nil {
+			return Participant{}, nil, err
+		}
+		if len(ps) == 0 {
+			return Participant{}, nil, fmt.Errorf("mutex %s: %w", m.path, ErrNotHeld)
+		}
+		var data []byte
+		err = m.c.Retry(ctx, func() error {
+			var err error
+			data, _, err = m.c.Get(ps[0].Path)
+			return err
+		})
+		if errors.Is(err, zk.ErrNoNode) {
+			continue // released meanwhile: look again
+		}
+		if err != nil {
+			return Participant{}, nil, fmt.Errorf("mutex %s: holder: %w", m.path, err)
+		}
+		return ps[0], data, nil
+	}
+}
+
+// Revoke asks the holder of the lock node at nodePath (a server path, see
+// Participants) to release it, by writing RevokeMessage into the node.
+// Holders that registered a revocation listener are told.
+func Revoke(ctx context.Context, c *recipes.Client, nodePath string) error {
+	if err := c.Check(); err != nil {
+		return err
+	}
+	if err := recipes.ValidatePath(nodePath); err != nil {
+		return err
+	}
+	err := c.Retry(ctx, func() error {
+		_, err := c.Set(nodePath, []byte(RevokeMessage), -1)
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("mutex: revoke %s: %w", nodePath, err)
+	}
+	return nil
+}
+
+// watchRevocation waits for RevokeMessage in our node's data. It ends when
+// the node is deleted (release) or the watch ends with the session.
+func (l *Lease) watchRevocation() {
+	c := l.m.c
+	for {
+		data, _, ch, err := c.GetW(l.Node())
+		if err != nil {
+			if !recipes.IsRetryable(err) {
+				return
+			}
+			t := time.NewTimer(50 * time.Millisecond)
+			select {
+			case <-l.Done():
+				t.Stop()
+				return
+			case <-t.C:
+			}
+			continue
+		}
+		if string(data) == RevokeMessage {
+			l.m.opts.onRevoke(l)
+			return
+		}
+		ev := <-ch
+		if ev.Type != zk.EventNodeDataChanged {
+			return
+		}
+	}
+}
+
+var (
+	localIPOnce sync.Once
+	localIPText string
+)
+
+// localIP returns this host's first non-loopback IPv4 address as text
+// (Curator stores the local address in lock nodes), else "127.0.0.1".
+func localIP() string {
+	localIPOnce.Do(func() {
+		localIPText = "127.0.0.1"
+		addrs, err := net.InterfaceAddrs()
+		if err != nil {
+			return
+		}
+		for _, a := range addrs {
+			if ipn, ok := a.(*net.IPNet); ok && !ipn.IP.IsLoopback() && ipn.IP.To4() != nil {
+				localIPText = ipn.IP.String()
+				return
+			}
+		}
+	})
+	return localIPText
+}

@@ -1,0 +1,443 @@
+package recipes_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/go-zookeeper/zk"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"go.uber.org/goleak"
+
+	"github.com/zkrecipes/zkrecipes/recipes"
+	"github.com/zkrecipes/zkrecipes/recipes/zktest"
+)
+
+func TestMain(m *testing.M) {
+	goleak.VerifyTestMain(m)
+}
+
+// connect returns a client closed at the end of the test.
+func connect(t *testing.T, servers []string, opts ...recipes.Option) *recipes.Client {
+	t.Helper()
+	c, err := recipes.Connect(servers, opts...)
+	require.NoError(t, err)
+	t.Cleanup(func() { c.Close() })
+	return c
+}
+
+// stateLog records every transition a client publishes.
+type stateLog struct {
+	mu     sync.Mutex
+	states []recipes.State
+	cond   chan struct{}
+}
+
+func watchStates(t *testing.T, c *recipes.Client) *stateLog {
+	l := &stateLog{cond: make(chan struct{}, 1)}
+	remove := c.Listen(func(s recipes.State) {
+		l.mu.Lock()
+		l.states = append(l.states, s)
+		l.mu.Unlock()
+		select {
+		case l.cond <- struct{}{}:
+		default:
+		}
+	})
+	t.Cleanup(remove)
+	return l
+}
+
+func (l *stateLog) snapshot() []recipes.State {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return append([]recipes.State(nil), l.states...)
+}
+
+// waitFor waits until the log ends with want (as a subsequence of the states
+// seen after the call's start index) or the deadline passes.
+func (l *stateLog) waitFor(t *testing.T, from int, timeout time.Duration, want ...recipes.State) []recipes.State {
+	t.Helper()
+	deadline := time.After(timeout)
+	for {
+		got := l.snapshot()
+		if from <= len(got) && hasSubsequence(got[from:], want) {
+			return got[from:]
+		}
+		select {
+		case <-l.cond:
+		case <-deadline:
+			t.Fatalf("states %v: want %v within %v", got[min(from, len(got)):], want, timeout)
+		}
+	}
+}
+
+func hasSubsequence(got, want []recipes.State) bool {
+	i := 0
+	for _, s := range got {
+		if i < len(want) && s == want[i] {
+			i++
+		}
+	}
+	return i == len(want)
+}
+
+func eventually(t *testing.T, timeout time.Duration, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out after %v waiting for %s", timeout, what)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+func TestStateSuspendedThenReconnectedOnPause(t *testing.T) {
+	zkc := zktest.Start(t, zktest.WithTickTime(500*time.Millisecond))
+	if !zkc.Controllable() {
+		t.Skip("needs a server this test controls")
+	}
+	c := connect(t, zkc.Servers(), recipes.WithSessionTimeout(6*time.Second))
+	log := watchStates(t, c)
+	sid := c.SessionID()
+	hold := c.HoldSignal(c.Snapshot())
+
+	require.NoError(t, zkc.Pause(0))
+	log.waitFor(t, 0, 10*time.Second, recipes.StateSuspended)
+	select {
+	case <-hold:
+	default:
+		t.Fatal("standard policy: hold signal must close on SUSPENDED")
+	}
+	require.NoError(t, zkc.Resume(0))
+	got := log.waitFor(t, 0, 10*time.Second, recipes.StateSuspended, recipes.StateReconnected)
+	assert.NotContains(t, got, recipes.StateLost)
+	assert.Equal(t, sid, c.SessionID(), "same session after a short pause")
+	assert.False(t, isClosed(c.Snapshot().Lost))
+}
+
+func TestStateSuspendedThenLostOnBlackhole(t *testing.T) {
+	zkc := zktest.Start(t)
+	proxy := zktest.NewProxy(t, zkc.Servers()[0])
+	c := connect(t, []string{proxy.Addr()}, recipes.WithSessionTimeout(2*time.Second),
+		recipes.WithErrorPolicy(recipes.PolicySession))
+	log := watchStates(t, c)
+	snap := c.Snapshot()
+	hold := c.HoldSignal(snap)
+	oldSID := c.SessionID()
+
+	proxy.Blackhole()
+	start := time.Now()
+	log.waitFor(t, 0, 10*time.Second, recipes.StateSuspended)
+	assert.False(t, isClosed(hold), "session policy: SUSPENDED does not end a hold")
+	log.waitFor(t, 0, 10*time.Second, recipes.StateSuspended, recipes.StateLost)
+	t.Logf("LOST %v after the black-hole began, while still black-holed", time.Since(start))
+	assert.True(t, isClosed(hold), "LOST ends the hold")
+	assert.True(t, isClosed(snap.Lost))
+
+	proxy.Restore()
+	log.waitFor(t, 0, 20*time.Second, recipes.StateSuspended, recipes.StateLost, recipes.StateReconnected)
+	require.NoError(t, c.WaitConnected(context.Background()))
+	assert.NotEqual(t, oldSID, c.SessionID(), "a new session after LOST")
+	assert.False(t, isClosed(c.HoldSignal(c.Snapshot())), "fresh signals after reconnect")
+}
+
+func TestStateReconnectedAfterLeaderKill(t *testing.T) {
+	zkc := zktest.StartEnsemble(t, 3, zktest.WithTickTime(300*time.Millisecond))
+	if !zkc.Controllable() {
+		t.Skip("needs a server this test controls")
+	}
+	leader, err := zkc.Leader()
+	require.NoError(t, err)
+	c := connect(t, zkc.Servers(), recipes.WithSessionTimeout(6*time.Second))
+	log := watchStates(t, c)
+	sid := c.SessionID()
+
+	require.NoError(t, zkc.Kill(leader))
+	got := log.waitFor(t, 0, 20*time.Second, recipes.StateSuspended, recipes.StateReconnected)
+	assert.NotContains(t, got, recipes.StateLost)
+	assert.Equal(t, sid, c.SessionID(), "the session survives a leader change")
+	_, err = c.Create("/after-failover", nil, 0)
+	require.NoError(t, err)
+	require.NoError(t, zkc.Restart(leader))
+}
+
+func TestListenersGetEveryTransitionInOrderAndSlowOnesDoNotBlock(t *testing.T) {
+	zkc := zktest.Start(t)
+	proxy := zktest.NewProxy(t, zkc.Servers()[0])
+	c := connect(t, []string{proxy.Addr()}, recipes.WithSessionTimeout(2*time.Second))
+
+	block := make(chan struct{})
+	var slow []recipes.State
+	var mu sync.Mutex
+	removeSlow := c.Listen(func(s recipes.State) {
+		<-block
+		mu.Lock()
+		slow = append(slow, s)
+		mu.Unlock()
+	})
+	defer removeSlow()
+	ch, cancel := c.Subscribe()
+	defer cancel()
+	fast := watchStates(t, c)
+
+	for i := 0; i < 3; i++ { // three blips, each SUSPENDED then RECONNECTED
+		n := len(fast.snapshot())
+		proxy.Cut()
+		fast.waitFor(t, n, 10*time.Second, recipes.StateSuspended, recipes.StateReconnected)
+	}
+	close(block) // the slow listener catches up with all six
+	want := []recipes.State{
+		recipes.StateSuspended, recipes.StateReconnected, recipes.StateSuspended,
+		recipes.StateReconnected, recipes.StateSuspended, recipes.StateReconnected,
+	}
+	eventually(t, 5*time.Second, "slow listener", func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		return len(slow) == len(want)
+	})
+	assert.Equal(t, want, slow)
+	for i, w := range want {
+		select {
+		case s := <-ch:
+			assert.Equal(t, w, s, "subscription event %d", i)
+		case <-time.After(5 * time.Second):
+			t.Fatalf("subscription: missing event %d", i)
+		}
+	}
+}
+
+func TestProtectedCreateRecoversLostReply(t *testing.T) {
+	zkc := zktest.Start(t)
+	proxy := zktest.NewProxy(t, zkc.Servers()[0])
+	c := connect(t, []string{proxy.Addr()}, recipes.WithSessionTimeout(4*time.Second))
+	ctx := context.Background()
+	require.NoError(t, c.EnsureContainers(ctx, "/protected"))
+
+	before := c.Stats()
+	proxy.CutAfterClientSends([]byte(recipes.ProtectedPrefix))
+	path, sid, err := c.CreateProtected(ctx, "/protected", "lock-", []byte("x"))
+	require.NoError(t, err)
+	d := c.Stats().Sub(before)
+	assert.Equal(t, c.Conn().SessionID(), sid)
+	assert.GreaterOrEqual(t, d.Creates, uint64(1))
+	assert.GreaterOrEqual(t, d.Children, uint64(1), "the lost reply forced a search")
+	t.Logf("requests for the recovered create: %+v", d)
+
+	kids, _, err := c.Children("/protected")
+	require.NoError(t, err)
+	require.Len(t, kids, 1, "exactly one node")
+	assert.Equal(t, "/protected/"+kids[0], path)
+	assert.True(t, strings.HasPrefix(kids[0], recipes.ProtectedPrefix))
+	assert.Regexp(t, `^_c_[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}-lock-\d{10}$`, kids[0])
+}
+
+func TestContainerParentsAreReapedAndRecreated(t *testing.T) {
+	zkc := zktest.Start(t)
+	c := connect(t, zkc.Servers())
+	ctx := context.Background()
+
+	path, sid, err := c.CreateProtected(ctx, "/reap/a/b", "lock-", nil)
+	require.NoError(t, err)
+	for _, p := range []string{"/reap", "/reap/a", "/reap/a/b"} {
+		_, st, err := c.Conn().Get(p)
+		require.NoError(t, err)
+		assert.Zero(t, st.EphemeralOwner, p)
+	}
+	require.NoError(t, c.GuaranteedDelete(path, sid))
+	// The server reaps empty containers bottom-up, one level per check.
+	eventually(t, 15*time.Second, "containers reaped", func() bool {
+		ok, _, err := c.Exists("/reap")
+		return err == nil && !ok
+	})
+
+	// A parent deleted between two calls is recreated.
+	require.NoError(t, c.EnsureContainers(ctx, "/reap2/x"))
+	require.NoError(t, c.Delete("/reap2/x", -1))
+	_, _, err = c.CreateProtected(ctx, "/reap2/x", "lock-", nil)
+	require.NoError(t, err)
+
+	// Race the real reaper: create and delete children in a loop for a few
+	// check intervals; every create must succeed.
+	deadline := time.Now().Add(3 * time.Second)
+	n := 0
+	for time.Now().Before(deadline) {
+		p, sid, err := c.CreateProtected(ctx, "/reap3/y", "lock-", nil)
+		require.NoError(t, err, "create %d", n)
+		require.NoError(t, c.GuaranteedDelete(p, sid))
+		n++
+	}
+	t.Logf("%d creates raced the container reaper", n)
+}
+
+func TestGuaranteedDeleteSurvivesConnectionBlip(t *testing.T) {
+	zkc := zktest.Start(t)
+	proxy := zktest.NewProxy(t, zkc.Servers()[0])
+	c := connect(t, []string{proxy.Addr()}, recipes.WithSessionTimeout(4*time.Second))
+	direct := connect(t, zkc.Servers())
+	ctx := context.Background()
+
+	path, sid, err := c.CreateProtected(ctx, "/gd", "lock-", nil)
+	require.NoError(t, err)
+	proxy.Blackhole()
+	require.NoError(t, c.GuaranteedDelete(path, sid)) // fails for a connection reason, goes to background
+	assert.Equal(t, int64(1), c.Stats().PendingDeletes)
+	ok, _, err := direct.Exists(path)
+	require.NoError(t, err)
+	assert.True(t, ok, "not deleted while black-holed")
+	proxy.Restore()
+	eventually(t, 10*time.Second, "background delete", func() bool {
+		ok, _, err := direct.Exists(path)
+		return err == nil && !ok && c.Stats().PendingDeletes == 0
+	})
+	assert.Equal(t, sid, c.SessionID(), "the session survived: the delete, not expiry, removed the node")
+}
+
+func TestInvalidPathsAndMisuse(t *testing.T) {
+	for _, p := range []string{"", "relative", "a/b", "/trailing/", "/a//b", "/a/./b", "/a/../b", "/.", "/..", "/nul\x00", "/ctl\x01", "/bad\ufffe"} {
+		err := recipes.ValidatePath(p)
+		assert.ErrorIs(t, err, recipes.ErrInvalidPath, "%q", p)
+	}
+	for _, p := range []string{"/", "/a", "/a/b-c_d.e", "/ünïcode", "/a/...", "/a/.b"} {
+		assert.NoError(t, recipes.ValidatePath(p), "%q", p)
+	}
+
+	var nilClient *recipes.Client
+	_, err := nilClient.FullPath("/x")
+	assert.ErrorIs(t, err, recipes.ErrNilClient)
+	assert.ErrorIs(t, nilClient.Check(), recipes.ErrNilClient)
+	assert.ErrorIs(t, nilClient.Close(), recipes.ErrNilClient)
+
+	_, err = recipes.NewClient(nil, nil)
+	assert.ErrorIs(t, err, recipes.ErrInvalidArgument)
+	_, err = recipes.Connect(nil)
+	assert.ErrorIs(t, err, recipes.ErrInvalidArgument)
+	for name, opt := range map[string]recipes.Option{
+		"session":   recipes.WithSessionTimeout(0),
+		"connect":   recipes.WithConnectTimeout(-1),
+		"logger":    recipes.WithLogger(nil),
+		"namespace": recipes.WithNamespace("/bad/"),
+		"acl":       recipes.WithACLProvider(nil),
+		"auth":      recipes.WithAuth("", nil),
+		"retry":     recipes.WithRetryPolicy(nil),
+		"policy":    recipes.WithErrorPolicy(7),
+		"nil":       nil,
+	} {
+		_, err := recipes.Connect([]string{"127.0.0.1:1"}, opt)
+		assert.ErrorIs(t, err, recipes.ErrInvalidArgument, name)
+	}
+
+	zkc := zktest.Start(t)
+	c, err := recipes.Connect(zkc.Servers(), recipes.WithNamespace("app"))
+	require.NoError(t, err)
+	full, err := c.FullPath("/locks/a")
+	require.NoError(t, err)
+	assert.Equal(t, "/app/locks/a", full)
+	_, err = c.FullPath("locks")
+	assert.ErrorIs(t, err, recipes.ErrInvalidPath)
+	require.NoError(t, c.Close())
+	require.NoError(t, c.Close(), "Close twice is fine")
+	assert.ErrorIs(t, c.Check(), recipes.ErrClosed)
+	_, _, err = c.CreateProtected(context.Background(), "/x", "lock-", nil)
+	assert.ErrorIs(t, err, recipes.ErrClosed)
+	assert.ErrorIs(t, c.AddAuth("digest", []byte("a:b")), recipes.ErrClosed)
+	assert.ErrorIs(t, c.WaitConnected(context.Background()), recipes.ErrClosed)
+	_, err = c.Enter(context.Background(), "/x", "lock-", nil, &recipes.StandardDriver{LockName: "lock-"})
+	assert.ErrorIs(t, err, recipes.ErrClosed)
+}
+
+func TestAdoptedConnectionNamespaceAndAuth(t *testing.T) {
+	zkc := zktest.Start(t)
+	conn, events, err := zk.Connect(zkc.Servers(), 4*time.Second, zk.WithLogInfo(false))
+	require.NoError(t, err)
+	c, err := recipes.NewClient(conn, events, recipes.WithNamespace("/ns"),
+		recipes.WithAuth("digest", []byte("user:secret")),
+		recipes.WithACLProvider(recipes.ACLProviderFunc(func(string) []zk.ACL {
+			return zk.DigestACL(zk.PermAll, "user", "secret")
+		})))
+	require.NoError(t, err)
+	defer c.Close()
+	assert.Equal(t, recipes.StateConnected, c.State())
+	full, err := c.FullPath("/locks/x")
+	require.NoError(t, err)
+	p, _, err := c.CreateProtected(context.Background(), full, "lock-", []byte("hi"))
+	require.NoError(t, err)
+	assert.True(t, strings.HasPrefix(p, "/ns/locks/x/_c_"))
+
+	// Another session without the credentials cannot read the node.
+	other := connect(t, zkc.Servers())
+	_, _, err = other.Get(p)
+	assert.ErrorIs(t, err, zk.ErrNoAuth)
+	data, _, err := c.Get(p)
+	require.NoError(t, err)
+	assert.Equal(t, "hi", string(data))
+}
+
+func TestRetryStopsOnNonRetryableAndHonoursContext(t *testing.T) {
+	zkc := zktest.Start(t)
+	c := connect(t, zkc.Servers())
+	calls := 0
+	err := c.Retry(context.Background(), func() error { calls++; return zk.ErrNoNode })
+	assert.ErrorIs(t, err, zk.ErrNoNode)
+	assert.Equal(t, 1, calls, "NoNode is not retried")
+
+	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+	defer cancel()
+	calls = 0
+	err = c.Retry(ctx, func() error { calls++; return zk.ErrConnectionClosed })
+	assert.ErrorIs(t, err, context.DeadlineExceeded)
+	assert.ErrorIs(t, err, zk.ErrConnectionClosed)
+	assert.Greater(t, calls, 1, "connection loss is retried")
+}
+
+func TestCloseLeavesNoGoroutines(t *testing.T) {
+	zkc := zktest.Start(t)
+	opt := goleak.IgnoreCurrent()
+	for i := 0; i < 3; i++ {
+		c, err := recipes.Connect(zkc.Servers())
+		require.NoError(t, err)
+		c.Listen(func(recipes.State) {})
+		ch, _ := c.Subscribe()
+		_ = ch
+		_, _, err = c.CreateProtected(context.Background(), fmt.Sprintf("/leak/%d", i), "lock-", nil)
+		require.NoError(t, err)
+		require.NoError(t, c.Close())
+	}
+	goleak.VerifyNone(t, opt)
+}
+
+func TestGoroutineID(t *testing.T) {
+	a := recipes.GoroutineID()
+	assert.NotZero(t, a)
+	assert.Equal(t, a, recipes.GoroutineID())
+	ch := make(chan uint64)
+	go func() { ch <- recipes.GoroutineID() }()
+	assert.NotEqual(t, a, <-ch)
+}
+
+func TestUUIDFormat(t *testing.T) {
+	seen := map[string]bool{}
+	for i := 0; i < 1000; i++ {
+		u := recipes.NewUUID()
+		require.Len(t, u, 36)
+		require.False(t, seen[u])
+		seen[u] = true
+	}
+}
+
+func isClosed(ch <-chan struct{}) bool {
+	select {
+	case <-ch:
+		return true
+	default:
+		return false
+	}
+}
+
+var _ = errors.Is

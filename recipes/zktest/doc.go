@@ -1,0 +1,67 @@
+// Package zktest provides test fixtures that run a real Apache ZooKeeper: a
+// standalone server or an N-member ensemble started for a test (like
+// Curator's TestingServer and TestingCluster), fault injection on its members
+// (kill -9, restart, SIGSTOP/SIGCONT), and a TCP Proxy that injects network
+// faults between a client and a server (cut, black-hole, lost reply). Nothing
+// is mocked.
+//
+// # Using it in tests
+//
+//	func TestSomething(t *testing.T) {
+//		zkc := zktest.Start(t) // stopped by t.Cleanup
+//		conn, _, err := zk.Connect(zkc.Servers(), time.Second)
+//		...
+//	}
+//
+// StartEnsemble(t, 3) starts a three-member quorum; Kill, Restart, Pause and
+// Resume act on one member, and Leader tells which member leads. NewProxy(t,
+// zkc.Servers()[0]) puts a Proxy in front of a server; connect the client to
+// its Addr. FourLetter, ZnodeCount and WatchCount query a member with
+// ZooKeeper's four-letter-word commands, which the servers this package
+// starts accept without restriction, so a test can check that a recipe left
+// no znode or watch behind. If the test fails, the last lines of each
+// member's log are reported with t.Log; WithLogOutput copies the servers'
+// output somewhere while they run. Launch is the same without a testing.TB,
+// for programs; its Cluster must be closed with Close.
+//
+// # Where the server comes from
+//
+// Start, StartEnsemble and Launch look, in this order, for:
+//
+//  1. ZK_TEST_SERVERS: a comma-separated list of host:port of a running
+//     ensemble. It is used as it is: nothing is started or cleaned up (tests
+//     should work under paths of their own), the requested size is not
+//     checked, and the cluster is not Controllable, so fault-injection tests
+//     should skip themselves when Controllable is false.
+//  2. A local installation, started as child java processes (java from
+//     JAVA_HOME, else PATH): the jars of an unpacked Apache ZooKeeper
+//     release in ZOOKEEPER_HOME (lib/*.jar and *.jar), else those of Debian's
+//     zookeeper package in /usr/share/java ("apt-get install zookeeper"; 3.8
+//     at the time of writing). Each member gets free ports on 127.0.0.1 (a
+//     client port, and quorum and election ports in an ensemble), a private
+//     temporary data directory and log file (removed by Close), its own
+//     process group, and on Linux a parent-death signal, so no server
+//     outlives the test binary even when it is killed.
+//  3. A Docker engine, if testcontainers-go finds one: a standalone server
+//     from the official image (zookeeper:3.8, or ZK_TEST_IMAGE). Ensembles
+//     of more than one member are not offered in this mode, and the server
+//     is not Controllable.
+//
+// Otherwise the test fails (Launch returns an error wrapping ErrUnavailable)
+// with a message saying how to get ZooKeeper.
+//
+// # Server settings
+//
+// Servers started by this package use a tickTime of 200ms (WithTickTime
+// changes it), so the sessions they grant last between 400ms and 4s and
+// session-expiry tests take about a second; initLimit=10 and syncLimit=5
+// ticks; no limit on connections per client address; every four-letter
+// word enabled and the admin server disabled. The JVM gets
+// -Dznode.container.checkIntervalMs=1000 (container znodes are removed
+// within about a second of becoming empty; LogContains(i, "Using
+// checkIntervalMs=1000") confirms it) and -Dzookeeper.extendedTypesEnabled=true
+// (TTL znodes). Transaction logs are fsynced as usual (forceSync is left
+// on), so behavior matches production. The JVMs are kept small (-Xmx128m,
+// serial GC, C1 only) so that a three-member ensemble starts in a few seconds
+// on a two-core machine.
+package zktest

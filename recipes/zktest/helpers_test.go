@@ -1,0 +1,108 @@
+package zktest
+
+import (
+	"os"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/go-zookeeper/zk"
+	"go.uber.org/goleak"
+)
+
+func TestMain(m *testing.M) {
+	goleak.VerifyTestMain(m)
+}
+
+// quietLogger drops go-zookeeper's log lines.
+type quietLogger struct{}
+
+func (quietLogger) Printf(string, ...any) {}
+
+// client is a go-zookeeper connection whose session states are recorded.
+type client struct {
+	*zk.Conn
+	mu     sync.Mutex
+	states []zk.State
+	closed chan struct{} // closed when the event channel is (all goroutines gone)
+}
+
+// connect opens a go-zookeeper connection to servers and closes it (waiting
+// for its goroutines) when the test ends. It waits until the session is
+// established.
+func connect(t *testing.T, servers []string, timeout time.Duration) *client {
+	t.Helper()
+	c := &client{closed: make(chan struct{})}
+	conn, events, err := zk.Connect(servers, timeout,
+		zk.WithLogger(quietLogger{}),
+		zk.WithEventCallback(func(ev zk.Event) {
+			if ev.Type == zk.EventSession {
+				c.mu.Lock()
+				c.states = append(c.states, ev.State)
+				c.mu.Unlock()
+			}
+		}))
+	if err != nil {
+		t.Fatalf("zk.Connect: %v", err)
+	}
+	c.Conn = conn
+	go func() {
+		for range events {
+		}
+		close(c.closed)
+	}()
+	t.Cleanup(c.close)
+	waitFor(t, 20*time.Second, "session established", func() bool {
+		return conn.State() == zk.StateHasSession
+	})
+	return c
+}
+
+func (c *client) close() {
+	c.Conn.Close()
+	select {
+	case <-c.closed:
+	case <-time.After(10 * time.Second):
+	}
+}
+
+// sawState reports whether the session passed through state s since the
+// recording was last reset.
+func (c *client) sawState(s zk.State) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, st := range c.states {
+		if st == s {
+			return true
+		}
+	}
+	return false
+}
+
+func (c *client) resetStates() {
+	c.mu.Lock()
+	c.states = nil
+	c.mu.Unlock()
+}
+
+// waitFor polls cond until it holds or fails the test after d.
+func waitFor(t *testing.T, d time.Duration, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(d)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out after %v waiting for %s", d, what)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// requireLocal skips a test that needs to control the server processes.
+func requireLocal(t *testing.T, c *Cluster) {
+	t.Helper()
+	if !c.Controllable() {
+		t.Skipf("cluster not controllable (%s set or container mode)", EnvServers)
+	}
+}
+
+func usingExternal() bool { return os.Getenv(EnvServers) != "" }

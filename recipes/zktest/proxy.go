@@ -1,0 +1,363 @@
+package zktest
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"sync"
+	"testing"
+	"time"
+)
+
+// Proxy is a TCP proxy between ZooKeeper clients and one server that injects
+// network faults on the client side: Cut closes the connections, Blackhole
+// silently drops all traffic (the server then expires sessions that stay
+// black-holed longer than their timeout), and CutAfterClientSends loses the
+// reply to one chosen request. Connect a client to Addr instead of the
+// server's address. A Proxy is safe for concurrent use; Close stops every
+// goroutine it started.
+type Proxy struct {
+	target string
+	ln     net.Listener
+	ctx    context.Context // canceled by Close: aborts dials to the target
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+
+	mu        sync.Mutex
+	links     map[*link]struct{}
+	blackhole bool
+	armed     []byte // CutAfterClientSends pattern; nil when not armed
+	closed    bool
+}
+
+// link is one proxied client connection.
+type link struct {
+	p      *Proxy
+	client net.Conn
+	// The fields below are guarded by p.mu.
+	server     net.Conn // nil while dialing, and for links accepted during a black-hole
+	blackholed bool     // drop everything in both directions; closed by Restore
+	frozen     bool     // reply lost: drop server->client bytes, then close
+	closed     bool
+	halves     int    // directions still forwarding; the link is closed at 0
+	tail       []byte // end of the previous client chunk, for patterns split across chunks
+}
+
+// proxyBufSize is the size of each direction's copy buffer.
+const proxyBufSize = 32 << 10
+
+// drainTimeout bounds how long a link whose reply is being lost keeps
+// reading (and discarding) the server's bytes before it is closed.
+const drainTimeout = 2 * time.Second
+
+// NewProxy starts a Proxy on a free port of 127.0.0.1 that forwards to
+// target (a "host:port", typically one of Cluster.Servers) and closes it when
+// the test ends. It fails the test if it cannot listen.
+func NewProxy(t testing.TB, target string) *Proxy {
+	t.Helper()
+	p, err := ListenProxy(target)
+	if err != nil {
+		t.Fatalf("zktest: %v", err)
+		return nil
+	}
+	t.Cleanup(func() { _ = p.Close() })
+	return p
+}
+
+// ListenProxy starts a Proxy on a free port of 127.0.0.1 that forwards to
+// target. The caller must call Close.
+func ListenProxy(target string) (*Proxy, error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return nil, fmt.Errorf("zktest: proxy listen: %w", err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	p := &Proxy{target: target, ln: ln, ctx: ctx, cancel: cancel, links: make(map[*link]struct{})}
+	p.wg.Add(1)
+	go p.acceptLoop()
+	return p, nil
+}
+
+// Addr returns the proxy's address ("127.0.0.1:port") for clients.
+func (p *Proxy) Addr() string { return p.ln.Addr().String() }
+
+// Cut closes every current connection, both the client's and the server's
+// side. The proxy keeps accepting and forwarding new connections, so clients
+// reconnect at once (within their session, which survives).
+func (p *Proxy) Cut() {
+	for _, l := range p.snapshot(nil) {
+		l.close()
+	}
+}
+
+// Blackhole makes the network silently lose everything from now on: bytes
+// already in flight are forwarded, but after that nothing passes in either
+// direction on existing connections, and new connections are accepted but
+// their bytes are read and discarded, never reaching the server. Nothing is
+// closed, so neither side notices until its own timeouts fire; a session
+// black-holed longer than its timeout expires on the server. Restore ends
+// it.
+func (p *Proxy) Blackhole() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.blackhole = true
+	for l := range p.links {
+		l.blackholed = true
+	}
+}
+
+// Restore ends a Blackhole. Connections that existed during the black-hole
+// are closed (bytes were lost, so their streams are corrupt) and clients
+// reconnect through the proxy, which forwards new connections normally.
+func (p *Proxy) Restore() {
+	p.mu.Lock()
+	p.blackhole = false
+	var bh []*link
+	for l := range p.links {
+		if l.blackholed {
+			bh = append(bh, l)
+		}
+	}
+	p.mu.Unlock()
+	for _, l := range bh {
+		l.close()
+	}
+}
+
+// CutAfterClientSends arms a one-shot fault: the next chunk of bytes a
+// client sends that contains pattern (for example a znode path, which
+// appears verbatim in ZooKeeper requests) is forwarded to the server, and
+// then every connection is cut at once without forwarding any further byte
+// from the server. The server still receives, and executes, the request,
+// but the client never sees the reply: its request fails with a connection
+// loss although it took effect. A pattern split across two reads of the
+// client's connection is found too. Arming again replaces the pattern; an
+// empty pattern matches the next chunk of any client.
+func (p *Proxy) CutAfterClientSends(pattern []byte) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.armed = append([]byte{}, pattern...)
+}
+
+// Close stops accepting, closes every connection and waits for all of the
+// proxy's goroutines to end. It is idempotent.
+func (p *Proxy) Close() error {
+	p.mu.Lock()
+	if p.closed {
+		p.mu.Unlock()
+		return nil
+	}
+	p.closed = true
+	p.mu.Unlock()
+	err := p.ln.Close()
+	p.cancel()
+	p.Cut()
+	p.wg.Wait()
+	return err
+}
+
+// snapshot returns the current links except skip.
+func (p *Proxy) snapshot(skip *link) []*link {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	out := make([]*link, 0, len(p.links))
+	for l := range p.links {
+		if l != skip {
+			out = append(out, l)
+		}
+	}
+	return out
+}
+
+func (p *Proxy) acceptLoop() {
+	defer p.wg.Done()
+	for {
+		c, err := p.ln.Accept()
+		if err != nil {
+			if errors.Is(err, net.ErrClosed) {
+				return
+			}
+			// Transient (out of file descriptors and the like): back off.
+			select {
+			case <-p.ctx.Done():
+				return
+			case <-time.After(10 * time.Millisecond):
+			}
+			continue
+		}
+		p.mu.Lock()
+		if p.closed {
+			p.mu.Unlock()
+			c.Close()
+			return
+		}
+		l := &link{p: p, client: c, blackholed: p.blackhole}
+		p.links[l] = struct{}{}
+		p.wg.Add(1)
+		p.mu.Unlock()
+		if l.blackholed {
+			// Accepted during a black-hole: the server never hears of it.
+			go l.discard()
+		} else {
+			go l.dial()
+		}
+	}
+}
+
+// discard reads and drops the client's bytes until the link is closed.
+func (l *link) discard() {
+	defer l.p.wg.Done()
+	_, _ = io.Copy(io.Discard, l.client)
+}
+
+// dial connects to the target and starts forwarding in both directions. If
+// the target refuses, the client's connection is closed, as it would be by
+// a server that is down.
+func (l *link) dial() {
+	p := l.p
+	defer p.wg.Done()
+	d := net.Dialer{Timeout: 10 * time.Second}
+	s, err := d.DialContext(p.ctx, "tcp", p.target)
+	p.mu.Lock()
+	if err != nil || l.closed {
+		p.mu.Unlock()
+		if s != nil {
+			s.Close()
+		}
+		l.close()
+		return
+	}
+	l.server = s
+	if p.blackhole {
+		l.blackholed = true // the black-hole began while dialing
+	}
+	l.halves = 2
+	p.wg.Add(2)
+	p.mu.Unlock()
+	go l.pipe(l.client, s, true)
+	go l.pipe(s, l.client, false)
+}
+
+// pipe copies src to dst, applying the proxy's faults. up is true for the
+// client->server direction.
+func (l *link) pipe(src, dst net.Conn, up bool) {
+	p := l.p
+	defer p.wg.Done()
+	buf := make([]byte, proxyBufSize)
+	for {
+		n, err := src.Read(buf)
+		if n > 0 {
+			data := buf[:n]
+			p.mu.Lock()
+			drop := l.blackholed || l.closed || (!up && l.frozen)
+			fire := false
+			if up && !drop && p.armed != nil {
+				joined := append(l.tail, data...)
+				if bytes.Contains(joined, p.armed) {
+					fire = true
+					p.armed = nil
+					l.frozen = true // from now on the server's bytes are lost
+					l.tail = nil
+				} else if k := len(p.armed) - 1; k > 0 {
+					if len(joined) > k {
+						joined = joined[len(joined)-k:]
+					}
+					l.tail = append(l.tail[:0:0], joined...)
+				} else {
+					l.tail = nil
+				}
+			} else if up {
+				l.tail = nil
+			}
+			p.mu.Unlock()
+			if !drop {
+				if _, werr := dst.Write(data); werr != nil {
+					p.mu.Lock()
+					frozen := l.frozen
+					p.mu.Unlock()
+					if !frozen || up {
+						l.close()
+						return
+					}
+					// The client side was closed to lose a reply: keep
+					// draining the server until it closes.
+				}
+			}
+			if fire {
+				l.loseReply()
+				return
+			}
+		}
+		if err != nil {
+			p.mu.Lock()
+			blackholed, frozen := l.blackholed, l.frozen
+			last := false
+			if !blackholed && !frozen && errors.Is(err, io.EOF) {
+				l.halves--
+				last = l.halves == 0
+			}
+			p.mu.Unlock()
+			switch {
+			case blackholed:
+				// Pass nothing on, not even the close: Restore or Close
+				// closes the link.
+			case frozen, !errors.Is(err, io.EOF), last:
+				l.close()
+			default:
+				// Orderly end of this direction: pass the half-close on
+				// and keep the other direction going.
+				if cw, ok := dst.(interface{ CloseWrite() error }); ok {
+					_ = cw.CloseWrite()
+				} else {
+					l.close()
+				}
+			}
+			return
+		}
+	}
+}
+
+// loseReply is called right after the request that matched the armed
+// pattern went to the server. It cuts every other link, closes this link's
+// client side at once and half-closes its server side: the server reads the
+// whole request (then EOF) and executes it, while whatever it answers is
+// read and discarded until it closes, so that closing this socket with
+// unread data never turns into a reset that could make the server drop the
+// request.
+func (l *link) loseReply() {
+	p := l.p
+	for _, o := range p.snapshot(l) {
+		o.close()
+	}
+	l.client.Close()
+	p.mu.Lock()
+	s := l.server
+	p.mu.Unlock()
+	if cw, ok := s.(interface{ CloseWrite() error }); ok {
+		_ = cw.CloseWrite()
+		_ = s.SetReadDeadline(time.Now().Add(drainTimeout))
+		return // the server->client pipe drains, then closes the link
+	}
+	l.close()
+}
+
+// close closes both sides of the link and forgets it. It is idempotent.
+func (l *link) close() {
+	p := l.p
+	p.mu.Lock()
+	if l.closed {
+		p.mu.Unlock()
+		return
+	}
+	l.closed = true
+	delete(p.links, l)
+	s := l.server
+	p.mu.Unlock()
+	l.client.Close()
+	if s != nil {
+		s.Close()
+	}
+}

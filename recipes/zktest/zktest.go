@@ -1,0 +1,478 @@
+package zktest
+
+import (
+	"bufio"
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// ErrNotControllable is returned (wrapped) by Kill, Restart, Pause and Resume
+// on a Cluster whose server processes this package did not start: an
+// ensemble named by ZK_TEST_SERVERS, or a server running in a container.
+// Tests that inject faults should check Controllable and skip otherwise.
+var ErrNotControllable = errors.New("zktest: cluster is not controllable")
+
+// ErrUnavailable is returned (wrapped) by Launch when no ZooKeeper could be
+// found: ZK_TEST_SERVERS is unset, no local installation exists and no
+// Docker engine answers. Start and StartEnsemble fail the test instead.
+var ErrUnavailable = errors.New("zktest: no ZooKeeper available")
+
+// DefaultTickTime is the tickTime of servers this package starts unless
+// WithTickTime says otherwise. The server's minimum session timeout is two
+// ticks and its maximum twenty ticks, so with the default a client gets a
+// session timeout between 400ms and 4s.
+const DefaultTickTime = 200 * time.Millisecond
+
+// Environment variables read by this package.
+const (
+	// EnvServers names an existing ensemble ("host:port,host:port") to use
+	// instead of starting one.
+	EnvServers = "ZK_TEST_SERVERS"
+	// EnvZooKeeperHome points at an unpacked Apache ZooKeeper release whose
+	// jars (lib/*.jar and *.jar) are used instead of Debian's.
+	EnvZooKeeperHome = "ZOOKEEPER_HOME"
+	// EnvImage overrides the container image used when a server is started
+	// with Docker (default "zookeeper:3.8").
+	EnvImage = "ZK_TEST_IMAGE"
+)
+
+// logTailLines is how many lines of each server log are reported through
+// t.Log when a test using the cluster fails.
+const logTailLines = 100
+
+type config struct {
+	tick   time.Duration
+	logOut io.Writer
+}
+
+// Option configures a Cluster started by Start, StartEnsemble or Launch.
+type Option func(*config)
+
+// WithTickTime sets the servers' tickTime (default DefaultTickTime). The
+// minimum session timeout the servers grant is 2*d and the maximum 20*d.
+// It has no effect on a cluster named by ZK_TEST_SERVERS.
+func WithTickTime(d time.Duration) Option {
+	return func(c *config) {
+		if d > 0 {
+			c.tick = d
+		}
+	}
+}
+
+// WithLogOutput copies the servers' output (stdout and stderr, each line
+// prefixed with the member's name) to w as it is produced. By default the
+// output is only kept in a private file, which LogContains searches and
+// whose last lines are reported through t.Log when the test fails. w may be
+// shared by several members; writes to it are serialized.
+func WithLogOutput(w io.Writer) Option {
+	return func(c *config) { c.logOut = w }
+}
+
+type mode int
+
+const (
+	modeExternal mode = iota
+	modeLocal
+	modeContainer
+)
+
+// Cluster is a ZooKeeper server or ensemble for tests. It is safe for
+// concurrent use. Member i (0-based) has client address Servers()[i]; its
+// ZooKeeper server id (myid) is i+1.
+type Cluster struct {
+	mode    mode
+	servers []string
+	tick    time.Duration
+
+	local *localCluster     // modeLocal
+	ctr   *containerCluster // modeContainer
+
+	closeOnce sync.Once
+	closeErr  error
+}
+
+// Start starts a standalone ZooKeeper server for the test (see the package
+// documentation for where it comes from) and registers a t.Cleanup that stops
+// it and removes its files, also when the test fails. If no server can be
+// had, Start fails the test with t.Fatal. When the test has failed, the
+// cleanup first logs the last lines of the server's log.
+func Start(t testing.TB, opts ...Option) *Cluster {
+	t.Helper()
+	return StartEnsemble(t, 1, opts...)
+}
+
+// StartEnsemble starts an n-member ZooKeeper ensemble (a quorum of n
+// servers; n == 1 is a standalone server) for the test, waits until every
+// member serves and one of them leads, and registers a t.Cleanup that stops
+// it, as Start does. An ensemble of more than one member needs a local
+// installation (or ZK_TEST_SERVERS, in which case n is not checked against
+// the size of the named ensemble).
+func StartEnsemble(t testing.TB, n int, opts ...Option) *Cluster {
+	t.Helper()
+	c, err := Launch(n, opts...)
+	if err != nil {
+		t.Fatalf("zktest: %v", err)
+		return nil
+	}
+	t.Cleanup(func() {
+		if t.Failed() {
+			c.logTails(t)
+		}
+		if err := c.Close(); err != nil {
+			t.Errorf("zktest: closing cluster: %v", err)
+		}
+	})
+	return c
+}
+
+// Launch starts an n-member ensemble (n == 1: a standalone server) outside
+// of a test, for example for a demo program, following the same discovery
+// order as StartEnsemble. The caller must call Close. When no ZooKeeper can
+// be found the error wraps ErrUnavailable.
+func Launch(n int, opts ...Option) (*Cluster, error) {
+	if n < 1 {
+		return nil, fmt.Errorf("zktest: ensemble size %d: need at least 1 member", n)
+	}
+	cfg := config{tick: DefaultTickTime}
+	for _, o := range opts {
+		if o != nil {
+			o(&cfg)
+		}
+	}
+
+	if env := strings.TrimSpace(os.Getenv(EnvServers)); env != "" {
+		return launchExternal(env, cfg)
+	}
+
+	inst, err := findLocal()
+	if err == nil {
+		lc, err := launchLocal(inst, n, cfg)
+		if err != nil {
+			return nil, err
+		}
+		return &Cluster{mode: modeLocal, servers: lc.addrs(), tick: cfg.tick, local: lc}, nil
+	}
+	localErr := err
+
+	if dockerAvailable() {
+		if n > 1 {
+			return nil, fmt.Errorf("zktest: an ensemble of %d members needs a local ZooKeeper installation "+
+				"(apt-get install zookeeper, or set %s); with Docker only a standalone server is started: %w",
+				n, EnvZooKeeperHome, ErrUnavailable)
+		}
+		cc, err := launchContainer(cfg)
+		if err != nil {
+			return nil, err
+		}
+		return &Cluster{mode: modeContainer, servers: []string{cc.addr}, tick: cfg.tick, ctr: cc}, nil
+	}
+
+	return nil, fmt.Errorf("%w (%v): install ZooKeeper (apt-get install zookeeper), "+
+		"or set %s to an unpacked Apache ZooKeeper release, "+
+		"or set %s=host:port[,host:port...] to use a running ensemble, "+
+		"or run a Docker engine so the %q image can be started",
+		ErrUnavailable, localErr, EnvZooKeeperHome, EnvServers, containerImage())
+}
+
+// launchExternal builds a non-controllable Cluster from ZK_TEST_SERVERS.
+func launchExternal(env string, cfg config) (*Cluster, error) {
+	var servers []string
+	for _, s := range strings.Split(env, ",") {
+		s = strings.TrimSpace(s)
+		if s == "" {
+			continue
+		}
+		if !strings.Contains(s, ":") {
+			s += ":2181"
+		}
+		servers = append(servers, s)
+	}
+	if len(servers) == 0 {
+		return nil, fmt.Errorf("zktest: %s=%q names no server", EnvServers, env)
+	}
+	c := &Cluster{mode: modeExternal, servers: servers, tick: cfg.tick}
+	// Make sure something listens, and learn the real tickTime when the
+	// server answers "conf" (it may not be on the 4lw whitelist).
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		for i := range servers {
+			out, err := c.FourLetter(i, "conf")
+			if err != nil {
+				continue
+			}
+			if v, ok := parseKV(out, "tickTime", '='); ok {
+				if ms, ok := atoi(v); ok && ms > 0 {
+					c.tick = time.Duration(ms) * time.Millisecond
+				}
+			}
+			return c, nil
+		}
+		if time.Now().After(deadline) {
+			return nil, fmt.Errorf("zktest: no server of %s=%q answers", EnvServers, env)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// Close stops every server this package started and removes their files.
+// It is idempotent. For a cluster named by ZK_TEST_SERVERS it does nothing.
+func (c *Cluster) Close() error {
+	c.closeOnce.Do(func() {
+		switch c.mode {
+		case modeLocal:
+			c.closeErr = c.local.close()
+		case modeContainer:
+			c.closeErr = c.ctr.close()
+		}
+	})
+	return c.closeErr
+}
+
+// Servers returns the client addresses ("host:port") of the members; index i
+// is member i. The slice is a copy.
+func (c *Cluster) Servers() []string {
+	return append([]string(nil), c.servers...)
+}
+
+// ConnectString returns the members' client addresses joined by commas, the
+// form ZooKeeper clients accept.
+func (c *Cluster) ConnectString() string {
+	return strings.Join(c.servers, ",")
+}
+
+// Len returns the number of members.
+func (c *Cluster) Len() int { return len(c.servers) }
+
+// TickTime returns the servers' tickTime: the configured one for servers
+// this package started, the one reported by the "conf" command for a cluster
+// named by ZK_TEST_SERVERS (or the configured one if it does not answer).
+func (c *Cluster) TickTime() time.Duration { return c.tick }
+
+// Controllable reports whether this package started the server processes
+// itself, so that Kill, Restart, Pause and Resume work. It is false for a
+// cluster named by ZK_TEST_SERVERS and for a server running in a container.
+func (c *Cluster) Controllable() bool { return c.mode == modeLocal }
+
+func (c *Cluster) checkIndex(i int) error {
+	if i < 0 || i >= len(c.servers) {
+		return fmt.Errorf("zktest: member %d out of range [0,%d)", i, len(c.servers))
+	}
+	return nil
+}
+
+func (c *Cluster) controllable(op string, i int) error {
+	if err := c.checkIndex(i); err != nil {
+		return err
+	}
+	if c.mode != modeLocal {
+		return fmt.Errorf("zktest: %s member %d: %w", op, i, ErrNotControllable)
+	}
+	return nil
+}
+
+// Kill sends SIGKILL to member i and waits for its process to exit. Killing
+// a member that is not running does nothing. The member's data directory is
+// kept, so Restart brings it back with its state.
+func (c *Cluster) Kill(i int) error {
+	if err := c.controllable("kill", i); err != nil {
+		return err
+	}
+	return c.local.kill(i)
+}
+
+// Restart starts member i again after Kill, with the same data directory and
+// ports, and waits until it serves requests (for an ensemble member: until it
+// has joined a quorum as leader or follower). It fails if the member is
+// running.
+func (c *Cluster) Restart(i int) error {
+	if err := c.controllable("restart", i); err != nil {
+		return err
+	}
+	return c.local.restart(i)
+}
+
+// Pause stops member i with SIGSTOP: its process stays alive and its sockets
+// stay open, but it answers nothing, like a server stuck in a long GC pause
+// or on a frozen machine. Resume continues it.
+func (c *Cluster) Pause(i int) error {
+	if err := c.controllable("pause", i); err != nil {
+		return err
+	}
+	return c.local.pause(i)
+}
+
+// Resume continues member i after Pause with SIGCONT.
+func (c *Cluster) Resume(i int) error {
+	if err := c.controllable("resume", i); err != nil {
+		return err
+	}
+	return c.local.resume(i)
+}
+
+// leaderWait is how long Leader waits for some member to lead.
+const leaderWait = 15 * time.Second
+
+// Leader returns the index of the member that currently leads the ensemble
+// ("Mode: leader" in its "srvr" output), or 0 for a standalone server. If no
+// member leads (an election is under way), it polls for up to 15 seconds.
+// Killed and paused members are not asked.
+func (c *Cluster) Leader() (int, error) {
+	deadline := time.Now().Add(leaderWait)
+	for {
+		for i := range c.servers {
+			if c.mode == modeLocal && !c.local.answering(i) {
+				continue
+			}
+			switch c.mode4(i, 500*time.Millisecond) {
+			case "leader", "standalone":
+				return i, nil
+			}
+		}
+		if time.Now().After(deadline) {
+			return -1, errors.New("zktest: no member leads")
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// mode4 returns member i's "Mode:" from "srvr", or "" when it does not
+// answer or does not serve.
+func (c *Cluster) mode4(i int, timeout time.Duration) string {
+	out, err := fourLetter(c.servers[i], "srvr", timeout)
+	if err != nil {
+		return ""
+	}
+	v, _ := parseKV(out, "Mode", ':')
+	return v
+}
+
+// FourLetter sends the four-letter-word command cmd ("ruok", "srvr", "mntr",
+// "wchs", "cons", "conf", ...) to member i and returns the raw reply. It
+// gives up after 5 seconds. Servers this package starts accept every
+// command.
+func (c *Cluster) FourLetter(i int, cmd string) (string, error) {
+	if err := c.checkIndex(i); err != nil {
+		return "", err
+	}
+	return fourLetter(c.servers[i], cmd, 5*time.Second)
+}
+
+// ZnodeCount returns the number of znodes in member i's tree
+// (zk_znode_count in "mntr"). The count includes ZooKeeper's own nodes: a
+// fresh 3.8 server reports 5, so compare counts rather than absolute values.
+func (c *Cluster) ZnodeCount(i int) (int, error) {
+	out, err := c.FourLetter(i, "mntr")
+	if err != nil {
+		return 0, err
+	}
+	return intField(out, "zk_znode_count", '\t')
+}
+
+// WatchCount returns the number of watches set on member i ("Total
+// watches:N" in "wchs"). Watches are per server: a client's watches are
+// counted by the member it is connected to.
+func (c *Cluster) WatchCount(i int) (int, error) {
+	out, err := c.FourLetter(i, "wchs")
+	if err != nil {
+		return 0, err
+	}
+	return intField(out, "Total watches", ':')
+}
+
+// LogContains reports whether member i's log contains substr. The servers
+// this package starts log at INFO, for example "Using checkIntervalMs=1000"
+// from the container manager. It is always false for a cluster named by
+// ZK_TEST_SERVERS, and for a local installation without slf4j-simple
+// (Debian's libslf4j-java provides it).
+func (c *Cluster) LogContains(i int, substr string) bool {
+	if c.checkIndex(i) != nil {
+		return false
+	}
+	var data []byte
+	switch c.mode {
+	case modeLocal:
+		data = c.local.readLog(i)
+	case modeContainer:
+		data = c.ctr.readLog()
+	default:
+		return false
+	}
+	return bytes.Contains(data, []byte(substr))
+}
+
+// logTails reports the last lines of every member's log through t.Log.
+func (c *Cluster) logTails(t testing.TB) {
+	t.Helper()
+	for i := range c.servers {
+		var data []byte
+		switch c.mode {
+		case modeLocal:
+			data = c.local.readLog(i)
+		case modeContainer:
+			data = c.ctr.readLog()
+		default:
+			return
+		}
+		t.Logf("zktest: last %d lines of the log of member %d (%s):\n%s",
+			logTailLines, i, c.servers[i], tail(data, logTailLines))
+	}
+}
+
+// tail returns the last n lines of data.
+func tail(data []byte, n int) string {
+	data = bytes.TrimRight(data, "\n")
+	idx := len(data)
+	for k := 0; k < n && idx > 0; k++ {
+		j := bytes.LastIndexByte(data[:idx], '\n')
+		if j < 0 {
+			idx = 0
+			break
+		}
+		idx = j
+	}
+	if idx > 0 {
+		idx++ // skip the newline itself
+	}
+	return string(data[idx:])
+}
+
+// parseKV finds the first line "key<sep>value" in out and returns value,
+// trimmed.
+func parseKV(out, key string, sep byte) (string, bool) {
+	sc := bufio.NewScanner(strings.NewReader(out))
+	for sc.Scan() {
+		line := sc.Text()
+		k, v, ok := strings.Cut(line, string(sep))
+		if ok && strings.TrimSpace(k) == key {
+			return strings.TrimSpace(v), true
+		}
+	}
+	return "", false
+}
+
+func intField(out, key string, sep byte) (int, error) {
+	v, ok := parseKV(out, key, sep)
+	if !ok {
+		return 0, fmt.Errorf("zktest: no %q in server reply %q", key, out)
+	}
+	n, ok := atoi(v)
+	if !ok {
+		return 0, fmt.Errorf("zktest: %q is %q, not a number", key, v)
+	}
+	return n, nil
+}
+
+func atoi(s string) (int, bool) {
+	var n int
+	if _, err := fmt.Sscan(s, &n); err != nil {
+		return 0, false
+	}
+	return n, true
+}
