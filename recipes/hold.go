@@ -17,9 +17,11 @@ type Hold struct {
 	path     string
 	sig      Signals
 	released chan struct{}
-	relOnce  sync.Once
-	doneOnce sync.Once
-	done     chan struct{}
+
+	mu         sync.Mutex
+	isReleased bool
+	done       chan struct{} // made by the first Done call
+	doneClosed bool
 
 	tokenMu sync.Mutex
 	token   int64
@@ -37,25 +39,53 @@ func (h *Hold) Node() string { return h.path }
 // on SUSPENDED under the Standard error policy, when the client closes,
 // and when the hold is released.
 func (h *Hold) Done() <-chan struct{} {
-	h.doneOnce.Do(func() {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.done == nil {
 		h.done = make(chan struct{})
-		go func() {
-			select {
-			case <-h.sig.Done:
-			case <-h.released:
-			}
-			close(h.done)
-		}()
-	})
+		if h.isReleased {
+			h.closeDone()
+		} else {
+			go func() {
+				select {
+				case <-h.sig.Done:
+				case <-h.released:
+				}
+				h.mu.Lock()
+				h.closeDone()
+				h.mu.Unlock()
+			}()
+		}
+	}
 	return h.done
+}
+
+// closeDone closes done once; h.mu is held.
+func (h *Hold) closeDone() {
+	if !h.doneClosed {
+		h.doneClosed = true
+		close(h.done)
+	}
 }
 
 // IsLost reports whether the session that owned the hold was lost (or the
 // client closed) since the hold was acquired.
 func (h *Hold) IsLost() bool { return isClosed(h.sig.Lost) }
 
-// MarkReleased closes Done; recipes call it when the hold is released.
-func (h *Hold) MarkReleased() { h.relOnce.Do(func() { close(h.released) }) }
+// MarkReleased closes Done at once; recipes call it when the hold is
+// released.
+func (h *Hold) MarkReleased() {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.isReleased {
+		return
+	}
+	h.isReleased = true
+	close(h.released)
+	if h.done != nil {
+		h.closeDone()
+	}
+}
 
 // Token returns the fencing token of the hold: the creation zxid (czxid)
 // of its node. Tokens strictly increase across successive holders of the

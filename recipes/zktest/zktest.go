@@ -386,9 +386,12 @@ func (c *Cluster) WatchCount(i int) (int, error) {
 	return intField(out, "Total watches", ':')
 }
 
-// LogContains reports whether member i's log contains substr. The servers
-// this package starts log at INFO, for example "Using checkIntervalMs=1000"
-// from the container manager. It is always false for a cluster named by
+// LogContains reports whether member i's log so far contains substr. The
+// servers this package starts log at INFO, for example "Using
+// checkIntervalMs=1000" from the container manager. Lines appear as the
+// server writes them, some only after it starts serving (the container
+// manager's among them, and in an ensemble only on the leader), so poll
+// rather than check once. It is always false for a cluster named by
 // ZK_TEST_SERVERS, and for a local installation without slf4j-simple
 // (Debian's libslf4j-java provides it).
 func (c *Cluster) LogContains(i int, substr string) bool {

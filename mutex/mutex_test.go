@@ -1,0 +1,681 @@
+package mutex_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/go-zookeeper/zk"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"go.uber.org/goleak"
+
+	"github.com/zkrecipes/zkrecipes/mutex"
+	"github.com/zkrecipes/zkrecipes/recipes"
+	"github.com/zkrecipes/zkrecipes/recipes/zktest"
+)
+
+func TestMain(m *testing.M) {
+	goleak.VerifyTestMain(m)
+}
+
+func connect(t testing.TB, servers []string, opts ...recipes.Option) *recipes.Client {
+	t.Helper()
+	c, err := recipes.Connect(servers, opts...)
+	require.NoError(t, err)
+	t.Cleanup(func() { c.Close() })
+	return c
+}
+
+func newMutex(t testing.TB, c *recipes.Client, path string, opts ...mutex.Option) *mutex.Mutex {
+	t.Helper()
+	m, err := mutex.New(c, path, opts...)
+	require.NoError(t, err)
+	return m
+}
+
+func children(t testing.TB, c *recipes.Client, path string) []string {
+	t.Helper()
+	kids, _, err := c.Conn().Children(path)
+	if errors.Is(err, zk.ErrNoNode) {
+		return nil
+	}
+	require.NoError(t, err)
+	return kids
+}
+
+func eventually(t testing.TB, timeout time.Duration, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out after %v waiting for %s", timeout, what)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// waitQueued waits until the lock path has n contenders.
+func waitQueued(t testing.TB, m *mutex.Mutex, n int) {
+	t.Helper()
+	eventually(t, 10*time.Second, fmt.Sprintf("%d contenders", n), func() bool {
+		ps, err := m.Participants(context.Background())
+		return err == nil && len(ps) == n
+	})
+}
+
+func TestReentrancyOwnersAndTryLock(t *testing.T) {
+	zkc := zktest.Start(t)
+	c := connect(t, zkc.Servers())
+	ctx := context.Background()
+	m := newMutex(t, c, "/locks/reentrant")
+
+	l1, err := m.Lock(ctx)
+	require.NoError(t, err)
+	l2, err := m.Lock(ctx)
+	require.NoError(t, err)
+	l3, err := m.TryLock(ctx)
+	require.NoError(t, err)
+	assert.Same(t, l1, l2)
+	assert.Same(t, l1, l3)
+	assert.Equal(t, 3, l1.Count())
+	assert.Len(t, children(t, c, "/locks/reentrant"), 1, "one node for three holds")
+
+	// Another goroutine is another owner: it cannot unlock, and TryLock fails.
+	errs := make(chan error, 2)
+	go func() {
+		errs <- m.Unlock(ctx)
+		_, err := m.TryLock(ctx)
+		errs <- err
+	}()
+	assert.ErrorIs(t, <-errs, mutex.ErrNotOwner)
+	assert.ErrorIs(t, <-errs, mutex.ErrNotAcquired)
+	assert.Len(t, children(t, c, "/locks/reentrant"), 1, "failed TryLock leaves no node")
+	assert.Equal(t, 3, l1.Count(), "non-owner unlock released nothing")
+
+	for i := 0; i < 3; i++ {
+		require.NoError(t, m.Unlock(ctx))
+	}
+	select {
+	case <-l1.Done():
+	default:
+		t.Fatal("Done must close on release")
+	}
+	assert.Empty(t, children(t, c, "/locks/reentrant"))
+	assert.ErrorIs(t, m.Unlock(ctx), mutex.ErrNotHeld)
+}
+
+func TestExplicitOwnerHandsLockBetweenGoroutines(t *testing.T) {
+	zkc := zktest.Start(t)
+	c := connect(t, zkc.Servers())
+	m := newMutex(t, c, "/locks/owner")
+	job := mutex.WithOwner(context.Background(), "job-42")
+
+	_, err := m.Lock(job)
+	require.NoError(t, err)
+	assert.True(t, m.IsHeld(job))
+	assert.False(t, m.IsHeld(context.Background()), "the goroutine is not the owner")
+	assert.ErrorIs(t, m.Unlock(context.Background()), mutex.ErrNotOwner)
+	assert.ErrorIs(t, m.Unlock(mutex.WithOwner(context.Background(), "job-7")), mutex.ErrNotOwner)
+
+	done := make(chan error)
+	go func() {
+		_, err := m.Lock(job) // same owner in another goroutine: reentrant
+		if err == nil {
+			err = m.Unlock(job)
+		}
+		if err == nil {
+			err = m.Unlock(job)
+		}
+		done <- err
+	}()
+	require.NoError(t, <-done)
+	assert.False(t, m.IsHeldInProcess())
+	assert.Empty(t, children(t, c, "/locks/owner"))
+
+	_, err = m.Lock(mutex.WithOwner(context.Background(), []int{1}))
+	assert.ErrorIs(t, err, recipes.ErrInvalidArgument, "owners must be comparable")
+}
+
+func TestContextTimeoutAndCancelLeaveNoNode(t *testing.T) {
+	zkc := zktest.Start(t)
+	holder := connect(t, zkc.Servers())
+	waiter := connect(t, zkc.Servers())
+	hm := newMutex(t, holder, "/locks/ctx")
+	wm := newMutex(t, waiter, "/locks/ctx")
+	_, err := hm.Lock(context.Background())
+	require.NoError(t, err)
+
+	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+	defer cancel()
+	start := time.Now()
+	_, err = wm.Lock(ctx)
+	assert.ErrorIs(t, err, context.DeadlineExceeded)
+	assert.GreaterOrEqual(t, time.Since(start), 300*time.Millisecond)
+	assert.Len(t, children(t, holder, "/locks/ctx"), 1, "timed-out waiter removed its node")
+
+	ctx2, cancel2 := context.WithCancel(context.Background())
+	errc := make(chan error)
+	go func() {
+		_, err := wm.Lock(ctx2)
+		errc <- err
+	}()
+	waitQueued(t, hm, 2)
+	cancel2()
+	assert.ErrorIs(t, <-errc, context.Canceled)
+	assert.Len(t, children(t, holder, "/locks/ctx"), 1, "cancelled waiter removed its node")
+
+	require.NoError(t, hm.Unlock(context.Background()))
+	l, err := wm.Lock(context.Background())
+	require.NoError(t, err)
+	require.NoError(t, wm.Unlock(context.Background()))
+	<-l.Done()
+}
+
+// TestHerdFreeFIFO queues 50 waiters, each in its own session, and releases
+// the lock 50 times: each release wakes exactly one waiter (only its
+// session sends requests), the lock goes in queue order, and the server
+// holds exactly one watch per waiter throughout.
+func TestHerdFreeFIFO(t *testing.T) {
+	const n = 50
+	zkc := zktest.Start(t)
+	ctx := context.Background()
+	const path = "/locks/herd"
+	holderC := connect(t, zkc.Servers())
+	holder := newMutex(t, holderC, path)
+	_, err := holder.Lock(ctx)
+	require.NoError(t, err)
+
+	type waiter struct {
+		c       *recipes.Client
+		m       *mutex.Mutex
+		release chan struct{}
+	}
+	ws := make([]*waiter, n)
+	acquired := make(chan int, n)
+	errs := make(chan error, n)
+	var wg sync.WaitGroup
+	for i := range ws {
+		c := connect(t, zkc.Servers())
+		ws[i] = &waiter{c: c, m: newMutex(t, c, path), release: make(chan struct{})}
+		wg.Add(1)
+		go func(i int, w *waiter) {
+			defer wg.Done()
+			if _, err := w.m.Lock(ctx); err != nil {
+				errs <- err
+				return
+			}
+			acquired <- i
+			<-w.release
+			errs <- w.m.Unlock(ctx)
+		}(i, ws[i])
+		waitQueued(t, holder, i+2) // queue them one by one: queue order = i
+	}
+	eventually(t, 10*time.Second, "one watch per waiter", func() bool {
+		w, err := zkc.WatchCount(0)
+		return err == nil && w == n
+	})
+
+	release := func() error { return holder.Unlock(ctx) }
+	var maxOther uint64
+	for next := 0; next < n; next++ {
+		before := make([]recipes.Stats, n)
+		for i, w := range ws {
+			before[i] = w.c.Stats()
+		}
+		require.NoError(t, release())
+		select {
+		case got := <-acquired:
+			require.Equal(t, next, got, "FIFO")
+		case err := <-errs:
+			t.Fatalf("waiter failed: %v", err)
+		case <-time.After(10 * time.Second):
+			t.Fatalf("nobody acquired after release %d", next)
+		}
+		remaining := n - next - 1
+		eventually(t, 5*time.Second, "watch count", func() bool {
+			w, err := zkc.WatchCount(0)
+			return err == nil && w == remaining
+		})
+		// Only the successor may have sent anything (its wake-up needs no
+		// request at all when the deletion event proves it is first).
+		for i, w := range ws {
+			d := w.c.Stats().Sub(before[i])
+			if i != next {
+				maxOther = max(maxOther, d.GetData+d.Children+d.Exists+d.Creates)
+			}
+		}
+		w := ws[next]
+		release = func() error { close(w.release); return <-errs }
+	}
+	require.NoError(t, release())
+	wg.Wait()
+	assert.Zero(t, maxOther, "a release woke a session other than the successor")
+	assert.Empty(t, children(t, holderC, path))
+}
+
+// TestFlatHandOff drains 200 waiters queued on one path through one Client
+// and checks that the hand-offs did not list the children again: at most
+// one children list per waiter in all.
+func TestFlatHandOff(t *testing.T) {
+	const n = 200
+	zkc := zktest.Start(t)
+	ctx := context.Background()
+	c := connect(t, zkc.Servers())
+	m := newMutex(t, c, "/locks/flat")
+	_, err := m.Lock(mutex.WithOwner(ctx, "first"))
+	require.NoError(t, err)
+
+	queued := c.Stats()
+	order := make(chan int, n)
+	var wg sync.WaitGroup
+	var inside atomic.Int32
+	var overlap atomic.Bool
+	for i := 0; i < n; i++ {
+		wg.Add(1)
+		go func(i int) {
+			defer wg.Done()
+			if _, err := m.Lock(ctx); err != nil {
+				t.Error(err)
+				return
+			}
+			if inside.Add(1) != 1 {
+				overlap.Store(true)
+			}
+			order <- i
+			inside.Add(-1)
+			if err := m.Unlock(ctx); err != nil {
+				t.Error(err)
+			}
+		}(i)
+	}
+	// Watch the queue from another session, so that only the waiters'
+	// requests are counted, and start the drain once every waiter watches.
+	waitQueued(t, newMutex(t, connect(t, zkc.Servers()), "/locks/flat"), n+1)
+	eventually(t, 10*time.Second, "every waiter watching", func() bool {
+		w, err := zkc.WatchCount(0)
+		return err == nil && w == n
+	})
+	before := c.Stats()
+	start := time.Now()
+	require.NoError(t, m.Unlock(mutex.WithOwner(ctx, "first")))
+	wg.Wait()
+	elapsed := time.Since(start)
+	d := c.Stats().Sub(before)
+	all := c.Stats().Sub(queued)
+	close(order)
+	got := 0
+	for range order {
+		got++
+	}
+	assert.Equal(t, n, got)
+	assert.False(t, overlap.Load(), "two holders at once")
+	t.Logf("drain of %d waiters in %v (%.0f hand-offs/s): %d children lists, %d data reads (%.2f per hand-off), %d deletes",
+		n, elapsed, float64(n)/elapsed.Seconds(), d.Children, d.GetData, float64(d.GetData)/float64(n), d.Deletes)
+	t.Logf("queueing and drain together: %d children lists, %d data reads, %d creates", all.Children, all.GetData, all.Creates)
+	assert.LessOrEqual(t, all.Children, uint64(n), "at most one children list per waiter")
+	assert.LessOrEqual(t, d.GetData, uint64(n), "at most one data read per hand-off")
+	assert.Zero(t, d.Children, "the drain itself lists nothing")
+	assert.Empty(t, children(t, c, "/locks/flat"))
+}
+
+// TestSessionLoss black-holes a holder's connection past the session
+// timeout, under both error policies.
+func TestSessionLoss(t *testing.T) {
+	for _, policy := range []recipes.ErrorPolicy{recipes.PolicyStandard, recipes.PolicySession} {
+		t.Run(policy.String(), func(t *testing.T) {
+			zkc := zktest.Start(t)
+			proxy := zktest.NewProxy(t, zkc.Servers()[0])
+			ctx := context.Background()
+			path := "/locks/loss"
+			a := connect(t, []string{proxy.Addr()}, recipes.WithSessionTimeout(2*time.Second), recipes.WithErrorPolicy(policy))
+			b := connect(t, zkc.Servers())
+			am, bm := newMutex(t, a, path), newMutex(t, b, path)
+			states, stop := a.Subscribe()
+			defer stop()
+
+			lease, err := am.Lock(ctx)
+			require.NoError(t, err)
+			_, err = b.Create("/fence-target", []byte("0"), 0)
+			require.NoError(t, err)
+
+			type result struct {
+				lease *mutex.Lease
+				at    time.Time
+				aNode bool
+			}
+			bOwner := mutex.WithOwner(ctx, "b")
+			bGot := make(chan result, 1)
+			go func() {
+				l, err := bm.Lock(bOwner)
+				if err != nil {
+					t.Error(err)
+					close(bGot)
+					return
+				}
+				ok, _, _ := b.Conn().Exists(lease.Node())
+				bGot <- result{l, time.Now(), ok}
+			}()
+			waitQueued(t, bm, 2)
+
+			start := time.Now()
+			proxy.Blackhole()
+			waitState(t, states, recipes.StateSuspended)
+			if policy == recipes.PolicyStandard {
+				assertClosed(t, lease.Done(), "Standard: Done closes on SUSPENDED")
+			} else {
+				assertOpen(t, lease.Done(), "Session: Done stays open while SUSPENDED")
+			}
+			waitState(t, states, recipes.StateLost)
+			assertClosed(t, lease.Done(), "Done closes on LOST")
+
+			r, ok := <-bGot
+			require.True(t, ok)
+			assert.False(t, r.aNode, "B acquired only after the server deleted A's node")
+			t.Logf("B acquired %v after the black-hole began", r.at.Sub(start))
+
+			proxy.Restore()
+			require.NoError(t, a.WaitConnected(ctx))
+			_, err = lease.Fenced(ctx, &zk.SetDataRequest{Path: "/fence-target", Data: []byte("stale"), Version: -1})
+			assert.ErrorIs(t, err, mutex.ErrFenced, "the stale holder's write is refused")
+			data, _, err := b.Get("/fence-target")
+			require.NoError(t, err)
+			assert.Equal(t, "0", string(data))
+			_, err = r.lease.Fenced(ctx, &zk.SetDataRequest{Path: "/fence-target", Data: []byte("fresh"), Version: -1})
+			assert.NoError(t, err, "the current holder's write goes through")
+
+			assert.ErrorIs(t, am.Unlock(ctx), mutex.ErrLockLost)
+			assert.False(t, am.IsHeldInProcess(), "local state cleaned up")
+			require.NoError(t, bm.Unlock(bOwner))
+			l, err := am.Lock(ctx) // usable again
+			require.NoError(t, err)
+			assert.NotNil(t, l)
+			require.NoError(t, am.Unlock(ctx))
+		})
+	}
+}
+
+func waitState(t *testing.T, ch <-chan recipes.State, want recipes.State) {
+	t.Helper()
+	timeout := time.After(15 * time.Second)
+	for {
+		select {
+		case s := <-ch:
+			if s == want {
+				return
+			}
+		case <-timeout:
+			t.Fatalf("no %v within 15s", want)
+		}
+	}
+}
+
+func assertClosed(t *testing.T, ch <-chan struct{}, msg string) {
+	t.Helper()
+	select {
+	case <-ch:
+	case <-time.After(5 * time.Second):
+		t.Fatal(msg)
+	}
+}
+
+func assertOpen(t *testing.T, ch <-chan struct{}, msg string) {
+	t.Helper()
+	select {
+	case <-ch:
+		t.Fatal(msg)
+	default:
+	}
+}
+
+func TestWaiterReturnsWhenSessionLost(t *testing.T) {
+	zkc := zktest.Start(t)
+	proxy := zktest.NewProxy(t, zkc.Servers()[0])
+	ctx := context.Background()
+	holder := connect(t, zkc.Servers())
+	hm := newMutex(t, holder, "/locks/waitloss")
+	_, err := hm.Lock(ctx)
+	require.NoError(t, err)
+	w := connect(t, []string{proxy.Addr()}, recipes.WithSessionTimeout(time.Second))
+	wm := newMutex(t, w, "/locks/waitloss")
+	errc := make(chan error)
+	go func() {
+		_, err := wm.Lock(ctx)
+		errc <- err
+	}()
+	waitQueued(t, hm, 2)
+	proxy.Blackhole()
+	select {
+	case err := <-errc:
+		assert.ErrorIs(t, err, recipes.ErrSessionLost)
+	case <-time.After(15 * time.Second):
+		t.Fatal("waiter still waiting after its session was lost")
+	}
+	proxy.Restore()
+	eventually(t, 10*time.Second, "waiter's node gone", func() bool {
+		return len(children(t, holder, "/locks/waitloss")) == 1
+	})
+}
+
+func TestLeaderKillWhileContending(t *testing.T) {
+	zkc := zktest.StartEnsemble(t, 3, zktest.WithTickTime(300*time.Millisecond))
+	if !zkc.Controllable() {
+		t.Skip("needs servers this test controls")
+	}
+	const workers, iters = 10, 12
+	ctx := context.Background()
+	var (
+		mu        sync.Mutex
+		intervals [][2]time.Time
+		done      atomic.Int32
+	)
+	var wg sync.WaitGroup
+	for i := 0; i < workers; i++ {
+		c := connect(t, zkc.Servers(), recipes.WithSessionTimeout(6*time.Second), recipes.WithErrorPolicy(recipes.PolicySession))
+		m := newMutex(t, c, "/locks/failover")
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for n := 0; n < iters; {
+				if _, err := m.Lock(ctx); err != nil {
+					t.Logf("lock: %v (retrying)", err)
+					continue
+				}
+				s := time.Now()
+				time.Sleep(2 * time.Millisecond)
+				e := time.Now()
+				if err := m.Unlock(ctx); err != nil {
+					t.Logf("unlock: %v", err)
+				} else {
+					mu.Lock()
+					intervals = append(intervals, [2]time.Time{s, e})
+					mu.Unlock()
+				}
+				n++
+				done.Add(1)
+			}
+		}()
+	}
+	eventually(t, 30*time.Second, "work before the kill", func() bool { return done.Load() >= workers*iters/4 })
+	leader, err := zkc.Leader()
+	require.NoError(t, err)
+	require.NoError(t, zkc.Kill(leader))
+	killedAt := done.Load()
+	wg.Wait()
+	assert.Equal(t, int32(workers*iters), done.Load())
+	t.Logf("%d acquisitions before the leader kill, %d after", killedAt, int32(workers*iters)-killedAt)
+	sort.Slice(intervals, func(i, j int) bool { return intervals[i][0].Before(intervals[j][0]) })
+	for i := 1; i < len(intervals); i++ {
+		assert.False(t, intervals[i][0].Before(intervals[i-1][1]), "holds %d and %d overlap", i-1, i)
+	}
+	require.NoError(t, zkc.Restart(leader))
+}
+
+func TestTokensIncreaseAcrossHoldersAndRecreatedParent(t *testing.T) {
+	zkc := zktest.Start(t)
+	ctx := context.Background()
+	const path = "/tokens/lock"
+	var ms []*mutex.Mutex
+	var cs []*recipes.Client
+	for i := 0; i < 4; i++ {
+		c := connect(t, zkc.Servers())
+		cs = append(cs, c)
+		ms = append(ms, newMutex(t, c, path))
+	}
+	var last int64
+	for i := 0; i < 100; i++ {
+		if i == 50 { // let the server reap the empty parent, then go on
+			eventually(t, 15*time.Second, "parent reaped", func() bool {
+				ok, _, err := cs[0].Exists(path)
+				return err == nil && !ok
+			})
+		}
+		m := ms[i%len(ms)]
+		l, err := m.Lock(ctx)
+		require.NoError(t, err)
+		tok, err := l.Token(ctx)
+		require.NoError(t, err)
+		require.Greater(t, tok, last, "acquisition %d", i)
+		last = tok
+		require.NoError(t, m.Unlock(ctx))
+	}
+}
+
+func TestRevocation(t *testing.T) {
+	zkc := zktest.Start(t)
+	ctx := context.Background()
+	a := connect(t, zkc.Servers())
+	b := connect(t, zkc.Servers())
+	revoked := make(chan *mutex.Lease, 1)
+	am := newMutex(t, a, "/locks/revoke", mutex.WithRevocationListener(func(l *mutex.Lease) { revoked <- l }))
+	bm := newMutex(t, b, "/locks/revoke")
+	la, err := am.Lock(ctx)
+	require.NoError(t, err)
+	ps, err := bm.Participants(ctx)
+	require.NoError(t, err)
+	require.Len(t, ps, 1)
+	require.NoError(t, mutex.Revoke(ctx, b, ps[0].Path))
+	select {
+	case l := <-revoked:
+		assert.Same(t, la, l)
+	case <-time.After(10 * time.Second):
+		t.Fatal("revocation listener not called")
+	}
+	require.NoError(t, am.Unlock(ctx)) // the holder chooses to give the lock up
+	_, err = bm.TryLock(ctx)
+	require.NoError(t, err)
+	require.NoError(t, bm.Unlock(ctx))
+}
+
+func TestIntrospection(t *testing.T) {
+	zkc := zktest.Start(t)
+	ctx := context.Background()
+	a := connect(t, zkc.Servers())
+	am := newMutex(t, a, "/locks/intro", mutex.WithData([]byte("worker-a")))
+	_, _, err := am.Holder(ctx)
+	assert.ErrorIs(t, err, mutex.ErrNotHeld)
+	la, err := am.Lock(ctx)
+	require.NoError(t, err)
+	b := connect(t, zkc.Servers())
+	bm := newMutex(t, b, "/locks/intro") // default data: the local IP
+	go func() {
+		if _, err := bm.Lock(ctx); err == nil {
+			_ = bm.Unlock(ctx)
+		}
+	}()
+	waitQueued(t, am, 2)
+	ps, err := am.Participants(ctx)
+	require.NoError(t, err)
+	assert.Equal(t, la.Node(), ps[0].Path)
+	assert.Regexp(t, `^_c_[0-9a-f-]{36}-lock-\d{10}$`, ps[1].Name)
+	h, data, err := bm.Holder(ctx)
+	require.NoError(t, err)
+	assert.Equal(t, ps[0], h)
+	assert.Equal(t, "worker-a", string(data))
+	d, _, err := b.Get(ps[1].Path)
+	require.NoError(t, err)
+	assert.NotEmpty(t, string(d), "default data is the local IP address")
+	require.NoError(t, am.Unlock(ctx))
+}
+
+func TestMultiLockAllOrNone(t *testing.T) {
+	zkc := zktest.Start(t)
+	ctx := context.Background()
+	a := connect(t, zkc.Servers())
+	b := connect(t, zkc.Servers())
+	ma := newMutex(t, a, "/multi/a")
+	mb := newMutex(t, a, "/multi/b")
+	other := newMutex(t, b, "/multi/b")
+	_, err := other.Lock(ctx)
+	require.NoError(t, err)
+
+	ml, err := mutex.NewMultiLock(ma, mb)
+	require.NoError(t, err)
+	tctx, cancel := context.WithTimeout(ctx, 300*time.Millisecond)
+	defer cancel()
+	assert.ErrorIs(t, ml.Lock(tctx), context.DeadlineExceeded)
+	assert.False(t, ma.IsHeldInProcess(), "the first lock was given back")
+	assert.Empty(t, children(t, a, "/multi/a"))
+
+	require.NoError(t, other.Unlock(ctx))
+	require.NoError(t, ml.Lock(ctx))
+	assert.True(t, ma.IsHeld(ctx))
+	assert.True(t, mb.IsHeld(ctx))
+	require.NoError(t, ml.Unlock(ctx))
+	assert.False(t, ma.IsHeldInProcess())
+	assert.False(t, mb.IsHeldInProcess())
+
+	_, err = mutex.NewMultiLock()
+	assert.ErrorIs(t, err, recipes.ErrInvalidArgument)
+	_, err = mutex.NewMultiLock(ma, nil)
+	assert.ErrorIs(t, err, recipes.ErrInvalidArgument)
+}
+
+func TestBadInput(t *testing.T) {
+	zkc := zktest.Start(t)
+	c := connect(t, zkc.Servers())
+	for _, p := range []string{"", "rel", "/trailing/", "/a//b", "/a/./b", "/a/../b", "/nul\x00", "/"} {
+		_, err := mutex.New(c, p)
+		assert.ErrorIs(t, err, recipes.ErrInvalidPath, "%q", p)
+	}
+	_, err := mutex.New(nil, "/x")
+	assert.ErrorIs(t, err, recipes.ErrNilClient)
+	_, err = mutex.New(c, "/x", nil)
+	assert.ErrorIs(t, err, recipes.ErrInvalidArgument)
+	_, err = mutex.New(c, "/x", mutex.WithExtraLockNames(""))
+	assert.ErrorIs(t, err, recipes.ErrInvalidArgument)
+	_, err = mutex.New(c, "/x", mutex.WithRevocationListener(nil))
+	assert.ErrorIs(t, err, recipes.ErrInvalidArgument)
+
+	m := newMutex(t, c, "/locks/bad")
+	//lint:ignore SA1012 testing nil context handling on purpose
+	_, err = m.Lock(nil) //nolint:staticcheck
+	assert.ErrorIs(t, err, recipes.ErrInvalidArgument)
+	assert.ErrorIs(t, m.Unlock(context.Background()), mutex.ErrNotHeld)
+
+	var zero mutex.Mutex
+	_, err = zero.Lock(context.Background())
+	assert.ErrorIs(t, err, recipes.ErrInvalidArgument)
+	assert.ErrorIs(t, zero.Unlock(context.Background()), recipes.ErrInvalidArgument)
+	_, err = zero.Participants(context.Background())
+	assert.ErrorIs(t, err, recipes.ErrInvalidArgument)
+	var nilM *mutex.Mutex
+	_, err = nilM.Lock(context.Background())
+	assert.ErrorIs(t, err, recipes.ErrInvalidArgument)
+	assert.False(t, nilM.IsHeldInProcess())
+
+	closed, err := recipes.Connect(zkc.Servers())
+	require.NoError(t, err)
+	cm := newMutex(t, closed, "/locks/closed")
+	require.NoError(t, closed.Close())
+	_, err = cm.Lock(context.Background())
+	assert.ErrorIs(t, err, recipes.ErrClosed)
+	_, err = mutex.New(closed, "/locks/closed")
+	assert.ErrorIs(t, err, recipes.ErrClosed)
+	assert.ErrorIs(t, mutex.Revoke(context.Background(), closed, "/x"), recipes.ErrClosed)
+}

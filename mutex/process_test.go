@@ -1,0 +1,542 @@
+package mutex_test
+
+// Tests that run contenders in separate OS processes. They re-run the test
+// binary itself (os.Args[0] -test.run=^TestHelperProcess$) with its role in
+// the environment, the idiom Go's own os/exec tests use.
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/go-zookeeper/zk"
+	"github.com/google/uuid"
+
+	"github.com/zkrecipes/zkrecipes/internal/interop"
+	"github.com/zkrecipes/zkrecipes/mutex"
+	"github.com/zkrecipes/zkrecipes/recipes"
+	"github.com/zkrecipes/zkrecipes/recipes/zktest"
+)
+
+// Environment of a helper process.
+const (
+	helperEnvRole    = "ZKR_HELPER"  // "contend" or "hold"
+	helperEnvServers = "ZKR_SERVERS" // comma-separated host:port
+	helperEnvPath    = "ZKR_PATH"    // lock path
+	helperEnvOut     = "ZKR_OUT"     // contend: intervals file
+	helperEnvIters   = "ZKR_ITERS"   // contend: iterations per goroutine
+	helperEnvCounter = "ZKR_COUNTER" // contend: counter znode
+	helperEnvWorkers = "ZKR_WORKERS" // contend: goroutines
+)
+
+// TestHelperProcess is not a test: it is the body of the helper processes
+// the tests below start. It returns at once unless ZKR_HELPER is set.
+func TestHelperProcess(t *testing.T) {
+	role := os.Getenv(helperEnvRole)
+	if role == "" {
+		return
+	}
+	var err error
+	switch role {
+	case "contend":
+		err = helperContend()
+	case "hold":
+		err = helperHold()
+	default:
+		err = fmt.Errorf("unknown %s=%q", helperEnvRole, role)
+	}
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "helper %s: ERROR: %v\n", role, err)
+		os.Exit(2)
+	}
+	os.Exit(0) // skip the testing package's epilogue on stdout
+}
+
+func helperEnvInt(name string) (int, error) {
+	n, err := strconv.Atoi(os.Getenv(name))
+	if err != nil {
+		return 0, fmt.Errorf("%s: %w", name, err)
+	}
+	return n, nil
+}
+
+// helperContend runs ZKR_WORKERS goroutines sharing one Client and one
+// Mutex. Each does ZKR_ITERS times: Lock; read-increment-write the counter
+// znode (unconditional Set, so a second holder would lose updates);
+// Unlock; and records the hold in ZKR_OUT.
+func helperContend() error {
+	servers := strings.Split(os.Getenv(helperEnvServers), ",")
+	path, counter, outFile := os.Getenv(helperEnvPath), os.Getenv(helperEnvCounter), os.Getenv(helperEnvOut)
+	iters, err := helperEnvInt(helperEnvIters)
+	if err != nil {
+		return err
+	}
+	workers, err := helperEnvInt(helperEnvWorkers)
+	if err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 45*time.Second)
+	defer cancel()
+
+	c, err := recipes.Connect(servers, recipes.WithSessionTimeout(4*time.Second))
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	m, err := mutex.New(c, path)
+	if err != nil {
+		return err
+	}
+	f, err := os.OpenFile(outFile, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+
+	var (
+		fileMu sync.Mutex
+		wg     sync.WaitGroup
+		errMu  sync.Mutex
+		errs   []error
+	)
+	fail := func(err error) {
+		errMu.Lock()
+		errs = append(errs, err)
+		errMu.Unlock()
+	}
+	for g := range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range iters {
+				if err := contendOnce(ctx, c, m, counter, f, &fileMu); err != nil {
+					fail(fmt.Errorf("goroutine %d iteration %d: %w", g, i, err))
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		return err
+	}
+	if _, err := fmt.Fprintf(f, "done %d\n", workers*iters); err != nil {
+		return err
+	}
+	return f.Close()
+}
+
+func contendOnce(ctx context.Context, c *recipes.Client, m *mutex.Mutex, counter string, f *os.File, fileMu *sync.Mutex) error {
+	lease, err := m.Lock(ctx)
+	if err != nil {
+		return err
+	}
+	start := time.Now().UnixNano()
+	data, _, err := c.Conn().Get(counter)
+	if err == nil {
+		var n int
+		if n, err = strconv.Atoi(string(data)); err == nil {
+			_, err = c.Conn().Set(counter, []byte(strconv.Itoa(n+1)), -1)
+		}
+	}
+	select {
+	case <-lease.Done():
+		if err == nil {
+			err = errors.New("hold may have been lost during the critical section")
+		}
+	default:
+	}
+	end := time.Now().UnixNano()
+	if uerr := m.Unlock(ctx); err == nil {
+		err = uerr
+	}
+	if err != nil {
+		return err
+	}
+	fileMu.Lock()
+	defer fileMu.Unlock()
+	_, err = fmt.Fprintf(f, "%d %d\n", start, end)
+	return err
+}
+
+// helperHold takes the lock with a 2s session, prints "NODE <path>
+// <token> <negotiated session timeout in ms>" and "LOCKED", and then
+// blocks until its stdin closes (the parent is gone), so it can only lose
+// the lock by being killed.
+func helperHold() error {
+	servers := strings.Split(os.Getenv(helperEnvServers), ",")
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	c, err := recipes.Connect(servers, recipes.WithSessionTimeout(2*time.Second))
+	if err != nil {
+		return err
+	}
+	m, err := mutex.New(c, os.Getenv(helperEnvPath))
+	if err != nil {
+		return err
+	}
+	lease, err := m.Lock(ctx)
+	if err != nil {
+		return err
+	}
+	tok, err := lease.Token(ctx)
+	if err != nil {
+		return err
+	}
+	fmt.Printf("NODE %s %d %d\n", lease.Node(), tok, c.SessionTimeout().Milliseconds())
+	fmt.Println("LOCKED")
+	_, _ = io.Copy(io.Discard, os.Stdin)
+	// The parent is gone: the caller exits without releasing, like a crash.
+	return errors.New("stdin closed: the parent is gone")
+}
+
+// helperProc is a running helper process with its stdout read line by line.
+type helperProc struct {
+	name  string
+	cmd   *exec.Cmd
+	stdin io.WriteCloser
+	lines chan string // stdout lines; closed at EOF
+	done  chan struct{}
+	err   error // Wait's result, valid after done
+	errb  *procLockedBuffer
+}
+
+type procLockedBuffer struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (l *procLockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *procLockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
+// startHelper re-runs the test binary as a helper with the given role and
+// environment. The process is killed and reaped when the test ends.
+func startHelper(t *testing.T, name, role string, env ...string) *helperProc {
+	t.Helper()
+	cmd := exec.Command(os.Args[0], "-test.run=^TestHelperProcess$", "-test.v=false", "-test.count=1", "-test.timeout=2m")
+	cmd.Env = append(append(os.Environ(), helperEnvRole+"="+role), env...)
+	h := &helperProc{name: name, cmd: cmd, lines: make(chan string, 64), done: make(chan struct{}), errb: &procLockedBuffer{}}
+	cmd.Stderr = h.errb
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if h.stdin, err = cmd.StdinPipe(); err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatalf("start helper %s: %v", name, err)
+	}
+	go func() {
+		sc := bufio.NewScanner(stdout)
+		for sc.Scan() {
+			h.lines <- sc.Text()
+		}
+		close(h.lines)
+		h.err = cmd.Wait()
+		close(h.done)
+	}()
+	t.Cleanup(func() {
+		h.kill()
+		if t.Failed() {
+			if s := strings.TrimSpace(h.errb.String()); s != "" {
+				t.Logf("helper %s stderr:\n%s", name, s)
+			}
+		}
+	})
+	return h
+}
+
+// kill sends SIGKILL (unless the process has already been reaped) and waits
+// until it has been reaped.
+func (h *helperProc) kill() {
+	select {
+	case <-h.done:
+		return
+	default:
+	}
+	_ = h.cmd.Process.Kill()
+	_ = h.stdin.Close()
+	for range h.lines { // unblock the reader
+	}
+	<-h.done
+}
+
+// wait waits for the process to exit and returns its error with stderr.
+func (h *helperProc) wait(ctx context.Context) error {
+	go func() {
+		for range h.lines { // nobody reads stdout of this helper
+		}
+	}()
+	select {
+	case <-h.done:
+	case <-ctx.Done():
+		return fmt.Errorf("helper %s: %w", h.name, ctx.Err())
+	}
+	if h.err != nil {
+		return fmt.Errorf("helper %s: %w; stderr:\n%s", h.name, h.err, h.errb.String())
+	}
+	return nil
+}
+
+// waitLine returns the first stdout line with the given prefix.
+func (h *helperProc) waitLine(ctx context.Context, prefix string) (string, error) {
+	for {
+		select {
+		case l, ok := <-h.lines:
+			if !ok {
+				<-h.done
+				return "", fmt.Errorf("helper %s exited (%v) before printing %q; stderr:\n%s", h.name, h.err, prefix, h.errb.String())
+			}
+			if strings.HasPrefix(l, prefix) {
+				return l, nil
+			}
+		case <-ctx.Done():
+			return "", fmt.Errorf("helper %s: waiting for %q: %w; stderr:\n%s", h.name, prefix, ctx.Err(), h.errb.String())
+		}
+	}
+}
+
+// procConnect connects a Client to the cluster and closes it at the end
+// of the test.
+func procConnect(t *testing.T, servers []string, opts ...recipes.Option) *recipes.Client {
+	t.Helper()
+	c, err := recipes.Connect(servers, append([]recipes.Option{recipes.WithSessionTimeout(4 * time.Second)}, opts...)...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = c.Close() })
+	return c
+}
+
+// procWaitParticipants polls until m has exactly n participants and returns
+// them.
+func procWaitParticipants(ctx context.Context, t *testing.T, m *mutex.Mutex, n int) []mutex.Participant {
+	t.Helper()
+	for {
+		ps, err := m.Participants(ctx)
+		if err != nil {
+			t.Fatalf("participants: %v", err)
+		}
+		if len(ps) == n {
+			return ps
+		}
+		select {
+		case <-ctx.Done():
+			t.Fatalf("waiting for %d participants, have %d (%v): %v", n, len(ps), ps, ctx.Err())
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
+}
+
+// TestMutualExclusionAcrossProcesses runs 3 processes × 8 goroutines on one
+// lock path. Every hold does an unconditional read-increment-write of a
+// counter znode, so two simultaneous holders would lose an update; the
+// final count must be exact and the recorded hold intervals (wall clock,
+// one machine) must not overlap.
+func TestMutualExclusionAcrossProcesses(t *testing.T) {
+	const (
+		procs   = 3
+		workers = 8
+		iters   = 10
+	)
+	zkc := zktest.Start(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Second)
+	defer cancel()
+
+	c := procConnect(t, zkc.Servers())
+	id := uuid.NewString()[:8]
+	path := "/process/mutex-" + id
+	counter := "/counter-" + id
+	if _, err := c.Conn().Create(counter, []byte("0"), 0, zk.WorldACL(zk.PermAll)); err != nil {
+		t.Fatal(err)
+	}
+
+	dir := t.TempDir()
+	start := time.Now()
+	hs := make([]*helperProc, procs)
+	files := make([]string, procs)
+	for i := range hs {
+		files[i] = filepath.Join(dir, fmt.Sprintf("proc%d.txt", i))
+		hs[i] = startHelper(t, fmt.Sprintf("contend-%d", i), "contend",
+			helperEnvServers+"="+strings.Join(zkc.Servers(), ","),
+			helperEnvPath+"="+path,
+			helperEnvCounter+"="+counter,
+			helperEnvOut+"="+files[i],
+			helperEnvIters+"="+strconv.Itoa(iters),
+			helperEnvWorkers+"="+strconv.Itoa(workers),
+		)
+	}
+	for _, h := range hs {
+		if err := h.wait(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	elapsed := time.Since(start)
+
+	data, _, err := c.Conn().Get(counter)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := procs * workers * iters
+	if got, err := strconv.Atoi(string(data)); err != nil || got != want {
+		t.Errorf("counter = %q, want %d (lost updates mean two holders at once)", data, want)
+	}
+
+	var all []interop.Interval
+	for i, f := range files {
+		iv, err := interop.ReadIntervals(f, fmt.Sprintf("proc%d", i))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(iv) != workers*iters {
+			t.Errorf("proc%d recorded %d holds, want %d", i, len(iv), workers*iters)
+		}
+		all = append(all, iv...)
+	}
+	if err := interop.CheckNoOverlap(all); err != nil {
+		t.Error(err)
+	}
+	switches := 0
+	for i := 1; i < len(all); i++ {
+		if all[i].Who != all[i-1].Who {
+			switches++
+		}
+	}
+	span := time.Duration(all[len(all)-1].End - all[0].Start)
+	t.Logf("%d holds by %d processes × %d goroutines in %v (holds span %v: %.0f holds/s), %d hand-offs between processes",
+		len(all), procs, workers, elapsed.Round(time.Millisecond), span.Round(time.Millisecond),
+		float64(len(all))/span.Seconds(), switches)
+	if switches == 0 {
+		t.Error("the processes never handed the lock to each other")
+	}
+
+	if ps, err := procNewMutex(t, c, path).Participants(ctx); err != nil || len(ps) != 0 {
+		t.Errorf("participants after all released = %v, %v; want none", ps, err)
+	}
+}
+
+func procNewMutex(t *testing.T, c *recipes.Client, path string, opts ...mutex.Option) *mutex.Mutex {
+	t.Helper()
+	m, err := mutex.New(c, path, opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m
+}
+
+// TestHolderKilledNextWaiterAcquires kills -9 a process that holds the lock
+// and checks that the queued waiter gets it once the server expires the
+// dead session: not before the kill, and within the session timeout plus a
+// margin. The new holder's fencing token is larger than the dead one's.
+func TestHolderKilledNextWaiterAcquires(t *testing.T) {
+	zkc := zktest.Start(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 40*time.Second)
+	defer cancel()
+	path := "/process/killed-" + uuid.NewString()[:8]
+
+	h := startHelper(t, "hold", "hold",
+		helperEnvServers+"="+strings.Join(zkc.Servers(), ","),
+		helperEnvPath+"="+path,
+	)
+	nodeLine, err := h.waitLine(ctx, "NODE ")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := h.waitLine(ctx, "LOCKED"); err != nil {
+		t.Fatal(err)
+	}
+	var (
+		deadNode             string
+		deadToken, timeoutMS int64
+	)
+	if _, err := fmt.Sscanf(nodeLine, "NODE %s %d %d", &deadNode, &deadToken, &timeoutMS); err != nil {
+		t.Fatalf("parse %q: %v", nodeLine, err)
+	}
+	sessionTimeout := time.Duration(timeoutMS) * time.Millisecond
+	if sessionTimeout > 2*time.Second {
+		t.Fatalf("helper negotiated a %v session, asked for 2s", sessionTimeout)
+	}
+
+	c := procConnect(t, zkc.Servers())
+	m := procNewMutex(t, c, path)
+	if ps := procWaitParticipants(ctx, t, m, 1); ps[0].Path != deadNode {
+		t.Fatalf("participants = %v, want the helper's %s", ps, deadNode)
+	}
+
+	type result struct {
+		lease *mutex.Lease
+		err   error
+		at    time.Time
+	}
+	// An explicit owner lets the test goroutine unlock what another took.
+	owner := mutex.WithOwner(ctx, "waiter")
+	got := make(chan result, 1)
+	go func() {
+		l, err := m.Lock(owner)
+		got <- result{l, err, time.Now()}
+	}()
+	ps := procWaitParticipants(ctx, t, m, 2) // the waiter is queued behind the helper
+	if ps[0].Path != deadNode {
+		t.Fatalf("participants = %v, want the helper's %s first", ps, deadNode)
+	}
+	select {
+	case r := <-got:
+		t.Fatalf("waiter returned while the helper held the lock: %v, %v", r.lease, r.err)
+	default:
+	}
+
+	killed := time.Now()
+	if err := h.cmd.Process.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	var r result
+	limit := sessionTimeout + 3*time.Second
+	select {
+	case r = <-got:
+	case <-time.After(limit + 5*time.Second):
+		t.Fatalf("waiter did not acquire within %v of the kill", limit+5*time.Second)
+	}
+	if r.err != nil {
+		t.Fatalf("waiter: %v", r.err)
+	}
+	wait := r.at.Sub(killed)
+	t.Logf("waiter acquired %v after the kill (helper session timeout %v)", wait.Round(time.Millisecond), sessionTimeout)
+	if wait > limit {
+		t.Errorf("waiter acquired %v after the kill, want at most %v", wait, limit)
+	}
+	h.kill()
+
+	tok, err := r.lease.Token(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if tok <= deadToken {
+		t.Errorf("token %d of the new holder is not above the dead holder's %d", tok, deadToken)
+	}
+	if ps := procWaitParticipants(ctx, t, m, 1); ps[0].Path != r.lease.Node() {
+		t.Errorf("participants = %v, want only %s", ps, r.lease.Node())
+	}
+	if err := m.Unlock(owner); err != nil {
+		t.Errorf("unlock: %v", err)
+	}
+}
