@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"sort"
 	"sync"
 	"sync/atomic"
@@ -21,8 +22,30 @@ import (
 )
 
 func TestMain(m *testing.M) {
-	goleak.VerifyTestMain(m)
+	code := m.Run()
+	for _, cl := range exampleClusters {
+		cl.Close()
+	}
+	if code == 0 {
+		if err := goleak.Find(); err != nil {
+			fmt.Fprintln(os.Stderr, "goleak:", err)
+			code = 1
+		}
+	}
+	os.Exit(code)
 }
+
+// exampleServers starts a server for the examples of this package.
+func exampleServers() []string {
+	cl, err := zktest.Launch(1)
+	if err != nil {
+		panic(err)
+	}
+	exampleClusters = append(exampleClusters, cl)
+	return cl.Servers()
+}
+
+var exampleClusters []*zktest.Cluster
 
 func connect(t testing.TB, servers []string, opts ...recipes.Option) *recipes.Client {
 	t.Helper()

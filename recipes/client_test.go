@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"strings"
 	"sync"
 	"testing"
@@ -19,7 +20,17 @@ import (
 )
 
 func TestMain(m *testing.M) {
-	goleak.VerifyTestMain(m)
+	code := m.Run()
+	for _, cl := range exampleClusters {
+		cl.Close()
+	}
+	if code == 0 {
+		if err := goleak.Find(); err != nil {
+			fmt.Fprintln(os.Stderr, "goleak:", err)
+			code = 1
+		}
+	}
+	os.Exit(code)
 }
 
 // connect returns a client closed at the end of the test.
@@ -441,3 +452,15 @@ func isClosed(ch <-chan struct{}) bool {
 }
 
 var _ = errors.Is
+
+// exampleServers starts a server for the examples of this package.
+var exampleServers = func() []string {
+	cl, err := zktest.Launch(1)
+	if err != nil {
+		panic(err)
+	}
+	exampleClusters = append(exampleClusters, cl)
+	return cl.Servers()
+}
+
+var exampleClusters []*zktest.Cluster
