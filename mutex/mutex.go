@@ -22,6 +22,19 @@
 // default (Standard) error policy. Lease.Token gives a fencing token that
 // strictly increases across successive holders, and Lease.Fenced makes
 // ZooKeeper writes conditional on the lock node still existing.
+//
+// # Hand-off cost
+//
+// A waiter lists the lock's children once, when it queues, and then
+// watches only the contender just ahead of it (one release wakes one
+// waiter). When that one goes, the waiter drops from its own snapshot every
+// contender known to be gone, since contenders below it can only disappear:
+// the process records the names of the lock nodes its sessions deleted or
+// saw deleted. If none is left, it holds the lock without another request;
+// if one of unknown fate is left, it probes it; if several are left (their
+// owners live in other processes), one children list settles it, as
+// Curator does on every wake-up. A queue drained within one process thus
+// hands off without listing the children again, however long it is.
 package mutex
 
 import (

@@ -282,26 +282,52 @@ func TestHerdFreeFIFO(t *testing.T) {
 	assert.Empty(t, children(t, holderC, path))
 }
 
-// TestFlatHandOff drains 200 waiters queued on one path through one Client
-// and checks that the hand-offs did not list the children again: at most
-// one children list per waiter in all.
+// TestFlatHandOff drains 200 waiters queued on one path and checks that
+// the hand-offs did not list the children again: at most one children list
+// per waiter in all, none during the drain. The waiters share one session,
+// or are spread over eight sessions of this process (which learn of each
+// other's releases). Waiters in other processes list once per hand-off,
+// like Curator; see the mutex package doc.
 func TestFlatHandOff(t *testing.T) {
+	for _, sessions := range []int{1, 8} {
+		t.Run(fmt.Sprintf("sessions=%d", sessions), func(t *testing.T) { testFlatHandOff(t, sessions) })
+	}
+}
+
+func testFlatHandOff(t *testing.T, sessions int) {
 	const n = 200
+	const path = "/locks/flat"
 	zkc := zktest.Start(t)
 	ctx := context.Background()
-	c := connect(t, zkc.Servers())
-	m := newMutex(t, c, "/locks/flat")
-	_, err := m.Lock(mutex.WithOwner(ctx, "first"))
+	var cs []*recipes.Client
+	var ms []*mutex.Mutex
+	for i := 0; i < sessions; i++ {
+		c := connect(t, zkc.Servers())
+		cs = append(cs, c)
+		ms = append(ms, newMutex(t, c, path))
+	}
+	stats := func() (s recipes.Stats) {
+		for _, c := range cs {
+			d := c.Stats()
+			s.Children += d.Children
+			s.GetData += d.GetData
+			s.Creates += d.Creates
+			s.Deletes += d.Deletes
+		}
+		return s
+	}
+	first := mutex.WithOwner(ctx, "first")
+	_, err := ms[0].Lock(first)
 	require.NoError(t, err)
 
-	queued := c.Stats()
+	queued := stats()
 	order := make(chan int, n)
 	var wg sync.WaitGroup
 	var inside atomic.Int32
 	var overlap atomic.Bool
 	for i := 0; i < n; i++ {
 		wg.Add(1)
-		go func(i int) {
+		go func(i int, m *mutex.Mutex) {
 			defer wg.Done()
 			if _, err := m.Lock(ctx); err != nil {
 				t.Error(err)
@@ -315,22 +341,22 @@ func TestFlatHandOff(t *testing.T) {
 			if err := m.Unlock(ctx); err != nil {
 				t.Error(err)
 			}
-		}(i)
+		}(i, ms[i%sessions])
 	}
 	// Watch the queue from another session, so that only the waiters'
 	// requests are counted, and start the drain once every waiter watches.
-	waitQueued(t, newMutex(t, connect(t, zkc.Servers()), "/locks/flat"), n+1)
+	waitQueued(t, newMutex(t, connect(t, zkc.Servers()), path), n+1)
 	eventually(t, 10*time.Second, "every waiter watching", func() bool {
 		w, err := zkc.WatchCount(0)
 		return err == nil && w == n
 	})
-	before := c.Stats()
+	before := stats()
 	start := time.Now()
-	require.NoError(t, m.Unlock(mutex.WithOwner(ctx, "first")))
+	require.NoError(t, ms[0].Unlock(first))
 	wg.Wait()
 	elapsed := time.Since(start)
-	d := c.Stats().Sub(before)
-	all := c.Stats().Sub(queued)
+	d := stats().Sub(before)
+	all := stats().Sub(queued)
 	close(order)
 	got := 0
 	for range order {
@@ -338,13 +364,13 @@ func TestFlatHandOff(t *testing.T) {
 	}
 	assert.Equal(t, n, got)
 	assert.False(t, overlap.Load(), "two holders at once")
-	t.Logf("drain of %d waiters in %v (%.0f hand-offs/s): %d children lists, %d data reads (%.2f per hand-off), %d deletes",
-		n, elapsed, float64(n)/elapsed.Seconds(), d.Children, d.GetData, float64(d.GetData)/float64(n), d.Deletes)
+	t.Logf("drain of %d waiters over %d sessions in %v (%.0f hand-offs/s): %d children lists, %d data reads (%.2f per hand-off), %d deletes",
+		n, sessions, elapsed, float64(n)/elapsed.Seconds(), d.Children, d.GetData, float64(d.GetData)/float64(n), d.Deletes)
 	t.Logf("queueing and drain together: %d children lists, %d data reads, %d creates", all.Children, all.GetData, all.Creates)
 	assert.LessOrEqual(t, all.Children, uint64(n), "at most one children list per waiter")
 	assert.LessOrEqual(t, d.GetData, uint64(n), "at most one data read per hand-off")
 	assert.Zero(t, d.Children, "the drain itself lists nothing")
-	assert.Empty(t, children(t, c, "/locks/flat"))
+	assert.Empty(t, children(t, cs[0], path))
 }
 
 // TestSessionLoss black-holes a holder's connection past the session

@@ -201,7 +201,8 @@ func (c *Client) GuaranteedDelete(path string, sid int64) error {
 func (c *Client) deleteOnce(path string) error {
 	err := c.Delete(path, -1)
 	if err == nil || errors.Is(err, zk.ErrNoNode) {
-		c.knowledge.deleted(path)
+		parent, name := SplitPath(path)
+		bury(parent, name, name[max(0, len(name)-10):]) // the sequence suffix orders eviction
 		return nil
 	}
 	return err

@@ -250,7 +250,7 @@ func (ct *Contest) acquire(ctx context.Context, wait bool) (bool, Signals, error
 			case err == nil:
 				target, watchCh = next, ch
 			case errors.Is(err, zk.ErrNoNode):
-				ct.know.gone(next)
+				ct.know.gone(below[w])
 				if ct.know.unknown(below[:w]) > 0 {
 					listed = false // more of unknown fate below: list again
 				}
@@ -268,7 +268,7 @@ func (ct *Contest) acquire(ctx context.Context, wait bool) (bool, Signals, error
 			switch ev.Type {
 			case zk.EventNodeDeleted:
 				gone := below[w]
-				ct.know.gone(gone.Name)
+				ct.know.gone(gone)
 				target = ""
 				if ct.driver.Relist(gone) {
 					listed = false

@@ -1,14 +1,26 @@
 package recipes
 
-import "sync"
+import (
+	"sort"
+	"sync"
+)
 
-// knowledge is what a Client has learnt about contender queues: names of
-// contenders it saw go, and per parent incarnation (path + czxid) a
-// watermark below which every contender is gone. Both are facts that stay
-// true (names carry a random uuid; sequence numbers only grow within one
-// incarnation of a parent), which is what lets waiters of one Client hand a
-// lock on without listing the children again. Entries live while a contest
-// on the parent is under way.
+// What the contender engine knows without asking the server. It holds only
+// facts that stay true, which is what lets a waiter hand a lock on without
+// listing the children again:
+//
+//   - The names of contender nodes seen to go (deleted by us, reported by a
+//     watch, or found missing). A name carries a random uuid, so a name once
+//     deleted never exists again, on any ensemble: this record is shared by
+//     every Client of the process, so that sessions of one process learn
+//     from each other's releases.
+//   - Per Client and parent incarnation (path + czxid), a watermark: every
+//     contender whose key is below it is gone. Sequence numbers only grow
+//     within one incarnation of a parent.
+//
+// Forgetting is always safe (it costs a children list), so both are
+// bounded: a parent's entries live while a contest on it is under way, and
+// a parent's names are capped, dropping the lowest keys first.
 type knowledge struct {
 	mu      sync.Mutex
 	parents map[string]*parentKnowledge // by parent path
@@ -19,19 +31,82 @@ type parentKnowledge struct {
 	path  string
 	czxid int64
 	refs  int
-	mark  string              // every contender with a key below mark is gone
-	names map[string]struct{} // contenders known to be gone
+	mark  string // every contender with a key below mark is gone
+	names *tombs
+}
+
+// tombs is the process-wide record of deleted contender names under one
+// parent path.
+type tombs struct {
+	refs  int
+	names map[string]string // name -> key
+}
+
+// maxTombs bounds the names remembered per parent path.
+const maxTombs = 1 << 14
+
+var graveyard = struct {
+	mu       sync.Mutex
+	byParent map[string]*tombs
+}{byParent: map[string]*tombs{}}
+
+func tombsFor(path string) *tombs {
+	graveyard.mu.Lock()
+	defer graveyard.mu.Unlock()
+	t := graveyard.byParent[path]
+	if t == nil {
+		t = &tombs{names: map[string]string{}}
+		graveyard.byParent[path] = t
+	}
+	t.refs++
+	return t
+}
+
+func releaseTombs(path string, t *tombs) {
+	graveyard.mu.Lock()
+	defer graveyard.mu.Unlock()
+	if t.refs--; t.refs <= 0 && graveyard.byParent[path] == t {
+		delete(graveyard.byParent, path)
+	}
+}
+
+// bury records that name (with sort key key) under path is gone, if
+// anyone is contending there.
+func bury(path, name, key string) {
+	graveyard.mu.Lock()
+	defer graveyard.mu.Unlock()
+	if t := graveyard.byParent[path]; t != nil {
+		t.add(name, key)
+	}
+}
+
+// add records a name; graveyard.mu is held.
+func (t *tombs) add(name, key string) {
+	t.names[name] = key
+	if len(t.names) <= maxTombs {
+		return
+	}
+	keys := make([]string, 0, len(t.names))
+	for _, k := range t.names {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	cut := keys[len(keys)/2]
+	for n, k := range t.names {
+		if k < cut {
+			delete(t.names, n)
+		}
+	}
 }
 
 func (k *knowledge) init() { k.parents = map[string]*parentKnowledge{} }
 
-// reset forgets everything (after a session loss, to be safe).
+// reset forgets the watermarks (after a session loss, to be safe).
 func (k *knowledge) reset() {
 	k.mu.Lock()
 	defer k.mu.Unlock()
 	for _, p := range k.parents {
 		p.mark = ""
-		p.names = map[string]struct{}{}
 	}
 }
 
@@ -40,17 +115,15 @@ func (k *knowledge) enter(path string, czxid int64) *parentKnowledge {
 	k.mu.Lock()
 	defer k.mu.Unlock()
 	p := k.parents[path]
-	if p == nil || p.czxid != czxid {
-		if p != nil && p.refs > 0 && p.czxid > czxid {
-			// a contest listed an older incarnation than one already known:
-			// keep the newer entry, give this contest a private one
-			return &parentKnowledge{k: k, path: path, czxid: czxid, refs: 1, names: map[string]struct{}{}}
+	if p != nil && p.czxid != czxid {
+		// Another incarnation of the parent: contests on the old one keep
+		// their entry, this one gets a fresh watermark.
+		p = &parentKnowledge{k: k, path: path, czxid: czxid, names: tombsFor(path)}
+		if k.parents[path].czxid < czxid {
+			k.parents[path] = p
 		}
-		old := p
-		p = &parentKnowledge{k: k, path: path, czxid: czxid, names: map[string]struct{}{}}
-		if old != nil { // names are unique forever: keep them
-			p.names = old.names
-		}
+	} else if p == nil {
+		p = &parentKnowledge{k: k, path: path, czxid: czxid, names: tombsFor(path)}
 		k.parents[path] = p
 	}
 	p.refs++
@@ -61,27 +134,16 @@ func (k *knowledge) enter(path string, czxid int64) *parentKnowledge {
 func (k *knowledge) leave(p *parentKnowledge) {
 	k.mu.Lock()
 	defer k.mu.Unlock()
-	p.refs--
-	if p.refs <= 0 && k.parents[p.path] == p {
+	if p.refs--; p.refs > 0 {
+		return
+	}
+	if k.parents[p.path] == p {
 		delete(k.parents, p.path)
 	}
+	releaseTombs(p.path, p.names)
 }
 
-// deleted records that the node at path is gone.
-func (k *knowledge) deleted(path string) {
-	parent, name := SplitPath(path)
-	k.mu.Lock()
-	defer k.mu.Unlock()
-	if p := k.parents[parent]; p != nil {
-		p.names[name] = struct{}{}
-	}
-}
-
-func (p *parentKnowledge) gone(name string) {
-	p.k.mu.Lock()
-	defer p.k.mu.Unlock()
-	p.names[name] = struct{}{}
-}
+func (p *parentKnowledge) gone(c Contender) { bury(p.path, c.Name, c.Key) }
 
 // allGoneBelow records that every contender with a key below key is gone.
 func (p *parentKnowledge) allGoneBelow(key string) {
@@ -92,20 +154,27 @@ func (p *parentKnowledge) allGoneBelow(key string) {
 	}
 }
 
-// prune returns cs (sorted by key) without the contenders known to be
-// gone. It reuses cs's array.
+// known reports whether c is known to be gone; both locks are held.
+func (p *parentKnowledge) known(c Contender) bool {
+	if c.Key < p.mark {
+		return true
+	}
+	_, ok := p.names.names[c.Name]
+	return ok
+}
+
+// prune returns cs without the contenders known to be gone. It reuses
+// cs's array.
 func (p *parentKnowledge) prune(cs []Contender) []Contender {
 	p.k.mu.Lock()
 	defer p.k.mu.Unlock()
+	graveyard.mu.Lock()
+	defer graveyard.mu.Unlock()
 	out := cs[:0]
 	for _, c := range cs {
-		if c.Key < p.mark {
-			continue
+		if !p.known(c) {
+			out = append(out, c)
 		}
-		if _, ok := p.names[c.Name]; ok {
-			continue
-		}
-		out = append(out, c)
 	}
 	return out
 }
@@ -114,9 +183,11 @@ func (p *parentKnowledge) prune(cs []Contender) []Contender {
 func (p *parentKnowledge) unknown(cs []Contender) int {
 	p.k.mu.Lock()
 	defer p.k.mu.Unlock()
+	graveyard.mu.Lock()
+	defer graveyard.mu.Unlock()
 	n := 0
 	for _, c := range cs {
-		if _, ok := p.names[c.Name]; !ok && c.Key >= p.mark {
+		if !p.known(c) {
 			n++
 		}
 	}
