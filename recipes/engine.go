@@ -189,7 +189,10 @@ func (ct *Contest) acquire(ctx context.Context, wait bool) (bool, Signals, error
 			return false, Signals{}, err
 		}
 		snap := c.Snapshot()
-		if snap.State == StateLost || snap.State.IsConnected() && snap.SessionID != ct.sid {
+		// Our node lives as long as session ct.sid. The state machine may
+		// still be LOST for an older session when the node was made in a
+		// newer one: then wait for it to catch up.
+		if snap.SessionID == ct.sid && snap.State == StateLost || snap.State.IsConnected() && snap.SessionID != ct.sid {
 			return false, Signals{}, fmt.Errorf("%w: waiting for %s", ErrSessionLost, ct.path)
 		}
 		if !snap.State.IsConnected() {
