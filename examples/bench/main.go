@@ -1,0 +1,1070 @@
+// Command bench measures the mutex of package mutex against go-zookeeper on
+// one ZooKeeper server.
+//
+// It connects to -servers (default: ZK_SERVERS, "host:port,host:port"), or,
+// when neither is set, starts a local server with zktest.Launch and stops it
+// at exit. Two scenarios, each run in alternating rounds so that machine
+// noise hits both sides alike (the side that goes first alternates too):
+//
+//   - uncontended: one session runs Lock+Unlock on one path, -ops times per
+//     round; the baseline is the same three requests made directly on a
+//     *zk.Conn: Create (ephemeral-sequential, under a container parent),
+//     Children(parent), Delete. Within a round the two sides take turns of
+//     -chunk ops each. Target: ours/baseline >= 0.95.
+//   - contended: -sessions sessions (separate Clients, resp. separate
+//     *zk.Conn) loop Lock;Unlock on one path for -duration per round; the
+//     baseline is go-zookeeper's own zk.NewLock. Target: ours/zk.Lock >= 1.0.
+//     The sessions are goroutines of this process, or with -procs separate
+//     processes (this binary re-run as workers), which share nothing: the
+//     mutex shares what it learns about deleted lock nodes among the
+//     sessions of one process, which saves it a children list per hand-off
+//     when the whole queue lives in one process.
+//
+// Each scenario reports the median of its per-round ratios, the requests
+// our Clients sent per acquisition (Client.Stats), and, when the server
+// answers the "srvr" four-letter word, the packets the server received per
+// acquisition on each side (pings included). The last lines are machine
+// readable:
+//
+//	RESULT scenario=uncontended ours_ops=... base_ops=... ratio=... ...
+//	RESULT scenario=contended ours_ops=... base_ops=... ratio=... ...
+//
+// Both sides use the same session timeout (-session-timeout). Mutual
+// exclusion is checked while the contended rounds run. Any error, or a
+// violation of mutual exclusion, exits with status 1; -strict also exits
+// with status 3 when a median ratio misses its target.
+package main
+
+import (
+	"bufio"
+	"cmp"
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"os/exec"
+	"os/signal"
+	"runtime"
+	"runtime/pprof"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"text/tabwriter"
+	"time"
+
+	"github.com/go-zookeeper/zk"
+
+	"github.com/zkrecipes/zkrecipes/mutex"
+	"github.com/zkrecipes/zkrecipes/recipes"
+	"github.com/zkrecipes/zkrecipes/recipes/zktest"
+)
+
+const (
+	uncontendedTarget = 0.95
+	contendedTarget   = 1.0
+)
+
+// lockData is the data of every lock node, on both sides.
+var lockData = []byte("zkrecipes-bench")
+
+var acl = zk.WorldACL(zk.PermAll)
+
+type flags struct {
+	servers        string
+	rounds         int
+	ops            int
+	chunk          int
+	warmup         int
+	duration       time.Duration
+	sessions       int
+	which          string
+	sessionTimeout time.Duration
+	strict         bool
+	procs          bool
+	cpuprofile     string
+}
+
+func main() {
+	if kind := os.Getenv(envWorker); kind != "" {
+		if err := workerMain(kind); err != nil {
+			fmt.Fprintf(os.Stderr, "bench worker (%s): %v\n", kind, err)
+			os.Exit(1)
+		}
+		return
+	}
+	var f flags
+	flag.StringVar(&f.servers, "servers", os.Getenv("ZK_SERVERS"), "ZooKeeper servers, host:port[,host:port...] (default $ZK_SERVERS; empty: start a local server)")
+	flag.IntVar(&f.rounds, "rounds", 5, "alternating rounds per scenario")
+	flag.IntVar(&f.ops, "ops", 1000, "uncontended: Lock+Unlock operations per side per round")
+	flag.IntVar(&f.chunk, "chunk", 50, "uncontended: ops per turn; the two sides take turns within a round")
+	flag.IntVar(&f.warmup, "warmup", 200, "uncontended: operations per side before the first round (also warms the server up)")
+	flag.DurationVar(&f.duration, "duration", 5*time.Second, "contended: time per side per round")
+	flag.IntVar(&f.sessions, "sessions", 16, "contended: number of sessions contending")
+	flag.StringVar(&f.which, "which", "all", "scenarios to run: all, uncontended or contended")
+	flag.DurationVar(&f.sessionTimeout, "session-timeout", 4*time.Second, "session timeout requested by both sides")
+	flag.BoolVar(&f.procs, "procs", false, "contended: run every session in an OS process of its own (this binary re-run as a worker) instead of a goroutine, so that sessions share no state, as with separate services")
+	flag.StringVar(&f.cpuprofile, "cpuprofile", "", "write a CPU profile of this process to `file`")
+	flag.BoolVar(&f.strict, "strict", false, "exit with status 3 when a median ratio misses its target")
+	flag.Parse()
+
+	code, err := run(f)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "bench: error:", err)
+		os.Exit(1)
+	}
+	os.Exit(code)
+}
+
+func run(f flags) (int, error) {
+	switch {
+	case f.rounds < 1:
+		return 0, fmt.Errorf("-rounds must be at least 1")
+	case f.ops < 1:
+		return 0, fmt.Errorf("-ops must be at least 1")
+	case f.chunk < 1:
+		return 0, fmt.Errorf("-chunk must be at least 1")
+	case f.warmup < 0:
+		return 0, fmt.Errorf("-warmup must not be negative")
+	case f.duration <= 0:
+		return 0, fmt.Errorf("-duration must be positive")
+	case f.sessions < 2:
+		return 0, fmt.Errorf("-sessions must be at least 2")
+	case f.which != "all" && f.which != "uncontended" && f.which != "contended":
+		return 0, fmt.Errorf("-which must be all, uncontended or contended, not %q", f.which)
+	}
+
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	defer stop()
+
+	if f.cpuprofile != "" {
+		pf, err := os.Create(f.cpuprofile)
+		if err != nil {
+			return 0, err
+		}
+		defer pf.Close()
+		if err := pprof.StartCPUProfile(pf); err != nil {
+			return 0, err
+		}
+		defer pprof.StopCPUProfile()
+	}
+
+	servers, where, cleanup, err := zookeeper(f.servers)
+	if err != nil {
+		return 0, err
+	}
+	defer cleanup()
+
+	b := &bench{f: f, servers: servers, root: "/zkrecipes-bench/" + recipes.NewUUID()[:8]}
+	fmt.Printf("zkrecipes benchmark: %s, session timeout %v, %s %s/%s, GOMAXPROCS=%d\n",
+		where, f.sessionTimeout, runtime.Version(), runtime.GOOS, runtime.GOARCH, runtime.GOMAXPROCS(0))
+	fmt.Printf("paths under %s\n", b.root)
+	defer b.cleanup()
+
+	var results []string
+	pass := true
+	if f.which == "all" || f.which == "uncontended" {
+		line, ok, err := b.uncontended(ctx)
+		if err != nil {
+			return 0, fmt.Errorf("uncontended: %w", err)
+		}
+		results, pass = append(results, line), pass && ok
+	}
+	if f.which == "all" || f.which == "contended" {
+		line, ok, err := b.contended(ctx)
+		if err != nil {
+			return 0, fmt.Errorf("contended: %w", err)
+		}
+		results, pass = append(results, line), pass && ok
+	}
+	fmt.Println()
+	for _, r := range results {
+		fmt.Println(r)
+	}
+	if f.strict && !pass {
+		return 3, nil
+	}
+	return 0, nil
+}
+
+type bench struct {
+	f       flags
+	servers []string
+	root    string
+}
+
+// ---------------------------------------------------------------- uncontended
+
+func (b *bench) uncontended(ctx context.Context) (string, bool, error) {
+	f := b.f
+	fmt.Printf("\n== uncontended: Lock+Unlock on one path, one session, %d ops per side per round, in alternating chunks of %d\n", f.ops, f.chunk)
+	fmt.Println("   baseline: go-zookeeper Create(ephemeral-sequential, container parent) + Children + Delete")
+
+	c, err := recipes.Connect(b.servers, recipes.WithSessionTimeout(f.sessionTimeout))
+	if err != nil {
+		return "", false, err
+	}
+	defer c.Close()
+	m, err := mutex.New(c, b.root+"/uncontended/ours", mutex.WithData(lockData))
+	if err != nil {
+		return "", false, err
+	}
+	raw, err := dialRaw(b.servers, f.sessionTimeout)
+	if err != nil {
+		return "", false, err
+	}
+	defer raw.Close()
+	base := &rawLoop{conn: raw.conn, parent: b.root + "/uncontended/base"}
+
+	oursLoop := func(n int) error {
+		for range n {
+			if _, err := m.Lock(ctx); err != nil {
+				return err
+			}
+			if err := m.Unlock(ctx); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	if f.warmup > 0 {
+		if err := oursLoop(f.warmup); err != nil {
+			return "", false, fmt.Errorf("ours: %w", err)
+		}
+		if err := base.run(f.warmup); err != nil {
+			return "", false, fmt.Errorf("baseline: %w", err)
+		}
+	}
+
+	var (
+		ours, bases, ratios []float64
+		oursReq             recipes.Stats
+		oursOps             int
+		basePkts, oursPkts  pktCount
+		oursCPU, baseCPU    time.Duration // this process's CPU time while each side ran
+	)
+	tw := table("round", "ours ops/s", "base ops/s", "ours/base")
+	for r := range f.rounds {
+		// The round's ops run in chunks, ours and the baseline taking
+		// turns (and turns at going first), so that noise lasting more than
+		// a few milliseconds hits both sides alike.
+		var oursTime, baseTime time.Duration
+		sides := []func(n int) error{
+			func(n int) error {
+				before, pk := c.Stats(), b.packets()
+				start, cpu := time.Now(), cpuTime()
+				if err := oursLoop(n); err != nil {
+					return fmt.Errorf("ours: %w", err)
+				}
+				oursTime += time.Since(start)
+				oursCPU += cpuTime() - cpu
+				oursReq = addStats(oursReq, c.Stats().Sub(before))
+				oursOps += n
+				oursPkts.add(pk, b.packets(), n)
+				return nil
+			},
+			func(n int) error {
+				pk := b.packets()
+				start, cpu := time.Now(), cpuTime()
+				if err := base.run(n); err != nil {
+					return fmt.Errorf("baseline: %w", err)
+				}
+				baseTime += time.Since(start)
+				baseCPU += cpuTime() - cpu
+				basePkts.add(pk, b.packets(), n)
+				return nil
+			},
+		}
+		for done, k := 0, 0; done < f.ops; k++ {
+			n := min(f.chunk, f.ops-done)
+			first := (r + k) % 2
+			for _, side := range []func(int) error{sides[first], sides[1-first]} {
+				if err := ctx.Err(); err != nil {
+					return "", false, err
+				}
+				if err := side(n); err != nil {
+					return "", false, err
+				}
+			}
+			done += n
+		}
+		or, br := float64(f.ops)/oursTime.Seconds(), float64(f.ops)/baseTime.Seconds()
+		ours, bases, ratios = append(ours, or), append(bases, br), append(ratios, or/br)
+		fmt.Fprintf(tw, "%d\t%.0f\t%.0f\t%.3f\n", r+1, or, br, or/br)
+	}
+	ratio := median(ratios)
+	ok := ratio >= uncontendedTarget
+	fmt.Fprintf(tw, "median\t%.0f\t%.0f\t%.3f\t(target >= %.2f: %s)\n", median(ours), median(bases), ratio, uncontendedTarget, verdict(ok))
+	tw.Flush()
+	per := perOp(oursReq, oursOps)
+	fmt.Printf("ours, requests per Lock+Unlock: %s\n", per)
+	fmt.Printf("server packets received per op (pings included): ours %s, baseline %s\n", oursPkts, basePkts)
+	total := float64(f.rounds * f.ops)
+	fmt.Printf("client CPU per op (this process, user+system): ours %.0fµs, baseline %.0fµs\n",
+		float64(oursCPU.Microseconds())/total, float64(baseCPU.Microseconds())/total)
+
+	line := fmt.Sprintf("RESULT scenario=uncontended ours_ops=%.1f base_ops=%.1f ratio=%.4f target=%.2f pass=%t rounds=%d ops=%d %s server_pkts_per_op_ours=%s server_pkts_per_op_base=%s",
+		median(ours), median(bases), ratio, uncontendedTarget, ok, f.rounds, f.ops, per.kv("op"), oursPkts.kv(), basePkts.kv())
+	return line, ok, nil
+}
+
+// rawLoop is the uncontended baseline: the three requests an uncontended
+// lock needs, made directly on a *zk.Conn, with nodes named as ours are
+// and the parent a container as ours is.
+type rawLoop struct {
+	conn   *zk.Conn
+	parent string
+}
+
+func (l *rawLoop) run(n int) error {
+	for range n {
+		prefix := l.parent + "/" + recipes.ProtectedPrefix + recipes.NewUUID() + "-" + mutex.LockName
+		var (
+			node string
+			err  error
+		)
+		for {
+			node, err = l.conn.Create(prefix, lockData, zk.FlagEphemeral|zk.FlagSequence, acl)
+			if !errors.Is(err, zk.ErrNoNode) {
+				break
+			}
+			// The server reaps an empty container parent; make it again.
+			if err := ensureContainers(l.conn, l.parent); err != nil {
+				return err
+			}
+		}
+		if err != nil {
+			return fmt.Errorf("create: %w", err)
+		}
+		kids, _, err := l.conn.Children(l.parent)
+		if err != nil {
+			return fmt.Errorf("children: %w", err)
+		}
+		name := node[len(l.parent)+1:]
+		lowest := ""
+		for _, k := range kids {
+			if lowest == "" || recipes.SortKey(k, mutex.LockName) < recipes.SortKey(lowest, mutex.LockName) {
+				lowest = k
+			}
+		}
+		if lowest != name {
+			return fmt.Errorf("uncontended baseline: %s is not the lowest of %v", name, kids)
+		}
+		if err := l.conn.Delete(node, -1); err != nil {
+			return fmt.Errorf("delete: %w", err)
+		}
+	}
+	return nil
+}
+
+func ensureContainers(conn *zk.Conn, path string) error {
+	if path == "/" || path == "" {
+		return nil
+	}
+	for {
+		_, err := conn.CreateContainer(path, nil, zk.FlagContainer, acl)
+		switch {
+		case err == nil || errors.Is(err, zk.ErrNodeExists):
+			return nil
+		case errors.Is(err, zk.ErrNoNode):
+			if err := ensureContainers(conn, path[:max(strings.LastIndex(path, "/"), 1)]); err != nil {
+				return err
+			}
+		default:
+			return fmt.Errorf("create container %s: %w", path, err)
+		}
+	}
+}
+
+// ------------------------------------------------------------------ contended
+
+func (b *bench) contended(ctx context.Context) (string, bool, error) {
+	f := b.f
+	where := "goroutines of this process, each with its own session"
+	if f.procs {
+		where = "separate OS processes, one session each"
+	}
+	fmt.Printf("\n== contended: %d sessions (%s) loop Lock;Unlock on one path, %v per side per round\n", f.sessions, where, f.duration)
+	fmt.Println("   baseline: go-zookeeper zk.NewLock(conn, path, acl).Lock/Unlock on as many sessions")
+
+	oursPath, zkPath := b.root+"/contended/ours", b.root+"/contended/zklock"
+	var ourSide, zkSide side
+	defer func() {
+		for _, s := range []side{ourSide, zkSide} {
+			if s != nil {
+				s.close()
+			}
+		}
+	}()
+	var err error
+	if f.procs {
+		if ourSide, err = startProcs(f.sessions, "ours", b.servers, oursPath, f.sessionTimeout); err != nil {
+			return "", false, err
+		}
+		if zkSide, err = startProcs(f.sessions, "zklock", b.servers, zkPath, f.sessionTimeout); err != nil {
+			return "", false, err
+		}
+	} else {
+		if ourSide, err = newOursInProc(ctx, f.sessions, b.servers, oursPath, f.sessionTimeout); err != nil {
+			return "", false, err
+		}
+		if zkSide, err = newZKInProc(f.sessions, b.servers, zkPath, f.sessionTimeout); err != nil {
+			return "", false, err
+		}
+	}
+
+	// Warm up both sides (sessions, parents, the server's JIT) uncounted.
+	warm := min(f.duration, time.Second)
+	for _, s := range []side{ourSide, zkSide} {
+		if _, err := s.round(time.Now().Add(warm)); err != nil {
+			return "", false, fmt.Errorf("warm-up: %w", err)
+		}
+	}
+
+	var (
+		ours, bases, ratios []float64
+		oursReq             recipes.Stats
+		oursAcq             int
+		oursPkts, basePkts  pktCount
+	)
+	tw := table("round", "ours acq/s", "zk.Lock acq/s", "ours/zk.Lock", "order")
+	for r := range f.rounds {
+		var or, br float64
+		sides := []func() error{
+			func() error {
+				pk := b.packets()
+				res, err := ourSide.round(time.Now().Add(f.duration))
+				if err != nil {
+					return fmt.Errorf("ours: %w", err)
+				}
+				or = float64(res.window) / f.duration.Seconds()
+				oursReq = addStats(oursReq, res.stats)
+				oursAcq += res.total
+				oursPkts.add(pk, b.packets(), res.total)
+				return nil
+			},
+			func() error {
+				pk := b.packets()
+				res, err := zkSide.round(time.Now().Add(f.duration))
+				if err != nil {
+					return fmt.Errorf("zk.Lock: %w", err)
+				}
+				br = float64(res.window) / f.duration.Seconds()
+				basePkts.add(pk, b.packets(), res.total)
+				return nil
+			},
+		}
+		order := "ours first"
+		if r%2 == 1 {
+			sides[0], sides[1] = sides[1], sides[0]
+			order = "zk.Lock first"
+		}
+		for _, side := range sides {
+			if err := ctx.Err(); err != nil {
+				return "", false, err
+			}
+			if err := side(); err != nil {
+				return "", false, err
+			}
+		}
+		if br == 0 {
+			return "", false, fmt.Errorf("zk.Lock made no acquisition in %v", f.duration)
+		}
+		ours, bases, ratios = append(ours, or), append(bases, br), append(ratios, or/br)
+		fmt.Fprintf(tw, "%d\t%.0f\t%.0f\t%.3f\t%s\n", r+1, or, br, or/br, order)
+	}
+	ratio := median(ratios)
+	ok := ratio >= contendedTarget
+	fmt.Fprintf(tw, "median\t%.0f\t%.0f\t%.3f\ttarget >= %.2f: %s\n", median(ours), median(bases), ratio, contendedTarget, verdict(ok))
+	tw.Flush()
+	per := perOp(oursReq, oursAcq)
+	fmt.Printf("ours, requests per acquisition (sum over %d clients): %s\n", f.sessions, per)
+	fmt.Printf("server packets received per acquisition (pings included): ours %s, zk.Lock %s\n", oursPkts, basePkts)
+	fmt.Println("mutual exclusion held on both sides")
+
+	line := fmt.Sprintf("RESULT scenario=contended ours_ops=%.1f base_ops=%.1f ratio=%.4f target=%.2f pass=%t rounds=%d sessions=%d procs=%t duration=%v %s server_pkts_per_acq_ours=%s server_pkts_per_acq_base=%s",
+		median(ours), median(bases), ratio, contendedTarget, ok, f.rounds, f.sessions, f.procs, f.duration, per.kv("acq"), oursPkts.kv(), basePkts.kv())
+	return line, ok, nil
+}
+
+// side is one contender population of the contended scenario.
+type side interface {
+	// round makes every session loop Lock;Unlock until deadline.
+	round(deadline time.Time) (roundResult, error)
+	close()
+}
+
+type roundResult struct {
+	window int           // acquisitions made before the deadline
+	total  int           // all acquisitions (waiters queued at the deadline finish their turn)
+	stats  recipes.Stats // requests our Clients sent (zero for zk.Lock)
+}
+
+// inProc is a side whose sessions are goroutines of this process.
+type inProc struct {
+	lock, unlock func(i int) error
+	n            int
+	stats        func() recipes.Stats
+	closers      []func()
+}
+
+func (s *inProc) round(deadline time.Time) (roundResult, error) {
+	before := s.stats()
+	window, total, err := contend(s.n, deadline, s.lock, s.unlock)
+	return roundResult{window: window, total: total, stats: s.stats().Sub(before)}, err
+}
+
+func (s *inProc) close() {
+	for _, c := range s.closers {
+		c()
+	}
+}
+
+func newOursInProc(ctx context.Context, n int, servers []string, path string, timeout time.Duration) (side, error) {
+	s := &inProc{n: n}
+	var (
+		clients []*recipes.Client
+		locks   []*mutex.Mutex
+	)
+	for range n {
+		c, err := recipes.Connect(servers, recipes.WithSessionTimeout(timeout))
+		if err != nil {
+			s.close()
+			return nil, err
+		}
+		clients = append(clients, c)
+		s.closers = append(s.closers, func() { c.Close() })
+		m, err := mutex.New(c, path, mutex.WithData(lockData))
+		if err != nil {
+			s.close()
+			return nil, err
+		}
+		locks = append(locks, m)
+	}
+	s.lock = func(i int) error { _, err := locks[i].Lock(ctx); return err }
+	s.unlock = func(i int) error { return locks[i].Unlock(ctx) }
+	s.stats = func() recipes.Stats {
+		var sum recipes.Stats
+		for _, c := range clients {
+			sum = addStats(sum, c.Stats())
+		}
+		return sum
+	}
+	return s, nil
+}
+
+func newZKInProc(n int, servers []string, path string, timeout time.Duration) (side, error) {
+	s := &inProc{n: n, stats: func() recipes.Stats { return recipes.Stats{} }}
+	var locks []*zk.Lock
+	for range n {
+		r, err := dialRaw(servers, timeout)
+		if err != nil {
+			s.close()
+			return nil, err
+		}
+		s.closers = append(s.closers, r.Close)
+		locks = append(locks, zk.NewLock(r.conn, path, acl))
+	}
+	s.lock = func(i int) error { return locks[i].LockWithData(lockData) }
+	s.unlock = func(i int) error { return locks[i].Unlock() }
+	return s, nil
+}
+
+// contend runs n workers that loop lock(i); unlock(i) until deadline. It
+// returns the acquisitions made before the deadline and in all. It fails
+// on any error and when two workers hold at once.
+func contend(n int, deadline time.Time, lock, unlock func(i int) error) (window, total int, err error) {
+	var (
+		holders, inWindow, all atomic.Int64
+		stop                   atomic.Bool
+		wg                     sync.WaitGroup
+		mu                     sync.Mutex
+		errs                   []error
+	)
+	fail := func(err error) {
+		stop.Store(true)
+		mu.Lock()
+		errs = append(errs, err)
+		mu.Unlock()
+	}
+	defer watchdog(deadline)()
+	for i := range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for !stop.Load() && time.Now().Before(deadline) {
+				if err := lock(i); err != nil {
+					fail(fmt.Errorf("session %d: lock: %w", i, err))
+					return
+				}
+				if h := holders.Add(1); h != 1 {
+					fail(fmt.Errorf("session %d: mutual exclusion violated: %d holders", i, h))
+				}
+				if time.Now().Before(deadline) {
+					inWindow.Add(1)
+				}
+				all.Add(1)
+				holders.Add(-1)
+				if err := unlock(i); err != nil {
+					fail(fmt.Errorf("session %d: unlock: %w", i, err))
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	return int(inWindow.Load()), int(all.Load()), errors.Join(errs...)
+}
+
+// watchdog ends the program when a round is stuck well past its deadline
+// (a lock that never comes would otherwise hang the benchmark). The
+// returned function disarms it.
+func watchdog(deadline time.Time) func() {
+	t := time.AfterFunc(time.Until(deadline)+2*time.Minute, func() {
+		fmt.Fprintln(os.Stderr, "bench: a contended round is stuck two minutes past its deadline; giving up")
+		os.Exit(2)
+	})
+	return func() { t.Stop() }
+}
+
+// ---------------------------------------------------- one process per session
+
+// With -procs every session of a side is a process running this same
+// binary in worker mode (the environment variables below say which side,
+// where and what). The protocol on the worker's stdin/stdout:
+//
+//	worker: READY
+//	parent: GO <deadline, Unix nanoseconds>
+//	worker: H <start> <end>            one line per hold (Unix nanoseconds), after the deadline
+//	worker: DONE <window> <total> <creates> <children> <getData> <exists> <deletes> <multis> <watches>
+//	parent: EXIT (or end of input)
+//
+// The parent checks that the holds of all workers never overlap.
+const (
+	envWorker  = "ZKRECIPES_BENCH_WORKER" // "ours" or "zklock"
+	envServers = "ZKRECIPES_BENCH_SERVERS"
+	envPath    = "ZKRECIPES_BENCH_PATH"
+	envTimeout = "ZKRECIPES_BENCH_TIMEOUT"
+)
+
+type procSide struct {
+	workers []*worker
+}
+
+type worker struct {
+	cmd *exec.Cmd
+	in  io.WriteCloser
+	out *bufio.Scanner
+}
+
+func startProcs(n int, kind string, servers []string, path string, timeout time.Duration) (side, error) {
+	exe, err := os.Executable()
+	if err != nil {
+		return nil, err
+	}
+	s := &procSide{}
+	for i := range n {
+		cmd := exec.Command(exe)
+		cmd.Env = append(os.Environ(), envWorker+"="+kind, envServers+"="+strings.Join(servers, ","),
+			envPath+"="+path, envTimeout+"="+timeout.String())
+		cmd.Stderr = os.Stderr
+		in, err := cmd.StdinPipe()
+		if err != nil {
+			s.close()
+			return nil, err
+		}
+		out, err := cmd.StdoutPipe()
+		if err != nil {
+			s.close()
+			return nil, err
+		}
+		if err := cmd.Start(); err != nil {
+			s.close()
+			return nil, fmt.Errorf("start worker: %w", err)
+		}
+		w := &worker{cmd: cmd, in: in, out: bufio.NewScanner(out)}
+		s.workers = append(s.workers, w)
+		if !w.out.Scan() || w.out.Text() != "READY" {
+			s.close()
+			return nil, fmt.Errorf("%s worker %d did not start (%q)", kind, i, w.out.Text())
+		}
+	}
+	return s, nil
+}
+
+func (s *procSide) round(deadline time.Time) (roundResult, error) {
+	defer watchdog(deadline)()
+	for _, w := range s.workers {
+		if _, err := fmt.Fprintf(w.in, "GO %d\n", deadline.UnixNano()); err != nil {
+			return roundResult{}, err
+		}
+	}
+	type interval struct{ start, end int64 }
+	var (
+		res   roundResult
+		holds []interval
+	)
+	for i, w := range s.workers {
+		for {
+			if !w.out.Scan() {
+				return res, fmt.Errorf("worker %d ended: %v", i, w.out.Err())
+			}
+			if strings.HasPrefix(w.out.Text(), "ERROR") {
+				return res, fmt.Errorf("worker %d: %s", i, w.out.Text())
+			}
+			fields := strings.Fields(w.out.Text())
+			nums := make([]int64, len(fields))
+			for j := 1; j < len(fields); j++ {
+				v, err := strconv.ParseInt(fields[j], 10, 64)
+				if err != nil {
+					return res, fmt.Errorf("worker %d: bad line %q", i, w.out.Text())
+				}
+				nums[j] = v
+			}
+			switch {
+			case len(fields) == 3 && fields[0] == "H":
+				holds = append(holds, interval{nums[1], nums[2]})
+				continue
+			case len(fields) == 10 && fields[0] == "DONE":
+				res.window += int(nums[1])
+				res.total += int(nums[2])
+				res.stats = addStats(res.stats, recipes.Stats{
+					Creates: uint64(nums[3]), Children: uint64(nums[4]), GetData: uint64(nums[5]), Exists: uint64(nums[6]),
+					Deletes: uint64(nums[7]), Multis: uint64(nums[8]), Watches: uint64(nums[9]),
+				})
+			default:
+				return res, fmt.Errorf("worker %d: unexpected line %q", i, w.out.Text())
+			}
+			break
+		}
+	}
+	slices.SortFunc(holds, func(a, b interval) int { return cmp.Compare(a.start, b.start) })
+	for i := 1; i < len(holds); i++ {
+		if holds[i].start < holds[i-1].end {
+			return res, fmt.Errorf("mutual exclusion violated: holds [%d, %d] and [%d, %d] overlap",
+				holds[i-1].start, holds[i-1].end, holds[i].start, holds[i].end)
+		}
+	}
+	return res, nil
+}
+
+func (s *procSide) close() {
+	for _, w := range s.workers {
+		fmt.Fprintln(w.in, "EXIT")
+		w.in.Close()
+	}
+	for _, w := range s.workers {
+		done := make(chan struct{})
+		go func() {
+			_ = w.cmd.Wait()
+			close(done)
+		}()
+		select {
+		case <-done:
+		case <-time.After(10 * time.Second):
+			_ = w.cmd.Process.Kill()
+			<-done
+		}
+	}
+}
+
+// workerMain is the body of a -procs worker process.
+func workerMain(kind string) error {
+	servers := strings.Split(os.Getenv(envServers), ",")
+	path := os.Getenv(envPath)
+	timeout, err := time.ParseDuration(os.Getenv(envTimeout))
+	if err != nil {
+		return err
+	}
+	ctx := context.Background()
+	var (
+		lock, unlock func() error
+		stats        = func() recipes.Stats { return recipes.Stats{} }
+	)
+	switch kind {
+	case "ours":
+		c, err := recipes.Connect(servers, recipes.WithSessionTimeout(timeout))
+		if err != nil {
+			return err
+		}
+		defer c.Close()
+		m, err := mutex.New(c, path, mutex.WithData(lockData))
+		if err != nil {
+			return err
+		}
+		lock = func() error { _, err := m.Lock(ctx); return err }
+		unlock = func() error { return m.Unlock(ctx) }
+		stats = c.Stats
+	case "zklock":
+		r, err := dialRaw(servers, timeout)
+		if err != nil {
+			return err
+		}
+		defer r.Close()
+		l := zk.NewLock(r.conn, path, acl)
+		lock = func() error { return l.LockWithData(lockData) }
+		unlock = l.Unlock
+	default:
+		return fmt.Errorf("unknown worker kind %q", kind)
+	}
+
+	out := bufio.NewWriter(os.Stdout)
+	fmt.Fprintln(out, "READY")
+	out.Flush()
+	in := bufio.NewScanner(os.Stdin)
+	for in.Scan() {
+		cmd, arg, _ := strings.Cut(in.Text(), " ")
+		if cmd == "EXIT" {
+			return nil
+		}
+		ns, err := strconv.ParseInt(arg, 10, 64)
+		if cmd != "GO" || err != nil {
+			return fmt.Errorf("bad command %q", in.Text())
+		}
+		deadline := time.Unix(0, ns)
+		before := stats()
+		window, total := 0, 0
+		var holds []int64 // start, end pairs; printed after the round
+		for time.Now().Before(deadline) {
+			if err := lock(); err != nil {
+				fmt.Fprintf(out, "ERROR lock: %v\n", err)
+				out.Flush()
+				return err
+			}
+			start := time.Now()
+			if start.Before(deadline) {
+				window++
+			}
+			total++
+			end := time.Now()
+			if err := unlock(); err != nil {
+				fmt.Fprintf(out, "ERROR unlock: %v\n", err)
+				out.Flush()
+				return err
+			}
+			holds = append(holds, start.UnixNano(), end.UnixNano())
+		}
+		for i := 0; i < len(holds); i += 2 {
+			fmt.Fprintf(out, "H %d %d\n", holds[i], holds[i+1])
+		}
+		d := stats().Sub(before)
+		fmt.Fprintf(out, "DONE %d %d %d %d %d %d %d %d %d\n", window, total,
+			d.Creates, d.Children, d.GetData, d.Exists, d.Deletes, d.Multis, d.Watches)
+		out.Flush()
+	}
+	return in.Err()
+}
+
+// ------------------------------------------------------------------- helpers
+
+// rawConn is a go-zookeeper connection whose event channel is drained.
+type rawConn struct {
+	conn    *zk.Conn
+	drained chan struct{}
+}
+
+type quiet struct{}
+
+func (quiet) Printf(string, ...any) {}
+
+func dialRaw(servers []string, timeout time.Duration) (*rawConn, error) {
+	conn, events, err := zk.Connect(servers, timeout, zk.WithLogger(quiet{}))
+	if err != nil {
+		return nil, fmt.Errorf("zk.Connect: %w", err)
+	}
+	limit := time.After(15 * time.Second)
+	for connected := false; !connected; {
+		select {
+		case ev := <-events:
+			connected = ev.State == zk.StateHasSession
+		case <-limit:
+			conn.Close()
+			return nil, fmt.Errorf("zk.Connect: no session within 15s")
+		}
+	}
+	r := &rawConn{conn: conn, drained: make(chan struct{})}
+	go func() { // go-zookeeper's event channel must not fill up
+		defer close(r.drained)
+		for range events {
+		}
+	}()
+	return r, nil
+}
+
+func (r *rawConn) Close() {
+	r.conn.Close()
+	<-r.drained
+}
+
+// packets returns the number of packets the servers have received, or -1
+// when one of them does not answer "srvr". (zk.FLWSrvr cannot parse the
+// version line of Debian's build, so the answer is parsed here.)
+func (b *bench) packets() int64 {
+	var n int64
+	for _, s := range b.servers {
+		v, err := srvrReceived(s)
+		if err != nil {
+			return -1
+		}
+		n += v
+	}
+	return n
+}
+
+func srvrReceived(server string) (int64, error) {
+	conn, err := net.DialTimeout("tcp", server, 2*time.Second)
+	if err != nil {
+		return 0, err
+	}
+	defer conn.Close()
+	_ = conn.SetDeadline(time.Now().Add(2 * time.Second))
+	if _, err := conn.Write([]byte("srvr")); err != nil {
+		return 0, err
+	}
+	out, err := io.ReadAll(conn)
+	if err != nil {
+		return 0, err
+	}
+	for _, line := range strings.Split(string(out), "\n") {
+		if v, ok := strings.CutPrefix(line, "Received: "); ok {
+			return strconv.ParseInt(strings.TrimSpace(v), 10, 64)
+		}
+	}
+	return 0, fmt.Errorf("no Received line in %q", out)
+}
+
+// pktCount accumulates server packets per operation.
+type pktCount struct {
+	pkts int64
+	ops  int
+	bad  bool
+}
+
+func (p *pktCount) add(before, after int64, ops int) {
+	if before < 0 || after < 0 || after < before {
+		p.bad = true
+		return
+	}
+	p.pkts += after - before
+	p.ops += ops
+}
+
+func (p pktCount) String() string {
+	if p.bad || p.ops == 0 {
+		return "n/a"
+	}
+	return fmt.Sprintf("%.2f", float64(max(p.pkts, 0))/float64(p.ops))
+}
+
+func (p pktCount) kv() string {
+	if p.bad || p.ops == 0 {
+		return "na"
+	}
+	return fmt.Sprintf("%.3f", float64(max(p.pkts, 0))/float64(p.ops))
+}
+
+// requests per operation, from Client.Stats.
+type perOpStats struct {
+	creates, children, getData, exists, deletes, multis, watches float64
+}
+
+func perOp(s recipes.Stats, ops int) perOpStats {
+	if ops == 0 {
+		return perOpStats{}
+	}
+	d := float64(ops)
+	return perOpStats{
+		creates: float64(s.Creates) / d, children: float64(s.Children) / d, getData: float64(s.GetData) / d,
+		exists: float64(s.Exists) / d, deletes: float64(s.Deletes) / d, multis: float64(s.Multis) / d,
+		watches: float64(s.Watches) / d,
+	}
+}
+
+func (p perOpStats) total() float64 {
+	return p.creates + p.children + p.getData + p.exists + p.deletes + p.multis
+}
+
+func (p perOpStats) String() string {
+	return fmt.Sprintf("creates %.2f, children %.2f, getData %.2f, exists %.2f, deletes %.2f, multis %.2f (total %.2f; watches set %.2f)",
+		p.creates, p.children, p.getData, p.exists, p.deletes, p.multis, p.total(), p.watches)
+}
+
+// kv formats the figures as key=value pairs, keys ending in _per_<unit>.
+func (p perOpStats) kv(unit string) string {
+	return fmt.Sprintf("creates_per_%[7]s=%.3[1]f children_per_%[7]s=%.3[2]f getdata_per_%[7]s=%.3[3]f exists_per_%[7]s=%.3[4]f deletes_per_%[7]s=%.3[5]f requests_per_%[7]s=%.3[6]f",
+		p.creates, p.children, p.getData, p.exists, p.deletes, p.total(), unit)
+}
+
+func addStats(a, b recipes.Stats) recipes.Stats {
+	return recipes.Stats{
+		Creates: a.Creates + b.Creates, Deletes: a.Deletes + b.Deletes, GetData: a.GetData + b.GetData,
+		Exists: a.Exists + b.Exists, Children: a.Children + b.Children, SetData: a.SetData + b.SetData,
+		Multis: a.Multis + b.Multis, Watches: a.Watches + b.Watches, PendingDeletes: a.PendingDeletes + b.PendingDeletes,
+	}
+}
+
+func median(xs []float64) float64 {
+	if len(xs) == 0 {
+		return 0
+	}
+	s := slices.Clone(xs)
+	slices.Sort(s)
+	if len(s)%2 == 1 {
+		return s[len(s)/2]
+	}
+	return (s[len(s)/2-1] + s[len(s)/2]) / 2
+}
+
+func verdict(ok bool) string {
+	if ok {
+		return "PASS"
+	}
+	return "MISS"
+}
+
+func table(cols ...string) *tabwriter.Writer {
+	tw := tabwriter.NewWriter(os.Stdout, 0, 0, 3, ' ', 0)
+	fmt.Fprintln(tw, strings.Join(cols, "\t")+"\t")
+	return tw
+}
+
+// zookeeper returns the servers to use, a description, and a function that
+// stops the server this program started, if any.
+func zookeeper(flagServers string) ([]string, string, func(), error) {
+	var servers []string
+	for _, s := range strings.Split(flagServers, ",") {
+		if s = strings.TrimSpace(s); s != "" {
+			servers = append(servers, s)
+		}
+	}
+	if len(servers) > 0 {
+		return servers, "server " + strings.Join(servers, ","), func() {}, nil
+	}
+	fmt.Println("no -servers and no ZK_SERVERS: starting a local ZooKeeper...")
+	cl, err := zktest.Launch(1)
+	if err != nil {
+		return nil, "", nil, err
+	}
+	return cl.Servers(), "local server " + cl.ConnectString() + " (started by zktest.Launch)", func() { cl.Close() }, nil
+}
+
+// cleanup removes what the benchmark left: zk.Lock's persistent parent and
+// the (container) ancestors when empty. Errors are ignored: containers
+// may already have been reaped.
+func (b *bench) cleanup() {
+	r, err := dialRaw(b.servers, b.f.sessionTimeout)
+	if err != nil {
+		return
+	}
+	defer r.Close()
+	for _, p := range []string{
+		b.root + "/contended/zklock", b.root + "/contended", b.root + "/uncontended/base",
+		b.root + "/uncontended/ours", b.root + "/uncontended", b.root, "/zkrecipes-bench",
+	} {
+		_ = r.conn.Delete(p, -1)
+	}
+}
