@@ -8,7 +8,7 @@
 #   make vet / make fmt
 
 GO          ?= go
-TEST_FLAGS  ?= -race -count=1 -timeout 25m
+TEST_FLAGS  ?= -race -count=1 -p 1 -timeout 25m
 BENCH_FLAGS ?=
 
 .PHONY: all test deps deps-demo vet fmt demo bench

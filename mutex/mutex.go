@@ -204,7 +204,7 @@ func WithOwner(ctx context.Context, owner any) context.Context {
 }
 
 func ownerOf(ctx context.Context) (any, error) {
-	if o, ok := ctx.Value(ownerCtxKey{}).(explicit); ok {
+	if o, ok := ctx.Value(ownerCtxKey{}).(explicit); ok { // no goroutine id needed
 		if o.v == nil || !reflect.ValueOf(o.v).Comparable() {
 			return nil, fmt.Errorf("%w: owner %T is not comparable", recipes.ErrInvalidArgument, o.v)
 		}

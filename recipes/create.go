@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/cenkalti/backoff/v4"
 	"github.com/go-zookeeper/zk"
 )
 
@@ -78,11 +79,14 @@ func (c *Client) CreateProtected(ctx context.Context, parent, name string, data 
 	var (
 		searching bool  // a create may have succeeded without our hearing of it
 		sid       int64 // session the last create was sent in
-		retry     = c.cfg.retry()
+		retry     backoff.BackOff
 	)
 	pause := func() error {
+		if retry == nil {
+			retry = c.cfg.retry()
+		}
 		d := retry.NextBackOff()
-		if d == -1 {
+		if d == backoff.Stop {
 			d = time.Second
 		}
 		return c.sleep(ctx, d)
