@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
 	"sort"
 	"sync"
 	"sync/atomic"
@@ -14,46 +13,20 @@ import (
 	"github.com/go-zookeeper/zk"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-	"go.uber.org/goleak"
 
+	"github.com/zkrecipes/zkrecipes/internal/testutil"
 	"github.com/zkrecipes/zkrecipes/mutex"
 	"github.com/zkrecipes/zkrecipes/recipes"
 	"github.com/zkrecipes/zkrecipes/recipes/zktest"
 )
 
-func TestMain(m *testing.M) {
-	code := m.Run()
-	for _, cl := range exampleClusters {
-		cl.Close()
-	}
-	if code == 0 {
-		if err := goleak.Find(); err != nil {
-			fmt.Fprintln(os.Stderr, "goleak:", err)
-			code = 1
-		}
-	}
-	os.Exit(code)
-}
+func TestMain(m *testing.M) { testutil.Main(m) }
 
-// exampleServers starts a server for the examples of this package.
-func exampleServers() []string {
-	cl, err := zktest.Launch(1)
-	if err != nil {
-		panic(err)
-	}
-	exampleClusters = append(exampleClusters, cl)
-	return cl.Servers()
-}
-
-var exampleClusters []*zktest.Cluster
-
-func connect(t testing.TB, servers []string, opts ...recipes.Option) *recipes.Client {
-	t.Helper()
-	c, err := recipes.Connect(servers, opts...)
-	require.NoError(t, err)
-	t.Cleanup(func() { c.Close() })
-	return c
-}
+var (
+	exampleServers = testutil.ExampleServers
+	connect        = testutil.Connect
+	eventually     = testutil.Eventually
+)
 
 func newMutex(t testing.TB, c *recipes.Client, path string, opts ...mutex.Option) *mutex.Mutex {
 	t.Helper()
@@ -70,17 +43,6 @@ func children(t testing.TB, c *recipes.Client, path string) []string {
 	}
 	require.NoError(t, err)
 	return kids
-}
-
-func eventually(t testing.TB, timeout time.Duration, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %v waiting for %s", timeout, what)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
 }
 
 // waitQueued waits until the lock path has n contenders.

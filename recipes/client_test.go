@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
 	"strings"
 	"sync"
 	"testing"
@@ -15,31 +14,21 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
 
+	"github.com/zkrecipes/zkrecipes/internal/testutil"
 	"github.com/zkrecipes/zkrecipes/recipes"
 	"github.com/zkrecipes/zkrecipes/recipes/zktest"
 )
 
-func TestMain(m *testing.M) {
-	code := m.Run()
-	for _, cl := range exampleClusters {
-		cl.Close()
-	}
-	if code == 0 {
-		if err := goleak.Find(); err != nil {
-			fmt.Fprintln(os.Stderr, "goleak:", err)
-			code = 1
-		}
-	}
-	os.Exit(code)
-}
+func TestMain(m *testing.M) { testutil.Main(m) }
+
+var (
+	exampleServers = testutil.ExampleServers
+	eventually     = testutil.Eventually
+)
 
 // connect returns a client closed at the end of the test.
 func connect(t *testing.T, servers []string, opts ...recipes.Option) *recipes.Client {
-	t.Helper()
-	c, err := recipes.Connect(servers, opts...)
-	require.NoError(t, err)
-	t.Cleanup(func() { c.Close() })
-	return c
+	return testutil.Connect(t, servers, opts...)
 }
 
 // stateLog records every transition a client publishes.
@@ -96,17 +85,6 @@ func hasSubsequence(got, want []recipes.State) bool {
 		}
 	}
 	return i == len(want)
-}
-
-func eventually(t *testing.T, timeout time.Duration, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %v waiting for %s", timeout, what)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
 }
 
 func TestStateSuspendedThenReconnectedOnPause(t *testing.T) {
@@ -452,15 +430,3 @@ func isClosed(ch <-chan struct{}) bool {
 }
 
 var _ = errors.Is
-
-// exampleServers starts a server for the examples of this package.
-var exampleServers = func() []string {
-	cl, err := zktest.Launch(1)
-	if err != nil {
-		panic(err)
-	}
-	exampleClusters = append(exampleClusters, cl)
-	return cl.Servers()
-}
-
-var exampleClusters []*zktest.Cluster

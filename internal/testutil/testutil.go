@@ -1,0 +1,76 @@
+// Package testutil holds the helpers the recipe packages' tests share:
+// a TestMain that checks for leaked goroutines, clients closed at the end
+// of a test, servers for Example functions, and condition polling.
+package testutil
+
+import (
+	"fmt"
+	"os"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	"go.uber.org/goleak"
+
+	"github.com/zkrecipes/zkrecipes/recipes"
+	"github.com/zkrecipes/zkrecipes/recipes/zktest"
+)
+
+var (
+	mu       sync.Mutex
+	launched []*zktest.Cluster
+)
+
+// Main runs the tests, stops the servers ExampleServers started, and fails
+// the run if goroutines are left behind.
+func Main(m *testing.M) {
+	code := m.Run()
+	mu.Lock()
+	for _, cl := range launched {
+		cl.Close()
+	}
+	launched = nil
+	mu.Unlock()
+	if code == 0 {
+		if err := goleak.Find(); err != nil {
+			fmt.Fprintln(os.Stderr, "goleak:", err)
+			code = 1
+		}
+	}
+	os.Exit(code)
+}
+
+// ExampleServers starts a standalone server for an Example function (which
+// has no testing.T); Main stops it.
+func ExampleServers() []string {
+	cl, err := zktest.Launch(1)
+	if err != nil {
+		panic(err)
+	}
+	mu.Lock()
+	launched = append(launched, cl)
+	mu.Unlock()
+	return cl.Servers()
+}
+
+// Connect returns a client that is closed at the end of the test.
+func Connect(t testing.TB, servers []string, opts ...recipes.Option) *recipes.Client {
+	t.Helper()
+	c, err := recipes.Connect(servers, opts...)
+	require.NoError(t, err)
+	t.Cleanup(func() { c.Close() })
+	return c
+}
+
+// Eventually polls cond until it holds, failing the test after timeout.
+func Eventually(t testing.TB, timeout time.Duration, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out after %v waiting for %s", timeout, what)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
