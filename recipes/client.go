@@ -108,7 +108,10 @@ func zkConnect(servers []string, timeout time.Duration, opts []func(*zk.Conn)) (
 // Events go-zookeeper dropped before the call are lost; the Client starts
 // from the connection's current state. Options that configure dialing
 // (WithDialer, WithHostProvider, WithZKLogger, WithMaxBufferSize) have no
-// effect here.
+// effect here. go-zookeeper does not expose the negotiated session timeout
+// of a connection it made, so give WithSessionTimeout the timeout the
+// connection was dialled with: the Client declares LOST after SUSPENDED
+// has lasted that long.
 func NewClient(conn *zk.Conn, events <-chan zk.Event, opts ...Option) (*Client, error) {
 	if conn == nil {
 		return nil, fmt.Errorf("%w: nil *zk.Conn", ErrInvalidArgument)
@@ -122,7 +125,6 @@ func NewClient(conn *zk.Conn, events <-chan zk.Event, opts ...Option) (*Client, 
 	}
 	c := newClient(cfg)
 	c.conn = conn
-	conn.SetLogger(&zkLogAdapter{c: c, next: cfg.zkLogger})
 	c.start(events, true)
 	if conn.State() == zk.StateHasSession {
 		c.inbox.push(zk.Event{Type: zk.EventSession, State: zk.StateHasSession})
