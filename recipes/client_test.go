@@ -114,8 +114,11 @@ func TestStateSuspendedThenReconnectedOnPause(t *testing.T) {
 func TestStateSuspendedThenLostOnBlackhole(t *testing.T) {
 	zkc := zktest.Start(t)
 	proxy := zktest.NewProxy(t, zkc.Servers()[0])
-	c := connect(t, []string{proxy.Addr()}, recipes.WithSessionTimeout(2*time.Second),
+	// Ask for 30s: the server (tickTime 200ms) grants at most 4s, and LOST
+	// must follow the negotiated timeout, not the requested one.
+	c := connect(t, []string{proxy.Addr()}, recipes.WithSessionTimeout(30*time.Second),
 		recipes.WithErrorPolicy(recipes.PolicySession))
+	require.Equal(t, 4*time.Second, c.SessionTimeout(), "negotiated session timeout")
 	log := watchStates(t, c)
 	snap := c.Snapshot()
 	hold := c.HoldSignal(snap)
@@ -125,7 +128,7 @@ func TestStateSuspendedThenLostOnBlackhole(t *testing.T) {
 	start := time.Now()
 	log.waitFor(t, 0, 10*time.Second, recipes.StateSuspended)
 	assert.False(t, isClosed(hold), "session policy: SUSPENDED does not end a hold")
-	log.waitFor(t, 0, 10*time.Second, recipes.StateSuspended, recipes.StateLost)
+	log.waitFor(t, 0, 12*time.Second, recipes.StateSuspended, recipes.StateLost)
 	t.Logf("LOST %v after the black-hole began, while still black-holed", time.Since(start))
 	assert.True(t, isClosed(hold), "LOST ends the hold")
 	assert.True(t, isClosed(snap.Lost))
