@@ -600,13 +600,23 @@ func (l *listener) loop() {
 }
 
 // stop ends delivery and waits for the listener goroutine to finish,
-// unless called from that goroutine (a callback removing itself).
+// unless called from that goroutine (a callback removing itself). A
+// callback that is still busy after listenerStopWait is left to finish on
+// its own, so that a stuck listener cannot hang Close.
 func (l *listener) stop() {
 	l.once.Do(func() { close(l.done) })
-	if GoroutineID() != l.gid.Load() {
-		<-l.finished
+	if GoroutineID() == l.gid.Load() {
+		return
+	}
+	t := time.NewTimer(listenerStopWait)
+	defer t.Stop()
+	select {
+	case <-l.finished:
+	case <-t.C:
 	}
 }
+
+const listenerStopWait = 5 * time.Second
 
 // inbox is an unbounded FIFO of events, so that the go-zookeeper callback
 // never blocks.
