@@ -478,7 +478,8 @@ func (c *Client) stopTimer() {
 
 // Listen registers fn to be called with every state transition, in order,
 // on a goroutine of its own: a slow fn delays only its own later calls,
-// never the client. The returned function removes the listener.
+// never the client. The returned function removes the listener; it, and
+// Close, wait up to 5s for a call in progress to return.
 func (c *Client) Listen(fn func(State)) (remove func()) {
 	l := newListener(fn, nil, nil)
 	c.mu.Lock()
