@@ -40,6 +40,8 @@ type Client struct {
 	timerGen  uint64
 
 	negotiated atomic.Int64 // negotiated session timeout, in nanoseconds
+	handshake  chan struct{} // closed when go-zookeeper first logs a handshake
+	handOnce   sync.Once
 	closeCh    chan struct{}
 	closeOnce  sync.Once
 	wg         sync.WaitGroup // run loop, event pump, background deletes
@@ -83,6 +85,14 @@ func Connect(servers []string, opts ...Option) (*Client, error) {
 	if err := c.afterStart(); err != nil {
 		c.Close()
 		return nil, err
+	}
+	if c.cfg.connectTimeout > 0 {
+		// go-zookeeper logs the negotiated timeout just after it reports the
+		// session: wait for that line, so SessionTimeout is right at once.
+		select {
+		case <-c.handshake:
+		case <-time.After(time.Second):
+		}
 	}
 	return c, nil
 }
@@ -146,6 +156,7 @@ func newClient(cfg config) *Client {
 		listeners: map[uint64]*listener{},
 		closeCh:   make(chan struct{}),
 		pumpDone:  make(chan struct{}),
+		handshake: make(chan struct{}),
 	}
 	c.inbox.init()
 	c.negotiated.Store(int64(cfg.sessionTimeout))
@@ -687,6 +698,7 @@ func (a *zkLogAdapter) Printf(format string, args ...any) {
 		if ms, ok := args[1].(int32); ok && ms > 0 {
 			a.c.negotiated.Store(int64(time.Duration(ms) * time.Millisecond))
 		}
+		a.c.handOnce.Do(func() { close(a.c.handshake) })
 	}
 	if a.next != nil {
 		a.next.Printf(format, args...)
