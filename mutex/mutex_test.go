@@ -444,6 +444,34 @@ func assertOpen(t *testing.T, ch <-chan struct{}, msg string) {
 	}
 }
 
+// TestLockReturnsWhenSessionLostWhileQueueing black-holes the connection
+// before Lock: the create's reply never comes, the search for the node
+// cannot run, and Lock must give up when the session is lost instead of
+// retrying forever.
+func TestLockReturnsWhenSessionLostWhileQueueing(t *testing.T) {
+	zkc := zktest.Start(t)
+	proxy := zktest.NewProxy(t, zkc.Servers()[0])
+	w := connect(t, []string{proxy.Addr()}, recipes.WithSessionTimeout(time.Second))
+	wm := newMutex(t, w, "/locks/queueloss")
+	proxy.Blackhole()
+	errc := make(chan error, 1)
+	go func() {
+		_, err := wm.Lock(context.Background())
+		errc <- err
+	}()
+	select {
+	case err := <-errc:
+		assert.ErrorIs(t, err, recipes.ErrSessionLost)
+	case <-time.After(15 * time.Second):
+		t.Fatal("Lock still running after its session was lost")
+	}
+	proxy.Restore()
+	other := connect(t, zkc.Servers())
+	eventually(t, 10*time.Second, "no node left", func() bool {
+		return len(children(t, other, "/locks/queueloss")) == 0
+	})
+}
+
 func TestWaiterReturnsWhenSessionLost(t *testing.T) {
 	zkc := zktest.Start(t)
 	proxy := zktest.NewProxy(t, zkc.Servers()[0])

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"strings"
-	"time"
 
 	"github.com/cenkalti/backoff/v4"
 	"github.com/go-zookeeper/zk"
@@ -81,13 +80,20 @@ func (c *Client) CreateProtected(ctx context.Context, parent, name string, data 
 		sid       int64 // session the last create was sent in
 		retry     backoff.BackOff
 	)
-	pause := func() error {
+	// pause waits before another attempt after err. It gives up when the
+	// session the create was sent in is LOST (its node, if any, is gone or
+	// going: a waiter must not wait on through a session loss) or when the
+	// retry policy does.
+	pause := func(err error) error {
+		if snap := c.Snapshot(); IsRetryable(err) && snap.State == StateLost && snap.SessionID == sid {
+			return fmt.Errorf("%w: %w", ErrSessionLost, err)
+		}
 		if retry == nil {
 			retry = c.cfg.retry()
 		}
 		d := retry.NextBackOff()
 		if d == backoff.Stop {
-			d = time.Second
+			return fmt.Errorf("retries exhausted: %w", err)
 		}
 		return c.sleep(ctx, d)
 	}
@@ -110,7 +116,7 @@ func (c *Client) CreateProtected(ctx context.Context, parent, name string, data 
 			case errors.Is(err, zk.ErrNoNode):
 				searching = false
 			case IsRetryable(err):
-				if werr := pause(); werr != nil {
+				if werr := pause(err); werr != nil {
 					c.cleanupProtected(parent, prefix, sid)
 					return "", 0, fmt.Errorf("zkrecipes: create in %s: %w", parent, werr)
 				}
@@ -133,12 +139,12 @@ func (c *Client) CreateProtected(ctx context.Context, parent, name string, data 
 			}
 		case IsRetryable(err):
 			searching = true
-			if werr := pause(); werr != nil {
+			if werr := pause(err); werr != nil {
 				c.cleanupProtected(parent, prefix, sid)
 				return "", 0, fmt.Errorf("zkrecipes: create in %s: %w", parent, werr)
 			}
 		case errors.Is(err, zk.ErrSessionExpired):
-			if werr := pause(); werr != nil {
+			if werr := pause(err); werr != nil {
 				return "", 0, fmt.Errorf("zkrecipes: create in %s: %w", parent, werr)
 			}
 		default:
