@@ -39,7 +39,7 @@ type Client struct {
 	timer     *time.Timer
 	timerGen  uint64
 
-	negotiated atomic.Int64 // negotiated session timeout, in nanoseconds
+	negotiated atomic.Int64  // negotiated session timeout, in nanoseconds
 	handshake  chan struct{} // closed when go-zookeeper first logs a handshake
 	handOnce   sync.Once
 	closeCh    chan struct{}
