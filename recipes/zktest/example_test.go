@@ -61,5 +61,8 @@ func ExampleLaunch() {
 		return
 	}
 	fmt.Printf("%s\n", data)
+	if err := conn.Delete("/example", -1); err != nil {
+		fmt.Println(err)
+	}
 	// Output: hello
 }

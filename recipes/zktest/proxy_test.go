@@ -32,6 +32,9 @@ func TestProxyForwards(t *testing.T) {
 	if err != nil || len(got) != len(big) || string(got) != string(big) {
 		t.Fatalf("Get through proxy: %d bytes, %v", len(got), err)
 	}
+	if err := conn.Delete("/zktest-big", -1); err != nil {
+		t.Fatal(err)
+	}
 	if err := p.Close(); err != nil {
 		t.Fatal(err)
 	}
@@ -226,5 +229,10 @@ func TestProxyCutAfterClientSends(t *testing.T) {
 	// One shot: the next request passes.
 	if _, err := cl.Create("/zktest-lost-reply/next", nil, 0, zk.WorldACL(zk.PermAll)); err != nil {
 		t.Fatalf("Create after the fault fired: %v", err)
+	}
+	for _, path := range []string{"/zktest-lost-reply/next", "/zktest-lost-reply"} {
+		if err := direct.Delete(path, -1); err != nil {
+			t.Fatal(err)
+		}
 	}
 }
