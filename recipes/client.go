@@ -6,7 +6,6 @@ import (
 	"io"
 	"log/slog"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/go-zookeeper/zk"
@@ -23,29 +22,32 @@ type Client struct {
 	conn *zk.Conn
 	cfg  config
 	log  *slog.Logger
+	wire *Wire // nil for an adopted connection dialled without one
 
-	inbox inbox // session events from go-zookeeper, drained at once
+	inbox *queue[zk.Event] // session events from go-zookeeper, drained at once
 
-	mu        sync.Mutex
-	state     State
-	sessionID int64
-	lost      bool          // LOST declared for the current session
-	suspendCh chan struct{} // closed on SUSPENDED, LOST and Close
-	lostCh    chan struct{} // closed on LOST and Close
-	changeCh  chan struct{} // closed on every transition
-	listeners map[uint64]*listener
-	nextID    uint64
-	closed    bool
-	timer     *time.Timer
-	timerGen  uint64
+	mu          sync.Mutex
+	state       State
+	sessionID   int64
+	lost        bool          // LOST declared for the current session
+	suspendCh   chan struct{} // closed on SUSPENDED, LOST and Close
+	lostCh      chan struct{} // closed on LOST and Close
+	changeCh    chan struct{} // closed on every transition
+	listeners   map[uint64]*listener
+	nextID      uint64
+	closed      bool
+	timer       *time.Timer
+	timerGen    uint64
+	suspendedAt time.Time // when SUSPENDED was entered
+	orphans     []string  // nodes of holds declared lost while their session may live
 
-	negotiated atomic.Int64  // negotiated session timeout, in nanoseconds
-	handshake  chan struct{} // closed when go-zookeeper first logs a handshake
-	handOnce   sync.Once
-	closeCh    chan struct{}
-	closeOnce  sync.Once
-	wg         sync.WaitGroup // run loop, event pump, background deletes
-	pumpDone   chan struct{}
+	nodesMu sync.Mutex
+	nodes   map[string]int64 // server path -> session, of every node a contest holds
+
+	closeCh   chan struct{}
+	closeOnce sync.Once
+	wg        sync.WaitGroup // run loop, event pump, background deletes
+	pumpDone  chan struct{}
 
 	stats     counters
 	knowledge knowledge
@@ -53,7 +55,10 @@ type Client struct {
 
 // Connect dials the given servers ("host:port" each) and waits until the
 // first session is established or the connect timeout (WithConnectTimeout)
-// passes. The returned Client owns the connection.
+// passes. The returned Client owns the connection. Every connection is
+// dialled through a Wire (around the WithDialer dialer, if given), which
+// reads the negotiated session timeout from the server's handshake reply
+// and times LOST from the last byte received.
 func Connect(servers []string, opts ...Option) (*Client, error) {
 	cfg, err := buildConfig(opts)
 	if err != nil {
@@ -63,12 +68,11 @@ func Connect(servers []string, opts ...Option) (*Client, error) {
 		return nil, fmt.Errorf("%w: no servers", ErrInvalidArgument)
 	}
 	c := newClient(cfg)
+	c.wire = NewWire(cfg.dialer)
 	zkopts := []func(*zk.Conn){
 		zk.WithLogger(&zkLogAdapter{c: c, next: cfg.zkLogger}),
-		zk.WithEventCallback(c.inbox.push),
-	}
-	if cfg.dialer != nil {
-		zkopts = append(zkopts, zk.WithDialer(cfg.dialer))
+		zk.WithEventCallback(func(ev zk.Event) { c.inbox.push(ev) }),
+		zk.WithDialer(c.wire.Dial),
 	}
 	if cfg.hostProvider != nil {
 		zkopts = append(zkopts, zk.WithHostProvider(cfg.hostProvider))
@@ -76,7 +80,7 @@ func Connect(servers []string, opts ...Option) (*Client, error) {
 	if cfg.maxBufferSize > 0 {
 		zkopts = append(zkopts, zk.WithMaxBufferSize(cfg.maxBufferSize))
 	}
-	conn, events, err := zkConnect(servers, cfg.sessionTimeout, zkopts)
+	conn, events, err := zk.Connect(servers, cfg.sessionTimeout, allOf(zkopts))
 	if err != nil {
 		return nil, fmt.Errorf("zkrecipes: connect: %w", err)
 	}
@@ -86,29 +90,16 @@ func Connect(servers []string, opts ...Option) (*Client, error) {
 		c.Close()
 		return nil, err
 	}
-	if c.cfg.connectTimeout > 0 {
-		// go-zookeeper logs the negotiated timeout just after it reports the
-		// session: wait for that line, so SessionTimeout is right at once.
-		select {
-		case <-c.handshake:
-		case <-time.After(time.Second):
-		}
-	}
 	return c, nil
 }
 
-// zkConnect calls zk.Connect with options whose type go-zookeeper does not
-// export; a func(*zk.Conn) is assignable to it.
-func zkConnect(servers []string, timeout time.Duration, opts []func(*zk.Conn)) (*zk.Conn, <-chan zk.Event, error) {
-	switch len(opts) {
-	case 2:
-		return zk.Connect(servers, timeout, opts[0], opts[1])
-	case 3:
-		return zk.Connect(servers, timeout, opts[0], opts[1], opts[2])
-	case 4:
-		return zk.Connect(servers, timeout, opts[0], opts[1], opts[2], opts[3])
-	default:
-		return zk.Connect(servers, timeout, opts[0], opts[1], opts[2], opts[3], opts[4])
+// allOf folds go-zookeeper options (whose type it does not export) into
+// one: each is a func(*zk.Conn), and so is the result.
+func allOf(opts []func(*zk.Conn)) func(*zk.Conn) {
+	return func(conn *zk.Conn) {
+		for _, o := range opts {
+			o(conn)
+		}
 	}
 }
 
@@ -118,10 +109,19 @@ func zkConnect(servers []string, timeout time.Duration, opts []func(*zk.Conn)) (
 // Events go-zookeeper dropped before the call are lost; the Client starts
 // from the connection's current state. Options that configure dialing
 // (WithDialer, WithHostProvider, WithZKLogger, WithMaxBufferSize) have no
-// effect here. go-zookeeper does not expose the negotiated session timeout
-// of a connection it made, so give WithSessionTimeout the timeout the
-// connection was dialled with: the Client declares LOST after SUSPENDED
-// has lasted that long.
+// effect here.
+//
+// What the Client knows of an adopted connection depends on how it was
+// dialled. Dialled through a Wire (zk.WithDialer(w.Dial)) and given
+// WithWire(w), it knows what Connect knows: the negotiated session timeout
+// and the time of the last byte received, so LOST comes one session
+// timeout after that byte. Otherwise go-zookeeper keeps both to itself:
+// the Client takes WithSessionTimeout's value (give it the timeout the
+// connection was dialled with; the server may have granted less) and,
+// since go-zookeeper reports a disconnect at most 2/3 of the session
+// timeout after the last byte, declares LOST 1/3 of that timeout after
+// SUSPENDED: never after the server may expire the session, but possibly
+// before, for a session that then comes back (see RECONNECTED).
 func NewClient(conn *zk.Conn, events <-chan zk.Event, opts ...Option) (*Client, error) {
 	if conn == nil {
 		return nil, fmt.Errorf("%w: nil *zk.Conn", ErrInvalidArgument)
@@ -134,6 +134,7 @@ func NewClient(conn *zk.Conn, events <-chan zk.Event, opts ...Option) (*Client, 
 		return nil, err
 	}
 	c := newClient(cfg)
+	c.wire = cfg.wire
 	c.conn = conn
 	c.start(events, true)
 	if conn.State() == zk.StateHasSession {
@@ -150,16 +151,15 @@ func newClient(cfg config) *Client {
 	c := &Client{
 		cfg:       cfg,
 		log:       cfg.logger,
+		inbox:     newQueue[zk.Event](),
 		suspendCh: make(chan struct{}),
 		lostCh:    make(chan struct{}),
 		changeCh:  make(chan struct{}),
 		listeners: map[uint64]*listener{},
+		nodes:     map[string]int64{},
 		closeCh:   make(chan struct{}),
 		pumpDone:  make(chan struct{}),
-		handshake: make(chan struct{}),
 	}
-	c.inbox.init()
-	c.negotiated.Store(int64(cfg.sessionTimeout))
 	c.knowledge.init()
 	return c
 }
@@ -211,9 +211,28 @@ func (c *Client) Logger() *slog.Logger { return c.log }
 // ACL returns the ACL list to use when creating path.
 func (c *Client) ACL(path string) []zk.ACL { return c.cfg.acl.ACLFor(path) }
 
-// SessionTimeout returns the negotiated session timeout (the requested one
-// until the server has answered).
-func (c *Client) SessionTimeout() time.Duration { return time.Duration(c.negotiated.Load()) }
+// SessionTimeout returns the session timeout the server granted, read from
+// its handshake reply. Before the first session, and for an adopted
+// connection without a Wire, it is the requested one (WithSessionTimeout).
+func (c *Client) SessionTimeout() time.Duration {
+	if c.wire != nil {
+		if d := c.wire.SessionTimeout(); d > 0 {
+			return d
+		}
+	}
+	return c.cfg.sessionTimeout
+}
+
+// LastReceived returns when the last byte arrived from a server that holds
+// the session, and false when that is unknown (before the first session,
+// or for an adopted connection without a Wire). The server may expire the
+// session one SessionTimeout after it.
+func (c *Client) LastReceived() (time.Time, bool) {
+	if c.wire == nil {
+		return time.Time{}, false
+	}
+	return c.wire.LastReceived()
+}
 
 // State returns the current connection state.
 func (c *Client) State() State {
@@ -357,349 +376,14 @@ func closeIfOpen(ch chan struct{}) {
 	}
 }
 
-// run applies session events in order.
-func (c *Client) run() {
-	defer c.wg.Done()
-	for {
-		evs, ok := c.inbox.take()
-		if !ok {
-			return
-		}
-		for _, ev := range evs {
-			c.apply(ev)
-		}
-	}
-}
-
-// lostTimeout is an internal event: SUSPENDED has lasted the session timeout.
-const lostTimeout zk.EventType = -1000
-
-func (c *Client) apply(ev zk.Event) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.closed {
-		return
-	}
-	if ev.Type == lostTimeout {
-		if uint64(ev.State) == c.timerGen && c.state == StateSuspended && !c.lost {
-			c.log.Warn("zkrecipes: declaring session lost: suspended longer than the session timeout",
-				"session", fmt.Sprintf("0x%x", c.sessionID), "timeout", c.SessionTimeout())
-			c.declareLost()
-		}
-		return
-	}
-	if ev.Type != zk.EventSession {
-		return
-	}
-	switch ev.State {
-	case zk.StateHasSession:
-		sid := c.conn.SessionID()
-		c.stopTimer()
-		switch {
-		case c.state == StateLatent:
-			c.sessionID = sid
-			c.transition(StateConnected)
-		case c.state == StateConnected || c.state == StateReconnected:
-			if sid != c.sessionID { // a new session without a disconnect seen
-				c.declareLost()
-				c.sessionID = sid
-				c.lost = false
-				c.renew()
-				c.transition(StateReconnected)
-			}
-		default:
-			if sid != c.sessionID && !c.lost {
-				c.declareLost()
-			}
-			c.sessionID = sid
-			c.lost = false
-			c.renew()
-			c.transition(StateReconnected)
-		}
-	case zk.StateConnectedReadOnly:
-		if c.state != StateReadOnly {
-			c.renew()
-			c.transition(StateReadOnly)
-		}
-	case zk.StateDisconnected:
-		if c.state.IsConnected() {
-			closeIfOpen(c.suspendCh)
-			c.transition(StateSuspended)
-			c.startTimer()
-		}
-	case zk.StateExpired:
-		c.stopTimer()
-		if !c.lost && c.state != StateLatent {
-			c.declareLost()
-		}
-	case zk.StateAuthFailed:
-		c.log.Error("zkrecipes: authentication failed")
-	}
-}
-
-// declareLost enters LOST; c.mu is held.
-func (c *Client) declareLost() {
-	c.lost = true
-	c.stopTimer()
-	closeIfOpen(c.suspendCh)
-	closeIfOpen(c.lostCh)
-	c.knowledge.reset()
-	c.transition(StateLost)
-}
-
-// renew opens fresh hold signals after a (re)connection; c.mu is held.
-func (c *Client) renew() {
-	select {
-	case <-c.suspendCh:
-		c.suspendCh = make(chan struct{})
-	default:
-	}
-	select {
-	case <-c.lostCh:
-		c.lostCh = make(chan struct{})
-	default:
-	}
-}
-
-func (c *Client) transition(s State) {
-	c.log.Info("zkrecipes: connection state", "state", s.String(), "session", fmt.Sprintf("0x%x", c.sessionID))
-	c.state = s
-	close(c.changeCh)
-	c.changeCh = make(chan struct{})
-	for _, l := range c.listeners {
-		l.post(s)
-	}
-}
-
-func (c *Client) startTimer() {
-	c.stopTimer()
-	gen := c.timerGen
-	c.timer = time.AfterFunc(c.SessionTimeout(), func() {
-		c.inbox.push(zk.Event{Type: lostTimeout, State: zk.State(gen)})
-	})
-}
-
-func (c *Client) stopTimer() {
-	c.timerGen++
-	if c.timer != nil {
-		c.timer.Stop()
-		c.timer = nil
-	}
-}
-
-// Listen registers fn to be called with every state transition, in order,
-// on a goroutine of its own: a slow fn delays only its own later calls,
-// never the client. The returned function removes the listener; it, and
-// Close, wait up to 5s for a call in progress to return.
-func (c *Client) Listen(fn func(State)) (remove func()) {
-	l := newListener(fn, nil, nil)
-	c.mu.Lock()
-	if c.closed {
-		c.mu.Unlock()
-		l.stop()
-		return func() {}
-	}
-	id := c.nextID
-	c.nextID++
-	c.listeners[id] = l
-	c.mu.Unlock()
-	return func() {
-		c.mu.Lock()
-		delete(c.listeners, id)
-		c.mu.Unlock()
-		l.stop()
-	}
-}
-
-// Subscribe returns a channel that receives every state transition in
-// order. Transitions queue without bound while the reader is slow. The
-// channel is closed by the returned function or when the client closes.
-func (c *Client) Subscribe() (<-chan State, func()) {
-	ch := make(chan State)
-	done := make(chan struct{})
-	l := newListener(func(s State) {
-		select {
-		case ch <- s:
-		case <-done:
-		}
-	}, done, func() { close(ch) })
-	c.mu.Lock()
-	if c.closed {
-		c.mu.Unlock()
-		l.stop()
-		return ch, func() {}
-	}
-	id := c.nextID
-	c.nextID++
-	c.listeners[id] = l
-	c.mu.Unlock()
-	return ch, func() {
-		c.mu.Lock()
-		delete(c.listeners, id)
-		c.mu.Unlock()
-		l.stop()
-	}
-}
-
-// listener delivers states to one callback from an unbounded queue.
-type listener struct {
-	mu       sync.Mutex
-	queue    []State
-	wake     chan struct{}
-	done     chan struct{}
-	finished chan struct{}
-	once     sync.Once
-	fn       func(State)
-	onStop   func()
-	gid      atomic.Uint64
-}
-
-func newListener(fn func(State), done chan struct{}, onStop func()) *listener {
-	if done == nil {
-		done = make(chan struct{})
-	}
-	l := &listener{fn: fn, wake: make(chan struct{}, 1), done: done, finished: make(chan struct{}), onStop: onStop}
-	started := make(chan struct{})
-	go func() {
-		l.gid.Store(GoroutineID())
-		close(started)
-		l.loop()
-	}()
-	<-started
-	return l
-}
-
-func (l *listener) post(s State) {
-	l.mu.Lock()
-	l.queue = append(l.queue, s)
-	l.mu.Unlock()
-	select {
-	case l.wake <- struct{}{}:
-	default:
-	}
-}
-
-func (l *listener) loop() {
-	defer func() {
-		if l.onStop != nil {
-			l.onStop()
-		}
-		close(l.finished)
-	}()
-	for {
-		select {
-		case <-l.done:
-			return
-		case <-l.wake:
-		}
-		for {
-			l.mu.Lock()
-			if len(l.queue) == 0 {
-				l.mu.Unlock()
-				break
-			}
-			s := l.queue[0]
-			l.queue = l.queue[1:]
-			l.mu.Unlock()
-			select {
-			case <-l.done:
-				return
-			default:
-			}
-			l.fn(s)
-		}
-	}
-}
-
-// stop ends delivery and waits for the listener goroutine to finish,
-// unless called from that goroutine (a callback removing itself). A
-// callback that is still busy after listenerStopWait is left to finish on
-// its own, so that a stuck listener cannot hang Close.
-func (l *listener) stop() {
-	l.once.Do(func() { close(l.done) })
-	if GoroutineID() == l.gid.Load() {
-		return
-	}
-	t := time.NewTimer(listenerStopWait)
-	defer t.Stop()
-	select {
-	case <-l.finished:
-	case <-t.C:
-	}
-}
-
-const listenerStopWait = 5 * time.Second
-
-// inbox is an unbounded FIFO of events, so that the go-zookeeper callback
-// never blocks.
-type inbox struct {
-	mu     sync.Mutex
-	evs    []zk.Event
-	wake   chan struct{}
-	closed bool
-}
-
-func (q *inbox) init() { q.wake = make(chan struct{}, 1) }
-
-func (q *inbox) push(ev zk.Event) {
-	q.mu.Lock()
-	if !q.closed {
-		q.evs = append(q.evs, ev)
-	}
-	q.mu.Unlock()
-	select {
-	case q.wake <- struct{}{}:
-	default:
-	}
-}
-
-func (q *inbox) close() {
-	q.mu.Lock()
-	q.closed = true
-	q.mu.Unlock()
-	select {
-	case q.wake <- struct{}{}:
-	default:
-	}
-}
-
-// take returns the queued events, blocking until there are some; ok is
-// false once the inbox is closed.
-func (q *inbox) take() ([]zk.Event, bool) {
-	for {
-		q.mu.Lock()
-		if q.closed {
-			q.mu.Unlock()
-			return nil, false
-		}
-		if len(q.evs) > 0 {
-			evs := q.evs
-			q.evs = nil
-			q.mu.Unlock()
-			return evs, true
-		}
-		q.mu.Unlock()
-		<-q.wake
-	}
-}
-
-// zkLogAdapter forwards go-zookeeper's log lines to slog at debug level and
-// reads the negotiated session timeout from the line go-zookeeper prints
-// after each handshake (the only place it makes that value visible).
+// zkLogAdapter forwards go-zookeeper's log lines to the WithZKLogger
+// logger, else to slog at debug level.
 type zkLogAdapter struct {
 	c    *Client
 	next zk.Logger
 }
 
-const authenticatedFormat = "authenticated: id=%d, timeout=%d"
-
 func (a *zkLogAdapter) Printf(format string, args ...any) {
-	if format == authenticatedFormat && len(args) == 2 {
-		if ms, ok := args[1].(int32); ok && ms > 0 {
-			a.c.negotiated.Store(int64(time.Duration(ms) * time.Millisecond))
-		}
-		a.c.handOnce.Do(func() { close(a.c.handshake) })
-	}
 	if a.next != nil {
 		a.next.Printf(format, args...)
 		return

@@ -242,7 +242,7 @@ func TestContainerParentsAreReapedAndRecreated(t *testing.T) {
 		require.NoError(t, err)
 		assert.Zero(t, st.EphemeralOwner, p)
 	}
-	require.NoError(t, c.GuaranteedDelete(path, sid))
+	require.NoError(t, c.GuaranteedDelete(ctx, path, sid))
 	// The server reaps empty containers bottom-up, one level per check.
 	eventually(t, 15*time.Second, "containers reaped", func() bool {
 		ok, _, err := c.Exists("/reap")
@@ -262,7 +262,7 @@ func TestContainerParentsAreReapedAndRecreated(t *testing.T) {
 	for time.Now().Before(deadline) {
 		p, sid, err := c.CreateProtected(ctx, "/reap3/y", "lock-", nil)
 		require.NoError(t, err, "create %d", n)
-		require.NoError(t, c.GuaranteedDelete(p, sid))
+		require.NoError(t, c.GuaranteedDelete(ctx, p, sid))
 		n++
 	}
 	t.Logf("%d creates raced the container reaper", n)
@@ -278,7 +278,7 @@ func TestGuaranteedDeleteSurvivesConnectionBlip(t *testing.T) {
 	path, sid, err := c.CreateProtected(ctx, "/gd", "lock-", nil)
 	require.NoError(t, err)
 	proxy.Blackhole()
-	require.NoError(t, c.GuaranteedDelete(path, sid)) // fails for a connection reason, goes to background
+	require.NoError(t, c.GuaranteedDelete(ctx, path, sid)) // fails for a connection reason, goes to background
 	assert.Equal(t, int64(1), c.Stats().PendingDeletes)
 	ok, _, err := direct.Exists(path)
 	require.NoError(t, err)

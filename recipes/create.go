@@ -66,15 +66,36 @@ func (c *Client) EnsureContainers(ctx context.Context, dir string) error {
 // CreateProtected creates an ephemeral-sequential node named
 // _c_<uuid>-<name><sequence> under parent, creating missing parents as
 // containers (again, if they are reaped between two attempts). If a reply
-// is lost to a connection problem, it looks for its node by the uuid before
+// is lost to a connection problem, it syncs the parent (a follower may not
+// yet have applied the create) and looks for its node by the uuid before
 // creating again; if the session changed meanwhile, it deletes the node it
 // finds and starts over. It returns the node's path and the session that
 // owns it. When ctx ends it returns an error wrapping ctx.Err() and leaves
 // no node behind (a node whose creation cannot yet be ruled out is looked
 // for and deleted in the background).
 func (c *Client) CreateProtected(ctx context.Context, parent, name string, data []byte) (string, int64, error) {
-	prefix := ProtectedPrefix + NewUUID() + "-"
+	p, sid, _, err := c.createProtected(ctx, parent, NewUUID(), name, data, true)
+	return p, sid, err
+}
+
+// CreateProtectedFixed is CreateProtected for an ephemeral node that is not
+// sequential: _c_<uuid>-<name>, with a fresh uuid (the read/write lock's
+// downgrade node, _c_<uuid>-__READ__<the write node's sequence>).
+func (c *Client) CreateProtectedFixed(ctx context.Context, parent, name string, data []byte) (string, int64, error) {
+	p, sid, _, err := c.createProtected(ctx, parent, NewUUID(), name, data, false)
+	return p, sid, err
+}
+
+// createProtected also reports whether a reply was lost on the way (then a
+// late copy of an earlier create may still land: the caller sweeps for it
+// when it leaves).
+func (c *Client) createProtected(ctx context.Context, parent, uuid, name string, data []byte, sequential bool) (_ string, _ int64, lostReply bool, _ error) {
+	prefix := ProtectedPrefix + uuid + "-"
 	target := JoinPath(parent, prefix+name)
+	flags := int32(zk.FlagEphemeral)
+	if sequential {
+		flags |= zk.FlagSequence
+	}
 	var (
 		searching bool  // a create may have succeeded without our hearing of it
 		sid       int64 // session the last create was sent in
@@ -99,74 +120,129 @@ func (c *Client) CreateProtected(ctx context.Context, parent, name string, data 
 	}
 	for {
 		if err := c.check(); err != nil {
-			return "", 0, err
+			return "", 0, lostReply, err
 		}
 		if searching {
-			kids, _, err := c.Children(parent)
+			found, err := c.findProtected(parent, prefix, name)
 			switch {
 			case err == nil:
 				searching = false
-				if found := findPrefixed(kids, prefix); found != "" {
+				if found != "" {
 					p := JoinPath(parent, found)
 					if c.conn.SessionID() == sid {
-						return p, sid, nil
+						return p, sid, lostReply, nil
 					}
-					_ = c.GuaranteedDelete(p, sid) // a leftover of the old session
+					_ = c.GuaranteedDelete(context.Background(), p, sid) // a leftover of the old session
 				}
-			case errors.Is(err, zk.ErrNoNode):
-				searching = false
 			case IsRetryable(err):
 				if werr := pause(err); werr != nil {
 					c.cleanupProtected(parent, prefix, sid)
-					return "", 0, fmt.Errorf("zkrecipes: create in %s: %w", parent, werr)
+					return "", 0, lostReply, fmt.Errorf("zkrecipes: create in %s: %w", parent, werr)
 				}
 				continue
 			default:
-				return "", 0, fmt.Errorf("zkrecipes: create in %s: %w", parent, err)
+				return "", 0, lostReply, fmt.Errorf("zkrecipes: create in %s: %w", parent, err)
 			}
 		}
 		if err := ctx.Err(); err != nil {
-			return "", 0, fmt.Errorf("zkrecipes: create in %s: %w", parent, err)
+			return "", 0, lostReply, fmt.Errorf("zkrecipes: create in %s: %w", parent, err)
+		}
+		if cur := c.conn.SessionID(); sid != 0 && cur != sid {
+			// A new session: a new name, so that a name once seen gone
+			// never exists again (the engine's knowledge relies on it).
+			uuid = NewUUID()
+			prefix = ProtectedPrefix + uuid + "-"
+			target = JoinPath(parent, prefix+name)
 		}
 		sid = c.conn.SessionID()
-		p, err := c.Create(target, data, zk.FlagEphemeral|zk.FlagSequence)
+		p, err := c.Create(target, data, flags)
 		switch {
 		case err == nil:
-			return p, sid, nil
+			return p, sid, lostReply, nil
 		case errors.Is(err, zk.ErrNoNode):
 			if err := c.EnsureContainers(ctx, parent); err != nil {
-				return "", 0, err
+				return "", 0, lostReply, err
 			}
-		case IsRetryable(err):
+		case errors.Is(err, zk.ErrNodeExists) && !sequential:
+			// Only we use this uuid: an earlier attempt of ours made it.
 			searching = true
+		case IsRetryable(err):
+			searching, lostReply = true, true
 			if werr := pause(err); werr != nil {
 				c.cleanupProtected(parent, prefix, sid)
-				return "", 0, fmt.Errorf("zkrecipes: create in %s: %w", parent, werr)
+				return "", 0, lostReply, fmt.Errorf("zkrecipes: create in %s: %w", parent, werr)
 			}
 		case errors.Is(err, zk.ErrSessionExpired):
 			if werr := pause(err); werr != nil {
-				return "", 0, fmt.Errorf("zkrecipes: create in %s: %w", parent, werr)
+				return "", 0, lostReply, fmt.Errorf("zkrecipes: create in %s: %w", parent, werr)
 			}
 		default:
-			return "", 0, fmt.Errorf("zkrecipes: create %s: %w", target, err)
+			return "", 0, lostReply, fmt.Errorf("zkrecipes: create %s: %w", target, err)
 		}
 	}
 }
 
-func findPrefixed(kids []string, prefix string) string {
-	for _, k := range kids {
-		if strings.HasPrefix(k, prefix) {
-			return k
+// findProtected looks for the node of a protected create whose reply was
+// lost: it syncs parent first, so that a lagging follower cannot answer
+// "not there" for a create that has committed (and have a second node made
+// in the same session: a ghost that blocks the queue). If it finds more
+// than one node with the prefix, it keeps the first in queue order and
+// deletes the others. It returns "" when there is none (or no parent).
+func (c *Client) findProtected(parent, prefix, name string) (string, error) {
+	if err := c.Sync(parent); err != nil {
+		if errors.Is(err, zk.ErrNoNode) {
+			return "", nil
+		}
+		return "", err
+	}
+	kids, _, err := c.Children(parent)
+	if errors.Is(err, zk.ErrNoNode) {
+		return "", nil
+	}
+	if err != nil {
+		return "", err
+	}
+	mine := findPrefixed(kids, prefix)
+	if len(mine) == 0 {
+		return "", nil
+	}
+	keep := mine[0]
+	for _, m := range mine[1:] {
+		if SortKey(m, name) < SortKey(keep, name) {
+			keep = m
 		}
 	}
-	return ""
+	for _, m := range mine {
+		if m != keep {
+			_ = c.GuaranteedDelete(context.Background(), JoinPath(parent, m), 0)
+		}
+	}
+	return keep, nil
+}
+
+// findPrefixed returns the children whose names start with prefix.
+func findPrefixed(kids []string, prefix string) []string {
+	var out []string
+	for _, k := range kids {
+		if strings.HasPrefix(k, prefix) {
+			out = append(out, k)
+		}
+	}
+	return out
 }
 
 // cleanupProtected looks, in the background, for a node whose creation
-// reply was lost and deletes it; it stops when the session sid ends.
+// reply was lost and deletes it (syncing first, as findProtected does); it
+// stops when the session sid ends.
 func (c *Client) cleanupProtected(parent, prefix string, sid int64) {
 	c.background(func() {
 		c.retryForever(sid, func() error {
+			if err := c.Sync(parent); err != nil {
+				if errors.Is(err, zk.ErrNoNode) {
+					return nil
+				}
+				return err
+			}
 			kids, _, err := c.Children(parent)
 			if err != nil {
 				if errors.Is(err, zk.ErrNoNode) {
@@ -174,37 +250,93 @@ func (c *Client) cleanupProtected(parent, prefix string, sid int64) {
 				}
 				return err
 			}
-			if found := findPrefixed(kids, prefix); found != "" {
-				return c.deleteOnce(JoinPath(parent, found))
+			for _, found := range findPrefixed(kids, prefix) {
+				if err := c.deleteOnce(JoinPath(parent, found)); err != nil {
+					return err
+				}
 			}
 			return nil
 		})
 	})
 }
 
-// GuaranteedDelete deletes the node at path, which belongs to session sid.
-// If the delete fails for a connection reason it keeps retrying in the
-// background until it succeeds, the node is gone, the session ends or the
-// client closes, so a released hold is never kept until session expiry. It
-// returns nil when the node is gone or the delete was handed to the
-// background (Stats().PendingDeletes counts those), and the error for any
-// other failure.
-func (c *Client) GuaranteedDelete(path string, sid int64) error {
+// GuaranteedDelete deletes the node at path, which belongs to session sid
+// (0 for the current one), so that a released hold is never kept until
+// session expiry. It never blocks on a dead connection: when the client is
+// not connected, when the delete fails for a connection reason, or when
+// ctx ends first, the delete goes to a background worker that retries until
+// it succeeds, the node is gone, the session ends or the client closes
+// (Stats().PendingDeletes counts those). It returns nil when the node is
+// gone or the delete was handed to the worker, and the error of any other
+// failure.
+func (c *Client) GuaranteedDelete(ctx context.Context, path string, sid int64) error {
+	snap := c.Snapshot()
+	if sid == 0 {
+		sid = snap.SessionID
+	}
+	if snap.State.IsConnected() && snap.SessionID != sid {
+		return nil // a newer session: the node went with its own
+	}
+	if !snap.State.IsConnected() {
+		c.deleteInBackground(path, sid, nil)
+		return nil
+	}
+	if ctx.Done() == nil { // nothing to honour: no goroutine needed
+		return c.deleteNow(path, sid)
+	}
+	res := make(chan error, 1)
+	if !c.deleteInBackground(path, sid, res) {
+		return ErrClosed
+	}
+	select {
+	case err := <-res:
+		return err
+	case <-ctx.Done():
+		return nil // the worker goes on
+	}
+}
+
+// deleteNow tries once and hands a connection failure to the worker.
+func (c *Client) deleteNow(path string, sid int64) error {
 	err := c.deleteOnce(path)
 	switch {
 	case err == nil || errors.Is(err, zk.ErrSessionExpired):
 		return nil
-	case !IsRetryable(err):
+	case IsRetryable(err):
+		c.deleteInBackground(path, sid, nil)
+		return nil
+	default:
 		return fmt.Errorf("zkrecipes: delete %s: %w", path, err)
 	}
+}
+
+// deleteInBackground deletes path on a goroutine Close waits for, retrying
+// connection failures; res, if not nil, receives the first attempt's
+// outcome as deleteNow reports it. It reports false when the client is
+// closed.
+func (c *Client) deleteInBackground(path string, sid int64, res chan<- error) bool {
 	c.stats.pendingDeletes.Add(1)
-	if !c.background(func() {
+	ok := c.background(func() {
 		defer c.stats.pendingDeletes.Add(-1)
-		c.retryForever(sid, func() error { return c.deleteOnce(path) })
-	}) {
+		first := true
+		c.retryForever(sid, func() error {
+			err := c.deleteOnce(path)
+			if first && res != nil {
+				first = false
+				switch {
+				case err == nil || errors.Is(err, zk.ErrSessionExpired) || IsRetryable(err):
+					res <- nil
+				default:
+					res <- fmt.Errorf("zkrecipes: delete %s: %w", path, err)
+				}
+			}
+			return err
+		})
+	})
+	if !ok {
 		c.stats.pendingDeletes.Add(-1)
 	}
-	return nil
+	return ok
 }
 
 // deleteOnce deletes path; a missing node counts as success.

@@ -17,22 +17,49 @@ type Contender struct {
 	Key  string // what contenders are ordered by
 }
 
+// Query is what a Driver decides on: our contender, the contenders
+// ordered ahead of it, and who is asking.
+type Query struct {
+	// Below holds, lowest first, every contender ahead of ours that may
+	// still exist, and possibly some that are already gone.
+	Below []Contender
+	// Ours is our contender.
+	Ours Contender
+	// Owner is the owner the contest was entered for (EnterOwner), or nil.
+	// A driver may grant at once to an owner that already holds a related
+	// lock in this process (a read lock asked for by the write lock's
+	// owner).
+	Owner any
+}
+
+// Verdict is a Driver's answer: held, or else the contender to wait for.
+type Verdict struct {
+	Held bool
+	// Watch is, when not Held, the contender of Query.Below whose deletion
+	// may change the answer. The engine watches it.
+	Watch Contender
+}
+
 // Driver tells the contender engine the rules of one lock-like recipe, as
 // Curator's LockInternalsDriver does.
 type Driver interface {
 	// SortKey returns the text a child node is ordered by.
 	SortKey(child string) string
-	// Check decides for the contender at index ours of sorted (lowest
-	// first): acquired, or else the index (below ours) of the contender to
-	// watch. sorted holds every contender below ours that may still exist,
-	// and possibly some that are already gone, so a Check must only answer
-	// acquired when removing any contenders below ours could not change
-	// that answer (true of every Curator driver).
-	Check(sorted []Contender, ours int) (acquired bool, watch int)
+	// Check decides whether our contender holds. Since Query.Below may
+	// still list contenders that are gone, Check must only answer Held
+	// when removing any of them could not change that answer (true of
+	// every Curator driver).
+	Check(q Query) Verdict
+	// Blocks reports whether other, ordered ahead of ours, can keep ours
+	// from holding (a reader does not block a reader). Only contenders
+	// that block count when the engine decides whether to list the
+	// children again or to probe the one contender left.
+	Blocks(ours, other Contender) bool
 	// Relist reports whether the deletion of gone may have let a contender
-	// appear below ours that the engine has not listed (a write lock
+	// appear ahead of ours that the engine has not listed (a write lock
 	// downgraded to a read node with the same sequence number, say). The
-	// engine then lists the children again instead of walking its snapshot.
+	// engine then lists the children again instead of walking its
+	// snapshot.
 	Relist(gone Contender) bool
 }
 
@@ -54,16 +81,20 @@ func (d *StandardDriver) SortKey(child string) string {
 
 // Check grants the first MaxLeases contenders; a waiter watches the
 // contender MaxLeases places ahead of it.
-func (d *StandardDriver) Check(_ []Contender, ours int) (bool, int) {
+func (d *StandardDriver) Check(q Query) Verdict {
 	n := d.MaxLeases
 	if n < 1 {
 		n = 1
 	}
+	ours := len(q.Below)
 	if ours < n {
-		return true, 0
+		return Verdict{Held: true}
 	}
-	return false, ours - n
+	return Verdict{Watch: q.Below[ours-n]}
 }
+
+// Blocks is true: every contender ahead counts.
+func (d *StandardDriver) Blocks(_, _ Contender) bool { return true }
 
 // Relist is false: only sequential nodes are ever created in a standard queue.
 func (d *StandardDriver) Relist(Contender) bool { return false }
@@ -98,46 +129,108 @@ func SortContenders(children []string, d Driver) []Contender {
 	return out
 }
 
-// Contest is one contender's place in a queue: a protected
-// ephemeral-sequential node under a recipe path, and the work of waiting
-// until the driver says it holds. Mutex, read/write lock, semaphore and
-// leader latch all queue through it.
+// Contest is one contender's place in a queue: a protected ephemeral node
+// under a recipe path, and the work of waiting until the driver says it
+// holds. Mutex, read/write lock, semaphore and leader latch all queue
+// through it.
 //
 // A waiter lists the children once, then watches exactly one contender
-// below it (getData with a watch, so no watch is left on a missing node).
-// When that one goes, it does not list again: contenders below it can only
-// disappear, so it drops from its own snapshot every contender this Client
-// knows to be gone and either holds, or probes the one candidate left, or,
-// when several contenders of unknown fate remain, lists once more.
+// ahead of it (getData with a watch, so no watch is left on a missing
+// node). When that one goes, it does not list again: contenders ahead of it
+// can only disappear, so it drops from its own snapshot every contender
+// this Client knows to be gone and either holds, or probes the one
+// blocking candidate left, or, when several blocking contenders of unknown
+// fate remain, lists once more. A listing that shows another node with our
+// own uuid prefix has found a ghost of ours (a create whose reply was
+// lost, repeated): it is deleted at once.
 type Contest struct {
-	c      *Client
-	parent string
-	path   string
-	me     Contender
-	sid    int64
-	driver Driver
-	know   *parentKnowledge
-	done   bool
+	c           *Client
+	parent      string
+	path        string
+	me          Contender
+	prefix      string // _c_<uuid>- of our node
+	sid         int64
+	driver      Driver
+	owner       any
+	verifyOwner bool
+	sweep       bool // a create reply was lost: a late copy may still land
+	know        *parentKnowledge
+	done        bool
+}
+
+// EnterOption configures Enter.
+type EnterOption func(*enterConfig)
+
+type enterConfig struct {
+	owner       any
+	fixed       string
+	hasFixed    bool
+	verifyOwner bool
+}
+
+// EnterOwner names who is asking; the driver sees it as Query.Owner.
+func EnterOwner(owner any) EnterOption {
+	return func(e *enterConfig) { e.owner = owner }
+}
+
+// EnterAtSequence makes the node ephemeral but not sequential, named
+// _c_<uuid>-<lockName><seq>: it sorts where a sequential node with that
+// sequence suffix sorts (the read/write lock's downgrade node takes the
+// write node's sequence).
+func EnterAtSequence(seq string) EnterOption {
+	return func(e *enterConfig) { e.fixed, e.hasFixed = seq, true }
+}
+
+// EnterVerifyOwner makes the engine confirm, before it reports a hold,
+// that our node's ephemeralOwner is the client's current session (one
+// exists request). The leader latch needs it: a node first in the queue
+// but made in an older session must not make a leader (Curator's
+// CURATOR-696 double leader).
+func EnterVerifyOwner() EnterOption {
+	return func(e *enterConfig) { e.verifyOwner = true }
 }
 
 // Enter creates our node, _c_<uuid>-<lockName><seq>, under parent (a server
 // path) with the given data, and returns the contest. Call Acquire next.
-func (c *Client) Enter(ctx context.Context, parent, lockName string, data []byte, d Driver) (*Contest, error) {
+func (c *Client) Enter(ctx context.Context, parent, lockName string, data []byte, d Driver, opts ...EnterOption) (*Contest, error) {
 	if err := c.check(); err != nil {
 		return nil, err
 	}
 	if d == nil {
 		return nil, fmt.Errorf("%w: nil driver", ErrInvalidArgument)
 	}
-	path, sid, err := c.CreateProtected(ctx, parent, lockName, data)
+	var cfg enterConfig
+	for _, o := range opts {
+		if o != nil {
+			o(&cfg)
+		}
+	}
+	name := lockName
+	if cfg.hasFixed {
+		name += cfg.fixed
+	}
+	path, sid, lostReply, err := c.createProtected(ctx, parent, NewUUID(), name, data, !cfg.hasFixed)
 	if err != nil {
 		return nil, err
 	}
-	_, name := SplitPath(path)
+	_, name = SplitPath(path)
+	c.track(path, sid)
 	return &Contest{
 		c: c, parent: parent, path: path, sid: sid, driver: d,
-		me: Contender{Name: name, Key: d.SortKey(name)},
+		owner: cfg.owner, verifyOwner: cfg.verifyOwner, sweep: lostReply,
+		me:     Contender{Name: name, Key: d.SortKey(name)},
+		prefix: protectedPrefixOf(name),
 	}, nil
+}
+
+// protectedPrefixOf returns the "_c_<uuid>-" prefix of a protected name,
+// or "" when name has none.
+func protectedPrefixOf(name string) string {
+	uuid, ok := protectedUUID(name)
+	if !ok {
+		return ""
+	}
+	return name[:len(ProtectedPrefix)+len(uuid)+1]
 }
 
 // Path returns the server path of our node.
@@ -165,11 +258,12 @@ type Signals struct {
 // With wait false it makes one check and, if that does not hold, leaves.
 // On every outcome other than holding, our node is removed: held is false
 // and err says why (wrapping ctx.Err() when ctx ended, ErrSessionLost when
-// the session ended, ErrClosed when the client closed).
+// the session ended, ErrNotConnected when wait is false and the client is
+// not connected, ErrClosed when the client closed).
 func (ct *Contest) Acquire(ctx context.Context, wait bool) (held bool, sig Signals, err error) {
 	held, sig, err = ct.acquire(ctx, wait)
 	if !held {
-		if lerr := ct.Leave(); lerr != nil && err == nil {
+		if lerr := ct.Leave(context.WithoutCancel(ctx)); lerr != nil && err == nil {
 			err = lerr
 		}
 	}
@@ -179,7 +273,7 @@ func (ct *Contest) Acquire(ctx context.Context, wait bool) (held bool, sig Signa
 func (ct *Contest) acquire(ctx context.Context, wait bool) (bool, Signals, error) {
 	c := ct.c
 	var (
-		below   []Contender // contenders below ours that may still exist
+		below   []Contender // contenders ahead of ours that may still exist
 		listed  bool
 		target  string          // name of the contender we watch
 		watchCh <-chan zk.Event // live watch on target
@@ -197,7 +291,7 @@ func (ct *Contest) acquire(ctx context.Context, wait bool) (bool, Signals, error
 		}
 		if !snap.State.IsConnected() {
 			if !wait {
-				return false, Signals{}, fmt.Errorf("zkrecipes: acquire %s: not connected (%v)", ct.path, snap.State)
+				return false, Signals{}, fmt.Errorf("zkrecipes: acquire %s: %w (%v)", ct.path, ErrNotConnected, snap.State)
 			}
 			if err := ct.waitChange(ctx, snap); err != nil {
 				return false, Signals{}, err
@@ -215,7 +309,7 @@ func (ct *Contest) acquire(ctx context.Context, wait bool) (bool, Signals, error
 				}
 				continue
 			}
-			sorted := SortContenders(kids, ct.driver)
+			sorted := SortContenders(ct.dropGhosts(kids), ct.driver)
 			ours := -1
 			for i, k := range sorted {
 				if k.Name == ct.me.Name {
@@ -233,9 +327,20 @@ func (ct *Contest) acquire(ctx context.Context, wait bool) (bool, Signals, error
 			target, watchCh = "", nil
 		}
 		below = ct.know.prune(below)
-		ok, w := ct.driver.Check(append(below, ct.me), len(below))
-		if ok {
-			if hold := c.HoldSignal(snap); !isClosed(hold) {
+		v := ct.driver.Check(Query{Below: below, Ours: ct.me, Owner: ct.owner})
+		if v.Held {
+			if ct.verifyOwner {
+				if err := ct.confirmOwner(snap); err != nil {
+					if IsRetryable(err) {
+						if err := ct.pause(ctx, err); err != nil {
+							return false, Signals{}, err
+						}
+						continue
+					}
+					return false, Signals{}, err
+				}
+			}
+			if hold := c.HoldSignal(snap); !isClosed(hold) && !isClosed(snap.Changed) {
 				if len(below) == 0 {
 					ct.know.allGoneBelow(ct.me.Key)
 				}
@@ -246,6 +351,11 @@ func (ct *Contest) acquire(ctx context.Context, wait bool) (bool, Signals, error
 		if !wait {
 			return false, Signals{}, nil
 		}
+		w := indexOf(below, v.Watch.Name)
+		if w < 0 {
+			return false, Signals{}, fmt.Errorf("%w: driver %T asked to watch %q, not ahead of %s",
+				ErrInvalidArgument, ct.driver, v.Watch.Name, ct.me.Name)
+		}
 		next := below[w].Name
 		if next != target || watchCh == nil {
 			_, _, ch, err := c.GetW(JoinPath(ct.parent, next))
@@ -253,9 +363,10 @@ func (ct *Contest) acquire(ctx context.Context, wait bool) (bool, Signals, error
 			case err == nil:
 				target, watchCh = next, ch
 			case errors.Is(err, zk.ErrNoNode):
-				ct.know.gone(below[w])
-				if ct.know.unknown(below[:w]) > 0 {
-					listed = false // more of unknown fate below: list again
+				gone := below[w]
+				ct.know.gone(gone)
+				if ct.driver.Relist(gone) || ct.unknownBlocking(below[:w]) > 0 {
+					listed = false // more of unknown fate ahead: list again
 				}
 				continue
 			default:
@@ -273,11 +384,10 @@ func (ct *Contest) acquire(ctx context.Context, wait bool) (bool, Signals, error
 				gone := below[w]
 				ct.know.gone(gone)
 				target = ""
-				if ct.driver.Relist(gone) {
-					listed = false
-				} else if ct.know.unknown(below[:w]) > 1 {
-					// Several contenders below the one that went may still
-					// exist: one list is cheaper than probing each.
+				if ct.driver.Relist(gone) || ct.unknownBlocking(below[:w]) > 1 {
+					// Several blocking contenders ahead of the one that
+					// went may still exist: one list is cheaper than
+					// probing each.
 					listed = false
 				}
 			case zk.EventNotWatching:
@@ -292,6 +402,83 @@ func (ct *Contest) acquire(ctx context.Context, wait bool) (bool, Signals, error
 	}
 }
 
+// dropGhosts returns kids without the nodes that carry our uuid prefix but
+// are not our node, and deletes those: each is a ghost of ours, made by a
+// create repeated after a lost reply, that would otherwise block the queue
+// (ours included) until our session ends.
+func (ct *Contest) dropGhosts(kids []string) []string {
+	if ct.prefix == "" {
+		return kids
+	}
+	out := kids[:0:0]
+	for i, k := range kids {
+		if k == ct.me.Name || !strings.HasPrefix(k, ct.prefix) {
+			if out != nil {
+				out = append(out, k)
+			}
+			continue
+		}
+		if out == nil {
+			out = append(make([]string, 0, len(kids)), kids[:i]...)
+		}
+		ct.c.log.Warn("zkrecipes: deleting a ghost of our own node", "node", JoinPath(ct.parent, k), "ours", ct.me.Name)
+		_ = ct.c.GuaranteedDelete(context.Background(), JoinPath(ct.parent, k), ct.sid)
+	}
+	if out == nil {
+		return kids
+	}
+	return out
+}
+
+// unknownBlocking counts the contenders of cs that block ours and are not
+// known to be gone.
+func (ct *Contest) unknownBlocking(cs []Contender) int {
+	n := 0
+	for _, o := range cs {
+		if ct.driver.Blocks(ct.me, o) {
+			n++
+		}
+	}
+	if n == 0 {
+		return 0
+	}
+	if n == len(cs) {
+		return ct.know.unknown(cs)
+	}
+	blocking := make([]Contender, 0, n)
+	for _, o := range cs {
+		if ct.driver.Blocks(ct.me, o) {
+			blocking = append(blocking, o)
+		}
+	}
+	return ct.know.unknown(blocking)
+}
+
+// confirmOwner checks that our node's ephemeralOwner is the current
+// session.
+func (ct *Contest) confirmOwner(snap Snapshot) error {
+	ok, st, err := ct.c.Exists(ct.path)
+	switch {
+	case err != nil:
+		return err
+	case !ok:
+		return ct.nodeGone()
+	case st.EphemeralOwner != snap.SessionID || st.EphemeralOwner != ct.c.conn.SessionID():
+		return fmt.Errorf("%w: %s belongs to session 0x%x, not ours (0x%x)",
+			ErrSessionLost, ct.path, st.EphemeralOwner, snap.SessionID)
+	}
+	return nil
+}
+
+func indexOf(cs []Contender, name string) int {
+	for i := len(cs) - 1; i >= 0; i-- {
+		if cs[i].Name == name {
+			return i
+		}
+	}
+	return -1
+}
+
 // waitChange waits for the next connection state change.
 func (ct *Contest) waitChange(ctx context.Context, snap Snapshot) error {
 	select {
@@ -304,8 +491,8 @@ func (ct *Contest) waitChange(ctx context.Context, snap Snapshot) error {
 	}
 }
 
-// pause handles a failed request: retryable errors wait for the next state
-// change or a short backoff; others end the acquisition.
+// pause handles a failed request: retryable errors wait for a short
+// backoff; others end the acquisition.
 func (ct *Contest) pause(ctx context.Context, err error) error {
 	if errors.Is(err, zk.ErrSessionExpired) {
 		return fmt.Errorf("%w: waiting for %s", ErrSessionLost, ct.path)
@@ -327,14 +514,23 @@ func (ct *Contest) nodeGone() error {
 	return fmt.Errorf("%w: node %s was deleted by someone else", ErrLockLost, ct.path)
 }
 
-// Leave deletes our node (a guaranteed delete) and ends the contest. It is
+// Leave deletes our node and ends the contest. The delete is guaranteed:
+// when the client is not connected, the delete fails for a connection
+// reason or ctx ends first, it goes on in the background (see
+// GuaranteedDelete), so Leave never blocks on a dead connection. It is
 // safe to call more than once.
-func (ct *Contest) Leave() error {
+func (ct *Contest) Leave(ctx context.Context) error {
 	if ct.done {
 		return nil
 	}
 	ct.done = true
-	err := ct.c.GuaranteedDelete(ct.path, ct.sid)
+	err := ct.c.GuaranteedDelete(ctx, ct.path, ct.sid)
+	if ct.sweep && ct.prefix != "" {
+		// A create whose reply was lost may have been applied late, after
+		// our search: sweep for copies of our node as we go.
+		ct.c.cleanupProtected(ct.parent, ct.prefix, ct.sid)
+	}
+	ct.c.untrack(ct.path)
 	if ct.know != nil {
 		ct.c.knowledge.leave(ct.know)
 		ct.know = nil

@@ -2,6 +2,9 @@ package recipes
 
 import (
 	"errors"
+	"io"
+	"net"
+	"syscall"
 
 	"github.com/go-zookeeper/zk"
 )
@@ -34,12 +37,45 @@ var (
 	// ErrFenced is returned by a fenced write that the server refused because
 	// the lock node no longer exists.
 	ErrFenced = errors.New("zkrecipes: fenced: lock node no longer exists")
+	// ErrNoGoroutineID is returned when the calling goroutine's id, the
+	// default owner of a reentrant hold, cannot be read. Name an explicit
+	// owner instead (mutex.WithOwner).
+	ErrNoGoroutineID = errors.New("zkrecipes: cannot read the goroutine id: name an explicit owner")
+	// ErrNotConnected is returned by an operation that makes one attempt
+	// (a TryLock, say) while the client has no connection to a server. It
+	// is retryable (IsRetryable).
+	ErrNotConnected = errors.New("zkrecipes: not connected")
 )
 
 // IsRetryable reports whether err is a transient connection problem after
-// which the same request may be tried again (connection loss, no server
-// reachable). NoNode, NodeExists, session expiry and the like are not.
+// which the same request may be tried again: connection loss, no server
+// reachable, a moved session, and every transport error go-zookeeper may
+// pass through as it is (a reset, a broken pipe, EOF, a timeout, a closed
+// socket). NoNode, NodeExists, session expiry and the like are not.
 func IsRetryable(err error) bool {
-	return errors.Is(err, zk.ErrConnectionClosed) || errors.Is(err, zk.ErrNoServer) ||
-		errors.Is(err, zk.ErrSessionMoved)
+	if err == nil {
+		return false
+	}
+	if errors.Is(err, zk.ErrConnectionClosed) || errors.Is(err, zk.ErrNoServer) ||
+		errors.Is(err, zk.ErrSessionMoved) || errors.Is(err, ErrNotConnected) {
+		return true
+	}
+	return isTransportError(err)
+}
+
+// isTransportError reports whether err comes from the network rather than
+// from ZooKeeper.
+func isTransportError(err error) bool {
+	if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, net.ErrClosed) ||
+		errors.Is(err, syscall.EPIPE) || errors.Is(err, syscall.ECONNRESET) ||
+		errors.Is(err, syscall.ECONNABORTED) || errors.Is(err, syscall.ECONNREFUSED) ||
+		errors.Is(err, syscall.ETIMEDOUT) || errors.Is(err, syscall.EHOSTUNREACH) ||
+		errors.Is(err, syscall.ENETUNREACH) {
+		return true
+	}
+	var ne net.Error
+	if errors.As(err, &ne) { // timeouts, *net.OpError and the like
+		return true
+	}
+	return false
 }

@@ -20,14 +20,15 @@ type Stats struct {
 	Children uint64 // getChildren requests, with or without a watch
 	SetData  uint64 // setData requests
 	Multis   uint64 // multi requests
+	Syncs    uint64 // sync requests
 	Watches  uint64 // watches set (a subset of the reads above)
 	// PendingDeletes is the number of guaranteed deletes still retrying in the background.
 	PendingDeletes int64
 }
 
 type counters struct {
-	creates, deletes, getData, exists, children, setData, multis, watches atomic.Uint64
-	pendingDeletes                                                        atomic.Int64
+	creates, deletes, getData, exists, children, setData, multis, syncs, watches atomic.Uint64
+	pendingDeletes                                                               atomic.Int64
 }
 
 // Stats returns the request counters.
@@ -36,7 +37,7 @@ func (c *Client) Stats() Stats {
 	return Stats{
 		Creates: s.creates.Load(), Deletes: s.deletes.Load(), GetData: s.getData.Load(),
 		Exists: s.exists.Load(), Children: s.children.Load(), SetData: s.setData.Load(),
-		Multis: s.multis.Load(), Watches: s.watches.Load(), PendingDeletes: s.pendingDeletes.Load(),
+		Multis: s.multis.Load(), Syncs: s.syncs.Load(), Watches: s.watches.Load(), PendingDeletes: s.pendingDeletes.Load(),
 	}
 }
 
@@ -45,7 +46,7 @@ func (s Stats) Sub(o Stats) Stats {
 	return Stats{
 		Creates: s.Creates - o.Creates, Deletes: s.Deletes - o.Deletes, GetData: s.GetData - o.GetData,
 		Exists: s.Exists - o.Exists, Children: s.Children - o.Children, SetData: s.SetData - o.SetData,
-		Multis: s.Multis - o.Multis, Watches: s.Watches - o.Watches, PendingDeletes: s.PendingDeletes - o.PendingDeletes,
+		Multis: s.Multis - o.Multis, Syncs: s.Syncs - o.Syncs, Watches: s.Watches - o.Watches, PendingDeletes: s.PendingDeletes - o.PendingDeletes,
 	}
 }
 
@@ -122,6 +123,15 @@ func (c *Client) ChildrenW(path string) ([]string, *zk.Stat, <-chan zk.Event, er
 func (c *Client) Set(path string, data []byte, version int32) (*zk.Stat, error) {
 	c.stats.setData.Add(1)
 	return c.conn.Set(path, data, version)
+}
+
+// Sync asks the server the client is connected to to catch up with the
+// leader on path, so that a read after it sees every write committed
+// before it (a follower may lag behind).
+func (c *Client) Sync(path string) error {
+	c.stats.syncs.Add(1)
+	_, err := c.conn.Sync(path)
+	return err
 }
 
 // Multi runs ops as one transaction. When the server refuses the

@@ -32,6 +32,7 @@ type config struct {
 	auth           []authInfo
 	retry          func() backoff.BackOff
 	errorPolicy    ErrorPolicy
+	wire           *Wire
 }
 
 // DefaultSessionTimeout is the session timeout requested when
@@ -207,6 +208,20 @@ func WithErrorPolicy(p ErrorPolicy) Option {
 			return fmt.Errorf("%w: error policy %d", ErrInvalidArgument, p)
 		}
 		c.errorPolicy = p
+		return nil
+	}
+}
+
+// WithWire tells NewClient the Wire its connection was dialled through
+// (zk.WithDialer(w.Dial)), so that it knows the negotiated session timeout
+// and the time of the last byte received, as a Client made by Connect
+// does. Connect ignores it: it always dials through a Wire of its own.
+func WithWire(w *Wire) Option {
+	return func(c *config) error {
+		if w == nil {
+			return fmt.Errorf("%w: nil wire", ErrInvalidArgument)
+		}
+		c.wire = w
 		return nil
 	}
 }

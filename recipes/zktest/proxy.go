@@ -30,6 +30,7 @@ type Proxy struct {
 	links     map[*link]struct{}
 	blackhole bool
 	armed     []byte // CutAfterClientSends pattern; nil when not armed
+	onFire    func() // called when the armed pattern has gone to the server
 	closed    bool
 }
 
@@ -137,9 +138,18 @@ func (p *Proxy) Restore() {
 // client's connection is found too. Arming again replaces the pattern; an
 // empty pattern matches the next chunk of any client.
 func (p *Proxy) CutAfterClientSends(pattern []byte) {
+	p.CutAfterClientSendsFunc(pattern, nil)
+}
+
+// CutAfterClientSendsFunc is CutAfterClientSends that also calls fn (when
+// not nil) right after the matching request went to the server and before
+// the connections are cut: pausing the server there, say, holds the
+// request in a server that has not yet applied it.
+func (p *Proxy) CutAfterClientSendsFunc(pattern []byte, fn func()) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.armed = append([]byte{}, pattern...)
+	p.onFire = fn
 }
 
 // Close stops accepting, closes every connection and waits for all of the
@@ -254,11 +264,13 @@ func (l *link) pipe(src, dst net.Conn, up bool) {
 			p.mu.Lock()
 			drop := l.blackholed || l.closed || (!up && l.frozen)
 			fire := false
+			var onFire func()
 			if up && !drop && p.armed != nil {
 				joined := append(l.tail, data...)
 				if bytes.Contains(joined, p.armed) {
 					fire = true
 					p.armed = nil
+					onFire, p.onFire = p.onFire, nil
 					l.frozen = true // from now on the server's bytes are lost
 					l.tail = nil
 				} else if k := len(p.armed) - 1; k > 0 {
@@ -287,6 +299,9 @@ func (l *link) pipe(src, dst net.Conn, up bool) {
 				}
 			}
 			if fire {
+				if onFire != nil {
+					onFire()
+				}
 				l.loseReply()
 				return
 			}

@@ -1,0 +1,152 @@
+package recipes
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/go-zookeeper/zk"
+)
+
+// Participation describes a long-lived contender: a node kept in a queue
+// for as long as the participant runs, as a leader latch keeps its latch
+// node, holding in terms.
+type Participation struct {
+	Parent   string // server path of the queue
+	LockName string // e.g. "latch-"
+	Data     []byte
+	Driver   Driver
+	Options  []EnterOption // EnterVerifyOwner, for a leader latch
+	// OnNode, if set, is called with the server path of each node made.
+	OnNode func(path string)
+	// OnTerm is called when a term starts. The Hold's Done closes when the
+	// term may be over: SUSPENDED or LOST under the client's error policy,
+	// our node deleted, the participation ended. OnTerm runs on the
+	// participant's goroutine and must not block.
+	OnTerm func(*Hold)
+}
+
+// Participate runs a Participation until ctx ends or the client closes,
+// and returns an error wrapping ctx.Err() or ErrClosed. It creates its
+// node and waits until the driver says it holds; then it calls OnTerm with
+// a fresh Hold for the term. When the connection comes back after a term
+// or a wait was cut short, it checks again: with the same session and our
+// node still there it goes on with that node; when the node is gone
+// (deleted by someone, with the whole queue path, or with a lost session)
+// it makes a new one, recreating the parents. When it returns, its node is
+// deleted and the last term's Hold is done.
+func (c *Client) Participate(ctx context.Context, p Participation) error {
+	if err := c.check(); err != nil {
+		return err
+	}
+	if p.Driver == nil || p.OnTerm == nil {
+		return fmt.Errorf("%w: participation needs a driver and OnTerm", ErrInvalidArgument)
+	}
+	for {
+		if err := c.WaitConnected(ctx); err != nil {
+			return err
+		}
+		ct, err := c.Enter(ctx, p.Parent, p.LockName, p.Data, p.Driver, p.Options...)
+		if err != nil {
+			if ctx.Err() != nil || errors.Is(err, ErrClosed) || !endsWithSession(err) && !IsRetryable(err) {
+				return err
+			}
+			c.log.Info("zkrecipes: participant will create its node again", "parent", p.Parent, "err", err)
+			if err := c.sleep(ctx, retryPause); err != nil {
+				return fmt.Errorf("zkrecipes: participating in %s: %w", p.Parent, err)
+			}
+			continue
+		}
+		if p.OnNode != nil {
+			p.OnNode(ct.Path())
+		}
+		err = c.participateWith(ctx, ct, p)
+		_ = ct.Leave(context.Background())
+		if err != nil {
+			return err
+		}
+	}
+}
+
+// endsWithSession reports errors after which a new node fixes things.
+func endsWithSession(err error) bool {
+	return errors.Is(err, ErrSessionLost) || errors.Is(err, ErrLockLost) || errors.Is(err, zk.ErrSessionExpired)
+}
+
+// participateWith holds terms with ct's node. It returns nil when a new
+// node is needed, and the error that ends the participation otherwise.
+func (c *Client) participateWith(ctx context.Context, ct *Contest, p Participation) error {
+	for {
+		_, sig, err := ct.acquire(ctx, true)
+		if err != nil {
+			if ctx.Err() != nil || errors.Is(err, ErrClosed) {
+				return err
+			}
+			if !endsWithSession(err) && !IsRetryable(err) {
+				return err
+			}
+			return nil
+		}
+		h := NewHold(c, ct.path, sig)
+		p.OnTerm(h)
+		gone, err := c.watchTerm(ctx, ct, sig)
+		h.MarkReleased()
+		if err != nil {
+			return err
+		}
+		if gone {
+			return nil
+		}
+		// The connection failed under us: wait for it, then check again.
+		if err := c.WaitConnected(ctx); err != nil {
+			return err
+		}
+	}
+}
+
+// watchTerm waits for the end of a term: gone when our node was deleted,
+// false when the hold's signal closed, an error when ctx ended or the
+// client closed.
+func (c *Client) watchTerm(ctx context.Context, ct *Contest, sig Signals) (gone bool, err error) {
+	for {
+		ok, _, watch, err := c.ExistsW(ct.path)
+		switch {
+		case err == nil && !ok:
+			return true, nil
+		case err != nil && !IsRetryable(err):
+			return !errors.Is(err, zk.ErrSessionExpired), nil
+		case err != nil:
+			watch = nil // the signal will tell, or we try again
+			if isClosed(sig.Done) {
+				return false, nil
+			}
+			if err := c.sleep(ctx, retryPause); err != nil {
+				return false, fmt.Errorf("zkrecipes: holding %s: %w", ct.path, err)
+			}
+			continue
+		}
+		select {
+		case ev := <-watch:
+			if ev.Type == zk.EventNodeDeleted {
+				return true, nil
+			}
+			// data changed, or the watch ended with the connection: look again
+			if ev.Type == zk.EventNotWatching {
+				select {
+				case <-sig.Done:
+					return false, nil
+				case <-ctx.Done():
+					return false, fmt.Errorf("zkrecipes: holding %s: %w", ct.path, ctx.Err())
+				case <-c.closeCh:
+					return false, ErrClosed
+				}
+			}
+		case <-sig.Done:
+			return false, nil
+		case <-ctx.Done():
+			return false, fmt.Errorf("zkrecipes: holding %s: %w", ct.path, ctx.Err())
+		case <-c.closeCh:
+			return false, ErrClosed
+		}
+	}
+}
