@@ -1,0 +1,320 @@
+package recipes_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/go-zookeeper/zk"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/zkrecipes/zkrecipes/recipes"
+	"github.com/zkrecipes/zkrecipes/recipes/zktest"
+)
+
+var lockDriver = &recipes.StandardDriver{LockName: "lock-", MaxLeases: 1}
+
+// prefixOf returns the _c_<uuid>- prefix of a protected node's path.
+func prefixOf(t *testing.T, path string) string {
+	t.Helper()
+	_, name := recipes.SplitPath(path)
+	require.True(t, strings.HasPrefix(name, recipes.ProtectedPrefix), name)
+	return name[:len(recipes.ProtectedPrefix)+37]
+}
+
+// withPrefix lists the children of parent that start with prefix.
+func withPrefix(t *testing.T, c *recipes.Client, parent, prefix string) []string {
+	t.Helper()
+	kids, _, err := c.Children(parent)
+	if errors.Is(err, zk.ErrNoNode) {
+		return nil
+	}
+	require.NoError(t, err)
+	var out []string
+	for _, k := range kids {
+		if strings.HasPrefix(k, prefix) {
+			out = append(out, k)
+		}
+	}
+	return out
+}
+
+// A node carrying our uuid that is not our node is a ghost of ours (a
+// create repeated after a lost reply): the engine deletes it when it sees
+// it, instead of queueing behind it.
+func TestGhostOfOwnNodeIsDeleted(t *testing.T) {
+	zkc := zktest.Start(t)
+	c := connect(t, zkc.Servers())
+	ctx := context.Background()
+
+	first, err := c.Enter(ctx, "/ghost", "lock-", nil, lockDriver) // so that ours is not sequence 0
+	require.NoError(t, err)
+	require.NoError(t, first.Leave(ctx))
+	ct, err := c.Enter(ctx, "/ghost", "lock-", nil, lockDriver)
+	require.NoError(t, err)
+
+	// Plant a ghost: our uuid prefix, ordered ahead of our node.
+	ghost := "/ghost/" + prefixOf(t, ct.Path()) + "lock-0000000000"
+	_, err = c.Create(ghost, nil, zk.FlagEphemeral)
+	require.NoError(t, err)
+
+	held, _, err := ct.Acquire(ctx, false)
+	require.NoError(t, err)
+	assert.True(t, held, "our own ghost must not block us")
+	ok, _, err := c.Exists(ghost)
+	require.NoError(t, err)
+	assert.False(t, ok, "the ghost was deleted")
+	require.NoError(t, ct.Leave(ctx))
+}
+
+// The lagging-follower case, as closely as a test can make it: a client
+// pinned to a follower loses the reply of its create, and the follower is
+// paused with the create in hand. The search after reconnecting syncs the
+// parent first, and no copy of our node survives our release.
+func TestLostCreateReplyThroughPausedFollower(t *testing.T) {
+	zkc := zktest.StartEnsemble(t, 3)
+	if !zkc.Controllable() {
+		t.Skip("needs servers this test controls")
+	}
+	leader, err := zkc.Leader()
+	require.NoError(t, err)
+	f := (leader + 1) % 3
+	proxy := zktest.NewProxy(t, zkc.Servers()[f])
+	c := connect(t, []string{proxy.Addr()}, recipes.WithSessionTimeout(4*time.Second))
+	direct := connect(t, zkc.Servers())
+	ctx := context.Background()
+	require.NoError(t, c.EnsureContainers(ctx, "/lag"))
+
+	for i := 0; i < 3; i++ {
+		log := watchStates(t, c)
+		resumed := make(chan struct{})
+		proxy.CutAfterClientSendsFunc([]byte(recipes.ProtectedPrefix), func() {
+			assert.NoError(t, zkc.Pause(f))
+			go func() { // hold the follower while the client reconnects
+				defer close(resumed)
+				log.waitFor(t, 0, 10*time.Second, recipes.StateSuspended)
+				time.Sleep(300 * time.Millisecond) // the fault's length, not a synchronisation
+				assert.NoError(t, zkc.Resume(f))
+			}()
+		})
+		before := c.Stats()
+		ct, err := c.Enter(ctx, "/lag", "lock-", nil, lockDriver)
+		require.NoError(t, err, "round %d", i)
+		<-resumed
+		d := c.Stats().Sub(before)
+		assert.GreaterOrEqual(t, d.Syncs, uint64(1), "round %d: the search after a lost reply syncs first", i)
+		held, _, err := ct.Acquire(ctx, false)
+		require.NoError(t, err)
+		require.True(t, held, "round %d: nothing but ghosts of ours could be ahead", i)
+		require.NoError(t, ct.Leave(ctx))
+		prefix := prefixOf(t, ct.Path())
+		eventually(t, 10*time.Second, "no copy of our node left", func() bool {
+			return len(withPrefix(t, direct, "/lag", prefix)) == 0
+		})
+		t.Logf("round %d: requests %+v", i, d)
+	}
+}
+
+// LOST comes one negotiated session timeout after the last byte received,
+// not after go-zookeeper's Disconnected event (which itself comes 2/3 of
+// the timeout after the last byte).
+func TestLostDeclaredOneTimeoutAfterLastByte(t *testing.T) {
+	zkc := zktest.Start(t)
+	proxy := zktest.NewProxy(t, zkc.Servers()[0])
+	c := connect(t, []string{proxy.Addr()}, recipes.WithSessionTimeout(2*time.Second))
+	T := c.SessionTimeout()
+	require.Equal(t, 2*time.Second, T)
+	lost := make(chan time.Time, 1)
+	remove := c.Listen(func(s recipes.State) {
+		if s == recipes.StateLost {
+			select {
+			case lost <- time.Now():
+			default:
+			}
+		}
+	})
+	defer remove()
+
+	proxy.Blackhole()
+	start := time.Now()
+	var lostAt time.Time
+	select {
+	case lostAt = <-lost:
+	case <-time.After(4 * T):
+		t.Fatal("no LOST")
+	}
+	last, ok := c.LastReceived()
+	require.True(t, ok)
+	sinceLast, sinceCut := lostAt.Sub(last), lostAt.Sub(start)
+	t.Logf("session timeout %v: LOST %v after the last byte, %v after the black-hole began", T, sinceLast, sinceCut)
+	assert.GreaterOrEqual(t, sinceLast, T-5*time.Millisecond, "never before the server may expire the session")
+	assert.Less(t, sinceLast, T+300*time.Millisecond, "LOST on time")
+	assert.Less(t, sinceCut, T+300*time.Millisecond, "not 5/3 of the timeout")
+}
+
+// The negotiated session timeout comes from the server's handshake reply,
+// for Connect and for an adopted connection dialled through a Wire.
+func TestNegotiatedTimeoutFromHandshake(t *testing.T) {
+	zkc := zktest.Start(t) // tickTime 200ms: the server grants at most 4s
+	var lines int
+	c := connect(t, zkc.Servers(), recipes.WithSessionTimeout(30*time.Second),
+		recipes.WithZKLogger(zkLoggerFunc(func(string, ...any) { lines++ })))
+	assert.Equal(t, 4*time.Second, c.SessionTimeout(), "Connect")
+
+	w := recipes.NewWire(nil)
+	conn, events, err := zk.Connect(zkc.Servers(), 30*time.Second, zk.WithDialer(w.Dial), zk.WithLogInfo(false))
+	require.NoError(t, err)
+	adopted, err := recipes.NewClient(conn, events, recipes.WithWire(w))
+	require.NoError(t, err)
+	defer adopted.Close()
+	assert.Equal(t, 4*time.Second, adopted.SessionTimeout(), "NewClient with a Wire")
+	_, ok := adopted.LastReceived()
+	assert.True(t, ok)
+
+	conn2, events2, err := zk.Connect(zkc.Servers(), 30*time.Second, zk.WithLogInfo(false))
+	require.NoError(t, err)
+	blind, err := recipes.NewClient(conn2, events2, recipes.WithSessionTimeout(30*time.Second))
+	require.NoError(t, err)
+	defer blind.Close()
+	assert.Equal(t, 30*time.Second, blind.SessionTimeout(), "without a Wire the requested timeout is all there is")
+	_, ok = blind.LastReceived()
+	assert.False(t, ok)
+}
+
+type zkLoggerFunc func(string, ...any)
+
+func (f zkLoggerFunc) Printf(format string, args ...any) { f(format, args...) }
+
+// A session the client declared LOST can come back (a quorum paused longer
+// than the session timeout). Its holders were told their holds are gone,
+// so the client deletes their nodes at once: nothing keeps blocking the
+// queue until the application unlocks.
+func TestSessionBackAfterLocalLostDeletesLostHolds(t *testing.T) {
+	zkc := zktest.StartEnsemble(t, 3)
+	if !zkc.Controllable() {
+		t.Skip("needs servers this test controls")
+	}
+	ctx := context.Background()
+	a := connect(t, zkc.Servers(), recipes.WithSessionTimeout(4*time.Second))
+	log := watchStates(t, a)
+	ct, err := a.Enter(ctx, "/orphan", "lock-", nil, lockDriver)
+	require.NoError(t, err)
+	held, sig, err := ct.Acquire(ctx, true)
+	require.NoError(t, err)
+	require.True(t, held)
+	sid := a.SessionID()
+
+	leader, err := zkc.Leader()
+	require.NoError(t, err)
+	paused := []int{(leader + 1) % 3, (leader + 2) % 3} // no quorum left
+	for _, i := range paused {
+		require.NoError(t, zkc.Pause(i))
+	}
+	log.waitFor(t, 0, 20*time.Second, recipes.StateSuspended, recipes.StateLost)
+	assert.True(t, isClosed(sig.Lost), "the holder was told")
+	for _, i := range paused {
+		require.NoError(t, zkc.Resume(i))
+	}
+	log.waitFor(t, 0, 60*time.Second, recipes.StateSuspended, recipes.StateLost, recipes.StateReconnected)
+	require.Equal(t, sid, a.SessionID(), "the same session came back")
+
+	b := connect(t, zkc.Servers())
+	eventually(t, 10*time.Second, "the lost hold's node deleted", func() bool {
+		ok, _, err := b.Exists(ct.Path())
+		return err == nil && !ok
+	})
+	bctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	other, err := b.Enter(bctx, "/orphan", "lock-", nil, lockDriver)
+	require.NoError(t, err)
+	held, _, err = other.Acquire(bctx, true)
+	require.NoError(t, err, "another session acquires without waiting for the application")
+	require.True(t, held)
+	require.NoError(t, other.Leave(ctx))
+	require.NoError(t, ct.Leave(ctx), "the application's late release is harmless")
+}
+
+// Releasing never blocks on a dead connection: while SUSPENDED the delete
+// goes to the background worker at once, and a ctx bounds a release whose
+// server has gone silent before the client noticed.
+func TestReleaseDoesNotBlockWhileDisconnected(t *testing.T) {
+	zkc := zktest.Start(t)
+	proxy := zktest.NewProxy(t, zkc.Servers()[0])
+	c := connect(t, []string{proxy.Addr()}, recipes.WithSessionTimeout(4*time.Second))
+	direct := connect(t, zkc.Servers())
+	ctx := context.Background()
+
+	// Silent server, not yet noticed: ctx bounds the release.
+	ct, err := c.Enter(ctx, "/release", "lock-", nil, lockDriver)
+	require.NoError(t, err)
+	proxy.Blackhole()
+	short, cancel := context.WithTimeout(ctx, 200*time.Millisecond)
+	start := time.Now()
+	require.NoError(t, ct.Leave(short))
+	cancel()
+	assert.Less(t, time.Since(start), time.Second, "Leave honours its ctx")
+
+	// SUSPENDED: handed to the worker at once, even without a deadline.
+	log := watchStates(t, c)
+	log.waitFor(t, 0, 10*time.Second, recipes.StateSuspended)
+	proxy.Restore()
+	require.NoError(t, c.WaitConnected(ctx))
+	ct2, err := c.Enter(ctx, "/release", "lock-", nil, lockDriver)
+	require.NoError(t, err)
+	n := len(log.snapshot())
+	proxy.Blackhole()
+	log.waitFor(t, n, 10*time.Second, recipes.StateSuspended)
+	start = time.Now()
+	require.NoError(t, ct2.Leave(ctx))
+	assert.Less(t, time.Since(start), 100*time.Millisecond, "no request while SUSPENDED")
+	assert.GreaterOrEqual(t, c.Stats().PendingDeletes, int64(1))
+	proxy.Restore()
+	eventually(t, 10*time.Second, "both nodes deleted by the worker", func() bool {
+		kids, _, err := direct.Children("/release")
+		return err == nil && len(kids) == 0 && c.Stats().PendingDeletes == 0
+	})
+}
+
+// Every transport error go-zookeeper may pass through is connection loss.
+func TestTransportErrorsAreRetryable(t *testing.T) {
+	for _, err := range []error{
+		&net.OpError{Op: "write", Net: "tcp", Err: os.NewSyscallError("write", syscall.EPIPE)},
+		&net.OpError{Op: "read", Net: "tcp", Err: os.NewSyscallError("read", syscall.ECONNRESET)},
+		io.EOF, io.ErrUnexpectedEOF, net.ErrClosed, os.ErrDeadlineExceeded,
+		fmt.Errorf("wrapped: %w", syscall.EPIPE),
+		zk.ErrConnectionClosed, zk.ErrNoServer, zk.ErrSessionMoved, recipes.ErrNotConnected,
+	} {
+		assert.True(t, recipes.IsRetryable(err), "%v", err)
+	}
+	for _, err := range []error{nil, zk.ErrNoNode, zk.ErrNodeExists, zk.ErrSessionExpired, zk.ErrNoAuth, context.Canceled, recipes.ErrClosed} {
+		assert.False(t, recipes.IsRetryable(err), "%v", err)
+	}
+}
+
+// A one-shot acquire while the client is not connected says so with a
+// sentinel.
+func TestTryAcquireWhileSuspendedIsErrNotConnected(t *testing.T) {
+	zkc := zktest.Start(t)
+	proxy := zktest.NewProxy(t, zkc.Servers()[0])
+	c := connect(t, []string{proxy.Addr()}, recipes.WithSessionTimeout(4*time.Second))
+	ctx := context.Background()
+	ct, err := c.Enter(ctx, "/try", "lock-", nil, lockDriver)
+	require.NoError(t, err)
+	log := watchStates(t, c)
+	proxy.Cut()
+	proxy.Blackhole()
+	log.waitFor(t, 0, 10*time.Second, recipes.StateSuspended)
+	held, _, err := ct.Acquire(ctx, false)
+	assert.False(t, held)
+	assert.ErrorIs(t, err, recipes.ErrNotConnected)
+	assert.True(t, recipes.IsRetryable(err))
+	proxy.Restore()
+}
