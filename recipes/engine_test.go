@@ -1,0 +1,333 @@
+package recipes_test
+
+import (
+	"context"
+	"errors"
+	"runtime"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/go-zookeeper/zk"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/zkrecipes/zkrecipes/recipes"
+	"github.com/zkrecipes/zkrecipes/recipes/zktest"
+)
+
+// readerDriver is a minimal read/write-lock reader, to exercise the
+// engine's extension points the way the rwlock recipe will: it holds when
+// no writer is ahead, or at once for the owner named writerOwner; readers
+// do not block it.
+type readerDriver struct {
+	writerOwner any
+	asked       []any
+	mu          sync.Mutex
+}
+
+func (d *readerDriver) SortKey(child string) string {
+	return recipes.SortKey(child, "__READ__", "__WRIT__")
+}
+
+func (d *readerDriver) Check(q recipes.Query) recipes.Verdict {
+	d.mu.Lock()
+	d.asked = append(d.asked, q.Owner)
+	d.mu.Unlock()
+	if q.Owner != nil && q.Owner == d.writerOwner {
+		return recipes.Verdict{Held: true}
+	}
+	for _, c := range q.Below {
+		if strings.Contains(c.Name, "__WRIT__") {
+			return recipes.Verdict{Watch: c}
+		}
+	}
+	return recipes.Verdict{Held: true}
+}
+
+func (d *readerDriver) Blocks(_, other recipes.Contender) bool {
+	return strings.Contains(other.Name, "__WRIT__")
+}
+
+func (d *readerDriver) Relist(gone recipes.Contender) bool {
+	return strings.Contains(gone.Name, "__WRIT__")
+}
+
+// The engine's extension points: a node at a given sequence (the rwlock
+// downgrade), the owner seen by the driver, Blocks and Relist.
+func TestEngineFixedSequenceOwnerAndBlocks(t *testing.T) {
+	zkc := zktest.Start(t)
+	c := connect(t, zkc.Servers())
+	ctx := context.Background()
+	writer := &recipes.StandardDriver{LockName: "__WRIT__", Extra: []string{"__READ__"}, MaxLeases: 1}
+	w, err := c.Enter(ctx, "/rw", "__WRIT__", nil, writer)
+	require.NoError(t, err)
+	held, _, err := w.Acquire(ctx, true)
+	require.NoError(t, err)
+	require.True(t, held)
+	seq := w.Node().Key
+
+	// The write lock's owner asks for the read lock: a non-sequential node
+	// at the writer's sequence, granted at once through the owner.
+	d := &readerDriver{writerOwner: "writer"}
+	down, err := c.Enter(ctx, "/rw", "__READ__", nil, d, recipes.EnterAtSequence(seq), recipes.EnterOwner("writer"))
+	require.NoError(t, err)
+	assert.True(t, strings.HasSuffix(down.Path(), "-__READ__"+seq), down.Path())
+	assert.Equal(t, seq, down.Node().Key, "sorts where the write node is")
+	held, _, err = down.Acquire(ctx, false)
+	require.NoError(t, err)
+	assert.True(t, held)
+	assert.Equal(t, []any{"writer"}, d.asked)
+
+	// Another reader waits for the writer; when the writer leaves it
+	// lists again (Relist) and holds beside the downgraded reader.
+	other := &readerDriver{}
+	r, err := c.Enter(ctx, "/rw", "__READ__", nil, other)
+	require.NoError(t, err)
+	got := make(chan error, 1)
+	go func() {
+		held, _, err := r.Acquire(ctx, true)
+		if err == nil && !held {
+			err = errors.New("not held")
+		}
+		got <- err
+	}()
+	eventually(t, 5*time.Second, "reader checked", func() bool {
+		other.mu.Lock()
+		defer other.mu.Unlock()
+		return len(other.asked) > 0
+	})
+	select {
+	case err := <-got:
+		t.Fatalf("reader held while the writer holds: %v", err)
+	default:
+	}
+	before := c.Stats()
+	require.NoError(t, w.Leave(ctx))
+	require.NoError(t, <-got)
+	assert.Equal(t, uint64(1), c.Stats().Sub(before).Children, "one list after the writer went")
+
+	// A writer queued behind all of them waits for the downgraded reader.
+	w2, err := c.Enter(ctx, "/rw", "__WRIT__", nil, writer)
+	require.NoError(t, err)
+	held, _, err = w2.Acquire(ctx, false)
+	require.NoError(t, err)
+	assert.False(t, held, "the downgraded reader and the reader still hold")
+	require.NoError(t, down.Leave(ctx))
+	require.NoError(t, r.Leave(ctx))
+}
+
+// A driver that answers with a contender not ahead of ours gets an error,
+// not a misused index.
+func TestEngineRejectsBadVerdict(t *testing.T) {
+	zkc := zktest.Start(t)
+	c := connect(t, zkc.Servers())
+	ctx := context.Background()
+	first, err := c.Enter(ctx, "/bad", "lock-", nil, lockDriver)
+	require.NoError(t, err)
+	ct, err := c.Enter(ctx, "/bad", "lock-", nil, &badDriver{})
+	require.NoError(t, err)
+	_, _, err = ct.Acquire(ctx, true)
+	assert.ErrorIs(t, err, recipes.ErrInvalidArgument)
+	require.NoError(t, first.Leave(ctx))
+	kids, _, err := c.Children("/bad")
+	require.NoError(t, err)
+	assert.Empty(t, kids, "the failed contest left")
+}
+
+type badDriver struct{ recipes.StandardDriver }
+
+func (badDriver) SortKey(child string) string { return recipes.SortKey(child, "lock-") }
+func (badDriver) Check(q recipes.Query) recipes.Verdict {
+	return recipes.Verdict{Watch: recipes.Contender{Name: "nobody"}}
+}
+
+// The semaphore's count-based wait: only the caller waits, on a children
+// watch, woken by a lease going or the maximum changing.
+func TestAwaitCount(t *testing.T) {
+	zkc := zktest.Start(t)
+	c := connect(t, zkc.Servers())
+	ctx := context.Background()
+	var nodes []string
+	for i := 0; i < 3; i++ {
+		p, _, err := c.CreateProtected(ctx, "/sem/leases", "lease-", nil)
+		require.NoError(t, err)
+		nodes = append(nodes, p)
+	}
+	_, ours := recipes.SplitPath(nodes[2])
+	sid := c.SessionID()
+
+	require.NoError(t, c.AwaitCount(ctx, "/sem/leases", ours, sid, recipes.FixedLimit(3)))
+
+	// Too many: a lease going wakes the waiter.
+	done := make(chan error, 1)
+	go func() { done <- c.AwaitCount(ctx, "/sem/leases", ours, sid, recipes.FixedLimit(2)) }()
+	select {
+	case err := <-done:
+		t.Fatalf("returned with 3 leases of 2: %v", err)
+	case <-time.After(200 * time.Millisecond): // a bounded check that it waits
+	}
+	require.NoError(t, c.GuaranteedDelete(ctx, nodes[0], sid))
+	require.NoError(t, <-done)
+
+	// The maximum changing wakes the waiter.
+	var mu sync.Mutex
+	max, changed := 1, make(chan struct{})
+	watches := c.Stats().Watches
+	limit := func() (int, <-chan struct{}) {
+		mu.Lock()
+		defer mu.Unlock()
+		return max, changed
+	}
+	go func() { done <- c.AwaitCount(ctx, "/sem/leases", ours, sid, limit) }()
+	eventually(t, 5*time.Second, "waiter watching", func() bool {
+		return c.Stats().Watches > watches
+	})
+	mu.Lock()
+	max = 2
+	close(changed)
+	changed = make(chan struct{})
+	mu.Unlock()
+	require.NoError(t, <-done)
+
+	// Our lease gone: an error, not a wait.
+	require.NoError(t, c.GuaranteedDelete(ctx, nodes[2], sid))
+	err := c.AwaitCount(ctx, "/sem/leases", ours, sid, recipes.FixedLimit(5))
+	assert.ErrorIs(t, err, recipes.ErrLockLost)
+
+	tctx, cancel := context.WithTimeout(ctx, 100*time.Millisecond)
+	defer cancel()
+	p, _, err := c.CreateProtected(ctx, "/sem/leases", "lease-", nil)
+	require.NoError(t, err)
+	_, name := recipes.SplitPath(p)
+	err = c.AwaitCount(tctx, "/sem/leases", name, sid, recipes.FixedLimit(1))
+	assert.ErrorIs(t, err, context.DeadlineExceeded)
+}
+
+// termLog records a participant's terms.
+type termLog struct {
+	mu    sync.Mutex
+	terms []*recipes.Hold
+	nodes []string
+}
+
+func (l *termLog) onTerm(h *recipes.Hold) {
+	l.mu.Lock()
+	l.terms = append(l.terms, h)
+	l.mu.Unlock()
+}
+
+func (l *termLog) onNode(p string) {
+	l.mu.Lock()
+	l.nodes = append(l.nodes, p)
+	l.mu.Unlock()
+}
+
+func (l *termLog) count() (terms, nodes int) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return len(l.terms), len(l.nodes)
+}
+
+func (l *termLog) last() *recipes.Hold {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.terms[len(l.terms)-1]
+}
+
+func participate(t *testing.T, c *recipes.Client, parent string) (*termLog, func()) {
+	l := &termLog{}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() {
+		done <- c.Participate(ctx, recipes.Participation{
+			Parent: parent, LockName: "latch-", Data: []byte("id"),
+			Driver:  &recipes.StandardDriver{LockName: "latch-", MaxLeases: 1},
+			Options: []recipes.EnterOption{recipes.EnterVerifyOwner()},
+			OnNode:  l.onNode, OnTerm: l.onTerm,
+		})
+	}()
+	var once sync.Once
+	stop := func() {
+		once.Do(func() {
+			cancel()
+			select {
+			case err := <-done:
+				assert.ErrorIs(t, err, context.Canceled)
+			case <-time.After(10 * time.Second):
+				buf := make([]byte, 1<<20)
+				t.Errorf("Participate did not return\n%s", buf[:runtime.Stack(buf, true)])
+			}
+		})
+	}
+	t.Cleanup(stop)
+	return l, stop
+}
+
+// A long-lived participant: terms with fresh signals, its node recreated
+// when deleted (also with the whole path), a new term after a connection
+// blip under the Standard policy.
+func TestParticipantTermsAndRecreation(t *testing.T) {
+	zkc := zktest.Start(t)
+	proxy := zktest.NewProxy(t, zkc.Servers()[0])
+	a := connect(t, []string{proxy.Addr()}, recipes.WithSessionTimeout(4*time.Second))
+	b := connect(t, zkc.Servers())
+	admin := connect(t, zkc.Servers())
+
+	la, _ := participate(t, a, "/latch")
+	eventually(t, 5*time.Second, "a leads", func() bool { n, _ := la.count(); return n == 1 })
+	lb, stopB := participate(t, b, "/latch")
+	eventually(t, 5*time.Second, "b queued", func() bool { _, n := lb.count(); return n == 1 })
+	first := la.last()
+	tok, err := first.Token(context.Background())
+	require.NoError(t, err)
+
+	// Someone deletes a's node: a's term ends, b leads, a queues again.
+	require.NoError(t, admin.Delete(first.Node(), -1))
+	eventually(t, 5*time.Second, "b leads", func() bool { n, _ := lb.count(); return n == 1 })
+	assertClosedWithin(t, first.Done(), "a's term ended")
+	eventually(t, 5*time.Second, "a made a new node", func() bool { _, n := la.count(); return n == 2 })
+	tokB, err := lb.last().Token(context.Background())
+	require.NoError(t, err)
+	assert.Greater(t, tokB, tok, "tokens increase across terms")
+
+	// b stops: a leads again, with a fresh term.
+	stopB()
+	eventually(t, 5*time.Second, "a leads again", func() bool { n, _ := la.count(); return n == 2 })
+	second := la.last()
+	assert.False(t, isClosed(second.Done()))
+
+	// A connection blip ends the term (Standard policy); the same session
+	// and node come back: a new term on the same node.
+	proxy.Cut()
+	assertClosedWithin(t, second.Done(), "SUSPENDED ends the term")
+	eventually(t, 10*time.Second, "a leads after the blip", func() bool { n, _ := la.count(); return n == 3 })
+	third := la.last()
+	assert.Equal(t, second.Node(), third.Node(), "same node")
+	_, nodes := la.count()
+	assert.Equal(t, 2, nodes)
+
+	// The whole latch path deleted: a recreates it and leads.
+	kids, _, err := admin.Children("/latch")
+	require.NoError(t, err)
+	for _, k := range kids {
+		require.NoError(t, admin.Delete("/latch/"+k, -1))
+	}
+	err = admin.Delete("/latch", -1)
+	if err != nil && !errors.Is(err, zk.ErrNoNode) {
+		require.NoError(t, err)
+	}
+	assertClosedWithin(t, third.Done(), "node gone ends the term")
+	eventually(t, 10*time.Second, "a leads with a new node", func() bool { n, _ := la.count(); return n == 4 })
+	assert.NotEqual(t, third.Node(), la.last().Node())
+}
+
+func assertClosedWithin(t *testing.T, ch <-chan struct{}, what string) {
+	t.Helper()
+	select {
+	case <-ch:
+	case <-time.After(10 * time.Second):
+		t.Fatalf("%s: not closed within 10s", what)
+	}
+}
