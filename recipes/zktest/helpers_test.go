@@ -85,17 +85,8 @@ func (c *client) resetStates() {
 	c.mu.Unlock()
 }
 
-// waitFor polls cond until it holds or fails the test after d.
-func waitFor(t *testing.T, d time.Duration, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(d)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %v waiting for %s", d, what)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-}
+// waitFor is Eventually, under the name these tests use.
+var waitFor = Eventually
 
 // requireLocal skips a test that needs to control the server processes.
 func requireLocal(t *testing.T, c *Cluster) {

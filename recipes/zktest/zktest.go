@@ -479,3 +479,17 @@ func atoi(s string) (int, bool) {
 	}
 	return n, true
 }
+
+// Eventually polls cond every few milliseconds until it holds, and fails
+// the test when it still does not after timeout. Use it to wait for a
+// condition on a server (a node gone, a watch set) instead of sleeping.
+func Eventually(t testing.TB, timeout time.Duration, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out after %v waiting for %s", timeout, what)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
