@@ -3,6 +3,7 @@ package mutex_test
 import (
 	"context"
 	"fmt"
+	"time"
 
 	"github.com/go-zookeeper/zk"
 
@@ -47,4 +48,44 @@ func Example() {
 	// fenced write: <nil>
 	// holding
 	// unlock: <nil>
+}
+
+// ExampleWithRevocationListener gives the lock up when asked: the listener
+// runs on a goroutine of its own, so it releases through the lease.
+func ExampleWithRevocationListener() {
+	ctx := context.Background()
+	c, err := recipes.Connect(exampleServers()) // e.g. []string{"127.0.0.1:2181"}
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer c.Close()
+
+	released := make(chan error, 1)
+	m, err := mutex.New(c, "/locks/reports", mutex.WithRevocationListener(func(lease *mutex.Lease) {
+		released <- lease.Unlock(ctx) // not m.Unlock: this goroutine is not the owner
+	}))
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	lease, err := m.Lock(ctx)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+
+	// Another process would find the holder's node with Participants.
+	fmt.Println("revoke:", mutex.Revoke(ctx, c, lease.Node()))
+	select {
+	case err := <-released:
+		fmt.Println("released:", err)
+	case <-time.After(10 * time.Second):
+		fmt.Println("the listener was not called")
+	}
+	fmt.Println("held:", m.IsHeldInProcess())
+	// Output:
+	// revoke: <nil>
+	// released: <nil>
+	// held: false
 }

@@ -10,10 +10,22 @@
 //
 // Reentrancy is counted per owner. The default owner is the calling
 // goroutine, as Curator's is the calling thread: a goroutine that holds the
-// lock may lock it again, and must unlock it as many times. A lock taken in
-// one goroutine can be released in another only through an explicit owner:
-// put one in the context with WithOwner and pass that context to both Lock
-// and Unlock. Unlock by anyone else returns ErrNotOwner and releases nothing.
+// lock may lock it again, and must unlock it as many times. Unlock by
+// anyone else returns ErrNotOwner and releases nothing.
+//
+// To release from another goroutine, use the Lease: Lease.Unlock releases
+// one hold of the lease's owner from any goroutine (a revocation listener,
+// a worker finishing the job). To hand the ownership itself between
+// goroutines, put an explicit owner in the context with WithOwner and pass
+// it to Lock and Unlock. Calls that pass the same owner are one holder,
+// whichever goroutines make them: a second Lock while the owner's first is
+// still queued waits for it and then counts one more hold on the same
+// Lease; if the first fails, the second makes its own attempt.
+//
+// The goroutine id is read in a few nanoseconds (see
+// recipes.LookupGoroutineID). Should it ever be unreadable, Lock, TryLock
+// and Unlock without an explicit owner return an error wrapping
+// ErrNoGoroutineID rather than make every goroutine the same owner.
 //
 // # Losing the lock
 //
@@ -68,6 +80,9 @@ var (
 	ErrLockLost    = recipes.ErrLockLost
 	ErrNotAcquired = recipes.ErrNotAcquired
 	ErrFenced      = recipes.ErrFenced
+	// ErrNoGoroutineID: the calling goroutine's id, the default owner,
+	// could not be read; name an explicit owner with WithOwner.
+	ErrNoGoroutineID = recipes.ErrNoGoroutineID
 )
 
 // Option configures a Mutex.
@@ -109,7 +124,9 @@ func WithExtraLockNames(names ...string) Option {
 // WithRevocationListener makes holds revocable, as Curator's makeRevocable:
 // when someone writes RevokeMessage into a held lock node (see Revoke), fn
 // is called once, on a goroutine of its own, with the lease. It is up to fn
-// to release the lock.
+// to release the lock, with lease.Unlock: fn's goroutine is not the owner,
+// so Mutex.Unlock there would return ErrNotOwner (unless the lock was
+// taken with an explicit owner that fn names too).
 func WithRevocationListener(fn func(*Lease)) Option {
 	return func(o *options) error {
 		if fn == nil {
@@ -130,8 +147,16 @@ type Mutex struct {
 	opts   options
 	driver *recipes.StandardDriver
 
-	mu    sync.Mutex
-	holds map[any]*Lease
+	mu      sync.Mutex
+	holds   map[any]*Lease
+	pending map[any]*attempt // acquisitions in flight, by owner
+}
+
+// attempt is an owner's acquisition in flight. Other calls by the same
+// owner wait for it rather than queue a node of their own.
+type attempt struct {
+	wait bool          // a Lock, which may wait for another holder; not a TryLock
+	done chan struct{} // closed when the attempt ends, won or not
 }
 
 // New returns a mutex at path. It does not touch ZooKeeper.
@@ -172,7 +197,7 @@ func New(c *recipes.Client, path string, opts ...Option) (*Mutex, error) {
 func (m *Mutex) Path() string { return m.path }
 
 // Lease is one owner's hold on a Mutex. Locking again by the same owner
-// returns the same Lease.
+// returns the same Lease. Its Unlock releases a hold from any goroutine.
 type Lease struct {
 	*recipes.Hold
 	m     *Mutex
@@ -181,11 +206,29 @@ type Lease struct {
 	count int // guarded by m.mu
 }
 
-// Count returns how many times the owner holds the lock.
+// Count returns how many times the owner holds the lock through this
+// Lease: 0 once it is released.
 func (l *Lease) Count() int {
 	l.m.mu.Lock()
 	defer l.m.mu.Unlock()
 	return l.count
+}
+
+// Unlock releases one hold of the lease's owner, from any goroutine,
+// exactly as the owner's Mutex.Unlock would: the last one deletes the lock
+// node, and if the session was lost while the lock was held it drops the
+// whole hold and returns an error wrapping ErrLockLost. Once the lease is
+// fully released, Unlock returns ErrNotHeld and releases nothing, even if
+// the owner has locked again since (under a new Lease).
+func (l *Lease) Unlock(ctx context.Context) error {
+	if l == nil || l.m == nil {
+		return fmt.Errorf("%w: Lease not returned by Lock", recipes.ErrInvalidArgument)
+	}
+	if err := l.m.check(ctx); err != nil {
+		return err
+	}
+	l.m.mu.Lock()
+	return l.m.release(ctx, l)
 }
 
 // ownerKey types keep explicit owners apart from goroutine ids.
@@ -195,13 +238,19 @@ type (
 	explicit    struct{ v any }
 )
 
-// WithOwner returns a context that names owner as the owner for Lock and
-// Unlock, instead of the calling goroutine. owner must be comparable (a
-// string, a pointer, an id...). Use it to release a lock in another
-// goroutine than the one that took it.
+// WithOwner returns a context that names owner as the owner for Lock,
+// TryLock, Unlock and IsHeld, instead of the calling goroutine. owner must
+// be comparable (a string, a pointer, an id...). Calls naming the same
+// owner are one holder, in whatever goroutines they run: use it to hand a
+// lock between goroutines, or when the goroutine id cannot be read
+// (ErrNoGoroutineID). To merely release from another goroutine,
+// Lease.Unlock is enough.
 func WithOwner(ctx context.Context, owner any) context.Context {
 	return context.WithValue(ctx, ownerCtxKey{}, explicit{owner})
 }
+
+// goroutineID reads the default owner; tests replace it.
+var goroutineID = recipes.LookupGoroutineID
 
 func ownerOf(ctx context.Context) (any, error) {
 	if o, ok := ctx.Value(ownerCtxKey{}).(explicit); ok { // no goroutine id needed
@@ -210,7 +259,11 @@ func ownerOf(ctx context.Context) (any, error) {
 		}
 		return o, nil
 	}
-	return goroutine(recipes.GoroutineID()), nil
+	id, err := goroutineID()
+	if err != nil { // never fall back to a shared owner
+		return nil, fmt.Errorf("%w (see mutex.WithOwner)", err)
+	}
+	return goroutine(id), nil
 }
 
 func (m *Mutex) check(ctx context.Context) error {
@@ -227,11 +280,19 @@ func (m *Mutex) check(ctx context.Context) error {
 // lost. A timed acquire is a ctx with a deadline. When ctx ends the
 // caller's node is removed and the error wraps ctx.Err(). If the owner
 // already holds the lock, Lock counts one more hold and returns at once.
+// If the owner's acquisition is in flight in another goroutine (an
+// explicit owner), Lock waits for it, within ctx, and then counts one more
+// hold on the Lease it won; if that attempt fails, Lock makes its own.
 func (m *Mutex) Lock(ctx context.Context) (*Lease, error) { return m.lock(ctx, true) }
 
 // TryLock makes one attempt and never waits for another holder: it returns
 // the lease, or an error wrapping ErrNotAcquired when someone else holds
-// the lock (leaving no node behind).
+// the lock (leaving no node behind). If the owner already holds the lock,
+// TryLock counts one more hold. If the owner's acquisition is in flight in
+// another goroutine: a TryLock in flight makes one attempt too, so TryLock
+// waits for its outcome (within ctx) and counts one more hold if it won,
+// or makes its own attempt if it did not; a Lock in flight may be queued
+// behind another holder, so TryLock returns ErrNotAcquired at once.
 func (m *Mutex) TryLock(ctx context.Context) (*Lease, error) { return m.lock(ctx, false) }
 
 func (m *Mutex) lock(ctx context.Context, wait bool) (*Lease, error) {
@@ -240,19 +301,68 @@ func (m *Mutex) lock(ctx context.Context, wait bool) (*Lease, error) {
 	}
 	owner, err := ownerOf(ctx)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("mutex %s: %w", m.path, err)
 	}
+	a, l, err := m.join(ctx, owner, wait)
+	if a == nil {
+		return l, err
+	}
+	l, err = m.acquire(ctx, owner, wait)
 	m.mu.Lock()
-	if l := m.holds[owner]; l != nil {
-		defer m.mu.Unlock()
-		if l.IsLost() {
-			return nil, fmt.Errorf("mutex %s: %w: unlock it first", m.path, ErrLockLost)
-		}
-		l.count++
-		return l, nil
+	delete(m.pending, owner)
+	if l != nil {
+		m.holds[owner] = l
 	}
+	close(a.done) // waiters look again: they re-enter l, or try themselves
 	m.mu.Unlock()
+	if l != nil && m.opts.onRevoke != nil {
+		go l.watchRevocation()
+	}
+	return l, err
+}
 
+// join settles a lock call against the owner's state in this Mutex: it
+// re-enters the owner's hold (returning the Lease), or waits for the
+// owner's acquisition in flight and looks again, or registers a new
+// attempt and returns it for the caller to make.
+func (m *Mutex) join(ctx context.Context, owner any, wait bool) (*attempt, *Lease, error) {
+	m.mu.Lock()
+	for {
+		if l := m.holds[owner]; l != nil {
+			defer m.mu.Unlock()
+			if l.IsLost() {
+				return nil, nil, fmt.Errorf("mutex %s: %w: unlock it first", m.path, ErrLockLost)
+			}
+			l.count++
+			return nil, l, nil
+		}
+		a := m.pending[owner]
+		if a == nil {
+			break
+		}
+		m.mu.Unlock()
+		if !wait && a.wait {
+			return nil, nil, fmt.Errorf("mutex %s: %w: the owner's Lock is still waiting", m.path, ErrNotAcquired)
+		}
+		select {
+		case <-a.done:
+		case <-ctx.Done():
+			return nil, nil, fmt.Errorf("mutex %s: waiting for the owner's acquisition in flight: %w", m.path, ctx.Err())
+		}
+		m.mu.Lock()
+	}
+	defer m.mu.Unlock()
+	a := &attempt{wait: wait, done: make(chan struct{})}
+	if m.pending == nil {
+		m.pending = map[any]*attempt{}
+	}
+	m.pending[owner] = a
+	return a, nil, nil
+}
+
+// acquire queues a node and waits (or, with wait false, checks once) until
+// it holds the lock.
+func (m *Mutex) acquire(ctx context.Context, owner any, wait bool) (*Lease, error) {
 	ct, err := m.c.Enter(ctx, m.full, LockName, m.opts.data, m.driver)
 	if err != nil {
 		return nil, fmt.Errorf("mutex %s: %w", m.path, err)
@@ -264,14 +374,7 @@ func (m *Mutex) lock(ctx context.Context, wait bool) (*Lease, error) {
 	if !held {
 		return nil, fmt.Errorf("mutex %s: %w", m.path, ErrNotAcquired)
 	}
-	l := &Lease{Hold: recipes.NewHold(m.c, ct.Path(), sig), m: m, ct: ct, owner: owner, count: 1}
-	m.mu.Lock()
-	m.holds[owner] = l
-	m.mu.Unlock()
-	if m.opts.onRevoke != nil {
-		go l.watchRevocation()
-	}
-	return l, nil
+	return &Lease{Hold: recipes.NewHold(m.c, ct.Path(), sig), m: m, ct: ct, owner: owner, count: 1}, nil
 }
 
 // Unlock releases one hold of the owner; the last one deletes the lock node
@@ -280,14 +383,14 @@ func (m *Mutex) lock(ctx context.Context, wait bool) (*Lease, error) {
 // holds it here) or ErrNotHeld and releases nothing. If the session was
 // lost while the lock was held, Unlock drops the whole hold, cleans up and
 // returns an error wrapping ErrLockLost: the lock may have been someone
-// else's for a while.
+// else's for a while. Lease.Unlock does the same from any goroutine.
 func (m *Mutex) Unlock(ctx context.Context) error {
 	if err := m.check(ctx); err != nil {
 		return err
 	}
 	owner, err := ownerOf(ctx)
 	if err != nil {
-		return err
+		return fmt.Errorf("mutex %s: %w", m.path, err)
 	}
 	m.mu.Lock()
 	l := m.holds[owner]
@@ -299,17 +402,29 @@ func (m *Mutex) Unlock(ctx context.Context) error {
 		}
 		return fmt.Errorf("mutex %s: %w", m.path, ErrNotHeld)
 	}
+	return m.release(ctx, l)
+}
+
+// release releases one hold of l, for Mutex.Unlock and Lease.Unlock alike.
+// m.mu is held on entry; release unlocks it.
+func (m *Mutex) release(ctx context.Context, l *Lease) error {
+	if l.count == 0 {
+		m.mu.Unlock()
+		return fmt.Errorf("mutex %s: %w: the lease was released", m.path, ErrNotHeld)
+	}
 	lost := l.IsLost()
 	if l.count--; l.count > 0 && !lost {
 		m.mu.Unlock()
 		return nil
 	}
 	l.count = 0
-	delete(m.holds, owner)
+	if m.holds[l.owner] == l {
+		delete(m.holds, l.owner)
+	}
 	m.mu.Unlock()
 
 	l.MarkReleased()
-	err = l.ct.Leave()
+	err := l.ct.Leave(ctx)
 	if lost {
 		return fmt.Errorf("mutex %s: %w", m.path, ErrLockLost)
 	}

@@ -400,8 +400,17 @@ func TestSessionLoss(t *testing.T) {
 			_, err = r.lease.Fenced(ctx, &zk.SetDataRequest{Path: "/fence-target", Data: []byte("fresh"), Version: -1})
 			assert.NoError(t, err, "the current holder's write goes through")
 
-			assert.ErrorIs(t, am.Unlock(ctx), mutex.ErrLockLost)
+			unlock := func() error { return am.Unlock(ctx) }
+			if policy == recipes.PolicySession { // through the handle, from another goroutine
+				unlock = func() error {
+					errc := make(chan error)
+					go func() { errc <- lease.Unlock(ctx) }()
+					return <-errc
+				}
+			}
+			assert.ErrorIs(t, unlock(), mutex.ErrLockLost)
 			assert.False(t, am.IsHeldInProcess(), "local state cleaned up")
+			assert.ErrorIs(t, lease.Unlock(ctx), mutex.ErrNotHeld, "released already")
 			require.NoError(t, bm.Unlock(bOwner))
 			l, err := am.Lock(ctx) // usable again
 			require.NoError(t, err)
@@ -585,30 +594,51 @@ func TestTokensIncreaseAcrossHoldersAndRecreatedParent(t *testing.T) {
 	}
 }
 
+// TestRevocation revokes a hold: the listener, on a goroutine of its own,
+// releases through the lease, and the waiter gets the lock.
 func TestRevocation(t *testing.T) {
 	zkc := zktest.Start(t)
 	ctx := context.Background()
 	a := connect(t, zkc.Servers())
 	b := connect(t, zkc.Servers())
-	revoked := make(chan *mutex.Lease, 1)
-	am := newMutex(t, a, "/locks/revoke", mutex.WithRevocationListener(func(l *mutex.Lease) { revoked <- l }))
+	type revocation struct {
+		lease *mutex.Lease
+		err   error
+	}
+	revoked := make(chan revocation, 1)
+	am := newMutex(t, a, "/locks/revoke", mutex.WithRevocationListener(func(l *mutex.Lease) {
+		revoked <- revocation{l, l.Unlock(ctx)} // the holder chooses to give the lock up
+	}))
 	bm := newMutex(t, b, "/locks/revoke")
 	la, err := am.Lock(ctx)
 	require.NoError(t, err)
+	bOwner := mutex.WithOwner(ctx, "b")
+	bGot := make(chan error, 1)
+	go func() {
+		_, err := bm.Lock(bOwner)
+		bGot <- err
+	}()
+	waitQueued(t, bm, 2)
 	ps, err := bm.Participants(ctx)
 	require.NoError(t, err)
-	require.Len(t, ps, 1)
+	require.Equal(t, la.Node(), ps[0].Path)
 	require.NoError(t, mutex.Revoke(ctx, b, ps[0].Path))
 	select {
-	case l := <-revoked:
-		assert.Same(t, la, l)
+	case r := <-revoked:
+		assert.Same(t, la, r.lease)
+		assert.NoError(t, r.err, "the listener released through the lease")
 	case <-time.After(10 * time.Second):
 		t.Fatal("revocation listener not called")
 	}
-	require.NoError(t, am.Unlock(ctx)) // the holder chooses to give the lock up
-	_, err = bm.TryLock(ctx)
-	require.NoError(t, err)
-	require.NoError(t, bm.Unlock(ctx))
+	select {
+	case err := <-bGot:
+		require.NoError(t, err)
+	case <-time.After(10 * time.Second):
+		t.Fatal("the waiter did not get the revoked lock")
+	}
+	assert.False(t, am.IsHeldInProcess())
+	assert.Equal(t, 0, la.Count())
+	require.NoError(t, bm.Unlock(bOwner))
 }
 
 func TestIntrospection(t *testing.T) {

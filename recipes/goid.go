@@ -39,8 +39,10 @@ func GoroutineID() uint64 {
 //
 // The slow path parses the first line of runtime.Stack ("goroutine 123
 // [running]:"). runtime.Stack walks the whole stack, so its cost grows with
-// the depth: on a 2-core AMD EPYC, about 4µs one frame deep, 15µs twenty
-// frames deeper and 30µs sixty frames deeper (BenchmarkGoroutineID).
+// the depth. Measured with BenchmarkGoroutineID on a busy 2-core AMD EPYC
+// (Go 1.26), with the stack 1, 20 and 60 frames deeper than the caller:
+// the stack parse took 4–5.5µs, 12–15µs and 33–57µs; goid.Get 3ns at
+// every depth; LookupGoroutineID, with its once-only check, 4–5ns.
 func LookupGoroutineID() (uint64, error) {
 	fastOnce.Do(func() { fastOK = fastAgrees(goid.Get, stackGoroutineID) })
 	if fastOK {

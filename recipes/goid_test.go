@@ -14,8 +14,8 @@ import (
 
 func TestParseGoroutineID(t *testing.T) {
 	for in, want := range map[string]uint64{
-		"goroutine 1 [running]:\nmain.main()":                   1,
-		"goroutine 18446744073709551615 [running]:":              1<<64 - 1,
+		"goroutine 1 [running]:\nmain.main()":                     1,
+		"goroutine 18446744073709551615 [running]:":               1<<64 - 1,
 		"goroutine 42 gp=0xc000002380 m=0 mp=0x7d8f20 [running]:": 42,
 	} {
 		got, err := parseGoroutineID([]byte(in))
