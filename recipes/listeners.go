@@ -94,9 +94,13 @@ func (l *listener) loop() {
 			default:
 			}
 			if tok == nil {
-				tok = &listenerToken{gid: GoroutineID()}
+				if id, err := LookupGoroutineID(); err == nil {
+					tok = &listenerToken{gid: id}
+				}
 			}
-			l.running.Store(tok)
+			if tok != nil {
+				l.running.Store(tok)
+			}
 			l.fn(s)
 			l.running.Store(nil)
 		}
@@ -112,8 +116,10 @@ func (l *listener) stop() {
 		close(l.done)
 		l.q.close()
 	})
-	if tok := l.running.Load(); tok != nil && tok.gid == GoroutineID() {
-		return
+	if tok := l.running.Load(); tok != nil {
+		if id, err := LookupGoroutineID(); err == nil && tok.gid == id {
+			return // a callback removing its own listener
+		}
 	}
 	t := time.NewTimer(listenerStopWait)
 	defer t.Stop()
