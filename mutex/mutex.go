@@ -80,6 +80,8 @@ var (
 	ErrLockLost    = recipes.ErrLockLost
 	ErrNotAcquired = recipes.ErrNotAcquired
 	ErrFenced      = recipes.ErrFenced
+	// ErrNotConnected: TryLock while the client has no connection.
+	ErrNotConnected = recipes.ErrNotConnected
 	// ErrNoGoroutineID: the calling goroutine's id, the default owner,
 	// could not be read; name an explicit owner with WithOwner.
 	ErrNoGoroutineID = recipes.ErrNoGoroutineID
@@ -287,7 +289,8 @@ func (m *Mutex) Lock(ctx context.Context) (*Lease, error) { return m.lock(ctx, t
 
 // TryLock makes one attempt and never waits for another holder: it returns
 // the lease, or an error wrapping ErrNotAcquired when someone else holds
-// the lock (leaving no node behind). If the owner already holds the lock,
+// the lock (leaving no node behind), or ErrNotConnected when the client
+// has no connection to a server. If the owner already holds the lock,
 // TryLock counts one more hold. If the owner's acquisition is in flight in
 // another goroutine: a TryLock in flight makes one attempt too, so TryLock
 // waits for its outcome (within ctx) and counts one more hold if it won,
@@ -363,6 +366,11 @@ func (m *Mutex) join(ctx context.Context, owner any, wait bool) (*attempt, *Leas
 // acquire queues a node and waits (or, with wait false, checks once) until
 // it holds the lock.
 func (m *Mutex) acquire(ctx context.Context, owner any, wait bool) (*Lease, error) {
+	if !wait && !m.c.State().IsConnected() {
+		// One attempt cannot succeed without a server: say so at once
+		// instead of retrying the create until ctx ends.
+		return nil, fmt.Errorf("mutex %s: %w (%v)", m.path, recipes.ErrNotConnected, m.c.State())
+	}
 	ct, err := m.c.Enter(ctx, m.full, LockName, m.opts.data, m.driver)
 	if err != nil {
 		return nil, fmt.Errorf("mutex %s: %w", m.path, err)

@@ -748,3 +748,33 @@ func TestBadInput(t *testing.T) {
 	assert.ErrorIs(t, err, recipes.ErrClosed)
 	assert.ErrorIs(t, mutex.Revoke(context.Background(), closed, "/x"), recipes.ErrClosed)
 }
+
+// TryLock without a connection says so with a sentinel, at once, instead
+// of retrying its create until ctx ends; Unlock while suspended does not
+// block either (the delete goes to the background worker).
+func TestTryLockAndUnlockWhileSuspended(t *testing.T) {
+	zkc := zktest.Start(t)
+	proxy := zktest.NewProxy(t, zkc.Servers()[0])
+	c := connect(t, []string{proxy.Addr()}, recipes.WithSessionTimeout(4*time.Second))
+	direct := connect(t, zkc.Servers())
+	m := newMutex(t, c, "/trysusp")
+	other := newMutex(t, c, "/trysusp2")
+	ctx := context.Background()
+	_, err := m.Lock(ctx)
+	require.NoError(t, err)
+
+	states, cancel := c.Subscribe()
+	defer cancel()
+	proxy.Blackhole()
+	waitState(t, states, recipes.StateSuspended)
+	start := time.Now()
+	_, err = other.TryLock(ctx)
+	assert.ErrorIs(t, err, mutex.ErrNotConnected)
+	assert.True(t, recipes.IsRetryable(err))
+	require.NoError(t, m.Unlock(ctx))
+	assert.Less(t, time.Since(start), 200*time.Millisecond, "neither call waits for the server")
+	proxy.Restore()
+	eventually(t, 10*time.Second, "released node deleted", func() bool {
+		return len(children(t, direct, "/trysusp")) == 0
+	})
+}
