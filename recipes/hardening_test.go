@@ -8,6 +8,8 @@ import (
 	"net"
 	"os"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -164,9 +166,9 @@ func TestLostDeclaredOneTimeoutAfterLastByte(t *testing.T) {
 // for Connect and for an adopted connection dialled through a Wire.
 func TestNegotiatedTimeoutFromHandshake(t *testing.T) {
 	zkc := zktest.Start(t) // tickTime 200ms: the server grants at most 4s
-	var lines int
+	var lines atomic.Int64
 	c := connect(t, zkc.Servers(), recipes.WithSessionTimeout(30*time.Second),
-		recipes.WithZKLogger(zkLoggerFunc(func(string, ...any) { lines++ })))
+		recipes.WithZKLogger(zkLoggerFunc(func(string, ...any) { lines.Add(1) })))
 	assert.Equal(t, 4*time.Second, c.SessionTimeout(), "Connect")
 
 	w := recipes.NewWire(nil)
@@ -317,4 +319,41 @@ func TestTryAcquireWhileSuspendedIsErrNotConnected(t *testing.T) {
 	assert.ErrorIs(t, err, recipes.ErrNotConnected)
 	assert.True(t, recipes.IsRetryable(err))
 	proxy.Restore()
+}
+
+// countingHostProvider is go-zookeeper's DNS host provider, counted.
+type countingHostProvider struct {
+	zk.DNSHostProvider
+	inits int
+}
+
+func (h *countingHostProvider) Init(servers []string) error {
+	h.inits++
+	return h.DNSHostProvider.Init(servers)
+}
+
+// Every dialing option reaches go-zookeeper, however many are given (they
+// used to be passed by count, and a sixth would have been dropped).
+func TestConnectPassesEveryDialingOption(t *testing.T) {
+	zkc := zktest.Start(t)
+	var dials int
+	var mu sync.Mutex
+	hp := &countingHostProvider{}
+	var logged atomic.Bool
+	c := connect(t, zkc.Servers(),
+		recipes.WithDialer(func(network, addr string, timeout time.Duration) (net.Conn, error) {
+			mu.Lock()
+			dials++
+			mu.Unlock()
+			return net.DialTimeout(network, addr, timeout)
+		}),
+		recipes.WithHostProvider(hp),
+		recipes.WithMaxBufferSize(1<<20),
+		recipes.WithZKLogger(zkLoggerFunc(func(string, ...any) { logged.Store(true) })))
+	mu.Lock()
+	assert.GreaterOrEqual(t, dials, 1, "the user's dialer, under the Wire")
+	mu.Unlock()
+	assert.Equal(t, 1, hp.inits, "the host provider")
+	assert.True(t, logged.Load(), "the go-zookeeper logger")
+	assert.Equal(t, 4*time.Second, c.SessionTimeout(), "the Wire still reads the handshake")
 }
