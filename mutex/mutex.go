@@ -147,7 +147,9 @@ type Mutex struct {
 	path   string // as given
 	full   string // on the server
 	opts   options
-	driver *recipes.StandardDriver
+	driver   recipes.Driver
+	lockName string
+	prepare  func(owner any) ([]recipes.EnterOption, error)
 
 	mu      sync.Mutex
 	holds   map[any]*Lease
@@ -163,6 +165,46 @@ type attempt struct {
 
 // New returns a mutex at path. It does not touch ZooKeeper.
 func New(c *recipes.Client, path string, opts ...Option) (*Mutex, error) {
+	m, err := newMutex(c, path, opts)
+	if err != nil {
+		return nil, err
+	}
+	m.lockName = LockName
+	m.driver = &recipes.StandardDriver{LockName: LockName, Extra: m.opts.extra, MaxLeases: 1}
+	return m, nil
+}
+
+// Internal describes a lock that is a Mutex with other node names and
+// rules, as Curator builds its read/write lock's two locks on
+// InterProcessMutex (InternalInterProcessMutex). Recipes use it; most
+// users want New.
+type Internal struct {
+	// LockName is the name in the lock's node names (_c_<uuid>-<LockName><seq>).
+	LockName string
+	// Driver decides who holds; its Check sees the owner asking as
+	// Query.Owner (compare it with Mutex.LeaseOf).
+	Driver recipes.Driver
+	// Prepare, if set, is called with the owner before it queues a new
+	// node (not when it re-enters a hold): it may refuse with an error or
+	// add options to the node's creation.
+	Prepare func(owner any) ([]recipes.EnterOption, error)
+}
+
+// NewInternal returns a Mutex at path that follows in's rules. Options
+// apply as for New, except WithExtraLockNames (the driver decides).
+func NewInternal(c *recipes.Client, path string, in Internal, opts ...Option) (*Mutex, error) {
+	if in.LockName == "" || in.Driver == nil {
+		return nil, fmt.Errorf("%w: an internal lock needs a lock name and a driver", recipes.ErrInvalidArgument)
+	}
+	m, err := newMutex(c, path, opts)
+	if err != nil {
+		return nil, err
+	}
+	m.lockName, m.driver, m.prepare = in.LockName, in.Driver, in.Prepare
+	return m, nil
+}
+
+func newMutex(c *recipes.Client, path string, opts []Option) (*Mutex, error) {
 	if c == nil {
 		return nil, recipes.ErrNilClient
 	}
@@ -188,12 +230,22 @@ func New(c *recipes.Client, path string, opts ...Option) (*Mutex, error) {
 	if o.data == nil {
 		o.data = []byte(localIP())
 	}
-	return &Mutex{
-		c: c, path: path, full: full, opts: o,
-		driver: &recipes.StandardDriver{LockName: LockName, Extra: o.extra, MaxLeases: 1},
-		holds:  map[any]*Lease{},
-	}, nil
+	return &Mutex{c: c, path: path, full: full, opts: o, holds: map[any]*Lease{}}, nil
 }
+
+// LeaseOf returns the Lease held by owner, as a driver sees it in
+// Query.Owner, or nil.
+func (m *Mutex) LeaseOf(owner any) *Lease {
+	if m == nil || owner == nil {
+		return nil
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.holds[owner]
+}
+
+// Client returns the client the mutex was made with.
+func (m *Mutex) Client() *recipes.Client { return m.c }
 
 // Path returns the lock path as given to New.
 func (m *Mutex) Path() string { return m.path }
@@ -371,7 +423,14 @@ func (m *Mutex) acquire(ctx context.Context, owner any, wait bool) (*Lease, erro
 		// instead of retrying the create until ctx ends.
 		return nil, fmt.Errorf("mutex %s: %w (%v)", m.path, recipes.ErrNotConnected, m.c.State())
 	}
-	ct, err := m.c.Enter(ctx, m.full, LockName, m.opts.data, m.driver)
+	var eopts []recipes.EnterOption
+	if m.prepare != nil {
+		var err error
+		if eopts, err = m.prepare(owner); err != nil {
+			return nil, fmt.Errorf("mutex %s: %w", m.path, err)
+		}
+	}
+	ct, err := m.c.Enter(ctx, m.full, m.lockName, m.opts.data, m.driver, eopts...)
 	if err != nil {
 		return nil, fmt.Errorf("mutex %s: %w", m.path, err)
 	}

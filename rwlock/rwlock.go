@@ -1,0 +1,214 @@
+// Package rwlock is a Curator-compatible inter-process read/write lock on
+// ZooKeeper (Curator's InterProcessReadWriteLock): many readers or one
+// writer, fair (first come, first served), writer-fair (a queued writer
+// holds back the readers that queue after it) and herd-free, with fencing
+// tokens and session-loss signals.
+//
+// Both locks queue under one path, with the nodes Curator makes:
+// _c_<uuid>-__READ__<seq> and _c_<uuid>-__WRIT__<seq>, ephemeral
+// sequential, ordered by the text after the last __READ__ or __WRIT__.
+// A writer holds when its node is first; a reader holds when no writer's
+// node is ahead of it. Each lock is a mutex.Mutex with these rules (as
+// Curator builds both on InterProcessMutex), so it has the mutex's whole
+// API: Lock, TryLock, Unlock, Lease.Unlock from any goroutine, reentrancy
+// per owner (the calling goroutine, or mutex.WithOwner), Lease.Done,
+// Token and Fenced, Acquire/Release (a mutex.Locker, for MultiLock).
+//
+// # Downgrade and upgrade
+//
+// The write lock's owner may take the read lock at once, and then release
+// the write lock and go on reading: a downgrade. Its read node is
+// _c_<uuid>-__READ__<the write node's sequence>, ephemeral but not
+// sequential, so it sorts where the write node is and every writer queued
+// behind the write lock (in this process, another, or a Curator client)
+// keeps waiting until the reader releases. (Curator 5.4 makes an ordinary
+// sequential read node instead, which lets a queued writer in as soon as
+// the write lock is released, while the downgraded reader still reads:
+// CURATOR-621, fixed after 5.4.0 the way this package does it.)
+//
+// The other way round, a reader asking for the write lock would wait for
+// itself forever (it does in Curator); here Lock and TryLock return an
+// error wrapping ErrUpgrade at once.
+//
+// # Wake-ups
+//
+// A writer watches the node just ahead of it. A waiting reader watches the
+// nearest writer ahead of it (Curator's reader watches the first one; the
+// rule for holding is the same), so a writer's release wakes only the
+// readers queued between it and the next writer, and that writer.
+package rwlock
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/go-zookeeper/zk"
+
+	"github.com/zkrecipes/zkrecipes/mutex"
+	"github.com/zkrecipes/zkrecipes/recipes"
+)
+
+// Node names, as Curator's InterProcessReadWriteLock names them.
+const (
+	ReadLockName  = "__READ__"
+	WriteLockName = "__WRIT__"
+)
+
+// ErrUpgrade is returned when an owner that holds the read lock asks for
+// the write lock: it would wait for itself forever.
+var ErrUpgrade = errors.New("zkrecipes: rwlock: the read lock's owner cannot take the write lock (upgrade)")
+
+// RWLock is a read/write lock at one path.
+type RWLock struct {
+	c     *recipes.Client
+	path  string
+	full  string
+	read  *mutex.Mutex
+	write *mutex.Mutex
+}
+
+// New returns a read/write lock at path. Options are the mutex's
+// (mutex.WithData sets the nodes' data; by default, as in Curator, the
+// local IP address). It does not touch ZooKeeper.
+func New(c *recipes.Client, path string, opts ...mutex.Option) (*RWLock, error) {
+	if c == nil {
+		return nil, recipes.ErrNilClient
+	}
+	rw := &RWLock{c: c, path: path}
+	var err error
+	rw.write, err = mutex.NewInternal(c, path, mutex.Internal{
+		LockName: WriteLockName,
+		Driver:   writeDriver{},
+		Prepare:  rw.prepareWrite,
+	}, opts...)
+	if err != nil {
+		return nil, err
+	}
+	rw.read, err = mutex.NewInternal(c, path, mutex.Internal{
+		LockName: ReadLockName,
+		Driver:   &readDriver{write: rw.write},
+		Prepare:  rw.prepareRead,
+	}, opts...)
+	if err != nil {
+		return nil, err
+	}
+	rw.full, _ = c.FullPath(path)
+	return rw, nil
+}
+
+// ReadLock returns the read lock: many owners may hold it at once, while
+// no writer holds or waits ahead of them.
+func (rw *RWLock) ReadLock() *mutex.Mutex { return rw.read }
+
+// WriteLock returns the write lock: one owner holds it, alone.
+func (rw *RWLock) WriteLock() *mutex.Mutex { return rw.write }
+
+// Path returns the lock path as given to New.
+func (rw *RWLock) Path() string { return rw.path }
+
+// prepareWrite refuses an upgrade.
+func (rw *RWLock) prepareWrite(owner any) ([]recipes.EnterOption, error) {
+	if rw.read.LeaseOf(owner) != nil {
+		return nil, ErrUpgrade
+	}
+	return nil, nil
+}
+
+// prepareRead makes the write lock's owner's read node a downgrade node,
+// at the write node's sequence.
+func (rw *RWLock) prepareRead(owner any) ([]recipes.EnterOption, error) {
+	if w := rw.write.LeaseOf(owner); w != nil {
+		_, name := recipes.SplitPath(w.Node())
+		seq := recipes.SortKey(name, WriteLockName)
+		return []recipes.EnterOption{recipes.EnterOwner(owner), recipes.EnterAtSequence(seq)}, nil
+	}
+	return []recipes.EnterOption{recipes.EnterOwner(owner)}, nil
+}
+
+// sortKey orders both kinds of node by the text after the last lock name,
+// as Curator's SortingLockInternalsDriver does.
+func sortKey(child string) string { return recipes.SortKey(child, ReadLockName, WriteLockName) }
+
+func isWriter(c recipes.Contender) bool { return strings.Contains(c.Name, WriteLockName) }
+
+// writeDriver: a writer holds when its node is first, and watches the node
+// just ahead of it.
+type writeDriver struct{}
+
+func (writeDriver) SortKey(child string) string { return sortKey(child) }
+
+func (writeDriver) Check(q recipes.Query) recipes.Verdict {
+	if len(q.Below) == 0 {
+		return recipes.Verdict{Held: true}
+	}
+	return recipes.Verdict{Watch: q.Below[len(q.Below)-1]}
+}
+
+func (writeDriver) Blocks(_, _ recipes.Contender) bool { return true }
+
+// Relist: a writer that goes may have downgraded, leaving a read node at
+// its sequence that we have not listed.
+func (writeDriver) Relist(gone recipes.Contender) bool { return isWriter(gone) }
+
+// readDriver: a reader holds when no writer is ahead of it, or at once when
+// its owner holds the write lock (a downgrade); otherwise it watches the
+// nearest writer ahead. Readers do not block readers.
+type readDriver struct{ write *mutex.Mutex }
+
+func (d *readDriver) SortKey(child string) string { return sortKey(child) }
+
+func (d *readDriver) Check(q recipes.Query) recipes.Verdict {
+	if q.Owner != nil && d.write.LeaseOf(q.Owner) != nil {
+		return recipes.Verdict{Held: true}
+	}
+	for i := len(q.Below) - 1; i >= 0; i-- {
+		if isWriter(q.Below[i]) {
+			return recipes.Verdict{Watch: q.Below[i]}
+		}
+	}
+	return recipes.Verdict{Held: true}
+}
+
+func (d *readDriver) Blocks(_, other recipes.Contender) bool { return isWriter(other) }
+
+func (d *readDriver) Relist(gone recipes.Contender) bool { return isWriter(gone) }
+
+// Participant is one node in the lock's queue.
+type Participant struct {
+	Name   string // node name
+	Path   string // server path
+	Writer bool   // a write lock's node
+}
+
+// Participants returns every node of the lock, readers and writers, in
+// queue order (Curator's getParticipantNodes order).
+func (rw *RWLock) Participants(ctx context.Context) ([]Participant, error) {
+	if rw == nil || rw.c == nil {
+		return nil, fmt.Errorf("%w: RWLock not made by New", recipes.ErrInvalidArgument)
+	}
+	if err := rw.c.Check(); err != nil {
+		return nil, err
+	}
+	var kids []string
+	err := rw.c.Retry(ctx, func() error {
+		var err error
+		kids, _, err = rw.c.Children(rw.full)
+		return err
+	})
+	if errors.Is(err, zk.ErrNoNode) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("rwlock %s: participants: %w", rw.path, err)
+	}
+	out := []Participant{}
+	for _, s := range recipes.SortContenders(kids, writeDriver{}) {
+		if !strings.Contains(s.Name, ReadLockName) && !strings.Contains(s.Name, WriteLockName) {
+			continue // not a read/write lock node
+		}
+		out = append(out, Participant{Name: s.Name, Path: recipes.JoinPath(rw.full, s.Name), Writer: isWriter(s)})
+	}
+	return out, nil
+}
