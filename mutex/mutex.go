@@ -143,10 +143,10 @@ func WithRevocationListener(fn func(*Lease)) Option {
 // share one Mutex; each owner (goroutine, or explicit owner) holds it in
 // turn with every other owner, in this process or any other.
 type Mutex struct {
-	c      *recipes.Client
-	path   string // as given
-	full   string // on the server
-	opts   options
+	c        *recipes.Client
+	path     string // as given
+	full     string // on the server
+	opts     options
 	driver   recipes.Driver
 	lockName string
 	prepare  func(owner any) ([]recipes.EnterOption, error)
