@@ -33,8 +33,7 @@ type Client struct {
 	suspendCh   chan struct{} // closed on SUSPENDED, LOST and Close
 	lostCh      chan struct{} // closed on LOST and Close
 	changeCh    chan struct{} // closed on every transition
-	listeners   map[uint64]*listener
-	nextID      uint64
+	listeners   Listeners[State]
 	closed      bool
 	timer       *time.Timer
 	timerGen    uint64
@@ -155,7 +154,6 @@ func newClient(cfg config) *Client {
 		suspendCh: make(chan struct{}),
 		lostCh:    make(chan struct{}),
 		changeCh:  make(chan struct{}),
-		listeners: map[uint64]*listener{},
 		nodes:     map[string]int64{},
 		closeCh:   make(chan struct{}),
 		pumpDone:  make(chan struct{}),
@@ -347,12 +345,8 @@ func (c *Client) Close() error {
 		if c.timer != nil {
 			c.timer.Stop()
 		}
-		ls := c.listeners
-		c.listeners = map[uint64]*listener{}
 		c.mu.Unlock()
-		for _, l := range ls {
-			l.stop()
-		}
+		c.listeners.Close()
 		if c.conn != nil {
 			c.conn.Close()
 			// go-zookeeper closes its event channel once its loop has ended.

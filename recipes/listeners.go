@@ -10,51 +10,101 @@ import (
 // on a goroutine of its own: a slow fn delays only its own later calls,
 // never the client. The returned function removes the listener; it, and
 // Close, wait up to 5s for a call in progress to return.
-func (c *Client) Listen(fn func(State)) (remove func()) {
-	return c.addListener(newListener(fn, nil, nil))
-}
+func (c *Client) Listen(fn func(State)) (remove func()) { return c.listeners.Listen(fn) }
 
 // Subscribe returns a channel that receives every state transition in
 // order. Transitions queue without bound while the reader is slow. The
 // channel is closed by the returned function or when the client closes.
-func (c *Client) Subscribe() (<-chan State, func()) {
-	ch := make(chan State)
+func (c *Client) Subscribe() (<-chan State, func()) { return c.listeners.Subscribe() }
+
+// Listeners delivers values, in order, to callbacks and channels, each fed
+// from an unbounded queue of its own by a goroutine of its own: Post never
+// blocks, and a slow or stuck listener delays only itself. The zero value
+// is ready to use; Close stops every listener. The Client publishes its
+// connection states through one; recipes use it for their own events (a
+// shared count's changes, leadership).
+type Listeners[T any] struct {
+	mu     sync.Mutex
+	m      map[uint64]*listener[T]
+	next   uint64
+	closed bool
+}
+
+// Listen registers fn to be called with every value posted from now on,
+// in order, on a goroutine of its own. The returned function removes the
+// listener; it, and Close, wait up to 5s for a call in progress to return
+// (a callback may remove its own listener).
+func (ls *Listeners[T]) Listen(fn func(T)) (remove func()) {
+	return ls.add(newListener(fn, nil, nil))
+}
+
+// Subscribe returns a channel that receives every value posted from now
+// on, in order; values queue without bound while the reader is slow. The
+// channel is closed by the returned function or by Close.
+func (ls *Listeners[T]) Subscribe() (<-chan T, func()) {
+	ch := make(chan T)
 	done := make(chan struct{})
-	l := newListener(func(s State) {
+	l := newListener(func(v T) {
 		select {
-		case ch <- s:
+		case ch <- v:
 		case <-done:
 		}
 	}, done, func() { close(ch) })
-	return ch, c.addListener(l)
+	return ch, ls.add(l)
 }
 
-func (c *Client) addListener(l *listener) (remove func()) {
-	c.mu.Lock()
-	if c.closed {
-		c.mu.Unlock()
+// Post queues v for every listener. It never blocks.
+func (ls *Listeners[T]) Post(v T) {
+	ls.mu.Lock()
+	defer ls.mu.Unlock()
+	for _, l := range ls.m {
+		l.q.push(v)
+	}
+}
+
+// Close removes every listener (closing subscription channels) and waits,
+// as remove does, for calls in progress. Later registrations are stopped
+// at once.
+func (ls *Listeners[T]) Close() {
+	ls.mu.Lock()
+	ls.closed = true
+	m := ls.m
+	ls.m = nil
+	ls.mu.Unlock()
+	for _, l := range m {
+		l.stop()
+	}
+}
+
+func (ls *Listeners[T]) add(l *listener[T]) (remove func()) {
+	ls.mu.Lock()
+	if ls.closed {
+		ls.mu.Unlock()
 		l.stop()
 		return func() {}
 	}
-	id := c.nextID
-	c.nextID++
-	c.listeners[id] = l
-	c.mu.Unlock()
+	if ls.m == nil {
+		ls.m = map[uint64]*listener[T]{}
+	}
+	id := ls.next
+	ls.next++
+	ls.m[id] = l
+	ls.mu.Unlock()
 	return func() {
-		c.mu.Lock()
-		delete(c.listeners, id)
-		c.mu.Unlock()
+		ls.mu.Lock()
+		delete(ls.m, id)
+		ls.mu.Unlock()
 		l.stop()
 	}
 }
 
-// listener delivers states to one callback from an unbounded queue.
-type listener struct {
-	q        *queue[State]
+// listener delivers values to one callback from an unbounded queue.
+type listener[T any] struct {
+	q        *queue[T]
 	done     chan struct{}
 	finished chan struct{}
 	once     sync.Once
-	fn       func(State)
+	fn       func(T)
 	onStop   func()
 	running  atomic.Pointer[listenerToken] // set while fn runs
 }
@@ -63,18 +113,16 @@ type listener struct {
 // callback removing its own listener does not wait for itself.
 type listenerToken struct{ gid uint64 }
 
-func newListener(fn func(State), done chan struct{}, onStop func()) *listener {
+func newListener[T any](fn func(T), done chan struct{}, onStop func()) *listener[T] {
 	if done == nil {
 		done = make(chan struct{})
 	}
-	l := &listener{q: newQueue[State](), fn: fn, done: done, finished: make(chan struct{}), onStop: onStop}
+	l := &listener[T]{q: newQueue[T](), fn: fn, done: done, finished: make(chan struct{}), onStop: onStop}
 	go l.loop()
 	return l
 }
 
-func (l *listener) post(s State) { l.q.push(s) }
-
-func (l *listener) loop() {
+func (l *listener[T]) loop() {
 	defer func() {
 		if l.onStop != nil {
 			l.onStop()
@@ -83,11 +131,11 @@ func (l *listener) loop() {
 	}()
 	var tok *listenerToken
 	for {
-		states, ok := l.q.take(l.done)
+		vs, ok := l.q.take(l.done)
 		if !ok {
 			return
 		}
-		for _, s := range states {
+		for _, v := range vs {
 			select {
 			case <-l.done:
 				return
@@ -101,7 +149,7 @@ func (l *listener) loop() {
 			if tok != nil {
 				l.running.Store(tok)
 			}
-			l.fn(s)
+			l.fn(v)
 			l.running.Store(nil)
 		}
 	}
@@ -111,7 +159,7 @@ func (l *listener) loop() {
 // unless called from that goroutine (a callback removing itself). A
 // callback that is still busy after listenerStopWait is left to finish on
 // its own, so that a stuck listener cannot hang Close.
-func (l *listener) stop() {
+func (l *listener[T]) stop() {
 	l.once.Do(func() {
 		close(l.done)
 		l.q.close()

@@ -166,9 +166,7 @@ func (c *Client) transition(s State) {
 	c.state = s
 	close(c.changeCh)
 	c.changeCh = make(chan struct{})
-	for _, l := range c.listeners {
-		l.post(s)
-	}
+	c.listeners.Post(s)
 }
 
 // lostDelay is how long from now the session may still live on the
