@@ -17,61 +17,75 @@ type Limit func() (max int, changed <-chan struct{})
 // FixedLimit is a Limit that never changes.
 func FixedLimit(n int) Limit { return func() (int, <-chan struct{}) { return n, nil } }
 
-// AwaitCount is the count-based wait of Curator's InterProcessSemaphoreV2.
-// The caller holds the semaphore's internal lock and has made its lease
-// node ours (a name) under parent in session sid; AwaitCount returns nil
-// once parent has at most limit() children, ours among them. It lists the
-// children with a watch and, while there are too many, waits for that
-// watch (any lease going), for the limit to change, or for a connection
-// state change; only the internal lock's holder waits, so the wait is fair
-// and herd-free. It returns an error wrapping ErrSessionLost when the
-// session ends, ErrLockLost when our node is gone, ctx.Err() when ctx
-// ends and ErrClosed when the client closes.
-func (c *Client) AwaitCount(ctx context.Context, parent, ours string, sid int64, limit Limit) error {
+// AwaitCount is the count-based wait of Curator's InterProcessSemaphoreV2,
+// for a contest whose node is a lease: the caller holds the semaphore's
+// internal lock and entered the lease's contest under the leases parent.
+// AwaitCount returns the signals of the lease once the parent has at most
+// limit() children, our node among them. It lists the children with a
+// watch and, while there are too many, waits for that watch (any lease
+// going), for the limit to change, or for a connection state change; only
+// the internal lock's holder waits, so the wait is fair and herd-free.
+// Ghosts of our own node (see Contest) are deleted and not counted. With
+// wait false it checks once and returns ErrNotAcquired when there are too
+// many. It returns an error wrapping ErrSessionLost when the session ends,
+// ErrLockLost when our node is gone, ctx.Err() when ctx ends, ErrClosed
+// when the client closes. It does not leave the contest.
+func (ct *Contest) AwaitCount(ctx context.Context, limit Limit, wait bool) (Signals, error) {
+	c := ct.c
 	if limit == nil {
-		return fmt.Errorf("%w: nil limit", ErrInvalidArgument)
+		return Signals{}, fmt.Errorf("%w: nil limit", ErrInvalidArgument)
 	}
 	for {
 		if err := c.check(); err != nil {
-			return err
+			return Signals{}, err
 		}
 		snap := c.Snapshot()
-		if snap.SessionID == sid && snap.State == StateLost || snap.State.IsConnected() && snap.SessionID != sid {
-			return fmt.Errorf("%w: waiting for a lease under %s", ErrSessionLost, parent)
+		if snap.SessionID == ct.sid && snap.State == StateLost || snap.State.IsConnected() && snap.SessionID != ct.sid {
+			return Signals{}, fmt.Errorf("%w: waiting for %s", ErrSessionLost, ct.path)
 		}
 		if !snap.State.IsConnected() {
-			if err := waitOn(ctx, c, snap.Changed, parent); err != nil {
-				return err
+			if !wait {
+				return Signals{}, fmt.Errorf("zkrecipes: lease %s: %w (%v)", ct.path, ErrNotConnected, snap.State)
+			}
+			if err := waitOn(ctx, c, snap.Changed, ct.path); err != nil {
+				return Signals{}, err
 			}
 			continue
 		}
 		max, changed := limit()
-		kids, _, watch, err := c.ChildrenW(parent)
+		kids, _, watch, err := c.ChildrenW(ct.parent)
 		switch {
 		case errors.Is(err, zk.ErrNoNode):
-			return fmt.Errorf("%w: %s is gone", ErrLockLost, parent)
+			return Signals{}, ct.nodeGone()
 		case IsRetryable(err):
-			if err := c.sleep(ctx, retryPause); err != nil {
-				return fmt.Errorf("zkrecipes: waiting for a lease under %s: %w", parent, err)
+			if err := ct.pause(ctx, err); err != nil {
+				return Signals{}, err
 			}
 			continue
 		case err != nil:
-			return fmt.Errorf("zkrecipes: waiting for a lease under %s: %w", parent, err)
+			return Signals{}, fmt.Errorf("zkrecipes: waiting for %s: %w", ct.path, err)
 		}
-		if !slices.Contains(kids, ours) {
-			return fmt.Errorf("%w: lease node %s is gone", ErrLockLost, JoinPath(parent, ours))
+		kids = ct.dropGhosts(kids)
+		if !slices.Contains(kids, ct.me.Name) {
+			return Signals{}, ct.nodeGone()
 		}
 		if len(kids) <= max {
-			return nil
+			if hold := c.HoldSignal(snap); !isClosed(hold) && !isClosed(snap.Changed) {
+				return Signals{Done: hold, Lost: snap.Lost}, nil
+			}
+			continue // the connection blinked while we looked; look again
+		}
+		if !wait {
+			return Signals{}, fmt.Errorf("zkrecipes: %s: %d of %d leases taken: %w", ct.parent, len(kids)-1, max, ErrNotAcquired)
 		}
 		select {
 		case <-watch:
 		case <-changed:
 		case <-snap.Changed:
 		case <-ctx.Done():
-			return fmt.Errorf("zkrecipes: waiting for a lease under %s: %w", parent, ctx.Err())
+			return Signals{}, fmt.Errorf("zkrecipes: waiting for %s: %w", ct.path, ctx.Err())
 		case <-c.closeCh:
-			return ErrClosed
+			return Signals{}, ErrClosed
 		}
 	}
 }

@@ -27,7 +27,7 @@
 //     from the contenders ahead and the asking owner (Query, Verdict), say
 //     which contenders block (Blocks) and when to list again (Relist);
 //     nodes at a given sequence (EnterAtSequence), an ephemeralOwner check
-//     (EnterVerifyOwner), the semaphore's count-based wait (AwaitCount) and
+//     (EnterVerifyOwner), the semaphore's count-based wait (Contest.AwaitCount) and
 //     a long-lived participant for the leader latch (Participate), with
 //     fencing tokens and fenced writes (Hold).
 //

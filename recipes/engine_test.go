@@ -149,41 +149,45 @@ func TestAwaitCount(t *testing.T) {
 	zkc := zktest.Start(t)
 	c := connect(t, zkc.Servers())
 	ctx := context.Background()
-	var nodes []string
+	d := &recipes.StandardDriver{LockName: "lease-"}
+	var cts []*recipes.Contest
 	for i := 0; i < 3; i++ {
-		p, _, err := c.CreateProtected(ctx, "/sem/leases", "lease-", nil)
+		ct, err := c.Enter(ctx, "/sem/leases", "lease-", nil, d)
 		require.NoError(t, err)
-		nodes = append(nodes, p)
+		cts = append(cts, ct)
 	}
-	_, ours := recipes.SplitPath(nodes[2])
-	sid := c.SessionID()
+	ours := cts[2]
 
-	require.NoError(t, c.AwaitCount(ctx, "/sem/leases", ours, sid, recipes.FixedLimit(3)))
+	sig, err := ours.AwaitCount(ctx, recipes.FixedLimit(3), true)
+	require.NoError(t, err)
+	assert.False(t, isClosed(sig.Done))
+	_, err = ours.AwaitCount(ctx, recipes.FixedLimit(2), false)
+	assert.ErrorIs(t, err, recipes.ErrNotAcquired, "one check, too many")
 
 	// Too many: a lease going wakes the waiter.
 	done := make(chan error, 1)
-	go func() { done <- c.AwaitCount(ctx, "/sem/leases", ours, sid, recipes.FixedLimit(2)) }()
+	watches := c.Stats().Watches
+	go func() { _, err := ours.AwaitCount(ctx, recipes.FixedLimit(2), true); done <- err }()
+	eventually(t, 5*time.Second, "waiter watching", func() bool { return c.Stats().Watches > watches })
 	select {
 	case err := <-done:
 		t.Fatalf("returned with 3 leases of 2: %v", err)
-	case <-time.After(200 * time.Millisecond): // a bounded check that it waits
+	default:
 	}
-	require.NoError(t, c.GuaranteedDelete(ctx, nodes[0], sid))
+	require.NoError(t, cts[0].Leave(ctx))
 	require.NoError(t, <-done)
 
 	// The maximum changing wakes the waiter.
 	var mu sync.Mutex
 	max, changed := 1, make(chan struct{})
-	watches := c.Stats().Watches
 	limit := func() (int, <-chan struct{}) {
 		mu.Lock()
 		defer mu.Unlock()
 		return max, changed
 	}
-	go func() { done <- c.AwaitCount(ctx, "/sem/leases", ours, sid, limit) }()
-	eventually(t, 5*time.Second, "waiter watching", func() bool {
-		return c.Stats().Watches > watches
-	})
+	watches = c.Stats().Watches
+	go func() { _, err := ours.AwaitCount(ctx, limit, true); done <- err }()
+	eventually(t, 5*time.Second, "waiter watching", func() bool { return c.Stats().Watches > watches })
 	mu.Lock()
 	max = 2
 	close(changed)
@@ -191,18 +195,30 @@ func TestAwaitCount(t *testing.T) {
 	mu.Unlock()
 	require.NoError(t, <-done)
 
+	// A ghost of ours is deleted, not counted.
+	ghost := "/sem/leases/" + prefixOf(t, ours.Path()) + "lease-0000000000"
+	_, err = c.Create(ghost, nil, zk.FlagEphemeral)
+	require.NoError(t, err)
+	_, err = ours.AwaitCount(ctx, recipes.FixedLimit(2), false)
+	require.NoError(t, err, "two leases, the ghost aside")
+	ok, _, err := c.Exists(ghost)
+	require.NoError(t, err)
+	assert.False(t, ok)
+
 	// Our lease gone: an error, not a wait.
-	require.NoError(t, c.GuaranteedDelete(ctx, nodes[2], sid))
-	err := c.AwaitCount(ctx, "/sem/leases", ours, sid, recipes.FixedLimit(5))
+	require.NoError(t, c.Delete(ours.Path(), -1))
+	_, err = ours.AwaitCount(ctx, recipes.FixedLimit(5), true)
 	assert.ErrorIs(t, err, recipes.ErrLockLost)
+	require.NoError(t, ours.Leave(ctx))
 
 	tctx, cancel := context.WithTimeout(ctx, 100*time.Millisecond)
 	defer cancel()
-	p, _, err := c.CreateProtected(ctx, "/sem/leases", "lease-", nil)
+	late, err := c.Enter(ctx, "/sem/leases", "lease-", nil, d)
 	require.NoError(t, err)
-	_, name := recipes.SplitPath(p)
-	err = c.AwaitCount(tctx, "/sem/leases", name, sid, recipes.FixedLimit(1))
+	_, err = late.AwaitCount(tctx, recipes.FixedLimit(1), true)
 	assert.ErrorIs(t, err, context.DeadlineExceeded)
+	require.NoError(t, late.Leave(ctx))
+	require.NoError(t, cts[1].Leave(ctx))
 }
 
 // termLog records a participant's terms.
