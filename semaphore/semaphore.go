@@ -1,0 +1,348 @@
+// Package semaphore is Curator's InterProcessSemaphoreV2 on ZooKeeper: a
+// counting semaphore whose leases are ephemeral nodes, fair and herd-free,
+// with a maximum that is fixed or read from a SharedCount that may change
+// at run time; plus SharedCount itself and SemaphoreMutex, a
+// non-reentrant lock made of a one-lease semaphore.
+//
+// The nodes are Curator's: an internal mutex at <path>/locks
+// (_c_<uuid>-lock-<seq>) and the leases at <path>/leases
+// (_c_<uuid>-lease-<seq>), ephemeral sequential under container parents,
+// so Go and Java processes can share a semaphore. An acquirer takes the
+// internal mutex, creates its lease node and lists the leases with a
+// watch: within the maximum, it holds the lease and releases the mutex;
+// over it, it alone waits for the watch (a lease going) or for the maximum
+// to change, while the other acquirers wait in the mutex's queue, each
+// watching only the one ahead. Leases are then independent of the mutex
+// and of each other.
+//
+// A lease is only as good as the session behind it: Lease.Done closes
+// when it may be gone (SUSPENDED or LOST under the client's Standard
+// error policy, LOST only under the Session policy), Lease.Token is a
+// fencing token (the lease node's czxid) and Lease.Fenced makes ZooKeeper
+// writes conditional on the lease node still existing.
+package semaphore
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+
+	"github.com/go-zookeeper/zk"
+
+	"github.com/zkrecipes/zkrecipes/mutex"
+	"github.com/zkrecipes/zkrecipes/recipes"
+)
+
+// Node names, as Curator's InterProcessSemaphoreV2 names them.
+const (
+	LockParent  = "locks"  // the internal mutex, under the semaphore path
+	LeaseParent = "leases" // the leases, under the semaphore path
+	LeaseName   = "lease-" // in lease node names: _c_<uuid>-lease-<seq>
+)
+
+// Sentinel errors of this package are those of package recipes.
+var (
+	ErrNotAcquired  = recipes.ErrNotAcquired
+	ErrNotHeld      = recipes.ErrNotHeld
+	ErrLockLost     = recipes.ErrLockLost
+	ErrFenced       = recipes.ErrFenced
+	ErrNotConnected = recipes.ErrNotConnected
+)
+
+// Option configures a Semaphore.
+type Option func(*options) error
+
+type options struct {
+	data []byte
+}
+
+// WithData sets the data of every lease node (Curator's nodeData). The
+// default is none.
+func WithData(data []byte) Option {
+	return func(o *options) error {
+		o.data = append([]byte(nil), data...)
+		return nil
+	}
+}
+
+// Semaphore is a counting semaphore at one path.
+type Semaphore struct {
+	c      *recipes.Client
+	path   string
+	leases string // server path of the leases parent
+	lock   *mutex.Mutex
+	limit  recipes.Limit
+	opts   options
+}
+
+var leaseDriver = &recipes.StandardDriver{LockName: LeaseName}
+
+// New returns a semaphore at path with at most maxLeases leases held at
+// once. It does not touch ZooKeeper.
+func New(c *recipes.Client, path string, maxLeases int, opts ...Option) (*Semaphore, error) {
+	if maxLeases <= 0 {
+		return nil, fmt.Errorf("%w: maxLeases %d", recipes.ErrInvalidArgument, maxLeases)
+	}
+	return newSemaphore(c, path, recipes.FixedLimit(maxLeases), opts)
+}
+
+// NewWithCount returns a semaphore at path whose maximum is count's value,
+// read as it changes: when it shrinks, no lease is granted until the
+// leases are under the new maximum (the leases held are kept); when it
+// grows, a waiter is woken at once.
+func NewWithCount(c *recipes.Client, path string, count *SharedCount, opts ...Option) (*Semaphore, error) {
+	if count == nil {
+		return nil, fmt.Errorf("%w: nil SharedCount", recipes.ErrInvalidArgument)
+	}
+	return newSemaphore(c, path, count.limit, opts)
+}
+
+func newSemaphore(c *recipes.Client, path string, limit recipes.Limit, opts []Option) (*Semaphore, error) {
+	if c == nil {
+		return nil, recipes.ErrNilClient
+	}
+	if err := c.Check(); err != nil {
+		return nil, err
+	}
+	full, err := c.FullPath(path)
+	if err != nil {
+		return nil, err
+	}
+	if full == "/" {
+		return nil, fmt.Errorf("%w: the root cannot be a semaphore path", recipes.ErrInvalidPath)
+	}
+	var o options
+	for _, opt := range opts {
+		if opt == nil {
+			return nil, fmt.Errorf("%w: nil option", recipes.ErrInvalidArgument)
+		}
+		if err := opt(&o); err != nil {
+			return nil, err
+		}
+	}
+	lock, err := mutex.New(c, recipes.JoinPath(path, LockParent))
+	if err != nil {
+		return nil, err
+	}
+	return &Semaphore{c: c, path: path, leases: recipes.JoinPath(full, LeaseParent), lock: lock, limit: limit, opts: o}, nil
+}
+
+// Path returns the semaphore path as given to New.
+func (s *Semaphore) Path() string { return s.path }
+
+// MaxLeases returns the current maximum.
+func (s *Semaphore) MaxLeases() int {
+	n, _ := s.limit()
+	return n
+}
+
+func (s *Semaphore) check(ctx context.Context, n int) error {
+	if s == nil || s.c == nil {
+		return fmt.Errorf("%w: Semaphore not made by New", recipes.ErrInvalidArgument)
+	}
+	if ctx == nil {
+		return fmt.Errorf("%w: nil context", recipes.ErrInvalidArgument)
+	}
+	if n <= 0 {
+		return fmt.Errorf("%w: %d leases", recipes.ErrInvalidArgument, n)
+	}
+	if max := s.MaxLeases(); n > max {
+		return fmt.Errorf("%w: %d leases of at most %d", recipes.ErrInvalidArgument, n, max)
+	}
+	return s.c.Check()
+}
+
+// Acquire blocks until it holds n leases, and returns them. It is all or
+// nothing: when ctx ends (a timed acquire is a ctx with a deadline), the
+// session is lost or anything else fails, every lease taken so far is
+// returned, no node is left behind, and the error says why (wrapping
+// ctx.Err() when ctx ended).
+func (s *Semaphore) Acquire(ctx context.Context, n int) ([]*Lease, error) {
+	return s.acquire(ctx, n, true)
+}
+
+// TryAcquire makes one attempt at n leases, all or nothing: it returns an
+// error wrapping ErrNotAcquired when there are not enough free leases, or
+// when another acquirer holds the internal lock (one is waiting, or about
+// to take a lease), as Curator's zero-wait tryAcquire does.
+func (s *Semaphore) TryAcquire(ctx context.Context, n int) ([]*Lease, error) {
+	return s.acquire(ctx, n, false)
+}
+
+func (s *Semaphore) acquire(ctx context.Context, n int, wait bool) ([]*Lease, error) {
+	if err := s.check(ctx, n); err != nil {
+		return nil, err
+	}
+	out := make([]*Lease, 0, n)
+	for len(out) < n {
+		l, err := s.acquireOne(ctx, wait)
+		if err != nil {
+			rerr := ReturnAll(context.WithoutCancel(ctx), out)
+			return nil, errors.Join(fmt.Errorf("semaphore %s: %w", s.path, err), rerr)
+		}
+		out = append(out, l)
+	}
+	return out, nil
+}
+
+// acquireOne takes one lease: the internal lock, a lease node, the count.
+func (s *Semaphore) acquireOne(ctx context.Context, wait bool) (*Lease, error) {
+	octx := mutex.WithOwner(ctx, new(byte)) // each acquisition its own owner
+	var (
+		lk  *mutex.Lease
+		err error
+	)
+	if wait {
+		lk, err = s.lock.Lock(octx)
+	} else {
+		lk, err = s.lock.TryLock(octx)
+	}
+	if err != nil {
+		return nil, err
+	}
+	defer func() { _ = lk.Unlock(context.WithoutCancel(ctx)) }()
+	for {
+		ct, err := s.c.Enter(ctx, s.leases, LeaseName, s.opts.data, leaseDriver)
+		if err != nil {
+			return nil, err
+		}
+		sig, err := ct.AwaitCount(ctx, s.limit, wait)
+		if err == nil {
+			return &Lease{Hold: recipes.NewHold(s.c, ct.Path(), sig), s: s, ct: ct}, nil
+		}
+		_ = ct.Leave(context.WithoutCancel(ctx))
+		if errors.Is(err, recipes.ErrLockLost) && ctx.Err() == nil {
+			continue // our lease node vanished (deleted by someone): make another, as Curator does
+		}
+		return nil, err
+	}
+}
+
+// Participant is a lease node.
+type Participant struct {
+	Name string // node name
+	Path string // server path
+	Data []byte // the lease's data (WithData)
+}
+
+// Participants returns the lease nodes held or being acquired, in
+// sequence order, with their data (Curator's getParticipantNodes, with the
+// data read too).
+func (s *Semaphore) Participants(ctx context.Context) ([]Participant, error) {
+	if s == nil || s.c == nil {
+		return nil, fmt.Errorf("%w: Semaphore not made by New", recipes.ErrInvalidArgument)
+	}
+	if err := s.c.Check(); err != nil {
+		return nil, err
+	}
+	var kids []string
+	err := s.c.Retry(ctx, func() error {
+		var err error
+		kids, _, err = s.c.Children(s.leases)
+		return err
+	})
+	if errors.Is(err, zk.ErrNoNode) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("semaphore %s: participants: %w", s.path, err)
+	}
+	out := make([]Participant, 0, len(kids))
+	for _, k := range recipes.SortContenders(kids, leaseDriver) {
+		p := recipes.JoinPath(s.leases, k.Name)
+		var data []byte
+		err := s.c.Retry(ctx, func() error {
+			var err error
+			data, _, err = s.c.Get(p)
+			return err
+		})
+		if errors.Is(err, zk.ErrNoNode) {
+			continue // returned meanwhile
+		}
+		if err != nil {
+			return nil, fmt.Errorf("semaphore %s: participants: %w", s.path, err)
+		}
+		out = append(out, Participant{Name: k.Name, Path: p, Data: data})
+	}
+	return out, nil
+}
+
+// Lease is one lease of a semaphore: its node, signals and fencing (from
+// recipes.Hold). Close returns it, from any goroutine.
+type Lease struct {
+	*recipes.Hold
+	s  *Semaphore
+	ct *recipes.Contest
+
+	mu     sync.Mutex
+	closed bool
+}
+
+// Close returns the lease: its node is deleted, at once or, when the
+// client is not connected or ctx ends first, by the guaranteed-delete
+// worker in the background. It is safe to call more than once: later
+// calls return ErrNotHeld. If the session was lost while the lease was
+// held, Close cleans up and returns an error wrapping ErrLockLost.
+func (l *Lease) Close(ctx context.Context) error {
+	if l == nil || l.ct == nil {
+		return fmt.Errorf("%w: Lease not returned by Acquire", recipes.ErrInvalidArgument)
+	}
+	l.mu.Lock()
+	if l.closed {
+		l.mu.Unlock()
+		return fmt.Errorf("semaphore %s: %w: lease already returned", l.s.path, ErrNotHeld)
+	}
+	l.closed = true
+	l.mu.Unlock()
+	lost := l.IsLost()
+	l.MarkReleased()
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	err := l.ct.Leave(ctx)
+	if lost {
+		return fmt.Errorf("semaphore %s: %w", l.s.path, ErrLockLost)
+	}
+	if err != nil {
+		return fmt.Errorf("semaphore %s: %w", l.s.path, err)
+	}
+	return nil
+}
+
+func (l *Lease) isClosed() bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.closed
+}
+
+// Data reads the lease node's data.
+func (l *Lease) Data(ctx context.Context) ([]byte, error) {
+	var data []byte
+	err := l.s.c.Retry(ctx, func() error {
+		var err error
+		data, _, err = l.s.c.Get(l.Node())
+		return err
+	})
+	if errors.Is(err, zk.ErrNoNode) {
+		return nil, fmt.Errorf("semaphore %s: %w: %s is gone", l.s.path, ErrLockLost, l.Node())
+	}
+	if err != nil {
+		return nil, fmt.Errorf("semaphore %s: lease data: %w", l.s.path, err)
+	}
+	return data, nil
+}
+
+// ReturnAll closes every lease and joins the errors (nil leases are
+// skipped).
+func ReturnAll(ctx context.Context, leases []*Lease) error {
+	var errs []error
+	for _, l := range leases {
+		if l != nil {
+			if err := l.Close(ctx); err != nil {
+				errs = append(errs, err)
+			}
+		}
+	}
+	return errors.Join(errs...)
+}

@@ -1,0 +1,286 @@
+package semaphore
+
+import (
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"math"
+	"sync"
+	"time"
+
+	"github.com/go-zookeeper/zk"
+
+	"github.com/zkrecipes/zkrecipes/recipes"
+)
+
+// VersionedValue is a shared count's value with the version of the node
+// it was read from, for TrySet.
+type VersionedValue struct {
+	Value   int
+	Version int32
+}
+
+// SharedCount is Curator's SharedCount: an int shared by every process, in
+// a persistent node holding it as 4 big-endian bytes. Each SharedCount
+// keeps the current value cached, watched and refreshed after every
+// reconnection; Get reads the cache. Close it when done.
+type SharedCount struct {
+	c    *recipes.Client
+	path string
+	full string
+
+	mu      sync.Mutex
+	val     VersionedValue
+	czxid   int64         // of the node val was read from (0: none yet)
+	changed chan struct{} // closed at the next change
+
+	listeners recipes.Listeners[int]
+	cancel    context.CancelFunc
+	done      chan struct{}
+	closeOnce sync.Once
+}
+
+// NewSharedCount returns the shared count at path, creating the node with
+// seed when it does not exist (its missing parents as containers, as
+// Curator does), and starts watching it.
+func NewSharedCount(ctx context.Context, c *recipes.Client, path string, seed int) (*SharedCount, error) {
+	if c == nil {
+		return nil, recipes.ErrNilClient
+	}
+	if ctx == nil {
+		return nil, fmt.Errorf("%w: nil context", recipes.ErrInvalidArgument)
+	}
+	if err := c.Check(); err != nil {
+		return nil, err
+	}
+	full, err := c.FullPath(path)
+	if err != nil {
+		return nil, err
+	}
+	data, err := encodeCount(seed)
+	if err != nil {
+		return nil, err
+	}
+	err = c.Retry(ctx, func() error {
+		_, err := c.Create(full, data, 0)
+		if errors.Is(err, zk.ErrNoNode) {
+			parent, _ := recipes.SplitPath(full)
+			if err := c.EnsureContainers(ctx, parent); err != nil {
+				return err
+			}
+			_, err = c.Create(full, data, 0)
+		}
+		return err
+	})
+	if err != nil && !errors.Is(err, zk.ErrNodeExists) {
+		return nil, fmt.Errorf("shared count %s: %w", path, err)
+	}
+	s := &SharedCount{c: c, path: path, full: full, changed: make(chan struct{}), done: make(chan struct{})}
+	watch, err := s.read(ctx)
+	if err != nil {
+		return nil, err
+	}
+	wctx, cancel := context.WithCancel(context.Background())
+	s.cancel = cancel
+	go s.run(wctx, watch)
+	return s, nil
+}
+
+// encodeCount is Curator's format: 4 bytes, big-endian.
+func encodeCount(v int) ([]byte, error) {
+	if v < math.MinInt32 || v > math.MaxInt32 {
+		return nil, fmt.Errorf("%w: shared count %d does not fit in 32 bits", recipes.ErrInvalidArgument, v)
+	}
+	b := make([]byte, 4)
+	binary.BigEndian.PutUint32(b, uint32(int32(v)))
+	return b, nil
+}
+
+func decodeCount(b []byte) (int, error) {
+	if len(b) != 4 {
+		return 0, fmt.Errorf("%w: a shared count is 4 bytes, not %d", recipes.ErrInvalidArgument, len(b))
+	}
+	return int(int32(binary.BigEndian.Uint32(b))), nil
+}
+
+// read reads the node with a watch and applies what it finds.
+func (s *SharedCount) read(ctx context.Context) (<-chan zk.Event, error) {
+	var (
+		data  []byte
+		st    *zk.Stat
+		watch <-chan zk.Event
+	)
+	err := s.c.Retry(ctx, func() error {
+		var err error
+		data, st, watch, err = s.c.GetW(s.full)
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("shared count %s: %w", s.path, err)
+	}
+	v, err := decodeCount(data)
+	if err != nil {
+		return watch, fmt.Errorf("shared count %s: %w", s.path, err)
+	}
+	s.apply(VersionedValue{Value: v, Version: st.Version}, st.Czxid)
+	return watch, nil
+}
+
+// apply records a value read from (or written to) the node created at
+// czxid, if newer than the cache: a later version, or a node created again
+// (whose versions start afresh).
+func (s *SharedCount) apply(v VersionedValue, czxid int64) {
+	s.mu.Lock()
+	if czxid < s.czxid || czxid == s.czxid && v.Version <= s.val.Version {
+		s.mu.Unlock()
+		return
+	}
+	old := s.val
+	s.val, s.czxid = v, czxid
+	changed := old.Value != v.Value
+	if changed {
+		close(s.changed)
+		s.changed = make(chan struct{})
+	}
+	s.mu.Unlock()
+	if changed {
+		s.listeners.Post(v.Value)
+	}
+}
+
+// run keeps the cache current until Close: it re-reads at every change of
+// the node and after every reconnection.
+func (s *SharedCount) run(ctx context.Context, watch <-chan zk.Event) {
+	defer close(s.done)
+	states, stop := s.c.Subscribe()
+	defer stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case ev, ok := <-watch:
+			if !ok {
+				watch = nil
+			}
+			_ = ev
+		case st, ok := <-states:
+			if !ok {
+				return // the client closed
+			}
+			if !st.IsConnected() {
+				continue
+			}
+		}
+		var err error
+		watch, err = s.read(ctx)
+		for err != nil && ctx.Err() == nil {
+			s.c.Logger().Warn("zkrecipes: shared count: reading failed", "path", s.path, "err", err)
+			t := time.NewTimer(200 * time.Millisecond)
+			select {
+			case <-ctx.Done():
+				t.Stop()
+				return
+			case st, ok := <-states:
+				t.Stop()
+				if !ok {
+					return
+				}
+				_ = st
+			case <-t.C:
+			}
+			watch, err = s.read(ctx)
+		}
+	}
+}
+
+// Path returns the path as given to NewSharedCount.
+func (s *SharedCount) Path() string { return s.path }
+
+// Get returns the current value (cached; refreshed by a watch).
+func (s *SharedCount) Get() int { return s.GetVersioned().Value }
+
+// GetVersioned returns the current value with its node version.
+func (s *SharedCount) GetVersioned() VersionedValue {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.val
+}
+
+// limit makes the count a recipes.Limit.
+func (s *SharedCount) limit() (int, <-chan struct{}) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.val.Value, s.changed
+}
+
+// TrySet sets the value to v only if the node is still at prev's version
+// (optimistic concurrency: of several clients setting from the same
+// version, exactly one wins). It reports whether it won; on a stale
+// version the cache is refreshed, so GetVersioned gives the value to try
+// from next.
+func (s *SharedCount) TrySet(ctx context.Context, prev VersionedValue, v int) (bool, error) {
+	data, err := encodeCount(v)
+	if err != nil {
+		return false, err
+	}
+	var st *zk.Stat
+	err = s.c.Retry(ctx, func() error {
+		var err error
+		st, err = s.c.Set(s.full, data, prev.Version)
+		return err
+	})
+	if errors.Is(err, zk.ErrBadVersion) {
+		if _, rerr := s.read(ctx); rerr != nil {
+			s.c.Logger().Warn("zkrecipes: shared count: refresh after a stale version failed", "path", s.path, "err", rerr)
+		}
+		return false, nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("shared count %s: %w", s.path, err)
+	}
+	s.apply(VersionedValue{Value: v, Version: st.Version}, st.Czxid)
+	return true, nil
+}
+
+// Set sets the value whatever the version.
+func (s *SharedCount) Set(ctx context.Context, v int) error {
+	data, err := encodeCount(v)
+	if err != nil {
+		return err
+	}
+	var st *zk.Stat
+	err = s.c.Retry(ctx, func() error {
+		var err error
+		st, err = s.c.Set(s.full, data, -1)
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("shared count %s: %w", s.path, err)
+	}
+	s.apply(VersionedValue{Value: v, Version: st.Version}, st.Czxid)
+	return nil
+}
+
+// Listen calls fn with every new value, in order, on a goroutine of its
+// own (a slow fn never blocks the count or the client). The returned
+// function removes the listener.
+func (s *SharedCount) Listen(fn func(int)) (remove func()) { return s.listeners.Listen(fn) }
+
+// Subscribe returns a channel of the new values, in order, queued without
+// bound; the returned function (or Close) closes it.
+func (s *SharedCount) Subscribe() (<-chan int, func()) { return s.listeners.Subscribe() }
+
+// Close stops watching and removes the listeners. The node stays. It is
+// safe to call more than once.
+func (s *SharedCount) Close() error {
+	if s == nil || s.cancel == nil {
+		return fmt.Errorf("%w: SharedCount not made by NewSharedCount", recipes.ErrInvalidArgument)
+	}
+	s.closeOnce.Do(func() {
+		s.cancel()
+		<-s.done
+		s.listeners.Close()
+	})
+	return nil
+}
