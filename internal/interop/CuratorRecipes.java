@@ -35,6 +35,59 @@
 //       Acquires InterProcessMutex(path), prints ACQUIRED, waits for any line
 //       (or EOF) on stdin, releases, prints RELEASED and exits 0.
 //
+//   rwlock <connectString> <path> <read|write> <iterations> <outFile> <holdMillis>
+//       As mutex, with InterProcessReadWriteLock(path).readLock() or
+//       .writeLock(): prints READY, waits for GO, and records every hold.
+//
+//   rwparticipants <connectString> <path>
+//       Prints the nodes of InterProcessReadWriteLock(path), one per line,
+//       each tagged with where it comes from:
+//         "READ <node>"  readLock().getParticipantNodes(), which in Curator
+//                        5.4 is every child sorted by the lock's driver and
+//                        then filtered to the names containing "__READ__";
+//         "WRITE <node>" writeLock().getParticipantNodes(), the same for
+//                        "__WRIT__";
+//         "ALL <node>"   every child in the order the read lock's driver
+//                        sorts them (the list its getsTheLock is given),
+//                        read through reflection, since Curator exports
+//                        no unfiltered list.
+//
+//   rwholder <connectString> <path> <read|write>
+//       Prints "SESSION 0x<session id in hex>", acquires the read or write
+//       lock of InterProcessReadWriteLock(path), prints ACQUIRED, waits for
+//       any line (or EOF) on stdin, releases, prints RELEASED and exits 0.
+//
+//   rwdowngrade <connectString> <path>
+//       Curator's own downgrade: prints "CURATOR-621-FIXED true" when this
+//       Curator's read lock takes the write node's sequence on a downgrade
+//       (the fix released in 5.5.0), else "CURATOR-621-FIXED false"; then
+//       acquires the write lock, prints WRITE-ACQUIRED, waits for a stdin
+//       line, acquires the read lock in
+//       the same thread, releases the write lock, prints DOWNGRADED, waits
+//       for a stdin line (or EOF), releases the read lock, prints RELEASED.
+//
+//   semaphore <connectString> <path> <maxLeases> <iterations> <outFile> <holdMillis>
+//       As mutex, with InterProcessSemaphoreV2(path, maxLeases): prints
+//       READY, waits for GO, then acquires one lease <iterations> times,
+//       recording each hold as "start end" in outFile (start right after
+//       acquire() returned, end right before returnLease()), and writes
+//       "done <iterations>".
+//
+//   semholder <connectString> <path> <maxLeases> <qty>
+//       Acquires qty leases of InterProcessSemaphoreV2(path, maxLeases)
+//       (waiting as long as it takes), prints "LEASE <node path>" for each
+//       and ACQUIRED, waits for any line (or EOF) on stdin, returns them all,
+//       prints RELEASED and exits 0.
+//
+//   sharedcount-get <connectString> <path> [<path>...]
+//       For each path, starts SharedCount(path, seed 0) (which creates the
+//       node with the seed only if it is missing) and prints
+//       "<value> <version>" from its getVersionedValue(); exits 0.
+//
+//   sharedcount-set <connectString> <path> <value> [<path> <value>...]
+//       For each pair, starts SharedCount(path, seed 0), calls
+//       setCount(value) and prints "SET <path> <value>"; exits 0.
+//
 // To add a mode (rwlock, semaphore, leader latch...), write a static method
 // with the Mode signature and register it in MODES.
 
@@ -43,6 +96,8 @@ import java.io.BufferedWriter;
 import java.io.FileWriter;
 import java.io.IOException;
 import java.io.InputStreamReader;
+import java.lang.reflect.Field;
+import java.lang.reflect.Method;
 import java.nio.charset.StandardCharsets;
 import java.time.Instant;
 import java.util.Arrays;
@@ -54,6 +109,14 @@ import java.util.concurrent.TimeUnit;
 import org.apache.curator.framework.CuratorFramework;
 import org.apache.curator.framework.CuratorFrameworkFactory;
 import org.apache.curator.framework.recipes.locks.InterProcessMutex;
+import org.apache.curator.framework.recipes.locks.InterProcessReadWriteLock;
+import org.apache.curator.framework.recipes.locks.LockInternals;
+import org.apache.curator.framework.recipes.locks.LockInternalsSorter;
+import org.apache.curator.framework.recipes.locks.StandardLockInternalsDriver;
+import org.apache.curator.framework.recipes.locks.InterProcessSemaphoreV2;
+import org.apache.curator.framework.recipes.locks.Lease;
+import org.apache.curator.framework.recipes.shared.SharedCount;
+import org.apache.curator.framework.recipes.shared.VersionedValue;
 import org.apache.curator.retry.ExponentialBackoffRetry;
 
 public class CuratorRecipes {
@@ -73,6 +136,14 @@ public class CuratorRecipes {
         register("mutex", "<connectString> <path> <iterations> <outFile> <holdMillis>", CuratorRecipes::mutex);
         register("participants", "<connectString> <path>", CuratorRecipes::participants);
         register("holder", "<connectString> <path>", CuratorRecipes::holder);
+        register("rwlock", "<connectString> <path> <read|write> <iterations> <outFile> <holdMillis>", CuratorRecipes::rwlock);
+        register("rwparticipants", "<connectString> <path>", CuratorRecipes::rwparticipants);
+        register("rwholder", "<connectString> <path> <read|write>", CuratorRecipes::rwholder);
+        register("rwdowngrade", "<connectString> <path>", CuratorRecipes::rwdowngrade);
+        register("semaphore", "<connectString> <path> <maxLeases> <iterations> <outFile> <holdMillis>", CuratorRecipes::semaphore);
+        register("semholder", "<connectString> <path> <maxLeases> <qty>", CuratorRecipes::semholder);
+        register("sharedcount-get", "<connectString> <path> [<path>...]", CuratorRecipes::sharedcountGet);
+        register("sharedcount-set", "<connectString> <path> <value> [<path> <value>...]", CuratorRecipes::sharedcountSet);
     }
 
     static void register(String name, String usage, Mode mode) {
@@ -155,6 +226,43 @@ public class CuratorRecipes {
         return client;
     }
 
+    /** The read or write lock of rw, by name. */
+    static InterProcessMutex rwSide(InterProcessReadWriteLock rw, String which) {
+        switch (which) {
+            case "read":
+                return rw.readLock();
+            case "write":
+                return rw.writeLock();
+            default:
+                throw new IllegalArgumentException("want read or write, not " + which);
+        }
+    }
+
+    /**
+     * Acquires lock iterations times, holding for holdMillis, and appends
+     * "start end" per hold and "done iterations" to out.
+     */
+    static void recordHolds(InterProcessMutex lock, int iterations, long holdMillis, BufferedWriter out)
+            throws Exception {
+        for (int i = 0; i < iterations; i++) {
+            lock.acquire();
+            long start = nowNanos();
+            long end;
+            try {
+                if (holdMillis > 0) {
+                    Thread.sleep(holdMillis);
+                }
+                end = nowNanos();
+            } finally {
+                lock.release();
+            }
+            out.write(start + " " + end + "\n");
+            out.flush();
+        }
+        out.write("done " + iterations + "\n");
+        out.flush();
+    }
+
     static void mutex(String[] args) throws Exception {
         need(args, 5, "mutex");
         String connect = args[0];
@@ -167,23 +275,7 @@ public class CuratorRecipes {
             InterProcessMutex lock = new InterProcessMutex(client, path);
             say("READY");
             awaitLine("GO");
-            for (int i = 0; i < iterations; i++) {
-                lock.acquire();
-                long start = nowNanos();
-                long end;
-                try {
-                    if (holdMillis > 0) {
-                        Thread.sleep(holdMillis);
-                    }
-                    end = nowNanos();
-                } finally {
-                    lock.release();
-                }
-                out.write(start + " " + end + "\n");
-                out.flush();
-            }
-            out.write("done " + iterations + "\n");
-            out.flush();
+            recordHolds(lock, iterations, holdMillis, out);
         }
     }
 
@@ -210,6 +302,179 @@ public class CuratorRecipes {
             readLine(); // any line, or EOF, releases
             lock.release();
             say("RELEASED");
+        }
+    }
+
+    static void rwlock(String[] args) throws Exception {
+        need(args, 6, "rwlock");
+        String connect = args[0];
+        String path = args[1];
+        String which = args[2];
+        int iterations = Integer.parseInt(args[3]);
+        String outFile = args[4];
+        long holdMillis = Long.parseLong(args[5]);
+        try (CuratorFramework client = connect(connect);
+                BufferedWriter out = new BufferedWriter(new FileWriter(outFile, StandardCharsets.UTF_8, true))) {
+            InterProcessMutex lock = rwSide(new InterProcessReadWriteLock(client, path), which);
+            say("READY");
+            awaitLine("GO");
+            recordHolds(lock, iterations, holdMillis, out);
+        }
+    }
+
+    static void rwparticipants(String[] args) throws Exception {
+        need(args, 2, "rwparticipants");
+        try (CuratorFramework client = connect(args[0])) {
+            InterProcessReadWriteLock rw = new InterProcessReadWriteLock(client, args[1]);
+            StringBuilder b = new StringBuilder();
+            for (String n : rw.readLock().getParticipantNodes()) {
+                b.append("READ ").append(n).append('\n');
+            }
+            for (String n : rw.writeLock().getParticipantNodes()) {
+                b.append("WRITE ").append(n).append('\n');
+            }
+            // The read lock's own driver and lock name, as its getsTheLock
+            // sees the children (InterProcessMutex.internals is private,
+            // LockInternals.getDriver and getLockName package-private).
+            Field f = InterProcessMutex.class.getDeclaredField("internals");
+            f.setAccessible(true);
+            LockInternals internals = (LockInternals) f.get(rw.readLock());
+            Method driver = LockInternals.class.getDeclaredMethod("getDriver");
+            driver.setAccessible(true);
+            Method lockName = LockInternals.class.getDeclaredMethod("getLockName");
+            lockName.setAccessible(true);
+            Collection<String> all = LockInternals.getParticipantNodes(client, args[1],
+                    (String) lockName.invoke(internals), (LockInternalsSorter) driver.invoke(internals));
+            for (String n : all) {
+                b.append("ALL ").append(n).append('\n');
+            }
+            System.out.print(b);
+            System.out.flush();
+        }
+    }
+
+    static void rwholder(String[] args) throws Exception {
+        need(args, 3, "rwholder");
+        try (CuratorFramework client = connect(args[0])) {
+            InterProcessMutex lock = rwSide(new InterProcessReadWriteLock(client, args[1]), args[2]);
+            say("SESSION 0x" + Long.toHexString(client.getZookeeperClient().getZooKeeper().getSessionId()));
+            lock.acquire();
+            say("ACQUIRED");
+            readLine(); // any line, or EOF, releases
+            lock.release();
+            say("RELEASED");
+        }
+    }
+
+    static void rwdowngrade(String[] args) throws Exception {
+        need(args, 2, "rwdowngrade");
+        try (CuratorFramework client = connect(args[0])) {
+            InterProcessReadWriteLock rw = new InterProcessReadWriteLock(client, args[1]);
+            boolean fixed;
+            try {
+                StandardLockInternalsDriver.class.getDeclaredMethod("getSortingSequence");
+                fixed = true;
+            } catch (NoSuchMethodException e) {
+                fixed = false;
+            }
+            say("CURATOR-621-FIXED " + fixed);
+            rw.writeLock().acquire();
+            say("WRITE-ACQUIRED");
+            awaitAny();
+            rw.readLock().acquire();
+            rw.writeLock().release();
+            say("DOWNGRADED");
+            readLine(); // any line, or EOF, releases
+            rw.readLock().release();
+            say("RELEASED");
+        }
+    }
+
+    /** Waits for any stdin line; EOF is an error. */
+    static void awaitAny() throws IOException {
+        if (readLine() == null) {
+            throw new IOException("stdin closed");
+        }
+    }
+
+    static void semaphore(String[] args) throws Exception {
+        need(args, 6, "semaphore");
+        String connect = args[0];
+        String path = args[1];
+        int maxLeases = Integer.parseInt(args[2]);
+        int iterations = Integer.parseInt(args[3]);
+        String outFile = args[4];
+        long holdMillis = Long.parseLong(args[5]);
+        try (CuratorFramework client = connect(connect);
+                BufferedWriter out = new BufferedWriter(new FileWriter(outFile, StandardCharsets.UTF_8, true))) {
+            InterProcessSemaphoreV2 sem = new InterProcessSemaphoreV2(client, path, maxLeases);
+            say("READY");
+            awaitLine("GO");
+            for (int i = 0; i < iterations; i++) {
+                Lease lease = sem.acquire();
+                long start = nowNanos();
+                long end;
+                try {
+                    if (holdMillis > 0) {
+                        Thread.sleep(holdMillis);
+                    }
+                    end = nowNanos();
+                } finally {
+                    sem.returnLease(lease);
+                }
+                out.write(start + " " + end + "\n");
+                out.flush();
+            }
+            out.write("done " + iterations + "\n");
+            out.flush();
+        }
+    }
+
+    static void semholder(String[] args) throws Exception {
+        need(args, 4, "semholder");
+        try (CuratorFramework client = connect(args[0])) {
+            InterProcessSemaphoreV2 sem = new InterProcessSemaphoreV2(client, args[1], Integer.parseInt(args[2]));
+            Collection<Lease> leases = sem.acquire(Integer.parseInt(args[3]));
+            StringBuilder b = new StringBuilder();
+            for (Lease l : leases) {
+                b.append("LEASE ").append(l.getNodeName()).append('\n');
+            }
+            System.out.print(b);
+            say("ACQUIRED");
+            readLine(); // any line, or EOF, releases
+            sem.returnAll(leases);
+            say("RELEASED");
+        }
+    }
+
+    static void sharedcountGet(String[] args) throws Exception {
+        if (args.length < 2) {
+            need(args, 2, "sharedcount-get");
+        }
+        try (CuratorFramework client = connect(args[0])) {
+            for (int i = 1; i < args.length; i++) {
+                try (SharedCount count = new SharedCount(client, args[i], 0)) {
+                    count.start();
+                    VersionedValue<Integer> v = count.getVersionedValue();
+                    say(v.getValue() + " " + v.getVersion());
+                }
+            }
+        }
+    }
+
+    static void sharedcountSet(String[] args) throws Exception {
+        if (args.length < 3 || args.length % 2 == 0) {
+            need(args, 3, "sharedcount-set");
+        }
+        try (CuratorFramework client = connect(args[0])) {
+            for (int i = 1; i < args.length; i += 2) {
+                int value = Integer.parseInt(args[i + 1]);
+                try (SharedCount count = new SharedCount(client, args[i], 0)) {
+                    count.start();
+                    count.setCount(value);
+                    say("SET " + args[i] + " " + value);
+                }
+            }
         }
     }
 }

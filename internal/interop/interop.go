@@ -19,7 +19,9 @@
 // ReadIntervals and check them with CheckNoOverlap); "participants
 // <connect> <path>" prints the contender nodes in the library's own order;
 // "holder <connect> <path>" acquires, prints ACQUIRED, waits for a stdin
-// line, releases and prints RELEASED.
+// line, releases and prints RELEASED. The Curator program also drives
+// InterProcessReadWriteLock ("rwlock", "rwparticipants", "rwholder",
+// "rwdowngrade"; Kazoo has no Curator-compatible read/write lock).
 //
 // # Contender ordering in the three libraries
 //
