@@ -35,7 +35,9 @@ type Listeners[T any] struct {
 // listener; it, and Close, wait up to 5s for a call in progress to return
 // (a callback may remove its own listener).
 func (ls *Listeners[T]) Listen(fn func(T)) (remove func()) {
-	return ls.add(newListener(fn, nil, nil))
+	l := newListener(fn, nil, nil)
+	l.drain = true
+	return ls.add(l)
 }
 
 // Subscribe returns a channel that receives every value posted from now
@@ -62,9 +64,10 @@ func (ls *Listeners[T]) Post(v T) {
 	}
 }
 
-// Close removes every listener (closing subscription channels) and waits,
-// as remove does, for calls in progress. Later registrations are stopped
-// at once.
+// Close removes every listener: callbacks (Listen) first get the values
+// already posted, subscription channels (Subscribe) are closed at once
+// (nobody may be reading them). It waits, as remove does, up to 5s per
+// listener. Later registrations are stopped at once.
 func (ls *Listeners[T]) Close() {
 	ls.mu.Lock()
 	ls.closed = true
@@ -72,7 +75,7 @@ func (ls *Listeners[T]) Close() {
 	ls.m = nil
 	ls.mu.Unlock()
 	for _, l := range m {
-		l.stop()
+		l.finish()
 	}
 }
 
@@ -100,6 +103,7 @@ func (ls *Listeners[T]) add(l *listener[T]) (remove func()) {
 
 // listener delivers values to one callback from an unbounded queue.
 type listener[T any] struct {
+	drain    bool // a callback: Close delivers what is queued first
 	q        *queue[T]
 	done     chan struct{}
 	finished chan struct{}
@@ -153,6 +157,23 @@ func (l *listener[T]) loop() {
 			l.running.Store(nil)
 		}
 	}
+}
+
+// finish is stop for Close: a callback listener first gets the values
+// already queued (within listenerStopWait), then stops.
+func (l *listener[T]) finish() {
+	if !l.drain {
+		l.stop()
+		return
+	}
+	l.q.drain()
+	t := time.NewTimer(listenerStopWait)
+	defer t.Stop()
+	select {
+	case <-l.finished:
+	case <-t.C:
+	}
+	l.stop()
 }
 
 // stop ends delivery and waits for the listener goroutine to finish,

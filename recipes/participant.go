@@ -24,6 +24,10 @@ type Participation struct {
 	// our node deleted, the participation ended. OnTerm runs on the
 	// participant's goroutine and must not block.
 	OnTerm func(*Hold)
+	// OnTermEnd, if set, is called with the term's Hold once the
+	// participant has seen the term end (its Done is closed by then), on
+	// the participant's goroutine, before any later OnTerm.
+	OnTermEnd func(*Hold)
 }
 
 // Participate runs a Participation until ctx ends or the client closes,
@@ -91,6 +95,9 @@ func (c *Client) participateWith(ctx context.Context, ct *Contest, p Participati
 		p.OnTerm(h)
 		gone, err := c.watchTerm(ctx, ct, sig)
 		h.MarkReleased()
+		if p.OnTermEnd != nil {
+			p.OnTermEnd(h)
+		}
 		if err != nil {
 			return err
 		}

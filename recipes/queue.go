@@ -7,10 +7,11 @@ import "sync"
 // It is the one queue behind the client's event inbox and every state
 // listener.
 type queue[T any] struct {
-	mu     sync.Mutex
-	items  []T
-	wake   chan struct{}
-	closed bool
+	mu       sync.Mutex
+	items    []T
+	wake     chan struct{}
+	closed   bool
+	draining bool // no new items; closed once empty
 }
 
 func newQueue[T any]() *queue[T] { return &queue[T]{wake: make(chan struct{}, 1)} }
@@ -18,7 +19,7 @@ func newQueue[T any]() *queue[T] { return &queue[T]{wake: make(chan struct{}, 1)
 // push appends v; it reports false once the queue is closed.
 func (q *queue[T]) push(v T) bool {
 	q.mu.Lock()
-	ok := !q.closed
+	ok := !q.closed && !q.draining
 	if ok {
 		q.items = append(q.items, v)
 	}
@@ -43,6 +44,15 @@ func (q *queue[T]) close() {
 	q.signal()
 }
 
+// drain closes the queue for new items but lets take return those queued
+// before it reports the end.
+func (q *queue[T]) drain() {
+	q.mu.Lock()
+	q.draining = true
+	q.mu.Unlock()
+	q.signal()
+}
+
 // take returns every queued item, blocking until there is one; ok is false
 // once the queue is closed or done is closed.
 func (q *queue[T]) take(done <-chan struct{}) (items []T, ok bool) {
@@ -56,6 +66,11 @@ func (q *queue[T]) take(done <-chan struct{}) (items []T, ok bool) {
 			items, q.items = q.items, nil
 			q.mu.Unlock()
 			return items, true
+		}
+		if q.draining {
+			q.closed = true
+			q.mu.Unlock()
+			return nil, false
 		}
 		q.mu.Unlock()
 		select {

@@ -1,0 +1,246 @@
+// Package election is leader election on ZooKeeper, compatible with
+// Curator's LeaderLatch and LeaderSelector, plus Observe for processes that
+// follow an election without taking part.
+//
+// A Latch keeps a node _c_<uuid>-latch-<seq> (data: the participant's id)
+// under the latch path for as long as it runs, and leads while its node is
+// first AND the node's ephemeralOwner is the client's current session
+// (Curator's CURATOR-696 double leader came from skipping the second
+// check). A Selector queues on a mutex at its path (_c_<uuid>-lock-<seq>,
+// data: the id), runs the caller's function while it holds it, and
+// releases it when the function returns, requeueing if asked to.
+//
+// # Terms
+//
+// Each stretch of leadership is a Term. Its Done channel closes when the
+// leadership may be gone: at SUSPENDED under the client's Standard error
+// policy, at LOST under both policies (the client declares LOST one
+// session timeout after it last heard from the server, which is when the
+// server may expire the session and let another participant lead), when
+// the node is deleted, and at Close. So a term ends for the old leader
+// before the server can let a new one begin: never two leaders. Its Token
+// is the leader node's czxid, which grows from one leader to the next
+// (fencing); two terms of one participant on the same node, around a
+// connection blip during which nobody else could lead, share it.
+package election
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/go-zookeeper/zk"
+
+	"github.com/zkrecipes/zkrecipes/recipes"
+)
+
+// Node names, as Curator names them.
+const (
+	LatchName    = "latch-" // LeaderLatch nodes: _c_<uuid>-latch-<seq>
+	SelectorName = "lock-"  // LeaderSelector nodes (a mutex): _c_<uuid>-lock-<seq>
+)
+
+// Sentinel errors.
+var (
+	// ErrNotStarted is returned by a Latch or Selector used before Start.
+	ErrNotStarted = errors.New("zkrecipes: election: not started")
+	// ErrAlreadyStarted is returned by a second Start.
+	ErrAlreadyStarted = errors.New("zkrecipes: election: already started")
+	// ErrNoLeader is returned by Leader when nobody leads.
+	ErrNoLeader = errors.New("zkrecipes: election: no leader")
+	// ErrClosed is returned by a Latch or Selector after Close.
+	ErrClosed = recipes.ErrClosed
+)
+
+// Term is one stretch of leadership: recipes.Hold gives Done, Token,
+// Fenced and Node.
+type Term struct {
+	*recipes.Hold
+	id    string
+	start time.Time
+}
+
+func newTerm(h *recipes.Hold, id string) *Term { return &Term{Hold: h, id: id, start: time.Now()} }
+
+// ID returns the id of the participant that leads in this term.
+func (t *Term) ID() string { return t.id }
+
+// Started returns when the term began, by this process's clock.
+func (t *Term) Started() time.Time { return t.start }
+
+// Participant is one node of an election.
+type Participant struct {
+	ID       string // the participant's id (its node's data)
+	Node     string // server path of its node
+	IsLeader bool
+}
+
+// Leader is an election's leader as an observer sees it.
+type Leader struct {
+	ID    string // the leader's id
+	Node  string // server path of its node ("" when nobody leads)
+	Token int64  // its node's czxid
+}
+
+// sortKey orders latch and selector nodes alike, by the text after the
+// last lock name.
+func sortKey(child string) string { return recipes.SortKey(child, LatchName, SelectorName) }
+
+var anyDriver = sortDriver{}
+
+type sortDriver struct{}
+
+func (sortDriver) SortKey(child string) string { return sortKey(child) }
+func (sortDriver) Check(q recipes.Query) recipes.Verdict {
+	if len(q.Below) == 0 {
+		return recipes.Verdict{Held: true}
+	}
+	return recipes.Verdict{Watch: q.Below[len(q.Below)-1]}
+}
+func (sortDriver) Blocks(_, _ recipes.Contender) bool { return true }
+func (sortDriver) Relist(_ recipes.Contender) bool    { return false }
+
+// Participants returns the election's nodes at path (a latch's or a
+// selector's), in queue order, with their ids; the first leads. Nodes
+// that vanish while they are read are left out.
+func Participants(ctx context.Context, c *recipes.Client, path string) ([]Participant, error) {
+	if c == nil {
+		return nil, recipes.ErrNilClient
+	}
+	if ctx == nil {
+		return nil, fmt.Errorf("%w: nil context", recipes.ErrInvalidArgument)
+	}
+	if err := c.Check(); err != nil {
+		return nil, err
+	}
+	full, err := c.FullPath(path)
+	if err != nil {
+		return nil, err
+	}
+	return participants(ctx, c, full)
+}
+
+func participants(ctx context.Context, c *recipes.Client, full string) ([]Participant, error) {
+	var kids []string
+	err := c.Retry(ctx, func() error {
+		var err error
+		kids, _, err = c.Children(full)
+		return err
+	})
+	if errors.Is(err, zk.ErrNoNode) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("election %s: participants: %w", full, err)
+	}
+	out := make([]Participant, 0, len(kids))
+	for _, k := range recipes.SortContenders(kids, anyDriver) {
+		p := recipes.JoinPath(full, k.Name)
+		var data []byte
+		err := c.Retry(ctx, func() error {
+			var err error
+			data, _, err = c.Get(p)
+			return err
+		})
+		if errors.Is(err, zk.ErrNoNode) {
+			continue
+		}
+		if err != nil {
+			return nil, fmt.Errorf("election %s: participants: %w", full, err)
+		}
+		out = append(out, Participant{ID: string(data), Node: p, IsLeader: len(out) == 0})
+	}
+	return out, nil
+}
+
+// CurrentLeader reads the leader of the election at path once: the first
+// node's id, node and token. It returns ErrNoLeader when there is none.
+// (The leader may have changed by the time it returns; Observe follows
+// the changes.)
+func CurrentLeader(ctx context.Context, c *recipes.Client, path string) (Leader, error) {
+	if c == nil {
+		return Leader{}, recipes.ErrNilClient
+	}
+	if ctx == nil {
+		return Leader{}, fmt.Errorf("%w: nil context", recipes.ErrInvalidArgument)
+	}
+	if err := c.Check(); err != nil {
+		return Leader{}, err
+	}
+	full, err := c.FullPath(path)
+	if err != nil {
+		return Leader{}, err
+	}
+	l, _, err := readLeader(ctx, c, full, false)
+	if err != nil {
+		return Leader{}, err
+	}
+	if l.Node == "" {
+		return Leader{}, fmt.Errorf("election %s: %w", path, ErrNoLeader)
+	}
+	return l, nil
+}
+
+// readLeader reads the first node's id and czxid. With watch it also
+// leaves one watch and returns its channel: on the leader node (a join
+// behind it wakes nobody), or, when there is none, on the children, or on
+// the path when it does not exist.
+func readLeader(ctx context.Context, c *recipes.Client, full string, watch bool) (Leader, <-chan zk.Event, error) {
+	for {
+		if err := ctx.Err(); err != nil {
+			return Leader{}, nil, err
+		}
+		kids, _, err := c.Children(full)
+		switch {
+		case errors.Is(err, zk.ErrNoNode):
+			if !watch {
+				return Leader{}, nil, nil
+			}
+			ok, _, ch, err := c.ExistsW(full)
+			if err != nil {
+				return Leader{}, nil, err
+			}
+			if ok {
+				continue // created meanwhile
+			}
+			return Leader{}, ch, nil
+		case err != nil:
+			return Leader{}, nil, err
+		case len(kids) == 0:
+			if !watch {
+				return Leader{}, nil, nil
+			}
+			kids, _, ch, err := c.ChildrenW(full)
+			if errors.Is(err, zk.ErrNoNode) {
+				continue
+			}
+			if err != nil {
+				return Leader{}, nil, err
+			}
+			if len(kids) > 0 {
+				continue // joined meanwhile; the children watch fires, harmlessly
+			}
+			return Leader{}, ch, nil
+		}
+		first := recipes.SortContenders(kids, anyDriver)[0]
+		p := recipes.JoinPath(full, first.Name)
+		var (
+			data []byte
+			st   *zk.Stat
+			ch   <-chan zk.Event
+		)
+		if watch {
+			data, st, ch, err = c.GetW(p)
+		} else {
+			data, st, err = c.Get(p)
+		}
+		if errors.Is(err, zk.ErrNoNode) {
+			continue // gone meanwhile: look again
+		}
+		if err != nil {
+			return Leader{}, nil, err
+		}
+		return Leader{ID: string(data), Node: p, Token: st.Czxid}, ch, nil
+	}
+}

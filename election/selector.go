@@ -1,0 +1,301 @@
+package election
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/zkrecipes/zkrecipes/mutex"
+	"github.com/zkrecipes/zkrecipes/recipes"
+)
+
+// LeadFunc runs while its participant leads. ctx is cancelled when the
+// leadership may be lost (the term's Done: SUSPENDED or LOST under the
+// client's error policy), at Interrupt and at Close; leadership is
+// released when LeadFunc returns, so it must return promptly once ctx is
+// done. An error it returns is logged.
+type LeadFunc func(ctx context.Context, t *Term) error
+
+// SelectorOption configures a Selector.
+type SelectorOption func(*selectorOptions) error
+
+type selectorOptions struct {
+	autoRequeue bool
+}
+
+// AutoRequeue makes the selector queue again each time LeadFunc returns
+// (or an attempt to lead fails), as Curator's autoRequeue does.
+func AutoRequeue() SelectorOption {
+	return func(o *selectorOptions) error {
+		o.autoRequeue = true
+		return nil
+	}
+}
+
+// Selector is Curator's LeaderSelector: a participant that queues for a
+// mutex at its path, runs a LeadFunc while it holds it, and releases it
+// when the function returns. Without AutoRequeue it leads once per Start
+// or Requeue.
+type Selector struct {
+	c    *recipes.Client
+	path string
+	full string
+	id   string
+	fn   LeadFunc
+	opts selectorOptions
+	m    *mutex.Mutex
+
+	mu        sync.Mutex
+	started   bool
+	closed    bool
+	queued    bool // an attempt to lead is under way or asked for
+	leading   *Term
+	interrupt context.CancelFunc // of the running LeadFunc
+	wake      chan struct{}      // Requeue
+	ctx       context.Context    // cancelled by Close
+	cancel    context.CancelFunc
+	done      chan struct{}
+}
+
+// NewSelector returns a selector at path for participant id (its node's
+// data) that runs fn while it leads. It does not touch ZooKeeper until
+// Start.
+func NewSelector(c *recipes.Client, path, id string, fn LeadFunc, opts ...SelectorOption) (*Selector, error) {
+	if c == nil {
+		return nil, recipes.ErrNilClient
+	}
+	if fn == nil {
+		return nil, fmt.Errorf("%w: nil LeadFunc", recipes.ErrInvalidArgument)
+	}
+	var o selectorOptions
+	for _, opt := range opts {
+		if opt == nil {
+			return nil, fmt.Errorf("%w: nil option", recipes.ErrInvalidArgument)
+		}
+		if err := opt(&o); err != nil {
+			return nil, err
+		}
+	}
+	m, err := mutex.New(c, path, mutex.WithData([]byte(id)))
+	if err != nil {
+		return nil, err
+	}
+	full, _ := c.FullPath(path)
+	return &Selector{c: c, path: path, full: full, id: id, fn: fn, opts: o, m: m,
+		wake: make(chan struct{}, 1), done: make(chan struct{})}, nil
+}
+
+// ID returns the participant id.
+func (s *Selector) ID() string { return s.id }
+
+// Start queues for leadership and returns; the selector works in the
+// background until Close.
+func (s *Selector) Start() error {
+	if s == nil || s.c == nil {
+		return fmt.Errorf("%w: Selector not made by NewSelector", recipes.ErrInvalidArgument)
+	}
+	if err := s.c.Check(); err != nil {
+		return err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	switch {
+	case s.closed:
+		return ErrClosed
+	case s.started:
+		return ErrAlreadyStarted
+	}
+	s.started, s.queued = true, true
+	s.ctx, s.cancel = context.WithCancel(context.Background())
+	go s.run()
+	return nil
+}
+
+// Requeue queues for leadership once more, if the selector is neither
+// queued nor leading (Curator's requeue). It reports whether it queued.
+func (s *Selector) Requeue() (bool, error) {
+	if s == nil || s.c == nil {
+		return false, fmt.Errorf("%w: Selector not made by NewSelector", recipes.ErrInvalidArgument)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	switch {
+	case s.closed:
+		return false, ErrClosed
+	case !s.started:
+		return false, ErrNotStarted
+	case s.queued:
+		return false, nil
+	}
+	s.queued = true
+	select {
+	case s.wake <- struct{}{}:
+	default:
+	}
+	return true, nil
+}
+
+// Interrupt cancels the running LeadFunc's ctx, if any (Curator's
+// interruptLeadership).
+func (s *Selector) Interrupt() {
+	if s == nil {
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.interrupt != nil {
+		s.interrupt()
+	}
+}
+
+// HasLeadership reports whether LeadFunc is running with an open term.
+func (s *Selector) HasLeadership() bool {
+	if s == nil {
+		return false
+	}
+	s.mu.Lock()
+	t := s.leading
+	s.mu.Unlock()
+	return t != nil && !isClosed(t.Done())
+}
+
+func (s *Selector) run() {
+	defer close(s.done)
+	owner := mutex.WithOwner(s.ctx, s) // the selector is the lock's owner
+	for {
+		s.mu.Lock()
+		queued := s.queued
+		s.mu.Unlock()
+		if !queued {
+			select {
+			case <-s.wake:
+				continue
+			case <-s.ctx.Done():
+				return
+			}
+		}
+		err := s.leadOnce(owner)
+		if s.ctx.Err() != nil {
+			return
+		}
+		if err != nil {
+			s.c.Logger().Warn("zkrecipes: leader selector: attempt to lead failed", "path", s.path, "id", s.id, "err", err)
+		}
+		s.mu.Lock()
+		s.queued = s.opts.autoRequeue
+		s.mu.Unlock()
+		if err != nil && s.opts.autoRequeue {
+			// Do not spin while the connection is down.
+			if werr := s.c.WaitConnected(s.ctx); werr != nil {
+				return
+			}
+			t := time.NewTimer(retryDelay)
+			select {
+			case <-t.C:
+			case <-s.ctx.Done():
+				t.Stop()
+				return
+			}
+		}
+	}
+}
+
+const retryDelay = 20 * time.Millisecond
+
+// leadOnce waits for the mutex, runs fn, releases.
+func (s *Selector) leadOnce(owner context.Context) error {
+	lease, err := s.m.Lock(owner)
+	if err != nil {
+		return err
+	}
+	term := newTerm(lease.Hold, s.id)
+	tctx, cancel := context.WithCancel(s.ctx)
+	s.mu.Lock()
+	s.leading, s.interrupt = term, cancel
+	s.mu.Unlock()
+	stop := context.AfterFunc(s.ctx, cancel)
+	go func() {
+		select {
+		case <-term.Done():
+			cancel()
+		case <-tctx.Done():
+		}
+	}()
+	ferr := s.runFn(tctx, term)
+	cancel()
+	stop()
+	s.mu.Lock()
+	s.leading, s.interrupt = nil, nil
+	s.mu.Unlock()
+	uerr := lease.Unlock(context.WithoutCancel(owner))
+	if errors.Is(uerr, recipes.ErrLockLost) {
+		uerr = nil // the term ended with the session; nothing is left to release
+	}
+	return errors.Join(ferr, uerr)
+}
+
+func (s *Selector) runFn(ctx context.Context, t *Term) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("leader selector %s: LeadFunc panicked: %v", s.path, r)
+		}
+	}()
+	if err := s.fn(ctx, t); err != nil {
+		return fmt.Errorf("leader selector %s: LeadFunc: %w", s.path, err)
+	}
+	return nil
+}
+
+// Participants returns the selector's participants in queue order; the
+// first leads.
+func (s *Selector) Participants(ctx context.Context) ([]Participant, error) {
+	if s == nil || s.c == nil {
+		return nil, fmt.Errorf("%w: Selector not made by NewSelector", recipes.ErrInvalidArgument)
+	}
+	return Participants(ctx, s.c, s.path)
+}
+
+// Leader returns the current leader's id and node (Curator's getLeader);
+// ErrNoLeader when there is none.
+func (s *Selector) Leader(ctx context.Context) (Participant, error) {
+	ps, err := s.Participants(ctx)
+	if err != nil {
+		return Participant{}, err
+	}
+	if len(ps) == 0 {
+		return Participant{}, fmt.Errorf("leader selector %s: %w", s.path, ErrNoLeader)
+	}
+	return ps[0], nil
+}
+
+// Close stops the selector: a running LeadFunc's ctx is cancelled, the
+// selector waits (within ctx) for it to return and for its node to go. It
+// is safe to call more than once.
+func (s *Selector) Close(ctx context.Context) error {
+	if s == nil || s.c == nil {
+		return fmt.Errorf("%w: Selector not made by NewSelector", recipes.ErrInvalidArgument)
+	}
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		return nil
+	}
+	s.closed = true
+	started, cancel := s.started, s.cancel
+	s.mu.Unlock()
+	if !started {
+		return nil
+	}
+	cancel()
+	select {
+	case <-s.done:
+		return nil
+	case <-ctx.Done():
+		return fmt.Errorf("leader selector %s: close: %w", s.path, ctx.Err())
+	}
+}
