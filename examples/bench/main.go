@@ -19,6 +19,11 @@
 //     mutex shares what it learns about deleted lock nodes among the
 //     sessions of one process, which saves it a children list per hand-off
 //     when the whole queue lives in one process.
+//   - readers: -readers sessions (separate Clients of this process) loop
+//     ReadLock().Lock;Unlock of one rwlock path for -duration per round;
+//     no writer takes part, so they all hold together. Reported as read
+//     acquisitions per second, next to the contended mutex figure of the
+//     same run (-which readers,contended); no baseline, no target.
 //
 // Each scenario reports the median of its per-round ratios, the requests
 // our Clients sent per acquisition (Client.Stats), and, when the server
@@ -28,6 +33,7 @@
 //
 //	RESULT scenario=uncontended ours_ops=... base_ops=... ratio=... ...
 //	RESULT scenario=contended ours_ops=... base_ops=... ratio=... ...
+//	RESULT scenario=readers ours_ops=... mutex_contended_ops=... readers_per_mutex=... ...
 //
 // Both sides use the same session timeout (-session-timeout). Mutual
 // exclusion is checked while the contended rounds run. Any error, or a
@@ -82,6 +88,7 @@ type flags struct {
 	warmup         int
 	duration       time.Duration
 	sessions       int
+	readers        int
 	which          string
 	sessionTimeout time.Duration
 	strict         bool
@@ -103,9 +110,10 @@ func main() {
 	flag.IntVar(&f.ops, "ops", 1000, "uncontended: Lock+Unlock operations per side per round")
 	flag.IntVar(&f.chunk, "chunk", 50, "uncontended: ops per turn; the two sides take turns within a round")
 	flag.IntVar(&f.warmup, "warmup", 200, "uncontended: operations per side before the first round (also warms the server up)")
-	flag.DurationVar(&f.duration, "duration", 5*time.Second, "contended: time per side per round")
+	flag.DurationVar(&f.duration, "duration", 5*time.Second, "contended and readers: time per side per round")
 	flag.IntVar(&f.sessions, "sessions", 16, "contended: number of sessions contending")
-	flag.StringVar(&f.which, "which", "all", "scenarios to run: all, uncontended or contended")
+	flag.IntVar(&f.readers, "readers", 32, "readers: number of reading sessions")
+	flag.StringVar(&f.which, "which", "all", "scenarios to run: all, or a comma-separated list of uncontended, contended, readers (they run in that order)")
 	flag.DurationVar(&f.sessionTimeout, "session-timeout", 4*time.Second, "session timeout requested by both sides")
 	flag.BoolVar(&f.procs, "procs", false, "contended: run every session in an OS process of its own (this binary re-run as a worker) instead of a goroutine, so that sessions share no state, as with separate services")
 	flag.StringVar(&f.cpuprofile, "cpuprofile", "", "write a CPU profile of this process to `file`")
@@ -134,8 +142,12 @@ func run(f flags) (int, error) {
 		return 0, fmt.Errorf("-duration must be positive")
 	case f.sessions < 2:
 		return 0, fmt.Errorf("-sessions must be at least 2")
-	case f.which != "all" && f.which != "uncontended" && f.which != "contended":
-		return 0, fmt.Errorf("-which must be all, uncontended or contended, not %q", f.which)
+	case f.readers < 1:
+		return 0, fmt.Errorf("-readers must be at least 1")
+	}
+	which, err := parseWhich(f.which)
+	if err != nil {
+		return 0, err
 	}
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
@@ -167,19 +179,26 @@ func run(f flags) (int, error) {
 
 	var results []string
 	pass := true
-	if f.which == "all" || f.which == "uncontended" {
+	if which["uncontended"] {
 		line, ok, err := b.uncontended(ctx)
 		if err != nil {
 			return 0, fmt.Errorf("uncontended: %w", err)
 		}
 		results, pass = append(results, line), pass && ok
 	}
-	if f.which == "all" || f.which == "contended" {
+	if which["contended"] {
 		line, ok, err := b.contended(ctx)
 		if err != nil {
 			return 0, fmt.Errorf("contended: %w", err)
 		}
 		results, pass = append(results, line), pass && ok
+	}
+	if which["readers"] {
+		line, err := b.readers(ctx)
+		if err != nil {
+			return 0, fmt.Errorf("readers: %w", err)
+		}
+		results = append(results, line)
 	}
 	fmt.Println()
 	for _, r := range results {
@@ -195,6 +214,9 @@ type bench struct {
 	f       flags
 	servers []string
 	root    string
+	// contendedOurs is the contended scenario's median acquisitions/s of
+	// the mutex, once it ran, for the readers scenario to show.
+	contendedOurs float64
 }
 
 // ---------------------------------------------------------------- uncontended
@@ -479,6 +501,7 @@ func (b *bench) contended(ctx context.Context) (string, bool, error) {
 	}
 	ratio := median(ratios)
 	ok := ratio >= contendedTarget
+	b.contendedOurs = median(ours)
 	fmt.Fprintf(tw, "median\t%.0f\t%.0f\t%.3f\ttarget >= %.2f: %s\n", median(ours), median(bases), ratio, contendedTarget, verdict(ok))
 	tw.Flush()
 	per := perOp(oursReq, oursAcq)
@@ -1063,7 +1086,7 @@ func (b *bench) cleanup() {
 	defer r.Close()
 	for _, p := range []string{
 		b.root + "/contended/zklock", b.root + "/contended", b.root + "/uncontended/base",
-		b.root + "/uncontended/ours", b.root + "/uncontended", b.root, "/zkrecipes-bench",
+		b.root + "/uncontended/ours", b.root + "/uncontended", b.root + "/readers", b.root, "/zkrecipes-bench",
 	} {
 		_ = r.conn.Delete(p, -1)
 	}
