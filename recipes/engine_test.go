@@ -347,3 +347,29 @@ func assertClosedWithin(t *testing.T, ch <-chan struct{}, what string) {
 		t.Fatalf("%s: not closed within 10s", what)
 	}
 }
+
+// EnterVerifyOwner: a node first in the queue that belongs to another
+// session does not make a holder (Curator's CURATOR-696 double leader).
+func TestEngineVerifiesTheNodesOwner(t *testing.T) {
+	zkc := zktest.Start(t)
+	c := connect(t, zkc.Servers())
+	other := connect(t, zkc.Servers())
+	ctx := context.Background()
+	d := &recipes.StandardDriver{LockName: "latch-", MaxLeases: 1}
+	ct, err := c.Enter(ctx, "/owner", "latch-", nil, d, recipes.EnterVerifyOwner())
+	require.NoError(t, err)
+	// The same name, now owned by another session.
+	require.NoError(t, c.Delete(ct.Path(), -1))
+	_, err = other.Create(ct.Path(), nil, zk.FlagEphemeral)
+	require.NoError(t, err)
+	held, _, err := ct.Acquire(ctx, true)
+	assert.False(t, held)
+	assert.ErrorIs(t, err, recipes.ErrSessionLost, "not ours: no hold")
+
+	ct2, err := c.Enter(ctx, "/owner2", "latch-", nil, d, recipes.EnterVerifyOwner())
+	require.NoError(t, err)
+	held, _, err = ct2.Acquire(ctx, true)
+	require.NoError(t, err)
+	assert.True(t, held, "our own node first: a hold")
+	require.NoError(t, ct2.Leave(ctx))
+}
