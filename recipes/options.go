@@ -33,6 +33,7 @@ type config struct {
 	retry          func() backoff.BackOff
 	errorPolicy    ErrorPolicy
 	wire           *Wire
+	noContainers   bool
 }
 
 // DefaultSessionTimeout is the session timeout requested when
@@ -222,6 +223,18 @@ func WithWire(w *Wire) Option {
 			return fmt.Errorf("%w: nil wire", ErrInvalidArgument)
 		}
 		c.wire = w
+		return nil
+	}
+}
+
+// WithoutContainers makes the recipes create their parent nodes as
+// persistent nodes instead of containers, as Curator's
+// dontUseContainerParents does: for servers that refuse containers (older
+// than 3.5.3). Nothing then removes parents left empty: run a
+// cleanup.Reaper.
+func WithoutContainers() Option {
+	return func(c *config) error {
+		c.noContainers = true
 		return nil
 	}
 }

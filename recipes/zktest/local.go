@@ -314,6 +314,9 @@ func (lc *localCluster) jvmArgs(m *member) []string {
 		// observable in tests; this must be a system property (a zoo.cfg
 		// line would be read as a different property).
 		"-Dznode.container.checkIntervalMs=1000",
+		// ... and each check may delete any number of them (the default,
+		// 10000 a minute, would make a test of 10,000 lock paths wait).
+		"-Dznode.container.maxPerMinute=10000000",
 		// TTL nodes.
 		"-Dzookeeper.extendedTypesEnabled=true",
 		"-Dzookeeper.4lw.commands.whitelist=*",
