@@ -75,7 +75,7 @@
 //
 //   semholder <connectString> <path> <maxLeases> <qty>
 //       Acquires qty leases of InterProcessSemaphoreV2(path, maxLeases)
-//       (waiting as long as it takes), prints "LEASE <node path>" for each
+//       (waiting as long as it takes), prints "LEASE <node name>" for each
 //       and ACQUIRED, waits for any line (or EOF) on stdin, returns them all,
 //       prints RELEASED and exits 0.
 //

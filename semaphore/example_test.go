@@ -1,0 +1,250 @@
+package semaphore_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/go-zookeeper/zk"
+
+	"github.com/zkrecipes/zkrecipes/internal/testutil"
+	"github.com/zkrecipes/zkrecipes/recipes"
+	"github.com/zkrecipes/zkrecipes/semaphore"
+)
+
+// exampleServers starts one server, shared by the examples of this
+// package, at its first call; TestMain stops it.
+var exampleServers = sync.OnceValue(testutil.ExampleServers)
+
+// ExampleSemaphore takes two leases of a two-lease semaphore, shows that a
+// third is not to be had, does a fenced write and returns the leases.
+func ExampleSemaphore() {
+	ctx := context.Background()
+	c, err := recipes.Connect(exampleServers()) // e.g. []string{"127.0.0.1:2181"}
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer c.Close()
+
+	s, err := semaphore.New(c, "/semaphores/exports", 2)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	leases, err := s.Acquire(ctx, 2) // all or nothing
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	fmt.Println("holding:", len(leases))
+
+	_, err = s.TryAcquire(ctx, 1)
+	fmt.Println("a third at once:", errors.Is(err, semaphore.ErrNotAcquired))
+	tctx, cancel := context.WithTimeout(ctx, 100*time.Millisecond)
+	defer cancel()
+	_, err = s.Acquire(tctx, 1) // a timed acquire is a context with a deadline
+	fmt.Println("a third within 100ms:", errors.Is(err, context.DeadlineExceeded))
+
+	// A write the server applies only while the lease is still held.
+	token, _ := leases[0].Token(ctx) // strictly increases across leases
+	_, err = leases[0].Fenced(ctx, &zk.CreateRequest{Path: "/exports-batch", Data: []byte(fmt.Sprint(token)), Acl: zk.WorldACL(zk.PermAll)})
+	fmt.Println("fenced write:", err)
+
+	select {
+	case <-leases[0].Done():
+		fmt.Println("the lease may be gone: stop working")
+	default:
+		fmt.Println("lease held")
+	}
+	fmt.Println("returned:", semaphore.ReturnAll(ctx, leases))
+	// Output:
+	// holding: 2
+	// a third at once: true
+	// a third within 100ms: true
+	// fenced write: <nil>
+	// lease held
+	// returned: <nil>
+}
+
+// ExampleSemaphore_Acquire bounds the number of workers doing something at
+// once: eight goroutines (they could be in as many processes), never more
+// than three at work.
+func ExampleSemaphore_Acquire() {
+	ctx := context.Background()
+	c, err := recipes.Connect(exampleServers()) // e.g. []string{"127.0.0.1:2181"}
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer c.Close()
+
+	s, err := semaphore.New(c, "/semaphores/crawlers", 3)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	var (
+		busy, most atomic.Int32
+		wg         sync.WaitGroup
+	)
+	for range 8 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			leases, err := s.Acquire(ctx, 1)
+			if err != nil {
+				fmt.Println(err)
+				return
+			}
+			defer leases[0].Close(ctx) // Close returns the lease, from any goroutine
+
+			n := busy.Add(1)
+			for m := most.Load(); n > m && !most.CompareAndSwap(m, n); m = most.Load() {
+			}
+			time.Sleep(10 * time.Millisecond) // the work
+			busy.Add(-1)
+		}()
+	}
+	wg.Wait()
+	fmt.Println("at most 3 at work:", most.Load() <= 3)
+	// Output:
+	// at most 3 at work: true
+}
+
+// ExampleNewWithCount takes the semaphore's maximum from a SharedCount,
+// which any process can change: here from 1 to 2.
+func ExampleNewWithCount() {
+	ctx := context.Background()
+	c, err := recipes.Connect(exampleServers()) // e.g. []string{"127.0.0.1:2181"}
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer c.Close()
+
+	// The node holds Curator's format: 4 bytes, big-endian. The seed is
+	// written only if the node does not exist yet.
+	count, err := semaphore.NewSharedCount(ctx, c, "/config/report-slots", 1)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer count.Close()
+	s, err := semaphore.NewWithCount(c, "/semaphores/reports", count)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	first, err := s.Acquire(ctx, 1)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	_, err = s.TryAcquire(ctx, 1)
+	fmt.Println("max", s.MaxLeases(), "- a second lease:", errors.Is(err, semaphore.ErrNotAcquired))
+
+	// TrySet succeeds only from the current version: of several processes
+	// raising the count from the same value, one wins.
+	prev := count.GetVersioned()
+	won, err := count.TrySet(ctx, prev, prev.Value+1)
+	fmt.Println("raised:", won, err)
+	won, err = count.TrySet(ctx, prev, prev.Value+1) // prev is stale now
+	fmt.Println("raised from a stale version:", won, err)
+
+	second, err := s.TryAcquire(ctx, 1)
+	fmt.Println("max", s.MaxLeases(), "- a second lease:", err)
+	fmt.Println("returned:", semaphore.ReturnAll(ctx, append(first, second...)))
+	// Output:
+	// max 1 - a second lease: true
+	// raised: true <nil>
+	// raised from a stale version: false <nil>
+	// max 2 - a second lease: <nil>
+	// returned: <nil>
+}
+
+// ExampleSharedCount watches a count that another client changes.
+func ExampleSharedCount() {
+	ctx := context.Background()
+	servers := exampleServers() // e.g. []string{"127.0.0.1:2181"}
+	a, err := recipes.Connect(servers)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer a.Close()
+	b, err := recipes.Connect(servers)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer b.Close()
+
+	watcher, err := semaphore.NewSharedCount(ctx, a, "/config/replicas", 3)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer watcher.Close()
+	changes, stop := watcher.Subscribe()
+	defer stop()
+
+	setter, err := semaphore.NewSharedCount(ctx, b, "/config/replicas", 100) // exists: the seed is ignored
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer setter.Close()
+	fmt.Println("setter reads:", setter.Get())
+	if err := setter.Set(ctx, 5); err != nil {
+		fmt.Println(err)
+		return
+	}
+	select {
+	case v := <-changes:
+		fmt.Println("watcher sees:", v, watcher.Get())
+	case <-time.After(10 * time.Second):
+		fmt.Println("no change seen")
+	}
+	// Output:
+	// setter reads: 3
+	// watcher sees: 5 5
+}
+
+// ExampleMutex is a lock with one lease. Unlike mutex.Mutex it is not
+// reentrant and has no owner: any goroutine can release it.
+func ExampleMutex() {
+	ctx := context.Background()
+	c, err := recipes.Connect(exampleServers()) // e.g. []string{"127.0.0.1:2181"}
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer c.Close()
+
+	m, err := semaphore.NewMutex(c, "/locks/nightly-job")
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	if _, err := m.Lock(ctx); err != nil {
+		fmt.Println(err)
+		return
+	}
+	fmt.Println("held:", m.IsHeld())
+	_, err = m.TryLock(ctx) // the same goroutine too must wait
+	fmt.Println("again:", errors.Is(err, semaphore.ErrNotAcquired))
+
+	done := make(chan error)
+	go func() { done <- m.Unlock(ctx) }() // released by another goroutine
+	fmt.Println("unlock:", <-done)
+	fmt.Println("held:", m.IsHeld())
+	// Output:
+	// held: true
+	// again: true
+	// unlock: <nil>
+	// held: false
+}

@@ -1,0 +1,458 @@
+package semaphore_test
+
+// Interop tests: the Go Semaphore and SharedCount share paths with real
+// Apache Curator 5.4 InterProcessSemaphoreV2 and SharedCount processes
+// (Java, driven through internal/interop), against the same ZooKeeper
+// server.
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/zkrecipes/zkrecipes/internal/interop"
+	"github.com/zkrecipes/zkrecipes/recipes"
+	"github.com/zkrecipes/zkrecipes/recipes/zktest"
+	"github.com/zkrecipes/zkrecipes/semaphore"
+)
+
+// ioInCI reports whether the CI environment variable is set to a true
+// value: there a missing Curator, Java or ZooKeeper fails a test instead
+// of skipping it.
+func ioInCI() bool {
+	b, err := strconv.ParseBool(os.Getenv("CI"))
+	return err == nil && b
+}
+
+// ioUnavailable skips the test for a missing dependency, or fails it when
+// running in CI.
+func ioUnavailable(t *testing.T, err error) {
+	t.Helper()
+	if ioInCI() {
+		t.Fatalf("CI is set, so a missing dependency is a failure: %v", err)
+	}
+	t.Skipf("skipping (with CI=true this fails): %v", err)
+}
+
+// ioStart checks for Curator's jars and then starts a ZooKeeper server
+// (stopped at the end of the test); either missing skips the test, or
+// fails it in CI.
+func ioStart(t *testing.T) *zktest.Cluster {
+	t.Helper()
+	if _, err := interop.JavaClasspath(); errors.Is(err, interop.ErrUnavailable) {
+		ioUnavailable(t, err)
+	} else if err != nil {
+		t.Fatal(err)
+	}
+	zkc, err := zktest.Launch(1)
+	if errors.Is(err, zktest.ErrUnavailable) {
+		ioUnavailable(t, err)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := zkc.Close(); err != nil {
+			t.Errorf("zktest: closing cluster: %v", err)
+		}
+	})
+	return zkc
+}
+
+// ioCurator starts CuratorRecipes.java in mode args[0]; the process is
+// killed at the end of the test.
+func ioCurator(t *testing.T, ctx context.Context, dir string, args ...string) *interop.Proc {
+	t.Helper()
+	p, err := interop.StartCurator(ctx, dir, args...)
+	if errors.Is(err, interop.ErrUnavailable) {
+		ioUnavailable(t, err)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(p.Kill)
+	return p
+}
+
+// ioConnect connects a Client that is closed at the end of the test.
+func ioConnect(t *testing.T, zkc *zktest.Cluster) *recipes.Client {
+	t.Helper()
+	return connect(t, zkc.Servers(), recipes.WithSessionTimeout(4*time.Second))
+}
+
+// ioWaitLeases polls until the semaphore at path has n lease nodes. It
+// fails at once if p prints the line bad meanwhile (p may be nil).
+func ioWaitLeases(ctx context.Context, t *testing.T, c *recipes.Client, path string, n int, p *interop.Proc, bad string) {
+	t.Helper()
+	for leaseCount(t, c, path) != n {
+		if p != nil && slices.Contains(p.Lines(), bad) {
+			t.Fatalf("%s printed %s while waiting for %d leases", p.Name, bad, n)
+		}
+		select {
+		case <-ctx.Done():
+			t.Fatalf("waiting for %d lease nodes at %s, have %d: %v", n, path, leaseCount(t, c, path), ctx.Err())
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
+}
+
+// ioOutput returns the non-empty stdout lines of a finished process.
+func ioOutput(t *testing.T, p *interop.Proc) []string {
+	t.Helper()
+	if err := p.Wait(); err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for _, l := range p.Lines() {
+		if l = strings.TrimSpace(l); l != "" {
+			out = append(out, l)
+		}
+	}
+	return out
+}
+
+// TestCuratorInterop runs the Go Semaphore and SharedCount against
+// Curator 5.4's InterProcessSemaphoreV2 and SharedCount.
+func TestCuratorInterop(t *testing.T) {
+	zkc := ioStart(t)
+	dir := t.TempDir() // the driver program is written here once
+	t.Run("SemaphoreMaximum", func(t *testing.T) { interopSemaphoreMaximum(t, zkc, dir) })
+	t.Run("SemaphoreWaits", func(t *testing.T) { interopSemaphoreWaits(t, zkc, dir) })
+	t.Run("SharedCount", func(t *testing.T) { interopSharedCount(t, zkc, dir) })
+}
+
+// interopSemaphoreMaximum runs 2 Curator processes and 4 Go goroutines
+// (one Client, one Semaphore) on one 3-lease semaphore, released together.
+// The recorded holds of both sides, merged and swept, never number more
+// than 3 at an instant; both sides complete every iteration, and Go and
+// Curator hold leases at the same time (they share the count, rather than
+// taking turns).
+func interopSemaphoreMaximum(t *testing.T, zkc *zktest.Cluster, dir string) {
+	const (
+		maxLeases  = 3
+		curProcs   = 2
+		curIters   = 12
+		goWorkers  = 4
+		goIters    = 12
+		hold       = 15 * time.Millisecond
+		curatorWho = "curator"
+	)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	path := "/interop/semaphore-" + uuid.NewString()[:8]
+	outDir := t.TempDir()
+
+	procs := make([]*interop.Proc, curProcs)
+	files := make([]string, curProcs)
+	for i := range procs {
+		files[i] = filepath.Join(outDir, fmt.Sprintf("curator%d.txt", i))
+		procs[i] = ioCurator(t, ctx, dir, "semaphore", zkc.ConnectString(), path, strconv.Itoa(maxLeases),
+			strconv.Itoa(curIters), files[i], strconv.Itoa(int(hold.Milliseconds())))
+	}
+	for _, p := range procs {
+		if err := p.WaitLine(ctx, "READY"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	c := ioConnect(t, zkc)
+	s := newSem(t, c, path, maxLeases)
+
+	start := time.Now()
+	for _, p := range procs {
+		if err := p.Send("GO"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var (
+		mu     sync.Mutex
+		goHeld []interop.Interval
+		wg     sync.WaitGroup
+	)
+	for g := range goWorkers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range goIters {
+				ls, err := s.Acquire(ctx, 1)
+				if err != nil {
+					t.Errorf("go%d iteration %d: acquire: %v", g, i, err)
+					return
+				}
+				st := time.Now().UnixNano()
+				time.Sleep(hold)
+				select {
+				case <-ls[0].Done():
+					t.Errorf("go%d iteration %d: the lease may have been lost", g, i)
+				default:
+				}
+				e := time.Now().UnixNano()
+				if err := ls[0].Close(ctx); err != nil {
+					t.Errorf("go%d iteration %d: close: %v", g, i, err)
+					return
+				}
+				mu.Lock()
+				goHeld = append(goHeld, interop.Interval{Start: st, End: e, Who: fmt.Sprintf("go%d", g)})
+				mu.Unlock()
+			}
+		}()
+	}
+	wg.Wait()
+	for _, p := range procs {
+		if err := p.Wait(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	elapsed := time.Since(start)
+
+	if len(goHeld) != goWorkers*goIters {
+		t.Errorf("Go completed %d holds, want %d", len(goHeld), goWorkers*goIters)
+	}
+	all := append([]interop.Interval(nil), goHeld...)
+	for i, f := range files {
+		iv, err := interop.ReadIntervals(f, fmt.Sprintf("%s%d", curatorWho, i))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(iv) != curIters {
+			t.Errorf("curator%d completed %d holds, want %d", i, len(iv), curIters)
+		}
+		all = append(all, iv...)
+	}
+	peak, at, who := sweep(all)
+	if peak > maxLeases {
+		t.Errorf("%d holders at %d: %v; the maximum is %d", peak, at, who, maxLeases)
+	}
+	// Holds of one side that overlap a hold of the other.
+	mixed := 0
+	for _, a := range all {
+		if !strings.HasPrefix(a.Who, "go") {
+			continue
+		}
+		for _, b := range all {
+			if strings.HasPrefix(b.Who, curatorWho) && a.Start < b.End && b.Start < a.End {
+				mixed++
+				break
+			}
+		}
+	}
+	t.Logf("%d holds (Go %d×%d, Curator %d×%d) in %v after GO, hold %v; at most %d holders at once (%v); %d Go holds overlapped a Curator hold",
+		len(all), goWorkers, goIters, curProcs, curIters, elapsed.Round(time.Millisecond), hold, peak, who, mixed)
+	if mixed == 0 {
+		t.Error("Go and Curator never held leases at the same time")
+	}
+	if ps, err := s.Participants(ctx); err != nil || len(ps) != 0 {
+		t.Errorf("participants after all returned = %v, %v; want none", ps, err)
+	}
+}
+
+// interopSemaphoreWaits: Curator holds every lease, so Go's TryAcquire
+// fails, Go's Participants lists Curator's lease nodes, and Go's Acquire
+// waits until Curator returns one. Then Go holds every lease and a Curator
+// acquirer waits (its lease node made, over the maximum) until Go returns
+// one.
+func interopSemaphoreWaits(t *testing.T, zkc *zktest.Cluster, dir string) {
+	const maxLeases = 2
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	path := "/interop/semaphore-waits-" + uuid.NewString()[:8]
+	c := ioConnect(t, zkc)
+	s := newSem(t, c, path, maxLeases)
+
+	// Curator holds both leases.
+	holder := ioCurator(t, ctx, dir, "semholder", zkc.ConnectString(), path, strconv.Itoa(maxLeases), strconv.Itoa(maxLeases))
+	if err := holder.WaitLine(ctx, "ACQUIRED"); err != nil {
+		t.Fatal(err)
+	}
+	var theirs []string
+	for _, l := range holder.Lines() {
+		if n, ok := strings.CutPrefix(l, "LEASE "); ok {
+			theirs = append(theirs, strings.TrimSpace(n))
+		}
+	}
+	ps, err := s.Participants(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ours []string
+	for _, p := range ps {
+		ours = append(ours, p.Name)
+		if !strings.Contains(p.Name, "-lease-") || !strings.HasPrefix(p.Name, "_c_") {
+			t.Errorf("Curator's lease node %s is not named _c_<uuid>-lease-<seq>", p.Name)
+		}
+	}
+	slices.Sort(theirs)
+	if !slices.Equal(ours, theirs) {
+		t.Fatalf("Go lists the leases as %v, Curator holds %v", ours, theirs)
+	}
+	if _, err := s.TryAcquire(ctx, 1); !errors.Is(err, semaphore.ErrNotAcquired) {
+		t.Fatalf("TryAcquire while Curator holds every lease = %v, want ErrNotAcquired", err)
+	}
+	type result struct {
+		leases []*semaphore.Lease
+		err    error
+	}
+	got := make(chan result, 1)
+	go func() {
+		ls, err := s.Acquire(ctx, maxLeases)
+		got <- result{ls, err}
+	}()
+	ioWaitLeases(ctx, t, c, path, maxLeases+1, nil, "") // Go's first lease node waits over the maximum
+	select {
+	case r := <-got:
+		t.Fatalf("Go acquired while Curator held every lease: %v, %v", r.leases, r.err)
+	default:
+	}
+	if err := holder.Send("release"); err != nil {
+		t.Fatal(err)
+	}
+	var r result
+	select {
+	case r = <-got:
+	case <-ctx.Done():
+		t.Fatalf("Go did not acquire after Curator returned its leases: %v", ctx.Err())
+	}
+	if r.err != nil {
+		t.Fatal(r.err)
+	}
+	if err := holder.WaitLine(ctx, "RELEASED"); err != nil {
+		t.Fatal(err)
+	}
+	if err := holder.Wait(); err != nil {
+		t.Fatal(err)
+	}
+
+	// Go holds both leases; a Curator acquirer waits.
+	waiter := ioCurator(t, ctx, dir, "semholder", zkc.ConnectString(), path, strconv.Itoa(maxLeases), "1")
+	ioWaitLeases(ctx, t, c, path, maxLeases+1, waiter, "ACQUIRED")
+	if slices.Contains(waiter.Lines(), "ACQUIRED") {
+		t.Fatal("Curator acquired while Go held every lease")
+	}
+	if err := r.leases[0].Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := waiter.WaitLine(ctx, "ACQUIRED"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.TryAcquire(ctx, 1); !errors.Is(err, semaphore.ErrNotAcquired) {
+		t.Errorf("TryAcquire while Go and Curator hold every lease = %v, want ErrNotAcquired", err)
+	}
+	if err := waiter.Send("release"); err != nil {
+		t.Fatal(err)
+	}
+	if err := waiter.WaitLine(ctx, "RELEASED"); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.leases[1].Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := waiter.Wait(); err != nil {
+		t.Fatal(err)
+	}
+	if n := leaseCount(t, c, path); n != 0 {
+		t.Errorf("%d lease nodes left", n)
+	}
+}
+
+// ioCuratorCounts reads the shared counts at paths with Curator's
+// SharedCount, in one process, and returns their values and versions.
+func ioCuratorCounts(ctx context.Context, t *testing.T, zkc *zktest.Cluster, dir string, paths ...string) []semaphore.VersionedValue {
+	t.Helper()
+	out := ioOutput(t, ioCurator(t, ctx, dir, append([]string{"sharedcount-get", zkc.ConnectString()}, paths...)...))
+	if len(out) != len(paths) {
+		t.Fatalf("sharedcount-get printed %q, want %d lines", out, len(paths))
+	}
+	vs := make([]semaphore.VersionedValue, len(out))
+	for i, l := range out {
+		if _, err := fmt.Sscanf(l, "%d %d", &vs[i].Value, &vs[i].Version); err != nil {
+			t.Fatalf("sharedcount-get printed %q: %v", l, err)
+		}
+	}
+	return vs
+}
+
+// interopSharedCount: Curator's SharedCount reads the values (a negative
+// one and a large one too) the Go SharedCount set, with the same version;
+// the Go SharedCount, watching, sees the value Curator sets; a Go
+// SharedCount opened afterwards reads Curator's value; and a count Curator
+// creates is read by Go. (Each Curator process costs a JVM start, so one
+// process reads, or sets, several counts.)
+func interopSharedCount(t *testing.T, zkc *zktest.Cluster, dir string) {
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	base := "/interop/count-" + uuid.NewString()[:8]
+	c := ioConnect(t, zkc)
+
+	// Go writes: a seed, and values set after a seed.
+	writes := []struct {
+		seed, set int
+		doSet     bool
+	}{{seed: 7}, {seed: 1, set: 42, doSet: true}, {seed: 1, set: -5, doSet: true}, {seed: 0, set: 1 << 30, doSet: true}, {seed: -(1 << 31)}}
+	paths := make([]string, len(writes))
+	want := make([]semaphore.VersionedValue, len(writes))
+	counts := make([]*semaphore.SharedCount, len(writes))
+	for i, w := range writes {
+		paths[i] = fmt.Sprintf("%s/go%d", base, i)
+		sc, err := semaphore.NewSharedCount(ctx, c, paths[i], w.seed)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer sc.Close()
+		if w.doSet {
+			if err := sc.Set(ctx, w.set); err != nil {
+				t.Fatal(err)
+			}
+		}
+		counts[i], want[i] = sc, sc.GetVersioned()
+	}
+	if got := ioCuratorCounts(ctx, t, zkc, dir, paths...); !slices.Equal(got, want) {
+		t.Errorf("Curator reads the counts Go wrote as %+v, want %+v", got, want)
+	}
+
+	// Curator writes: one of the counts above, which Go watches, and a
+	// count Curator creates.
+	sc := counts[0]
+	changes, stop := sc.Subscribe()
+	defer stop()
+	fresh := base + "/curator"
+	out := ioOutput(t, ioCurator(t, ctx, dir, "sharedcount-set", zkc.ConnectString(), paths[0], "-1000", fresh, "12345"))
+	if len(out) != 2 {
+		t.Fatalf("sharedcount-set printed %q", out)
+	}
+	select {
+	case got := <-changes:
+		if got != -1000 {
+			t.Errorf("Go's watching SharedCount saw %d after Curator set -1000", got)
+		}
+	case <-ctx.Done():
+		t.Fatalf("Go's watching SharedCount never saw Curator's -1000: %v", ctx.Err())
+	}
+	if got := sc.Get(); got != -1000 {
+		t.Errorf("Get = %d after Curator set -1000", got)
+	}
+	other, err := semaphore.NewSharedCount(ctx, ioConnect(t, zkc), paths[0], 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer other.Close()
+	if a, b := other.GetVersioned(), sc.GetVersioned(); a != b || a.Value != -1000 || a.Version != want[0].Version+1 {
+		t.Errorf("a new Go SharedCount reads %+v, the watching one %+v; want -1000 at version %d", a, b, want[0].Version+1)
+	}
+	fc, err := semaphore.NewSharedCount(ctx, c, fresh, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer fc.Close()
+	if got := fc.GetVersioned(); got.Value != 12345 || got.Version != 1 {
+		t.Errorf("Go reads the count Curator created as %+v, want 12345 at version 1 (seeded, then set)", got)
+	}
+}

@@ -1,0 +1,623 @@
+package semaphore_test
+
+// Multi-process tests: the test binary re-runs itself as helper processes
+// (os.Args[0] -test.run=^TestHelperProcess$) with their role in the
+// environment, the idiom Go's own os/exec tests use, so that separate OS
+// processes, each with its own session, share one semaphore.
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/go-zookeeper/zk"
+	"github.com/google/uuid"
+
+	"github.com/zkrecipes/zkrecipes/internal/interop"
+	"github.com/zkrecipes/zkrecipes/recipes"
+	"github.com/zkrecipes/zkrecipes/recipes/zktest"
+	"github.com/zkrecipes/zkrecipes/semaphore"
+)
+
+// Environment of a helper process.
+const (
+	helperEnvRole    = "ZKS_HELPER"  // "contend" or "hold"
+	helperEnvServers = "ZKS_SERVERS" // comma-separated host:port
+	helperEnvPath    = "ZKS_PATH"    // semaphore path
+	helperEnvMax     = "ZKS_MAX"     // maximum leases
+	helperEnvOut     = "ZKS_OUT"     // contend: intervals file
+	helperEnvIters   = "ZKS_ITERS"   // contend: iterations per goroutine
+	helperEnvWorkers = "ZKS_WORKERS" // contend: goroutines
+	helperEnvGauge   = "ZKS_GAUGE"   // contend: gauge znode
+	helperEnvHold    = "ZKS_HOLD"    // contend: hold time (time.ParseDuration)
+)
+
+// TestHelperProcess is not a test: it is the body of the helper processes
+// the tests below start. It returns at once unless ZKS_HELPER is set.
+func TestHelperProcess(t *testing.T) {
+	role := os.Getenv(helperEnvRole)
+	if role == "" {
+		return
+	}
+	var err error
+	switch role {
+	case "contend":
+		err = helperContend()
+	case "hold":
+		err = helperHold()
+	default:
+		err = fmt.Errorf("unknown %s=%q", helperEnvRole, role)
+	}
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "helper %s: ERROR: %v\n", role, err)
+		os.Exit(2)
+	}
+	os.Exit(0) // skip the testing package's epilogue (and its leak check)
+}
+
+func helperEnvInt(name string) (int, error) {
+	n, err := strconv.Atoi(os.Getenv(name))
+	if err != nil {
+		return 0, fmt.Errorf("%s: %w", name, err)
+	}
+	return n, nil
+}
+
+// gaugeValue is the content of the gauge znode: the holders now, the most
+// there ever were, and the holds so far.
+type gaugeValue struct{ cur, peak, total int }
+
+func parseGauge(b []byte) (gaugeValue, error) {
+	var g gaugeValue
+	if _, err := fmt.Sscanf(string(b), "%d %d %d", &g.cur, &g.peak, &g.total); err != nil {
+		return g, fmt.Errorf("gauge %q: %w", b, err)
+	}
+	return g, nil
+}
+
+func (g gaugeValue) bytes() []byte { return []byte(fmt.Sprintf("%d %d %d", g.cur, g.peak, g.total)) }
+
+// gaugeAdd adds delta to the gauge with a compare-and-set that the server
+// applies only while lease's node exists (a fenced write), and returns the
+// new value. A holder that is not really a holder can neither raise nor
+// lower it.
+func gaugeAdd(ctx context.Context, c *recipes.Client, lease *semaphore.Lease, gauge string, delta int) (gaugeValue, error) {
+	for {
+		data, st, err := c.Conn().Get(gauge)
+		if err != nil {
+			return gaugeValue{}, err
+		}
+		g, err := parseGauge(data)
+		if err != nil {
+			return g, err
+		}
+		g.cur += delta
+		g.peak = max(g.peak, g.cur)
+		if delta > 0 {
+			g.total++
+		}
+		_, err = lease.Fenced(ctx, &zk.SetDataRequest{Path: gauge, Data: g.bytes(), Version: st.Version})
+		if errors.Is(err, zk.ErrBadVersion) {
+			continue // another holder moved it: read again
+		}
+		return g, err
+	}
+}
+
+// helperContend runs ZKS_WORKERS goroutines sharing one Client and one
+// Semaphore of ZKS_MAX leases. Each does ZKS_ITERS times: Acquire(1);
+// raise the gauge znode by a fenced compare-and-set (failing if it goes
+// over the maximum); hold for ZKS_HOLD; lower the gauge; Close; and records
+// the hold in ZKS_OUT as "start end" (start taken after Acquire returned,
+// end before Close, so the recorded interval lies within the lease).
+func helperContend() error {
+	servers := strings.Split(os.Getenv(helperEnvServers), ",")
+	path, gauge, outFile := os.Getenv(helperEnvPath), os.Getenv(helperEnvGauge), os.Getenv(helperEnvOut)
+	var ints [3]int
+	for i, name := range []string{helperEnvMax, helperEnvIters, helperEnvWorkers} {
+		n, err := helperEnvInt(name)
+		if err != nil {
+			return err
+		}
+		ints[i] = n
+	}
+	maxLeases, iters, workers := ints[0], ints[1], ints[2]
+	hold, err := time.ParseDuration(os.Getenv(helperEnvHold))
+	if err != nil {
+		return fmt.Errorf("%s: %w", helperEnvHold, err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 45*time.Second)
+	defer cancel()
+
+	c, err := recipes.Connect(servers, recipes.WithSessionTimeout(4*time.Second))
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	s, err := semaphore.New(c, path, maxLeases)
+	if err != nil {
+		return err
+	}
+	f, err := os.OpenFile(outFile, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+
+	var (
+		fileMu sync.Mutex
+		wg     sync.WaitGroup
+		errMu  sync.Mutex
+		errs   []error
+	)
+	once := func(g int) error {
+		ls, err := s.Acquire(ctx, 1)
+		if err != nil {
+			return err
+		}
+		l := ls[0]
+		start := time.Now().UnixNano()
+		v, err := gaugeAdd(ctx, c, l, gauge, +1)
+		if err == nil && v.cur > maxLeases {
+			err = fmt.Errorf("%d holders at once, at most %d allowed", v.cur, maxLeases)
+		}
+		if err == nil {
+			time.Sleep(hold) // the bounded hold: holders overlap
+			_, err = gaugeAdd(ctx, c, l, gauge, -1)
+		}
+		select {
+		case <-l.Done():
+			if err == nil {
+				err = errors.New("the lease may have been lost during the hold")
+			}
+		default:
+		}
+		end := time.Now().UnixNano()
+		if cerr := l.Close(ctx); err == nil {
+			err = cerr
+		}
+		if err != nil {
+			return err
+		}
+		fileMu.Lock()
+		defer fileMu.Unlock()
+		_, err = fmt.Fprintf(f, "%d %d\n", start, end)
+		return err
+	}
+	for g := range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range iters {
+				if err := once(g); err != nil {
+					errMu.Lock()
+					errs = append(errs, fmt.Errorf("goroutine %d iteration %d: %w", g, i, err))
+					errMu.Unlock()
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		return err
+	}
+	if _, err := fmt.Fprintf(f, "done %d\n", workers*iters); err != nil {
+		return err
+	}
+	return f.Close()
+}
+
+// helperHold takes one lease of a ZKS_MAX-lease semaphore with a 2s
+// session, prints "NODE <path> <token> <negotiated session timeout in ms>"
+// and "LEASED", and then blocks until its stdin closes (the parent is
+// gone), so it can only lose the lease by being killed.
+func helperHold() error {
+	servers := strings.Split(os.Getenv(helperEnvServers), ",")
+	maxLeases, err := helperEnvInt(helperEnvMax)
+	if err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	c, err := recipes.Connect(servers, recipes.WithSessionTimeout(2*time.Second))
+	if err != nil {
+		return err
+	}
+	s, err := semaphore.New(c, os.Getenv(helperEnvPath), maxLeases)
+	if err != nil {
+		return err
+	}
+	ls, err := s.Acquire(ctx, 1)
+	if err != nil {
+		return err
+	}
+	tok, err := ls[0].Token(ctx)
+	if err != nil {
+		return err
+	}
+	fmt.Printf("NODE %s %d %d\n", ls[0].Node(), tok, c.SessionTimeout().Milliseconds())
+	fmt.Println("LEASED")
+	_, _ = io.Copy(io.Discard, os.Stdin)
+	// The parent is gone: exit without returning the lease, like a crash.
+	return errors.New("stdin closed: the parent is gone")
+}
+
+// helperProc is a running helper process with its stdout read line by line.
+type helperProc struct {
+	name  string
+	cmd   *exec.Cmd
+	stdin io.WriteCloser
+	lines chan string // stdout lines; closed at EOF
+	done  chan struct{}
+	err   error // Wait's result, valid after done
+	errb  *lockedBuffer
+}
+
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
+// startHelper re-runs the test binary as a helper with the given role and
+// environment. The process is killed and reaped when the test ends.
+func startHelper(t *testing.T, name, role string, env ...string) *helperProc {
+	t.Helper()
+	cmd := exec.Command(os.Args[0], "-test.run=^TestHelperProcess$", "-test.v=false", "-test.count=1", "-test.timeout=2m")
+	cmd.Env = append(append(os.Environ(), helperEnvRole+"="+role), env...)
+	h := &helperProc{name: name, cmd: cmd, lines: make(chan string, 64), done: make(chan struct{}), errb: &lockedBuffer{}}
+	cmd.Stderr = h.errb
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if h.stdin, err = cmd.StdinPipe(); err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatalf("start helper %s: %v", name, err)
+	}
+	go func() {
+		sc := bufio.NewScanner(stdout)
+		for sc.Scan() {
+			h.lines <- sc.Text()
+		}
+		close(h.lines)
+		h.err = cmd.Wait()
+		close(h.done)
+	}()
+	t.Cleanup(func() {
+		h.kill()
+		if t.Failed() {
+			if s := strings.TrimSpace(h.errb.String()); s != "" {
+				t.Logf("helper %s stderr:\n%s", name, s)
+			}
+		}
+	})
+	return h
+}
+
+// kill sends SIGKILL (unless the process has already been reaped) and
+// waits until it has been reaped.
+func (h *helperProc) kill() {
+	select {
+	case <-h.done:
+		return
+	default:
+	}
+	_ = h.cmd.Process.Kill()
+	_ = h.stdin.Close()
+	for range h.lines { // unblock the reader
+	}
+	<-h.done
+}
+
+// wait waits for the process to exit and returns its error with stderr.
+func (h *helperProc) wait(ctx context.Context) error {
+	go func() {
+		for range h.lines { // nobody reads stdout of this helper
+		}
+	}()
+	select {
+	case <-h.done:
+	case <-ctx.Done():
+		return fmt.Errorf("helper %s: %w", h.name, ctx.Err())
+	}
+	if h.err != nil {
+		return fmt.Errorf("helper %s: %w; stderr:\n%s", h.name, h.err, h.errb.String())
+	}
+	return nil
+}
+
+// waitLine returns the first stdout line with the given prefix.
+func (h *helperProc) waitLine(ctx context.Context, prefix string) (string, error) {
+	for {
+		select {
+		case l, ok := <-h.lines:
+			if !ok {
+				<-h.done
+				return "", fmt.Errorf("helper %s exited (%v) before printing %q; stderr:\n%s", h.name, h.err, prefix, h.errb.String())
+			}
+			if strings.HasPrefix(l, prefix) {
+				return l, nil
+			}
+		case <-ctx.Done():
+			return "", fmt.Errorf("helper %s: waiting for %q: %w; stderr:\n%s", h.name, prefix, ctx.Err(), h.errb.String())
+		}
+	}
+}
+
+// sweep returns the largest number of intervals that hold at one instant,
+// with the instant and who held then. An interval holds on [Start, End):
+// one that ends where another starts does not overlap it.
+func sweep(iv []interop.Interval) (peak int, at int64, who []string) {
+	type edge struct {
+		t     int64
+		delta int
+		who   string
+	}
+	edges := make([]edge, 0, 2*len(iv))
+	for _, v := range iv {
+		edges = append(edges, edge{v.Start, +1, v.Who}, edge{v.End, -1, v.Who})
+	}
+	// At equal times the ends go first.
+	sort.Slice(edges, func(i, j int) bool {
+		if edges[i].t != edges[j].t {
+			return edges[i].t < edges[j].t
+		}
+		return edges[i].delta < edges[j].delta
+	})
+	cur := 0
+	holding := map[string]int{}
+	for _, e := range edges {
+		cur += e.delta
+		holding[e.who] += e.delta
+		if cur > peak {
+			peak, at = cur, e.t
+			who = who[:0]
+			for w, n := range holding {
+				for range n {
+					who = append(who, w)
+				}
+			}
+			sort.Strings(who)
+		}
+	}
+	return peak, at, who
+}
+
+// TestProcessesShareTheMaximum runs 3 processes × 10 goroutines on one
+// 4-lease semaphore. Two independent gauges of the holders: one in
+// ZooKeeper, raised and lowered by compare-and-set writes fenced on the
+// writer's lease node (a helper fails if it ever reads more than 4), and
+// the recorded hold intervals of all processes (wall clock, one machine),
+// merged and swept. Neither may exceed 4, and every goroutine completes
+// all its iterations.
+func TestProcessesShareTheMaximum(t *testing.T) {
+	const (
+		procs     = 3
+		workers   = 10
+		iters     = 4
+		maxLeases = 4
+		hold      = 10 * time.Millisecond
+	)
+	zkc := zktest.Start(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Second)
+	defer cancel()
+
+	c := connect(t, zkc.Servers())
+	id := uuid.NewString()[:8]
+	path := "/process/sem-" + id
+	gauge := "/gauge-" + id
+	if _, err := c.Conn().Create(gauge, gaugeValue{}.bytes(), 0, zk.WorldACL(zk.PermAll)); err != nil {
+		t.Fatal(err)
+	}
+
+	dir := t.TempDir()
+	start := time.Now()
+	hs := make([]*helperProc, procs)
+	files := make([]string, procs)
+	for i := range hs {
+		files[i] = filepath.Join(dir, fmt.Sprintf("proc%d.txt", i))
+		hs[i] = startHelper(t, fmt.Sprintf("contend-%d", i), "contend",
+			helperEnvServers+"="+strings.Join(zkc.Servers(), ","),
+			helperEnvPath+"="+path,
+			helperEnvMax+"="+strconv.Itoa(maxLeases),
+			helperEnvGauge+"="+gauge,
+			helperEnvOut+"="+files[i],
+			helperEnvIters+"="+strconv.Itoa(iters),
+			helperEnvWorkers+"="+strconv.Itoa(workers),
+			helperEnvHold+"="+hold.String(),
+		)
+	}
+	for _, h := range hs {
+		if err := h.wait(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	elapsed := time.Since(start)
+
+	data, _, err := c.Conn().Get(gauge)
+	if err != nil {
+		t.Fatal(err)
+	}
+	g, err := parseGauge(data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := procs * workers * iters
+	if g.cur != 0 || g.total != want || g.peak > maxLeases || g.peak < 1 {
+		t.Errorf("gauge = %+v, want cur 0, total %d, peak in [1, %d]", g, want, maxLeases)
+	}
+
+	var all []interop.Interval
+	for i, f := range files {
+		iv, err := interop.ReadIntervals(f, fmt.Sprintf("proc%d", i))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(iv) != workers*iters {
+			t.Errorf("proc%d recorded %d holds, want %d", i, len(iv), workers*iters)
+		}
+		all = append(all, iv...)
+	}
+	peak, at, who := sweep(all)
+	if peak > maxLeases {
+		t.Errorf("%d holders at %d: %v; at most %d allowed", peak, at, who, maxLeases)
+	}
+	mixed := 0 // holds that overlap a hold of another process
+	for i, a := range all {
+		for j, b := range all {
+			if i != j && a.Who != b.Who && a.Start < b.End && b.Start < a.End {
+				mixed++
+				break
+			}
+		}
+	}
+	t.Logf("%d holds by %d processes × %d goroutines in %v; at most %d holders at once by the intervals (%v), %d by the ZooKeeper gauge; %d holds overlapped another process's",
+		len(all), procs, workers, elapsed.Round(time.Millisecond), peak, who, g.peak, mixed)
+	if mixed == 0 {
+		t.Error("no two processes ever held leases at the same time")
+	}
+
+	s := newSem(t, c, path, maxLeases)
+	if ps, err := s.Participants(ctx); err != nil || len(ps) != 0 {
+		t.Errorf("participants after all returned = %v, %v; want none", ps, err)
+	}
+}
+
+// TestProcessKilledHolderLeaseFreed kills -9 a process that holds one of the
+// two leases while the test holds the other and a third acquirer waits:
+// the waiter gets the dead holder's lease once the server expires its
+// session, not before the kill, and within the session timeout plus a
+// margin; its fencing token is larger than the dead lease's.
+func TestProcessKilledHolderLeaseFreed(t *testing.T) {
+	zkc := zktest.Start(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 40*time.Second)
+	defer cancel()
+	const maxLeases = 2
+	path := "/process/sem-killed-" + uuid.NewString()[:8]
+
+	h := startHelper(t, "hold", "hold",
+		helperEnvServers+"="+strings.Join(zkc.Servers(), ","),
+		helperEnvPath+"="+path,
+		helperEnvMax+"="+strconv.Itoa(maxLeases),
+	)
+	nodeLine, err := h.waitLine(ctx, "NODE ")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := h.waitLine(ctx, "LEASED"); err != nil {
+		t.Fatal(err)
+	}
+	var (
+		deadNode             string
+		deadToken, timeoutMS int64
+	)
+	if _, err := fmt.Sscanf(nodeLine, "NODE %s %d %d", &deadNode, &deadToken, &timeoutMS); err != nil {
+		t.Fatalf("parse %q: %v", nodeLine, err)
+	}
+	sessionTimeout := time.Duration(timeoutMS) * time.Millisecond
+	if sessionTimeout > 2*time.Second {
+		t.Fatalf("helper negotiated a %v session, asked for 2s", sessionTimeout)
+	}
+
+	c := connect(t, zkc.Servers())
+	s := newSem(t, c, path, maxLeases)
+	mine, err := s.Acquire(ctx, 1) // the second lease: now the semaphore is full
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.TryAcquire(ctx, 1); !errors.Is(err, semaphore.ErrNotAcquired) {
+		t.Fatalf("TryAcquire on a full semaphore = %v, want ErrNotAcquired", err)
+	}
+
+	type result struct {
+		leases []*semaphore.Lease
+		err    error
+		at     time.Time
+	}
+	got := make(chan result, 1)
+	go func() {
+		ls, err := s.Acquire(ctx, 1)
+		got <- result{ls, err, time.Now()}
+	}()
+	// The waiter has made its lease node and waits on the lease list.
+	eventually(t, 10*time.Second, "the waiter's lease node", func() bool { return leaseCount(t, c, path) == 3 })
+	ps, err := s.Participants(ctx)
+	if err != nil || len(ps) != 3 || ps[0].Path != deadNode {
+		t.Fatalf("participants = %v, %v; want the helper's %s first of 3", ps, err, deadNode)
+	}
+	select {
+	case r := <-got:
+		t.Fatalf("waiter returned while the semaphore was full: %v, %v", r.leases, r.err)
+	default:
+	}
+
+	killed := time.Now()
+	if err := h.cmd.Process.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	var r result
+	limit := sessionTimeout + 3*time.Second
+	select {
+	case r = <-got:
+	case <-time.After(limit + 5*time.Second):
+		t.Fatalf("waiter did not acquire within %v of the kill", limit+5*time.Second)
+	}
+	if r.err != nil {
+		t.Fatalf("waiter: %v", r.err)
+	}
+	wait := r.at.Sub(killed)
+	t.Logf("waiter acquired %v after the kill (helper session timeout %v)", wait.Round(time.Millisecond), sessionTimeout)
+	if wait > limit {
+		t.Errorf("waiter acquired %v after the kill, want at most %v", wait, limit)
+	}
+	h.kill()
+
+	tok, err := r.leases[0].Token(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if tok <= deadToken {
+		t.Errorf("token %d of the new holder is not above the dead holder's %d", tok, deadToken)
+	}
+	ps, err = s.Participants(ctx)
+	if err != nil || len(ps) != 2 {
+		t.Fatalf("participants after the expiry = %v, %v; want our 2", ps, err)
+	}
+	for _, p := range ps {
+		if p.Path == deadNode {
+			t.Errorf("the dead holder's %s is still there", deadNode)
+		}
+	}
+	if err := semaphore.ReturnAll(ctx, append(mine, r.leases...)); err != nil {
+		t.Error(err)
+	}
+	if n := leaseCount(t, c, path); n != 0 {
+		t.Errorf("%d lease nodes left", n)
+	}
+}
