@@ -24,6 +24,13 @@
 //     no writer takes part, so they all hold together. Reported as read
 //     acquisitions per second, next to the contended mutex figure of the
 //     same run (-which readers,contended); no baseline, no target.
+//   - semaphore: one session runs Acquire(1)+Close on one semaphore path
+//     and, in alternating chunks of -chunk on the same session, the mutex's
+//     Lock+Unlock on another path, -ops times each per round (the
+//     uncontended scenario's style). Reported as the semaphore's rate over
+//     the mutex's, with the semaphore's requests per acquire+release
+//     (internal mutex create+children+delete, lease create+children+delete:
+//     6, where the mutex needs 3); no target.
 //
 // Each scenario reports the median of its per-round ratios, the requests
 // our Clients sent per acquisition (Client.Stats), and, when the server
@@ -34,6 +41,7 @@
 //	RESULT scenario=uncontended ours_ops=... base_ops=... ratio=... ...
 //	RESULT scenario=contended ours_ops=... base_ops=... ratio=... ...
 //	RESULT scenario=readers ours_ops=... mutex_contended_ops=... readers_per_mutex=... ...
+//	RESULT scenario=semaphore sem_ops=... mutex_ops=... sem_per_mutex=... ...
 //
 // Both sides use the same session timeout (-session-timeout). Mutual
 // exclusion is checked while the contended rounds run. Any error, or a
@@ -107,13 +115,13 @@ func main() {
 	var f flags
 	flag.StringVar(&f.servers, "servers", os.Getenv("ZK_SERVERS"), "ZooKeeper servers, host:port[,host:port...] (default $ZK_SERVERS; empty: start a local server)")
 	flag.IntVar(&f.rounds, "rounds", 5, "alternating rounds per scenario")
-	flag.IntVar(&f.ops, "ops", 1000, "uncontended: Lock+Unlock operations per side per round")
-	flag.IntVar(&f.chunk, "chunk", 50, "uncontended: ops per turn; the two sides take turns within a round")
-	flag.IntVar(&f.warmup, "warmup", 200, "uncontended: operations per side before the first round (also warms the server up)")
+	flag.IntVar(&f.ops, "ops", 1000, "uncontended and semaphore: operations per side per round")
+	flag.IntVar(&f.chunk, "chunk", 50, "uncontended and semaphore: ops per turn; the two sides take turns within a round")
+	flag.IntVar(&f.warmup, "warmup", 200, "uncontended and semaphore: operations per side before the first round (also warms the server up)")
 	flag.DurationVar(&f.duration, "duration", 5*time.Second, "contended and readers: time per side per round")
 	flag.IntVar(&f.sessions, "sessions", 16, "contended: number of sessions contending")
 	flag.IntVar(&f.readers, "readers", 32, "readers: number of reading sessions")
-	flag.StringVar(&f.which, "which", "all", "scenarios to run: all, or a comma-separated list of uncontended, contended, readers (they run in that order)")
+	flag.StringVar(&f.which, "which", "all", "scenarios to run: all, or a comma-separated list of uncontended, contended, readers, semaphore (they run in that order)")
 	flag.DurationVar(&f.sessionTimeout, "session-timeout", 4*time.Second, "session timeout requested by both sides")
 	flag.BoolVar(&f.procs, "procs", false, "contended: run every session in an OS process of its own (this binary re-run as a worker) instead of a goroutine, so that sessions share no state, as with separate services")
 	flag.StringVar(&f.cpuprofile, "cpuprofile", "", "write a CPU profile of this process to `file`")
@@ -197,6 +205,13 @@ func run(f flags) (int, error) {
 		line, err := b.readers(ctx)
 		if err != nil {
 			return 0, fmt.Errorf("readers: %w", err)
+		}
+		results = append(results, line)
+	}
+	if which["semaphore"] {
+		line, err := b.semaphoreScenario(ctx)
+		if err != nil {
+			return 0, fmt.Errorf("semaphore: %w", err)
 		}
 		results = append(results, line)
 	}
@@ -1086,7 +1101,7 @@ func (b *bench) cleanup() {
 	defer r.Close()
 	for _, p := range []string{
 		b.root + "/contended/zklock", b.root + "/contended", b.root + "/uncontended/base",
-		b.root + "/uncontended/ours", b.root + "/uncontended", b.root + "/readers", b.root, "/zkrecipes-bench",
+		b.root + "/uncontended/ours", b.root + "/uncontended", b.root + "/readers", b.root + "/semaphore", b.root, "/zkrecipes-bench",
 	} {
 		_ = r.conn.Delete(p, -1)
 	}

@@ -165,7 +165,7 @@ func readRound(ctx context.Context, locks []*mutex.Mutex, deadline time.Time) (r
 }
 
 // scenarios in the order they run.
-var scenarios = []string{"uncontended", "contended", "readers"}
+var scenarios = []string{"uncontended", "contended", "readers", "semaphore"}
 
 // parseWhich reads -which: "all" or a comma-separated list of scenarios.
 func parseWhich(s string) (map[string]bool, error) {
