@@ -39,14 +39,20 @@ func NewUUID() string {
 
 // EnsureContainers makes sure dir and all its ancestors exist, creating the
 // missing ones as container nodes (which the server deletes once they have
-// had children and are empty again).
+// had children and are empty again), or as persistent nodes when the
+// client was made WithoutContainers.
 func (c *Client) EnsureContainers(ctx context.Context, dir string) error {
 	if dir == "/" || dir == "" {
 		return nil
 	}
 	for {
 		err := c.Retry(ctx, func() error {
-			_, err := c.CreateContainer(dir)
+			var err error
+			if c.cfg.noContainers {
+				_, err = c.Create(dir, nil, 0)
+			} else {
+				_, err = c.CreateContainer(dir)
+			}
 			return err
 		})
 		switch {
@@ -58,10 +64,14 @@ func (c *Client) EnsureContainers(ctx context.Context, dir string) error {
 				return err
 			}
 		default:
-			return fmt.Errorf("zkrecipes: create container %s: %w", dir, err)
+			return fmt.Errorf("zkrecipes: create parent %s: %w", dir, err)
 		}
 	}
 }
+
+// UsesContainers reports whether the recipes create parents as containers
+// (the default) rather than persistent nodes (WithoutContainers).
+func (c *Client) UsesContainers() bool { return !c.cfg.noContainers }
 
 // CreateProtected creates an ephemeral-sequential node named
 // _c_<uuid>-<name><sequence> under parent, creating missing parents as

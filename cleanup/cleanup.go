@@ -1,0 +1,106 @@
+// Package cleanup keeps lock parents from piling up in ZooKeeper.
+//
+// Per-key lock paths (/locks/order/<id>, one per order, user or job) leave
+// a parent behind for every key ever locked unless something removes it.
+// The recipes of this module create their parents as container nodes,
+// which the server deletes once they are empty. Older clients do not:
+// go-zookeeper's zk.Lock, Kazoo's ensure_path and Curator 2.x make
+// persistent parents, and Curator 5 dropped its Reaper and ChildReaper in
+// favour of containers, so nobody removes theirs; nor does anything remove
+// the parents of a Client made WithoutContainers (for servers older than
+// 3.5.3). A Reaper does, and Scan tells an operator whether one is needed.
+package cleanup
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+
+	"github.com/go-zookeeper/zk"
+
+	"github.com/zkrecipes/zkrecipes/recipes"
+)
+
+// containerOwner is the ephemeralOwner the server reports for a container
+// node (ZooKeeper's EphemeralType.CONTAINER): Long.MIN_VALUE.
+const containerOwner = math.MinInt64
+
+// Kind of a node, by its ephemeralOwner.
+func isContainer(st *zk.Stat) bool { return st.EphemeralOwner == containerOwner }
+
+// isPersistent reports whether a node is plain persistent: not ephemeral,
+// not a container, not a TTL node (whose owner field carries 0xFF in its
+// top byte).
+func isPersistent(st *zk.Stat) bool { return st.EphemeralOwner == 0 }
+
+// ScanResult is what Scan found under a path.
+type ScanResult struct {
+	Nodes int // nodes under the path (the path itself not counted)
+	// EmptyParents counts the empty persistent nodes under the path: the
+	// lock parents nobody will remove without a Reaper.
+	EmptyParents int
+	// EmptyContainers counts the empty containers, which the server removes
+	// by itself at its next container check.
+	EmptyContainers int
+	// Examples holds up to ten of the empty persistent nodes' paths.
+	Examples []string
+}
+
+// Scan walks the tree under path (one children request per node) and
+// counts the empty persistent nodes, the lock parents that only a Reaper
+// would remove, beside the total.
+func Scan(ctx context.Context, c *recipes.Client, path string) (ScanResult, error) {
+	var res ScanResult
+	if c == nil {
+		return res, recipes.ErrNilClient
+	}
+	if ctx == nil {
+		return res, fmt.Errorf("%w: nil context", recipes.ErrInvalidArgument)
+	}
+	if err := c.Check(); err != nil {
+		return res, err
+	}
+	full, err := c.FullPath(path)
+	if err != nil {
+		return res, err
+	}
+	queue := []string{full}
+	for len(queue) > 0 {
+		p := queue[0]
+		queue = queue[1:]
+		var (
+			kids []string
+			st   *zk.Stat
+		)
+		err := c.Retry(ctx, func() error {
+			var err error
+			kids, st, err = c.Children(p)
+			return err
+		})
+		if errors.Is(err, zk.ErrNoNode) {
+			continue // gone while we walked
+		}
+		if err != nil {
+			return res, fmt.Errorf("cleanup: scan %s: %w", p, err)
+		}
+		if p != full {
+			res.Nodes++
+			if len(kids) == 0 {
+				switch {
+				case isPersistent(st):
+					res.EmptyParents++
+					if len(res.Examples) < 10 {
+						res.Examples = append(res.Examples, p)
+					}
+				case isContainer(st):
+					res.EmptyContainers++
+				}
+			}
+		}
+		for _, k := range kids {
+			queue = append(queue, recipes.JoinPath(p, k))
+		}
+	}
+	return res, nil
+}
