@@ -183,7 +183,10 @@ type Participant struct {
 }
 
 // Participants returns every node of the lock, readers and writers, in
-// queue order (Curator's getParticipantNodes order).
+// queue order: Curator's order, in which each of its locks'
+// getParticipantNodes lists its own kind of node. A downgrade node shares
+// its sort key with the write node it was made beside; ties are ordered by
+// name here, by the server's child order in Curator.
 func (rw *RWLock) Participants(ctx context.Context) ([]Participant, error) {
 	if rw == nil || rw.c == nil {
 		return nil, fmt.Errorf("%w: RWLock not made by New", recipes.ErrInvalidArgument)
