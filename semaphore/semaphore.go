@@ -73,6 +73,7 @@ type Semaphore struct {
 	leases string // server path of the leases parent
 	lock   *mutex.Mutex
 	limit  recipes.Limit
+	fixed  bool // the maximum never changes (New, not NewWithCount)
 	opts   options
 }
 
@@ -84,13 +85,19 @@ func New(c *recipes.Client, path string, maxLeases int, opts ...Option) (*Semaph
 	if maxLeases <= 0 {
 		return nil, fmt.Errorf("%w: maxLeases %d", recipes.ErrInvalidArgument, maxLeases)
 	}
-	return newSemaphore(c, path, recipes.FixedLimit(maxLeases), opts)
+	s, err := newSemaphore(c, path, recipes.FixedLimit(maxLeases), opts)
+	if err != nil {
+		return nil, err
+	}
+	s.fixed = true
+	return s, nil
 }
 
 // NewWithCount returns a semaphore at path whose maximum is count's value,
 // read as it changes: when it shrinks, no lease is granted until the
 // leases are under the new maximum (the leases held are kept); when it
-// grows, a waiter is woken at once.
+// grows, a waiter is woken at once. Acquiring more leases than the
+// current maximum waits for it to grow (New refuses that as bad input).
 func NewWithCount(c *recipes.Client, path string, count *SharedCount, opts ...Option) (*Semaphore, error) {
 	if count == nil {
 		return nil, fmt.Errorf("%w: nil SharedCount", recipes.ErrInvalidArgument)
@@ -147,7 +154,8 @@ func (s *Semaphore) check(ctx context.Context, n int) error {
 	if n <= 0 {
 		return fmt.Errorf("%w: %d leases", recipes.ErrInvalidArgument, n)
 	}
-	if max := s.MaxLeases(); n > max {
+	if max := s.MaxLeases(); s.fixed && n > max {
+		// With a shared count the maximum may grow: Acquire waits for it.
 		return fmt.Errorf("%w: %d leases of at most %d", recipes.ErrInvalidArgument, n, max)
 	}
 	return s.c.Check()

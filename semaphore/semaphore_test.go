@@ -450,3 +450,46 @@ func TestBadInput(t *testing.T) {
 	assert.True(t, errors.Is(err, recipes.ErrClosed))
 	assert.True(t, strings.HasSuffix(semaphore.LeaseName, "-"))
 }
+
+// A shared count whose node is deleted keeps its last value and picks up
+// the node when it is created again; a semaphore on a count of 0 waits
+// for it to grow rather than refuse.
+func TestSharedCountNodeDeletedAndZeroMaximum(t *testing.T) {
+	zkc := zktest.Start(t)
+	ctx := context.Background()
+	c := connect(t, zkc.Servers())
+	admin := connect(t, zkc.Servers())
+	count, err := semaphore.NewSharedCount(ctx, c, "/sem/zero", 0)
+	require.NoError(t, err)
+	defer count.Close()
+	s, err := semaphore.NewWithCount(c, "/sem/zeroed", count)
+	require.NoError(t, err)
+	got := make(chan error, 1)
+	go func() {
+		ls, err := s.Acquire(ctx, 1)
+		if err == nil {
+			err = semaphore.ReturnAll(ctx, ls)
+		}
+		got <- err
+	}()
+	eventually(t, 5*time.Second, "waiting", func() bool { return leaseCount(t, c, "/sem/zeroed") == 1 })
+
+	require.NoError(t, admin.Delete("/sem/zero", -1))
+	changes, stop := count.Subscribe()
+	defer stop()
+	assert.Equal(t, 0, count.Get(), "the last value is kept")
+	_, err = admin.Create("/sem/zero", []byte{0, 0, 0, 1}, 0)
+	require.NoError(t, err)
+	select {
+	case v := <-changes:
+		assert.Equal(t, 1, v)
+	case <-time.After(10 * time.Second):
+		t.Fatal("the recreated node was not seen")
+	}
+	select {
+	case err := <-got:
+		require.NoError(t, err, "a maximum of 1 lets the waiter in")
+	case <-time.After(10 * time.Second):
+		t.Fatal("the waiter did not get the lease")
+	}
+}

@@ -104,7 +104,9 @@ func decodeCount(b []byte) (int, error) {
 	return int(int32(binary.BigEndian.Uint32(b))), nil
 }
 
-// read reads the node with a watch and applies what it finds.
+// read reads the node with a watch and applies what it finds. When the
+// node is missing (deleted by someone) it keeps the last value and returns
+// a watch that fires when the node is created again.
 func (s *SharedCount) read(ctx context.Context) (<-chan zk.Event, error) {
 	var (
 		data  []byte
@@ -112,12 +114,27 @@ func (s *SharedCount) read(ctx context.Context) (<-chan zk.Event, error) {
 		watch <-chan zk.Event
 	)
 	err := s.c.Retry(ctx, func() error {
-		var err error
-		data, st, watch, err = s.c.GetW(s.full)
-		return err
+		for {
+			var err error
+			data, st, watch, err = s.c.GetW(s.full)
+			if !errors.Is(err, zk.ErrNoNode) {
+				return err
+			}
+			var ok bool
+			ok, _, watch, err = s.c.ExistsW(s.full)
+			if err != nil || !ok {
+				st = nil
+				return err
+			}
+			// created again meanwhile: read it
+		}
 	})
 	if err != nil {
 		return nil, fmt.Errorf("shared count %s: %w", s.path, err)
+	}
+	if st == nil {
+		s.c.Logger().Warn("zkrecipes: shared count: the node is gone; keeping the last value until it is back", "path", s.path)
+		return watch, nil
 	}
 	v, err := decodeCount(data)
 	if err != nil {
