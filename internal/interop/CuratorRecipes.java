@@ -88,6 +88,42 @@
 //       For each pair, starts SharedCount(path, seed 0), calls
 //       setCount(value) and prints "SET <path> <value>"; exits 0.
 //
+//   latch <connectString> <path> <id>
+//       Starts LeaderLatch(path, id, CloseMode.NOTIFY_LEADER) with a
+//       listener that prints "LEADER <nanos>" from isLeader and
+//       "NOTLEADER <nanos>" from notLeader (wall-clock epoch nanoseconds);
+//       once the latch node exists prints "NODE <node path>". Then serves
+//       stdin commands:
+//         "LEADER? <n>"  prints "ANSWER <n> <leader> <has> <ids>": leader is
+//                        getLeader().getId() ("-" when empty), has is
+//                        hasLeadership(), ids are the ids of
+//                        getParticipants() in Curator's order joined by
+//                        commas ("-" when none);
+//         "close"        prints "CLOSING <nanos>", closes the latch (which
+//                        deletes the node and then calls notLeader if it
+//                        led), prints "CLOSED" and exits 0.
+//       EOF closes the latch likewise, silently.
+//
+//   selector <connectString> <path> <id> <iterations> <outFile> <holdMillis>
+//       LeaderSelector(path) with setId(id) and autoRequeue(): prints READY,
+//       waits for GO, starts. Each takeLeadership appends "start end" to
+//       outFile (start on entry, end right before it returns, so before
+//       Curator releases the mutex), holding for holdMillis, until
+//       <iterations> have been counted; a term after that holds until the
+//       selector is closed (it is closed as soon as the count is reached)
+//       and is recorded too. Writes "done <terms recorded>", prints DONE.
+//
+//   selholder <connectString> <path> <id>
+//       LeaderSelector(path) with setId(id), without autoRequeue, started at
+//       once; prints STARTED. takeLeadership prints "LEADING <nanos>" and
+//       holds until told; stdin commands:
+//         "LEADER? <n>"  answers as in latch mode, with the selector's
+//                        getLeader(), hasLeadership() and getParticipants();
+//         "release"      ends the running term: takeLeadership prints
+//                        "RELEASING <nanos>" and returns (Curator then
+//                        releases its mutex node);
+//         "close"        closes the selector, prints CLOSED and exits 0.
+//
 // To add a mode (rwlock, semaphore, leader latch...), write a static method
 // with the Mode signature and register it in MODES.
 
@@ -104,6 +140,8 @@ import java.util.Arrays;
 import java.util.Collection;
 import java.util.LinkedHashMap;
 import java.util.Map;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.LinkedBlockingQueue;
 import java.util.concurrent.TimeUnit;
 
 import org.apache.curator.framework.CuratorFramework;
@@ -117,6 +155,11 @@ import org.apache.curator.framework.recipes.locks.InterProcessSemaphoreV2;
 import org.apache.curator.framework.recipes.locks.Lease;
 import org.apache.curator.framework.recipes.shared.SharedCount;
 import org.apache.curator.framework.recipes.shared.VersionedValue;
+import org.apache.curator.framework.recipes.leader.LeaderLatch;
+import org.apache.curator.framework.recipes.leader.LeaderLatchListener;
+import org.apache.curator.framework.recipes.leader.LeaderSelector;
+import org.apache.curator.framework.recipes.leader.LeaderSelectorListenerAdapter;
+import org.apache.curator.framework.recipes.leader.Participant;
 import org.apache.curator.retry.ExponentialBackoffRetry;
 
 public class CuratorRecipes {
@@ -144,6 +187,9 @@ public class CuratorRecipes {
         register("semholder", "<connectString> <path> <maxLeases> <qty>", CuratorRecipes::semholder);
         register("sharedcount-get", "<connectString> <path> [<path>...]", CuratorRecipes::sharedcountGet);
         register("sharedcount-set", "<connectString> <path> <value> [<path> <value>...]", CuratorRecipes::sharedcountSet);
+        register("latch", "<connectString> <path> <id>", CuratorRecipes::latch);
+        register("selector", "<connectString> <path> <id> <iterations> <outFile> <holdMillis>", CuratorRecipes::selector);
+        register("selholder", "<connectString> <path> <id>", CuratorRecipes::selholder);
     }
 
     static void register(String name, String usage, Mode mode) {
@@ -473,6 +519,176 @@ public class CuratorRecipes {
                     count.start();
                     count.setCount(value);
                     say("SET " + args[i] + " " + value);
+                }
+            }
+        }
+    }
+
+    /** Answers "LEADER? <n>" for a latch or a selector. */
+    static void answer(String n, Participant leader, boolean has, Collection<Participant> participants) {
+        StringBuilder ids = new StringBuilder();
+        for (Participant p : participants) {
+            if (ids.length() > 0) {
+                ids.append(',');
+            }
+            ids.append(p.getId());
+        }
+        String id = leader.getId();
+        say("ANSWER " + n + " " + (id.isEmpty() ? "-" : id) + " " + has + " " + (ids.length() == 0 ? "-" : ids));
+    }
+
+    static void latch(String[] args) throws Exception {
+        need(args, 3, "latch");
+        try (CuratorFramework client = connect(args[0])) {
+            LeaderLatch latch = new LeaderLatch(client, args[1], args[2], LeaderLatch.CloseMode.NOTIFY_LEADER);
+            latch.addListener(new LeaderLatchListener() {
+                @Override
+                public void isLeader() {
+                    say("LEADER " + nowNanos());
+                }
+
+                @Override
+                public void notLeader() {
+                    say("NOTLEADER " + nowNanos());
+                }
+            });
+            latch.start();
+            long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(CONNECT_WAIT_SECONDS);
+            while (latch.getOurPath() == null) {
+                if (System.nanoTime() > deadline) {
+                    throw new IOException("no latch node after " + CONNECT_WAIT_SECONDS + "s");
+                }
+                Thread.sleep(5);
+            }
+            say("NODE " + latch.getOurPath());
+            for (;;) {
+                String line = readLine();
+                if (line == null) {
+                    latch.close(LeaderLatch.CloseMode.SILENT);
+                    return;
+                }
+                String[] f = line.trim().split("\\s+");
+                switch (f[0]) {
+                    case "LEADER?":
+                        answer(f[1], latch.getLeader(), latch.hasLeadership(), latch.getParticipants());
+                        break;
+                    case "close":
+                        say("CLOSING " + nowNanos());
+                        latch.close();
+                        say("CLOSED");
+                        return;
+                    default:
+                        throw new IllegalArgumentException("latch: unknown command " + line);
+                }
+            }
+        }
+    }
+
+    static void selector(String[] args) throws Exception {
+        need(args, 6, "selector");
+        String connect = args[0];
+        String path = args[1];
+        String id = args[2];
+        int iterations = Integer.parseInt(args[3]);
+        String outFile = args[4];
+        long holdMillis = Long.parseLong(args[5]);
+        try (CuratorFramework client = connect(connect);
+                BufferedWriter out = new BufferedWriter(new FileWriter(outFile, StandardCharsets.UTF_8, true))) {
+            Object mu = new Object();
+            int[] counted = {0}; // guarded by mu
+            int[] recorded = {0}; // guarded by mu
+            boolean[] inTerm = {false}; // guarded by mu
+            CountDownLatch finished = new CountDownLatch(1);
+            LeaderSelector sel = new LeaderSelector(client, path, new LeaderSelectorListenerAdapter() {
+                @Override
+                public void takeLeadership(CuratorFramework c) throws Exception {
+                    long start = nowNanos();
+                    boolean counts;
+                    synchronized (mu) {
+                        inTerm[0] = true;
+                        counts = counted[0] < iterations;
+                    }
+                    try {
+                        if (counts) {
+                            if (holdMillis > 0) {
+                                Thread.sleep(holdMillis);
+                            }
+                        } else {
+                            Thread.sleep(Long.MAX_VALUE); // until close interrupts
+                        }
+                    } finally {
+                        long end = nowNanos();
+                        synchronized (mu) {
+                            out.write(start + " " + end + "\n");
+                            out.flush();
+                            recorded[0]++;
+                            if (counts && ++counted[0] == iterations) {
+                                finished.countDown();
+                            }
+                            inTerm[0] = false;
+                            mu.notifyAll();
+                        }
+                    }
+                }
+            });
+            sel.setId(id);
+            sel.autoRequeue();
+            say("READY");
+            awaitLine("GO");
+            sel.start();
+            finished.await();
+            sel.close();
+            synchronized (mu) {
+                long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
+                while (inTerm[0]) {
+                    long left = deadline - System.nanoTime();
+                    if (left <= 0) {
+                        throw new IOException("takeLeadership still running 10s after close");
+                    }
+                    mu.wait(Math.max(1, TimeUnit.NANOSECONDS.toMillis(left)));
+                }
+                out.write("done " + recorded[0] + "\n");
+                out.flush();
+            }
+            say("DONE");
+        }
+    }
+
+    static void selholder(String[] args) throws Exception {
+        need(args, 3, "selholder");
+        try (CuratorFramework client = connect(args[0])) {
+            LinkedBlockingQueue<Boolean> release = new LinkedBlockingQueue<>();
+            LeaderSelector sel = new LeaderSelector(client, args[1], new LeaderSelectorListenerAdapter() {
+                @Override
+                public void takeLeadership(CuratorFramework c) throws Exception {
+                    say("LEADING " + nowNanos());
+                    release.take();
+                    say("RELEASING " + nowNanos());
+                }
+            });
+            sel.setId(args[2]);
+            sel.start();
+            say("STARTED");
+            for (;;) {
+                String line = readLine();
+                if (line == null) {
+                    sel.close();
+                    return;
+                }
+                String[] f = line.trim().split("\\s+");
+                switch (f[0]) {
+                    case "LEADER?":
+                        answer(f[1], sel.getLeader(), sel.hasLeadership(), sel.getParticipants());
+                        break;
+                    case "release":
+                        release.put(true);
+                        break;
+                    case "close":
+                        sel.close();
+                        say("CLOSED");
+                        return;
+                    default:
+                        throw new IllegalArgumentException("selholder: unknown command " + line);
                 }
             }
         }
