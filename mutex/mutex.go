@@ -94,6 +94,7 @@ type options struct {
 	data     []byte
 	extra    []string
 	onRevoke func(*Lease)
+	local    int // WithLocalHandoff bound; 0: off
 }
 
 // WithData sets the data of the lock node. The default, as in Curator, is
@@ -154,6 +155,7 @@ type Mutex struct {
 	mu      sync.Mutex
 	holds   map[any]*Lease
 	pending map[any]*attempt // acquisitions in flight, by owner
+	local   localState       // WithLocalHandoff; guarded by mu
 }
 
 // attempt is an owner's acquisition in flight. Other calls by the same
@@ -256,8 +258,12 @@ type Lease struct {
 	*recipes.Hold
 	m     *Mutex
 	ct    *recipes.Contest
+	sig   recipes.Signals
 	owner any
 	count int // guarded by m.mu
+
+	proc *procHold // WithLocalHandoff: the process's hold this lease is part of
+	seq  uint64    // its place among the process hold's local holders (0: the first)
 }
 
 // Count returns how many times the owner holds the lock through this
@@ -418,6 +424,14 @@ func (m *Mutex) join(ctx context.Context, owner any, wait bool) (*attempt, *Leas
 // acquire queues a node and waits (or, with wait false, checks once) until
 // it holds the lock.
 func (m *Mutex) acquire(ctx context.Context, owner any, wait bool) (*Lease, error) {
+	if m.opts.local > 0 {
+		return m.acquireLocal(ctx, owner, wait)
+	}
+	return m.acquireNode(ctx, owner, wait)
+}
+
+// acquireNode queues a node of the owner's in the ZooKeeper queue.
+func (m *Mutex) acquireNode(ctx context.Context, owner any, wait bool) (*Lease, error) {
 	if !wait && !m.c.State().IsConnected() {
 		// One attempt cannot succeed without a server: say so at once
 		// instead of retrying the create until ctx ends.
@@ -441,7 +455,7 @@ func (m *Mutex) acquire(ctx context.Context, owner any, wait bool) (*Lease, erro
 	if !held {
 		return nil, fmt.Errorf("mutex %s: %w", m.path, ErrNotAcquired)
 	}
-	return &Lease{Hold: recipes.NewHold(m.c, ct.Path(), sig), m: m, ct: ct, owner: owner, count: 1}, nil
+	return &Lease{Hold: recipes.NewHold(m.c, ct.Path(), sig), m: m, ct: ct, sig: sig, owner: owner, count: 1}, nil
 }
 
 // Unlock releases one hold of the owner; the last one deletes the lock node
@@ -487,6 +501,11 @@ func (m *Mutex) release(ctx context.Context, l *Lease) error {
 	l.count = 0
 	if m.holds[l.owner] == l {
 		delete(m.holds, l.owner)
+	}
+	if l.proc != nil && m.handOnLocked(l, lost) {
+		m.mu.Unlock()
+		l.MarkReleased() // the node stays: a goroutine of this process holds it now
+		return nil
 	}
 	m.mu.Unlock()
 

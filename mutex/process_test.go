@@ -37,6 +37,7 @@ const (
 	helperEnvIters   = "ZKR_ITERS"   // contend: iterations per goroutine
 	helperEnvCounter = "ZKR_COUNTER" // contend: counter znode
 	helperEnvWorkers = "ZKR_WORKERS" // contend: goroutines
+	helperEnvLocal   = "ZKR_LOCAL"   // contend: WithLocalHandoff bound, if set
 )
 
 // TestHelperProcess is not a test: it is the body of the helper processes
@@ -93,7 +94,15 @@ func helperContend() error {
 		return err
 	}
 	defer c.Close()
-	m, err := mutex.New(c, path)
+	var opts []mutex.Option
+	if os.Getenv(helperEnvLocal) != "" {
+		bound, err := helperEnvInt(helperEnvLocal)
+		if err != nil {
+			return err
+		}
+		opts = append(opts, mutex.WithLocalHandoff(bound))
+	}
+	m, err := mutex.New(c, path, opts...)
 	if err != nil {
 		return err
 	}
@@ -142,11 +151,22 @@ func contendOnce(ctx context.Context, c *recipes.Client, m *mutex.Mutex, counter
 		return err
 	}
 	start := time.Now().UnixNano()
-	data, _, err := c.Conn().Get(counter)
+	// The counter holds "<count> <fence token of its last writer>": each
+	// holder checks that its token is larger, and writes through Fenced.
+	tok, err := lease.FenceToken(ctx)
+	var data []byte
+	if err == nil {
+		data, _, err = c.Conn().Get(counter)
+	}
 	if err == nil {
 		var n int
-		if n, err = strconv.Atoi(string(data)); err == nil {
-			_, err = c.Conn().Set(counter, []byte(strconv.Itoa(n+1)), -1)
+		var last mutex.FenceToken
+		if n, last, err = parseCounter(data); err == nil {
+			if tok.Compare(last) <= 0 {
+				err = fmt.Errorf("fencing token %v does not follow %v", tok, last)
+			} else {
+				_, err = lease.Fenced(ctx, &zk.SetDataRequest{Path: counter, Data: []byte(fmt.Sprintf("%d %v", n+1, tok)), Version: -1})
+			}
 		}
 	}
 	select {
@@ -167,6 +187,21 @@ func contendOnce(ctx context.Context, c *recipes.Client, m *mutex.Mutex, counter
 	defer fileMu.Unlock()
 	_, err = fmt.Fprintf(f, "%d %d\n", start, end)
 	return err
+}
+
+// parseCounter reads "<count> <czxid>.<local>" (or a bare count).
+func parseCounter(data []byte) (int, mutex.FenceToken, error) {
+	var t mutex.FenceToken
+	fields := strings.Fields(string(data))
+	if len(fields) == 0 {
+		return 0, t, fmt.Errorf("empty counter")
+	}
+	n, err := strconv.Atoi(fields[0])
+	if err != nil || len(fields) == 1 {
+		return n, t, err
+	}
+	_, err = fmt.Sscanf(fields[1], "%d.%d", &t.Czxid, &t.Local)
+	return n, t, err
 }
 
 // helperHold takes the lock with a 2s session, prints "NODE <path>
@@ -353,7 +388,18 @@ func procWaitParticipants(ctx context.Context, t *testing.T, m *mutex.Mutex, n i
 // counter znode, so two simultaneous holders would lose an update; the
 // final count must be exact and the recorded hold intervals (wall clock,
 // one machine) must not overlap.
+// TestMutualExclusionAcrossProcesses runs 3 processes × 8 goroutines on
+// one lock, each holder incrementing a counter through a fenced write after
+// checking that its fencing token follows the last writer's: with every
+// goroutine queueing its own node, and with WithLocalHandoff (the
+// goroutines of a process passing the process's node in memory, at most 4
+// times in a row).
 func TestMutualExclusionAcrossProcesses(t *testing.T) {
+	t.Run("zookeeper", func(t *testing.T) { testMutualExclusionAcrossProcesses(t, 0) })
+	t.Run("local", func(t *testing.T) { testMutualExclusionAcrossProcesses(t, 4) })
+}
+
+func testMutualExclusionAcrossProcesses(t *testing.T, local int) {
 	const (
 		procs   = 3
 		workers = 8
@@ -384,6 +430,7 @@ func TestMutualExclusionAcrossProcesses(t *testing.T) {
 			helperEnvOut+"="+files[i],
 			helperEnvIters+"="+strconv.Itoa(iters),
 			helperEnvWorkers+"="+strconv.Itoa(workers),
+			helperEnvLocal+"="+map[bool]string{true: strconv.Itoa(local)}[local > 0],
 		)
 	}
 	for _, h := range hs {
@@ -398,7 +445,7 @@ func TestMutualExclusionAcrossProcesses(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := procs * workers * iters
-	if got, err := strconv.Atoi(string(data)); err != nil || got != want {
+	if got, _, err := parseCounter(data); err != nil || got != want {
 		t.Errorf("counter = %q, want %d (lost updates mean two holders at once)", data, want)
 	}
 

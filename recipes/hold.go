@@ -121,8 +121,8 @@ func (h *Hold) Token(ctx context.Context) (int64, error) {
 // or *zk.CheckVersionRequest, with server paths) as one transaction
 // together with a check that the hold's node still exists, so the server
 // refuses the writes of a holder that lost its hold. A refusal for that
-// reason returns an error wrapping ErrFenced; the responses returned are
-// for ops only. A connection error is returned as is (IsRetryable): the
+// reason, or because the hold was released, returns an error wrapping
+// ErrFenced; the responses returned are for ops only. A connection error is returned as is (IsRetryable): the
 // transaction may or may not have been applied.
 func (h *Hold) Fenced(ctx context.Context, ops ...any) ([]zk.MultiResponse, error) {
 	all := make([]any, 0, len(ops)+1)
@@ -130,6 +130,12 @@ func (h *Hold) Fenced(ctx context.Context, ops ...any) ([]zk.MultiResponse, erro
 	all = append(all, ops...)
 	if err := ctx.Err(); err != nil {
 		return nil, fmt.Errorf("zkrecipes: fenced multi: %w", err)
+	}
+	h.mu.Lock()
+	released := h.isReleased
+	h.mu.Unlock()
+	if released { // its node may live on (a local hand-off): refuse here
+		return nil, fmt.Errorf("%w: %s was released", ErrFenced, h.path)
 	}
 	// Not retried: after a connection loss the transaction may have been
 	// applied, and the caller's writes need not be idempotent.

@@ -1,0 +1,203 @@
+package mutex_test
+
+import (
+	"context"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/go-zookeeper/zk"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/zkrecipes/zkrecipes/mutex"
+	"github.com/zkrecipes/zkrecipes/recipes"
+	"github.com/zkrecipes/zkrecipes/recipes/zktest"
+)
+
+// 64 goroutines sharing one Client and one Mutex with local hand-off:
+// mutual exclusion, strictly increasing fence tokens, and far fewer
+// ZooKeeper requests than acquisitions.
+func TestLocalHandoffExclusionAndTokens(t *testing.T) {
+	zkc := zktest.Start(t)
+	c := connect(t, zkc.Servers())
+	m := newMutex(t, c, "/local/excl", mutex.WithLocalHandoff(1000))
+	ctx := context.Background()
+	const goroutines, iters = 64, 20
+	var (
+		inside atomic.Int32
+		worst  atomic.Int32
+		mu     sync.Mutex
+		tokens []mutex.FenceToken
+		wg     sync.WaitGroup
+	)
+	before := c.Stats()
+	start := time.Now()
+	for g := 0; g < goroutines; g++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := 0; i < iters; i++ {
+				l, err := m.Lock(ctx)
+				if !assert.NoError(t, err) {
+					return
+				}
+				if n := inside.Add(1); n > worst.Load() {
+					worst.Store(n)
+				}
+				tok, err := l.FenceToken(ctx)
+				assert.NoError(t, err)
+				mu.Lock()
+				tokens = append(tokens, tok)
+				mu.Unlock()
+				inside.Add(-1)
+				assert.NoError(t, l.Unlock(ctx))
+			}
+		}()
+	}
+	wg.Wait()
+	elapsed := time.Since(start)
+	d := c.Stats().Sub(before)
+	assert.Equal(t, int32(1), worst.Load(), "one holder at a time")
+	require.Len(t, tokens, goroutines*iters)
+	for i := 1; i < len(tokens); i++ {
+		assert.Equal(t, 1, tokens[i].Compare(tokens[i-1]), "token %d: %v after %v", i, tokens[i], tokens[i-1])
+	}
+	acq := float64(goroutines * iters)
+	t.Logf("%d acquisitions in %v (%.0f/s): %.3f creates, %.3f children, %.3f exists (FenceToken) per acquisition",
+		goroutines*iters, elapsed.Round(time.Millisecond), acq/elapsed.Seconds(),
+		float64(d.Creates)/acq, float64(d.Children)/acq, float64(d.Exists)/acq)
+	assert.Less(t, float64(d.Creates), acq/10, "most hand-offs stay in memory")
+	assert.Empty(t, children(t, c, "/local/excl"))
+}
+
+// A waiter in another process (here: another Client, without the option)
+// gets the lock after at most bound local hand-offs, however many local
+// goroutines keep asking.
+func TestLocalHandoffBoundServesRemoteWaiters(t *testing.T) {
+	zkc := zktest.Start(t)
+	const path, bound = "/local/bound", 5
+	c := connect(t, zkc.Servers())
+	m := newMutex(t, c, path, mutex.WithLocalHandoff(bound))
+	rc := connect(t, zkc.Servers())
+	remote := newMutex(t, rc, path)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+
+	var (
+		localAcq atomic.Int64
+		wg       sync.WaitGroup
+	)
+	for g := 0; g < 8; g++ { // local goroutines that never stop asking
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for ctx.Err() == nil {
+				l, err := m.Lock(ctx)
+				if err != nil {
+					return
+				}
+				localAcq.Add(1)
+				time.Sleep(2 * time.Millisecond) // hold: the work under the lock
+				_ = l.Unlock(context.Background())
+			}
+		}()
+	}
+	eventually(t, 10*time.Second, "local traffic", func() bool { return localAcq.Load() > 50 })
+	for round := 0; round < 5; round++ {
+		got := make(chan int64, 1)
+		go func() {
+			l, err := remote.Lock(ctx)
+			if !assert.NoError(t, err) {
+				got <- -1
+				return
+			}
+			got <- localAcq.Load()
+			assert.NoError(t, l.Unlock(context.Background()))
+		}()
+		waitQueued(t, remote, 2) // the remote waiter's node is behind the process's
+		queuedAt := localAcq.Load()
+		select {
+		case at := <-got:
+			require.GreaterOrEqual(t, at, int64(0))
+			// The process's current node may have started its run just before
+			// the remote queued: at most bound hand-offs after that, plus the
+			// holder of the moment.
+			assert.LessOrEqual(t, at-queuedAt, int64(bound+1), "round %d: local acquisitions while the remote waited", round)
+			t.Logf("round %d: remote served after %d local acquisitions (bound %d)", round, at-queuedAt, bound)
+		case <-time.After(10 * time.Second):
+			t.Fatalf("round %d: the remote waiter was starved", round)
+		}
+	}
+	cancel()
+	wg.Wait()
+}
+
+// A holder whose process lost the lock cannot write through Fenced, nor can
+// a local holder after it passed the lock on; a local waiter whose ctx ends
+// leaves nothing behind; TryLock while the process holds fails at once.
+func TestLocalHandoffFencingAndCancel(t *testing.T) {
+	zkc := zktest.Start(t)
+	proxy := zktest.NewProxy(t, zkc.Servers()[0])
+	ctx := context.Background()
+	const path = "/local/fence"
+	a := connect(t, []string{proxy.Addr()}, recipes.WithSessionTimeout(2*time.Second))
+	b := connect(t, zkc.Servers())
+	am := newMutex(t, a, path, mutex.WithLocalHandoff(10))
+	bm := newMutex(t, b, path)
+	_, err := b.Create("/local-target", []byte("0"), 0)
+	require.NoError(t, err)
+
+	first, err := am.Lock(mutex.WithOwner(ctx, "first"))
+	require.NoError(t, err)
+	_, err = am.TryLock(mutex.WithOwner(ctx, "try"))
+	assert.ErrorIs(t, err, mutex.ErrNotAcquired, "held in this process")
+
+	// A local waiter gives up: nothing is left of it.
+	tctx, cancel := context.WithTimeout(ctx, 100*time.Millisecond)
+	_, err = am.Lock(mutex.WithOwner(tctx, "impatient"))
+	cancel()
+	assert.ErrorIs(t, err, context.DeadlineExceeded)
+
+	got := make(chan *mutex.Lease, 1)
+	go func() {
+		l, err := am.Lock(mutex.WithOwner(ctx, "second"))
+		assert.NoError(t, err)
+		got <- l
+	}()
+	ftok, err := first.FenceToken(ctx)
+	require.NoError(t, err)
+	require.NoError(t, first.Unlock(ctx))
+	second := <-got
+	stok, err := second.FenceToken(ctx)
+	require.NoError(t, err)
+	assert.Equal(t, ftok.Czxid, stok.Czxid, "the same node")
+	assert.Equal(t, 1, stok.Compare(ftok))
+	_, err = first.Fenced(ctx, &zk.SetDataRequest{Path: "/local-target", Data: []byte("stale"), Version: -1})
+	assert.ErrorIs(t, err, mutex.ErrFenced, "a released lease is fenced even though its node lives on")
+	_, err = second.Fenced(ctx, &zk.SetDataRequest{Path: "/local-target", Data: []byte("1"), Version: -1})
+	require.NoError(t, err)
+	assert.Len(t, children(t, b, path), 1, "one node for the process")
+
+	// The process loses its session: the other process takes the lock and
+	// the local holder's writes are refused.
+	bGot := make(chan error, 1)
+	go func() {
+		_, err := bm.Lock(mutex.WithOwner(ctx, "b"))
+		bGot <- err
+	}()
+	waitQueued(t, bm, 2)
+	proxy.Blackhole()
+	require.NoError(t, <-bGot)
+	proxy.Restore()
+	require.NoError(t, a.WaitConnected(ctx))
+	_, err = second.Fenced(ctx, &zk.SetDataRequest{Path: "/local-target", Data: []byte("lost"), Version: -1})
+	assert.ErrorIs(t, err, mutex.ErrFenced)
+	assert.ErrorIs(t, second.Unlock(ctx), mutex.ErrLockLost)
+	require.NoError(t, bm.Unlock(mutex.WithOwner(ctx, "b")))
+	l, err := am.Lock(mutex.WithOwner(ctx, "again"))
+	require.NoError(t, err, "usable again")
+	require.NoError(t, l.Unlock(ctx))
+	eventually(t, 5*time.Second, "no node left", func() bool { return len(children(t, b, path)) == 0 })
+}
