@@ -43,6 +43,8 @@ type Client struct {
 	nodesMu sync.Mutex
 	nodes   map[string]int64 // server path -> session, of every node a contest holds
 
+	deletes chan deleteJob // to the delete goroutine (deleteLoop)
+
 	closeCh   chan struct{}
 	closeOnce sync.Once
 	wg        sync.WaitGroup // run loop, event pump, background deletes
@@ -155,6 +157,7 @@ func newClient(cfg config) *Client {
 		lostCh:    make(chan struct{}),
 		changeCh:  make(chan struct{}),
 		nodes:     map[string]int64{},
+		deletes:   make(chan deleteJob, 64),
 		closeCh:   make(chan struct{}),
 		pumpDone:  make(chan struct{}),
 	}
@@ -163,7 +166,8 @@ func newClient(cfg config) *Client {
 }
 
 func (c *Client) start(events <-chan zk.Event, forward bool) {
-	c.wg.Add(2)
+	c.wg.Add(3)
+	go c.deleteLoop()
 	go func() { // pump: go-zookeeper's channel must never fill up
 		defer c.wg.Done()
 		defer close(c.pumpDone)

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
 
 	"github.com/cenkalti/backoff/v4"
 	"github.com/go-zookeeper/zk"
@@ -100,8 +101,7 @@ func (c *Client) CreateProtectedFixed(ctx context.Context, parent, name string, 
 // late copy of an earlier create may still land: the caller sweeps for it
 // when it leaves).
 func (c *Client) createProtected(ctx context.Context, parent, uuid, name string, data []byte, sequential bool) (_ string, _ int64, lostReply bool, _ error) {
-	prefix := ProtectedPrefix + uuid + "-"
-	target := JoinPath(parent, prefix+name)
+	target, prefix := protectedPath(parent, uuid, name)
 	flags := int32(zk.FlagEphemeral)
 	if sequential {
 		flags |= zk.FlagSequence
@@ -161,8 +161,7 @@ func (c *Client) createProtected(ctx context.Context, parent, uuid, name string,
 			// A new session: a new name, so that a name once seen gone
 			// never exists again (the engine's knowledge relies on it).
 			uuid = NewUUID()
-			prefix = ProtectedPrefix + uuid + "-"
-			target = JoinPath(parent, prefix+name)
+			target, prefix = protectedPath(parent, uuid, name)
 		}
 		sid = c.conn.SessionID()
 		p, err := c.Create(target, data, flags)
@@ -190,6 +189,19 @@ func (c *Client) createProtected(ctx context.Context, parent, uuid, name string,
 			return "", 0, lostReply, fmt.Errorf("zkrecipes: create %s: %w", target, err)
 		}
 	}
+}
+
+// protectedPath returns the path of the protected node
+// _c_<uuid>-<name> under parent, and its "_c_<uuid>-" prefix, in one
+// allocation.
+func protectedPath(parent, uuid, name string) (path, prefix string) {
+	sep := "/"
+	if parent == "/" {
+		sep = ""
+	}
+	path = parent + sep + ProtectedPrefix + uuid + "-" + name
+	start := len(parent) + len(sep)
+	return path, path[start : start+len(ProtectedPrefix)+len(uuid)+1]
 }
 
 // findProtected looks for the node of a protected create whose reply was
@@ -294,15 +306,72 @@ func (c *Client) GuaranteedDelete(ctx context.Context, path string, sid int64) e
 	if ctx.Done() == nil { // nothing to honour: no goroutine needed
 		return c.deleteNow(path, sid)
 	}
-	res := make(chan error, 1)
-	if !c.deleteInBackground(path, sid, res) {
+	// go-zookeeper's requests cannot be abandoned, so the delete is made on
+	// the client's delete goroutine while we wait for it or for ctx. That
+	// goroutine lives as long as the client: a goroutine per release would
+	// cost its creation and a scheduler wake-up more on every release.
+	if isClosed(c.closeCh) {
 		return ErrClosed
+	}
+	res := deleteResults.Get().(chan error)
+	c.stats.pendingDeletes.Add(1)
+	select {
+	case c.deletes <- deleteJob{path: path, sid: sid, res: res}:
+	default: // a backlog (the delete goroutine waits on a silent server)
+		c.stats.pendingDeletes.Add(-1)
+		if !c.deleteInBackground(path, sid, res) {
+			return ErrClosed
+		}
 	}
 	select {
 	case err := <-res:
+		deleteResults.Put(res) // drained: reusable
 		return err
 	case <-ctx.Done():
-		return nil // the worker goes on
+		return nil // the delete goes on
+	case <-c.closeCh:
+		return nil // the session ends with the client, and its nodes with it
+	}
+}
+
+// deleteResults recycles the channels GuaranteedDelete waits on. Only a
+// drained channel goes back: one whose caller stopped waiting may still
+// receive its result.
+var deleteResults = sync.Pool{New: func() any { return make(chan error, 1) }}
+
+// deleteJob is a delete handed to the client's delete goroutine.
+type deleteJob struct {
+	path string
+	sid  int64
+	res  chan<- error // receives the outcome of the first attempt (buffered)
+}
+
+// deleteLoop is the client's delete goroutine: it makes the deletes that
+// GuaranteedDelete callers with a ctx wait for, one attempt each, and hands
+// those that fail for a connection reason to a retrying background
+// goroutine (deleteNow). It ends when the client closes.
+func (c *Client) deleteLoop() {
+	defer c.wg.Done()
+	for {
+		select {
+		case j := <-c.deletes:
+			if cur := c.conn.SessionID(); cur != 0 && cur != j.sid {
+				j.res <- nil // the node went with its session
+			} else {
+				j.res <- c.deleteNow(j.path, j.sid)
+			}
+			c.stats.pendingDeletes.Add(-1)
+		case <-c.closeCh:
+			for { // answer what is left: the session ends with the client
+				select {
+				case j := <-c.deletes:
+					j.res <- nil
+					c.stats.pendingDeletes.Add(-1)
+				default:
+					return
+				}
+			}
+		}
 	}
 }
 

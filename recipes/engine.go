@@ -4,7 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sort"
+	"slices"
 	"strings"
 	"time"
 
@@ -120,13 +120,15 @@ func SortContenders(children []string, d Driver) []Contender {
 	for i, ch := range children {
 		out[i] = Contender{Name: ch, Key: d.SortKey(ch)}
 	}
-	sort.Slice(out, func(i, j int) bool {
-		if out[i].Key != out[j].Key {
-			return out[i].Key < out[j].Key
-		}
-		return out[i].Name < out[j].Name
-	})
+	slices.SortFunc(out, compareContenders) // sort.Slice would allocate
 	return out
+}
+
+func compareContenders(a, b Contender) int {
+	if c := strings.Compare(a.Key, b.Key); c != 0 {
+		return c
+	}
+	return strings.Compare(a.Name, b.Name)
 }
 
 // Contest is one contender's place in a queue: a protected ephemeral node
@@ -200,10 +202,8 @@ func (c *Client) Enter(ctx context.Context, parent, lockName string, data []byte
 		return nil, fmt.Errorf("%w: nil driver", ErrInvalidArgument)
 	}
 	var cfg enterConfig
-	for _, o := range opts {
-		if o != nil {
-			o(&cfg)
-		}
+	if len(opts) > 0 {
+		cfg = applyEnterOptions(opts)
 	}
 	name := lockName
 	if cfg.hasFixed {
@@ -221,6 +221,18 @@ func (c *Client) Enter(ctx context.Context, parent, lockName string, data []byte
 		me:     Contender{Name: name, Key: d.SortKey(name)},
 		prefix: protectedPrefixOf(name),
 	}, nil
+}
+
+// applyEnterOptions applies opts to a fresh config. (A config the options
+// are applied to moves to the heap: Enter's own stays on the stack.)
+func applyEnterOptions(opts []EnterOption) enterConfig {
+	var cfg enterConfig
+	for _, o := range opts {
+		if o != nil {
+			o(&cfg)
+		}
+	}
+	return cfg
 }
 
 // protectedPrefixOf returns the "_c_<uuid>-" prefix of a protected name,
@@ -277,6 +289,7 @@ func (ct *Contest) acquire(ctx context.Context, wait bool) (bool, Signals, error
 		listed  bool
 		target  string          // name of the contender we watch
 		watchCh <-chan zk.Event // live watch on target
+		czxid   int64           // the parent's, as of the last listing
 	)
 	for {
 		if err := c.check(); err != nil {
@@ -320,13 +333,15 @@ func (ct *Contest) acquire(ctx context.Context, wait bool) (bool, Signals, error
 			if ours < 0 {
 				return false, Signals{}, ct.nodeGone()
 			}
-			below, listed = sorted[:ours:ours], true
-			if ct.know == nil {
-				ct.know = c.knowledge.enter(ct.parent, pstat.Czxid)
+			below, listed, czxid = sorted[:ours:ours], true, pstat.Czxid
+			if ct.know == nil && len(below) > 0 {
+				ct.know = c.knowledge.enter(ct.parent, czxid)
 			}
 			target, watchCh = "", nil
 		}
-		below = ct.know.prune(below)
+		if ct.know != nil {
+			below = ct.know.prune(below)
+		}
 		v := ct.driver.Check(Query{Below: below, Ours: ct.me, Owner: ct.owner})
 		if v.Held {
 			if ct.verifyOwner {
@@ -342,7 +357,16 @@ func (ct *Contest) acquire(ctx context.Context, wait bool) (bool, Signals, error
 			}
 			if hold := c.HoldSignal(snap); !isClosed(hold) && !isClosed(snap.Changed) {
 				if len(below) == 0 {
-					ct.know.allGoneBelow(ct.me.Key)
+					if ct.know == nil {
+						// Held at the first look, nobody ahead: the
+						// record is worth joining only when another
+						// contest of this Client already uses it (the
+						// watermark can then spare it a list).
+						ct.know = c.knowledge.enterIfPresent(ct.parent, czxid)
+					}
+					if ct.know != nil {
+						ct.know.allGoneBelow(ct.me.Key)
+					}
 				}
 				return true, Signals{Done: hold, Lost: snap.Lost}, nil
 			}
@@ -350,6 +374,9 @@ func (ct *Contest) acquire(ctx context.Context, wait bool) (bool, Signals, error
 		}
 		if !wait {
 			return false, Signals{}, nil
+		}
+		if ct.know == nil { // about to wait: record what goes
+			ct.know = c.knowledge.enter(ct.parent, czxid)
 		}
 		w := indexOf(below, v.Watch.Name)
 		if w < 0 {
@@ -410,7 +437,7 @@ func (ct *Contest) dropGhosts(kids []string) []string {
 	if ct.prefix == "" {
 		return kids
 	}
-	out := kids[:0:0]
+	var out []string // nil until a ghost is found: kids is returned as is
 	for i, k := range kids {
 		if k == ct.me.Name || !strings.HasPrefix(k, ct.prefix) {
 			if out != nil {
@@ -524,6 +551,13 @@ func (ct *Contest) Leave(ctx context.Context) error {
 		return nil
 	}
 	ct.done = true
+	if ct.know != nil {
+		// Before the delete: when no other contest in this process uses
+		// the incarnation, its record goes now and the delete need not
+		// add our name to it.
+		ct.c.knowledge.leave(ct.know)
+		ct.know = nil
+	}
 	err := ct.c.GuaranteedDelete(ctx, ct.path, ct.sid)
 	if ct.sweep && ct.prefix != "" {
 		// A create whose reply was lost may have been applied late, after
@@ -531,10 +565,6 @@ func (ct *Contest) Leave(ctx context.Context) error {
 		ct.c.cleanupProtected(ct.parent, ct.prefix, ct.sid)
 	}
 	ct.c.untrack(ct.path)
-	if ct.know != nil {
-		ct.c.knowledge.leave(ct.know)
-		ct.know = nil
-	}
 	return err
 }
 

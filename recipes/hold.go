@@ -13,13 +13,13 @@ import (
 // signals that say when it may be gone, and fencing. Recipes embed it in
 // their lease types.
 type Hold struct {
-	c        *Client
-	path     string
-	sig      Signals
-	released chan struct{}
+	c    *Client
+	path string
+	sig  Signals
 
 	mu         sync.Mutex
 	isReleased bool
+	released   chan struct{} // made by the first Done call; closed on release
 	done       chan struct{} // made by the first Done call
 	doneClosed bool
 
@@ -29,7 +29,7 @@ type Hold struct {
 
 // NewHold returns the hold proven by the node at path (a server path).
 func NewHold(c *Client, path string, sig Signals) *Hold {
-	return &Hold{c: c, path: path, sig: sig, released: make(chan struct{})}
+	return &Hold{c: c, path: path, sig: sig}
 }
 
 // Node returns the server path of the node that proves the hold.
@@ -46,10 +46,12 @@ func (h *Hold) Done() <-chan struct{} {
 		if h.isReleased {
 			h.closeDone()
 		} else {
+			released := make(chan struct{})
+			h.released = released
 			go func() {
 				select {
 				case <-h.sig.Done:
-				case <-h.released:
+				case <-released:
 				}
 				h.mu.Lock()
 				h.closeDone()
@@ -81,7 +83,9 @@ func (h *Hold) MarkReleased() {
 		return
 	}
 	h.isReleased = true
-	close(h.released)
+	if h.released != nil {
+		close(h.released)
+	}
 	if h.done != nil {
 		h.closeDone()
 	}

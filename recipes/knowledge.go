@@ -57,7 +57,11 @@ import (
 // Forgetting is always safe (it costs a children list), so all of it is
 // bounded: an incarnation's entries live while a contest on it is under way
 // (reference counts, dropped by leave), and each set of names is capped at
-// maxTombs, dropping the lowest keys first.
+// maxTombs, dropping the lowest keys first. A contest that holds at its
+// first look, with nobody ahead, joins an entry only if one is already in
+// use (enterIfPresent): its watermark could only help a contest that listed
+// before it, and making and dropping an entry per uncontended hold is
+// measurable on that hot path.
 type knowledge struct {
 	mu      sync.Mutex
 	parents map[incarnation]*parentKnowledge
@@ -140,7 +144,7 @@ func tombsFor(inc incarnation) *tombs {
 	}
 	t := byCzxid[inc.czxid]
 	if t == nil {
-		t = &tombs{names: nameSet{}}
+		t = &tombs{} // names made by the first add
 		byCzxid[inc.czxid] = t
 	}
 	t.refs++
@@ -174,12 +178,15 @@ func bury(path, name, key string) {
 	graveyard.mu.Lock()
 	defer graveyard.mu.Unlock()
 	for _, t := range graveyard.byPath[path] {
+		if t.names == nil {
+			t.names = nameSet{}
+		}
 		t.names.add(name, key)
 	}
 }
 
 // add records a name; past maxTombs it drops the lower half of the names,
-// by key, then name.
+// by key, then name. s must not be nil.
 func (s nameSet) add(name, key string) {
 	s[name] = key
 	if len(s) <= maxTombs {
@@ -224,10 +231,22 @@ func (k *knowledge) enter(path string, czxid int64) *parentKnowledge {
 	defer k.mu.Unlock()
 	p := k.parents[inc]
 	if p == nil {
-		p = &parentKnowledge{k: k, inc: inc, local: nameSet{}, names: tombsFor(inc)}
+		p = &parentKnowledge{k: k, inc: inc, names: tombsFor(inc)} // local made by the first add
 		k.parents[inc] = p
 	}
 	p.refs++
+	return p
+}
+
+// enterIfPresent is enter for an incarnation that some contest of this
+// Client already uses; it returns nil, and records nothing, otherwise.
+func (k *knowledge) enterIfPresent(path string, czxid int64) *parentKnowledge {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	p := k.parents[incarnation{path: path, czxid: czxid}]
+	if p != nil {
+		p.refs++
+	}
 	return p
 }
 
@@ -253,11 +272,17 @@ func (p *parentKnowledge) gone(c Contender) {
 	if isProtected(c.Name) {
 		graveyard.mu.Lock()
 		defer graveyard.mu.Unlock()
+		if p.names.names == nil {
+			p.names.names = nameSet{}
+		}
 		p.names.names.add(c.Name, c.Key)
 		return
 	}
 	p.k.mu.Lock()
 	defer p.k.mu.Unlock()
+	if p.local == nil {
+		p.local = nameSet{}
+	}
 	p.local.add(c.Name, c.Key)
 }
 
