@@ -1,0 +1,883 @@
+package main
+
+// The tests run zkinspect (run, as main does) against real queues on one
+// ZooKeeper server: made by Go recipes, by Curator 5.4 (Java) and by Kazoo
+// (Python) processes driven through internal/interop. The output is
+// compared with testdata/*.golden after normalising what changes from run
+// to run (sessions, ages, uuids, addresses); go test -run . -update
+// rewrites the golden files.
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/go-zookeeper/zk"
+	"go.uber.org/goleak"
+
+	"github.com/zkrecipes/zkrecipes/election"
+	"github.com/zkrecipes/zkrecipes/internal/interop"
+	"github.com/zkrecipes/zkrecipes/internal/testutil"
+	"github.com/zkrecipes/zkrecipes/mutex"
+	"github.com/zkrecipes/zkrecipes/recipes"
+	"github.com/zkrecipes/zkrecipes/recipes/zktest"
+	"github.com/zkrecipes/zkrecipes/rwlock"
+	"github.com/zkrecipes/zkrecipes/semaphore"
+)
+
+// newRunRoot returns a fresh path for a test's queues, so that runs against
+// one server (-count=2, ZK_TEST_SERVERS) start from empty parents. The
+// normaliser writes it as /zkinspect-xxxxxxxx.
+func newRunRoot() string { return "/zkinspect-" + recipes.NewUUID()[:8] }
+
+var reRunRoot = regexp.MustCompile(`/zkinspect-[0-9a-f]{8}`)
+
+var update = flag.Bool("update", false, "rewrite testdata/*.golden with the current output")
+
+var (
+	serverOnce sync.Once
+	server     *zktest.Cluster
+	serverErr  error
+)
+
+func TestMain(m *testing.M) {
+	flag.Parse()
+	code := m.Run()
+	if server != nil {
+		server.Close()
+	}
+	if code == 0 {
+		if err := goleak.Find(); err != nil {
+			fmt.Fprintln(os.Stderr, "goleak:", err)
+			code = 1
+		}
+	}
+	os.Exit(code)
+}
+
+// inCI reports whether CI is set to a true value: there a missing
+// ZooKeeper, Curator or Kazoo fails a test instead of skipping it.
+func inCI() bool {
+	b, err := strconv.ParseBool(os.Getenv("CI"))
+	return err == nil && b
+}
+
+// unavailable skips the test for a missing dependency, or fails it in CI.
+func unavailable(t *testing.T, err error) {
+	t.Helper()
+	if inCI() {
+		t.Fatalf("CI is set, so a missing dependency is a failure: %v", err)
+	}
+	t.Skipf("skipping (with CI=true this fails): %v", err)
+}
+
+// zkServer returns the one server every test of this package shares.
+func zkServer(t *testing.T) *zktest.Cluster {
+	t.Helper()
+	serverOnce.Do(func() { server, serverErr = zktest.Launch(1) })
+	if errors.Is(serverErr, zktest.ErrUnavailable) {
+		unavailable(t, serverErr)
+	}
+	if serverErr != nil {
+		t.Fatal(serverErr)
+	}
+	return server
+}
+
+func connectT(t *testing.T, zkc *zktest.Cluster) *recipes.Client {
+	t.Helper()
+	return testutil.Connect(t, zkc.Servers(), recipes.WithSessionTimeout(4*time.Second))
+}
+
+func testCtx(t *testing.T) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+// inspectOut runs zkinspect with args against zkc and returns its output.
+func inspectOut(t *testing.T, zkc *zktest.Cluster, args ...string) string {
+	t.Helper()
+	var out bytes.Buffer
+	args = append([]string{"-servers", zkc.ConnectString()}, args...)
+	if err := run(testCtx(t), args, &out); err != nil {
+		t.Fatalf("zkinspect %s: %v\n%s", strings.Join(args, " "), err, out.String())
+	}
+	return out.String()
+}
+
+// waitChildren waits until path has n children.
+func waitChildren(t *testing.T, c *recipes.Client, path string, n int) {
+	t.Helper()
+	var last []string
+	zktest.Eventually(t, 30*time.Second, fmt.Sprintf("%d children under %s (have %v)", n, path, &last), func() bool {
+		kids, _, err := c.Children(path)
+		last = kids
+		return err == nil && len(kids) == n
+	})
+}
+
+var (
+	reUUID    = regexp.MustCompile(`[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}`)
+	reHex32   = regexp.MustCompile(`[0-9a-f]{32}`)
+	reSession = regexp.MustCompile(`0x[0-9a-f]{16}`)
+	reAge     = regexp.MustCompile(` +(\d+\.\ds|\d+s|\d+m\d\ds|\d+h\d\dm|\d+d\d\dh)\b`)
+	reIP      = regexp.MustCompile(`\b\d{1,3}\.\d{1,3}\.\d{1,3}\.\d{1,3}\b`)
+	reKazooID = regexp.MustCompile(`"kazoo-[^"]*"(\.\.\. \(\d+ bytes\))?`)
+)
+
+// normaliser replaces what changes from run to run with fixed text of the
+// same width, so that tables stay aligned: uuids and Kazoo's or
+// go-zookeeper's hex prefixes by x's, sessions by <session-N> (numbered in
+// order of appearance), ages by <age>, IPv4 addresses by <ip> and Kazoo's
+// identifiers (kazoo-<host>-<pid>).
+type normaliser struct{ sessions map[string]int }
+
+func (n *normaliser) session(s string) string {
+	if n.sessions == nil {
+		n.sessions = map[string]int{}
+	}
+	id, ok := n.sessions[s]
+	if !ok {
+		id = len(n.sessions) + 1
+		n.sessions[s] = id
+	}
+	return fmt.Sprintf("<session-%d>", id)
+}
+
+func (n *normaliser) text(s string) string {
+	s = reRunRoot.ReplaceAllString(s, "/zkinspect-xxxxxxxx")
+	s = reUUID.ReplaceAllString(s, "xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx")
+	s = reHex32.ReplaceAllString(s, strings.Repeat("x", 32))
+	s = reSession.ReplaceAllStringFunc(s, func(m string) string { return fmt.Sprintf("%-18s", n.session(m)) })
+	s = reAge.ReplaceAllStringFunc(s, func(m string) string { return fmt.Sprintf("%*s", max(len(m), 6), "<age>") })
+	s = reKazooID.ReplaceAllString(s, `"kazoo-<host>-<pid>"`)
+	return reIP.ReplaceAllString(s, "<ip>")
+}
+
+func (n *normaliser) data(s string) string {
+	s = reKazooID.ReplaceAllString(`"`+s+`"`, `"kazoo-<host>-<pid>"`)
+	return reIP.ReplaceAllString(s[1:len(s)-1], "<ip>")
+}
+
+func (n *normaliser) node(x *Node) {
+	x.Name = n.text(x.Name)
+	x.Path = n.text(x.Path)
+	if x.Session != "" {
+		x.Session = n.session(x.Session)
+	}
+	x.Ctime, x.AgeMS = time.Time{}, 0
+	x.Data = n.data(x.Data)
+	x.DataLen = len(x.Data)
+}
+
+// json normalises a JSON report field by field and indents it again.
+func (n *normaliser) json(t *testing.T, s string) string {
+	t.Helper()
+	var rep Report
+	dec := json.NewDecoder(strings.NewReader(s))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&rep); err != nil {
+		t.Fatalf("output is not a report: %v\n%s", err, s)
+	}
+	rep.Path = n.text(rep.Path)
+	for i := range rep.Notes {
+		rep.Notes[i] = n.text(rep.Notes[i])
+	}
+	if q := rep.Queue; q != nil {
+		q.Path = n.text(q.Path)
+		for i := range q.Notes {
+			q.Notes[i] = n.text(q.Notes[i])
+		}
+		for i := range q.Nodes {
+			n.node(&q.Nodes[i])
+		}
+		for i := range q.InternalLock {
+			n.node(&q.InternalLock[i])
+		}
+		if q.OldestWaiterAgeMS != nil {
+			*q.OldestWaiterAgeMS = 0
+		}
+	}
+	for i := range rep.Locks {
+		rep.Locks[i].Path = n.text(rep.Locks[i].Path)
+		if rep.Locks[i].OldestWaiterAgeMS != nil {
+			*rep.Locks[i].OldestWaiterAgeMS = 0
+		}
+	}
+	var b strings.Builder
+	if err := writeJSON(&b, rep, false); err != nil {
+		t.Fatal(err)
+	}
+	return b.String()
+}
+
+// golden compares got with testdata/<name>.golden, or rewrites it with
+// -update.
+func golden(t *testing.T, name, got string) {
+	t.Helper()
+	file := filepath.Join("testdata", name+".golden")
+	if *update {
+		if err := os.MkdirAll("testdata", 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(file, []byte(got), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	want, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatalf("%v (run go test -run %s -update to create it); got:\n%s", err, t.Name(), got)
+	}
+	if got != string(want) {
+		t.Errorf("%s differs (go test -run %s -update rewrites it)\n--- got:\n%s\n--- want:\n%s", file, t.Name(), got, want)
+	}
+}
+
+// goldenBoth runs zkinspect on args in text and in JSON and compares both
+// with testdata/<name>.golden and testdata/<name>.json.golden.
+func goldenBoth(t *testing.T, zkc *zktest.Cluster, name string, args ...string) {
+	t.Helper()
+	golden(t, name, new(normaliser).text(inspectOut(t, zkc, args...)))
+	golden(t, name+".json", new(normaliser).json(t, inspectOut(t, zkc, append([]string{"-json"}, args...)...)))
+}
+
+// treeStats returns the stat of path and of each of its children, to
+// prove an inspection changed nothing.
+func treeStats(t *testing.T, c *recipes.Client, path string) map[string]zk.Stat {
+	t.Helper()
+	out := map[string]zk.Stat{}
+	var walk func(p string)
+	walk = func(p string) {
+		kids, st, err := c.Children(p)
+		if errors.Is(err, zk.ErrNoNode) {
+			return
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		out[p] = *st
+		for _, k := range kids {
+			walk(recipes.JoinPath(p, k))
+		}
+	}
+	walk(path)
+	return out
+}
+
+// lockAsync runs lock in a goroutine and returns a channel that gets its
+// error; the goroutine is waited for at the end of the test.
+func lockAsync(t *testing.T, lock func() error) <-chan error {
+	done := make(chan error, 1)
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		done <- lock()
+	}()
+	t.Cleanup(wg.Wait)
+	return done
+}
+
+// TestGoMutex: a Go holder, a Go waiter and a go-zookeeper zk.Lock waiter.
+func TestGoMutex(t *testing.T) {
+	runRoot := newRunRoot()
+	zkc := zkServer(t)
+	ctx := testCtx(t)
+	path := runRoot + "/go-mutex"
+	a, b, cz := connectT(t, zkc), connectT(t, zkc), connectT(t, zkc)
+	ma, err := mutex.New(a, path, mutex.WithData([]byte("holder-a")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ma.Lock(ctx); err != nil {
+		t.Fatal(err)
+	}
+	mb, err := mutex.New(b, path, mutex.WithData([]byte("waiter-b")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	bctx, cancelB := context.WithCancel(ctx)
+	defer cancelB()
+	bdone := lockAsync(t, func() error { _, err := mb.Lock(bctx); return err })
+	waitChildren(t, a, path, 2)
+	zl := zk.NewLock(cz.Conn(), path, zk.WorldACL(zk.PermAll))
+	zdone := lockAsync(t, zl.Lock)
+	waitChildren(t, a, path, 3)
+
+	before := treeStats(t, a, runRoot)
+	goldenBoth(t, zkc, "mutex", path)
+	if after := treeStats(t, a, runRoot); fmt.Sprint(after) != fmt.Sprint(before) {
+		t.Errorf("zkinspect changed the tree:\nbefore %v\nafter  %v", before, after)
+	}
+
+	cancelB()
+	if err := <-bdone; !errors.Is(err, context.Canceled) {
+		t.Fatalf("waiter b: %v", err)
+	}
+	if err := ma.Unlock(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-zdone; err != nil {
+		t.Fatal(err)
+	}
+	if err := zl.Unlock(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestGoRWLock: a writer that downgrades (its read node at its write
+// node's sequence), readers and a writer queued behind it.
+func TestGoRWLock(t *testing.T) {
+	runRoot := newRunRoot()
+	zkc := zkServer(t)
+	ctx := testCtx(t)
+	path := runRoot + "/go-rwlock"
+	newRW := func(c *recipes.Client, data string) *rwlock.RWLock {
+		rw, err := rwlock.New(c, path, mutex.WithData([]byte(data)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return rw
+	}
+	a, b, cc, d := connectT(t, zkc), connectT(t, zkc), connectT(t, zkc), connectT(t, zkc)
+	rwA := newRW(a, "writer-a")
+	if _, err := rwA.WriteLock().Lock(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := rwA.ReadLock().Lock(ctx); err != nil { // the downgrade
+		t.Fatal(err)
+	}
+	waitChildren(t, a, path, 2)
+	rwD := newRW(d, "reader-d")
+	var leaseD *mutex.Lease
+	ddone := lockAsync(t, func() (err error) { leaseD, err = rwD.ReadLock().Lock(ctx); return err })
+	waitChildren(t, a, path, 3)
+	rwB := newRW(b, "writer-b")
+	bctx, cancelB := context.WithCancel(ctx)
+	defer cancelB()
+	bdone := lockAsync(t, func() error { _, err := rwB.WriteLock().Lock(bctx); return err })
+	waitChildren(t, a, path, 4)
+	goldenBoth(t, zkc, "rwlock-downgrading", path)
+
+	if err := rwA.WriteLock().Unlock(ctx); err != nil { // downgraded: reads on
+		t.Fatal(err)
+	}
+	if err := <-ddone; err != nil {
+		t.Fatal(err)
+	}
+	rwC := newRW(cc, "reader-c")
+	cctx, cancelC := context.WithCancel(ctx)
+	defer cancelC()
+	cdone := lockAsync(t, func() error { _, err := rwC.ReadLock().Lock(cctx); return err })
+	waitChildren(t, a, path, 4)
+	goldenBoth(t, zkc, "rwlock-downgraded", path)
+
+	cancelC()
+	cancelB()
+	for _, ch := range []<-chan error{bdone, cdone} {
+		if err := <-ch; !errors.Is(err, context.Canceled) {
+			t.Fatalf("waiter: %v", err)
+		}
+	}
+	if err := leaseD.Unlock(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := rwA.ReadLock().Unlock(ctx); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestGoSemaphore: two leases held of a maximum of two (a SharedCount),
+// a third acquirer waiting for room while it holds the internal lock,
+// a fourth queued on the internal lock.
+func TestGoSemaphore(t *testing.T) {
+	runRoot := newRunRoot()
+	zkc := zkServer(t)
+	ctx := testCtx(t)
+	path, countPath := runRoot+"/go-sem", runRoot+"/go-sem-count"
+	a := connectT(t, zkc)
+	count, err := semaphore.NewSharedCount(ctx, a, countPath, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer count.Close()
+	newSem := func(c *recipes.Client, data string) *semaphore.Semaphore {
+		s, err := semaphore.New(c, path, 2, semaphore.WithData([]byte(data)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return s
+	}
+	var leases []*semaphore.Lease
+	for _, name := range []string{"lease-a", "lease-b"} {
+		ls, err := newSem(connectT(t, zkc), name).Acquire(ctx, 1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		leases = append(leases, ls...)
+	}
+	wctx, cancelW := context.WithCancel(ctx)
+	defer cancelW()
+	sc, sd := newSem(connectT(t, zkc), "lease-c"), newSem(connectT(t, zkc), "lease-d")
+	cdone := lockAsync(t, func() error { _, err := sc.Acquire(wctx, 1); return err })
+	waitChildren(t, a, path+"/leases", 3)
+	ddone := lockAsync(t, func() error { _, err := sd.Acquire(wctx, 1); return err })
+	waitChildren(t, a, path+"/locks", 2)
+
+	goldenBoth(t, zkc, "semaphore", path)
+	goldenBoth(t, zkc, "semaphore-count", "-count", countPath, path)
+	golden(t, "semaphore-leases", new(normaliser).text(inspectOut(t, zkc, "-count", "2", path+"/leases")))
+
+	cancelW()
+	for _, ch := range []<-chan error{cdone, ddone} {
+		if err := <-ch; !errors.Is(err, context.Canceled) {
+			t.Fatalf("waiter: %v", err)
+		}
+	}
+	if err := semaphore.ReturnAll(ctx, leases); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestGoLatch: three leader latches; the first leads.
+func TestGoLatch(t *testing.T) {
+	runRoot := newRunRoot()
+	zkc := zkServer(t)
+	ctx := testCtx(t)
+	path := runRoot + "/go-latch"
+	obs := connectT(t, zkc)
+	for i := 1; i <= 3; i++ {
+		l, err := election.NewLatch(connectT(t, zkc), path, fmt.Sprintf("scheduler-%d", i))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := l.Start(ctx); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { l.Close(context.Background()) })
+		waitChildren(t, obs, path, i)
+	}
+	goldenBoth(t, zkc, "latch", path)
+}
+
+// curator starts CuratorRecipes.java in a mode; the process is killed at
+// the end of the test.
+func curator(t *testing.T, ctx context.Context, dir string, args ...string) *interop.Proc {
+	t.Helper()
+	p, err := interop.StartCurator(ctx, dir, args...)
+	if errors.Is(err, interop.ErrUnavailable) {
+		unavailable(t, err)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(p.Kill)
+	return p
+}
+
+// release tells a holder process to release, and waits for it to exit.
+func release(t *testing.T, ctx context.Context, p *interop.Proc) {
+	t.Helper()
+	if err := p.Send("release"); err != nil {
+		t.Fatal(err)
+	}
+	if err := p.WaitLine(ctx, "RELEASED"); err != nil {
+		t.Fatal(err)
+	}
+	if err := p.Wait(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestCurator: queues made by Curator 5.4: a mutex (holder mode) with a Go
+// waiter, a read/write lock (rwholder mode: a reader holding, a writer
+// waiting) with a Go reader behind them, and a semaphore (semholder).
+func TestCurator(t *testing.T) {
+	runRoot := newRunRoot()
+	if _, err := interop.JavaClasspath(); err != nil {
+		unavailable(t, err)
+	}
+	zkc := zkServer(t)
+	ctx := testCtx(t)
+	dir := t.TempDir()
+	conn := zkc.ConnectString()
+	c := connectT(t, zkc)
+
+	t.Run("Mutex", func(t *testing.T) {
+		path := runRoot + "/curator-mutex"
+		holder := curator(t, ctx, dir, "holder", conn, path)
+		if err := holder.WaitLine(ctx, "ACQUIRED"); err != nil {
+			t.Fatal(err)
+		}
+		m, err := mutex.New(c, path, mutex.WithData([]byte("go-waiter")))
+		if err != nil {
+			t.Fatal(err)
+		}
+		wctx, cancel := context.WithCancel(ctx)
+		defer cancel()
+		done := lockAsync(t, func() error { _, err := m.Lock(wctx); return err })
+		waitChildren(t, c, path, 2)
+		goldenBoth(t, zkc, "curator-mutex", path)
+		cancel()
+		if err := <-done; !errors.Is(err, context.Canceled) {
+			t.Fatalf("waiter: %v", err)
+		}
+		release(t, ctx, holder)
+	})
+
+	t.Run("RWLock", func(t *testing.T) {
+		path := runRoot + "/curator-rwlock"
+		reader := curator(t, ctx, dir, "rwholder", conn, path, "read")
+		if err := reader.WaitLine(ctx, "ACQUIRED"); err != nil {
+			t.Fatal(err)
+		}
+		writer := curator(t, ctx, dir, "rwholder", conn, path, "write")
+		waitChildren(t, c, path, 2)
+		rw, err := rwlock.New(c, path, mutex.WithData([]byte("go-reader")))
+		if err != nil {
+			t.Fatal(err)
+		}
+		wctx, cancel := context.WithCancel(ctx)
+		defer cancel()
+		done := lockAsync(t, func() error { _, err := rw.ReadLock().Lock(wctx); return err })
+		waitChildren(t, c, path, 3)
+		goldenBoth(t, zkc, "curator-rwlock", path)
+		cancel()
+		if err := <-done; !errors.Is(err, context.Canceled) {
+			t.Fatalf("waiter: %v", err)
+		}
+		release(t, ctx, reader)
+		if err := writer.WaitLine(ctx, "ACQUIRED"); err != nil {
+			t.Fatal(err)
+		}
+		release(t, ctx, writer)
+	})
+
+	t.Run("Semaphore", func(t *testing.T) {
+		path := runRoot + "/curator-sem"
+		holder := curator(t, ctx, dir, "semholder", conn, path, "3", "2")
+		if err := holder.WaitLine(ctx, "ACQUIRED"); err != nil {
+			t.Fatal(err)
+		}
+		goldenBoth(t, zkc, "curator-semaphore", "-count", "3", path)
+		release(t, ctx, holder)
+	})
+}
+
+// TestKazoo: a Kazoo Lock holder (holder mode) with a Go waiter that
+// recognises Kazoo's node names.
+func TestKazoo(t *testing.T) {
+	runRoot := newRunRoot()
+	if err := interop.KazooAvailable(); err != nil {
+		unavailable(t, err)
+	}
+	zkc := zkServer(t)
+	ctx := testCtx(t)
+	path := runRoot + "/kazoo-mutex"
+	c := connectT(t, zkc)
+	p, err := interop.StartKazoo(ctx, t.TempDir(), "holder", zkc.ConnectString(), path)
+	if errors.Is(err, interop.ErrUnavailable) {
+		unavailable(t, err)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(p.Kill)
+	if err := p.WaitLine(ctx, "ACQUIRED"); err != nil {
+		t.Fatal(err)
+	}
+	m, err := mutex.New(c, path, mutex.WithData([]byte("go-waiter")), mutex.WithExtraLockNames(mutex.KazooLockName))
+	if err != nil {
+		t.Fatal(err)
+	}
+	wctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	done := lockAsync(t, func() error { _, err := m.Lock(wctx); return err })
+	waitChildren(t, c, path, 2)
+	goldenBoth(t, zkc, "kazoo-mutex", path)
+	cancel()
+	if err := <-done; !errors.Is(err, context.Canceled) {
+		t.Fatalf("waiter: %v", err)
+	}
+	release(t, ctx, p)
+}
+
+// TestSummary: a parent of several lock paths, summarised automatically
+// (its children are not queue nodes) and with -summary.
+func TestSummary(t *testing.T) {
+	runRoot := newRunRoot()
+	zkc := zkServer(t)
+	ctx := testCtx(t)
+	root := runRoot + "/tree"
+	a, b := connectT(t, zkc), connectT(t, zkc)
+	lock := func(c *recipes.Client, path string) *mutex.Mutex {
+		m, err := mutex.New(c, path, mutex.WithData([]byte("x")))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return m
+	}
+	// orders/1: held, one waiter; orders/2: held; orders/3: a persistent
+	// parent nobody uses; jobs/sem: a semaphore with one lease.
+	held1 := lock(a, root+"/orders/1")
+	if _, err := held1.Lock(ctx); err != nil {
+		t.Fatal(err)
+	}
+	wctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	done := lockAsync(t, func() error { _, err := lock(b, root+"/orders/1").Lock(wctx); return err })
+	waitChildren(t, a, root+"/orders/1", 2)
+	held2 := lock(a, root+"/orders/2")
+	if _, err := held2.Lock(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := a.Create(root+"/orders/3", nil, 0); err != nil {
+		t.Fatal(err)
+	}
+	defer a.Delete(root+"/orders/3", -1)
+	s, err := semaphore.New(a, root+"/jobs/sem", 5)
+	if err != nil {
+		t.Fatal(err)
+	}
+	leases, err := s.Acquire(ctx, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitChildren(t, a, root+"/jobs/sem", 1) // the internal lock's container is gone
+
+	goldenBoth(t, zkc, "summary", root)
+	// -summary on a queue summarises that queue alone.
+	golden(t, "summary-queue", new(normaliser).text(inspectOut(t, zkc, "-summary", root+"/orders/1")))
+
+	cancel()
+	if err := <-done; !errors.Is(err, context.Canceled) {
+		t.Fatalf("waiter: %v", err)
+	}
+	for _, m := range []*mutex.Mutex{held1, held2} {
+		if err := m.Unlock(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := semaphore.ReturnAll(ctx, leases); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// syncBuffer is a bytes.Buffer safe for a writer and a reader.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// TestWatch: -watch redraws when a waiter queues, when the holder leaves
+// and when the data of a node changes, and returns when ctx ends; -json
+// -watch prints one report per line.
+func TestWatch(t *testing.T) {
+	runRoot := newRunRoot()
+	zkc := zkServer(t)
+	ctx := testCtx(t)
+	base := runRoot + "/watch"
+	a, b := connectT(t, zkc), connectT(t, zkc)
+	for _, asJSON := range []bool{false, true} {
+		path := base
+		if asJSON {
+			path += "-json"
+		}
+		t.Run(fmt.Sprintf("json=%v", asJSON), func(t *testing.T) {
+			var out syncBuffer
+			wctx, stop := context.WithCancel(ctx)
+			args := []string{"-servers", zkc.ConnectString(), "-watch", path}
+			if asJSON {
+				args = append([]string{"-json"}, args...)
+			}
+			done := lockAsync(t, func() error { return run(wctx, args, &out) })
+			t.Cleanup(stop) // before the goroutine is waited for
+			draws := func() int {
+				if asJSON {
+					return strings.Count(out.String(), "\n")
+				}
+				return strings.Count(out.String(), "=== ")
+			}
+			waitDraws := func(n int, what string) {
+				t.Helper()
+				zktest.Eventually(t, 30*time.Second, what, func() bool { return draws() >= n })
+			}
+			t.Cleanup(func() {
+				if t.Failed() {
+					t.Logf("zkinspect printed:\n%s", out.String())
+				}
+			})
+			waitDraws(1, "the first draw (no such node)")
+			if !strings.Contains(out.String(), "no such node") {
+				t.Fatalf("first draw: %s", out.String())
+			}
+			ma, err := mutex.New(a, path, mutex.WithData([]byte("first")))
+			if err != nil {
+				t.Fatal(err)
+			}
+			lease, err := ma.Lock(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			zktest.Eventually(t, 30*time.Second, "a draw with the holder", func() bool {
+				return strings.Contains(out.String(), `"first"`) || strings.Contains(out.String(), `"data":"first"`)
+			})
+			n := draws()
+			if _, err := a.Set(lease.Node(), []byte("second"), -1); err != nil {
+				t.Fatal(err)
+			}
+			waitDraws(n+1, "a draw after the data changed")
+			zktest.Eventually(t, 30*time.Second, "the new data", func() bool { return strings.Contains(out.String(), "second") })
+			mb, err := mutex.New(b, path, mutex.WithData([]byte("waiter")))
+			if err != nil {
+				t.Fatal(err)
+			}
+			var leaseB *mutex.Lease
+			bdone := lockAsync(t, func() (err error) { leaseB, err = mb.Lock(ctx); return err })
+			zktest.Eventually(t, 30*time.Second, "a draw with the waiter", func() bool { return strings.Contains(out.String(), "waiter") })
+			if err := ma.Unlock(ctx); err != nil {
+				t.Fatal(err)
+			}
+			if err := <-bdone; err != nil {
+				t.Fatal(err)
+			}
+			if err := leaseB.Unlock(ctx); err != nil {
+				t.Fatal(err)
+			}
+			zktest.Eventually(t, 30*time.Second, "a last draw with the lock free", func() bool {
+				s := strings.TrimSpace(out.String())
+				if asJSON {
+					last := s[strings.LastIndex(s, "\n")+1:]
+					return strings.Contains(last, `"held":false`) || strings.Contains(last, `"error"`)
+				}
+				last := s[strings.LastIndex(s, "=== "):]
+				return strings.Contains(last, "(no contenders)") || strings.Contains(last, ": empty") || strings.Contains(last, "no such node")
+			})
+			stop()
+			if err := <-done; err != nil {
+				t.Fatalf("run -watch: %v", err)
+			}
+			if asJSON {
+				for _, l := range strings.Split(strings.TrimSpace(out.String()), "\n") {
+					var v map[string]any
+					if err := json.Unmarshal([]byte(l), &v); err != nil {
+						t.Fatalf("not a JSON line: %q: %v", l, err)
+					}
+				}
+			}
+		})
+	}
+}
+
+// TestErrors: bad usage and a missing path.
+func TestErrors(t *testing.T) {
+	runRoot := newRunRoot()
+	for _, args := range [][]string{
+		{},
+		{"-servers", "127.0.0.1:1"},
+		{"-servers", "127.0.0.1:1", "relative"},
+		{"-servers", "127.0.0.1:1", "/a/"},
+		{"-servers", "127.0.0.1:1", "-count", "zero", "/a"},
+		{"-servers", "127.0.0.1:1", "-count", "0", "/a"},
+		{"-servers", "127.0.0.1:1", "/a", "/b"},
+		{"-nosuchflag", "/a"},
+		{"-servers", "", "/a"},
+	} {
+		if err := run(context.Background(), args, new(bytes.Buffer)); !errors.Is(err, errUsage) {
+			t.Errorf("zkinspect %q: got %v, want a usage error", args, err)
+		}
+	}
+	if err := run(context.Background(), []string{"-h"}, new(bytes.Buffer)); err != nil {
+		t.Errorf("-h: %v", err)
+	}
+	zkc := zkServer(t)
+	err := run(testCtx(t), []string{"-servers", zkc.ConnectString(), runRoot + "/no/such/node"}, new(bytes.Buffer))
+	if !errors.Is(err, errNoNode) {
+		t.Errorf("missing path: got %v, want errNoNode", err)
+	}
+}
+
+func TestLibrary(t *testing.T) {
+	for name, want := range map[string]string{
+		"_c_6f1d2c4e-8b1a-4c2d-9e3f-0a1b2c3d4e5f-lock-0000000001":    libCurator,
+		"_c_6f1d2c4e-8b1a-4c2d-9e3f-0a1b2c3d4e5f-__READ__0000000001": libCurator,
+		"_c_6f1d2c4e8b1a4c2d9e3f0a1b2c3d4e5f-lock-0000000001":        libZKLock,
+		"6f1d2c4e8b1a4c2d9e3f0a1b2c3d4e5f__lock__0000000001":         libKazoo,
+		"6f1d2c4e8b1a4c2d9e3f0a1b2c3d4e5f__rlock__0000000001":        libKazoo,
+		"lock-0000000001":   libUnknown,
+		"member_0000000001": libUnknown,
+	} {
+		if got := library(name); got != want {
+			t.Errorf("library(%q) = %q, want %q", name, got, want)
+		}
+	}
+}
+
+func TestDetectKind(t *testing.T) {
+	for _, tc := range []struct {
+		kids []string
+		want string
+	}{
+		{nil, kindEmpty},
+		{[]string{"_c_x-lock-0000000001"}, kindMutex},
+		{[]string{"abc__lock__0000000001", "abc__rlock__0000000002"}, kindRWLock},
+		{[]string{"abc__lock__0000000001"}, kindMutex},
+		{[]string{"_c_x-__READ__0000000001", "_c_y-lock-0000000002"}, kindRWLock},
+		{[]string{"_c_x-latch-0000000001"}, kindLatch},
+		{[]string{"leases", "locks"}, kindSemaphore},
+		{[]string{"leases"}, kindSemaphore},
+		{[]string{"_c_x-lease-0000000001"}, "leases"},
+		{[]string{"orders", "jobs"}, ""},
+		{[]string{"leases", "other"}, ""},
+		{[]string{"my-lock-a"}, ""},
+	} {
+		if got := detectKind(tc.kids); got != tc.want {
+			t.Errorf("detectKind(%q) = %q, want %q", tc.kids, got, tc.want)
+		}
+	}
+}
+
+func TestFormatAge(t *testing.T) {
+	for d, want := range map[time.Duration]string{
+		0:                               "0.0s",
+		1250 * time.Millisecond:         "1.2s",
+		9999 * time.Millisecond:         "9.9s",
+		42 * time.Second:                "42s",
+		3*time.Minute + 7*time.Second:   "3m07s",
+		5*time.Hour + 2*time.Minute:     "5h02m",
+		50*time.Hour + 10*time.Minute:   "2d02h",
+		59*time.Minute + 59*time.Second: "59m59s",
+	} {
+		if got := formatAge(d); got != want {
+			t.Errorf("formatAge(%v) = %q, want %q", d, got, want)
+		}
+		if !reAge.MatchString(" " + formatAge(d)) {
+			t.Errorf("the test's age pattern misses %q", formatAge(d))
+		}
+	}
+}

@@ -1,0 +1,191 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+	"time"
+)
+
+// maxData is how many bytes of a node's data the table shows.
+const maxData = 40
+
+var kindLabels = map[string]string{
+	kindMutex:     "mutex (InterProcessMutex, LeaderSelector, zk.Lock or Kazoo Lock)",
+	kindRWLock:    "read/write lock",
+	kindSemaphore: "semaphore (InterProcessSemaphoreV2)",
+	kindLatch:     "leader latch",
+	kindEmpty:     "empty",
+}
+
+var roleLabels = map[string]string{
+	roleHolder:    "HOLDS",
+	roleLeader:    "LEADS",
+	roleWaiter:    "waits",
+	roleAcquiring: "acquiring",
+	roleUnknown:   "HOLDS?",
+}
+
+var libraryLabels = map[string]string{
+	libCurator: "curator-compatible (Curator or zkrecipes)",
+	libZKLock:  "go-zookeeper zk.Lock",
+	libKazoo:   "kazoo",
+	libUnknown: "unknown",
+}
+
+// render writes rep as text or JSON; compact puts a JSON document on one
+// line (for -watch).
+func render(w io.Writer, rep *Report, asJSON, compact bool) error {
+	if asJSON {
+		return writeJSON(w, rep, compact)
+	}
+	var b strings.Builder
+	for _, n := range rep.Notes {
+		fmt.Fprintf(&b, "note: %s\n", n)
+	}
+	if rep.Queue != nil {
+		renderQueue(&b, rep.Queue)
+	} else {
+		renderSummary(&b, rep)
+	}
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+// writeJSON writes v as one JSON document and a newline, indented unless
+// compact, without escaping <, > and & (node data is shown as it is).
+func writeJSON(w io.Writer, v any, compact bool) error {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if !compact {
+		enc.SetIndent("", "  ")
+	}
+	if err := enc.Encode(v); err != nil {
+		return err
+	}
+	_, err := w.Write(buf.Bytes())
+	return err
+}
+
+func renderQueue(b *strings.Builder, q *Queue) {
+	fmt.Fprintf(b, "%s: %s\n", q.Path, kindLabels[q.Kind])
+	status := fmt.Sprintf("%d holding", q.Holders)
+	if q.Kind == kindLatch {
+		status = fmt.Sprintf("%d leading", q.Holders)
+	}
+	if q.Kind == kindSemaphore {
+		max := "unknown"
+		if q.MaxLeases != nil {
+			max = strconv.Itoa(*q.MaxLeases)
+		}
+		status = fmt.Sprintf("%d leases held (max %s)", q.Holders, max)
+	}
+	if q.Undecided > 0 {
+		status += fmt.Sprintf(", %d holding or waiting", q.Undecided)
+	}
+	status += fmt.Sprintf(", %d waiting", q.Waiters)
+	if q.OldestWaiterAgeMS != nil {
+		status += ", oldest waiting " + formatAge(time.Duration(*q.OldestWaiterAgeMS)*time.Millisecond)
+	}
+	if q.Kind != kindEmpty {
+		fmt.Fprintf(b, "status: %s\n", status)
+	}
+	switch q.Kind {
+	case kindEmpty:
+	case kindSemaphore:
+		fmt.Fprintf(b, "leases (%s/%s):\n", q.Path, semLeases)
+		renderNodes(b, q.Nodes, false, "no leases")
+		fmt.Fprintf(b, "internal lock (%s/%s):\n", q.Path, semLocks)
+		renderNodes(b, q.InternalLock, false, "nobody acquiring")
+	default:
+		renderNodes(b, q.Nodes, q.Kind == kindRWLock, "no contenders")
+	}
+	for _, n := range q.Notes {
+		fmt.Fprintf(b, "note: %s\n", n)
+	}
+}
+
+func renderNodes(b *strings.Builder, nodes []Node, lockColumn bool, none string) {
+	if len(nodes) == 0 {
+		fmt.Fprintf(b, "  (%s)\n", none)
+		return
+	}
+	tw := tabwriter.NewWriter(b, 0, 0, 2, ' ', 0)
+	lock := ""
+	if lockColumn {
+		lock = "LOCK\t"
+	}
+	fmt.Fprintf(tw, "  POS\tROLE\t%sNODE\tSESSION\t%6s\tLIBRARY\tDATA\n", lock, "AGE")
+	for _, n := range nodes {
+		if lockColumn {
+			lock = n.Lock + "\t"
+		}
+		session := n.Session
+		if session == "" {
+			session = "persistent"
+		}
+		fmt.Fprintf(tw, "  %d\t%s\t%s%s\t%s\t%6s\t%s\t%s\n", n.Position, roleLabels[n.Role], lock, n.Name,
+			session, formatAge(n.age), libraryLabels[n.Library], formatData(n.raw))
+	}
+	tw.Flush()
+}
+
+func renderSummary(b *strings.Builder, rep *Report) {
+	held := 0
+	for _, l := range rep.Locks {
+		if l.Held {
+			held++
+		}
+	}
+	paths := "lock paths"
+	if len(rep.Locks) == 1 {
+		paths = "lock path"
+	}
+	fmt.Fprintf(b, "%s: %d %s, %d held\n", rep.Path, len(rep.Locks), paths, held)
+	if len(rep.Locks) == 0 {
+		return
+	}
+	tw := tabwriter.NewWriter(b, 0, 0, 2, ' ', 0)
+	fmt.Fprintf(tw, "  PATH\tKIND\tSTATE\tHOLDERS\tWAITERS\t%13s\n", "OLDEST WAITER")
+	for _, l := range rep.Locks {
+		state := "free"
+		if l.Held {
+			state = "held"
+		}
+		oldest := "-"
+		if l.OldestWaiterAgeMS != nil {
+			oldest = formatAge(time.Duration(*l.OldestWaiterAgeMS) * time.Millisecond)
+		}
+		fmt.Fprintf(tw, "  %s\t%s\t%s\t%7d\t%7d\t%13s\n", l.Path, l.Kind, state, l.Holders, l.Waiters, oldest)
+	}
+	tw.Flush()
+}
+
+// formatAge gives a short age: 0.0s-9.9s, 10s-59s, 1m00s-59m59s,
+// 1h00m-23h59m, then days and hours.
+func formatAge(d time.Duration) string {
+	switch {
+	case d < 10*time.Second:
+		return fmt.Sprintf("%.1fs", float64(d.Milliseconds()/100)/10)
+	case d < time.Minute:
+		return fmt.Sprintf("%ds", int(d/time.Second))
+	case d < time.Hour:
+		return fmt.Sprintf("%dm%02ds", int(d/time.Minute), int(d%time.Minute/time.Second))
+	case d < 24*time.Hour:
+		return fmt.Sprintf("%dh%02dm", int(d/time.Hour), int(d%time.Hour/time.Minute))
+	}
+	return fmt.Sprintf("%dd%02dh", int(d/(24*time.Hour)), int(d%(24*time.Hour)/time.Hour))
+}
+
+// formatData quotes data with Go escapes, cut to maxData bytes.
+func formatData(data []byte) string {
+	if len(data) <= maxData {
+		return strconv.Quote(string(data))
+	}
+	return fmt.Sprintf("%s... (%d bytes)", strconv.Quote(string(data[:maxData])), len(data))
+}
