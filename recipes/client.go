@@ -157,7 +157,7 @@ func newClient(cfg config) *Client {
 		lostCh:    make(chan struct{}),
 		changeCh:  make(chan struct{}),
 		nodes:     map[string]int64{},
-		deletes:   make(chan deleteJob, 64),
+		deletes:   make(chan deleteJob), // unbuffered: see GuaranteedDelete
 		closeCh:   make(chan struct{}),
 		pumpDone:  make(chan struct{}),
 	}

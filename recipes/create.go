@@ -307,17 +307,19 @@ func (c *Client) GuaranteedDelete(ctx context.Context, path string, sid int64) e
 		return c.deleteNow(path, sid)
 	}
 	// go-zookeeper's requests cannot be abandoned, so the delete is made on
-	// the client's delete goroutine while we wait for it or for ctx. That
-	// goroutine lives as long as the client: a goroutine per release would
-	// cost its creation and a scheduler wake-up more on every release.
+	// another goroutine while we wait for it or for ctx: the client's
+	// delete goroutine when it is idle (it lives as long as the client: a
+	// goroutine per release costs its creation and a scheduler wake-up more
+	// on every release), else a goroutine of its own, so that concurrent
+	// releases are not queued behind one another.
 	if isClosed(c.closeCh) {
 		return ErrClosed
 	}
 	res := deleteResults.Get().(chan error)
 	c.stats.pendingDeletes.Add(1)
 	select {
-	case c.deletes <- deleteJob{path: path, sid: sid, res: res}:
-	default: // a backlog (the delete goroutine waits on a silent server)
+	case c.deletes <- deleteJob{path: path, sid: sid, res: res}: // unbuffered: taken by an idle deleteLoop
+	default:
 		c.stats.pendingDeletes.Add(-1)
 		if !c.deleteInBackground(path, sid, res) {
 			return ErrClosed
@@ -362,15 +364,7 @@ func (c *Client) deleteLoop() {
 			}
 			c.stats.pendingDeletes.Add(-1)
 		case <-c.closeCh:
-			for { // answer what is left: the session ends with the client
-				select {
-				case j := <-c.deletes:
-					j.res <- nil
-					c.stats.pendingDeletes.Add(-1)
-				default:
-					return
-				}
-			}
+			return
 		}
 	}
 }

@@ -172,12 +172,13 @@ func releaseTombs(inc incarnation, t *tombs) {
 // recorded, under every incarnation of path that a contest is using; any
 // other name is ignored.
 func bury(path, name, key string) {
-	if !isProtected(name) {
-		return
-	}
 	graveyard.mu.Lock()
 	defer graveyard.mu.Unlock()
-	for _, t := range graveyard.byPath[path] {
+	incs := graveyard.byPath[path]
+	if len(incs) == 0 || !isProtected(name) { // no contest there: the usual case of a release
+		return
+	}
+	for _, t := range incs {
 		if t.names == nil {
 			t.names = nameSet{}
 		}
