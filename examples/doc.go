@@ -1,0 +1,21 @@
+// Package examples holds one runnable program per recipe, each in a
+// directory of its own (go run ./examples/<name>), and the test that runs
+// them all against a ZooKeeper server:
+//
+//   - mutex: three sessions take turns on a lock, fencing, a network cut;
+//   - rwlock: readers read a configuration while writers update it, with a
+//     downgrade from the write lock to the read lock;
+//   - semaphore: a pool of workers calls a service at most N at a time,
+//     with the limit raised at run time through a SharedCount;
+//   - latch: schedulers elect a leader that runs jobs; the leader is cut
+//     off and another takes over;
+//   - selector: participants take turns leading;
+//   - reaper: persistent lock parents removed by a cleanup.Reaper, counted
+//     by cleanup.Scan before and after;
+//   - fenced: a paused lock holder's write refused with ErrFenced;
+//   - bench: the benchmark against go-zookeeper.
+//
+// Each connects to ZK_SERVERS or starts a local ZooKeeper, and the recipe
+// examples end with a one-line verdict ("verdict: OK: ..." or
+// "verdict: FAILED: ...", with exit status 1).
+package examples

@@ -1,0 +1,97 @@
+package examples
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/zkrecipes/zkrecipes/examples/internal/demo"
+	"github.com/zkrecipes/zkrecipes/recipes/zktest"
+)
+
+// examples are the recipe examples this test runs, with the flags that
+// keep each run to a few seconds.
+var examples = []struct {
+	name string
+	args []string
+}{
+	{"rwlock", []string{"-duration", "2s"}},
+	{"semaphore", []string{"-duration", "2s"}},
+	{"latch", []string{"-duration", "2s", "-session-timeout", "1s"}},
+	{"selector", []string{"-duration", "2s"}},
+	{"reaper", []string{"-threshold", "1s"}},
+	{"fenced", []string{"-session-timeout", "1s"}},
+}
+
+// inCI reports whether CI is set to a true value: there a missing
+// ZooKeeper fails the test instead of skipping it.
+func inCI() bool {
+	b, err := strconv.ParseBool(os.Getenv("CI"))
+	return err == nil && b
+}
+
+func goTool(t *testing.T) string {
+	if p, err := exec.LookPath("go"); err == nil {
+		return p
+	}
+	return filepath.Join(runtime.GOROOT(), "bin", "go")
+}
+
+// TestExamples builds the recipe examples (with -race when this test runs
+// with it) and runs each against one ZooKeeper server, named to them by
+// ZK_SERVERS, checking that it exits 0 with an OK verdict as its last
+// line.
+func TestExamples(t *testing.T) {
+	zkc, err := zktest.Launch(1)
+	if errors.Is(err, zktest.ErrUnavailable) {
+		if inCI() {
+			t.Fatalf("CI is set, so a missing ZooKeeper is a failure: %v", err)
+		}
+		t.Skipf("skipping (with CI=true this fails): %v", err)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { zkc.Close() })
+
+	bin := t.TempDir()
+	args := []string{"build", "-o", bin + string(filepath.Separator)}
+	if raceEnabled {
+		args = append(args, "-race")
+	}
+	for _, ex := range examples {
+		args = append(args, "./"+ex.name)
+	}
+	build := exec.Command(goTool(t), args...)
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("go %s: %v\n%s", strings.Join(args, " "), err, out)
+	}
+
+	for _, ex := range examples {
+		t.Run(ex.name, func(t *testing.T) {
+			t.Parallel()
+			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+			defer cancel()
+			cmd := exec.CommandContext(ctx, filepath.Join(bin, ex.name), ex.args...)
+			cmd.Env = append(os.Environ(), demo.Env+"="+zkc.ConnectString())
+			var out bytes.Buffer
+			cmd.Stdout, cmd.Stderr = &out, &out
+			start := time.Now()
+			err := cmd.Run()
+			lines := strings.Split(strings.TrimSpace(out.String()), "\n")
+			last := lines[len(lines)-1]
+			if err != nil || !strings.HasPrefix(last, demo.VerdictOK) {
+				t.Fatalf("%s %s: %v after %v; last line %q; output:\n%s", ex.name, strings.Join(ex.args, " "), err, time.Since(start).Round(time.Millisecond), last, out.String())
+			}
+			t.Logf("%s (%v): %s", ex.name, time.Since(start).Round(time.Millisecond), last)
+		})
+	}
+}
