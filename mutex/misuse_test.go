@@ -1,0 +1,533 @@
+package mutex_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"runtime/debug"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/go-zookeeper/zk"
+	"github.com/stretchr/testify/require"
+
+	"github.com/zkrecipes/zkrecipes/mutex"
+	"github.com/zkrecipes/zkrecipes/recipes"
+	"github.com/zkrecipes/zkrecipes/recipes/zktest"
+)
+
+// TestMisuse feeds every exported function and method of package mutex
+// its invalid inputs — bad paths, nil and zero values, a nil context, a
+// closed client, unlocks without a lock and by the wrong owner — and checks
+// that each returns an error matching the right sentinel and that none
+// panics or hangs. It extends TestBadInput (mutex_test.go) and the owner
+// tests (owner_test.go) and does not repeat their rows.
+func TestMisuse(t *testing.T) {
+	zkc := zktest.Start(t)
+	servers := zkc.Servers()
+	c := connect(t, servers)
+	ctx := context.Background()
+	var nilCtx context.Context
+	badPaths := []string{"", "rel", "/trailing/", "/a//b", "/a/./b", "/a/../b", "/nul\x00", "/"}
+	short := func() (context.Context, context.CancelFunc) { return context.WithTimeout(ctx, 3*time.Second) }
+	invalidPath := []error{recipes.ErrInvalidPath}
+	invalidArg := []error{recipes.ErrInvalidArgument}
+	noError := []error(nil)
+
+	closed, err := recipes.Connect(servers)
+	require.NoError(t, err)
+	closedM := newMutex(t, closed, "/misuse/closed")
+	require.NoError(t, closed.Close())
+
+	// A client behind a proxy that can lose the reply to one request.
+	proxy := zktest.NewProxy(t, servers[0])
+	pc := connect(t, []string{proxy.Addr()})
+	lostReply := func(path string, call func() error) func() error {
+		return func() error {
+			proxy.CutAfterClientSends([]byte(path)) // the call's request carries path
+			return call()
+		}
+	}
+
+	var cases misuseTable
+	add, tolerate := cases.add, cases.tolerate
+
+	// Constructors.
+	add("NewInternal(nil client)", []error{recipes.ErrNilClient}, func() error {
+		_, err := mutex.NewInternal(nil, "/misuse/x", mutex.Internal{LockName: "x-", Driver: &recipes.StandardDriver{LockName: "x-"}})
+		return err
+	})
+	add("NewInternal(closed client)", []error{recipes.ErrClosed}, func() error {
+		_, err := mutex.NewInternal(closed, "/misuse/x", mutex.Internal{LockName: "x-", Driver: &recipes.StandardDriver{LockName: "x-"}})
+		return err
+	})
+	var subs []misuseSub
+	for _, p := range badPaths {
+		subs = append(subs, misuseSub{fmt.Sprintf("%q", p), func() error {
+			_, err := mutex.NewInternal(c, p, mutex.Internal{LockName: "x-", Driver: &recipes.StandardDriver{LockName: "x-"}})
+			return err
+		}})
+	}
+	add("NewInternal(bad paths)", noError, misuseEach(invalidPath, subs))
+	add("NewInternal(zero Internal)", invalidArg, func() error { _, err := mutex.NewInternal(c, "/misuse/x", mutex.Internal{}); return err })
+	add("NewInternal(no driver)", invalidArg, func() error {
+		_, err := mutex.NewInternal(c, "/misuse/x", mutex.Internal{LockName: "x-"})
+		return err
+	})
+	add("NewInternal(no lock name)", invalidArg, func() error {
+		_, err := mutex.NewInternal(c, "/misuse/x", mutex.Internal{Driver: &recipes.StandardDriver{LockName: "x-"}})
+		return err
+	})
+	add("NewInternal(nil option)", invalidArg, func() error {
+		_, err := mutex.NewInternal(c, "/misuse/x", mutex.Internal{LockName: "x-", Driver: &recipes.StandardDriver{LockName: "x-"}}, nil)
+		return err
+	})
+	for _, name := range []string{"a/b", "nul\x00"} {
+		// A lock name goes into every node name: refused when the lock is
+		// made, or at the latest by Lock, which must not wait for ever.
+		add(fmt.Sprintf("NewInternal(lock name %q) then Lock", name), []error{recipes.ErrInvalidArgument, recipes.ErrInvalidPath}, func() error {
+			m, err := mutex.NewInternal(c, "/misuse/lockname", mutex.Internal{LockName: name, Driver: &recipes.StandardDriver{LockName: name}})
+			if err != nil {
+				return err
+			}
+			ctx, cancel := short()
+			defer cancel()
+			l, err := m.Lock(ctx)
+			if err == nil {
+				_ = l.Unlock(ctx)
+			}
+			return err
+		})
+	}
+	add("New(WithExtraLockNames(valid, \"\"))", invalidArg, func() error {
+		_, err := mutex.New(c, "/misuse/x", mutex.WithExtraLockNames(mutex.KazooLockName, ""))
+		return err
+	})
+	add(`New("/locks/\U0001F600") then Lock`, invalidPath, func() error {
+		// The server refuses a character outside the BMP in a path.
+		m, err := mutex.New(c, "/locks/\U0001F600")
+		if err != nil {
+			return err
+		}
+		l, err := m.Lock(ctx)
+		if err == nil {
+			_ = l.Unlock(ctx)
+		}
+		return err
+	})
+	add("New(WithData(nil))", noError, func() error { _, err := mutex.New(c, "/misuse/x", mutex.WithData(nil)); return err })
+
+	// Revoke.
+	add("Revoke(nil client)", []error{recipes.ErrNilClient}, func() error { return mutex.Revoke(ctx, nil, "/misuse/x") })
+	subs = nil
+	for _, p := range badPaths {
+		// "/" too: the root is never a lock node, and its data is not ours to overwrite.
+		subs = append(subs, misuseSub{fmt.Sprintf("%q", p), func() error { return mutex.Revoke(ctx, c, p) }})
+	}
+	add("Revoke(bad node paths)", noError, misuseEach(invalidPath, subs))
+	add("Revoke(a node that does not exist)", []error{zk.ErrNoNode, mutex.ErrNotHeld}, func() error {
+		return mutex.Revoke(ctx, c, "/misuse/revoke/_c_00000000-0000-4000-8000-000000000000-lock-0000000001")
+	})
+	tolerate("Revoke(nil ctx)", invalidArg, func() error {
+		m := newMutex(t, c, "/misuse/revoke/nilctx")
+		l, err := m.Lock(ctx)
+		if err != nil {
+			return err
+		}
+		defer l.Unlock(ctx)
+		return mutex.Revoke(nilCtx, c, l.Node())
+	})
+	tolerate("Revoke(nil ctx) with the reply lost", invalidArg, func() error {
+		m := newMutex(t, pc, "/misuse/revoke/nilctxlost")
+		l, err := m.Lock(ctx)
+		if err != nil {
+			return err
+		}
+		defer l.Unlock(ctx)
+		return lostReply(l.Node(), func() error { return mutex.Revoke(nilCtx, pc, l.Node()) })()
+	})
+
+	// Owners named in the context.
+	add("WithOwner(nil ctx, owner)", noError, func() error { _ = mutex.WithOwner(nilCtx, "owner"); return nil })
+	m := newMutex(t, c, "/misuse/owners")
+	for name, owner := range map[string]any{"nil": nil, "[]int": []int{1}, "map": map[string]int{}, "func": func() {}} {
+		octx := mutex.WithOwner(ctx, owner)
+		add("Lock(WithOwner("+name+"))", invalidArg, func() error { _, err := m.Lock(octx); return err })
+		add("TryLock(WithOwner("+name+"))", invalidArg, func() error { _, err := m.TryLock(octx); return err })
+		add("Unlock(WithOwner("+name+"))", invalidArg, func() error { return m.Unlock(octx) })
+		add("IsHeld(WithOwner("+name+"))", noError, func() error {
+			if m.IsHeld(octx) {
+				return errors.New("held")
+			}
+			return nil
+		})
+	}
+	add("Unlock by another explicit owner", []error{mutex.ErrNotOwner}, func() error {
+		a, b := mutex.WithOwner(ctx, "a"), mutex.WithOwner(ctx, "b")
+		if _, err := m.Lock(a); err != nil {
+			return err
+		}
+		defer m.Unlock(a)
+		err := m.Unlock(b)
+		if !m.IsHeld(a) {
+			return fmt.Errorf("the wrong owner's Unlock released the lock (%w)", err)
+		}
+		return err
+	})
+	add("Unlock by the goroutine of an explicit owner", []error{mutex.ErrNotOwner}, func() error {
+		a := mutex.WithOwner(ctx, "a")
+		if _, err := m.Lock(a); err != nil {
+			return err
+		}
+		defer m.Unlock(a)
+		return m.Unlock(ctx)
+	})
+	add("Unlock twice", []error{mutex.ErrNotHeld}, func() error {
+		if _, err := m.Lock(ctx); err != nil {
+			return err
+		}
+		if err := m.Unlock(ctx); err != nil {
+			return err
+		}
+		return m.Unlock(ctx)
+	})
+	add("Release without Acquire", []error{mutex.ErrNotHeld}, func() error { return m.Release(ctx) })
+
+	// A nil context.
+	add("TryLock(nil ctx)", invalidArg, func() error { _, err := m.TryLock(nilCtx); return err })
+	add("Acquire(nil ctx)", invalidArg, func() error { return m.Acquire(nilCtx) })
+	add("Release(nil ctx)", invalidArg, func() error { return m.Release(nilCtx) })
+	add("Participants(nil ctx)", invalidArg, func() error { _, err := m.Participants(nilCtx); return err })
+	add("Holder(nil ctx)", invalidArg, func() error { _, _, err := m.Holder(nilCtx); return err })
+	add("IsHeld(nil ctx)", noError, func() error {
+		if m.IsHeld(nilCtx) {
+			return errors.New("held")
+		}
+		return nil
+	})
+	add("Unlock(nil ctx) keeps the hold", invalidArg, func() error {
+		if _, err := m.Lock(ctx); err != nil {
+			return err
+		}
+		defer m.Unlock(ctx)
+		err := m.Unlock(nilCtx)
+		if !m.IsHeld(ctx) {
+			return fmt.Errorf("released (%w)", err)
+		}
+		return err
+	})
+	add("Lease.Unlock(nil ctx) keeps the hold", invalidArg, func() error {
+		l, err := m.Lock(ctx)
+		if err != nil {
+			return err
+		}
+		defer l.Unlock(ctx)
+		err = l.Unlock(nilCtx)
+		if l.Count() == 0 {
+			return fmt.Errorf("released (%w)", err)
+		}
+		return err
+	})
+	tolerate("Lease.Token(nil ctx)", invalidArg, func() error {
+		l, err := m.Lock(ctx)
+		if err != nil {
+			return err
+		}
+		defer l.Unlock(ctx)
+		_, err = l.Token(nilCtx)
+		return err
+	})
+	tolerate("Lease.Token(nil ctx) with the reply lost", invalidArg, func() error {
+		pm := newMutex(t, pc, "/misuse/token/lost")
+		l, err := pm.Lock(ctx)
+		if err != nil {
+			return err
+		}
+		defer l.Unlock(ctx)
+		return lostReply(l.Node(), func() error { _, err := l.Token(nilCtx); return err })()
+	})
+	tolerate("Lease.Fenced(nil ctx)", invalidArg, func() error {
+		l, err := m.Lock(ctx)
+		if err != nil {
+			return err
+		}
+		defer l.Unlock(ctx)
+		_, err = l.Fenced(nilCtx)
+		return err
+	})
+
+	// Nil and zero values not in TestBadInput.
+	var nilM *mutex.Mutex
+	var zero mutex.Mutex
+	for _, mm := range []struct {
+		what string
+		m    *mutex.Mutex
+	}{{"nil Mutex", nilM}, {"zero Mutex", &zero}} {
+		add(mm.what+" calls", noError, misuseEach(invalidArg, []misuseSub{
+			{"TryLock", func() error { _, err := mm.m.TryLock(ctx); return err }},
+			{"Unlock", func() error { return mm.m.Unlock(ctx) }},
+			{"Acquire", func() error { return mm.m.Acquire(ctx) }},
+			{"Release", func() error { return mm.m.Release(ctx) }},
+			{"Participants", func() error { _, err := mm.m.Participants(ctx); return err }},
+			{"Holder", func() error { _, _, err := mm.m.Holder(ctx); return err }},
+		}))
+		add(mm.what+" queries", noError, func() error {
+			if mm.m.IsHeld(ctx) || mm.m.IsHeldInProcess() || mm.m.LeaseOf("x") != nil {
+				return errors.New("held")
+			}
+			return nil
+		})
+	}
+	add("zero Mutex accessors", noError, func() error { _, _ = zero.Client(), zero.Path(); return nil })
+	add("nil and zero Lease", noError, misuseEach(invalidArg, []misuseSub{
+		{"nil Count", func() error { _ = (*mutex.Lease)(nil).Count(); return recipes.ErrInvalidArgument }},
+		{"zero Count", func() error { _ = new(mutex.Lease).Count(); return recipes.ErrInvalidArgument }},
+		{"zero Token", func() error { _, err := new(mutex.Lease).Token(ctx); return err }},
+		{"zero Fenced", func() error { _, err := new(mutex.Lease).Fenced(ctx); return err }},
+	}))
+
+	// MultiLock.
+	var nilML *mutex.MultiLock
+	for _, ml := range []struct {
+		what string
+		ml   *mutex.MultiLock
+	}{{"nil MultiLock", nilML}, {"zero MultiLock", new(mutex.MultiLock)}} {
+		add(ml.what+" calls", noError, misuseEach(invalidArg, []misuseSub{
+			{"Lock", func() error { return ml.ml.Lock(ctx) }},
+			{"Unlock", func() error { return ml.ml.Unlock(ctx) }},
+			{"Acquire", func() error { return ml.ml.Acquire(ctx) }},
+			{"Release", func() error { return ml.ml.Release(ctx) }},
+		}))
+	}
+	add("NewMultiLock(typed nil *Mutex) then Lock", invalidArg, func() error {
+		ml, err := mutex.NewMultiLock(newMutex(t, c, "/misuse/ml/a"), nilM)
+		if err != nil {
+			return err
+		}
+		return ml.Lock(ctx)
+	})
+	add("MultiLock.Lock(nil ctx)", invalidArg, func() error {
+		ml, err := mutex.NewMultiLock(newMutex(t, c, "/misuse/ml/a"), newMutex(t, c, "/misuse/ml/b"))
+		if err != nil {
+			return err
+		}
+		return ml.Lock(nilCtx)
+	})
+	add("MultiLock.Unlock(nil ctx)", invalidArg, func() error {
+		ml, err := mutex.NewMultiLock(newMutex(t, c, "/misuse/ml/a"), newMutex(t, c, "/misuse/ml/b"))
+		if err != nil {
+			return err
+		}
+		return ml.Unlock(nilCtx)
+	})
+	add("MultiLock.Unlock without Lock", []error{mutex.ErrNotHeld}, func() error {
+		ml, err := mutex.NewMultiLock(newMutex(t, c, "/misuse/ml/a"), newMutex(t, c, "/misuse/ml/b"))
+		if err != nil {
+			return err
+		}
+		return ml.Unlock(ctx)
+	})
+	add("MultiLock.Lock on a closed client", []error{recipes.ErrClosed}, func() error {
+		ml, err := mutex.NewMultiLock(closedM)
+		if err != nil {
+			return err
+		}
+		return ml.Lock(ctx)
+	})
+
+	// A closed client (TestBadInput has Lock, New and Revoke).
+	add("closed client: Mutex calls", noError, misuseEach([]error{recipes.ErrClosed}, []misuseSub{
+		{"TryLock", func() error { _, err := closedM.TryLock(ctx); return err }},
+		{"Acquire", func() error { return closedM.Acquire(ctx) }},
+		{"Participants", func() error { _, err := closedM.Participants(ctx); return err }},
+		{"Holder", func() error { _, _, err := closedM.Holder(ctx); return err }},
+	}))
+	add("Unlock after the client closed", []error{recipes.ErrClosed, mutex.ErrLockLost}, func() error {
+		cc := connect(t, servers)
+		cm := newMutex(t, cc, "/misuse/closedhold")
+		if _, err := cm.Lock(ctx); err != nil {
+			return err
+		}
+		if err := cc.Close(); err != nil {
+			return err
+		}
+		return cm.Unlock(ctx)
+	})
+	add("Lease.Unlock after the client closed", []error{recipes.ErrClosed, mutex.ErrLockLost}, func() error {
+		cc := connect(t, servers)
+		cm := newMutex(t, cc, "/misuse/closedhold")
+		l, err := cm.Lock(ctx)
+		if err != nil {
+			return err
+		}
+		if err := cc.Close(); err != nil {
+			return err
+		}
+		return l.Unlock(ctx)
+	})
+	add("Lease.Token after the client closed", []error{recipes.ErrClosed}, func() error {
+		cc := connect(t, servers)
+		cm := newMutex(t, cc, "/misuse/closedhold")
+		l, err := cm.Lock(ctx)
+		if err != nil {
+			return err
+		}
+		if err := cc.Close(); err != nil {
+			return err
+		}
+		_, err = l.Token(ctx)
+		return err
+	})
+
+	runMisuse(t, cases)
+}
+
+// misuseCase is one row of a misuse table. The call must return within
+// misuseTimeout, without panicking, an error that matches one of want
+// (errors.Is); with want empty it must succeed; a nil entry in want, or
+// nilOK, also accepts success (a misuse the API may tolerate).
+type misuseCase struct {
+	name  string
+	want  []error
+	nilOK bool
+	call  func() error
+}
+
+const misuseTimeout = 20 * time.Second
+
+// misuseTable collects rows.
+type misuseTable []misuseCase
+
+// add adds a row whose call must fail with an error matching one of want
+// (or succeed, when want is empty).
+func (tb *misuseTable) add(name string, want []error, call func() error) {
+	*tb = append(*tb, misuseCase{name: name, want: want, call: call})
+}
+
+// tolerate adds a row whose call may also succeed.
+func (tb *misuseTable) tolerate(name string, want []error, call func() error) {
+	*tb = append(*tb, misuseCase{name: name, want: want, nilOK: true, call: call})
+}
+
+func runMisuse(t *testing.T, cases []misuseCase) {
+	t.Helper()
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			if msg := misuseCheck(tc.call, tc.want, tc.nilOK, true); msg != "" {
+				t.Fatalf("%s: %s", tc.name, msg)
+			}
+		})
+	}
+}
+
+// misuseCheck runs call and says what is wrong with the outcome ("" when
+// nothing), with the panic's stack when withStack.
+func misuseCheck(call func() error, want []error, nilOK, withStack bool) string {
+	err, panicked, stack, returned := misuseCall(call)
+	switch {
+	case !returned:
+		return fmt.Sprintf("no return within %v", misuseTimeout)
+	case panicked != nil:
+		if withStack {
+			return fmt.Sprintf("panicked: %v\n%s", panicked, stack)
+		}
+		return fmt.Sprintf("panicked: %v at %s", panicked, misusePanicSite(stack))
+	case err == nil:
+		if len(want) > 0 && !nilOK && !misuseContainsNil(want) {
+			return fmt.Sprintf("no error, want one matching %v", want)
+		}
+	case len(want) == 0:
+		return fmt.Sprintf("unexpected error: %v", err)
+	default:
+		for _, w := range want {
+			if w != nil && errors.Is(err, w) {
+				return ""
+			}
+		}
+		return fmt.Sprintf("error %q (%T) matches none of %v", err, err, want)
+	}
+	return ""
+}
+
+// misuseSub is one call of a row that tries several.
+type misuseSub struct {
+	name string
+	call func() error
+}
+
+// misuseEach returns a row call that makes every sub-call, each of which
+// must return an error matching one of want, and reports all that do not.
+func misuseEach(want []error, subs []misuseSub) func() error {
+	return func() error {
+		var bad []string
+		for _, s := range subs {
+			if msg := misuseCheck(s.call, want, false, false); msg != "" {
+				bad = append(bad, s.name+": "+msg)
+			}
+		}
+		if len(bad) > 0 {
+			return fmt.Errorf("%d of %d calls:\n\t%s", len(bad), len(subs), strings.Join(bad, "\n\t"))
+		}
+		return nil
+	}
+}
+
+// misusePanicSite returns the file:line of the first frame below the panic
+// that is not in the runtime.
+func misusePanicSite(stack []byte) string {
+	lines := strings.Split(string(stack), "\n")
+	after := false
+	for _, l := range lines {
+		if strings.HasPrefix(l, "panic(") {
+			after = true
+			continue
+		}
+		if after && strings.HasPrefix(l, "\t") && !strings.Contains(l, "/runtime/") {
+			f := strings.TrimSpace(l)
+			if i := strings.LastIndex(f, " +0x"); i >= 0 {
+				f = f[:i]
+			}
+			return filepath.Base(filepath.Dir(f)) + "/" + filepath.Base(f)
+		}
+	}
+	return "?"
+}
+
+func misuseContainsNil(errs []error) bool {
+	for _, e := range errs {
+		if e == nil {
+			return true
+		}
+	}
+	return false
+}
+
+// misuseCall runs fn on a goroutine of its own and reports its error, or
+// the value it panicked with (and the stack), or that it did not return
+// within misuseTimeout.
+func misuseCall(fn func() error) (err error, panicked any, stack []byte, returned bool) {
+	type result struct {
+		err   error
+		p     any
+		stack []byte
+	}
+	ch := make(chan result, 1)
+	go func() {
+		var r result
+		defer func() {
+			if p := recover(); p != nil {
+				r.p, r.stack = p, debug.Stack()
+			}
+			ch <- r
+		}()
+		r.err = fn()
+	}()
+	select {
+	case r := <-ch:
+		return r.err, r.p, r.stack, true
+	case <-time.After(misuseTimeout):
+		return nil, nil, nil, false
+	}
+}

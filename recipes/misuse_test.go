@@ -1,0 +1,741 @@
+package recipes_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime/debug"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/go-zookeeper/zk"
+	"github.com/stretchr/testify/require"
+
+	"github.com/zkrecipes/zkrecipes/recipes"
+	"github.com/zkrecipes/zkrecipes/recipes/zktest"
+)
+
+// TestMisuse feeds the exported constructors and methods of package
+// recipes their invalid inputs — bad paths, nil and zero values, a nil
+// context, a closed client, arguments a recipe must never pass on — and
+// checks that each returns an error matching the right sentinel and that
+// none panics or hangs. It extends TestInvalidPathsAndMisuse (client_test.go)
+// and does not repeat its rows. Callbacks that run on goroutines of their
+// own (a nil listener) are tried in a child process, where a panic cannot
+// take the test binary down.
+func TestMisuse(t *testing.T) {
+	zkc := zktest.Start(t)
+	servers := zkc.Servers()
+	c := connect(t, servers)
+	ctx := context.Background()
+	driver := &recipes.StandardDriver{LockName: "lock-", MaxLeases: 1}
+
+	closed, err := recipes.Connect(servers)
+	require.NoError(t, err)
+	require.NoError(t, closed.Close())
+	var nilClient *recipes.Client
+
+	badPaths := []string{"", "rel", "/trailing/", "/a//b", "/a/./b", "/a/../b", "/nul\x00"}
+	onTerm := func(*recipes.Hold) {}
+	short := func() (context.Context, context.CancelFunc) {
+		// For calls that a bug could make wait forever: the row then fails
+		// with the deadline instead of the sentinel it wants.
+		return context.WithTimeout(ctx, 3*time.Second)
+	}
+
+	var cases misuseTable
+	add, tolerate := cases.add, cases.tolerate
+	invalidPath := []error{recipes.ErrInvalidPath}
+	invalidArg := []error{recipes.ErrInvalidArgument}
+	nilClientErr := []error{recipes.ErrNilClient}
+	closedErr := []error{recipes.ErrClosed}
+	noError := []error(nil)
+
+	// Recipe paths, and the helpers that take any string.
+	for _, p := range badPaths {
+		add(fmt.Sprintf("FullPath(%q)", p), invalidPath, func() error { _, err := c.FullPath(p); return err })
+		add(fmt.Sprintf("SplitPath(%q)", p), noError, func() error { recipes.SplitPath(p); return nil })
+		add(fmt.Sprintf("JoinPath(%q,%q)", p, p), noError, func() error { recipes.JoinPath(p, p); return nil })
+		add(fmt.Sprintf("SortKey(%q,%q)", p, p), noError, func() error { recipes.SortKey(p, p, p, ""); return nil })
+	}
+	// The server refuses a character outside the BMP (Java sees a surrogate
+	// pair), so a path holding one can never be created.
+	add(`FullPath("/\U0001F600")`, invalidPath, func() error { _, err := c.FullPath("/\U0001F600"); return err })
+	add("SortKey empty lock name", noError, func() error { recipes.SortKey("_c_x-lock-0000000001", ""); return nil })
+
+	// Connect, NewClient and the options TestInvalidPathsAndMisuse does not try.
+	add("Connect(no servers)", invalidArg, func() error { return connectErr([]string{}) })
+	add(`Connect("")`, invalidArg, func() error {
+		return connectErr([]string{""}, recipes.WithConnectTimeout(2*time.Second))
+	})
+	for name, opt := range map[string]recipes.Option{
+		"WithSessionTimeout(-1s)":   recipes.WithSessionTimeout(-time.Second),
+		"WithDialer(nil)":           recipes.WithDialer(nil),
+		"WithHostProvider(nil)":     recipes.WithHostProvider(nil),
+		"WithWire(nil)":             recipes.WithWire(nil),
+		"WithErrorPolicy(-1)":       recipes.WithErrorPolicy(-1),
+		"WithMaxBufferSize(-1)":     recipes.WithMaxBufferSize(-1),
+		`WithNamespace("/a//b")`:    recipes.WithNamespace("/a//b"),
+		`WithNamespace("/a/./b")`:   recipes.WithNamespace("/a/./b"),
+		`WithNamespace("a/../b")`:   recipes.WithNamespace("a/../b"),
+		`WithNamespace("/nul\x00")`: recipes.WithNamespace("/nul\x00"),
+	} {
+		// Against the real server: an option that is wrongly accepted
+		// connects (and is closed) instead of waiting for a dead address.
+		add("Connect "+name, invalidArg, func() error {
+			return connectErr(servers, opt, recipes.WithConnectTimeout(5*time.Second))
+		})
+	}
+	add("NewClient(conn, nil events)", invalidArg, func() error {
+		conn, _, err := zk.Connect(servers, 4*time.Second, zk.WithLogInfo(false))
+		if err != nil {
+			return err
+		}
+		defer conn.Close()
+		_, err = recipes.NewClient(conn, nil)
+		return err
+	})
+	add("NewClient(conn, events, nil option)", invalidArg, func() error {
+		conn, events, err := zk.Connect(servers, 4*time.Second, zk.WithLogInfo(false))
+		if err != nil {
+			return err
+		}
+		defer conn.Close()
+		_, err = recipes.NewClient(conn, events, nil)
+		return err
+	})
+
+	// Every method that returns an error, on a nil *Client, on a zero
+	// Client and on a closed one. (A nil Client's FullPath, Check and
+	// Close, and a few closed-client calls, are in TestInvalidPathsAndMisuse.)
+	// The go-zookeeper calls the Client counts (Create, Get...) are one row
+	// per kind of client.
+	retryable := func() error { return zk.ErrConnectionClosed }
+	for _, cl := range []struct {
+		what string
+		c    func() *recipes.Client
+		want []error
+	}{
+		{"nil Client", func() *recipes.Client { return nilClient }, nilClientErr},
+		{"zero Client", func() *recipes.Client { return new(recipes.Client) }, nilClientErr},
+		{"closed Client", func() *recipes.Client { return closed }, closedErr},
+	} {
+		m := func(name string, call func(c *recipes.Client) error) {
+			add(cl.what+"."+name, cl.want, func() error { return call(cl.c()) })
+		}
+		if cl.what == "zero Client" {
+			m("Check", func(c *recipes.Client) error { return c.Check() })
+			m("Close", func(c *recipes.Client) error { return c.Close() })
+		}
+		if cl.what != "closed Client" { // these three are in TestInvalidPathsAndMisuse
+			m("AddAuth", func(c *recipes.Client) error { return c.AddAuth("digest", []byte("a:b")) })
+			m("WaitConnected", func(c *recipes.Client) error { return c.WaitConnected(ctx) })
+			m("CreateProtected", func(c *recipes.Client) error {
+				_, _, err := c.CreateProtected(ctx, "/misuse", "lock-", nil)
+				return err
+			})
+			m("Enter", func(c *recipes.Client) error { _, err := c.Enter(ctx, "/misuse", "lock-", nil, driver); return err })
+		}
+		m("CreateProtectedFixed", func(c *recipes.Client) error {
+			_, _, err := c.CreateProtectedFixed(ctx, "/misuse", "fixed", nil)
+			return err
+		})
+		m("EnsureContainers", func(c *recipes.Client) error { return c.EnsureContainers(ctx, "/misuse/a/b") })
+		m("Participate", func(c *recipes.Client) error {
+			return c.Participate(ctx, recipes.Participation{Parent: "/misuse", LockName: "latch-", Driver: driver, OnTerm: onTerm})
+		})
+		switch cl.what {
+		case "nil Client":
+			m("GuaranteedDelete", func(c *recipes.Client) error { return c.GuaranteedDelete(ctx, "/misuse/x", 0) })
+		case "closed Client":
+			// The session ended with Close, and its nodes with it: nil is a
+			// fair answer too.
+			tolerate(cl.what+".GuaranteedDelete", cl.want, func() error { return cl.c().GuaranteedDelete(ctx, "/misuse/x", 0) })
+		} // a zero Client's panics on a goroutine of its own: tried in a child process, below
+		m("Retry(an op that fails with a connection loss)", func(c *recipes.Client) error { return c.Retry(ctx, retryable) })
+		add(cl.what+": go-zookeeper calls", noError, misuseEach(cl.want, []misuseSub{
+			{"Create", func() error { _, err := cl.c().Create("/misuse", nil, 0); return err }},
+			{"CreateContainer", func() error { _, err := cl.c().CreateContainer("/misuse"); return err }},
+			{"Delete", func() error { return cl.c().Delete("/misuse", -1) }},
+			{"Get", func() error { _, _, err := cl.c().Get("/"); return err }},
+			{"GetW", func() error { _, _, _, err := cl.c().GetW("/"); return err }},
+			{"Exists", func() error { _, _, err := cl.c().Exists("/"); return err }},
+			{"ExistsW", func() error { _, _, _, err := cl.c().ExistsW("/"); return err }},
+			{"Children", func() error { _, _, err := cl.c().Children("/"); return err }},
+			{"ChildrenW", func() error { _, _, _, err := cl.c().ChildrenW("/"); return err }},
+			{"Set", func() error { _, err := cl.c().Set("/misuse", nil, -1); return err }},
+			{"Sync", func() error { return cl.c().Sync("/") }},
+			{"Multi", func() error { _, err := cl.c().Multi(&zk.CheckVersionRequest{Path: "/", Version: -1}); return err }},
+		}))
+	}
+	add("closed Client.Listen", noError, func() error {
+		remove := closed.Listen(func(recipes.State) {})
+		remove()
+		return nil
+	})
+	add("closed Client.Subscribe", noError, func() error {
+		ch, cancel := closed.Subscribe()
+		defer cancel()
+		select {
+		case _, ok := <-ch:
+			if ok {
+				return errors.New("a state arrived on a closed client")
+			}
+			return nil
+		case <-time.After(5 * time.Second):
+			return errors.New("the channel of a closed client stays open")
+		}
+	})
+
+	// Server paths that go-zookeeper or the server would refuse, given to
+	// the Client's server-path methods: one row per method, every bad path.
+	serverPathRow := func(name string, call func(ctx context.Context, p string) error) {
+		var subs []misuseSub
+		for _, p := range badPaths {
+			subs = append(subs, misuseSub{fmt.Sprintf("%q", p), func() error {
+				ctx, cancel := short()
+				defer cancel()
+				return call(ctx, p)
+			}})
+		}
+		add(name+"(bad server paths)", noError, misuseEach(invalidPath, subs))
+	}
+	serverPathRow("CreateProtected", func(ctx context.Context, p string) error {
+		_, _, err := c.CreateProtected(ctx, p, "lock-", nil)
+		return err
+	})
+	serverPathRow("CreateProtectedFixed", func(ctx context.Context, p string) error {
+		_, _, err := c.CreateProtectedFixed(ctx, p, "fixed", nil)
+		return err
+	})
+	serverPathRow("EnsureContainers", func(ctx context.Context, p string) error { return c.EnsureContainers(ctx, p) })
+	serverPathRow("Enter", func(ctx context.Context, p string) error {
+		ct, err := c.Enter(ctx, p, "lock-", nil, driver)
+		if err == nil {
+			_ = ct.Leave(ctx)
+		}
+		return err
+	})
+	serverPathRow("Participate", func(ctx context.Context, p string) error {
+		return c.Participate(ctx, recipes.Participation{Parent: p, LockName: "latch-", Driver: driver, OnTerm: onTerm})
+	})
+	serverPathRow("GuaranteedDelete", func(ctx context.Context, p string) error { return c.GuaranteedDelete(ctx, p, 0) })
+
+	// Names a recipe builds its node names from.
+	for _, name := range []string{"a/b", "nul\x00"} {
+		add(fmt.Sprintf("CreateProtected(name %q)", name), []error{recipes.ErrInvalidArgument, recipes.ErrInvalidPath}, func() error {
+			ctx, cancel := short()
+			defer cancel()
+			_, _, err := c.CreateProtected(ctx, "/misuse/names", name, nil)
+			return err
+		})
+		add(fmt.Sprintf("Enter(lockName %q)", name), []error{recipes.ErrInvalidArgument, recipes.ErrInvalidPath}, func() error {
+			ctx, cancel := short()
+			defer cancel()
+			ct, err := c.Enter(ctx, "/misuse/names", name, nil, driver)
+			if err == nil {
+				_ = ct.Leave(ctx)
+			}
+			return err
+		})
+	}
+	add(`Enter(lockName "")`, invalidArg, func() error {
+		ct, err := c.Enter(ctx, "/misuse/names", "", nil, driver)
+		if err == nil {
+			_ = ct.Leave(ctx)
+		}
+		return err
+	})
+	add("Enter(nil driver)", invalidArg, func() error { _, err := c.Enter(ctx, "/misuse/d", "lock-", nil, nil); return err })
+	add("Enter(nil EnterOption)", noError, func() error {
+		ct, err := c.Enter(ctx, "/misuse/opt", "lock-", nil, driver, nil)
+		if err != nil {
+			return err
+		}
+		return ct.Leave(ctx)
+	})
+	for _, seq := range []string{"", "/x", "../x", "abc"} {
+		// A fixed node must sort where a sequential node sorts.
+		add(fmt.Sprintf("Enter(EnterAtSequence(%q))", seq), invalidArg, func() error {
+			ctx, cancel := short()
+			defer cancel()
+			parent := "/misuse/seq" + fmt.Sprint(len(seq))
+			holder, err := c.Enter(ctx, parent, "lock-", nil, driver)
+			if err != nil {
+				return err
+			}
+			defer holder.Leave(ctx)
+			if held, _, err := holder.Acquire(ctx, false); !held {
+				return fmt.Errorf("the first contender does not hold: %w", err)
+			}
+			ct, err := c.Enter(ctx, parent, "lock-", nil, driver, recipes.EnterAtSequence(seq))
+			if err != nil {
+				return err
+			}
+			defer ct.Leave(ctx)
+			if held, _, _ := ct.Acquire(ctx, false); held {
+				return fmt.Errorf("accepted, and %s holds while %s holds: mutual exclusion broken", ct.Node().Name, holder.Node().Name)
+			}
+			return fmt.Errorf("accepted: %s", ct.Node().Name)
+		})
+	}
+	add("Participate(no driver)", invalidArg, func() error {
+		return c.Participate(ctx, recipes.Participation{Parent: "/misuse/p", LockName: "latch-", OnTerm: onTerm})
+	})
+	add("Participate(no OnTerm)", invalidArg, func() error {
+		return c.Participate(ctx, recipes.Participation{Parent: "/misuse/p", LockName: "latch-", Driver: driver})
+	})
+
+	// A nil context: refused, or (for a call that need not wait) taken as
+	// context.Background(); never a panic.
+	var nilCtx context.Context
+	tolerate("WaitConnected(nil ctx)", invalidArg, func() error { return c.WaitConnected(nilCtx) })
+	tolerate("CreateProtected(nil ctx)", invalidArg, func() error {
+		p, sid, err := c.CreateProtected(nilCtx, "/misuse/nilctx", "lock-", nil)
+		if err == nil {
+			_ = c.GuaranteedDelete(ctx, p, sid)
+		}
+		return err
+	})
+	tolerate("CreateProtectedFixed(nil ctx)", invalidArg, func() error {
+		p, sid, err := c.CreateProtectedFixed(nilCtx, "/misuse/nilctx", "fixed", nil)
+		if err == nil {
+			_ = c.GuaranteedDelete(ctx, p, sid)
+		}
+		return err
+	})
+	tolerate("EnsureContainers(nil ctx)", invalidArg, func() error { return c.EnsureContainers(nilCtx, "/misuse/nilctx/a") })
+	tolerate("Enter(nil ctx)", invalidArg, func() error {
+		ct, err := c.Enter(nilCtx, "/misuse/nilctx", "lock-", nil, driver)
+		if err == nil {
+			_ = ct.Leave(ctx)
+		}
+		return err
+	})
+	// Participate runs until its ctx ends: with a nil one it never could.
+	add("Participate(nil ctx)", invalidArg, func() error {
+		return c.Participate(nilCtx, recipes.Participation{Parent: "/misuse/nilctx", LockName: "latch-", Driver: driver, OnTerm: onTerm})
+	})
+	tolerate("GuaranteedDelete(nil ctx)", invalidArg, func() error { return c.GuaranteedDelete(nilCtx, "/misuse/none", 0) })
+	tolerate("Retry(nil ctx)", invalidArg, func() error { return c.Retry(nilCtx, func() error { return nil }) })
+	tolerate("Retry(nil ctx) after a connection loss", invalidArg, func() error {
+		failed := false
+		return c.Retry(nilCtx, func() error {
+			if !failed {
+				failed = true
+				return zk.ErrConnectionClosed // retryable: Retry waits before the next attempt
+			}
+			return nil
+		})
+	})
+	tolerate("Retry(nil op)", invalidArg, func() error { return c.Retry(ctx, nil) })
+
+	// Contests and holds.
+	enter := func(parent string) (*recipes.Contest, error) {
+		return c.Enter(ctx, parent, "lock-", nil, driver)
+	}
+	tolerate("Contest.Acquire(nil ctx)", invalidArg, func() error {
+		ct, err := enter("/misuse/ct/nilacquire")
+		if err != nil {
+			return err
+		}
+		defer ct.Leave(ctx)
+		_, _, err = ct.Acquire(nilCtx, true)
+		return err
+	})
+	tolerate("Contest.AwaitCount(nil ctx)", invalidArg, func() error {
+		ct, err := c.Enter(ctx, "/misuse/ct/nilcount", "lease-", nil, driver)
+		if err != nil {
+			return err
+		}
+		defer ct.Leave(ctx)
+		_, err = ct.AwaitCount(nilCtx, recipes.FixedLimit(1), true)
+		return err
+	})
+	tolerate("Contest.Leave(nil ctx)", invalidArg, func() error {
+		ct, err := enter("/misuse/ct/nilleave")
+		if err != nil {
+			return err
+		}
+		err = ct.Leave(nilCtx)
+		_ = ct.Leave(ctx)
+		return err
+	})
+	add("Contest.Leave twice", noError, func() error {
+		ct, err := enter("/misuse/ct/twice")
+		if err != nil {
+			return err
+		}
+		if err := ct.Leave(ctx); err != nil {
+			return err
+		}
+		return ct.Leave(ctx)
+	})
+	add("Contest.Acquire after Leave", []error{recipes.ErrNotHeld, recipes.ErrInvalidArgument, recipes.ErrLockLost}, func() error {
+		ct, err := enter("/misuse/ct/afterleave")
+		if err != nil {
+			return err
+		}
+		if err := ct.Leave(ctx); err != nil {
+			return err
+		}
+		actx, cancel := short()
+		defer cancel()
+		held, _, err := ct.Acquire(actx, true)
+		if held {
+			return errors.New("a contest that left holds again")
+		}
+		return err
+	})
+	add("Contest.AwaitCount(nil limit)", invalidArg, func() error {
+		ct, err := c.Enter(ctx, "/misuse/ct/nillimit", "lease-", nil, driver)
+		if err != nil {
+			return err
+		}
+		defer ct.Leave(ctx)
+		_, err = ct.AwaitCount(ctx, nil, false)
+		return err
+	})
+	zeroContest := []error{recipes.ErrInvalidArgument, recipes.ErrNilClient}
+	add("zero Contest.Acquire", zeroContest, func() error { _, _, err := new(recipes.Contest).Acquire(ctx, true); return err })
+	add("zero Contest.AwaitCount", zeroContest, func() error {
+		_, err := new(recipes.Contest).AwaitCount(ctx, recipes.FixedLimit(1), false)
+		return err
+	})
+	add("zero Contest.Leave", append(zeroContest, nil), func() error { return new(recipes.Contest).Leave(ctx) })
+	add("zero Contest accessors", noError, func() error {
+		ct := new(recipes.Contest)
+		_, _, _ = ct.Path(), ct.Node(), ct.Session()
+		return nil
+	})
+	nilHold := []error{recipes.ErrNilClient, recipes.ErrInvalidArgument}
+	add("NewHold(nil client).Token", nilHold, func() error {
+		_, err := recipes.NewHold(nil, "/misuse/x", recipes.Signals{}).Token(ctx)
+		return err
+	})
+	add("NewHold(nil client).Fenced", nilHold, func() error {
+		_, err := recipes.NewHold(nil, "/misuse/x", recipes.Signals{}).Fenced(ctx)
+		return err
+	})
+	withHold := func(parent string, use func(h *recipes.Hold) error) func() error {
+		return func() error {
+			ct, err := enter(parent)
+			if err != nil {
+				return err
+			}
+			defer ct.Leave(ctx)
+			held, sig, err := ct.Acquire(ctx, false)
+			if err != nil || !held {
+				return fmt.Errorf("not held (%w)", err)
+			}
+			return use(recipes.NewHold(c, ct.Path(), sig))
+		}
+	}
+	tolerate("Hold.Token(nil ctx)", invalidArg, withHold("/misuse/hold/token", func(h *recipes.Hold) error {
+		_, err := h.Token(nilCtx)
+		return err
+	}))
+	tolerate("Hold.Fenced(nil ctx)", invalidArg, withHold("/misuse/hold/fenced", func(h *recipes.Hold) error {
+		_, err := h.Fenced(nilCtx)
+		return err
+	}))
+	add("Hold.Fenced(nil op)", invalidArg, withHold("/misuse/hold/nilop", func(h *recipes.Hold) error {
+		_, err := h.Fenced(ctx, nil)
+		return err
+	}))
+	add("Hold.Fenced(an op of another type)", invalidArg, withHold("/misuse/hold/badop", func(h *recipes.Hold) error {
+		_, err := h.Fenced(ctx, "set /x")
+		return err
+	}))
+
+	// Listeners, and values with no error to return.
+	add("zero Listeners Post, Close, Close", noError, func() error {
+		var ls recipes.Listeners[int]
+		ls.Post(1)
+		ls.Close()
+		ls.Close()
+		return nil
+	})
+	add("Listeners.Subscribe after Close", noError, func() error {
+		var ls recipes.Listeners[int]
+		ls.Close()
+		ch, cancel := ls.Subscribe()
+		defer cancel()
+		select {
+		case _, ok := <-ch:
+			if ok {
+				return errors.New("a value on a closed Listeners")
+			}
+			return nil
+		case <-time.After(5 * time.Second):
+			return errors.New("Subscribe after Close returned an open channel")
+		}
+	})
+	add("Listeners.Listen remove twice", noError, func() error {
+		var ls recipes.Listeners[int]
+		remove := ls.Listen(func(int) {})
+		remove()
+		remove()
+		ls.Close()
+		return nil
+	})
+	add("unknown State and ErrorPolicy", noError, func() error {
+		_ = recipes.State(99).String()
+		_ = recipes.State(-1).IsConnected()
+		_ = recipes.ErrorPolicy(9).String()
+		_ = recipes.ErrorPolicy(9).IsError(recipes.StateSuspended)
+		return nil
+	})
+	add("SortContenders(nil)", noError, func() error { recipes.SortContenders(nil, driver); return nil })
+	add("zero StandardDriver", noError, func() error {
+		var d recipes.StandardDriver
+		_ = d.SortKey("_c_x-lock-0000000001")
+		_ = d.Check(recipes.Query{})
+		_ = d.Check(recipes.Query{Below: []recipes.Contender{{Name: "a"}}})
+		return nil
+	})
+
+	// Callbacks that would panic on a goroutine of their own: in a child.
+	add("Listeners.Listen(nil) then Post", noError, misuseInChild("listeners-nil", servers))
+	add("Client.Listen(nil) then a state change", noError, misuseInChild("client-listen-nil", servers))
+	add("zero Client.GuaranteedDelete", noError, misuseInChild("zero-client-guaranteed-delete", servers))
+
+	runMisuse(t, cases)
+}
+
+// connectErr connects and closes at once, returning Connect's error.
+func connectErr(servers []string, opts ...recipes.Option) error {
+	c, err := recipes.Connect(servers, opts...)
+	if err == nil {
+		c.Close()
+	}
+	return err
+}
+
+// Child processes: TestMisuseChild runs one of misuseChildren when
+// misuseChildEnv names it, and is skipped otherwise.
+const (
+	misuseChildEnv   = "ZKRECIPES_MISUSE_CHILD"
+	misuseServersEnv = "ZKRECIPES_MISUSE_SERVERS"
+)
+
+var misuseChildren = map[string]func(t *testing.T, servers []string){
+	"listeners-nil": func(t *testing.T, _ []string) {
+		var ls recipes.Listeners[int]
+		ls.Listen(nil)
+		ch, cancel := ls.Subscribe()
+		defer cancel()
+		ls.Post(1)
+		<-ch // the nil listener's goroutine has had its value too
+		ls.Close()
+	},
+	"zero-client-guaranteed-delete": func(t *testing.T, _ []string) {
+		err := new(recipes.Client).GuaranteedDelete(context.Background(), "/misuse/x", 0)
+		if !errors.Is(err, recipes.ErrNilClient) {
+			t.Errorf("zero Client.GuaranteedDelete: %v, want ErrNilClient", err)
+		}
+	},
+	"client-listen-nil": func(t *testing.T, servers []string) {
+		proxy := zktest.NewProxy(t, servers[0])
+		c, err := recipes.Connect([]string{proxy.Addr()})
+		require.NoError(t, err)
+		defer c.Close()
+		c.Listen(nil)
+		states, cancel := c.Subscribe()
+		defer cancel()
+		proxy.Cut()
+		for s := range states {
+			if s == recipes.StateReconnected {
+				break
+			}
+		}
+	},
+}
+
+func TestMisuseChild(t *testing.T) {
+	name := os.Getenv(misuseChildEnv)
+	if name == "" {
+		t.Skip("a child process of TestMisuse")
+	}
+	misuseChildren[name](t, strings.Split(os.Getenv(misuseServersEnv), ","))
+}
+
+// misuseInChild returns a row call that runs the named child in a new
+// process of this test binary: it fails when the child panics or fails.
+func misuseInChild(name string, servers []string) func() error {
+	return func() error {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		cmd := exec.CommandContext(ctx, os.Args[0], "-test.run=^TestMisuseChild$", "-test.count=1", "-test.v")
+		cmd.Env = append(os.Environ(), misuseChildEnv+"="+name, misuseServersEnv+"="+strings.Join(servers, ","))
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			return fmt.Errorf("child %q: %w\n%s", name, err, misuseTail(out))
+		}
+		return nil
+	}
+}
+
+// misuseTail keeps the child's output from its panic on, at most 2 KB.
+func misuseTail(out []byte) string {
+	s := string(out)
+	if i := strings.Index(s, "panic:"); i >= 0 {
+		s = s[i:]
+	}
+	if len(s) > 2048 {
+		s = s[:2048] + "..."
+	}
+	return s
+}
+
+// misuseCase is one row of a misuse table. The call must return within
+// misuseTimeout, without panicking, an error that matches one of want
+// (errors.Is); with want empty it must succeed; a nil entry in want, or
+// nilOK, also accepts success (a misuse the API may tolerate).
+type misuseCase struct {
+	name  string
+	want  []error
+	nilOK bool
+	call  func() error
+}
+
+const misuseTimeout = 20 * time.Second
+
+// misuseTable collects rows.
+type misuseTable []misuseCase
+
+// add adds a row whose call must fail with an error matching one of want
+// (or succeed, when want is empty).
+func (tb *misuseTable) add(name string, want []error, call func() error) {
+	*tb = append(*tb, misuseCase{name: name, want: want, call: call})
+}
+
+// tolerate adds a row whose call may also succeed.
+func (tb *misuseTable) tolerate(name string, want []error, call func() error) {
+	*tb = append(*tb, misuseCase{name: name, want: want, nilOK: true, call: call})
+}
+
+func runMisuse(t *testing.T, cases []misuseCase) {
+	t.Helper()
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			if msg := misuseCheck(tc.call, tc.want, tc.nilOK, true); msg != "" {
+				t.Fatalf("%s: %s", tc.name, msg)
+			}
+		})
+	}
+}
+
+// misuseCheck runs call and says what is wrong with the outcome ("" when
+// nothing), with the panic's stack when withStack.
+func misuseCheck(call func() error, want []error, nilOK, withStack bool) string {
+	err, panicked, stack, returned := misuseCall(call)
+	switch {
+	case !returned:
+		return fmt.Sprintf("no return within %v", misuseTimeout)
+	case panicked != nil:
+		if withStack {
+			return fmt.Sprintf("panicked: %v\n%s", panicked, stack)
+		}
+		return fmt.Sprintf("panicked: %v at %s", panicked, misusePanicSite(stack))
+	case err == nil:
+		if len(want) > 0 && !nilOK && !misuseContainsNil(want) {
+			return fmt.Sprintf("no error, want one matching %v", want)
+		}
+	case len(want) == 0:
+		return fmt.Sprintf("unexpected error: %v", err)
+	default:
+		for _, w := range want {
+			if w != nil && errors.Is(err, w) {
+				return ""
+			}
+		}
+		return fmt.Sprintf("error %q (%T) matches none of %v", err, err, want)
+	}
+	return ""
+}
+
+// misuseSub is one call of a row that tries several.
+type misuseSub struct {
+	name string
+	call func() error
+}
+
+// misuseEach returns a row call that makes every sub-call, each of which
+// must return an error matching one of want, and reports all that do not.
+func misuseEach(want []error, subs []misuseSub) func() error {
+	return func() error {
+		var bad []string
+		for _, s := range subs {
+			if msg := misuseCheck(s.call, want, false, false); msg != "" {
+				bad = append(bad, s.name+": "+msg)
+			}
+		}
+		if len(bad) > 0 {
+			return fmt.Errorf("%d of %d calls:\n\t%s", len(bad), len(subs), strings.Join(bad, "\n\t"))
+		}
+		return nil
+	}
+}
+
+// misusePanicSite returns the file:line of the first frame below the panic
+// that is not in the runtime.
+func misusePanicSite(stack []byte) string {
+	lines := strings.Split(string(stack), "\n")
+	after := false
+	for _, l := range lines {
+		if strings.HasPrefix(l, "panic(") {
+			after = true
+			continue
+		}
+		if after && strings.HasPrefix(l, "\t") && !strings.Contains(l, "/runtime/") {
+			f := strings.TrimSpace(l)
+			if i := strings.LastIndex(f, " +0x"); i >= 0 {
+				f = f[:i]
+			}
+			return filepath.Base(filepath.Dir(f)) + "/" + filepath.Base(f)
+		}
+	}
+	return "?"
+}
+
+func misuseContainsNil(errs []error) bool {
+	for _, e := range errs {
+		if e == nil {
+			return true
+		}
+	}
+	return false
+}
+
+// misuseCall runs fn on a goroutine of its own and reports its error, or
+// the value it panicked with (and the stack), or that it did not return
+// within misuseTimeout.
+func misuseCall(fn func() error) (err error, panicked any, stack []byte, returned bool) {
+	type result struct {
+		err   error
+		p     any
+		stack []byte
+	}
+	ch := make(chan result, 1)
+	go func() {
+		var r result
+		defer func() {
+			if p := recover(); p != nil {
+				r.p, r.stack = p, debug.Stack()
+			}
+			ch <- r
+		}()
+		r.err = fn()
+	}()
+	select {
+	case r := <-ch:
+		return r.err, r.p, r.stack, true
+	case <-time.After(misuseTimeout):
+		return nil, nil, nil, false
+	}
+}

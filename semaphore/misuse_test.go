@@ -1,0 +1,595 @@
+package semaphore_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime/debug"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/zkrecipes/zkrecipes/recipes"
+	"github.com/zkrecipes/zkrecipes/recipes/zktest"
+	"github.com/zkrecipes/zkrecipes/semaphore"
+)
+
+// TestMisuse feeds every exported function and method of package semaphore
+// its invalid inputs — bad paths, counts ≤ 0 and out of range, nil and zero
+// values, a nil context, a closed client, a closed shared count, leases
+// returned twice — and checks that each returns an error matching the right
+// sentinel and that none panics or hangs. It extends TestBadInput
+// (semaphore_test.go) and does not repeat its rows.
+func TestMisuse(t *testing.T) {
+	zkc := zktest.Start(t)
+	servers := zkc.Servers()
+	c := connect(t, servers)
+	ctx := context.Background()
+	var nilCtx context.Context
+	badPaths := []string{"", "rel", "/trailing/", "/a//b", "/a/./b", "/a/../b", "/nul\x00", "/"}
+	invalidPath := []error{recipes.ErrInvalidPath}
+	invalidArg := []error{recipes.ErrInvalidArgument}
+	closedErr := []error{recipes.ErrClosed}
+	noError := []error(nil)
+
+	count, err := semaphore.NewSharedCount(ctx, c, "/misuse/count", 2)
+	require.NoError(t, err)
+	t.Cleanup(func() { count.Close() })
+
+	closed, err := recipes.Connect(servers)
+	require.NoError(t, err)
+	closedSem := newSem(t, closed, "/misuse/closed", 2)
+	closedMutex, err := semaphore.NewMutex(closed, "/misuse/closedmutex")
+	require.NoError(t, err)
+	closedCount, err := semaphore.NewSharedCount(ctx, closed, "/misuse/closedcount", 1)
+	require.NoError(t, err)
+	require.NoError(t, closed.Close())
+
+	proxy := zktest.NewProxy(t, servers[0])
+	pc := connect(t, []string{proxy.Addr()})
+	lostReply := func(path string, call func() error) error {
+		proxy.CutAfterClientSends([]byte(path)) // the call's request carries path
+		return call()
+	}
+
+	var cases misuseTable
+	add, tolerate := cases.add, cases.tolerate
+
+	// Constructors.
+	pathRow := func(name string, call func(p string) error) {
+		var subs []misuseSub
+		for _, p := range badPaths {
+			subs = append(subs, misuseSub{fmt.Sprintf("%q", p), func() error { return call(p) }})
+		}
+		add(name+"(bad paths)", noError, misuseEach(invalidPath, subs))
+	}
+	pathRow("New", func(p string) error { _, err := semaphore.New(c, p, 1); return err })
+	pathRow("NewWithCount", func(p string) error { _, err := semaphore.NewWithCount(c, p, count); return err })
+	pathRow("NewMutex", func(p string) error { _, err := semaphore.NewMutex(c, p); return err })
+	pathRow("NewSharedCount", func(p string) error {
+		s, err := semaphore.NewSharedCount(ctx, c, p, 1)
+		if err == nil {
+			s.Close()
+		}
+		return err
+	})
+	add("constructors with a nil client", noError, misuseEach([]error{recipes.ErrNilClient}, []misuseSub{
+		{"NewWithCount", func() error { _, err := semaphore.NewWithCount(nil, "/misuse/x", count); return err }},
+		{"NewMutex", func() error { _, err := semaphore.NewMutex(nil, "/misuse/x"); return err }},
+		{"NewSharedCount", func() error { _, err := semaphore.NewSharedCount(ctx, nil, "/misuse/x", 1); return err }},
+	}))
+	add("constructors with a closed client", noError, misuseEach(closedErr, []misuseSub{
+		{"NewWithCount", func() error { _, err := semaphore.NewWithCount(closed, "/misuse/x", count); return err }},
+		{"NewMutex", func() error { _, err := semaphore.NewMutex(closed, "/misuse/x"); return err }},
+		{"NewSharedCount", func() error { _, err := semaphore.NewSharedCount(ctx, closed, "/misuse/x", 1); return err }},
+	}))
+	add("constructors with a nil option", noError, misuseEach(invalidArg, []misuseSub{
+		{"NewWithCount", func() error { _, err := semaphore.NewWithCount(c, "/misuse/x", count, nil); return err }},
+		{"NewMutex", func() error { _, err := semaphore.NewMutex(c, "/misuse/x", nil); return err }},
+	}))
+	add("New(math.MinInt)", invalidArg, func() error { _, err := semaphore.New(c, "/misuse/x", math.MinInt); return err })
+	add("NewSharedCount(nil ctx)", invalidArg, func() error { _, err := semaphore.NewSharedCount(nilCtx, c, "/misuse/x", 1); return err })
+	for _, seed := range []int{math.MinInt32 - 1, math.MaxInt32 + 1, math.MinInt} {
+		add(fmt.Sprintf("NewSharedCount(seed %d)", seed), invalidArg, func() error {
+			_, err := semaphore.NewSharedCount(ctx, c, "/misuse/bigseed", seed)
+			return err
+		})
+	}
+	add("NewWithCount(zero SharedCount)", invalidArg, func() error {
+		s, err := semaphore.NewWithCount(c, "/misuse/zerocount", new(semaphore.SharedCount))
+		if err != nil {
+			return err
+		}
+		actx, cancel := context.WithTimeout(ctx, 3*time.Second)
+		defer cancel()
+		ls, err := s.Acquire(actx, 1)
+		if err == nil {
+			_ = semaphore.ReturnAll(ctx, ls)
+		}
+		return err
+	})
+
+	// Semaphore.
+	s := newSem(t, c, "/misuse/sem", 2)
+	for _, n := range []int{0, -1, 3, math.MinInt} {
+		add(fmt.Sprintf("TryAcquire(%d)", n), invalidArg, func() error { _, err := s.TryAcquire(ctx, n); return err })
+	}
+	add("TryAcquire(nil ctx)", invalidArg, func() error { _, err := s.TryAcquire(nilCtx, 1); return err })
+	withCount, err := semaphore.NewWithCount(c, "/misuse/withcount", count)
+	require.NoError(t, err)
+	for _, n := range []int{0, -1} {
+		add(fmt.Sprintf("NewWithCount: Acquire(%d)", n), invalidArg, func() error { _, err := withCount.Acquire(ctx, n); return err })
+	}
+	tolerate("Participants(nil ctx)", invalidArg, func() error { _, err := s.Participants(nilCtx); return err })
+	tolerate("Participants(nil ctx) with the reply lost", invalidArg, func() error {
+		ps := newSem(t, pc, "/misuse/sem/lost", 1)
+		return lostReply("/misuse/sem/lost/leases", func() error { _, err := ps.Participants(nilCtx); return err })
+	})
+	var nilSem *semaphore.Semaphore
+	var zeroSem semaphore.Semaphore
+	for _, sm := range []struct {
+		what string
+		s    *semaphore.Semaphore
+	}{{"nil Semaphore", nilSem}, {"zero Semaphore", &zeroSem}} {
+		add(sm.what+" calls", noError, misuseEach(invalidArg, []misuseSub{
+			{"Acquire", func() error { _, err := sm.s.Acquire(ctx, 1); return err }},
+			{"TryAcquire", func() error { _, err := sm.s.TryAcquire(ctx, 1); return err }},
+			{"Participants", func() error { _, err := sm.s.Participants(ctx); return err }},
+		}))
+	}
+	add("zero Semaphore queries", noError, func() error { _, _ = zeroSem.Path(), zeroSem.MaxLeases(); return nil })
+	add("closed client: Semaphore calls", noError, misuseEach(closedErr, []misuseSub{
+		{"TryAcquire", func() error { _, err := closedSem.TryAcquire(ctx, 1); return err }},
+		{"Participants", func() error { _, err := closedSem.Participants(ctx); return err }},
+	}))
+
+	// Leases.
+	acquire := func(sem *semaphore.Semaphore) (*semaphore.Lease, error) {
+		ls, err := sem.Acquire(ctx, 1)
+		if err != nil {
+			return nil, err
+		}
+		return ls[0], nil
+	}
+	add("Lease.Close twice", []error{semaphore.ErrNotHeld}, func() error {
+		l, err := acquire(s)
+		if err != nil {
+			return err
+		}
+		if err := l.Close(ctx); err != nil {
+			return err
+		}
+		return l.Close(ctx)
+	})
+	tolerate("Lease.Close(nil ctx)", invalidArg, func() error {
+		l, err := acquire(s)
+		if err != nil {
+			return err
+		}
+		defer l.Close(ctx)
+		return l.Close(nilCtx)
+	})
+	tolerate("Lease.Data(nil ctx)", invalidArg, func() error {
+		l, err := acquire(s)
+		if err != nil {
+			return err
+		}
+		defer l.Close(ctx)
+		_, err = l.Data(nilCtx)
+		return err
+	})
+	tolerate("Lease.Data(nil ctx) with the reply lost", invalidArg, func() error {
+		l, err := acquire(newSem(t, pc, "/misuse/sem/datalost", 1))
+		if err != nil {
+			return err
+		}
+		defer l.Close(ctx)
+		return lostReply(l.Node(), func() error { _, err := l.Data(nilCtx); return err })
+	})
+	tolerate("Lease.Fenced(nil ctx)", invalidArg, func() error {
+		l, err := acquire(s)
+		if err != nil {
+			return err
+		}
+		defer l.Close(ctx)
+		_, err = l.Fenced(nilCtx)
+		return err
+	})
+	add("Lease.Data after Close", []error{semaphore.ErrNotHeld, semaphore.ErrLockLost}, func() error {
+		l, err := acquire(s)
+		if err != nil {
+			return err
+		}
+		if err := l.Close(ctx); err != nil {
+			return err
+		}
+		_, err = l.Data(ctx)
+		return err
+	})
+	add("Lease.Data after the client closed", closedErr, func() error {
+		cc := connect(t, servers)
+		l, err := acquire(newSem(t, cc, "/misuse/sem/closeddata", 1))
+		if err != nil {
+			return err
+		}
+		if err := cc.Close(); err != nil {
+			return err
+		}
+		_, err = l.Data(ctx)
+		return err
+	})
+	add("Lease.Close after the client closed", []error{recipes.ErrClosed, semaphore.ErrLockLost, nil}, func() error {
+		cc := connect(t, servers)
+		l, err := acquire(newSem(t, cc, "/misuse/sem/closedlease", 1))
+		if err != nil {
+			return err
+		}
+		if err := cc.Close(); err != nil {
+			return err
+		}
+		return l.Close(ctx)
+	})
+	add("nil and zero Lease", noError, misuseEach(invalidArg, []misuseSub{
+		{"nil Close", func() error { return (*semaphore.Lease)(nil).Close(ctx) }},
+		{"nil Data", func() error { _, err := (*semaphore.Lease)(nil).Data(ctx); return err }},
+		{"zero Data", func() error { _, err := new(semaphore.Lease).Data(ctx); return err }},
+		{"zero Token", func() error { _, err := new(semaphore.Lease).Token(ctx); return err }},
+		{"zero Fenced", func() error { _, err := new(semaphore.Lease).Fenced(ctx); return err }},
+	}))
+	add("ReturnAll(nil)", noError, func() error { return semaphore.ReturnAll(ctx, nil) })
+	add("ReturnAll(nil leases)", noError, func() error { return semaphore.ReturnAll(ctx, []*semaphore.Lease{nil, nil}) })
+	add("ReturnAll(a zero lease)", invalidArg, func() error { return semaphore.ReturnAll(ctx, []*semaphore.Lease{new(semaphore.Lease)}) })
+	add("ReturnAll twice", []error{semaphore.ErrNotHeld}, func() error {
+		ls, err := s.Acquire(ctx, 2)
+		if err != nil {
+			return err
+		}
+		if err := semaphore.ReturnAll(ctx, ls); err != nil {
+			return err
+		}
+		return semaphore.ReturnAll(ctx, ls)
+	})
+	tolerate("ReturnAll(nil ctx)", invalidArg, func() error {
+		ls, err := s.Acquire(ctx, 1)
+		if err != nil {
+			return err
+		}
+		defer semaphore.ReturnAll(ctx, ls)
+		return semaphore.ReturnAll(nilCtx, ls)
+	})
+
+	// The semaphore mutex.
+	sm, err := semaphore.NewMutex(c, "/misuse/mutex")
+	require.NoError(t, err)
+	var nilSM *semaphore.Mutex
+	for _, mm := range []struct {
+		what string
+		m    *semaphore.Mutex
+	}{{"nil Mutex", nilSM}, {"zero Mutex", new(semaphore.Mutex)}} {
+		add(mm.what+" calls", noError, misuseEach(invalidArg, []misuseSub{
+			{"Lock", func() error { _, err := mm.m.Lock(ctx); return err }},
+			{"TryLock", func() error { _, err := mm.m.TryLock(ctx); return err }},
+			{"Unlock", func() error { return mm.m.Unlock(ctx) }},
+			{"Acquire", func() error { return mm.m.Acquire(ctx) }},
+			{"Release", func() error { return mm.m.Release(ctx) }},
+		}))
+		add(mm.what+".IsHeld", noError, func() error {
+			if mm.m.IsHeld() {
+				return errors.New("held")
+			}
+			return nil
+		})
+	}
+	add("Mutex nil ctx", noError, misuseEach(invalidArg, []misuseSub{
+		{"Lock", func() error { _, err := sm.Lock(nilCtx); return err }},
+		{"TryLock", func() error { _, err := sm.TryLock(nilCtx); return err }},
+		{"Acquire", func() error { return sm.Acquire(nilCtx) }},
+	}))
+	add("Mutex.Unlock without Lock", []error{semaphore.ErrNotHeld}, func() error { return sm.Unlock(ctx) })
+	add("Mutex.Release without Acquire", []error{semaphore.ErrNotHeld}, func() error { return sm.Release(ctx) })
+	add("Mutex.Unlock twice", []error{semaphore.ErrNotHeld}, func() error {
+		if _, err := sm.Lock(ctx); err != nil {
+			return err
+		}
+		if err := sm.Unlock(ctx); err != nil {
+			return err
+		}
+		return sm.Unlock(ctx)
+	})
+	add("Mutex.TryLock while holding it (not reentrant)", []error{semaphore.ErrNotAcquired}, func() error {
+		if _, err := sm.Lock(ctx); err != nil {
+			return err
+		}
+		defer sm.Unlock(ctx)
+		l, err := sm.TryLock(ctx)
+		if err == nil {
+			_ = l.Close(ctx)
+			return errors.New("held twice")
+		}
+		return err
+	})
+	add("closed client: Mutex calls", noError, misuseEach(closedErr, []misuseSub{
+		{"Lock", func() error { _, err := closedMutex.Lock(ctx); return err }},
+		{"TryLock", func() error { _, err := closedMutex.TryLock(ctx); return err }},
+	}))
+
+	// Shared counts.
+	var nilCount *semaphore.SharedCount
+	zeroCount := new(semaphore.SharedCount)
+	add("nil SharedCount.Close", invalidArg, func() error { return nilCount.Close() })
+	add("zero SharedCount writes", noError, misuseEach(invalidArg, []misuseSub{
+		{"Set", func() error { return zeroCount.Set(ctx, 1) }},
+		{"TrySet", func() error { _, err := zeroCount.TrySet(ctx, semaphore.VersionedValue{}, 1); return err }},
+	}))
+	add("zero SharedCount queries", noError, func() error {
+		_, _, _ = zeroCount.Get(), zeroCount.GetVersioned(), zeroCount.Path()
+		zeroCount.Listen(func(int) {})()
+		_, cancel := zeroCount.Subscribe()
+		cancel()
+		return nil
+	})
+	for _, v := range []int{math.MinInt32 - 1, math.MaxInt32 + 1} {
+		add(fmt.Sprintf("SharedCount.Set(%d)", v), invalidArg, func() error { return count.Set(ctx, v) })
+		add(fmt.Sprintf("SharedCount.TrySet(%d)", v), invalidArg, func() error {
+			_, err := count.TrySet(ctx, count.GetVersioned(), v)
+			return err
+		})
+	}
+	tolerate("SharedCount.Set(nil ctx)", invalidArg, func() error { return count.Set(nilCtx, 2) })
+	tolerate("SharedCount.TrySet(nil ctx)", invalidArg, func() error {
+		_, err := count.TrySet(nilCtx, count.GetVersioned(), 2)
+		return err
+	})
+	tolerate("SharedCount.Set(nil ctx) with the reply lost", invalidArg, func() error {
+		pcount, err := semaphore.NewSharedCount(ctx, pc, "/misuse/count/lost", 1)
+		if err != nil {
+			return err
+		}
+		defer pcount.Close()
+		return lostReply("/misuse/count/lost", func() error { return pcount.Set(nilCtx, 2) })
+	})
+	add("SharedCount.Close twice", noError, func() error {
+		sc, err := semaphore.NewSharedCount(ctx, c, "/misuse/count/twice", 1)
+		if err != nil {
+			return err
+		}
+		if err := sc.Close(); err != nil {
+			return err
+		}
+		return sc.Close()
+	})
+	add("SharedCount writes after Close", noError, func() error {
+		sc, err := semaphore.NewSharedCount(ctx, c, "/misuse/count/afterclose", 1)
+		if err != nil {
+			return err
+		}
+		if err := sc.Close(); err != nil {
+			return err
+		}
+		return misuseEach(closedErr, []misuseSub{
+			{"Set", func() error { return sc.Set(ctx, 2) }},
+			{"TrySet", func() error { _, err := sc.TrySet(ctx, sc.GetVersioned(), 3); return err }},
+		})()
+	})
+	add("closed client: SharedCount writes", noError, misuseEach(closedErr, []misuseSub{
+		{"Set", func() error { return closedCount.Set(ctx, 2) }},
+		{"TrySet", func() error { _, err := closedCount.TrySet(ctx, closedCount.GetVersioned(), 2); return err }},
+	}))
+	add("SharedCount.Listen(nil) then a change", noError, misuseInChild("sharedcount-listen-nil", servers))
+
+	runMisuse(t, cases)
+}
+
+var misuseChildren = map[string]func(t *testing.T, servers []string){
+	"sharedcount-listen-nil": func(t *testing.T, servers []string) {
+		c, err := recipes.Connect(servers)
+		require.NoError(t, err)
+		defer c.Close()
+		ctx := context.Background()
+		sc, err := semaphore.NewSharedCount(ctx, c, "/misuse/child/count", 1)
+		require.NoError(t, err)
+		defer sc.Close()
+		sc.Listen(nil)
+		ch, cancel := sc.Subscribe()
+		defer cancel()
+		require.NoError(t, sc.Set(ctx, 2))
+		<-ch // the nil listener has had the value too
+	},
+}
+
+// Child processes: TestMisuseChild runs one of misuseChildren when
+// misuseChildEnv names it, and is skipped otherwise.
+const (
+	misuseChildEnv   = "ZKRECIPES_MISUSE_CHILD"
+	misuseServersEnv = "ZKRECIPES_MISUSE_SERVERS"
+)
+
+func TestMisuseChild(t *testing.T) {
+	name := os.Getenv(misuseChildEnv)
+	if name == "" {
+		t.Skip("a child process of TestMisuse")
+	}
+	misuseChildren[name](t, strings.Split(os.Getenv(misuseServersEnv), ","))
+}
+
+// misuseInChild returns a row call that runs the named child in a new
+// process of this test binary: it fails when the child panics or fails.
+func misuseInChild(name string, servers []string) func() error {
+	return func() error {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		cmd := exec.CommandContext(ctx, os.Args[0], "-test.run=^TestMisuseChild$", "-test.count=1", "-test.v")
+		cmd.Env = append(os.Environ(), misuseChildEnv+"="+name, misuseServersEnv+"="+strings.Join(servers, ","))
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			return fmt.Errorf("child %q: %w\n%s", name, err, misuseTail(out))
+		}
+		return nil
+	}
+}
+
+// misuseTail keeps the child's output from its panic on, at most 2 KB.
+func misuseTail(out []byte) string {
+	s := string(out)
+	if i := strings.Index(s, "panic:"); i >= 0 {
+		s = s[i:]
+	}
+	if len(s) > 2048 {
+		s = s[:2048] + "..."
+	}
+	return s
+}
+
+// misuseCase is one row of a misuse table. The call must return within
+// misuseTimeout, without panicking, an error that matches one of want
+// (errors.Is); with want empty it must succeed; a nil entry in want, or
+// nilOK, also accepts success (a misuse the API may tolerate).
+type misuseCase struct {
+	name  string
+	want  []error
+	nilOK bool
+	call  func() error
+}
+
+const misuseTimeout = 20 * time.Second
+
+// misuseTable collects rows.
+type misuseTable []misuseCase
+
+// add adds a row whose call must fail with an error matching one of want
+// (or succeed, when want is empty).
+func (tb *misuseTable) add(name string, want []error, call func() error) {
+	*tb = append(*tb, misuseCase{name: name, want: want, call: call})
+}
+
+// tolerate adds a row whose call may also succeed.
+func (tb *misuseTable) tolerate(name string, want []error, call func() error) {
+	*tb = append(*tb, misuseCase{name: name, want: want, nilOK: true, call: call})
+}
+
+func runMisuse(t *testing.T, cases []misuseCase) {
+	t.Helper()
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			if msg := misuseCheck(tc.call, tc.want, tc.nilOK, true); msg != "" {
+				t.Fatalf("%s: %s", tc.name, msg)
+			}
+		})
+	}
+}
+
+// misuseCheck runs call and says what is wrong with the outcome ("" when
+// nothing), with the panic's stack when withStack.
+func misuseCheck(call func() error, want []error, nilOK, withStack bool) string {
+	err, panicked, stack, returned := misuseCall(call)
+	switch {
+	case !returned:
+		return fmt.Sprintf("no return within %v", misuseTimeout)
+	case panicked != nil:
+		if withStack {
+			return fmt.Sprintf("panicked: %v\n%s", panicked, stack)
+		}
+		return fmt.Sprintf("panicked: %v at %s", panicked, misusePanicSite(stack))
+	case err == nil:
+		if len(want) > 0 && !nilOK && !misuseContainsNil(want) {
+			return fmt.Sprintf("no error, want one matching %v", want)
+		}
+	case len(want) == 0:
+		return fmt.Sprintf("unexpected error: %v", err)
+	default:
+		for _, w := range want {
+			if w != nil && errors.Is(err, w) {
+				return ""
+			}
+		}
+		return fmt.Sprintf("error %q (%T) matches none of %v", err, err, want)
+	}
+	return ""
+}
+
+// misuseSub is one call of a row that tries several.
+type misuseSub struct {
+	name string
+	call func() error
+}
+
+// misuseEach returns a row call that makes every sub-call, each of which
+// must return an error matching one of want, and reports all that do not.
+func misuseEach(want []error, subs []misuseSub) func() error {
+	return func() error {
+		var bad []string
+		for _, s := range subs {
+			if msg := misuseCheck(s.call, want, false, false); msg != "" {
+				bad = append(bad, s.name+": "+msg)
+			}
+		}
+		if len(bad) > 0 {
+			return fmt.Errorf("%d of %d calls:\n\t%s", len(bad), len(subs), strings.Join(bad, "\n\t"))
+		}
+		return nil
+	}
+}
+
+// misusePanicSite returns the file:line of the first frame below the panic
+// that is not in the runtime.
+func misusePanicSite(stack []byte) string {
+	lines := strings.Split(string(stack), "\n")
+	after := false
+	for _, l := range lines {
+		if strings.HasPrefix(l, "panic(") {
+			after = true
+			continue
+		}
+		if after && strings.HasPrefix(l, "\t") && !strings.Contains(l, "/runtime/") {
+			f := strings.TrimSpace(l)
+			if i := strings.LastIndex(f, " +0x"); i >= 0 {
+				f = f[:i]
+			}
+			return filepath.Base(filepath.Dir(f)) + "/" + filepath.Base(f)
+		}
+	}
+	return "?"
+}
+
+func misuseContainsNil(errs []error) bool {
+	for _, e := range errs {
+		if e == nil {
+			return true
+		}
+	}
+	return false
+}
+
+// misuseCall runs fn on a goroutine of its own and reports its error, or
+// the value it panicked with (and the stack), or that it did not return
+// within misuseTimeout.
+func misuseCall(fn func() error) (err error, panicked any, stack []byte, returned bool) {
+	type result struct {
+		err   error
+		p     any
+		stack []byte
+	}
+	ch := make(chan result, 1)
+	go func() {
+		var r result
+		defer func() {
+			if p := recover(); p != nil {
+				r.p, r.stack = p, debug.Stack()
+			}
+			ch <- r
+		}()
+		r.err = fn()
+	}()
+	select {
+	case r := <-ch:
+		return r.err, r.p, r.stack, true
+	case <-time.After(misuseTimeout):
+		return nil, nil, nil, false
+	}
+}
