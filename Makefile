@@ -5,6 +5,7 @@
 #   make demo    run the mutex example (starts a local ZooKeeper unless
 #                ZK_SERVERS names one)
 #   make bench   run the benchmark (BENCH_FLAGS="-rounds 3 -duration 3s")
+#   make fuzz    run each fuzz target of ./recipes for FUZZ_TIME (default 20s)
 #   make vet / make fmt
 
 GO          ?= go
@@ -36,3 +37,13 @@ demo: deps-demo
 
 bench: deps-demo
 	$(GO) run ./examples/bench $(BENCH_FLAGS)
+
+# One target per go test run (-fuzz takes one). An input that fails is
+# written to recipes/testdata/fuzz/<target>/ and runs with every go test.
+FUZZ_TIME ?= 20s
+
+.PHONY: fuzz
+fuzz:
+	$(GO) test -run '^$$' -fuzz '^FuzzValidatePath$$' -fuzztime $(FUZZ_TIME) ./recipes/
+	$(GO) test -run '^$$' -fuzz '^FuzzSortKey$$' -fuzztime $(FUZZ_TIME) ./recipes/
+	$(GO) test -run '^$$' -fuzz '^FuzzProtectedUUID$$' -fuzztime $(FUZZ_TIME) ./recipes/
