@@ -145,23 +145,49 @@ type LockSummary struct {
 }
 
 // reader makes the read requests of one inspection, retrying connection
-// losses, and in watch mode leaves a watch with each and keeps them.
+// losses. In watch mode (watches not nil) each read leaves a watch, unless
+// one from an earlier inspection is still pending on that node.
 type reader struct {
 	c       *recipes.Client
-	watch   bool
-	watches []<-chan zk.Event
+	watches *watchSet
 	now     time.Time
+}
+
+// watchSet holds the watches -watch has pending, by kind and path: one of
+// each kind per node, however many times it is drawn.
+type watchSet struct {
+	pending map[watchKey]<-chan zk.Event
+}
+
+type watchKey struct {
+	kind byte // 'c'hildren, 'd'ata, 'e'xists
+	path string
+}
+
+func newWatchSet() *watchSet { return &watchSet{pending: map[watchKey]<-chan zk.Event{}} }
+
+// need reports whether a watch of kind on path must be set.
+func (r *reader) need(kind byte, path string) bool {
+	if r.watches == nil {
+		return false
+	}
+	_, ok := r.watches.pending[watchKey{kind, path}]
+	return !ok
+}
+
+func (r *reader) keep(kind byte, path string, ch <-chan zk.Event) {
+	r.watches.pending[watchKey{kind, path}] = ch
 }
 
 func (r *reader) children(ctx context.Context, path string) ([]string, error) {
 	var kids []string
 	err := r.c.Retry(ctx, func() error {
 		var err error
-		if r.watch {
+		if r.need('c', path) {
 			var ch <-chan zk.Event
 			kids, _, ch, err = r.c.ChildrenW(path)
 			if err == nil {
-				r.watches = append(r.watches, ch)
+				r.keep('c', path, ch)
 			}
 			return err
 		}
@@ -178,11 +204,11 @@ func (r *reader) get(ctx context.Context, path string) ([]byte, *zk.Stat, error)
 	)
 	err := r.c.Retry(ctx, func() error {
 		var err error
-		if r.watch {
+		if r.need('d', path) {
 			var ch <-chan zk.Event
 			data, st, ch, err = r.c.GetW(path)
 			if err == nil {
-				r.watches = append(r.watches, ch)
+				r.keep('d', path, ch)
 			}
 			return err
 		}
@@ -197,11 +223,11 @@ func (r *reader) exists(ctx context.Context, path string) (bool, error) {
 	var ok bool
 	err := r.c.Retry(ctx, func() error {
 		var err error
-		if r.watch {
+		if r.need('e', path) {
 			var ch <-chan zk.Event
 			ok, _, ch, err = r.c.ExistsW(path)
 			if err == nil {
-				r.watches = append(r.watches, ch)
+				r.keep('e', path, ch)
 			}
 			return err
 		}
@@ -220,7 +246,7 @@ func inspect(ctx context.Context, r *reader, cfg config) (*Report, error) {
 	rep := &Report{Path: cfg.path, Time: r.now}
 	kids, err := r.children(ctx, cfg.path)
 	if errors.Is(err, zk.ErrNoNode) {
-		if r.watch { // to redraw when it appears
+		if r.watches != nil { // to redraw when it appears
 			if _, err := r.exists(ctx, cfg.path); err != nil {
 				return nil, fmt.Errorf("%s: %w", cfg.path, err)
 			}
@@ -506,7 +532,7 @@ func readSemaphore(ctx context.Context, r *reader, cfg config, q *Queue, kids []
 	read := func(name string) ([]Node, error) {
 		p := recipes.JoinPath(q.Path, name)
 		if !slices.Contains(kids, name) {
-			if r.watch {
+			if r.watches != nil {
 				if _, err := r.exists(ctx, p); err != nil {
 					return nil, err
 				}
@@ -626,6 +652,9 @@ func summarise(ctx context.Context, r *reader, cfg config, path string, kids []s
 		slices.Sort(kids)
 		for _, k := range kids {
 			p := recipes.JoinPath(path, k)
+			if p == "/zookeeper" {
+				continue // the server's own
+			}
 			sub, err := r.children(ctx, p)
 			if errors.Is(err, zk.ErrNoNode) {
 				continue

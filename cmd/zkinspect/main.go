@@ -1,7 +1,7 @@
 // Command zkinspect shows who holds and who waits in a ZooKeeper lock,
-// read/write lock, semaphore or leader latch queue. It only reads: it never
-// creates, changes or deletes a node, so it is safe against production
-// ensembles.
+// read/write lock, semaphore or leader latch queue. It only reads: the one
+// session it opens sends read requests (and watches) only, never a create,
+// set or delete, so it is safe against production ensembles.
 //
 // Install it with
 //
@@ -18,6 +18,9 @@
 //	-json                   machine-readable output (one line per redraw with -watch)
 //	-timeout d              give up on a one-shot inspection after d (default 30s)
 //	-connect-timeout d      wait this long for a session (default 10s)
+//
+// <path> is a server path: with a namespace (recipes.WithNamespace), put
+// it in front ("/myapp/locks/orders").
 //
 // The kind of queue is read from the node names under <path>:
 //

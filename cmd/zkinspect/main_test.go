@@ -794,6 +794,42 @@ func TestWatch(t *testing.T) {
 	}
 }
 
+// TestWatchSetsEachWatchOnce: a redraw sets no watch where one is still
+// pending, so a long -watch does not pile up watches on nodes that do not
+// change.
+func TestWatchSetsEachWatchOnce(t *testing.T) {
+	runRoot := newRunRoot()
+	zkc := zkServer(t)
+	ctx := testCtx(t)
+	path := runRoot + "/once"
+	a, c := connectT(t, zkc), connectT(t, zkc)
+	m, err := mutex.New(a, path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := m.Lock(ctx); err != nil {
+		t.Fatal(err)
+	}
+	defer m.Unlock(ctx)
+	ws := newWatchSet()
+	cfg := config{path: path}
+	before := c.Stats()
+	if _, err := inspect(ctx, &reader{c: c, watches: ws}, cfg); err != nil {
+		t.Fatal(err)
+	}
+	first := c.Stats().Sub(before)
+	if first.Watches != 2 || len(ws.pending) != 2 { // the children and the holder's data
+		t.Fatalf("first inspection set %d watches (%d pending), want 2", first.Watches, len(ws.pending))
+	}
+	mid := c.Stats()
+	if _, err := inspect(ctx, &reader{c: c, watches: ws}, cfg); err != nil {
+		t.Fatal(err)
+	}
+	if again := c.Stats().Sub(mid); again.Watches != 0 {
+		t.Fatalf("second inspection set %d more watches, want 0", again.Watches)
+	}
+}
+
 // TestErrors: bad usage and a missing path.
 func TestErrors(t *testing.T) {
 	runRoot := newRunRoot()

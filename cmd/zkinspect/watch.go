@@ -24,8 +24,9 @@ func watchLoop(ctx context.Context, c *recipes.Client, cfg config, w io.Writer) 
 	states, unsubscribe := c.Subscribe()
 	defer unsubscribe()
 	clearScreen := !cfg.json && isTerminal(w)
+	ws := newWatchSet()
 	for {
-		r := &reader{c: c, watch: true}
+		r := &reader{c: c, watches: ws}
 		rctx, cancel := context.WithTimeout(ctx, cfg.timeout)
 		rep, err := inspect(rctx, r, cfg)
 		cancel()
@@ -39,11 +40,13 @@ func watchLoop(ctx context.Context, c *recipes.Client, cfg config, w io.Writer) 
 			{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(ctx.Done())},
 			{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(states)},
 		}
-		for _, ch := range r.watches {
+		keys := make([]watchKey, 0, len(ws.pending))
+		for k, ch := range ws.pending {
+			keys = append(keys, k)
 			cases = append(cases, reflect.SelectCase{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(ch)})
 		}
 		var t *time.Timer
-		if err != nil && !errors.Is(err, errNoNode) || len(r.watches) == 0 {
+		if err != nil && !errors.Is(err, errNoNode) || len(ws.pending) == 0 {
 			t = time.NewTimer(retryAfter)
 			cases = append(cases, reflect.SelectCase{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(t.C)})
 		}
@@ -56,6 +59,20 @@ func watchLoop(ctx context.Context, c *recipes.Client, cfg config, w io.Writer) 
 			return nil
 		case chosen == 1 && !ok:
 			return fmt.Errorf("watch %s: %w", cfg.path, recipes.ErrClosed)
+		case chosen >= 2 && chosen-2 < len(keys):
+			delete(ws.pending, keys[chosen-2]) // a watch fires once
+		}
+		// Forget every other watch that fired too (all of them, when the
+		// session expired), so that one redraw covers them.
+		for i, k := range keys {
+			if i == chosen-2 {
+				continue
+			}
+			select {
+			case <-ws.pending[k]:
+				delete(ws.pending, k)
+			default:
+			}
 		}
 	}
 }

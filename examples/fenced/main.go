@@ -75,7 +75,8 @@ func run(ctx context.Context, servers []string) error {
 		return err
 	}
 	defer b.Close()
-	a.Listen(func(s recipes.State) { demo.Say("worker-a: connection %v (session 0x%x)", s, a.SessionID()) })
+	unlisten := a.Listen(func(s recipes.State) { demo.Say("worker-a: connection %v (session 0x%x)", s, a.SessionID()) })
+	defer unlisten()
 	ma, err := mutex.New(a, lockPath, mutex.WithData([]byte("worker-a")))
 	if err != nil {
 		return err
@@ -165,6 +166,7 @@ func run(ctx context.Context, servers []string) error {
 	if err != nil {
 		return err
 	}
+	unlisten() // no state lines after the verdict
 	return demo.Verdict(errors.Is(errA, mutex.ErrFenced) && final == balanceB+50 && tokenB > tokenA,
 		"the paused holder's stale write was refused with ErrFenced; the balance is %d (worker-b's), tokens %d < %d", final, tokenA, tokenB)
 }

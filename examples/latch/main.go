@@ -62,10 +62,11 @@ type job struct {
 
 // scheduler is one participant.
 type scheduler struct {
-	name  string
-	c     *recipes.Client
-	proxy *zktest.Proxy
-	latch *election.Latch
+	name     string
+	c        *recipes.Client
+	proxy    *zktest.Proxy
+	latch    *election.Latch
+	unlisten func()
 }
 
 // term is one stretch of leadership, by this process's clock: from the
@@ -121,16 +122,24 @@ func run(ctx context.Context, servers []string) error {
 		errMu.Unlock()
 		stop()
 	}
-	var scheds []*scheduler
-	defer func() {
-		stop()
-		wg.Wait()
-		for _, s := range scheds {
-			s.latch.Close(context.Background())
-			s.proxy.Close()
-			s.c.Close()
-		}
-	}()
+	var (
+		scheds   []*scheduler
+		teardown sync.Once
+	)
+	// shutdown stops the schedulers and closes their sessions, quietly.
+	shutdown := func() {
+		teardown.Do(func() {
+			stop()
+			wg.Wait()
+			for _, s := range scheds {
+				s.unlisten()
+				s.latch.Close(context.Background())
+				s.c.Close()
+				s.proxy.Close()
+			}
+		})
+	}
+	defer shutdown()
 	for i := 1; i <= schedulers; i++ {
 		s := &scheduler{name: fmt.Sprintf("scheduler-%d", i)}
 		if s.proxy, err = zktest.ListenProxy(servers[0]); err != nil {
@@ -150,7 +159,7 @@ func run(ctx context.Context, servers []string) error {
 		}
 		scheds = append(scheds, s)
 		demo.Say("%s: joined the election (session 0x%x)", s.name, s.c.SessionID())
-		s.c.Listen(func(st recipes.State) { demo.Say("%s: connection %v (session 0x%x)", s.name, st, s.c.SessionID()) })
+		s.unlisten = s.c.Listen(func(st recipes.State) { demo.Say("%s: connection %v (session 0x%x)", s.name, st, s.c.SessionID()) })
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -196,8 +205,7 @@ func run(ctx context.Context, servers []string) error {
 		}
 		demo.Say("   election, place %d: %s %s", i+1, p.ID, role)
 	}
-	stop()
-	wg.Wait()
+	shutdown()
 	if err := joinErr(errs, &errMu, nil); err != nil {
 		return err
 	}
