@@ -250,6 +250,9 @@ func (r *Reaper) AddPath(path string) error {
 	if r == nil || r.c == nil {
 		return fmt.Errorf("%w: Reaper not made by New", recipes.ErrInvalidArgument)
 	}
+	if err := r.c.Check(); err != nil {
+		return err
+	}
 	full, err := r.c.FullPath(path)
 	if err != nil {
 		return err
@@ -275,6 +278,9 @@ func (r *Reaper) AddPath(path string) error {
 func (r *Reaper) Start(ctx context.Context) error {
 	if r == nil || r.c == nil {
 		return fmt.Errorf("%w: Reaper not made by New", recipes.ErrInvalidArgument)
+	}
+	if err := r.c.Check(); err != nil {
+		return err
 	}
 	r.mu.Lock()
 	switch {

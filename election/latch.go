@@ -66,7 +66,8 @@ type Latch struct {
 	cancel    context.CancelFunc
 	done      chan struct{}
 	listeners recipes.Listeners[bool]
-	silent    bool // closing silently: no more notifications
+	silent    bool  // closing silently: no more notifications
+	stopErr   error // why the participation stopped, set before done closes
 }
 
 // NewLatch returns a latch at path for the participant id (its node's
@@ -147,15 +148,29 @@ func (l *Latch) Start(ctx context.Context) error {
 		if err != nil && pctx.Err() == nil && !errors.Is(err, recipes.ErrClosed) {
 			l.c.Logger().Error("zkrecipes: leader latch stopped", "path", l.path, "err", err)
 		}
+		l.mu.Lock()
+		l.stopErr = err
+		l.mu.Unlock()
 	}()
 	select {
 	case <-l.nodeCh:
 		return nil
 	case <-l.done:
-		return fmt.Errorf("leader latch %s: %w", l.path, ErrClosed)
+		return l.stopped()
 	case <-ctx.Done():
 		return fmt.Errorf("leader latch %s: waiting for the latch node: %w (the latch keeps trying until Close)", l.path, ctx.Err())
 	}
+}
+
+// stopped says why the participation ended: its error, else ErrClosed.
+func (l *Latch) stopped() error {
+	l.mu.Lock()
+	err := l.stopErr
+	l.mu.Unlock()
+	if err != nil && !errors.Is(err, context.Canceled) {
+		return fmt.Errorf("leader latch %s: %w", l.path, err)
+	}
+	return fmt.Errorf("leader latch %s: %w", l.path, ErrClosed)
 }
 
 func (l *Latch) onNode(p string) {
@@ -234,7 +249,7 @@ func (l *Latch) Await(ctx context.Context) (*Term, error) {
 		select {
 		case <-ch: // a term started or ended: look again
 		case <-l.done:
-			return nil, ErrClosed
+			return nil, l.stopped()
 		case <-ctx.Done():
 			return nil, fmt.Errorf("leader latch %s: %w", l.path, ctx.Err())
 		}

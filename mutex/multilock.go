@@ -42,6 +42,9 @@ func (ml *MultiLock) Lock(ctx context.Context) error {
 	if ml == nil || len(ml.locks) == 0 {
 		return fmt.Errorf("%w: MultiLock not made by NewMultiLock", recipes.ErrInvalidArgument)
 	}
+	if ctx == nil {
+		return fmt.Errorf("%w: nil context", recipes.ErrInvalidArgument)
+	}
 	for i, l := range ml.locks {
 		if err := l.Acquire(ctx); err != nil {
 			rerr := release(context.WithoutCancel(ctx), ml.locks[:i])

@@ -269,6 +269,9 @@ type Lease struct {
 // Count returns how many times the owner holds the lock through this
 // Lease: 0 once it is released.
 func (l *Lease) Count() int {
+	if l == nil || l.m == nil {
+		return 0
+	}
 	l.m.mu.Lock()
 	defer l.m.mu.Unlock()
 	return l.count
@@ -306,6 +309,9 @@ type (
 // (ErrNoGoroutineID). To merely release from another goroutine,
 // Lease.Unlock is enough.
 func WithOwner(ctx context.Context, owner any) context.Context {
+	if ctx == nil {
+		ctx = context.Background()
+	}
 	return context.WithValue(ctx, ownerCtxKey{}, explicit{owner})
 }
 
@@ -626,6 +632,9 @@ func Revoke(ctx context.Context, c *recipes.Client, nodePath string) error {
 	}
 	if err := recipes.ValidatePath(nodePath); err != nil {
 		return err
+	}
+	if nodePath == "/" {
+		return fmt.Errorf("%w: the root is not a lock node", recipes.ErrInvalidPath)
 	}
 	err := c.Retry(ctx, func() error {
 		_, err := c.Set(nodePath, []byte(RevokeMessage), -1)

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"strings"
 	"sync"
 	"time"
 
@@ -67,6 +68,11 @@ func Connect(servers []string, opts ...Option) (*Client, error) {
 	}
 	if len(servers) == 0 {
 		return nil, fmt.Errorf("%w: no servers", ErrInvalidArgument)
+	}
+	for _, srv := range servers {
+		if strings.TrimSpace(srv) == "" {
+			return nil, fmt.Errorf("%w: an empty server address in %q", ErrInvalidArgument, servers)
+		}
 	}
 	c := newClient(cfg)
 	c.wire = NewWire(cfg.dialer)
@@ -286,6 +292,9 @@ func (c *Client) Done() <-chan struct{} { return c.closeCh }
 // WaitConnected blocks until the client has a session (CONNECTED,
 // RECONNECTED or READ_ONLY), ctx ends or the client is closed.
 func (c *Client) WaitConnected(ctx context.Context) error {
+	if ctx == nil {
+		return fmt.Errorf("%w: nil context", ErrInvalidArgument)
+	}
 	for {
 		if err := c.check(); err != nil {
 			return err
@@ -336,7 +345,7 @@ func (c *Client) HoldSignal(s Snapshot) <-chan struct{} {
 // Close ends the session and stops every goroutine the client started. It
 // is safe to call more than once.
 func (c *Client) Close() error {
-	if c == nil {
+	if c == nil || c.conn == nil {
 		return ErrNilClient
 	}
 	c.closeOnce.Do(func() {

@@ -31,6 +31,12 @@ func FixedLimit(n int) Limit { return func() (int, <-chan struct{}) { return n, 
 // ErrLockLost when our node is gone, ctx.Err() when ctx ends, ErrClosed
 // when the client closes. It does not leave the contest.
 func (ct *Contest) AwaitCount(ctx context.Context, limit Limit, wait bool) (Signals, error) {
+	if ct == nil || ct.c == nil {
+		return Signals{}, fmt.Errorf("%w: Contest not made by Enter", ErrInvalidArgument)
+	}
+	if ctx == nil {
+		return Signals{}, fmt.Errorf("%w: nil context", ErrInvalidArgument)
+	}
 	c := ct.c
 	if limit == nil {
 		return Signals{}, fmt.Errorf("%w: nil limit", ErrInvalidArgument)

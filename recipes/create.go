@@ -43,8 +43,17 @@ func NewUUID() string {
 // had children and are empty again), or as persistent nodes when the
 // client was made WithoutContainers.
 func (c *Client) EnsureContainers(ctx context.Context, dir string) error {
-	if dir == "/" || dir == "" {
+	if err := c.check(); err != nil {
+		return err
+	}
+	if err := ValidatePath(dir); err != nil {
+		return err
+	}
+	if dir == "/" {
 		return nil
+	}
+	if ctx == nil {
+		ctx = context.Background()
 	}
 	for {
 		err := c.Retry(ctx, func() error {
@@ -101,6 +110,12 @@ func (c *Client) CreateProtectedFixed(ctx context.Context, parent, name string, 
 // late copy of an earlier create may still land: the caller sweeps for it
 // when it leaves).
 func (c *Client) createProtected(ctx context.Context, parent, uuid, name string, data []byte, sequential bool) (_ string, _ int64, lostReply bool, _ error) {
+	if err := c.check(); err != nil {
+		return "", 0, false, err
+	}
+	if err := checkCreate(ctx, parent, name); err != nil {
+		return "", 0, false, err
+	}
 	target, prefix := protectedPath(parent, uuid, name)
 	flags := int32(zk.FlagEphemeral)
 	if sequential {
@@ -189,6 +204,21 @@ func (c *Client) createProtected(ctx context.Context, parent, uuid, name string,
 			return "", 0, lostReply, fmt.Errorf("zkrecipes: create %s: %w", target, err)
 		}
 	}
+}
+
+// checkCreate validates a protected create's arguments: a context, a
+// server path for the parent, a name that makes one path segment.
+func checkCreate(ctx context.Context, parent, name string) error {
+	if ctx == nil {
+		return fmt.Errorf("%w: nil context", ErrInvalidArgument)
+	}
+	if err := ValidatePath(parent); err != nil {
+		return err
+	}
+	if strings.Contains(name, "/") {
+		return fmt.Errorf("%w: node name %q holds a /", ErrInvalidPath, name)
+	}
+	return ValidatePath("/" + ProtectedPrefix + name)
 }
 
 // protectedPath returns the path of the protected node
@@ -292,6 +322,15 @@ func (c *Client) cleanupProtected(parent, prefix string, sid int64) {
 // gone or the delete was handed to the worker, and the error of any other
 // failure.
 func (c *Client) GuaranteedDelete(ctx context.Context, path string, sid int64) error {
+	if err := c.check(); err != nil {
+		return err
+	}
+	if err := ValidatePath(path); err != nil {
+		return err
+	}
+	if ctx == nil {
+		ctx = context.Background()
+	}
 	snap := c.Snapshot()
 	if sid == 0 {
 		sid = snap.SessionID

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"reflect"
 	"sync"
 
 	"github.com/go-zookeeper/zk"
@@ -97,6 +98,12 @@ func (h *Hold) MarkReleased() {
 // because every create gets a larger zxid. The first call reads the node
 // (one exists request); later calls return the cached value.
 func (h *Hold) Token(ctx context.Context) (int64, error) {
+	if h == nil || h.c == nil {
+		return 0, fmt.Errorf("%w: Hold not made by NewHold with a client", ErrInvalidArgument)
+	}
+	if ctx == nil {
+		return 0, fmt.Errorf("%w: nil context", ErrInvalidArgument)
+	}
 	h.tokenMu.Lock()
 	defer h.tokenMu.Unlock()
 	if h.token != 0 {
@@ -129,6 +136,22 @@ func (h *Hold) Token(ctx context.Context) (int64, error) {
 // ErrFenced; the responses returned are for ops only. A connection error is returned as is (IsRetryable): the
 // transaction may or may not have been applied.
 func (h *Hold) Fenced(ctx context.Context, ops ...any) ([]zk.MultiResponse, error) {
+	if h == nil || h.c == nil {
+		return nil, fmt.Errorf("%w: Hold not made by NewHold with a client", ErrInvalidArgument)
+	}
+	if ctx == nil {
+		return nil, fmt.Errorf("%w: nil context", ErrInvalidArgument)
+	}
+	for i, op := range ops {
+		switch op := op.(type) {
+		case *zk.CreateRequest, *zk.SetDataRequest, *zk.DeleteRequest, *zk.CheckVersionRequest:
+			if reflect.ValueOf(op).IsNil() {
+				return nil, fmt.Errorf("%w: fenced op %d is nil", ErrInvalidArgument, i)
+			}
+		default:
+			return nil, fmt.Errorf("%w: fenced op %d is a %T, not a *zk.CreateRequest, *zk.SetDataRequest, *zk.DeleteRequest or *zk.CheckVersionRequest", ErrInvalidArgument, i, op)
+		}
+	}
 	all := make([]any, 0, len(ops)+1)
 	all = append(all, &zk.CheckVersionRequest{Path: h.path, Version: -1})
 	all = append(all, ops...)

@@ -33,8 +33,11 @@ type Listeners[T any] struct {
 // Listen registers fn to be called with every value posted from now on,
 // in order, on a goroutine of its own. The returned function removes the
 // listener; it, and Close, wait up to 5s for a call in progress to return
-// (a callback may remove its own listener).
+// (a callback may remove its own listener). A nil fn is ignored.
 func (ls *Listeners[T]) Listen(fn func(T)) (remove func()) {
+	if fn == nil {
+		return func() {} // nothing to call
+	}
 	l := newListener(fn, nil, nil)
 	l.drain = true
 	return ls.add(l)

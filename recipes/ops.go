@@ -51,34 +51,50 @@ func (s Stats) Sub(o Stats) Stats {
 }
 
 // The methods below are the go-zookeeper calls recipes use, counted. Paths
-// are server paths (namespace already applied, see FullPath).
+// are server paths (namespace already applied, see FullPath). On a nil
+// Client they return ErrNilClient, on a closed one ErrClosed.
 
 // Create creates a node with the ACL the client's provider gives for it.
 func (c *Client) Create(path string, data []byte, flags int32) (string, error) {
+	if err := c.check(); err != nil {
+		return "", err
+	}
 	c.stats.creates.Add(1)
 	return c.conn.Create(path, data, flags, c.ACL(path))
 }
 
 // CreateContainer creates a container node.
 func (c *Client) CreateContainer(path string) (string, error) {
+	if err := c.check(); err != nil {
+		return "", err
+	}
 	c.stats.creates.Add(1)
 	return c.conn.CreateContainer(path, nil, zk.FlagContainer, c.ACL(path))
 }
 
 // Delete deletes a node (version -1 for any).
 func (c *Client) Delete(path string, version int32) error {
+	if err := c.check(); err != nil {
+		return err
+	}
 	c.stats.deletes.Add(1)
 	return c.conn.Delete(path, version)
 }
 
 // Get reads a node's data.
 func (c *Client) Get(path string) ([]byte, *zk.Stat, error) {
+	if err := c.check(); err != nil {
+		return nil, nil, err
+	}
 	c.stats.getData.Add(1)
 	return c.conn.Get(path)
 }
 
 // GetW reads a node's data and leaves a watch on it.
 func (c *Client) GetW(path string) ([]byte, *zk.Stat, <-chan zk.Event, error) {
+	if err := c.check(); err != nil {
+		return nil, nil, nil, err
+	}
 	c.stats.getData.Add(1)
 	d, st, ch, err := c.conn.GetW(path)
 	if err == nil {
@@ -89,12 +105,18 @@ func (c *Client) GetW(path string) ([]byte, *zk.Stat, <-chan zk.Event, error) {
 
 // Exists reports whether a node exists.
 func (c *Client) Exists(path string) (bool, *zk.Stat, error) {
+	if err := c.check(); err != nil {
+		return false, nil, err
+	}
 	c.stats.exists.Add(1)
 	return c.conn.Exists(path)
 }
 
 // ExistsW reports whether a node exists and leaves a watch on it.
 func (c *Client) ExistsW(path string) (bool, *zk.Stat, <-chan zk.Event, error) {
+	if err := c.check(); err != nil {
+		return false, nil, nil, err
+	}
 	c.stats.exists.Add(1)
 	ok, st, ch, err := c.conn.ExistsW(path)
 	if err == nil {
@@ -105,12 +127,18 @@ func (c *Client) ExistsW(path string) (bool, *zk.Stat, <-chan zk.Event, error) {
 
 // Children lists a node's children; the Stat is the parent's.
 func (c *Client) Children(path string) ([]string, *zk.Stat, error) {
+	if err := c.check(); err != nil {
+		return nil, nil, err
+	}
 	c.stats.children.Add(1)
 	return c.conn.Children(path)
 }
 
 // ChildrenW lists a node's children and leaves a watch on the list.
 func (c *Client) ChildrenW(path string) ([]string, *zk.Stat, <-chan zk.Event, error) {
+	if err := c.check(); err != nil {
+		return nil, nil, nil, err
+	}
 	c.stats.children.Add(1)
 	ch, st, w, err := c.conn.ChildrenW(path)
 	if err == nil {
@@ -121,6 +149,9 @@ func (c *Client) ChildrenW(path string) ([]string, *zk.Stat, <-chan zk.Event, er
 
 // Set writes a node's data.
 func (c *Client) Set(path string, data []byte, version int32) (*zk.Stat, error) {
+	if err := c.check(); err != nil {
+		return nil, err
+	}
 	c.stats.setData.Add(1)
 	return c.conn.Set(path, data, version)
 }
@@ -129,6 +160,9 @@ func (c *Client) Set(path string, data []byte, version int32) (*zk.Stat, error) 
 // leader on path, so that a read after it sees every write committed
 // before it (a follower may lag behind).
 func (c *Client) Sync(path string) error {
+	if err := c.check(); err != nil {
+		return err
+	}
 	c.stats.syncs.Add(1)
 	_, err := c.conn.Sync(path)
 	return err
@@ -138,6 +172,9 @@ func (c *Client) Sync(path string) error {
 // transaction, the returned error is the first failing operation's error
 // (go-zookeeper reports only a generic one), and the responses say which.
 func (c *Client) Multi(ops ...any) ([]zk.MultiResponse, error) {
+	if err := c.check(); err != nil {
+		return nil, err
+	}
 	c.stats.multis.Add(1)
 	res, err := c.conn.Multi(ops...)
 	if err != nil {
@@ -155,6 +192,15 @@ func (c *Client) Multi(ops ...any) ([]zk.MultiResponse, error) {
 // closed. The error of the last attempt is returned, wrapping ctx.Err() when
 // ctx ended.
 func (c *Client) Retry(ctx context.Context, op func() error) error {
+	if op == nil {
+		return fmt.Errorf("%w: nil operation", ErrInvalidArgument)
+	}
+	if err := c.check(); err != nil {
+		return err
+	}
+	if ctx == nil {
+		ctx = context.Background()
+	}
 	var b backoff.BackOff
 	for {
 		err := op()
@@ -176,6 +222,9 @@ func (c *Client) Retry(ctx context.Context, op func() error) error {
 
 // sleep waits d, returning early with an error when ctx ends or the client closes.
 func (c *Client) sleep(ctx context.Context, d time.Duration) error {
+	if ctx == nil {
+		ctx = context.Background()
+	}
 	t := time.NewTimer(d)
 	defer t.Stop()
 	select {

@@ -131,6 +131,9 @@ func WithZKLogger(l zk.Logger) Option {
 // WithMaxBufferSize limits the size of a packet go-zookeeper accepts.
 func WithMaxBufferSize(n int) Option {
 	return func(c *config) error {
+		if n < 0 {
+			return fmt.Errorf("%w: max buffer size %d", ErrInvalidArgument, n)
+		}
 		c.maxBufferSize = n
 		return nil
 	}

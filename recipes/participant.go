@@ -46,6 +46,15 @@ func (c *Client) Participate(ctx context.Context, p Participation) error {
 	if p.Driver == nil || p.OnTerm == nil {
 		return fmt.Errorf("%w: participation needs a driver and OnTerm", ErrInvalidArgument)
 	}
+	if ctx == nil {
+		return fmt.Errorf("%w: nil context", ErrInvalidArgument)
+	}
+	if err := checkCreate(ctx, p.Parent, p.LockName); err != nil {
+		return err
+	}
+	if p.LockName == "" {
+		return fmt.Errorf("%w: empty lock name", ErrInvalidArgument)
+	}
 	for {
 		if err := c.WaitConnected(ctx); err != nil {
 			return err

@@ -33,7 +33,8 @@ func ValidatePath(p string) error {
 			return fmt.Errorf("%w: %q contains NUL", ErrInvalidPath, p)
 		}
 		if r == unicode.ReplacementChar || (r > 0 && r < 0x20) || (r >= 0x7f && r <= 0x9f) ||
-			(r >= 0xd800 && r <= 0xf8ff) || (r >= 0xfff0 && r <= 0xffff) {
+			(r >= 0xd800 && r <= 0xf8ff) || (r >= 0xfff0 && r <= 0xffff) || r > 0xffff {
+			// (Beyond the BMP, Java sees a surrogate pair, which the server refuses.)
 			return fmt.Errorf("%w: %q contains character %U", ErrInvalidPath, p, r)
 		}
 	}

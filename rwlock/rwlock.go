@@ -100,10 +100,20 @@ func New(c *recipes.Client, path string, opts ...mutex.Option) (*RWLock, error) 
 
 // ReadLock returns the read lock: many owners may hold it at once, while
 // no writer holds or waits ahead of them.
-func (rw *RWLock) ReadLock() *mutex.Mutex { return rw.read }
+func (rw *RWLock) ReadLock() *mutex.Mutex {
+	if rw == nil {
+		return nil // its methods return ErrInvalidArgument
+	}
+	return rw.read
+}
 
 // WriteLock returns the write lock: one owner holds it, alone.
-func (rw *RWLock) WriteLock() *mutex.Mutex { return rw.write }
+func (rw *RWLock) WriteLock() *mutex.Mutex {
+	if rw == nil {
+		return nil // its methods return ErrInvalidArgument
+	}
+	return rw.write
+}
 
 // Path returns the lock path as given to New.
 func (rw *RWLock) Path() string { return rw.path }

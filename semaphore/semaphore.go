@@ -99,8 +99,8 @@ func New(c *recipes.Client, path string, maxLeases int, opts ...Option) (*Semaph
 // grows, a waiter is woken at once. Acquiring more leases than the
 // current maximum waits for it to grow (New refuses that as bad input).
 func NewWithCount(c *recipes.Client, path string, count *SharedCount, opts ...Option) (*Semaphore, error) {
-	if count == nil {
-		return nil, fmt.Errorf("%w: nil SharedCount", recipes.ErrInvalidArgument)
+	if count == nil || count.cancel == nil {
+		return nil, fmt.Errorf("%w: SharedCount not made by NewSharedCount", recipes.ErrInvalidArgument)
 	}
 	return newSemaphore(c, path, count.limit, opts)
 }
@@ -140,6 +140,9 @@ func (s *Semaphore) Path() string { return s.path }
 
 // MaxLeases returns the current maximum.
 func (s *Semaphore) MaxLeases() int {
+	if s == nil || s.limit == nil {
+		return 0
+	}
 	n, _ := s.limit()
 	return n
 }
@@ -326,6 +329,9 @@ func (l *Lease) isClosed() bool {
 
 // Data reads the lease node's data.
 func (l *Lease) Data(ctx context.Context) ([]byte, error) {
+	if l == nil || l.s == nil || l.Hold == nil {
+		return nil, fmt.Errorf("%w: Lease not returned by Acquire", recipes.ErrInvalidArgument)
+	}
 	var data []byte
 	err := l.s.c.Retry(ctx, func() error {
 		var err error

@@ -58,6 +58,9 @@ func NewSharedCount(ctx context.Context, c *recipes.Client, path string, seed in
 	if err != nil {
 		return nil, err
 	}
+	if full == "/" {
+		return nil, fmt.Errorf("%w: the root cannot be a shared count", recipes.ErrInvalidPath)
+	}
 	data, err := encodeCount(seed)
 	if err != nil {
 		return nil, err
@@ -237,6 +240,9 @@ func (s *SharedCount) limit() (int, <-chan struct{}) {
 // version the cache is refreshed, so GetVersioned gives the value to try
 // from next.
 func (s *SharedCount) TrySet(ctx context.Context, prev VersionedValue, v int) (bool, error) {
+	if err := s.writable(); err != nil {
+		return false, err
+	}
 	data, err := encodeCount(v)
 	if err != nil {
 		return false, err
@@ -262,6 +268,9 @@ func (s *SharedCount) TrySet(ctx context.Context, prev VersionedValue, v int) (b
 
 // Set sets the value whatever the version.
 func (s *SharedCount) Set(ctx context.Context, v int) error {
+	if err := s.writable(); err != nil {
+		return err
+	}
 	data, err := encodeCount(v)
 	if err != nil {
 		return err
@@ -277,6 +286,20 @@ func (s *SharedCount) Set(ctx context.Context, v int) error {
 	}
 	s.apply(VersionedValue{Value: v, Version: st.Version}, st.Czxid)
 	return nil
+}
+
+// writable refuses writes through a SharedCount not made by
+// NewSharedCount, or closed (as Curator's does).
+func (s *SharedCount) writable() error {
+	if s == nil || s.c == nil || s.cancel == nil {
+		return fmt.Errorf("%w: SharedCount not made by NewSharedCount", recipes.ErrInvalidArgument)
+	}
+	select {
+	case <-s.done:
+		return fmt.Errorf("shared count %s: %w", s.path, recipes.ErrClosed)
+	default:
+	}
+	return s.c.Check()
 }
 
 // Listen calls fn with every new value, in order, on a goroutine of its
