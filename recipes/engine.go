@@ -178,9 +178,24 @@ func EnterOwner(owner any) EnterOption {
 // EnterAtSequence makes the node ephemeral but not sequential, named
 // _c_<uuid>-<lockName><seq>: it sorts where a sequential node with that
 // sequence suffix sorts (the read/write lock's downgrade node takes the
-// write node's sequence).
+// write node's sequence). seq must be ten digits, as the server writes
+// them; Enter refuses anything else with ErrInvalidArgument.
 func EnterAtSequence(seq string) EnterOption {
 	return func(e *enterConfig) { e.fixed, e.hasFixed = seq, true }
+}
+
+// isSequence reports whether s has the form of a server sequence suffix:
+// ten decimal digits.
+func isSequence(s string) bool {
+	if len(s) != 10 {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		if s[i] < '0' || s[i] > '9' {
+			return false
+		}
+	}
+	return true
 }
 
 // EnterVerifyOwner makes the engine confirm, before it reports a hold,
@@ -201,9 +216,15 @@ func (c *Client) Enter(ctx context.Context, parent, lockName string, data []byte
 	if d == nil {
 		return nil, fmt.Errorf("%w: nil driver", ErrInvalidArgument)
 	}
+	if lockName == "" {
+		return nil, fmt.Errorf("%w: empty lock name", ErrInvalidArgument)
+	}
 	var cfg enterConfig
 	if len(opts) > 0 {
 		cfg = applyEnterOptions(opts)
+		if cfg.hasFixed && !isSequence(cfg.fixed) {
+			return nil, fmt.Errorf("%w: sequence %q is not 10 digits", ErrInvalidArgument, cfg.fixed)
+		}
 	}
 	name := lockName
 	if cfg.hasFixed {
@@ -273,6 +294,13 @@ type Signals struct {
 // the session ended, ErrNotConnected when wait is false and the client is
 // not connected, ErrClosed when the client closed).
 func (ct *Contest) Acquire(ctx context.Context, wait bool) (held bool, sig Signals, err error) {
+	if ct == nil || ct.c == nil {
+		return false, Signals{}, fmt.Errorf("%w: Contest not made by Enter", ErrInvalidArgument)
+	}
+	if ctx == nil {
+		_ = ct.Leave(context.Background())
+		return false, Signals{}, fmt.Errorf("%w: nil context", ErrInvalidArgument)
+	}
 	held, sig, err = ct.acquire(ctx, wait)
 	if !held {
 		if lerr := ct.Leave(context.WithoutCancel(ctx)); lerr != nil && err == nil {
@@ -339,8 +367,11 @@ func (ct *Contest) acquire(ctx context.Context, wait bool) (bool, Signals, error
 			}
 			target, watchCh = "", nil
 		}
-		if ct.know != nil {
-			below = ct.know.prune(below)
+		if ct.know != nil && len(below) > 0 {
+			if ct.prune(&below) {
+				listed = false // a contender known gone may have left an unlisted one
+				continue
+			}
 		}
 		v := ct.driver.Check(Query{Below: below, Ours: ct.me, Owner: ct.owner})
 		if v.Held {
@@ -457,6 +488,32 @@ func (ct *Contest) dropGhosts(kids []string) []string {
 	return out
 }
 
+// prune drops from *below the contenders known to be gone, and reports
+// whether one of them is a contender whose going may have let a node
+// appear that the engine has not listed (Driver.Relist): then the caller
+// lists the children again, whoever learned of the going (a watch of ours,
+// a probe, or another session of this process).
+func (ct *Contest) prune(below *[]Contender) (relist bool) {
+	cs := *below
+	var risky []string
+	for _, c := range cs {
+		if ct.driver.Relist(c) {
+			risky = append(risky, c.Name)
+		}
+	}
+	kept := ct.know.prune(cs) // reuses cs's array
+	*below = kept
+	if len(risky) == 0 || len(kept) == len(cs) {
+		return false
+	}
+	for _, name := range risky {
+		if indexOf(kept, name) < 0 {
+			return true
+		}
+	}
+	return false
+}
+
 // unknownBlocking counts the contenders of cs that block ours and are not
 // known to be gone.
 func (ct *Contest) unknownBlocking(cs []Contender) int {
@@ -547,8 +604,14 @@ func (ct *Contest) nodeGone() error {
 // GuaranteedDelete), so Leave never blocks on a dead connection. It is
 // safe to call more than once.
 func (ct *Contest) Leave(ctx context.Context) error {
+	if ct == nil || ct.c == nil {
+		return fmt.Errorf("%w: Contest not made by Enter", ErrInvalidArgument)
+	}
 	if ct.done {
 		return nil
+	}
+	if ctx == nil {
+		ctx = context.Background()
 	}
 	ct.done = true
 	if ct.know != nil {

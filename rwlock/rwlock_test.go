@@ -377,3 +377,45 @@ func TestBadInput(t *testing.T) {
 	assert.True(t, errors.Is(err, recipes.ErrClosed))
 	assert.True(t, strings.HasPrefix(rwlock.ReadLockName, "__"))
 }
+
+// A writer queued behind a downgrading writer, with a reader between them,
+// all in one process (whose sessions share what they learn of deleted
+// nodes): when the reader leaves, the writer must not hold while the
+// downgraded read node exists. (The engine pruned the first writer as
+// known gone without asking the driver whether its going may have left an
+// unlisted node: a mutual-exclusion bug found by the rwlock example.)
+func TestDowngradeSeenFromTheSameProcess(t *testing.T) {
+	zkc := zktest.Start(t)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	const path = "/rw/sameproc"
+	a, b, c := connect(t, zkc.Servers()), connect(t, zkc.Servers()), connect(t, zkc.Servers())
+	rwA, rwB, rwC := newRW(t, a, path), newRW(t, b, path), newRW(t, c, path)
+	_, err := rwA.WriteLock().Lock(ctx) // W ...0
+	require.NoError(t, err)
+	leaseC := make(chan *mutex.Lease, 1)
+	go func() {
+		l, err := rwC.ReadLock().Lock(ctx) // R ...1, waits for W ...0
+		assert.NoError(t, err)
+		leaseC <- l
+	}()
+	waitNodes(t, rwA, 2)
+	watches := b.Stats().Watches
+	bDone := lockAsync(ctx, rwB.WriteLock(), "b") // W ...2, watches R ...1
+	waitNodes(t, rwA, 3)
+	eventually(t, 10*time.Second, "b watches", func() bool { return b.Stats().Watches > watches })
+
+	_, err = rwA.ReadLock().Lock(ctx) // the downgrade: R at ...0
+	require.NoError(t, err)
+	require.NoError(t, rwA.WriteLock().Unlock(ctx))
+	lc := <-leaseC
+	require.NoError(t, lc.Unlock(ctx)) // C read beside A, and leaves
+	select {
+	case err := <-bDone:
+		t.Fatalf("writer b holds (%v) while a still holds its downgraded read lock", err)
+	case <-time.After(500 * time.Millisecond): // bounded: b must keep waiting
+	}
+	require.NoError(t, rwA.ReadLock().Unlock(ctx))
+	within(t, bDone, "b after the downgraded reader left")
+	require.NoError(t, rwB.WriteLock().Unlock(mutex.WithOwner(ctx, "b")))
+}
