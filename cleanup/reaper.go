@@ -81,8 +81,10 @@ func WithDepth(depth int) Option {
 	}
 }
 
-// WithThreshold sets how long a node must stay empty before it is
-// deleted (default 5 minutes).
+// WithThreshold sets the reaping threshold (default 5 minutes): nodes are
+// checked every threshold/checks, and one seen empty and unchanged at
+// checks consecutive checks is deleted, as Curator's Reaper does; it has
+// then been empty for at least (checks-1)/checks of the threshold.
 func WithThreshold(d time.Duration) Option {
 	return func(o *options) error {
 		if d <= 0 {
@@ -93,7 +95,7 @@ func WithThreshold(d time.Duration) Option {
 	}
 }
 
-// WithChecks sets how many consecutive checks, spread over the threshold,
+// WithChecks sets how many consecutive checks, threshold/checks apart,
 // must see a node empty and unchanged before it is deleted (default 3).
 func WithChecks(n int) Option {
 	return func(o *options) error {
