@@ -350,12 +350,18 @@ func (ct *Contest) acquire(ctx context.Context, wait bool) (bool, Signals, error
 				}
 				continue
 			}
-			sorted := SortContenders(ct.dropGhosts(kids), ct.driver)
+			kids = ct.dropGhosts(kids)
+			var sorted []Contender
 			ours := -1
-			for i, k := range sorted {
-				if k.Name == ct.me.Name {
-					ours = i
-					break
+			if len(kids) == 1 && kids[0] == ct.me.Name {
+				ours = 0 // alone, the uncontended case: nothing to sort
+			} else {
+				sorted = SortContenders(kids, ct.driver)
+				for i, k := range sorted {
+					if k.Name == ct.me.Name {
+						ours = i
+						break
+					}
 				}
 			}
 			if ours < 0 {
