@@ -2,6 +2,8 @@ package mutex_test
 
 import (
 	"context"
+	"fmt"
+	"runtime"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -200,4 +202,37 @@ func TestLocalHandoffFencingAndCancel(t *testing.T) {
 	require.NoError(t, err, "usable again")
 	require.NoError(t, l.Unlock(ctx))
 	eventually(t, 5*time.Second, "no node left", func() bool { return len(children(t, b, path)) == 0 })
+}
+
+// Holding many locks costs memory only: no goroutine per held lock, and a
+// few KiB of heap at most.
+func TestHeldLocksCostNoGoroutines(t *testing.T) {
+	zkc := zktest.Start(t)
+	c := connect(t, zkc.Servers())
+	ctx := context.Background()
+	const n = 2000
+	runtime.GC()
+	var before runtime.MemStats
+	runtime.ReadMemStats(&before)
+	goroutines := runtime.NumGoroutine()
+	ms := make([]*mutex.Mutex, n)
+	ls := make([]*mutex.Lease, n)
+	for i := range ms {
+		ms[i] = newMutex(t, c, fmt.Sprintf("/held/key-%d", i))
+		l, err := ms[i].Lock(ctx)
+		require.NoError(t, err)
+		ls[i] = l
+	}
+	runtime.GC()
+	var after runtime.MemStats
+	runtime.ReadMemStats(&after)
+	perLock := float64(int64(after.HeapAlloc)-int64(before.HeapAlloc)) / n
+	extra := runtime.NumGoroutine() - goroutines
+	t.Logf("%d held locks: %.0f bytes of heap and %d goroutines in all (%.2f per lock)", n, perLock, extra, float64(extra)/n)
+	assert.LessOrEqual(t, perLock, 4096.0, "heap per held lock")
+	assert.LessOrEqual(t, extra, 2, "no goroutine per held lock")
+	for i, l := range ls {
+		require.NoError(t, l.Unlock(ctx), "lock %d", i)
+	}
+	runtime.KeepAlive(ms)
 }
