@@ -5,6 +5,8 @@
 #   make demo    run the mutex example (starts a local ZooKeeper unless
 #                ZK_SERVERS names one)
 #   make bench   run the benchmark (BENCH_FLAGS="-rounds 3 -duration 3s")
+#   make chaos   the chaos suite, kept apart by the build tag "chaos": faults
+#                injected for 5 minutes (CHAOS_FLAGS="-duration 1m -seed 7")
 #   make fuzz    run each fuzz target of ./recipes for FUZZ_TIME (default 20s)
 #   make vet / make fmt
 
@@ -37,6 +39,12 @@ demo: deps-demo
 
 bench: deps-demo
 	$(GO) run ./examples/bench $(BENCH_FLAGS)
+
+CHAOS_FLAGS ?= -duration 5m -seed 1
+
+.PHONY: chaos
+chaos: deps-demo
+	$(GO) test -tags chaos -race=false -count=1 -timeout 30m -v -run TestChaos ./chaos/ -args $(CHAOS_FLAGS)
 
 # One target per go test run (-fuzz takes one). An input that fails is
 # written to recipes/testdata/fuzz/<target>/ and runs with every go test.

@@ -1,0 +1,23 @@
+// Package chaos is the chaos suite of zkrecipes: evidence that the recipes
+// keep their promises under failure. Its tests carry the build tag "chaos",
+// so `go test ./...` does not run them; `make chaos` does:
+//
+//	go test -tags chaos -count=1 -timeout 30m -v -run TestChaos ./chaos/ -args -duration 5m -seed 1
+//
+// TestChaos starts a 3-member ZooKeeper ensemble (recipes/zktest, 200 ms
+// ticks) and worker processes (the test binary re-run, one session each with
+// a 2 s timeout, each connected through three zktest proxies of its own) that
+// loop on every recipe: mutex and read/write-lock writers increment a shared
+// record through fenced writes, readers check it does not change under the
+// read lock, semaphore holders count themselves in a gauge, and leaders
+// (LeaderSelector and LeaderLatch) write fenced heartbeats. Meanwhile a
+// schedule drawn from -seed injects faults: holders SIGKILLed, SIGSTOPped or
+// black-holed past their session timeout, the ZooKeeper leader killed and
+// restarted, followers and a quorum paused, the whole ensemble restarted. At
+// the end a checker reads every worker's log and the history kept in
+// ZooKeeper, and fails the test on any lost update, unacknowledged value
+// without an attempt, semaphore over its maximum, leader token going
+// backwards, reader seeing a write under its lock, lock unavailable longer
+// than the session timeout + 2 s after a fault heals, or node left behind.
+// It prints one summary line starting with "CHAOS SUMMARY".
+package chaos

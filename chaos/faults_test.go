@@ -1,0 +1,535 @@
+//go:build chaos
+
+package chaos
+
+import (
+	"encoding/binary"
+	"fmt"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/zkrecipes/zkrecipes/mutex"
+	"github.com/zkrecipes/zkrecipes/recipes"
+	"github.com/zkrecipes/zkrecipes/recipes/zktest"
+)
+
+// fault is one injected fault.
+type fault struct {
+	n         int
+	kind      string
+	target    string
+	note      string
+	stallID   string // the stall that held the target still, if any
+	diverged  bool   // when a recipe was stuck after it, the replicas disagreed
+	start     time.Time
+	heal      time.Time
+	recovered time.Time // every role completed an operation after heal (zero: not within recoveryWait)
+}
+
+// Fault kinds, and how often each is drawn.
+const (
+	fKillHolder     = "kill-holder"        // SIGKILL of a worker while it holds (restarted: new log segment)
+	fPauseHolder    = "pause-holder"       // SIGSTOP of a holder past its session timeout, SIGCONT
+	fBlackhole      = "blackhole-holder"   // all of a holder's proxies black-holed past its session timeout
+	fLeaderKill     = "zk-leader-kill"     // SIGKILL of the ZooKeeper leader, restart
+	fFollowerPause  = "zk-follower-pause"  // SIGSTOP of a follower, SIGCONT
+	fFollowerCreate = "zk-follower-create" // SIGSTOP of a follower just as a mutex worker's create reached it
+	fQuorumPause    = "zk-quorum-pause"    // SIGSTOP of 2 of 3 members past the session timeout
+	fRestartAll     = "zk-restart-all"     // SIGKILL of every member, restart
+)
+
+var faultKinds = []struct {
+	name   string
+	weight int
+}{
+	{fKillHolder, 3}, {fPauseHolder, 2}, {fBlackhole, 2}, {fLeaderKill, 1},
+	{fFollowerPause, 1}, {fFollowerCreate, 1}, {fQuorumPause, 1}, {fRestartAll, 1},
+}
+
+// lockPathOf is the recipe path each role contends on.
+var lockPathOf = map[string]string{
+	roleMutex: pathMutex, roleRWWrite: pathRW, roleRWRead: pathRW,
+	roleSem: pathSem, roleSelector: pathSel, roleLatch: pathLatch,
+}
+
+// neverPattern disarms a proxy's CutAfterClientSends: no request contains it.
+var neverPattern = []byte("\x00zkchaos: never sent\x00")
+
+// parseFaults reads the -faults flag: "" for every kind.
+func parseFaults(s string) (map[string]bool, error) {
+	on := map[string]bool{}
+	for _, k := range faultKinds {
+		on[k.name] = s == ""
+	}
+	if s == "" {
+		return on, nil
+	}
+	for _, name := range strings.Split(s, ",") {
+		name = strings.TrimSpace(name)
+		if _, ok := on[name]; !ok {
+			return nil, fmt.Errorf("-faults: unknown fault kind %q", name)
+		}
+		on[name] = true
+	}
+	return on, nil
+}
+
+func (h *harness) pickFault() string {
+	total := 0
+	for _, k := range faultKinds {
+		if h.enabled[k.name] {
+			total += k.weight
+		}
+	}
+	r := h.kinds.IntN(total)
+	for _, k := range faultKinds {
+		if !h.enabled[k.name] {
+			continue
+		}
+		if r < k.weight {
+			return k.name
+		}
+		r -= k.weight
+	}
+	panic("unreachable")
+}
+
+// dur draws a duration in [lo, hi).
+func (h *harness) dur(lo, hi time.Duration) time.Duration {
+	return lo + time.Duration(h.params.Int64N(int64(hi-lo)))
+}
+
+// recoveryWait is how long the schedule waits for every recipe to serve
+// again after a fault heals. Past it (a violation already: the bound is
+// unavailBound), the workers of the stuck recipes are restarted.
+const recoveryWait = unavailBound + 8*time.Second
+
+// runFaults injects one fault after another until until. The next fault
+// starts 2-4 s after the previous one started, but not before every role
+// has completed an operation since it healed (or recoveryWait has passed),
+// so that each stretch of unavailability has one cause.
+func (h *harness) runFaults(until time.Time) {
+	runStart := time.Now()
+	rel := func(t time.Time) string {
+		if t.IsZero() {
+			return "never"
+		}
+		return fmt.Sprintf("+%.3fs", t.Sub(runStart).Seconds())
+	}
+	next := time.Now().Add(h.dur(2*time.Second, 4*time.Second))
+	for next.Before(until) {
+		time.Sleep(time.Until(next))
+		kind := h.pickFault()
+		f, err := h.inject(kind)
+		if err != nil {
+			h.t.Fatalf("fault %s: %v", kind, err)
+		}
+		if f == nil { // no holder could be caught: draw again soon
+			next = time.Now().Add(200 * time.Millisecond)
+			continue
+		}
+		f.recovered = h.waitRecovered(f.heal, recoveryWait)
+		if f.recovered.IsZero() {
+			// Already a violation: find out why, then restart the
+			// workers of the stuck recipes (their sessions end, and the
+			// nodes that blocked them with them) so the run goes on.
+			for _, p := range h.diagnose(f) {
+				p.kill()
+				if err := p.start(); err != nil {
+					h.t.Fatal(err)
+				}
+				f.note += " " + p.name + " restarted"
+			}
+		}
+		h.mu.Lock()
+		f.n = len(h.faults) + 1
+		h.faults = append(h.faults, f)
+		h.mu.Unlock()
+		note := ""
+		if f.note != "" {
+			note = " (" + f.note + ")"
+		}
+		h.t.Logf("fault #%d %s %s: start %s heal %s (%.3fs), every recipe served again %s%s",
+			f.n, f.kind, f.target, rel(f.start), rel(f.heal), f.heal.Sub(f.start).Seconds(), rel(f.recovered), note)
+		next = f.start.Add(h.dur(2*time.Second, 4*time.Second))
+		if soon := time.Now().Add(h.dur(300*time.Millisecond, time.Second)); soon.After(next) {
+			next = soon
+		}
+	}
+}
+
+// inject runs one fault of the given kind to its end (heal), or returns nil
+// when it found nobody to inflict it on.
+func (h *harness) inject(kind string) (*fault, error) {
+	f := &fault{kind: kind}
+	switch kind {
+	case fKillHolder:
+		role := roles[h.params.IntN(len(roles))]
+		mode := "hold"
+		if (role == roleMutex || role == roleRWWrite) && h.params.IntN(2) == 0 {
+			mode = "commit" // between the write landing and its outcome being logged
+		}
+		p, seg := h.stallHolder(role, mode, f)
+		if p == nil {
+			return nil, nil
+		}
+		f.target = fmt.Sprintf("%s.%d", p.name, seg)
+		f.note = "killed at " + mode
+		f.start = time.Now()
+		p.kill()
+		f.heal = f.start
+		if err := p.start(); err != nil {
+			return nil, err
+		}
+
+	case fPauseHolder:
+		p, seg := h.stallHolder(roles[h.params.IntN(len(roles))], "hold", f)
+		if p == nil {
+			return nil, nil
+		}
+		f.target = fmt.Sprintf("%s.%d", p.name, seg)
+		d := workerSession + h.dur(500*time.Millisecond, 1500*time.Millisecond)
+		f.start = time.Now()
+		if err := p.signal(syscall.SIGSTOP); err != nil {
+			return nil, err
+		}
+		time.Sleep(d)
+		if err := p.signal(syscall.SIGCONT); err != nil {
+			return nil, err
+		}
+		f.heal = time.Now()
+		p.send("release")
+
+	case fBlackhole:
+		p, seg := h.stallHolder(roles[h.params.IntN(len(roles))], "hold", f)
+		if p == nil {
+			return nil, nil
+		}
+		f.target = fmt.Sprintf("%s.%d", p.name, seg)
+		d := workerSession + h.dur(500*time.Millisecond, 1500*time.Millisecond)
+		f.start = time.Now()
+		for _, px := range p.proxies {
+			px.Blackhole()
+		}
+		time.Sleep(d)
+		for _, px := range p.proxies {
+			px.Restore()
+		}
+		f.heal = time.Now()
+		p.send("release")
+
+	case fLeaderKill:
+		l, err := h.zkc.Leader()
+		if err != nil {
+			return nil, err
+		}
+		f.target = fmt.Sprintf("zk%d", l+1)
+		d := h.dur(500*time.Millisecond, 2*time.Second)
+		f.start = time.Now()
+		if err := h.zkc.Kill(l); err != nil {
+			return nil, err
+		}
+		time.Sleep(d)
+		if err := h.zkc.Restart(l); err != nil {
+			return nil, err
+		}
+		f.heal = time.Now()
+
+	case fFollowerPause:
+		l, err := h.zkc.Leader()
+		if err != nil {
+			return nil, err
+		}
+		fol := (l + 1 + h.params.IntN(2)) % 3
+		f.target = fmt.Sprintf("zk%d", fol+1)
+		d := h.dur(time.Second, 3500*time.Millisecond)
+		f.start = time.Now()
+		if err := h.zkc.Pause(fol); err != nil {
+			return nil, err
+		}
+		time.Sleep(d)
+		if err := h.zkc.Resume(fol); err != nil {
+			return nil, err
+		}
+		f.heal = time.Now()
+
+	case fFollowerCreate:
+		if err := h.followerCreate(f); err != nil {
+			return nil, err
+		}
+
+	case fQuorumPause:
+		spared := h.params.IntN(3)
+		a, b := (spared+1)%3, (spared+2)%3
+		f.target = fmt.Sprintf("zk%d+zk%d", a+1, b+1)
+		d := workerSession + h.dur(500*time.Millisecond, 1500*time.Millisecond)
+		f.start = time.Now()
+		for _, i := range []int{a, b} {
+			if err := h.zkc.Pause(i); err != nil {
+				return nil, err
+			}
+		}
+		time.Sleep(d)
+		for _, i := range []int{a, b} {
+			if err := h.zkc.Resume(i); err != nil {
+				return nil, err
+			}
+		}
+		f.heal = time.Now()
+
+	case fRestartAll:
+		f.target = "zk1+zk2+zk3"
+		d := h.dur(200*time.Millisecond, time.Second)
+		f.start = time.Now()
+		for i := range h.zkc.Len() {
+			if err := h.zkc.Kill(i); err != nil {
+				return nil, err
+			}
+		}
+		time.Sleep(d)
+		// Each Restart waits for a quorum, so they must run together.
+		errs := make([]error, h.zkc.Len())
+		var wg sync.WaitGroup
+		for i := range h.zkc.Len() {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				errs[i] = h.zkc.Restart(i)
+			}()
+		}
+		wg.Wait()
+		for _, err := range errs {
+			if err != nil {
+				return nil, err
+			}
+		}
+		f.heal = time.Now()
+	}
+	return f, nil
+}
+
+// stallHolder asks every worker of role to stall at its next stall point of
+// the given mode (they reach one only while holding) and returns the first
+// that did, still stalled; the others are released. It returns nil if none
+// did within 15 s.
+func (h *harness) stallHolder(role, mode string, f *fault) (*proc, int) {
+	h.stallSeq++
+	id := strconv.Itoa(h.stallSeq)
+	var targets []*proc
+	for _, p := range h.procs {
+		if p.role == role {
+			targets = append(targets, p)
+			p.send(fmt.Sprintf("stall %s %s", id, mode))
+		}
+	}
+	timeout := time.After(15 * time.Second)
+	for {
+		select {
+		case ev := <-h.stallCh:
+			if ev.id != id {
+				continue
+			}
+			for _, p := range targets {
+				if p != ev.p {
+					p.send("release")
+				}
+			}
+			f.stallID = id
+			return ev.p, ev.seg
+		case <-timeout:
+			for _, p := range targets {
+				p.send("release")
+			}
+			h.t.Logf("no %s worker reached a %q stall point within 15s; drawing another fault", role, mode)
+			return nil, 0
+		}
+	}
+}
+
+// createPattern is how a create request of a protected node under parent
+// begins on the wire: opcode 1 (create), the path's length, then the path
+// up to the uuid. Inside a multi the bytes differ, so fenced creates do not
+// match.
+func createPattern(parent, lockName string) []byte {
+	prefix := parent + "/" + recipes.ProtectedPrefix
+	n := len(prefix) + 36 + 1 + len(lockName)
+	b := binary.BigEndian.AppendUint32(nil, 1)
+	b = binary.BigEndian.AppendUint32(b, uint32(n))
+	return append(b, prefix...)
+}
+
+// followerCreate pauses a follower just as a mutex worker's lock-node create
+// has reached it (before it could answer): the proxy forwards the request,
+// the follower is stopped, and the worker's connection is cut, so its
+// protected create must find out by itself whether its node was made. If no
+// create reaches a follower within 5 s, it pauses a follower anyway.
+func (h *harness) followerCreate(f *fault) error {
+	l, err := h.zkc.Leader()
+	if err != nil {
+		return err
+	}
+	var (
+		once  sync.Once
+		fired = make(chan string, 1)
+		armed []*zktest.Proxy
+	)
+	pattern := createPattern(pathMutex, mutex.LockName)
+	for _, p := range h.procs {
+		if p.role != roleMutex {
+			continue
+		}
+		for i, px := range p.proxies {
+			if i == l {
+				continue
+			}
+			name := p.name
+			px.CutAfterClientSendsFunc(pattern, func() {
+				once.Do(func() {
+					f.start = time.Now()
+					if err := h.zkc.Pause(i); err != nil {
+						fired <- "error " + err.Error()
+						return
+					}
+					fired <- fmt.Sprintf("zk%d %s", i+1, name)
+				})
+			})
+			armed = append(armed, px)
+		}
+	}
+	var got string
+	select {
+	case got = <-fired:
+	case <-time.After(5 * time.Second):
+	}
+	for _, px := range armed {
+		px.CutAfterClientSends(neverPattern)
+	}
+	once.Do(func() {}) // wait for a pause that fired meanwhile
+	if got == "" {
+		select {
+		case got = <-fired:
+		default:
+		}
+	}
+	var fol int
+	switch {
+	case got == "":
+		fol = (l + 1 + h.params.IntN(2)) % 3
+		f.note = "no create reached a follower within 5s: plain pause"
+		f.start = time.Now()
+		if err := h.zkc.Pause(fol); err != nil {
+			return err
+		}
+	case got[:5] == "error":
+		return fmt.Errorf("pause: %s", got)
+	default:
+		var who string
+		if _, err := fmt.Sscanf(got, "zk%d %s", &fol, &who); err != nil {
+			return err
+		}
+		fol--
+		f.note = "create of " + who + " in flight"
+	}
+	f.target = fmt.Sprintf("zk%d", fol+1)
+	time.Sleep(h.dur(time.Second, 3500*time.Millisecond))
+	if err := h.zkc.Resume(fol); err != nil {
+		return err
+	}
+	f.heal = time.Now()
+	return nil
+}
+
+// diagnose is called when some recipe did not serve again within
+// recoveryWait of a fault's heal: it logs the recipe paths' nodes with
+// their owners and the servers' watches, has every worker write its
+// goroutines to its stderr file, and returns the workers of the stuck
+// roles.
+func (h *harness) diagnose(f *fault) []*proc {
+	h.mu.Lock()
+	var stuck []string
+	for _, r := range roles {
+		if !h.lastOp[r].After(f.heal) {
+			stuck = append(stuck, r)
+		}
+	}
+	h.mu.Unlock()
+	h.t.Logf("after fault %s %s, no operation of %v for %v; each server's view follows", f.kind, f.target, stuck, recoveryWait)
+	var views []string
+	for i, addr := range h.zkc.Servers() {
+		// Each replica on its own: a server that lost transactions
+		// shows nodes the others deleted, or lacks nodes they have.
+		h.t.Logf("zk%d: nodes under %s/locks after a sync:", i+1, root)
+		c, err := recipes.Connect([]string{addr}, recipes.WithSessionTimeout(4*time.Second))
+		if err != nil {
+			h.t.Logf("  %v", err)
+		} else {
+			if err := c.Sync(root + "/locks"); err != nil {
+				h.t.Logf("  sync: %v", err)
+			}
+			var paths []string
+			h.dumpTree(c, root+"/locks", &paths)
+			c.Close()
+			// Only the stuck recipes' paths: the others change meanwhile.
+			var mine []string
+			for _, p := range paths {
+				for _, r := range stuck {
+					if strings.HasPrefix(p, lockPathOf[r]+"/") {
+						mine = append(mine, p)
+						break
+					}
+				}
+			}
+			views = append(views, strings.Join(mine, "\n"))
+		}
+		for _, cmd := range []string{"cons", "wchp"} {
+			out, err := h.zkc.FourLetter(i, cmd)
+			if err != nil {
+				out = err.Error()
+			}
+			h.t.Logf("zk%d %s:\n%s", i+1, cmd, out)
+		}
+	}
+	for _, v := range views[1:] {
+		if len(views) == h.zkc.Len() && v != views[0] {
+			f.diverged = true
+			f.note += " replicas disagreed on the lock paths:"
+			h.t.Logf("the servers disagree on the nodes under %s/locks: ZooKeeper's replicas diverged", root)
+			break
+		}
+	}
+	var out []*proc
+	for _, p := range h.procs {
+		p.send("dump") // every worker: the stuck may wait on the others
+		for _, r := range stuck {
+			if p.role == r {
+				out = append(out, p)
+			}
+		}
+	}
+	time.Sleep(time.Second) // time to write the dumps
+	return out
+}
+
+func (h *harness) dumpTree(c *recipes.Client, p string, paths *[]string) {
+	kids, _, err := c.Children(p)
+	if err != nil {
+		h.t.Logf("  %s: %v", p, err)
+		return
+	}
+	for _, k := range kids {
+		child := p + "/" + k
+		data, st, err := c.Get(child)
+		if err != nil {
+			h.t.Logf("  %s: %v", child, err)
+			continue
+		}
+		h.t.Logf("  %s owner=%#x czxid=%#x data=%q", child, st.EphemeralOwner, st.Czxid, data)
+		*paths = append(*paths, child)
+		if st.NumChildren > 0 {
+			h.dumpTree(c, child, paths)
+		}
+	}
+}
