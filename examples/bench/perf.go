@@ -8,6 +8,7 @@ import (
 	"io"
 	"net"
 	"runtime"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -256,7 +257,7 @@ func (b *bench) local(ctx context.Context) (string, bool, error) {
 	// (the same lock node as the previous local acquisition).
 	var (
 		seqMu    sync.Mutex
-		seq      []bool
+		seq      []localAcq
 		lastNode string
 	)
 	localLock := func(int) error {
@@ -265,7 +266,7 @@ func (b *bench) local(ctx context.Context) (string, bool, error) {
 			return err
 		}
 		seqMu.Lock()
-		seq = append(seq, l.Node() == lastNode)
+		seq = append(seq, localAcq{handoff: l.Node() == lastNode, node: l.Node()})
 		lastNode = l.Node()
 		seqMu.Unlock()
 		return nil
@@ -358,15 +359,19 @@ func (b *bench) local(ctx context.Context) (string, bool, error) {
 			from := len(seq)
 			seqMu.Unlock()
 			start := time.Now()
-			if _, err := rm.Lock(ctx); err != nil {
+			rl, err := rm.Lock(ctx)
+			if err != nil {
 				remoteErr = err
 				return
 			}
 			wait := time.Since(start)
+			mine := nodeSeq(rl.Node())
 			seqMu.Lock()
 			n := 0
-			for _, h := range seq[from:] {
-				if h {
+			for _, a := range seq[from:] {
+				// Hand-offs of local nodes ahead of ours in the queue
+				// (lower sequence number), made since our Lock began.
+				if a.handoff && nodeSeq(a.node) < mine {
 					n++
 				}
 			}
@@ -408,6 +413,18 @@ func (b *bench) local(ctx context.Context) (string, bool, error) {
 	return fmt.Sprintf("RESULT scenario=local local_ops=%.1f contended_ops=%.1f ratio=%.4f target=%.0f pass=%t rounds=%d goroutines=%d bound=%d requests_per_acq=%.4f remote_acqs=%d remote_worst_handoffs=%d remote_worst_wait_ms=%.1f bound_pass=%t",
 		median(ls), median(rs), ratio, localTarget, ok, f.rounds, localN, localBound, per.total(), remoteAcq, worstHandoffs,
 		float64(worstWait.Microseconds())/1e3, boundOK), ok && boundOK, nil
+}
+
+// localAcq is one local acquisition in the local scenario.
+type localAcq struct {
+	handoff bool   // the same lock node as the previous local acquisition
+	node    string // the lock node
+}
+
+// nodeSeq is the sequence number of a lock node: its last 10 digits.
+func nodeSeq(node string) int64 {
+	v, _ := strconv.ParseInt(node[max(len(node)-10, 0):], 10, 64)
+	return v
 }
 
 // ----------------------------------------------------------------------- herd
