@@ -75,6 +75,19 @@ type report struct {
 	capped     map[string]int
 	total      int // violations, counting those not listed
 	server     int // of which ZooKeeper's own (replicas diverged)
+	// staleSigs are, by role, the lock calls that failed with "session
+	// lost" for a node made just after a new session began.
+	staleSigs map[string][]staleSig
+	staleSeen map[string]bool // nodes confirmed left behind by the stale-node bug
+	lateDone  int             // reader violations where Done closed just after it was looked at
+}
+
+// staleSig is a lock call that failed with "session lost" for its node
+// just after the client reported a new session.
+type staleSig struct {
+	e    event
+	sid  string // the new session
+	node string
 }
 
 type unavail struct {
@@ -148,7 +161,11 @@ func (h *harness) check(admin *recipes.Client, leftovers []string) *report {
 	for _, role := range roles {
 		for _, e := range logs[role] {
 			if e.name == "violation" {
-				rep.violationOf(role+" seen by the worker", "%s: %s", e.src, strings.Join(e.args, " "))
+				line := strings.Join(e.args, " ")
+				rep.violationOf(role+" seen by the worker", "%s: %s", e.src, line)
+				if strings.Contains(line, "after that check") {
+					rep.lateDone++
+				}
 			}
 		}
 	}
@@ -173,6 +190,7 @@ func (h *harness) check(admin *recipes.Client, leftovers []string) *report {
 		sort.Slice(rep.ops[r], func(i, j int) bool { return rep.ops[r][i] < rep.ops[r][j] })
 	}
 	h.checkPostStall(rep, logs)
+	rep.staleSigs = staleNodeSignatures(logs)
 	h.checkUnavailability(rep)
 	rep.flushCapped()
 	return rep
@@ -451,16 +469,12 @@ func (h *harness) checkUnavailability(rep *report) {
 			heal := f.heal.UnixNano()
 			i := sort.Search(len(ts), func(i int) bool { return ts[i] >= heal })
 			if i == len(ts) {
-				rep.violation("%s never completed an operation after fault #%d (%s %s) healed (replicas diverged then: %v)", r, f.n, f.kind, f.target, f.diverged)
+				rep.violation("%s never completed an operation after fault #%d (%s %s) healed%s", r, f.n, f.kind, f.target, rep.why(r, f, recoveryWait))
 				continue
 			}
 			u := unavail{time.Duration(ts[i] - heal), r, f}
 			if u.d > unavailBound {
-				if f.diverged {
-					rep.violation("%s unavailable for %v after fault #%d (%s %s) healed (bound %v); the servers disagreed on the lock paths then (ZooKeeper's replicas diverged)", r, u.d.Round(time.Millisecond), f.n, f.kind, f.target, unavailBound)
-				} else {
-					rep.violation("%s unavailable for %v after fault #%d (%s %s) healed (bound %v)", r, u.d.Round(time.Millisecond), f.n, f.kind, f.target, unavailBound)
-				}
+				rep.violation("%s unavailable for %v after fault #%d (%s %s) healed (bound %v)%s", r, u.d.Round(time.Millisecond), f.n, f.kind, f.target, unavailBound, rep.why(r, f, u.d))
 			}
 			if u.d > rep.longest.d {
 				rep.longest = u
@@ -496,6 +510,12 @@ func (r *report) summary(h *harness, faulting, total time.Duration) string {
 	fmt.Fprintf(&b, ") violations=%d", r.total)
 	if r.server > 0 {
 		fmt.Fprintf(&b, " (%d of them by ZooKeeper itself: replicas diverged)", r.server)
+	}
+	if n := len(r.staleSeen); n > 0 {
+		fmt.Fprintf(&b, " stale-node-bug-nodes=%d", n)
+	}
+	if r.lateDone > 0 {
+		fmt.Fprintf(&b, " late-Done=%d", r.lateDone)
 	}
 	if n := len(h.problemList()); n > 0 {
 		fmt.Fprintf(&b, " problems=%d", n)
@@ -655,4 +675,73 @@ func (h *harness) checkZnodeCounts(rep *report) {
 		return
 	}
 	rep.note("znodes on each server at the end: %v", counts)
+}
+
+// staleNodeSignatures finds, in every worker's log, the lock and acquire
+// calls that failed with "session lost: waiting for <node>" less than
+// 500 ms after the client reported RECONNECTED with a session other than
+// the one before. That is legitimate when the node was made in the old
+// session (it went with it); it is the stale-node bug when the node was
+// made in the new session by a create issued before it, and the library,
+// believing it went with the old session, leaves it behind. why tells the
+// two apart with the nodes diagnose saw.
+func staleNodeSignatures(logs map[string][]event) map[string][]staleSig {
+	out := map[string][]staleSig{}
+	for _, role := range roles {
+		sid := map[string]string{}  // src -> current session
+		newAt := map[string]int64{} // src -> when a new session was reported
+		for _, e := range logs[role] {
+			switch {
+			case e.name == "start" && len(e.args) == 3:
+				sid[e.src] = e.args[2]
+			case e.name == "state" && len(e.args) == 2:
+				if e.args[0] == "RECONNECTED" && sid[e.src] != "" && e.args[1] != sid[e.src] {
+					newAt[e.src] = e.ts
+				}
+				sid[e.src] = e.args[1]
+			case e.name == "lockerr" || e.name == "acquireerr":
+				line := strings.Join(e.args, " ")
+				if t, ok := newAt[e.src]; ok && e.ts-t < int64(500*time.Millisecond) && strings.Contains(line, "session lost: waiting for") {
+					out[role] = append(out[role], staleSig{e, sid[e.src], e.args[len(e.args)-1]})
+				}
+			}
+		}
+	}
+	return out
+}
+
+// lockGroup lists the roles that contend on the same recipe path as role.
+func lockGroup(role string) []string {
+	if role == roleRWWrite || role == roleRWRead {
+		return []string{roleRWWrite, roleRWRead}
+	}
+	return []string{role}
+}
+
+// why explains, where the logs or the servers can, a stretch of
+// unavailability of role after fault f that lasted d.
+func (r *report) why(role string, f *fault, d time.Duration) string {
+	var b strings.Builder
+	from, to := f.start.UnixNano(), f.heal.Add(d).UnixNano()
+	var sigs []string
+	for _, g := range lockGroup(role) {
+		for _, s := range r.staleSigs[g] {
+			// Confirmed only if the node was still there when the
+			// recipe was found stuck, owned by the new session.
+			if s.e.ts >= from && s.e.ts <= to && f.seen[s.node] == s.sid {
+				sigs = append(sigs, fmt.Sprintf("%s %s (session %s)", s.e.src, s.node, s.sid))
+				if r.staleSeen == nil {
+					r.staleSeen = map[string]bool{}
+				}
+				r.staleSeen[s.node] = true
+			}
+		}
+	}
+	if len(sigs) > 0 {
+		fmt.Fprintf(&b, "; %d lock calls failed with \"session lost\" just after a new session began, yet their nodes were alive in that new session when the recipe was found stuck (the stale-node bug): %s", len(sigs), strings.Join(sigs, ", "))
+	}
+	if f.diverged {
+		b.WriteString("; the servers disagreed on the lock paths then (ZooKeeper's replicas diverged)")
+	}
+	return b.String()
 }

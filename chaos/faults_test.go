@@ -5,6 +5,7 @@ package chaos
 import (
 	"encoding/binary"
 	"fmt"
+	"sort"
 	"strconv"
 	"strings"
 	"sync"
@@ -22,8 +23,9 @@ type fault struct {
 	kind      string
 	target    string
 	note      string
-	stallID   string // the stall that held the target still, if any
-	diverged  bool   // when a recipe was stuck after it, the replicas disagreed
+	stallID   string            // the stall that held the target still, if any
+	diverged  bool              // when a recipe was stuck after it, the replicas disagreed
+	seen      map[string]string // then: the nodes under the lock paths, and their owners
 	start     time.Time
 	heal      time.Time
 	recovered time.Time // every role completed an operation after heal (zero: not within recoveryWait)
@@ -47,12 +49,6 @@ var faultKinds = []struct {
 }{
 	{fKillHolder, 3}, {fPauseHolder, 2}, {fBlackhole, 2}, {fLeaderKill, 1},
 	{fFollowerPause, 1}, {fFollowerCreate, 1}, {fQuorumPause, 1}, {fRestartAll, 1},
-}
-
-// lockPathOf is the recipe path each role contends on.
-var lockPathOf = map[string]string{
-	roleMutex: pathMutex, roleRWWrite: pathRW, roleRWRead: pathRW,
-	roleSem: pathSem, roleSelector: pathSel, roleLatch: pathLatch,
 }
 
 // neverPattern disarms a proxy's CutAfterClientSends: no request contains it.
@@ -457,48 +453,64 @@ func (h *harness) diagnose(f *fault) []*proc {
 	}
 	h.mu.Unlock()
 	h.t.Logf("after fault %s %s, no operation of %v for %v; each server's view follows", f.kind, f.target, stuck, recoveryWait)
-	var views []string
-	for i, addr := range h.zkc.Servers() {
-		// Each replica on its own: a server that lost transactions
-		// shows nodes the others deleted, or lacks nodes they have.
-		h.t.Logf("zk%d: nodes under %s/locks after a sync:", i+1, root)
-		c, err := recipes.Connect([]string{addr}, recipes.WithSessionTimeout(4*time.Second))
-		if err != nil {
-			h.t.Logf("  %v", err)
-		} else {
+	// Each replica on its own, twice: a server that lost transactions
+	// shows nodes the others deleted, or lacks nodes they have, and keeps
+	// doing so; nodes that merely come and go meanwhile (the stuck
+	// workers retry) differ in one pass only.
+	var differ map[string]int
+	for pass := range 2 {
+		present := map[string]int{} // path -> bit set of the servers that have it
+		for i, addr := range h.zkc.Servers() {
+			c, err := recipes.Connect([]string{addr}, recipes.WithSessionTimeout(4*time.Second))
+			if err != nil {
+				h.t.Logf("zk%d: %v", i+1, err)
+				continue
+			}
 			if err := c.Sync(root + "/locks"); err != nil {
-				h.t.Logf("  sync: %v", err)
+				h.t.Logf("zk%d: sync: %v", i+1, err)
+			}
+			if pass == 0 {
+				h.t.Logf("zk%d: nodes under %s/locks after a sync:", i+1, root)
 			}
 			var paths []string
-			h.dumpTree(c, root+"/locks", &paths)
+			if f.seen == nil {
+				f.seen = map[string]string{}
+			}
+			h.dumpTree(c, root+"/locks", &paths, pass == 0, f.seen)
 			c.Close()
-			// Only the stuck recipes' paths: the others change meanwhile.
-			var mine []string
 			for _, p := range paths {
-				for _, r := range stuck {
-					if strings.HasPrefix(p, lockPathOf[r]+"/") {
-						mine = append(mine, p)
-						break
+				present[p] |= 1 << i
+			}
+		}
+		all := 1<<h.zkc.Len() - 1
+		now := map[string]int{}
+		for p, bits := range present {
+			if bits != all && (pass == 0 || differ[p] == bits) {
+				now[p] = bits
+			}
+		}
+		differ = now
+		if pass == 0 {
+			for i := range h.zkc.Len() {
+				for _, cmd := range []string{"cons", "wchp"} {
+					out, err := h.zkc.FourLetter(i, cmd)
+					if err != nil {
+						out = err.Error()
 					}
+					h.t.Logf("zk%d %s:\n%s", i+1, cmd, out)
 				}
 			}
-			views = append(views, strings.Join(mine, "\n"))
-		}
-		for _, cmd := range []string{"cons", "wchp"} {
-			out, err := h.zkc.FourLetter(i, cmd)
-			if err != nil {
-				out = err.Error()
-			}
-			h.t.Logf("zk%d %s:\n%s", i+1, cmd, out)
 		}
 	}
-	for _, v := range views[1:] {
-		if len(views) == h.zkc.Len() && v != views[0] {
-			f.diverged = true
-			f.note += " replicas disagreed on the lock paths:"
-			h.t.Logf("the servers disagree on the nodes under %s/locks: ZooKeeper's replicas diverged", root)
-			break
+	if len(differ) > 0 {
+		f.diverged = true
+		f.note += " replicas disagreed on the lock paths:"
+		var ps []string
+		for p, bits := range differ {
+			ps = append(ps, fmt.Sprintf("%s (on servers %03b)", p, bits))
 		}
+		sort.Strings(ps)
+		h.t.Logf("ZooKeeper's replicas diverged: nodes present on some servers only, in two passes:\n  %s", strings.Join(ps, "\n  "))
 	}
 	var out []*proc
 	for _, p := range h.procs {
@@ -513,7 +525,7 @@ func (h *harness) diagnose(f *fault) []*proc {
 	return out
 }
 
-func (h *harness) dumpTree(c *recipes.Client, p string, paths *[]string) {
+func (h *harness) dumpTree(c *recipes.Client, p string, paths *[]string, show bool, owners map[string]string) {
 	kids, _, err := c.Children(p)
 	if err != nil {
 		h.t.Logf("  %s: %v", p, err)
@@ -523,13 +535,18 @@ func (h *harness) dumpTree(c *recipes.Client, p string, paths *[]string) {
 		child := p + "/" + k
 		data, st, err := c.Get(child)
 		if err != nil {
-			h.t.Logf("  %s: %v", child, err)
+			if show {
+				h.t.Logf("  %s: %v", child, err)
+			}
 			continue
 		}
-		h.t.Logf("  %s owner=%#x czxid=%#x data=%q", child, st.EphemeralOwner, st.Czxid, data)
+		if show {
+			h.t.Logf("  %s owner=%#x czxid=%#x data=%q", child, st.EphemeralOwner, st.Czxid, data)
+		}
 		*paths = append(*paths, child)
+		owners[child] = fmt.Sprintf("%#x", st.EphemeralOwner)
 		if st.NumChildren > 0 {
-			h.dumpTree(c, child, paths)
+			h.dumpTree(c, child, paths, show, owners)
 		}
 	}
 }
