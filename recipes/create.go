@@ -218,6 +218,9 @@ func checkCreate(ctx context.Context, parent, name string) error {
 	if strings.Contains(name, "/") {
 		return fmt.Errorf("%w: node name %q holds a /", ErrInvalidPath, name)
 	}
+	if printableASCII(name) { // what ValidatePath would say, without building the path
+		return nil
+	}
 	return ValidatePath("/" + ProtectedPrefix + name)
 }
 

@@ -20,13 +20,18 @@ func ValidatePath(p string) error {
 	case strings.HasSuffix(p, "/"):
 		return fmt.Errorf("%w: %q ends with /", ErrInvalidPath, p)
 	}
-	for _, seg := range strings.Split(p[1:], "/") {
+	for rest, more := p[1:], true; more; { // the segments, without allocating
+		var seg string
+		seg, rest, more = strings.Cut(rest, "/")
 		switch seg {
 		case "":
 			return fmt.Errorf("%w: %q has an empty segment", ErrInvalidPath, p)
 		case ".", "..":
 			return fmt.Errorf("%w: %q has a %q segment", ErrInvalidPath, p, seg)
 		}
+	}
+	if printableASCII(p) { // the usual case: no character to decode
+		return nil
 	}
 	for _, r := range p {
 		if r == 0 {
@@ -39,6 +44,17 @@ func ValidatePath(p string) error {
 		}
 	}
 	return nil
+}
+
+// printableASCII reports whether s holds only the bytes 0x20 to 0x7e,
+// which ValidatePath accepts in any segment.
+func printableASCII(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if s[i] < 0x20 || s[i] > 0x7e {
+			return false
+		}
+	}
+	return true
 }
 
 // JoinPath joins a parent path and a child name.
