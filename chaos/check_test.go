@@ -722,13 +722,15 @@ func lockGroup(role string) []string {
 // unavailability of role after fault f that lasted d.
 func (r *report) why(role string, f *fault, d time.Duration) string {
 	var b strings.Builder
-	from, to := f.start.UnixNano(), f.heal.Add(d).UnixNano()
+	to := f.heal.Add(d).UnixNano()
 	var sigs []string
 	for _, g := range lockGroup(role) {
 		for _, s := range r.staleSigs[g] {
 			// Confirmed only if the node was still there when the
-			// recipe was found stuck, owned by the new session.
-			if s.e.ts >= from && s.e.ts <= to && f.seen[s.node] == s.sid {
+			// recipe was found stuck, owned by the new session. It may
+			// have been left by an earlier fault: a stale node blocks
+			// the queue only once the holders of that time are gone.
+			if s.e.ts <= to && f.seen[s.node] == s.sid {
 				sigs = append(sigs, fmt.Sprintf("%s %s (session %s)", s.e.src, s.node, s.sid))
 				if r.staleSeen == nil {
 					r.staleSeen = map[string]bool{}
@@ -738,7 +740,7 @@ func (r *report) why(role string, f *fault, d time.Duration) string {
 		}
 	}
 	if len(sigs) > 0 {
-		fmt.Fprintf(&b, "; %d lock calls failed with \"session lost\" just after a new session began, yet their nodes were alive in that new session when the recipe was found stuck (the stale-node bug): %s", len(sigs), strings.Join(sigs, ", "))
+		fmt.Fprintf(&b, "; %d lock calls (at this fault or before) failed with \"session lost\" just after a new session began, yet their nodes were alive in that new session when the recipe was found stuck (the stale-node bug): %s", len(sigs), strings.Join(sigs, ", "))
 	}
 	if f.diverged {
 		b.WriteString("; the servers disagreed on the lock paths then (ZooKeeper's replicas diverged)")
