@@ -180,6 +180,23 @@ func (c *Client) createProtected(ctx context.Context, parent, uuid, name string,
 		}
 		sid = c.conn.SessionID()
 		p, err := c.Create(target, data, flags)
+		if err == nil && c.conn.SessionID() != sid {
+			// go-zookeeper queues a request made while disconnected and
+			// sends it on the next connection, in whatever session that
+			// has: the node belongs to the session that made it, which
+			// its ephemeralOwner says. (Found by the chaos suite: a node
+			// taken for the old session's was never deleted.)
+			owner, oerr := c.ownerOf(ctx, p)
+			switch {
+			case oerr == nil:
+				return p, owner, lostReply, nil
+			case errors.Is(oerr, zk.ErrNoNode):
+				continue // made in the old session, gone with it: again
+			default:
+				c.cleanupProtected(parent, prefix, 0)
+				return "", 0, lostReply, fmt.Errorf("zkrecipes: create in %s: %w", parent, oerr)
+			}
+		}
 		switch {
 		case err == nil:
 			return p, sid, lostReply, nil
@@ -235,6 +252,23 @@ func protectedPath(parent, uuid, name string) (path, prefix string) {
 	path = parent + sep + ProtectedPrefix + uuid + "-" + name
 	start := len(parent) + len(sep)
 	return path, path[start : start+len(ProtectedPrefix)+len(uuid)+1]
+}
+
+// ownerOf returns the session that owns the ephemeral node at path.
+func (c *Client) ownerOf(ctx context.Context, path string) (int64, error) {
+	var st *zk.Stat
+	err := c.Retry(ctx, func() error {
+		ok, s, err := c.Exists(path)
+		if err == nil && !ok {
+			return zk.ErrNoNode
+		}
+		st = s
+		return err
+	})
+	if err != nil {
+		return 0, err
+	}
+	return st.EphemeralOwner, nil
 }
 
 // findProtected looks for the node of a protected create whose reply was

@@ -357,3 +357,18 @@ func TestConnectPassesEveryDialingOption(t *testing.T) {
 	assert.True(t, logged.Load(), "the go-zookeeper logger")
 	assert.Equal(t, 4*time.Second, c.SessionTimeout(), "the Wire still reads the handshake")
 }
+
+// A hold whose signal has already closed reports Done at once, on the
+// first look (Done's channel used to be made open and closed a moment
+// later, so a non-blocking check passed a lost hold: found by the chaos
+// suite).
+func TestHoldDoneClosedAtFirstLook(t *testing.T) {
+	over := make(chan struct{})
+	close(over)
+	h := recipes.NewHold(nil, "/x", recipes.Signals{Done: over, Lost: over})
+	select {
+	case <-h.Done():
+	default:
+		t.Fatal("Done of a hold whose signal closed is open")
+	}
+}

@@ -44,8 +44,8 @@ func (h *Hold) Done() <-chan struct{} {
 	defer h.mu.Unlock()
 	if h.done == nil {
 		h.done = make(chan struct{})
-		if h.isReleased {
-			h.closeDone()
+		if h.isReleased || isClosed(h.sig.Done) {
+			h.closeDone() // already over: closed before anyone can look
 		} else {
 			released := make(chan struct{})
 			h.released = released
