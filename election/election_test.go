@@ -409,7 +409,12 @@ func TestSelectorInterruptAndRequeue(t *testing.T) {
 	assert.False(t, ok)
 	require.NoError(t, s.Start())
 	assert.ErrorIs(t, s.Start(), election.ErrAlreadyStarted)
-	term := <-led
+	var term *election.Term
+	select {
+	case term = <-led:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the selector did not lead")
+	}
 	assert.True(t, s.HasLeadership())
 	leader, err := s.Leader(ctx)
 	require.NoError(t, err)
@@ -424,7 +429,11 @@ func TestSelectorInterruptAndRequeue(t *testing.T) {
 	ok, err = s.Requeue()
 	require.NoError(t, err)
 	assert.True(t, ok)
-	<-led
+	select {
+	case <-led:
+	case <-time.After(10 * time.Second):
+		t.Fatal("a Requeue made after the release did not lead again")
+	}
 	require.NoError(t, s.Close(ctx))
 	select {
 	case <-term.Done():

@@ -176,16 +176,18 @@ func (s *Selector) run() {
 				return
 			}
 		}
-		err := s.leadOnce(owner)
+		led, err := s.leadOnce(owner)
 		if s.ctx.Err() != nil {
 			return
 		}
 		if err != nil {
 			s.c.Logger().Warn("zkrecipes: leader selector: attempt to lead failed", "path", s.path, "id", s.id, "err", err)
 		}
-		s.mu.Lock()
-		s.queued = s.opts.autoRequeue
-		s.mu.Unlock()
+		if !led { // (a term's end settles queued itself, before its release)
+			s.mu.Lock()
+			s.queued = s.opts.autoRequeue
+			s.mu.Unlock()
+		}
 		if err != nil && s.opts.autoRequeue {
 			// Do not spin while the connection is down.
 			if werr := s.c.WaitConnected(s.ctx); werr != nil {
@@ -204,11 +206,12 @@ func (s *Selector) run() {
 
 const retryDelay = 20 * time.Millisecond
 
-// leadOnce waits for the mutex, runs fn, releases.
-func (s *Selector) leadOnce(owner context.Context) error {
+// leadOnce waits for the mutex, runs fn, releases; led says whether it
+// led.
+func (s *Selector) leadOnce(owner context.Context) (led bool, _ error) {
 	lease, err := s.m.Lock(owner)
 	if err != nil {
-		return err
+		return false, err
 	}
 	term := newTerm(lease.Hold, s.id)
 	tctx, cancel := context.WithCancel(s.ctx)
@@ -228,12 +231,15 @@ func (s *Selector) leadOnce(owner context.Context) error {
 	stop()
 	s.mu.Lock()
 	s.leading, s.interrupt = nil, nil
+	// Settled before the release, so that a Requeue made once the release
+	// is visible is not undone (a race the Requeue test met).
+	s.queued = s.opts.autoRequeue
 	s.mu.Unlock()
 	uerr := lease.Unlock(context.WithoutCancel(owner))
 	if errors.Is(uerr, recipes.ErrLockLost) {
 		uerr = nil // the term ended with the session; nothing is left to release
 	}
-	return errors.Join(ferr, uerr)
+	return true, errors.Join(ferr, uerr)
 }
 
 func (s *Selector) runFn(ctx context.Context, t *Term) (err error) {
