@@ -94,6 +94,7 @@ func TestReadersShareWritersExclude(t *testing.T) {
 	w1 := lockAsync(ctx, rw.WriteLock(), "w1")
 	waitNodes(t, rw, readers+1)
 	late := lockAsync(ctx, rw.ReadLock(), "late")
+	waitNodes(t, rw, readers+2) // queued in this order: late, then w2
 	w2 := lockAsync(ctx, rw.WriteLock(), "w2")
 	waitNodes(t, rw, readers+3)
 	_, err := rw.ReadLock().TryLock(mutex.WithOwner(ctx, "try"))
