@@ -6,8 +6,6 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
-	"path/filepath"
-	"runtime/debug"
 	"strings"
 	"testing"
 	"time"
@@ -15,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/zkrecipes/zkrecipes/election"
+	"github.com/zkrecipes/zkrecipes/internal/testutil"
 	"github.com/zkrecipes/zkrecipes/recipes"
 	"github.com/zkrecipes/zkrecipes/recipes/zktest"
 )
@@ -47,13 +46,13 @@ func TestMisuse(t *testing.T) {
 	require.NoError(t, closed.Close())
 
 	var cases misuseTable
-	add, tolerate := cases.add, cases.tolerate
+	add, tolerate := cases.Add, cases.Tolerate
 
 	// Constructors and the package functions, on bad paths.
 	pathRow := func(name string, paths []string, call func(p string) error) {
 		var subs []misuseSub
 		for _, p := range paths {
-			subs = append(subs, misuseSub{fmt.Sprintf("%q", p), func() error { return call(p) }})
+			subs = append(subs, misuseSub{Name: fmt.Sprintf("%q", p), Call: func() error { return call(p) }})
 		}
 		add(name+"(bad paths)", noError, misuseEach(invalidPath, subs))
 	}
@@ -69,31 +68,31 @@ func TestMisuse(t *testing.T) {
 		return err
 	})
 	add("nil client", noError, misuseEach([]error{recipes.ErrNilClient}, []misuseSub{
-		{"NewSelector", func() error { _, err := election.NewSelector(nil, "/misuse/x", "id", lead); return err }},
-		{"Participants", func() error { _, err := election.Participants(ctx, nil, "/misuse/x"); return err }},
-		{"CurrentLeader", func() error { _, err := election.CurrentLeader(ctx, nil, "/misuse/x"); return err }},
+		{Name: "NewSelector", Call: func() error { _, err := election.NewSelector(nil, "/misuse/x", "id", lead); return err }},
+		{Name: "Participants", Call: func() error { _, err := election.Participants(ctx, nil, "/misuse/x"); return err }},
+		{Name: "CurrentLeader", Call: func() error { _, err := election.CurrentLeader(ctx, nil, "/misuse/x"); return err }},
 	}))
 	add("closed client", noError, misuseEach(closedErr, []misuseSub{
-		{"NewLatch", func() error { _, err := election.NewLatch(closed, "/misuse/x", "id"); return err }},
-		{"NewSelector", func() error { _, err := election.NewSelector(closed, "/misuse/x", "id", lead); return err }},
-		{"Participants", func() error { _, err := election.Participants(ctx, closed, "/misuse/x"); return err }},
-		{"CurrentLeader", func() error { _, err := election.CurrentLeader(ctx, closed, "/misuse/x"); return err }},
-		{"Observe", func() error { _, err := election.Observe(ctx, closed, "/misuse/x"); return err }},
-		{"Latch.Start", func() error { return closedLatch.Start(ctx) }},
-		{"Latch.Participants", func() error { _, err := closedLatch.Participants(ctx); return err }},
-		{"Latch.Leader", func() error { _, err := closedLatch.Leader(ctx); return err }},
-		{"Selector.Start", func() error { return closedSel.Start() }},
-		{"Selector.Participants", func() error { _, err := closedSel.Participants(ctx); return err }},
-		{"Selector.Leader", func() error { _, err := closedSel.Leader(ctx); return err }},
+		{Name: "NewLatch", Call: func() error { _, err := election.NewLatch(closed, "/misuse/x", "id"); return err }},
+		{Name: "NewSelector", Call: func() error { _, err := election.NewSelector(closed, "/misuse/x", "id", lead); return err }},
+		{Name: "Participants", Call: func() error { _, err := election.Participants(ctx, closed, "/misuse/x"); return err }},
+		{Name: "CurrentLeader", Call: func() error { _, err := election.CurrentLeader(ctx, closed, "/misuse/x"); return err }},
+		{Name: "Observe", Call: func() error { _, err := election.Observe(ctx, closed, "/misuse/x"); return err }},
+		{Name: "Latch.Start", Call: func() error { return closedLatch.Start(ctx) }},
+		{Name: "Latch.Participants", Call: func() error { _, err := closedLatch.Participants(ctx); return err }},
+		{Name: "Latch.Leader", Call: func() error { _, err := closedLatch.Leader(ctx); return err }},
+		{Name: "Selector.Start", Call: func() error { return closedSel.Start() }},
+		{Name: "Selector.Participants", Call: func() error { _, err := closedSel.Participants(ctx); return err }},
+		{Name: "Selector.Leader", Call: func() error { _, err := closedSel.Leader(ctx); return err }},
 	}))
 	add("nil ctx", noError, misuseEach(invalidArg, []misuseSub{
-		{"Participants", func() error { _, err := election.Participants(nilCtx, c, "/misuse/x"); return err }},
-		{"CurrentLeader", func() error { _, err := election.CurrentLeader(nilCtx, c, "/misuse/x"); return err }},
+		{Name: "Participants", Call: func() error { _, err := election.Participants(nilCtx, c, "/misuse/x"); return err }},
+		{Name: "CurrentLeader", Call: func() error { _, err := election.CurrentLeader(nilCtx, c, "/misuse/x"); return err }},
 	}))
 	add("nil options", noError, misuseEach(invalidArg, []misuseSub{
-		{"NewLatch", func() error { _, err := election.NewLatch(c, "/misuse/x", "id", nil); return err }},
-		{"NewSelector", func() error { _, err := election.NewSelector(c, "/misuse/x", "id", lead, nil); return err }},
-		{"WithCloseMode(-1)", func() error {
+		{Name: "NewLatch", Call: func() error { _, err := election.NewLatch(c, "/misuse/x", "id", nil); return err }},
+		{Name: "NewSelector", Call: func() error { _, err := election.NewSelector(c, "/misuse/x", "id", lead, nil); return err }},
+		{Name: "WithCloseMode(-1)", Call: func() error {
 			_, err := election.NewLatch(c, "/misuse/x", "id", election.WithCloseMode(-1))
 			return err
 		}},
@@ -107,10 +106,10 @@ func TestMisuse(t *testing.T) {
 		return l
 	}
 	add("Latch nil ctx", noError, misuseEach(invalidArg, []misuseSub{
-		{"Start", func() error { return newL("/misuse/latch/nilstart").Start(nilCtx) }},
-		{"Await", func() error { _, err := newL("/misuse/latch/nilawait").Await(nilCtx); return err }},
-		{"Participants", func() error { _, err := newL("/misuse/latch/nilps").Participants(nilCtx); return err }},
-		{"Leader", func() error { _, err := newL("/misuse/latch/nilleader").Leader(nilCtx); return err }},
+		{Name: "Start", Call: func() error { return newL("/misuse/latch/nilstart").Start(nilCtx) }},
+		{Name: "Await", Call: func() error { _, err := newL("/misuse/latch/nilawait").Await(nilCtx); return err }},
+		{Name: "Participants", Call: func() error { _, err := newL("/misuse/latch/nilps").Participants(nilCtx); return err }},
+		{Name: "Leader", Call: func() error { _, err := newL("/misuse/latch/nilleader").Leader(nilCtx); return err }},
 	}))
 	tolerate("Latch.Close(nil ctx)", invalidArg, func() error {
 		l := newL("/misuse/latch/nilclose")
@@ -178,10 +177,10 @@ func TestMisuse(t *testing.T) {
 		l    *election.Latch
 	}{{"nil Latch", nilL}, {"zero Latch", new(election.Latch)}} {
 		add(ll.what+" calls", noError, misuseEach(invalidArg, []misuseSub{
-			{"Await", func() error { _, err := ll.l.Await(ctx); return err }},
-			{"Close", func() error { return ll.l.Close(ctx) }},
-			{"Participants", func() error { _, err := ll.l.Participants(ctx); return err }},
-			{"Leader", func() error { _, err := ll.l.Leader(ctx); return err }},
+			{Name: "Await", Call: func() error { _, err := ll.l.Await(ctx); return err }},
+			{Name: "Close", Call: func() error { return ll.l.Close(ctx) }},
+			{Name: "Participants", Call: func() error { _, err := ll.l.Participants(ctx); return err }},
+			{Name: "Leader", Call: func() error { _, err := ll.l.Leader(ctx); return err }},
 		}))
 	}
 	add("nil Latch queries", noError, func() error {
@@ -251,8 +250,8 @@ func TestMisuse(t *testing.T) {
 		return s.Close(nilCtx)
 	})
 	add("Selector nil ctx", noError, misuseEach(invalidArg, []misuseSub{
-		{"Participants", func() error { _, err := newS("/misuse/sel/nilps").Participants(nilCtx); return err }},
-		{"Leader", func() error { _, err := newS("/misuse/sel/nilleader").Leader(nilCtx); return err }},
+		{Name: "Participants", Call: func() error { _, err := newS("/misuse/sel/nilps").Participants(nilCtx); return err }},
+		{Name: "Leader", Call: func() error { _, err := newS("/misuse/sel/nilleader").Leader(nilCtx); return err }},
 	}))
 	add("Selector.Leader with nobody", []error{election.ErrNoLeader}, func() error {
 		_, err := newS("/misuse/sel/nobody").Leader(ctx)
@@ -264,11 +263,11 @@ func TestMisuse(t *testing.T) {
 		s    *election.Selector
 	}{{"nil Selector", nilS}, {"zero Selector", new(election.Selector)}} {
 		add(ss.what+" calls", noError, misuseEach(invalidArg, []misuseSub{
-			{"Start", func() error { return ss.s.Start() }},
-			{"Requeue", func() error { _, err := ss.s.Requeue(); return err }},
-			{"Close", func() error { return ss.s.Close(ctx) }},
-			{"Participants", func() error { _, err := ss.s.Participants(ctx); return err }},
-			{"Leader", func() error { _, err := ss.s.Leader(ctx); return err }},
+			{Name: "Start", Call: func() error { return ss.s.Start() }},
+			{Name: "Requeue", Call: func() error { _, err := ss.s.Requeue(); return err }},
+			{Name: "Close", Call: func() error { return ss.s.Close(ctx) }},
+			{Name: "Participants", Call: func() error { _, err := ss.s.Participants(ctx); return err }},
+			{Name: "Leader", Call: func() error { _, err := ss.s.Leader(ctx); return err }},
 		}))
 		add(ss.what+" queries", noError, func() error {
 			ss.s.Interrupt()
@@ -281,8 +280,8 @@ func TestMisuse(t *testing.T) {
 
 	// Terms.
 	add("zero Term", noError, misuseEach(invalidArg, []misuseSub{
-		{"Token", func() error { _, err := new(election.Term).Token(ctx); return err }},
-		{"Fenced", func() error { _, err := new(election.Term).Fenced(ctx); return err }},
+		{Name: "Token", Call: func() error { _, err := new(election.Term).Token(ctx); return err }},
+		{Name: "Fenced", Call: func() error { _, err := new(election.Term).Fenced(ctx); return err }},
 	}))
 	add("zero Term queries", noError, func() error {
 		var tm election.Term
@@ -365,150 +364,13 @@ func misuseTail(out []byte) string {
 	return s
 }
 
-// misuseCase is one row of a misuse table. The call must return within
-// misuseTimeout, without panicking, an error that matches one of want
-// (errors.Is); with want empty it must succeed; a nil entry in want, or
-// nilOK, also accepts success (a misuse the API may tolerate).
-type misuseCase struct {
-	name  string
-	want  []error
-	nilOK bool
-	call  func() error
-}
+// The misuse-table machinery is shared: internal/testutil/misuse.go.
+type (
+	misuseTable = testutil.MisuseTable
+	misuseSub   = testutil.MisuseSub
+)
 
-const misuseTimeout = 20 * time.Second
-
-// misuseTable collects rows.
-type misuseTable []misuseCase
-
-// add adds a row whose call must fail with an error matching one of want
-// (or succeed, when want is empty).
-func (tb *misuseTable) add(name string, want []error, call func() error) {
-	*tb = append(*tb, misuseCase{name: name, want: want, call: call})
-}
-
-// tolerate adds a row whose call may also succeed.
-func (tb *misuseTable) tolerate(name string, want []error, call func() error) {
-	*tb = append(*tb, misuseCase{name: name, want: want, nilOK: true, call: call})
-}
-
-func runMisuse(t *testing.T, cases []misuseCase) {
-	t.Helper()
-	for _, tc := range cases {
-		t.Run(tc.name, func(t *testing.T) {
-			if msg := misuseCheck(tc.call, tc.want, tc.nilOK, true); msg != "" {
-				t.Fatalf("%s: %s", tc.name, msg)
-			}
-		})
-	}
-}
-
-// misuseCheck runs call and says what is wrong with the outcome ("" when
-// nothing), with the panic's stack when withStack.
-func misuseCheck(call func() error, want []error, nilOK, withStack bool) string {
-	err, panicked, stack, returned := misuseCall(call)
-	switch {
-	case !returned:
-		return fmt.Sprintf("no return within %v", misuseTimeout)
-	case panicked != nil:
-		if withStack {
-			return fmt.Sprintf("panicked: %v\n%s", panicked, stack)
-		}
-		return fmt.Sprintf("panicked: %v at %s", panicked, misusePanicSite(stack))
-	case err == nil:
-		if len(want) > 0 && !nilOK && !misuseContainsNil(want) {
-			return fmt.Sprintf("no error, want one matching %v", want)
-		}
-	case len(want) == 0:
-		return fmt.Sprintf("unexpected error: %v", err)
-	default:
-		for _, w := range want {
-			if w != nil && errors.Is(err, w) {
-				return ""
-			}
-		}
-		return fmt.Sprintf("error %q (%T) matches none of %v", err, err, want)
-	}
-	return ""
-}
-
-// misuseSub is one call of a row that tries several.
-type misuseSub struct {
-	name string
-	call func() error
-}
-
-// misuseEach returns a row call that makes every sub-call, each of which
-// must return an error matching one of want, and reports all that do not.
-func misuseEach(want []error, subs []misuseSub) func() error {
-	return func() error {
-		var bad []string
-		for _, s := range subs {
-			if msg := misuseCheck(s.call, want, false, false); msg != "" {
-				bad = append(bad, s.name+": "+msg)
-			}
-		}
-		if len(bad) > 0 {
-			return fmt.Errorf("%d of %d calls:\n\t%s", len(bad), len(subs), strings.Join(bad, "\n\t"))
-		}
-		return nil
-	}
-}
-
-// misusePanicSite returns the file:line of the first frame below the panic
-// that is not in the runtime.
-func misusePanicSite(stack []byte) string {
-	lines := strings.Split(string(stack), "\n")
-	after := false
-	for _, l := range lines {
-		if strings.HasPrefix(l, "panic(") {
-			after = true
-			continue
-		}
-		if after && strings.HasPrefix(l, "\t") && !strings.Contains(l, "/runtime/") {
-			f := strings.TrimSpace(l)
-			if i := strings.LastIndex(f, " +0x"); i >= 0 {
-				f = f[:i]
-			}
-			return filepath.Base(filepath.Dir(f)) + "/" + filepath.Base(f)
-		}
-	}
-	return "?"
-}
-
-func misuseContainsNil(errs []error) bool {
-	for _, e := range errs {
-		if e == nil {
-			return true
-		}
-	}
-	return false
-}
-
-// misuseCall runs fn on a goroutine of its own and reports its error, or
-// the value it panicked with (and the stack), or that it did not return
-// within misuseTimeout.
-func misuseCall(fn func() error) (err error, panicked any, stack []byte, returned bool) {
-	type result struct {
-		err   error
-		p     any
-		stack []byte
-	}
-	ch := make(chan result, 1)
-	go func() {
-		var r result
-		defer func() {
-			if p := recover(); p != nil {
-				r.p, r.stack = p, debug.Stack()
-			}
-			ch <- r
-		}()
-		r.err = fn()
-	}()
-	select {
-	case r := <-ch:
-		return r.err, r.p, r.stack, true
-	case <-time.After(misuseTimeout):
-		return nil, nil, nil, false
-	}
-}
+var (
+	runMisuse  = testutil.RunMisuse
+	misuseEach = testutil.MisuseEach
+)

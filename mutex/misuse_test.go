@@ -4,15 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"path/filepath"
-	"runtime/debug"
-	"strings"
 	"testing"
 	"time"
 
 	"github.com/go-zookeeper/zk"
 	"github.com/stretchr/testify/require"
 
+	"github.com/zkrecipes/zkrecipes/internal/testutil"
 	"github.com/zkrecipes/zkrecipes/mutex"
 	"github.com/zkrecipes/zkrecipes/recipes"
 	"github.com/zkrecipes/zkrecipes/recipes/zktest"
@@ -52,7 +50,7 @@ func TestMisuse(t *testing.T) {
 	}
 
 	var cases misuseTable
-	add, tolerate := cases.add, cases.tolerate
+	add, tolerate := cases.Add, cases.Tolerate
 
 	// Constructors.
 	add("NewInternal(nil client)", []error{recipes.ErrNilClient}, func() error {
@@ -65,7 +63,7 @@ func TestMisuse(t *testing.T) {
 	})
 	var subs []misuseSub
 	for _, p := range badPaths {
-		subs = append(subs, misuseSub{fmt.Sprintf("%q", p), func() error {
+		subs = append(subs, misuseSub{Name: fmt.Sprintf("%q", p), Call: func() error {
 			_, err := mutex.NewInternal(c, p, mutex.Internal{LockName: "x-", Driver: &recipes.StandardDriver{LockName: "x-"}})
 			return err
 		}})
@@ -124,7 +122,7 @@ func TestMisuse(t *testing.T) {
 	subs = nil
 	for _, p := range badPaths {
 		// "/" too: the root is never a lock node, and its data is not ours to overwrite.
-		subs = append(subs, misuseSub{fmt.Sprintf("%q", p), func() error { return mutex.Revoke(ctx, c, p) }})
+		subs = append(subs, misuseSub{Name: fmt.Sprintf("%q", p), Call: func() error { return mutex.Revoke(ctx, c, p) }})
 	}
 	add("Revoke(bad node paths)", noError, misuseEach(invalidPath, subs))
 	add("Revoke(a node that does not exist)", []error{zk.ErrNoNode, mutex.ErrNotHeld}, func() error {
@@ -266,12 +264,12 @@ func TestMisuse(t *testing.T) {
 		m    *mutex.Mutex
 	}{{"nil Mutex", nilM}, {"zero Mutex", &zero}} {
 		add(mm.what+" calls", noError, misuseEach(invalidArg, []misuseSub{
-			{"TryLock", func() error { _, err := mm.m.TryLock(ctx); return err }},
-			{"Unlock", func() error { return mm.m.Unlock(ctx) }},
-			{"Acquire", func() error { return mm.m.Acquire(ctx) }},
-			{"Release", func() error { return mm.m.Release(ctx) }},
-			{"Participants", func() error { _, err := mm.m.Participants(ctx); return err }},
-			{"Holder", func() error { _, _, err := mm.m.Holder(ctx); return err }},
+			{Name: "TryLock", Call: func() error { _, err := mm.m.TryLock(ctx); return err }},
+			{Name: "Unlock", Call: func() error { return mm.m.Unlock(ctx) }},
+			{Name: "Acquire", Call: func() error { return mm.m.Acquire(ctx) }},
+			{Name: "Release", Call: func() error { return mm.m.Release(ctx) }},
+			{Name: "Participants", Call: func() error { _, err := mm.m.Participants(ctx); return err }},
+			{Name: "Holder", Call: func() error { _, _, err := mm.m.Holder(ctx); return err }},
 		}))
 		add(mm.what+" queries", noError, func() error {
 			if mm.m.IsHeld(ctx) || mm.m.IsHeldInProcess() || mm.m.LeaseOf("x") != nil {
@@ -282,10 +280,10 @@ func TestMisuse(t *testing.T) {
 	}
 	add("zero Mutex accessors", noError, func() error { _, _ = zero.Client(), zero.Path(); return nil })
 	add("nil and zero Lease", noError, misuseEach(invalidArg, []misuseSub{
-		{"nil Count", func() error { _ = (*mutex.Lease)(nil).Count(); return recipes.ErrInvalidArgument }},
-		{"zero Count", func() error { _ = new(mutex.Lease).Count(); return recipes.ErrInvalidArgument }},
-		{"zero Token", func() error { _, err := new(mutex.Lease).Token(ctx); return err }},
-		{"zero Fenced", func() error { _, err := new(mutex.Lease).Fenced(ctx); return err }},
+		{Name: "nil Count", Call: func() error { _ = (*mutex.Lease)(nil).Count(); return recipes.ErrInvalidArgument }},
+		{Name: "zero Count", Call: func() error { _ = new(mutex.Lease).Count(); return recipes.ErrInvalidArgument }},
+		{Name: "zero Token", Call: func() error { _, err := new(mutex.Lease).Token(ctx); return err }},
+		{Name: "zero Fenced", Call: func() error { _, err := new(mutex.Lease).Fenced(ctx); return err }},
 	}))
 
 	// MultiLock.
@@ -295,10 +293,10 @@ func TestMisuse(t *testing.T) {
 		ml   *mutex.MultiLock
 	}{{"nil MultiLock", nilML}, {"zero MultiLock", new(mutex.MultiLock)}} {
 		add(ml.what+" calls", noError, misuseEach(invalidArg, []misuseSub{
-			{"Lock", func() error { return ml.ml.Lock(ctx) }},
-			{"Unlock", func() error { return ml.ml.Unlock(ctx) }},
-			{"Acquire", func() error { return ml.ml.Acquire(ctx) }},
-			{"Release", func() error { return ml.ml.Release(ctx) }},
+			{Name: "Lock", Call: func() error { return ml.ml.Lock(ctx) }},
+			{Name: "Unlock", Call: func() error { return ml.ml.Unlock(ctx) }},
+			{Name: "Acquire", Call: func() error { return ml.ml.Acquire(ctx) }},
+			{Name: "Release", Call: func() error { return ml.ml.Release(ctx) }},
 		}))
 	}
 	add("NewMultiLock(typed nil *Mutex) then Lock", invalidArg, func() error {
@@ -339,10 +337,10 @@ func TestMisuse(t *testing.T) {
 
 	// A closed client (TestBadInput has Lock, New and Revoke).
 	add("closed client: Mutex calls", noError, misuseEach([]error{recipes.ErrClosed}, []misuseSub{
-		{"TryLock", func() error { _, err := closedM.TryLock(ctx); return err }},
-		{"Acquire", func() error { return closedM.Acquire(ctx) }},
-		{"Participants", func() error { _, err := closedM.Participants(ctx); return err }},
-		{"Holder", func() error { _, _, err := closedM.Holder(ctx); return err }},
+		{Name: "TryLock", Call: func() error { _, err := closedM.TryLock(ctx); return err }},
+		{Name: "Acquire", Call: func() error { return closedM.Acquire(ctx) }},
+		{Name: "Participants", Call: func() error { _, err := closedM.Participants(ctx); return err }},
+		{Name: "Holder", Call: func() error { _, _, err := closedM.Holder(ctx); return err }},
 	}))
 	add("Unlock after the client closed", []error{recipes.ErrClosed, mutex.ErrLockLost}, func() error {
 		cc := connect(t, servers)
@@ -384,150 +382,13 @@ func TestMisuse(t *testing.T) {
 	runMisuse(t, cases)
 }
 
-// misuseCase is one row of a misuse table. The call must return within
-// misuseTimeout, without panicking, an error that matches one of want
-// (errors.Is); with want empty it must succeed; a nil entry in want, or
-// nilOK, also accepts success (a misuse the API may tolerate).
-type misuseCase struct {
-	name  string
-	want  []error
-	nilOK bool
-	call  func() error
-}
+// The misuse-table machinery is shared: internal/testutil/misuse.go.
+type (
+	misuseTable = testutil.MisuseTable
+	misuseSub   = testutil.MisuseSub
+)
 
-const misuseTimeout = 20 * time.Second
-
-// misuseTable collects rows.
-type misuseTable []misuseCase
-
-// add adds a row whose call must fail with an error matching one of want
-// (or succeed, when want is empty).
-func (tb *misuseTable) add(name string, want []error, call func() error) {
-	*tb = append(*tb, misuseCase{name: name, want: want, call: call})
-}
-
-// tolerate adds a row whose call may also succeed.
-func (tb *misuseTable) tolerate(name string, want []error, call func() error) {
-	*tb = append(*tb, misuseCase{name: name, want: want, nilOK: true, call: call})
-}
-
-func runMisuse(t *testing.T, cases []misuseCase) {
-	t.Helper()
-	for _, tc := range cases {
-		t.Run(tc.name, func(t *testing.T) {
-			if msg := misuseCheck(tc.call, tc.want, tc.nilOK, true); msg != "" {
-				t.Fatalf("%s: %s", tc.name, msg)
-			}
-		})
-	}
-}
-
-// misuseCheck runs call and says what is wrong with the outcome ("" when
-// nothing), with the panic's stack when withStack.
-func misuseCheck(call func() error, want []error, nilOK, withStack bool) string {
-	err, panicked, stack, returned := misuseCall(call)
-	switch {
-	case !returned:
-		return fmt.Sprintf("no return within %v", misuseTimeout)
-	case panicked != nil:
-		if withStack {
-			return fmt.Sprintf("panicked: %v\n%s", panicked, stack)
-		}
-		return fmt.Sprintf("panicked: %v at %s", panicked, misusePanicSite(stack))
-	case err == nil:
-		if len(want) > 0 && !nilOK && !misuseContainsNil(want) {
-			return fmt.Sprintf("no error, want one matching %v", want)
-		}
-	case len(want) == 0:
-		return fmt.Sprintf("unexpected error: %v", err)
-	default:
-		for _, w := range want {
-			if w != nil && errors.Is(err, w) {
-				return ""
-			}
-		}
-		return fmt.Sprintf("error %q (%T) matches none of %v", err, err, want)
-	}
-	return ""
-}
-
-// misuseSub is one call of a row that tries several.
-type misuseSub struct {
-	name string
-	call func() error
-}
-
-// misuseEach returns a row call that makes every sub-call, each of which
-// must return an error matching one of want, and reports all that do not.
-func misuseEach(want []error, subs []misuseSub) func() error {
-	return func() error {
-		var bad []string
-		for _, s := range subs {
-			if msg := misuseCheck(s.call, want, false, false); msg != "" {
-				bad = append(bad, s.name+": "+msg)
-			}
-		}
-		if len(bad) > 0 {
-			return fmt.Errorf("%d of %d calls:\n\t%s", len(bad), len(subs), strings.Join(bad, "\n\t"))
-		}
-		return nil
-	}
-}
-
-// misusePanicSite returns the file:line of the first frame below the panic
-// that is not in the runtime.
-func misusePanicSite(stack []byte) string {
-	lines := strings.Split(string(stack), "\n")
-	after := false
-	for _, l := range lines {
-		if strings.HasPrefix(l, "panic(") {
-			after = true
-			continue
-		}
-		if after && strings.HasPrefix(l, "\t") && !strings.Contains(l, "/runtime/") {
-			f := strings.TrimSpace(l)
-			if i := strings.LastIndex(f, " +0x"); i >= 0 {
-				f = f[:i]
-			}
-			return filepath.Base(filepath.Dir(f)) + "/" + filepath.Base(f)
-		}
-	}
-	return "?"
-}
-
-func misuseContainsNil(errs []error) bool {
-	for _, e := range errs {
-		if e == nil {
-			return true
-		}
-	}
-	return false
-}
-
-// misuseCall runs fn on a goroutine of its own and reports its error, or
-// the value it panicked with (and the stack), or that it did not return
-// within misuseTimeout.
-func misuseCall(fn func() error) (err error, panicked any, stack []byte, returned bool) {
-	type result struct {
-		err   error
-		p     any
-		stack []byte
-	}
-	ch := make(chan result, 1)
-	go func() {
-		var r result
-		defer func() {
-			if p := recover(); p != nil {
-				r.p, r.stack = p, debug.Stack()
-			}
-			ch <- r
-		}()
-		r.err = fn()
-	}()
-	select {
-	case r := <-ch:
-		return r.err, r.p, r.stack, true
-	case <-time.After(misuseTimeout):
-		return nil, nil, nil, false
-	}
-}
+var (
+	runMisuse  = testutil.RunMisuse
+	misuseEach = testutil.MisuseEach
+)

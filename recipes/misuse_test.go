@@ -6,8 +6,6 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
-	"path/filepath"
-	"runtime/debug"
 	"strings"
 	"testing"
 	"time"
@@ -15,6 +13,7 @@ import (
 	"github.com/go-zookeeper/zk"
 	"github.com/stretchr/testify/require"
 
+	"github.com/zkrecipes/zkrecipes/internal/testutil"
 	"github.com/zkrecipes/zkrecipes/recipes"
 	"github.com/zkrecipes/zkrecipes/recipes/zktest"
 )
@@ -48,7 +47,7 @@ func TestMisuse(t *testing.T) {
 	}
 
 	var cases misuseTable
-	add, tolerate := cases.add, cases.tolerate
+	add, tolerate := cases.Add, cases.Tolerate
 	invalidPath := []error{recipes.ErrInvalidPath}
 	invalidArg := []error{recipes.ErrInvalidArgument}
 	nilClientErr := []error{recipes.ErrNilClient}
@@ -158,18 +157,18 @@ func TestMisuse(t *testing.T) {
 		} // a zero Client's panics on a goroutine of its own: tried in a child process, below
 		m("Retry(an op that fails with a connection loss)", func(c *recipes.Client) error { return c.Retry(ctx, retryable) })
 		add(cl.what+": go-zookeeper calls", noError, misuseEach(cl.want, []misuseSub{
-			{"Create", func() error { _, err := cl.c().Create("/misuse", nil, 0); return err }},
-			{"CreateContainer", func() error { _, err := cl.c().CreateContainer("/misuse"); return err }},
-			{"Delete", func() error { return cl.c().Delete("/misuse", -1) }},
-			{"Get", func() error { _, _, err := cl.c().Get("/"); return err }},
-			{"GetW", func() error { _, _, _, err := cl.c().GetW("/"); return err }},
-			{"Exists", func() error { _, _, err := cl.c().Exists("/"); return err }},
-			{"ExistsW", func() error { _, _, _, err := cl.c().ExistsW("/"); return err }},
-			{"Children", func() error { _, _, err := cl.c().Children("/"); return err }},
-			{"ChildrenW", func() error { _, _, _, err := cl.c().ChildrenW("/"); return err }},
-			{"Set", func() error { _, err := cl.c().Set("/misuse", nil, -1); return err }},
-			{"Sync", func() error { return cl.c().Sync("/") }},
-			{"Multi", func() error { _, err := cl.c().Multi(&zk.CheckVersionRequest{Path: "/", Version: -1}); return err }},
+			{Name: "Create", Call: func() error { _, err := cl.c().Create("/misuse", nil, 0); return err }},
+			{Name: "CreateContainer", Call: func() error { _, err := cl.c().CreateContainer("/misuse"); return err }},
+			{Name: "Delete", Call: func() error { return cl.c().Delete("/misuse", -1) }},
+			{Name: "Get", Call: func() error { _, _, err := cl.c().Get("/"); return err }},
+			{Name: "GetW", Call: func() error { _, _, _, err := cl.c().GetW("/"); return err }},
+			{Name: "Exists", Call: func() error { _, _, err := cl.c().Exists("/"); return err }},
+			{Name: "ExistsW", Call: func() error { _, _, _, err := cl.c().ExistsW("/"); return err }},
+			{Name: "Children", Call: func() error { _, _, err := cl.c().Children("/"); return err }},
+			{Name: "ChildrenW", Call: func() error { _, _, _, err := cl.c().ChildrenW("/"); return err }},
+			{Name: "Set", Call: func() error { _, err := cl.c().Set("/misuse", nil, -1); return err }},
+			{Name: "Sync", Call: func() error { return cl.c().Sync("/") }},
+			{Name: "Multi", Call: func() error { _, err := cl.c().Multi(&zk.CheckVersionRequest{Path: "/", Version: -1}); return err }},
 		}))
 	}
 	add("closed Client.Listen", noError, func() error {
@@ -196,7 +195,7 @@ func TestMisuse(t *testing.T) {
 	serverPathRow := func(name string, call func(ctx context.Context, p string) error) {
 		var subs []misuseSub
 		for _, p := range badPaths {
-			subs = append(subs, misuseSub{fmt.Sprintf("%q", p), func() error {
+			subs = append(subs, misuseSub{Name: fmt.Sprintf("%q", p), Call: func() error {
 				ctx, cancel := short()
 				defer cancel()
 				return call(ctx, p)
@@ -592,150 +591,13 @@ func misuseTail(out []byte) string {
 	return s
 }
 
-// misuseCase is one row of a misuse table. The call must return within
-// misuseTimeout, without panicking, an error that matches one of want
-// (errors.Is); with want empty it must succeed; a nil entry in want, or
-// nilOK, also accepts success (a misuse the API may tolerate).
-type misuseCase struct {
-	name  string
-	want  []error
-	nilOK bool
-	call  func() error
-}
+// The misuse-table machinery is shared: internal/testutil/misuse.go.
+type (
+	misuseTable = testutil.MisuseTable
+	misuseSub   = testutil.MisuseSub
+)
 
-const misuseTimeout = 20 * time.Second
-
-// misuseTable collects rows.
-type misuseTable []misuseCase
-
-// add adds a row whose call must fail with an error matching one of want
-// (or succeed, when want is empty).
-func (tb *misuseTable) add(name string, want []error, call func() error) {
-	*tb = append(*tb, misuseCase{name: name, want: want, call: call})
-}
-
-// tolerate adds a row whose call may also succeed.
-func (tb *misuseTable) tolerate(name string, want []error, call func() error) {
-	*tb = append(*tb, misuseCase{name: name, want: want, nilOK: true, call: call})
-}
-
-func runMisuse(t *testing.T, cases []misuseCase) {
-	t.Helper()
-	for _, tc := range cases {
-		t.Run(tc.name, func(t *testing.T) {
-			if msg := misuseCheck(tc.call, tc.want, tc.nilOK, true); msg != "" {
-				t.Fatalf("%s: %s", tc.name, msg)
-			}
-		})
-	}
-}
-
-// misuseCheck runs call and says what is wrong with the outcome ("" when
-// nothing), with the panic's stack when withStack.
-func misuseCheck(call func() error, want []error, nilOK, withStack bool) string {
-	err, panicked, stack, returned := misuseCall(call)
-	switch {
-	case !returned:
-		return fmt.Sprintf("no return within %v", misuseTimeout)
-	case panicked != nil:
-		if withStack {
-			return fmt.Sprintf("panicked: %v\n%s", panicked, stack)
-		}
-		return fmt.Sprintf("panicked: %v at %s", panicked, misusePanicSite(stack))
-	case err == nil:
-		if len(want) > 0 && !nilOK && !misuseContainsNil(want) {
-			return fmt.Sprintf("no error, want one matching %v", want)
-		}
-	case len(want) == 0:
-		return fmt.Sprintf("unexpected error: %v", err)
-	default:
-		for _, w := range want {
-			if w != nil && errors.Is(err, w) {
-				return ""
-			}
-		}
-		return fmt.Sprintf("error %q (%T) matches none of %v", err, err, want)
-	}
-	return ""
-}
-
-// misuseSub is one call of a row that tries several.
-type misuseSub struct {
-	name string
-	call func() error
-}
-
-// misuseEach returns a row call that makes every sub-call, each of which
-// must return an error matching one of want, and reports all that do not.
-func misuseEach(want []error, subs []misuseSub) func() error {
-	return func() error {
-		var bad []string
-		for _, s := range subs {
-			if msg := misuseCheck(s.call, want, false, false); msg != "" {
-				bad = append(bad, s.name+": "+msg)
-			}
-		}
-		if len(bad) > 0 {
-			return fmt.Errorf("%d of %d calls:\n\t%s", len(bad), len(subs), strings.Join(bad, "\n\t"))
-		}
-		return nil
-	}
-}
-
-// misusePanicSite returns the file:line of the first frame below the panic
-// that is not in the runtime.
-func misusePanicSite(stack []byte) string {
-	lines := strings.Split(string(stack), "\n")
-	after := false
-	for _, l := range lines {
-		if strings.HasPrefix(l, "panic(") {
-			after = true
-			continue
-		}
-		if after && strings.HasPrefix(l, "\t") && !strings.Contains(l, "/runtime/") {
-			f := strings.TrimSpace(l)
-			if i := strings.LastIndex(f, " +0x"); i >= 0 {
-				f = f[:i]
-			}
-			return filepath.Base(filepath.Dir(f)) + "/" + filepath.Base(f)
-		}
-	}
-	return "?"
-}
-
-func misuseContainsNil(errs []error) bool {
-	for _, e := range errs {
-		if e == nil {
-			return true
-		}
-	}
-	return false
-}
-
-// misuseCall runs fn on a goroutine of its own and reports its error, or
-// the value it panicked with (and the stack), or that it did not return
-// within misuseTimeout.
-func misuseCall(fn func() error) (err error, panicked any, stack []byte, returned bool) {
-	type result struct {
-		err   error
-		p     any
-		stack []byte
-	}
-	ch := make(chan result, 1)
-	go func() {
-		var r result
-		defer func() {
-			if p := recover(); p != nil {
-				r.p, r.stack = p, debug.Stack()
-			}
-			ch <- r
-		}()
-		r.err = fn()
-	}()
-	select {
-	case r := <-ch:
-		return r.err, r.p, r.stack, true
-	case <-time.After(misuseTimeout):
-		return nil, nil, nil, false
-	}
-}
+var (
+	runMisuse  = testutil.RunMisuse
+	misuseEach = testutil.MisuseEach
+)

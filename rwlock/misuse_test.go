@@ -4,14 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"path/filepath"
-	"runtime/debug"
-	"strings"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/zkrecipes/zkrecipes/internal/testutil"
 	"github.com/zkrecipes/zkrecipes/mutex"
 	"github.com/zkrecipes/zkrecipes/recipes"
 	"github.com/zkrecipes/zkrecipes/recipes/zktest"
@@ -44,7 +42,7 @@ func TestMisuse(t *testing.T) {
 	pc := connect(t, []string{proxy.Addr()})
 
 	var cases misuseTable
-	add, tolerate := cases.add, cases.tolerate
+	add, tolerate := cases.Add, cases.Tolerate
 	newRWLock := func(path string) *rwlock.RWLock {
 		rw, err := rwlock.New(c, path)
 		require.NoError(t, err)
@@ -68,27 +66,27 @@ func TestMisuse(t *testing.T) {
 	var nilRW *rwlock.RWLock
 	add("nil RWLock.Participants", invalidArg, func() error { _, err := nilRW.Participants(ctx); return err })
 	add("nil RWLock's locks", noError, misuseEach(invalidArg, []misuseSub{
-		{"ReadLock().Lock", func() error { _, err := nilRW.ReadLock().Lock(ctx); return err }},
-		{"WriteLock().Lock", func() error { _, err := nilRW.WriteLock().Lock(ctx); return err }},
+		{Name: "ReadLock().Lock", Call: func() error { _, err := nilRW.ReadLock().Lock(ctx); return err }},
+		{Name: "WriteLock().Lock", Call: func() error { _, err := nilRW.WriteLock().Lock(ctx); return err }},
 	}))
 	var zero rwlock.RWLock
 	add("zero RWLock's locks", noError, misuseEach(invalidArg, []misuseSub{
-		{"ReadLock().Lock", func() error { _, err := zero.ReadLock().Lock(ctx); return err }},
-		{"ReadLock().TryLock", func() error { _, err := zero.ReadLock().TryLock(ctx); return err }},
-		{"ReadLock().Unlock", func() error { return zero.ReadLock().Unlock(ctx) }},
-		{"WriteLock().Lock", func() error { _, err := zero.WriteLock().Lock(ctx); return err }},
-		{"WriteLock().TryLock", func() error { _, err := zero.WriteLock().TryLock(ctx); return err }},
-		{"WriteLock().Unlock", func() error { return zero.WriteLock().Unlock(ctx) }},
+		{Name: "ReadLock().Lock", Call: func() error { _, err := zero.ReadLock().Lock(ctx); return err }},
+		{Name: "ReadLock().TryLock", Call: func() error { _, err := zero.ReadLock().TryLock(ctx); return err }},
+		{Name: "ReadLock().Unlock", Call: func() error { return zero.ReadLock().Unlock(ctx) }},
+		{Name: "WriteLock().Lock", Call: func() error { _, err := zero.WriteLock().Lock(ctx); return err }},
+		{Name: "WriteLock().TryLock", Call: func() error { _, err := zero.WriteLock().TryLock(ctx); return err }},
+		{Name: "WriteLock().Unlock", Call: func() error { return zero.WriteLock().Unlock(ctx) }},
 	}))
 
 	// A nil context.
 	rw := newRWLock("/misuse/rw")
 	add("nil ctx", noError, misuseEach(invalidArg, []misuseSub{
-		{"ReadLock().TryLock", func() error { _, err := rw.ReadLock().TryLock(nilCtx); return err }},
-		{"ReadLock().Unlock", func() error { return rw.ReadLock().Unlock(nilCtx) }},
-		{"WriteLock().Lock", func() error { _, err := rw.WriteLock().Lock(nilCtx); return err }},
-		{"WriteLock().TryLock", func() error { _, err := rw.WriteLock().TryLock(nilCtx); return err }},
-		{"WriteLock().Unlock", func() error { return rw.WriteLock().Unlock(nilCtx) }},
+		{Name: "ReadLock().TryLock", Call: func() error { _, err := rw.ReadLock().TryLock(nilCtx); return err }},
+		{Name: "ReadLock().Unlock", Call: func() error { return rw.ReadLock().Unlock(nilCtx) }},
+		{Name: "WriteLock().Lock", Call: func() error { _, err := rw.WriteLock().Lock(nilCtx); return err }},
+		{Name: "WriteLock().TryLock", Call: func() error { _, err := rw.WriteLock().TryLock(nilCtx); return err }},
+		{Name: "WriteLock().Unlock", Call: func() error { return rw.WriteLock().Unlock(nilCtx) }},
 	}))
 	tolerate("Participants(nil ctx)", invalidArg, func() error { _, err := rw.Participants(nilCtx); return err })
 	tolerate("Participants(nil ctx) with the reply lost", invalidArg, func() error {
@@ -177,160 +175,23 @@ func TestMisuse(t *testing.T) {
 
 	// A closed client (TestBadInput has ReadLock().Lock and New).
 	add("closed client", noError, misuseEach([]error{recipes.ErrClosed}, []misuseSub{
-		{"ReadLock().TryLock", func() error { _, err := closedRW.ReadLock().TryLock(ctx); return err }},
-		{"WriteLock().Lock", func() error { _, err := closedRW.WriteLock().Lock(ctx); return err }},
-		{"WriteLock().TryLock", func() error { _, err := closedRW.WriteLock().TryLock(ctx); return err }},
-		{"Participants", func() error { _, err := closedRW.Participants(ctx); return err }},
-		{"ReadLock().Participants", func() error { _, err := closedRW.ReadLock().Participants(ctx); return err }},
+		{Name: "ReadLock().TryLock", Call: func() error { _, err := closedRW.ReadLock().TryLock(ctx); return err }},
+		{Name: "WriteLock().Lock", Call: func() error { _, err := closedRW.WriteLock().Lock(ctx); return err }},
+		{Name: "WriteLock().TryLock", Call: func() error { _, err := closedRW.WriteLock().TryLock(ctx); return err }},
+		{Name: "Participants", Call: func() error { _, err := closedRW.Participants(ctx); return err }},
+		{Name: "ReadLock().Participants", Call: func() error { _, err := closedRW.ReadLock().Participants(ctx); return err }},
 	}))
 
 	runMisuse(t, cases)
 }
 
-// misuseCase is one row of a misuse table. The call must return within
-// misuseTimeout, without panicking, an error that matches one of want
-// (errors.Is); with want empty it must succeed; a nil entry in want, or
-// nilOK, also accepts success (a misuse the API may tolerate).
-type misuseCase struct {
-	name  string
-	want  []error
-	nilOK bool
-	call  func() error
-}
+// The misuse-table machinery is shared: internal/testutil/misuse.go.
+type (
+	misuseTable = testutil.MisuseTable
+	misuseSub   = testutil.MisuseSub
+)
 
-const misuseTimeout = 20 * time.Second
-
-// misuseTable collects rows.
-type misuseTable []misuseCase
-
-// add adds a row whose call must fail with an error matching one of want
-// (or succeed, when want is empty).
-func (tb *misuseTable) add(name string, want []error, call func() error) {
-	*tb = append(*tb, misuseCase{name: name, want: want, call: call})
-}
-
-// tolerate adds a row whose call may also succeed.
-func (tb *misuseTable) tolerate(name string, want []error, call func() error) {
-	*tb = append(*tb, misuseCase{name: name, want: want, nilOK: true, call: call})
-}
-
-func runMisuse(t *testing.T, cases []misuseCase) {
-	t.Helper()
-	for _, tc := range cases {
-		t.Run(tc.name, func(t *testing.T) {
-			if msg := misuseCheck(tc.call, tc.want, tc.nilOK, true); msg != "" {
-				t.Fatalf("%s: %s", tc.name, msg)
-			}
-		})
-	}
-}
-
-// misuseCheck runs call and says what is wrong with the outcome ("" when
-// nothing), with the panic's stack when withStack.
-func misuseCheck(call func() error, want []error, nilOK, withStack bool) string {
-	err, panicked, stack, returned := misuseCall(call)
-	switch {
-	case !returned:
-		return fmt.Sprintf("no return within %v", misuseTimeout)
-	case panicked != nil:
-		if withStack {
-			return fmt.Sprintf("panicked: %v\n%s", panicked, stack)
-		}
-		return fmt.Sprintf("panicked: %v at %s", panicked, misusePanicSite(stack))
-	case err == nil:
-		if len(want) > 0 && !nilOK && !misuseContainsNil(want) {
-			return fmt.Sprintf("no error, want one matching %v", want)
-		}
-	case len(want) == 0:
-		return fmt.Sprintf("unexpected error: %v", err)
-	default:
-		for _, w := range want {
-			if w != nil && errors.Is(err, w) {
-				return ""
-			}
-		}
-		return fmt.Sprintf("error %q (%T) matches none of %v", err, err, want)
-	}
-	return ""
-}
-
-// misuseSub is one call of a row that tries several.
-type misuseSub struct {
-	name string
-	call func() error
-}
-
-// misuseEach returns a row call that makes every sub-call, each of which
-// must return an error matching one of want, and reports all that do not.
-func misuseEach(want []error, subs []misuseSub) func() error {
-	return func() error {
-		var bad []string
-		for _, s := range subs {
-			if msg := misuseCheck(s.call, want, false, false); msg != "" {
-				bad = append(bad, s.name+": "+msg)
-			}
-		}
-		if len(bad) > 0 {
-			return fmt.Errorf("%d of %d calls:\n\t%s", len(bad), len(subs), strings.Join(bad, "\n\t"))
-		}
-		return nil
-	}
-}
-
-// misusePanicSite returns the file:line of the first frame below the panic
-// that is not in the runtime.
-func misusePanicSite(stack []byte) string {
-	lines := strings.Split(string(stack), "\n")
-	after := false
-	for _, l := range lines {
-		if strings.HasPrefix(l, "panic(") {
-			after = true
-			continue
-		}
-		if after && strings.HasPrefix(l, "\t") && !strings.Contains(l, "/runtime/") {
-			f := strings.TrimSpace(l)
-			if i := strings.LastIndex(f, " +0x"); i >= 0 {
-				f = f[:i]
-			}
-			return filepath.Base(filepath.Dir(f)) + "/" + filepath.Base(f)
-		}
-	}
-	return "?"
-}
-
-func misuseContainsNil(errs []error) bool {
-	for _, e := range errs {
-		if e == nil {
-			return true
-		}
-	}
-	return false
-}
-
-// misuseCall runs fn on a goroutine of its own and reports its error, or
-// the value it panicked with (and the stack), or that it did not return
-// within misuseTimeout.
-func misuseCall(fn func() error) (err error, panicked any, stack []byte, returned bool) {
-	type result struct {
-		err   error
-		p     any
-		stack []byte
-	}
-	ch := make(chan result, 1)
-	go func() {
-		var r result
-		defer func() {
-			if p := recover(); p != nil {
-				r.p, r.stack = p, debug.Stack()
-			}
-			ch <- r
-		}()
-		r.err = fn()
-	}()
-	select {
-	case r := <-ch:
-		return r.err, r.p, r.stack, true
-	case <-time.After(misuseTimeout):
-		return nil, nil, nil, false
-	}
-}
+var (
+	runMisuse  = testutil.RunMisuse
+	misuseEach = testutil.MisuseEach
+)

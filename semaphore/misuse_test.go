@@ -7,14 +7,13 @@ import (
 	"math"
 	"os"
 	"os/exec"
-	"path/filepath"
-	"runtime/debug"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/zkrecipes/zkrecipes/internal/testutil"
 	"github.com/zkrecipes/zkrecipes/recipes"
 	"github.com/zkrecipes/zkrecipes/recipes/zktest"
 	"github.com/zkrecipes/zkrecipes/semaphore"
@@ -59,13 +58,13 @@ func TestMisuse(t *testing.T) {
 	}
 
 	var cases misuseTable
-	add, tolerate := cases.add, cases.tolerate
+	add, tolerate := cases.Add, cases.Tolerate
 
 	// Constructors.
 	pathRow := func(name string, call func(p string) error) {
 		var subs []misuseSub
 		for _, p := range badPaths {
-			subs = append(subs, misuseSub{fmt.Sprintf("%q", p), func() error { return call(p) }})
+			subs = append(subs, misuseSub{Name: fmt.Sprintf("%q", p), Call: func() error { return call(p) }})
 		}
 		add(name+"(bad paths)", noError, misuseEach(invalidPath, subs))
 	}
@@ -80,18 +79,18 @@ func TestMisuse(t *testing.T) {
 		return err
 	})
 	add("constructors with a nil client", noError, misuseEach([]error{recipes.ErrNilClient}, []misuseSub{
-		{"NewWithCount", func() error { _, err := semaphore.NewWithCount(nil, "/misuse/x", count); return err }},
-		{"NewMutex", func() error { _, err := semaphore.NewMutex(nil, "/misuse/x"); return err }},
-		{"NewSharedCount", func() error { _, err := semaphore.NewSharedCount(ctx, nil, "/misuse/x", 1); return err }},
+		{Name: "NewWithCount", Call: func() error { _, err := semaphore.NewWithCount(nil, "/misuse/x", count); return err }},
+		{Name: "NewMutex", Call: func() error { _, err := semaphore.NewMutex(nil, "/misuse/x"); return err }},
+		{Name: "NewSharedCount", Call: func() error { _, err := semaphore.NewSharedCount(ctx, nil, "/misuse/x", 1); return err }},
 	}))
 	add("constructors with a closed client", noError, misuseEach(closedErr, []misuseSub{
-		{"NewWithCount", func() error { _, err := semaphore.NewWithCount(closed, "/misuse/x", count); return err }},
-		{"NewMutex", func() error { _, err := semaphore.NewMutex(closed, "/misuse/x"); return err }},
-		{"NewSharedCount", func() error { _, err := semaphore.NewSharedCount(ctx, closed, "/misuse/x", 1); return err }},
+		{Name: "NewWithCount", Call: func() error { _, err := semaphore.NewWithCount(closed, "/misuse/x", count); return err }},
+		{Name: "NewMutex", Call: func() error { _, err := semaphore.NewMutex(closed, "/misuse/x"); return err }},
+		{Name: "NewSharedCount", Call: func() error { _, err := semaphore.NewSharedCount(ctx, closed, "/misuse/x", 1); return err }},
 	}))
 	add("constructors with a nil option", noError, misuseEach(invalidArg, []misuseSub{
-		{"NewWithCount", func() error { _, err := semaphore.NewWithCount(c, "/misuse/x", count, nil); return err }},
-		{"NewMutex", func() error { _, err := semaphore.NewMutex(c, "/misuse/x", nil); return err }},
+		{Name: "NewWithCount", Call: func() error { _, err := semaphore.NewWithCount(c, "/misuse/x", count, nil); return err }},
+		{Name: "NewMutex", Call: func() error { _, err := semaphore.NewMutex(c, "/misuse/x", nil); return err }},
 	}))
 	add("New(math.MinInt)", invalidArg, func() error { _, err := semaphore.New(c, "/misuse/x", math.MinInt); return err })
 	add("NewSharedCount(nil ctx)", invalidArg, func() error { _, err := semaphore.NewSharedCount(nilCtx, c, "/misuse/x", 1); return err })
@@ -138,15 +137,15 @@ func TestMisuse(t *testing.T) {
 		s    *semaphore.Semaphore
 	}{{"nil Semaphore", nilSem}, {"zero Semaphore", &zeroSem}} {
 		add(sm.what+" calls", noError, misuseEach(invalidArg, []misuseSub{
-			{"Acquire", func() error { _, err := sm.s.Acquire(ctx, 1); return err }},
-			{"TryAcquire", func() error { _, err := sm.s.TryAcquire(ctx, 1); return err }},
-			{"Participants", func() error { _, err := sm.s.Participants(ctx); return err }},
+			{Name: "Acquire", Call: func() error { _, err := sm.s.Acquire(ctx, 1); return err }},
+			{Name: "TryAcquire", Call: func() error { _, err := sm.s.TryAcquire(ctx, 1); return err }},
+			{Name: "Participants", Call: func() error { _, err := sm.s.Participants(ctx); return err }},
 		}))
 	}
 	add("zero Semaphore queries", noError, func() error { _, _ = zeroSem.Path(), zeroSem.MaxLeases(); return nil })
 	add("closed client: Semaphore calls", noError, misuseEach(closedErr, []misuseSub{
-		{"TryAcquire", func() error { _, err := closedSem.TryAcquire(ctx, 1); return err }},
-		{"Participants", func() error { _, err := closedSem.Participants(ctx); return err }},
+		{Name: "TryAcquire", Call: func() error { _, err := closedSem.TryAcquire(ctx, 1); return err }},
+		{Name: "Participants", Call: func() error { _, err := closedSem.Participants(ctx); return err }},
 	}))
 
 	// Leases.
@@ -236,11 +235,11 @@ func TestMisuse(t *testing.T) {
 		return l.Close(ctx)
 	})
 	add("nil and zero Lease", noError, misuseEach(invalidArg, []misuseSub{
-		{"nil Close", func() error { return (*semaphore.Lease)(nil).Close(ctx) }},
-		{"nil Data", func() error { _, err := (*semaphore.Lease)(nil).Data(ctx); return err }},
-		{"zero Data", func() error { _, err := new(semaphore.Lease).Data(ctx); return err }},
-		{"zero Token", func() error { _, err := new(semaphore.Lease).Token(ctx); return err }},
-		{"zero Fenced", func() error { _, err := new(semaphore.Lease).Fenced(ctx); return err }},
+		{Name: "nil Close", Call: func() error { return (*semaphore.Lease)(nil).Close(ctx) }},
+		{Name: "nil Data", Call: func() error { _, err := (*semaphore.Lease)(nil).Data(ctx); return err }},
+		{Name: "zero Data", Call: func() error { _, err := new(semaphore.Lease).Data(ctx); return err }},
+		{Name: "zero Token", Call: func() error { _, err := new(semaphore.Lease).Token(ctx); return err }},
+		{Name: "zero Fenced", Call: func() error { _, err := new(semaphore.Lease).Fenced(ctx); return err }},
 	}))
 	add("ReturnAll(nil)", noError, func() error { return semaphore.ReturnAll(ctx, nil) })
 	add("ReturnAll(nil leases)", noError, func() error { return semaphore.ReturnAll(ctx, []*semaphore.Lease{nil, nil}) })
@@ -273,11 +272,11 @@ func TestMisuse(t *testing.T) {
 		m    *semaphore.Mutex
 	}{{"nil Mutex", nilSM}, {"zero Mutex", new(semaphore.Mutex)}} {
 		add(mm.what+" calls", noError, misuseEach(invalidArg, []misuseSub{
-			{"Lock", func() error { _, err := mm.m.Lock(ctx); return err }},
-			{"TryLock", func() error { _, err := mm.m.TryLock(ctx); return err }},
-			{"Unlock", func() error { return mm.m.Unlock(ctx) }},
-			{"Acquire", func() error { return mm.m.Acquire(ctx) }},
-			{"Release", func() error { return mm.m.Release(ctx) }},
+			{Name: "Lock", Call: func() error { _, err := mm.m.Lock(ctx); return err }},
+			{Name: "TryLock", Call: func() error { _, err := mm.m.TryLock(ctx); return err }},
+			{Name: "Unlock", Call: func() error { return mm.m.Unlock(ctx) }},
+			{Name: "Acquire", Call: func() error { return mm.m.Acquire(ctx) }},
+			{Name: "Release", Call: func() error { return mm.m.Release(ctx) }},
 		}))
 		add(mm.what+".IsHeld", noError, func() error {
 			if mm.m.IsHeld() {
@@ -287,9 +286,9 @@ func TestMisuse(t *testing.T) {
 		})
 	}
 	add("Mutex nil ctx", noError, misuseEach(invalidArg, []misuseSub{
-		{"Lock", func() error { _, err := sm.Lock(nilCtx); return err }},
-		{"TryLock", func() error { _, err := sm.TryLock(nilCtx); return err }},
-		{"Acquire", func() error { return sm.Acquire(nilCtx) }},
+		{Name: "Lock", Call: func() error { _, err := sm.Lock(nilCtx); return err }},
+		{Name: "TryLock", Call: func() error { _, err := sm.TryLock(nilCtx); return err }},
+		{Name: "Acquire", Call: func() error { return sm.Acquire(nilCtx) }},
 	}))
 	add("Mutex.Unlock without Lock", []error{semaphore.ErrNotHeld}, func() error { return sm.Unlock(ctx) })
 	add("Mutex.Release without Acquire", []error{semaphore.ErrNotHeld}, func() error { return sm.Release(ctx) })
@@ -315,8 +314,8 @@ func TestMisuse(t *testing.T) {
 		return err
 	})
 	add("closed client: Mutex calls", noError, misuseEach(closedErr, []misuseSub{
-		{"Lock", func() error { _, err := closedMutex.Lock(ctx); return err }},
-		{"TryLock", func() error { _, err := closedMutex.TryLock(ctx); return err }},
+		{Name: "Lock", Call: func() error { _, err := closedMutex.Lock(ctx); return err }},
+		{Name: "TryLock", Call: func() error { _, err := closedMutex.TryLock(ctx); return err }},
 	}))
 
 	// Shared counts.
@@ -324,8 +323,8 @@ func TestMisuse(t *testing.T) {
 	zeroCount := new(semaphore.SharedCount)
 	add("nil SharedCount.Close", invalidArg, func() error { return nilCount.Close() })
 	add("zero SharedCount writes", noError, misuseEach(invalidArg, []misuseSub{
-		{"Set", func() error { return zeroCount.Set(ctx, 1) }},
-		{"TrySet", func() error { _, err := zeroCount.TrySet(ctx, semaphore.VersionedValue{}, 1); return err }},
+		{Name: "Set", Call: func() error { return zeroCount.Set(ctx, 1) }},
+		{Name: "TrySet", Call: func() error { _, err := zeroCount.TrySet(ctx, semaphore.VersionedValue{}, 1); return err }},
 	}))
 	add("zero SharedCount queries", noError, func() error {
 		_, _, _ = zeroCount.Get(), zeroCount.GetVersioned(), zeroCount.Path()
@@ -373,13 +372,13 @@ func TestMisuse(t *testing.T) {
 			return err
 		}
 		return misuseEach(closedErr, []misuseSub{
-			{"Set", func() error { return sc.Set(ctx, 2) }},
-			{"TrySet", func() error { _, err := sc.TrySet(ctx, sc.GetVersioned(), 3); return err }},
+			{Name: "Set", Call: func() error { return sc.Set(ctx, 2) }},
+			{Name: "TrySet", Call: func() error { _, err := sc.TrySet(ctx, sc.GetVersioned(), 3); return err }},
 		})()
 	})
 	add("closed client: SharedCount writes", noError, misuseEach(closedErr, []misuseSub{
-		{"Set", func() error { return closedCount.Set(ctx, 2) }},
-		{"TrySet", func() error { _, err := closedCount.TrySet(ctx, closedCount.GetVersioned(), 2); return err }},
+		{Name: "Set", Call: func() error { return closedCount.Set(ctx, 2) }},
+		{Name: "TrySet", Call: func() error { _, err := closedCount.TrySet(ctx, closedCount.GetVersioned(), 2); return err }},
 	}))
 	add("SharedCount.Listen(nil) then a change", noError, misuseInChild("sharedcount-listen-nil", servers))
 
@@ -446,150 +445,13 @@ func misuseTail(out []byte) string {
 	return s
 }
 
-// misuseCase is one row of a misuse table. The call must return within
-// misuseTimeout, without panicking, an error that matches one of want
-// (errors.Is); with want empty it must succeed; a nil entry in want, or
-// nilOK, also accepts success (a misuse the API may tolerate).
-type misuseCase struct {
-	name  string
-	want  []error
-	nilOK bool
-	call  func() error
-}
+// The misuse-table machinery is shared: internal/testutil/misuse.go.
+type (
+	misuseTable = testutil.MisuseTable
+	misuseSub   = testutil.MisuseSub
+)
 
-const misuseTimeout = 20 * time.Second
-
-// misuseTable collects rows.
-type misuseTable []misuseCase
-
-// add adds a row whose call must fail with an error matching one of want
-// (or succeed, when want is empty).
-func (tb *misuseTable) add(name string, want []error, call func() error) {
-	*tb = append(*tb, misuseCase{name: name, want: want, call: call})
-}
-
-// tolerate adds a row whose call may also succeed.
-func (tb *misuseTable) tolerate(name string, want []error, call func() error) {
-	*tb = append(*tb, misuseCase{name: name, want: want, nilOK: true, call: call})
-}
-
-func runMisuse(t *testing.T, cases []misuseCase) {
-	t.Helper()
-	for _, tc := range cases {
-		t.Run(tc.name, func(t *testing.T) {
-			if msg := misuseCheck(tc.call, tc.want, tc.nilOK, true); msg != "" {
-				t.Fatalf("%s: %s", tc.name, msg)
-			}
-		})
-	}
-}
-
-// misuseCheck runs call and says what is wrong with the outcome ("" when
-// nothing), with the panic's stack when withStack.
-func misuseCheck(call func() error, want []error, nilOK, withStack bool) string {
-	err, panicked, stack, returned := misuseCall(call)
-	switch {
-	case !returned:
-		return fmt.Sprintf("no return within %v", misuseTimeout)
-	case panicked != nil:
-		if withStack {
-			return fmt.Sprintf("panicked: %v\n%s", panicked, stack)
-		}
-		return fmt.Sprintf("panicked: %v at %s", panicked, misusePanicSite(stack))
-	case err == nil:
-		if len(want) > 0 && !nilOK && !misuseContainsNil(want) {
-			return fmt.Sprintf("no error, want one matching %v", want)
-		}
-	case len(want) == 0:
-		return fmt.Sprintf("unexpected error: %v", err)
-	default:
-		for _, w := range want {
-			if w != nil && errors.Is(err, w) {
-				return ""
-			}
-		}
-		return fmt.Sprintf("error %q (%T) matches none of %v", err, err, want)
-	}
-	return ""
-}
-
-// misuseSub is one call of a row that tries several.
-type misuseSub struct {
-	name string
-	call func() error
-}
-
-// misuseEach returns a row call that makes every sub-call, each of which
-// must return an error matching one of want, and reports all that do not.
-func misuseEach(want []error, subs []misuseSub) func() error {
-	return func() error {
-		var bad []string
-		for _, s := range subs {
-			if msg := misuseCheck(s.call, want, false, false); msg != "" {
-				bad = append(bad, s.name+": "+msg)
-			}
-		}
-		if len(bad) > 0 {
-			return fmt.Errorf("%d of %d calls:\n\t%s", len(bad), len(subs), strings.Join(bad, "\n\t"))
-		}
-		return nil
-	}
-}
-
-// misusePanicSite returns the file:line of the first frame below the panic
-// that is not in the runtime.
-func misusePanicSite(stack []byte) string {
-	lines := strings.Split(string(stack), "\n")
-	after := false
-	for _, l := range lines {
-		if strings.HasPrefix(l, "panic(") {
-			after = true
-			continue
-		}
-		if after && strings.HasPrefix(l, "\t") && !strings.Contains(l, "/runtime/") {
-			f := strings.TrimSpace(l)
-			if i := strings.LastIndex(f, " +0x"); i >= 0 {
-				f = f[:i]
-			}
-			return filepath.Base(filepath.Dir(f)) + "/" + filepath.Base(f)
-		}
-	}
-	return "?"
-}
-
-func misuseContainsNil(errs []error) bool {
-	for _, e := range errs {
-		if e == nil {
-			return true
-		}
-	}
-	return false
-}
-
-// misuseCall runs fn on a goroutine of its own and reports its error, or
-// the value it panicked with (and the stack), or that it did not return
-// within misuseTimeout.
-func misuseCall(fn func() error) (err error, panicked any, stack []byte, returned bool) {
-	type result struct {
-		err   error
-		p     any
-		stack []byte
-	}
-	ch := make(chan result, 1)
-	go func() {
-		var r result
-		defer func() {
-			if p := recover(); p != nil {
-				r.p, r.stack = p, debug.Stack()
-			}
-			ch <- r
-		}()
-		r.err = fn()
-	}()
-	select {
-	case r := <-ch:
-		return r.err, r.p, r.stack, true
-	case <-time.After(misuseTimeout):
-		return nil, nil, nil, false
-	}
-}
+var (
+	runMisuse  = testutil.RunMisuse
+	misuseEach = testutil.MisuseEach
+)
