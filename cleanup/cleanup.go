@@ -9,6 +9,17 @@
 // favour of containers, so nobody removes theirs; nor does anything remove
 // the parents of a Client made WithoutContainers (for servers older than
 // 3.5.3). A Reaper does, and Scan tells an operator whether one is needed.
+//
+// # What it does not guarantee
+//
+// A Reaper deletes a parent only when it saw it empty and unchanged at
+// several checks in a row (WithThreshold, WithChecks), and ZooKeeper
+// refuses to delete a node with children, so it never deletes a lock that
+// is held or waited on. A contender of another
+// library that creates its parent and its node in two steps may find the
+// parent gone between them and must create it again (Curator, Kazoo and
+// this module do). Scan reads a snapshot: the tree may have changed when it
+// returns.
 package cleanup
 
 import (

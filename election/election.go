@@ -22,6 +22,15 @@
 // is the leader node's czxid, which grows from one leader to the next
 // (fencing); two terms of one participant on the same node, around a
 // connection blip during which nobody else could lead, share it.
+//
+// # What it does not guarantee
+//
+// That a leader's code knows at once when its term ended: a leader paused
+// past its session timeout resumes while another leads, and learns so only
+// when its Client runs again. Guard what a leader does with the term's
+// Token or Fenced. A crashed leader is replaced one session timeout after
+// the crash. Observe and CurrentLeader report what ZooKeeper showed a
+// moment ago: the leader may have changed since.
 package election
 
 import (

@@ -35,6 +35,20 @@
 // strictly increases across successive holders, and Lease.Fenced makes
 // ZooKeeper writes conditional on the lock node still existing.
 //
+// # What it does not guarantee
+//
+// That a holder still holds when its code next runs: a process paused past
+// its session timeout resumes inside its critical section after another
+// holder took the lock, and learns so only when its Client runs again. Guard
+// the resource with the token (Lease.Token, or Lease.Fenced for ZooKeeper
+// writes); see the recipes package doc. A holder that crashes keeps the lock
+// until its session expires (one session timeout). Order is first come,
+// first served by ZooKeeper's sequence numbers, across processes; a waiter
+// whose session is lost queues again at the back, and WithLocalHandoff lets
+// the goroutines of one process go first up to its bound. Reentrancy is per
+// owner, not per process: two goroutines of one process are two holders
+// that exclude each other.
+//
 // # Hand-off cost
 //
 // A waiter lists the lock's children once, when it queues, and then

@@ -31,6 +31,45 @@
 //     a long-lived participant for the leader latch (Participate), with
 //     fencing tokens and fenced writes (Hold).
 //
+// # What the recipes guarantee, and what they do not
+//
+// Every hold (a lock, a lease, a leadership) is a node that lives as long as
+// a ZooKeeper session. What the recipes guarantee: no two holders at once in
+// ZooKeeper's order of events (the server's view), a token (Hold.Token)
+// that strictly increases from one holder to the next, and a Done channel
+// that closes, on this process's clock, no later than the moment the server
+// may expire the session (LOST is declared one negotiated session timeout
+// after the last byte received), and also at SUSPENDED under the Standard
+// error policy.
+//
+// What they do not guarantee, and nothing built on ZooKeeper can:
+//
+//   - That a holder still holds when its own code next runs. A process
+//     paused past its session timeout (a long GC, SIGSTOP, a frozen VM, a
+//     laptop lid) wakes up in the middle of its critical section while
+//     another process holds the lock; Done closes only once the Client's
+//     goroutines run again, which may be after the holder's next write.
+//     That is what fencing tokens are for: have the protected resource
+//     refuse a write whose token is lower than one it has seen (Hold.Token
+//     for an external store), or make ZooKeeper writes conditional on the
+//     holder's node in the same transaction (Hold.Fenced, refused with
+//     ErrFenced once the node is gone).
+//   - That a crashed holder's lock is free at once: its node goes when the
+//     server expires its session, one session timeout after the crash.
+//     Shorter timeouts free it sooner and give up more often on a slow
+//     network.
+//   - That Done never closes needlessly: under the Standard policy a short
+//     connection blip closes it although the session survives. Use the
+//     Session policy to wait for LOST instead, and accept that a hold is
+//     then trusted for up to one session timeout without contact.
+//   - Exact timing against the server's own clock: the server times expiry
+//     from the last packet it received, one one-way latency before our
+//     last byte, rounded up to its tick; Done can close that much late.
+//     Fencing covers it.
+//   - Order or safety when recipes from other libraries share a path in
+//     ways those libraries do not agree on (Curator and Kazoo on one mutex,
+//     for one: see package mutex).
+//
 // Recipe paths are given as users see them; Client.FullPath validates them
 // and applies the namespace. Every other Client method takes server paths.
 //

@@ -30,6 +30,16 @@
 // itself forever (it does in Curator); here Lock and TryLock return an
 // error wrapping ErrUpgrade at once.
 //
+// # What it does not guarantee
+//
+// The mutex's limits hold here too (see package mutex): a reader or writer
+// paused past its session timeout may resume after the lock went to
+// someone else, so guard what it protects with the token or Fenced. A
+// reader's token is its own node's czxid and says nothing about other
+// readers holding at the same time: fence writes with the write lock's
+// token. A Curator 5.4 client downgrading does not keep Go writers out
+// (CURATOR-621, above); a reader cannot become a writer without releasing.
+//
 // # Wake-ups
 //
 // A writer watches the node just ahead of it. A waiting reader watches the

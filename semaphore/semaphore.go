@@ -20,6 +20,18 @@
 // error policy, LOST only under the Session policy), Lease.Token is a
 // fencing token (the lease node's czxid) and Lease.Fenced makes ZooKeeper
 // writes conditional on the lease node still existing.
+//
+// # What it does not guarantee
+//
+// That at most the maximum hold at once in the eyes of the processes: a
+// holder paused past its session timeout resumes after its lease was freed
+// and taken, so guard what the leases ration with Lease.Fenced or the
+// token (see the recipes package doc). When the maximum shrinks, leases
+// already held are kept: the count falls below the new maximum only as
+// they are released. Like Curator's, the maximum is the acquirers' to
+// agree on: a client that asks for another fixed maximum on the same path
+// applies its own. A crashed holder's lease is freed one session timeout
+// later.
 package semaphore
 
 import (
