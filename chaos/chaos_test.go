@@ -31,7 +31,7 @@ var (
 	flagDuration = flag.Duration("duration", 5*time.Minute, "how long TestChaos injects faults")
 	flagSeed     = flag.Uint64("seed", 1, "seed of the fault schedule (math/rand/v2 PCG)")
 	flagKeep     = flag.Bool("keep", false, "keep the worker logs even when the run passes")
-	flagFaults   = flag.String("faults", "", "comma-separated fault kinds to inject (default: all of them)")
+	flagFaults   = flag.String("faults", "", "fault kinds to inject: comma-separated names, or \"all\" (default: every kind but the ZooKeeper member kills, zk-leader-kill and zk-restart-all; see faultKinds)")
 	flagSabotage = flag.Bool("sabotage", false, "make some workers break the rules on purpose (mutex writes without the lock, latch heartbeats after the term): the run must then fail")
 )
 

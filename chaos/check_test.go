@@ -503,11 +503,20 @@ func (r *report) summary(h *harness, faulting, total time.Duration) string {
 	}
 	fmt.Fprintf(&b, " faults=%d", len(h.faults))
 	sep := " ("
+	var off []string
 	for _, k := range faultKinds {
+		if !h.enabled[k.name] {
+			off = append(off, k.name)
+			continue
+		}
 		fmt.Fprintf(&b, "%s%s=%d", sep, k.name, byKind[k.name])
 		sep = " "
 	}
-	fmt.Fprintf(&b, ") violations=%d", r.total)
+	b.WriteString(")")
+	if len(off) > 0 {
+		fmt.Fprintf(&b, " not-injected=%s", strings.Join(off, ","))
+	}
+	fmt.Fprintf(&b, " violations=%d", r.total)
 	if r.server > 0 {
 		fmt.Fprintf(&b, " (%d of them by ZooKeeper itself: replicas diverged)", r.server)
 	}

@@ -43,24 +43,40 @@ const (
 	fRestartAll     = "zk-restart-all"     // SIGKILL of every member, restart
 )
 
+// faultKinds lists every kind. The kinds marked memberKill (SIGKILL of
+// ZooKeeper members) are left out unless asked for: Debian's ZooKeeper 3.8.0,
+// the server the suite runs on here, loses committed transactions on some
+// replicas when members are killed and restarted amid pauses (a member that
+// rejoins by a DIFF sync and is killed again before it wrote what it was
+// sent, ZOOKEEPER-4785; a follower that rejoins without stopping its old
+// sync thread, ZOOKEEPER-4712; both fixed upstream after 3.8.0). The checker
+// proves that when it happens (a replica lacks history entries the others
+// committed, or the replicas hold different nodes), and no client recipe
+// can keep its promise on a server that forgets: a semaphore client reading
+// a replica that lost two lease creates admits two holders too many. So
+// `make chaos` runs the kinds this server survives intact, and
+// -faults all (`make chaos-all`) adds the member kills, for a server with
+// those fixes.
 var faultKinds = []struct {
-	name   string
-	weight int
+	name       string
+	weight     int
+	memberKill bool
 }{
-	{fKillHolder, 3}, {fPauseHolder, 2}, {fBlackhole, 2}, {fLeaderKill, 1},
-	{fFollowerPause, 1}, {fFollowerCreate, 1}, {fQuorumPause, 1}, {fRestartAll, 1},
+	{fKillHolder, 3, false}, {fPauseHolder, 2, false}, {fBlackhole, 2, false}, {fLeaderKill, 1, true},
+	{fFollowerPause, 1, false}, {fFollowerCreate, 1, false}, {fQuorumPause, 1, false}, {fRestartAll, 1, true},
 }
 
 // neverPattern disarms a proxy's CutAfterClientSends: no request contains it.
 var neverPattern = []byte("\x00zkchaos: never sent\x00")
 
-// parseFaults reads the -faults flag: "" for every kind.
+// parseFaults reads the -faults flag: "" for every kind but the member
+// kills, "all" for every kind, else a comma-separated list.
 func parseFaults(s string) (map[string]bool, error) {
 	on := map[string]bool{}
 	for _, k := range faultKinds {
-		on[k.name] = s == ""
+		on[k.name] = s == "all" || s == "" && !k.memberKill
 	}
-	if s == "" {
+	if s == "" || s == "all" {
 		return on, nil
 	}
 	for _, name := range strings.Split(s, ",") {
