@@ -2,8 +2,10 @@
 #
 #   make test    install missing system packages (scripts/install-deps.sh),
 #                go vet, then the whole test suite with the race detector
-#   make demo    run the mutex example (starts a local ZooKeeper unless
-#                ZK_SERVERS names one)
+#   make demo    run the bank demo, examples/bank: worker processes contend
+#                for a mutex, one is killed, one frozen past its session;
+#                ends with a verdict (starts a local ZooKeeper unless
+#                ZK_SERVERS names one; DEMO_FLAGS="-workers 5")
 #   make bench   run the benchmark (BENCH_FLAGS="-rounds 3 -duration 3s")
 #   make chaos   the chaos suite, kept apart by the build tag "chaos": faults
 #                injected for 5 minutes (CHAOS_FLAGS="-duration 1m -seed 7"),
@@ -18,6 +20,7 @@
 GO          ?= go
 TEST_FLAGS  ?= -race -count=1 -p 1 -timeout 25m
 BENCH_FLAGS ?=
+DEMO_FLAGS  ?=
 
 .PHONY: all test deps deps-demo vet fmt demo bench
 
@@ -40,7 +43,7 @@ fmt:
 	gofmt -s -w .
 
 demo: deps-demo
-	$(GO) run ./examples/mutex
+	$(GO) run ./examples/bank $(DEMO_FLAGS)
 
 bench: deps-demo
 	$(GO) run ./examples/bench $(BENCH_FLAGS)

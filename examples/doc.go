@@ -1,7 +1,11 @@
 // Package examples holds one runnable program per recipe, each in a
 // directory of its own (go run ./examples/<name>), and the test that runs
-// them all against a ZooKeeper server:
+// them against a ZooKeeper server:
 //
+//   - bank: the demo ("make demo"): worker processes move money under a
+//     mutex with fenced writes; one is killed while it holds the lock,
+//     another frozen past its session and its stale write refused; the
+//     ledger is audited;
 //   - mutex: three sessions take turns on a lock, fencing, a network cut;
 //   - rwlock: readers read a configuration while writers update it, with a
 //     downgrade from the write lock to the read lock;

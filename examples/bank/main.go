@@ -37,7 +37,7 @@
 //
 // or "verdict: FAILED: ..." with exit status 1. The parent waits on
 // events, not on timers, and gives up after -timeout; the demo takes
-// about 20 seconds.
+// about 15 seconds once ZooKeeper is up.
 //
 // It connects to ZK_SERVERS ("host:port,...") or starts a local ZooKeeper
 // (see examples/internal/demo) and stops it at exit. It needs a Unix
@@ -127,6 +127,7 @@ type bank struct {
 	lastHolder string
 	acked      map[int64]string // token of each transfer reported written -> worker
 	refusals   int
+	lastToken  int64 // the latest transfer's token
 	failure    error // a worker failed
 
 	victim, sleeper *proc
@@ -415,6 +416,7 @@ func (b *bank) handle(e event) {
 		b.moves++
 		p.transfers++
 		b.acked[e.Token] = e.Worker
+		b.lastToken = max(b.lastToken, e.Token)
 		if p == b.sleeper && b.staleToken != 0 {
 			if e.Token == b.staleToken {
 				b.staleAccepted = true
@@ -433,6 +435,9 @@ func (b *bank) handle(e event) {
 			b.refused = true
 		}
 		demo.Say("%s its write (token 0x%x, %d %s -> %s) was REFUSED: %s", name, e.Token, e.Amount, e.From, e.To, e.Msg)
+		if b.lastToken > e.Token {
+			demo.Say("parent     its token 0x%x is below the latest writer's 0x%x: a store that keeps the largest token seen would refuse it too", e.Token, b.lastToken)
+		}
 	case kindLost:
 		if p == b.sleeper && e.Lost {
 			b.noticed = true

@@ -13,7 +13,8 @@
 //     the lock: the client goes SUSPENDED, the lease's Done channel closes,
 //     and the same session comes back RECONNECTED.
 //
-// Run it with "go run ./examples/mutex" or "make demo".
+// Run it with "go run ./examples/mutex". ("make demo" runs examples/bank,
+// the same lock across worker processes, one killed and one frozen.)
 package main
 
 import (
