@@ -1,9 +1,10 @@
 // Command bench measures the mutex of package mutex against go-zookeeper on
-// one ZooKeeper server.
+// one ZooKeeper server, the rwlock and the semaphore against the mutex, and
+// the election's failover against the session timeout.
 //
 // It connects to -servers (default: ZK_SERVERS, "host:port,host:port"), or,
 // when neither is set, starts a local server with zktest.Launch and stops it
-// at exit. Two scenarios, each run in alternating rounds so that machine
+// at exit. The scenarios, each run in alternating rounds so that machine
 // noise hits both sides alike (the side that goes first alternates too):
 //
 //   - uncontended: one session runs Lock+Unlock on one path, -ops times per
@@ -25,9 +26,11 @@
 //     when the whole queue lives in one process.
 //   - readers: -readers sessions (separate Clients of this process) loop
 //     ReadLock().Lock;Unlock of one rwlock path for -duration per round;
-//     no writer takes part, so they all hold together. Reported as read
-//     acquisitions per second, next to the contended mutex figure of the
-//     same run (-which readers,contended); no baseline, no target.
+//     no writer takes part, so they all hold together. Baseline: the
+//     contended mutex on as many sessions, in the same alternating rounds
+//     (as for mixed and semcontended, see workload.go); reported as read
+//     acquisitions/s over the mutex's, with the wait p50/p99, client CPU
+//     and requests per acquisition of both; no target.
 //   - semaphore: one session runs Acquire(1)+Close on one semaphore path
 //     and, in alternating chunks of -chunk on the same session, the mutex's
 //     Lock+Unlock on another path, -ops times each per round (the
@@ -35,6 +38,21 @@
 //     the mutex's, with the semaphore's requests per acquire+release
 //     (internal mutex create+children+delete, lease create+children+delete:
 //     6, where the mutex needs 3); no target.
+//   - mixed: -mixed-readers reading and -mixed-writers writing sessions on
+//     one rwlock path, against the contended mutex on as many sessions:
+//     read and write acquisitions/s, the writers' wait p50/p99, and
+//     (reads+writes)/s over the mutex's; exclusion checked; no target.
+//   - semcontended: -sessions sessions loop Acquire(1);Close on one
+//     semaphore of 4 leases, against the contended mutex on as many
+//     sessions: acquisitions/s, wait p50/p99, requests per acquisition;
+//     then a round with each lease held 20ms, which must fill all 4; more
+//     than 4 holders at once exits with status 1; no target.
+//   - failover: 3 election participants, each an OS process (this binary
+//     re-run) connected through a zktest.Proxy of its own; the leader's
+//     term ends gracefully, by SIGKILL, or by a black-holed connection,
+//     -failovers times each, for election.Latch and election.Selector.
+//     Reported: time to the next leader's term, median and max, over the
+//     negotiated session timeout.
 //
 // Each scenario reports the median of its per-round ratios, the requests
 // our Clients sent per acquisition (Client.Stats), and, when the server
@@ -46,6 +64,9 @@
 //	RESULT scenario=contended ours_ops=... base_ops=... ratio=... ...
 //	RESULT scenario=readers ours_ops=... mutex_contended_ops=... readers_per_mutex=... ...
 //	RESULT scenario=semaphore sem_ops=... mutex_ops=... sem_per_mutex=... ...
+//	RESULT scenario=mixed readers=... writers=... read_ops=... write_ops=... mutex_ops=... ratio=... write_p50_ms=... write_p99_ms=... ...
+//	RESULT scenario=semcontended sessions=... max_leases=4 sem_ops=... mutex_ops=... ratio=... p50_ms=... p99_ms=... ... max_held=...
+//	RESULT scenario=failover recipe=latch|selector way=graceful|kill|blackhole failover_median_ms=... failover_max_ms=... session_timeout_ms=... median_per_timeout=... ...
 //
 // Both sides use the same session timeout (-session-timeout). Mutual
 // exclusion is checked while the contended rounds run. Any error, or a
@@ -129,7 +150,7 @@ func main() {
 	flag.DurationVar(&f.duration, "duration", 5*time.Second, "contended and readers: time per side per round")
 	flag.IntVar(&f.sessions, "sessions", 16, "contended: number of sessions contending")
 	flag.IntVar(&f.readers, "readers", 32, "readers: number of reading sessions")
-	flag.StringVar(&f.which, "which", "all", "scenarios to run: all, or a comma-separated list of uncontended, contended, readers, semaphore, keys, local, herd, queue, held (they run in that order)")
+	flag.StringVar(&f.which, "which", "all", "scenarios to run: all, or a comma-separated list of uncontended, contended, readers, semaphore, mixed, semcontended, failover, keys, local, herd, queue, held (they run in that order)")
 	flag.DurationVar(&f.sessionTimeout, "session-timeout", 4*time.Second, "session timeout requested by both sides")
 	flag.BoolVar(&f.procs, "procs", false, "contended: run every session in an OS process of its own (this binary re-run as a worker) instead of a goroutine, so that sessions share no state, as with separate services")
 	flag.StringVar(&f.cpuprofile, "cpuprofile", "", "write a CPU profile of this process to `file`")
@@ -223,6 +244,18 @@ func run(f flags) (int, error) {
 		}
 		results = append(results, line)
 	}
+	for _, sc := range []struct {
+		name string
+		run  func(context.Context) (string, error)
+	}{{"mixed", b.mixed}, {"semcontended", b.semContended}, {"failover", b.failover}} { // mixed.go, semcontended.go, election.go
+		if which[sc.name] {
+			line, err := sc.run(ctx)
+			if err != nil {
+				return 0, fmt.Errorf("%s: %w", sc.name, err)
+			}
+			results = append(results, line)
+		}
+	}
 	extra, ok, err := b.perfScenarios(ctx, which) // keys, local, herd, queue, held: perf.go
 	if err != nil {
 		return 0, err
@@ -242,9 +275,6 @@ type bench struct {
 	f       flags
 	servers []string
 	root    string
-	// contendedOurs is the contended scenario's median acquisitions/s of
-	// the mutex, once it ran, for the readers scenario to show.
-	contendedOurs float64
 }
 
 // ---------------------------------------------------------------- uncontended
@@ -545,7 +575,6 @@ func (b *bench) contended(ctx context.Context) (string, bool, error) {
 	}
 	ratio := median(ratios)
 	ok := ratio >= contendedTarget
-	b.contendedOurs = median(ours)
 	fmt.Fprintf(tw, "median\t%.0f\t%.0f\t%.3f\ttarget >= %.2f: %s\n", median(ours), median(bases), ratio, contendedTarget, verdict(ok))
 	tw.Flush()
 	per := perOp(oursReq, oursAcq)
@@ -875,6 +904,8 @@ func workerMain(kind string) error {
 		l := zk.NewLock(r.conn, path, acl)
 		lock = func() error { return l.LockWithData(lockData) }
 		unlock = l.Unlock
+	case "latch", "selector": // failover participants: election.go
+		return electionWorker(kind, servers, path, timeout)
 	default:
 		return fmt.Errorf("unknown worker kind %q", kind)
 	}

@@ -11,8 +11,6 @@ import (
 	"time"
 
 	"github.com/zkrecipes/zkrecipes/mutex"
-	"github.com/zkrecipes/zkrecipes/recipes"
-	"github.com/zkrecipes/zkrecipes/rwlock"
 )
 
 // ------------------------------------------------------------------- readers
@@ -20,93 +18,48 @@ import (
 // readers is the reader-throughput scenario: -readers sessions (separate
 // Clients in this process) loop ReadLock().Lock;Unlock of one rwlock path
 // for -duration per round. No writer takes part, so every reader holds at
-// once; the figure is read acquisitions per second, shown next to the
-// mutex's contended figure from the same run (when -which ran it), the
-// rate a lock that admits one holder at a time reaches on as many
-// sessions.
+// once. The baseline is the contended mutex on as many sessions in the
+// same rounds (see workload.go): a lock that admits one holder at a time;
+// the ratio is read acquisitions per second over the mutex's.
 func (b *bench) readers(ctx context.Context) (string, error) {
 	f := b.f
-	fmt.Printf("\n== readers: %d sessions (goroutines of this process, each with its own session) loop ReadLock().Lock;Unlock on one rwlock path, %v per round\n",
+	fmt.Printf("\n== readers: %d sessions (goroutines of this process, each with its own session) loop ReadLock().Lock;Unlock on one rwlock path, %v per side per round\n",
 		f.readers, f.duration)
-
-	path := b.root + "/readers"
-	var (
-		clients []*recipes.Client
-		locks   []*mutex.Mutex
-	)
-	defer func() {
-		for _, c := range clients {
-			c.Close()
-		}
-	}()
-	for range f.readers {
-		c, err := recipes.Connect(b.servers, recipes.WithSessionTimeout(f.sessionTimeout))
-		if err != nil {
-			return "", err
-		}
-		clients = append(clients, c)
-		rw, err := rwlock.New(c, path, mutex.WithData(lockData))
-		if err != nil {
-			return "", err
-		}
-		locks = append(locks, rw.ReadLock())
+	fmt.Printf("   baseline: the contended mutex on %d sessions (one path), in the same rounds\n", f.readers)
+	var most atomic.Int64
+	ours, err := b.rwPop(ctx, f.readers, 0, b.root+"/readers/rw", &most)
+	if err != nil {
+		return "", err
 	}
-	stats := func() recipes.Stats {
-		var sum recipes.Stats
-		for _, c := range clients {
-			sum = addStats(sum, c.Stats())
-		}
-		return sum
+	defer ours.close()
+	base, err := b.mutexPop(ctx, f.readers, b.root+"/readers/mutex")
+	if err != nil {
+		return "", err
 	}
-
-	// Warm up (sessions, the parent, the server's JIT) uncounted.
-	if _, err := readRound(ctx, locks, time.Now().Add(min(f.duration, time.Second))); err != nil {
-		return "", fmt.Errorf("warm-up: %w", err)
+	defer base.close()
+	o, bs, order, err := b.interleave(ctx, ours, base, "readers", "mutex")
+	if err != nil {
+		return "", err
 	}
-
-	var (
-		rates   []float64
-		req     recipes.Stats
-		acq     int
-		pkts    pktCount
-		maxConc int
-	)
-	tw := table("round", "readers/s", "most at once")
-	for r := range f.rounds {
-		if err := ctx.Err(); err != nil {
-			return "", err
-		}
-		before, pk := stats(), b.packets()
-		res, err := readRound(ctx, locks, time.Now().Add(f.duration))
-		if err != nil {
-			return "", err
-		}
-		req = addStats(req, stats().Sub(before))
-		acq += res.total
-		pkts.add(pk, b.packets(), res.total)
-		maxConc = max(maxConc, res.maxConcurrent)
-		rate := float64(res.window) / f.duration.Seconds()
-		rates = append(rates, rate)
-		fmt.Fprintf(tw, "%d\t%.0f\t%d\n", r+1, rate, res.maxConcurrent)
-	}
-	med := median(rates)
-	fmt.Fprintf(tw, "median\t%.0f\t\n", med)
-	tw.Flush()
-	per := perOp(req, acq)
-	fmt.Printf("requests per read acquisition (sum over %d clients): %s\n", f.readers, per)
-	fmt.Printf("server packets received per read acquisition (pings included): %s\n", pkts)
-	vsMutex, ratio := "na", "na"
-	if b.contendedOurs > 0 {
-		vsMutex, ratio = fmt.Sprintf("%.1f", b.contendedOurs), fmt.Sprintf("%.3f", med/b.contendedOurs)
-		fmt.Printf("readers: %.0f read acquisitions/s on %d sessions; mutex, contended, this run: %.0f acquisitions/s on %d sessions (readers/mutex %.2f)\n",
-			med, f.readers, b.contendedOurs, f.sessions, med/b.contendedOurs)
-	} else {
-		fmt.Printf("readers: %.0f read acquisitions/s on %d sessions (add contended to -which for the mutex's figure next to it)\n", med, f.readers)
-	}
-
-	line := fmt.Sprintf("RESULT scenario=readers ours_ops=%.1f rounds=%d sessions=%d duration=%v max_concurrent=%d mutex_contended_ops=%s mutex_sessions=%d readers_per_mutex=%s %s server_pkts_per_acq_ours=%s",
-		med, f.rounds, f.readers, f.duration, maxConc, vsMutex, f.sessions, ratio, per.kv("acq"), pkts.kv())
-	return line, nil
+	printRounds(ours.classes[:1], o, bs, order, f.duration, "mutex")
+	so, sb := summarize(o, 1, f.duration), summarize(bs, 1, f.duration)
+	ratio := median(ratios(so.rounds, sb.rounds))
+	fmt.Printf("median: readers %.0f acq/s, mutex %.0f acq/s, readers/mutex %.3f; most readers at once %d\n", so.rateAll, sb.rateAll, ratio, most.Load())
+	fmt.Printf("wait p50/p99: readers %s/%s; mutex %s/%s\n", ms(so.p50[0]), ms(so.p99[0]), ms(sb.p50[0]), ms(sb.p99[0]))
+	fmt.Printf("client CPU per acquisition: readers %.0fµs, mutex %.0fµs\n", so.cpuUs, sb.cpuUs)
+	fmt.Printf("readers, requests per read acquisition (sum over %d clients): %s\n", f.readers, so.req)
+	fmt.Printf("mutex, requests per acquisition: %s\n", sb.req)
+	addReport(reportRow{
+		workload: fmt.Sprintf("rwlock readers: %d reading sessions, one path", f.readers),
+		ours:     fmt.Sprintf("%.0f reads/s; wait p50 %s, p99 %s", so.rateAll, ms(so.p50[0]), ms(so.p99[0])),
+		base:     fmt.Sprintf("%.0f acq/s; wait p50 %s, p99 %s (mutex, %d sessions)", sb.rateAll, ms(sb.p50[0]), ms(sb.p99[0]), f.readers),
+		ratio:    ratio,
+		note: fmt.Sprintf("ratio = reads/s over the mutex's acq/s; most readers at once %d; CPU µs/acq %.0f vs %.0f; requests/acq %.2f vs %.2f",
+			most.Load(), so.cpuUs, sb.cpuUs, so.req.total(), sb.req.total()),
+	})
+	return fmt.Sprintf("RESULT scenario=readers ours_ops=%.1f rounds=%d sessions=%d duration=%v max_concurrent=%d mutex_contended_ops=%.1f mutex_sessions=%d readers_per_mutex=%.4f p50_ms=%.3f p99_ms=%.3f mutex_p50_ms=%.3f mutex_p99_ms=%.3f cpu_us_per_acq=%.1f cpu_us_per_acq_mutex=%.1f %s requests_per_acq_mutex=%.3f",
+		so.rateAll, f.rounds, f.readers, f.duration, most.Load(), sb.rateAll, f.readers, ratio, msf(so.p50[0]), msf(so.p99[0]),
+		msf(sb.p50[0]), msf(sb.p99[0]), so.cpuUs, sb.cpuUs, so.req.kv("acq"), sb.req.total()), nil
 }
 
 type readResult struct {
@@ -165,7 +118,7 @@ func readRound(ctx context.Context, locks []*mutex.Mutex, deadline time.Time) (r
 }
 
 // scenarios in the order they run.
-var scenarios = []string{"uncontended", "contended", "readers", "semaphore"}
+var scenarios = []string{"uncontended", "contended", "readers", "semaphore", "mixed", "semcontended", "failover"}
 
 // parseWhich reads -which: "all" or a comma-separated list of scenarios.
 func parseWhich(s string) (map[string]bool, error) {
