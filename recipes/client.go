@@ -192,7 +192,7 @@ func (c *Client) afterStart() error {
 		ctx, cancel := context.WithTimeout(context.Background(), c.cfg.connectTimeout)
 		defer cancel()
 		if err := c.WaitConnected(ctx); err != nil {
-			return fmt.Errorf("zkrecipes: no session within %v: %w", c.cfg.connectTimeout, err)
+			return fmt.Errorf("zkrecipes: no session within %v (is ZooKeeper running at the addresses given, and reachable from here?): %w", c.cfg.connectTimeout, err)
 		}
 	}
 	for _, a := range c.cfg.auth {

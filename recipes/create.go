@@ -74,7 +74,7 @@ func (c *Client) EnsureContainers(ctx context.Context, dir string) error {
 				return err
 			}
 		default:
-			return fmt.Errorf("zkrecipes: create parent %s: %w", dir, err)
+			return fmt.Errorf("zkrecipes: create parent %s: %w", dir, explain(err))
 		}
 	}
 }
@@ -162,15 +162,15 @@ func (c *Client) createProtected(ctx context.Context, parent, uuid, name string,
 			case IsRetryable(err):
 				if werr := pause(err); werr != nil {
 					c.cleanupProtected(parent, prefix, sid)
-					return "", 0, lostReply, fmt.Errorf("zkrecipes: create in %s: %w", parent, werr)
+					return "", 0, lostReply, fmt.Errorf("zkrecipes: create in %s: %w", parent, explain(werr))
 				}
 				continue
 			default:
-				return "", 0, lostReply, fmt.Errorf("zkrecipes: create in %s: %w", parent, err)
+				return "", 0, lostReply, fmt.Errorf("zkrecipes: create in %s: %w", parent, explain(err))
 			}
 		}
 		if err := ctx.Err(); err != nil {
-			return "", 0, lostReply, fmt.Errorf("zkrecipes: create in %s: %w", parent, err)
+			return "", 0, lostReply, fmt.Errorf("zkrecipes: create in %s: %w", parent, explain(err))
 		}
 		if cur := c.conn.SessionID(); sid != 0 && cur != sid {
 			// A new session: a new name, so that a name once seen gone
@@ -194,7 +194,7 @@ func (c *Client) createProtected(ctx context.Context, parent, uuid, name string,
 				continue // made in the old session, gone with it: again
 			default:
 				c.cleanupProtected(parent, prefix, 0)
-				return "", 0, lostReply, fmt.Errorf("zkrecipes: create in %s: %w", parent, oerr)
+				return "", 0, lostReply, fmt.Errorf("zkrecipes: create in %s: %w", parent, explain(oerr))
 			}
 		}
 		switch {
@@ -211,14 +211,14 @@ func (c *Client) createProtected(ctx context.Context, parent, uuid, name string,
 			searching, lostReply = true, true
 			if werr := pause(err); werr != nil {
 				c.cleanupProtected(parent, prefix, sid)
-				return "", 0, lostReply, fmt.Errorf("zkrecipes: create in %s: %w", parent, werr)
+				return "", 0, lostReply, fmt.Errorf("zkrecipes: create in %s: %w", parent, explain(werr))
 			}
 		case errors.Is(err, zk.ErrSessionExpired):
 			if werr := pause(err); werr != nil {
-				return "", 0, lostReply, fmt.Errorf("zkrecipes: create in %s: %w", parent, werr)
+				return "", 0, lostReply, fmt.Errorf("zkrecipes: create in %s: %w", parent, explain(werr))
 			}
 		default:
-			return "", 0, lostReply, fmt.Errorf("zkrecipes: create %s: %w", target, err)
+			return "", 0, lostReply, fmt.Errorf("zkrecipes: create %s: %w", target, explain(err))
 		}
 	}
 }
@@ -455,7 +455,7 @@ func (c *Client) deleteNow(path string, sid int64) error {
 		c.deleteInBackground(path, sid, nil)
 		return nil
 	default:
-		return fmt.Errorf("zkrecipes: delete %s: %w", path, err)
+		return fmt.Errorf("zkrecipes: delete %s: %w", path, explain(err))
 	}
 }
 
@@ -476,7 +476,7 @@ func (c *Client) deleteInBackground(path string, sid int64, res chan<- error) bo
 				case err == nil || errors.Is(err, zk.ErrSessionExpired) || IsRetryable(err):
 					res <- nil
 				default:
-					res <- fmt.Errorf("zkrecipes: delete %s: %w", path, err)
+					res <- fmt.Errorf("zkrecipes: delete %s: %w", path, explain(err))
 				}
 			}
 			return err

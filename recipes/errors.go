@@ -2,6 +2,7 @@ package recipes
 
 import (
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"syscall"
@@ -78,4 +79,19 @@ func isTransportError(err error) bool {
 		return true
 	}
 	return false
+}
+
+// explain adds to an error the server returns for a reason the user can
+// act on what to do about it; other errors are returned as they are. The
+// result still wraps err (errors.Is(result, zk.ErrNoAuth) holds).
+func explain(err error) error {
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, zk.ErrNoAuth):
+		return fmt.Errorf("%w (the ACL of the node or of its parent does not grant this client's credentials: check WithAuth and the ACL provider of the client that made it)", err)
+	case errors.Is(err, zk.ErrAuthFailed):
+		return fmt.Errorf("%w (the server refused the credentials given with WithAuth)", err)
+	}
+	return err
 }

@@ -78,7 +78,7 @@ func DefaultRetryPolicy(limit time.Duration) backoff.BackOff {
 func WithSessionTimeout(d time.Duration) Option {
 	return func(c *config) error {
 		if d < time.Millisecond {
-			return fmt.Errorf("%w: session timeout %v", ErrInvalidArgument, d)
+			return fmt.Errorf("%w: session timeout %v (want at least 1ms; the server clamps it to 2-20 ticks)", ErrInvalidArgument, d)
 		}
 		c.sessionTimeout = d
 		return nil
@@ -90,7 +90,7 @@ func WithSessionTimeout(d time.Duration) Option {
 func WithConnectTimeout(d time.Duration) Option {
 	return func(c *config) error {
 		if d < 0 {
-			return fmt.Errorf("%w: connect timeout %v", ErrInvalidArgument, d)
+			return fmt.Errorf("%w: connect timeout %v (want 0, do not wait, or more)", ErrInvalidArgument, d)
 		}
 		c.connectTimeout = d
 		return nil
@@ -132,7 +132,7 @@ func WithZKLogger(l zk.Logger) Option {
 func WithMaxBufferSize(n int) Option {
 	return func(c *config) error {
 		if n < 0 {
-			return fmt.Errorf("%w: max buffer size %d", ErrInvalidArgument, n)
+			return fmt.Errorf("%w: max buffer size %d (want 0, the default, or more)", ErrInvalidArgument, n)
 		}
 		c.maxBufferSize = n
 		return nil
@@ -209,7 +209,7 @@ func WithRetryPolicy(newBackOff func() backoff.BackOff) Option {
 func WithErrorPolicy(p ErrorPolicy) Option {
 	return func(c *config) error {
 		if p != PolicyStandard && p != PolicySession {
-			return fmt.Errorf("%w: error policy %d", ErrInvalidArgument, p)
+			return fmt.Errorf("%w: error policy %d (want PolicyStandard or PolicySession)", ErrInvalidArgument, p)
 		}
 		c.errorPolicy = p
 		return nil

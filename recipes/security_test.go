@@ -105,6 +105,9 @@ func TestACLCreatorOnly(t *testing.T) {
 				_ = l.Unlock(ctx)
 			}
 			notAuthorized(t, "a foreign Lock", err, start)
+			if err != nil {
+				assert.Contains(t, err.Error(), "check WithAuth", "the error says what to do")
+			}
 			start = time.Now()
 			_, err = m.TryLock(ctx)
 			notAuthorized(t, "a foreign TryLock", err, start)
