@@ -38,6 +38,27 @@
 //     the mutex's, with the semaphore's requests per acquire+release
 //     (internal mutex create+children+delete, lease create+children+delete:
 //     6, where the mutex needs 3); no target.
+//   - peers (peers.go): where installed, Apache Curator 5.4 (a single-file
+//     Java program on Debian's jars) and Kazoo 2.8 (/usr/bin/python3 with
+//     python3-kazoo) run the same workloads as ours against the same server
+//     in the same rounds, the side that goes first rotating: cycle
+//     (uncontended Lock+Unlock on one session, -ops per round in turns of
+//     -chunk), contend (-sessions sessions on one lock: acquisitions/s),
+//     queue (10, 100, 1000 waiters over -sessions sessions queued on one
+//     lock, then drained: µs per hand-off), rwlock (-readers readers
+//     holding together; Kazoo's side is its own ReadLock, whose nodes
+//     Curator does not know) and semaphore (-sessions sessions on one
+//     semaphore of 4 leases: Curator's InterProcessSemaphoreV2, Kazoo's
+//     Semaphore). Each peer is one process (peers/BenchCurator.java,
+//     peers/bench_kazoo.py, embedded) started once per run with its
+//     sessions connected (same -session-timeout) and warmed up before any
+//     clock starts, then given one stdin command per turn; it reports its
+//     own process CPU time. Reported: each side's figure and client CPU per
+//     op, and ours/peer (for queue, the peer's time per hand-off over ours);
+//     target for contend: ours >= 1.5 x Curator. -peers=false skips the
+//     peers, -peer-workloads picks workloads, and a peer that is not
+//     installed is skipped with a line saying why. With -md the figures go
+//     to a peers table of the report.
 //   - mixed: -mixed-readers reading and -mixed-writers writing sessions on
 //     one rwlock path, against the contended mutex on as many sessions:
 //     read and write acquisitions/s, the writers' wait p50/p99, and
@@ -67,6 +88,7 @@
 //	RESULT scenario=mixed readers=... writers=... read_ops=... write_ops=... mutex_ops=... ratio=... write_p50_ms=... write_p99_ms=... ...
 //	RESULT scenario=semcontended sessions=... max_leases=4 sem_ops=... mutex_ops=... ratio=... p50_ms=... p99_ms=... ... max_held=...
 //	RESULT scenario=failover recipe=latch|selector way=graceful|kill|blackhole failover_median_ms=... failover_max_ms=... session_timeout_ms=... median_per_timeout=... ...
+//	RESULT scenario=peers workload=cycle|contend|queue10|queue100|queue1000|rwlock|semaphore unit=ops_per_s|us_per_handoff ours=... curator=... ours_per_curator=... kazoo=... ours_per_kazoo=... cpu_us_per_op_ours=... ...
 //
 // Both sides use the same session timeout (-session-timeout). Mutual
 // exclusion is checked while the contended rounds run. Any error, or a
@@ -150,7 +172,7 @@ func main() {
 	flag.DurationVar(&f.duration, "duration", 5*time.Second, "contended and readers: time per side per round")
 	flag.IntVar(&f.sessions, "sessions", 16, "contended: number of sessions contending")
 	flag.IntVar(&f.readers, "readers", 32, "readers: number of reading sessions")
-	flag.StringVar(&f.which, "which", "all", "scenarios to run: all, or a comma-separated list of uncontended, contended, readers, semaphore, mixed, semcontended, failover, keys, local, herd, queue, held (they run in that order)")
+	flag.StringVar(&f.which, "which", "all", "scenarios to run: all, or a comma-separated list of uncontended, contended, readers, semaphore, mixed, semcontended, failover, peers, keys, local, herd, queue, held (they run in that order)")
 	flag.DurationVar(&f.sessionTimeout, "session-timeout", 4*time.Second, "session timeout requested by both sides")
 	flag.BoolVar(&f.procs, "procs", false, "contended: run every session in an OS process of its own (this binary re-run as a worker) instead of a goroutine, so that sessions share no state, as with separate services")
 	flag.StringVar(&f.cpuprofile, "cpuprofile", "", "write a CPU profile of this process to `file`")
@@ -256,11 +278,21 @@ func run(f flags) (int, error) {
 			results = append(results, line)
 		}
 	}
+	if which["peers"] {
+		lines, ok, err := b.peers(ctx) // Curator and Kazoo: peers.go
+		if err != nil {
+			return 0, fmt.Errorf("peers: %w", err)
+		}
+		results, pass = append(results, lines...), pass && ok
+	}
 	extra, ok, err := b.perfScenarios(ctx, which) // keys, local, herd, queue, held: perf.go
 	if err != nil {
 		return 0, err
 	}
 	results, pass = append(results, extra...), pass && ok
+	if err := b.peersMarkdown(); err != nil { // -md when only the peers have figures
+		return 0, err
+	}
 	fmt.Println()
 	for _, r := range results {
 		fmt.Println(r)

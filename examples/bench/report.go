@@ -71,8 +71,10 @@ func (b *bench) writeMarkdown(file string) error {
 	fmt.Fprintf(&sb, "- Server: %s.\n", b.serverInfo())
 	fmt.Fprintf(&sb, "- Rounds: %d per scenario, %v per side per timed round, sides alternating which goes first; figures are medians over rounds.\n", b.f.rounds, b.f.duration)
 	fmt.Fprintf(&sb, "- **The figures are noisy**: the machine has few cores, the server runs on it too, and another engineer's chaos test runs on the same machine at times. Ratios measured in the same rounds are more trustworthy than the absolute rates.\n\n")
-	fmt.Fprintf(&sb, "![ratios against targets](%s)\n\n", filepath.Base(svgFile))
-	fmt.Fprintf(&sb, "| workload | ours | baseline | ratio / figure | target | met? | notes |\n|---|---|---|---|---|---|---|\n")
+	if len(report) > 0 {
+		fmt.Fprintf(&sb, "![ratios against targets](%s)\n\n", filepath.Base(svgFile))
+		fmt.Fprintf(&sb, "| workload | ours | baseline | ratio / figure | target | met? | notes |\n|---|---|---|---|---|---|---|\n")
+	}
 	for _, r := range report {
 		target, met := "—", "—"
 		if r.hasTarget {
@@ -88,7 +90,10 @@ func (b *bench) writeMarkdown(file string) error {
 		}
 		fmt.Fprintf(&sb, "| %s | %s | %s | %.3g | %s | %s | %s |\n", r.workload, r.ours, r.base, r.ratio, target, met, r.note)
 	}
-	fmt.Fprintf(&sb, "\nRatios: keys and local are ours over the baseline (higher is better); queue is zk.Lock's time per hand-off over ours (higher: ours faster; no target in the issue); herd and the remote waiter are counts that must stay at or below the target. Bytes in queue are the bytes the client read from its connections (a counting dialer), pings included. The remote waiter's count covers the local hand-offs, by nodes ahead of its own, made since its Lock call began; it may include some made before its node was created (one round trip), so a figure a little over the bound is not by itself proof that the bound was broken.\n")
+	if len(report) > 0 {
+		fmt.Fprintf(&sb, "\nRatios: keys and local are ours over the baseline (higher is better); queue is zk.Lock's time per hand-off over ours (higher: ours faster; no target in the issue); herd and the remote waiter are counts that must stay at or below the target. Bytes in queue are the bytes the client read from its connections (a counting dialer), pings included. The remote waiter's count covers the local hand-offs, by nodes ahead of its own, made since its Lock call began; it may include some made before its node was created (one round trip), so a figure a little over the bound is not by itself proof that the bound was broken.\n")
+	}
+	sb.WriteString(peersTable()) // peers.go; empty when the peers did not run
 	if err := os.WriteFile(file, []byte(sb.String()), 0o644); err != nil {
 		return err
 	}

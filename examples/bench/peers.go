@@ -1,0 +1,1057 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	_ "embed"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/go-zookeeper/zk"
+
+	"github.com/zkrecipes/zkrecipes/internal/interop"
+	"github.com/zkrecipes/zkrecipes/mutex"
+	"github.com/zkrecipes/zkrecipes/recipes"
+	"github.com/zkrecipes/zkrecipes/rwlock"
+	"github.com/zkrecipes/zkrecipes/semaphore"
+)
+
+// The peers scenario (issue 12): our recipes next to Apache Curator 5.4
+// (Java) and Kazoo 2.8 (Python) on the same workloads, against the same
+// server, in the same rounds. Each peer is one process, started once per
+// run with its sessions connected and then kept warm: it takes one command
+// per round on stdin and answers with its figures (see the head of
+// peers/BenchCurator.java). A peer that is not installed is skipped with a
+// line saying why.
+
+//go:embed peers/BenchCurator.java
+var benchCuratorSource []byte
+
+//go:embed peers/bench_kazoo.py
+var benchKazooSource []byte
+
+const (
+	peerSemLeases = 4 // semaphore: leases of the one semaphore
+	// peerContendTarget is the issue's target for contend: ours at least
+	// 1.5 times Curator's acquisitions/s.
+	peerContendTarget = 1.5
+)
+
+var (
+	peerQueueSizes = []int{10, 100, 1000}
+	peersOn        bool
+	peerWorkloads  string
+	// peerQueueCap is the largest queue a peer drains per round: Kazoo
+	// takes about 2ms per hand-off in a queue of 1000 waiters, each a
+	// Python thread of one process, plus a while to queue them; 1000 is
+	// kept, and this is where to cap it if a slower machine needs it.
+	peerQueueCap = map[string]int{"curator": 1000, "kazoo": 1000}
+)
+
+func init() {
+	scenarios = append(scenarios, "peers")
+	flag.BoolVar(&peersOn, "peers", true, "peers: run Curator 5.4 (java + Debian's jars) and Kazoo 2.8 (/usr/bin/python3 with python3-kazoo) where installed; -peers=false skips them")
+	flag.StringVar(&peerWorkloads, "peer-workloads", "cycle,contend,queue,rwlock,semaphore", "peers: the workloads to run, a comma-separated list of cycle, contend, queue, rwlock, semaphore")
+}
+
+// ---------------------------------------------------------- peer processes
+
+// peerProc is a running peer program.
+type peerProc struct {
+	label, key string // "Curator 5.4", "curator"
+	cmd        *exec.Cmd
+	in         io.WriteCloser
+	out        *bufio.Scanner
+	stderr     *tailBuffer
+	done       chan struct{}
+}
+
+// peerAnswer is a peer's "DONE <ops> <seconds> <cpuSeconds> <total> <most>".
+type peerAnswer struct {
+	ops, total, most int
+	seconds, cpu     float64
+}
+
+// tailBuffer keeps the last 8 KiB written to it.
+type tailBuffer struct {
+	mu sync.Mutex
+	b  []byte
+}
+
+func (t *tailBuffer) Write(p []byte) (int, error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.b = append(t.b, p...)
+	if len(t.b) > 16<<10 {
+		t.b = append([]byte(nil), t.b[len(t.b)-8<<10:]...)
+	}
+	return len(p), nil
+}
+
+func (t *tailBuffer) String() string {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return strings.TrimSpace(string(t.b))
+}
+
+// startCurator starts BenchCurator.java with sessions sessions, or says
+// why it cannot (an error wrapping interop.ErrUnavailable).
+func startCurator(dir string, servers []string, timeout time.Duration, sessions int) (*peerProc, string, error) {
+	cp, err := interop.JavaClasspath()
+	if err != nil {
+		return nil, "", err
+	}
+	java := ""
+	if h := os.Getenv("JAVA_HOME"); h != "" {
+		if _, err := os.Stat(filepath.Join(h, "bin", "java")); err == nil {
+			java = filepath.Join(h, "bin", "java")
+		}
+	}
+	if java == "" {
+		if java, err = exec.LookPath("java"); err != nil {
+			return nil, "", fmt.Errorf("%w: no java 17 on PATH (apt-get install openjdk-17-jre-headless)", interop.ErrUnavailable)
+		}
+	}
+	src := filepath.Join(dir, "BenchCurator.java")
+	if err := os.WriteFile(src, benchCuratorSource, 0o644); err != nil {
+		return nil, "", err
+	}
+	version := "Curator"
+	if jars, _ := filepath.Glob(filepath.Join(interop.JavaDir, "curator-recipes-*.jar")); len(jars) == 1 && os.Getenv(interop.ClasspathEnv) == "" {
+		version = strings.TrimSuffix(filepath.Base(jars[0]), ".jar") // curator-recipes-5.4.0, Debian's versioned name
+	}
+	if out, err := exec.Command(java, "-version").CombinedOutput(); err == nil {
+		// openjdk version "17.0.15" 2025-04-15
+		if _, v, ok := strings.Cut(strings.SplitN(string(out), "\n", 2)[0], " version "); ok && len(strings.Fields(v)) > 0 {
+			version += ", java " + strings.Trim(strings.Fields(v)[0], `"`)
+		}
+	}
+	// The JIT is left at its default (tiered up to C2): the peer is kept
+	// warm, so it runs compiled code, as a long-lived service would.
+	p, err := startPeer("Curator 5.4", "curator", java,
+		"-Xmx256m", "-XX:+UseSerialGC", "-cp", cp, src,
+		strings.Join(servers, ","), strconv.FormatInt(timeout.Milliseconds(), 10), strconv.Itoa(sessions))
+	return p, version, err
+}
+
+// startKazoo starts bench_kazoo.py with sessions sessions, or says why it
+// cannot.
+func startKazoo(dir string, servers []string, timeout time.Duration, sessions int) (*peerProc, string, error) {
+	if err := interop.KazooAvailable(); err != nil {
+		return nil, "", err
+	}
+	version := "kazoo"
+	if out, err := exec.Command(interop.Python, "-I", "-c", "import kazoo.version as v, sys; print(v.__version__, sys.version.split()[0])").Output(); err == nil {
+		f := strings.Fields(string(out))
+		if len(f) == 2 {
+			version = "kazoo " + f[0] + ", Python " + f[1]
+		}
+	}
+	src := filepath.Join(dir, "bench_kazoo.py")
+	if err := os.WriteFile(src, benchKazooSource, 0o644); err != nil {
+		return nil, "", err
+	}
+	p, err := startPeer("Kazoo 2.8", "kazoo", interop.Python, "-I", "-u", src,
+		strings.Join(servers, ","), strconv.FormatFloat(timeout.Seconds(), 'f', -1, 64), strconv.Itoa(sessions))
+	return p, version, err
+}
+
+func startPeer(label, key, bin string, args ...string) (*peerProc, error) {
+	p := &peerProc{label: label, key: key, stderr: &tailBuffer{}, done: make(chan struct{})}
+	p.cmd = exec.Command(bin, args...)
+	p.cmd.Stderr = p.stderr
+	var err error
+	if p.in, err = p.cmd.StdinPipe(); err != nil {
+		return nil, err
+	}
+	out, err := p.cmd.StdoutPipe()
+	if err != nil {
+		return nil, err
+	}
+	if err := p.cmd.Start(); err != nil {
+		return nil, fmt.Errorf("start %s: %w", label, err)
+	}
+	go func() {
+		_ = p.cmd.Wait()
+		close(p.done)
+	}()
+	p.out = bufio.NewScanner(out)
+	return p, nil
+}
+
+// ready waits for the peer's READY line.
+func (p *peerProc) ready() error {
+	defer watchdog(time.Now().Add(time.Minute))()
+	if !p.out.Scan() || p.out.Text() != "READY" {
+		return fmt.Errorf("%s did not start: %q; stderr: %s", p.label, p.out.Text(), p.stderr)
+	}
+	return nil
+}
+
+// do sends one command and reads the answer. A peer that does not answer
+// within limit after the command is given up on (the watchdog ends the
+// program two minutes later).
+func (p *peerProc) do(limit time.Duration, format string, args ...any) (peerAnswer, error) {
+	return p.doQueued(limit, fmt.Sprintf(format, args...), nil)
+}
+
+// doQueued is do for a command that may print QUEUED before its answer (a
+// queue): then it calls queued and, when that returns, sends GO.
+func (p *peerProc) doQueued(limit time.Duration, cmd string, queued func() error) (peerAnswer, error) {
+	defer watchdog(time.Now().Add(limit))()
+	if _, err := fmt.Fprintln(p.in, cmd); err != nil {
+		return peerAnswer{}, fmt.Errorf("%s: %q: %w; stderr: %s", p.label, cmd, err, p.stderr)
+	}
+	for {
+		if !p.out.Scan() {
+			<-p.done
+			return peerAnswer{}, fmt.Errorf("%s: %q: no answer (exited: %v); stderr: %s", p.label, cmd, p.cmd.ProcessState, p.stderr)
+		}
+		if p.out.Text() != "QUEUED" || queued == nil {
+			break
+		}
+		if err := queued(); err != nil {
+			return peerAnswer{}, err
+		}
+		if _, err := fmt.Fprintln(p.in, "GO"); err != nil {
+			return peerAnswer{}, fmt.Errorf("%s: %q: GO: %w; stderr: %s", p.label, cmd, err, p.stderr)
+		}
+	}
+	line := p.out.Text()
+	f := strings.Fields(line)
+	if len(f) != 6 || f[0] != "DONE" {
+		return peerAnswer{}, fmt.Errorf("%s: %q: %s; stderr: %s", p.label, cmd, line, p.stderr)
+	}
+	var (
+		a    peerAnswer
+		errs []error
+	)
+	atoi := func(s string) int { v, err := strconv.Atoi(s); errs = append(errs, err); return v }
+	atof := func(s string) float64 { v, err := strconv.ParseFloat(s, 64); errs = append(errs, err); return v }
+	a.ops, a.seconds, a.cpu, a.total, a.most = atoi(f[1]), atof(f[2]), atof(f[3]), atoi(f[4]), atoi(f[5])
+	if err := errors.Join(errs...); err != nil {
+		return a, fmt.Errorf("%s: bad answer %q: %w", p.label, line, err)
+	}
+	return a, nil
+}
+
+func (p *peerProc) close() {
+	_, _ = fmt.Fprintln(p.in, "exit")
+	_ = p.in.Close()
+	select {
+	case <-p.done:
+	case <-time.After(15 * time.Second):
+		_ = p.cmd.Process.Kill()
+		<-p.done
+	}
+}
+
+// ---------------------------------------------------------------- scenario
+
+// peerFig is one side's figure in one round: rate in ops per second (for
+// queue, hand-offs per second) and client CPU µs per op.
+type peerFig struct{ rate, cpuUS float64 }
+
+// peerSide is one of ours, Curator and Kazoo in a workload.
+type peerSide struct {
+	label, key string
+	run        func(r int) (peerFig, error)
+}
+
+// peerRow is one workload's medians, for the RESULT line and the report.
+type peerRow struct {
+	workload, key string // description; RESULT's workload=
+	queue         bool   // figures are µs per hand-off (the rate's inverse)
+	rate, cpu     map[string]float64
+	ratio         map[string]float64 // peer key -> median over rounds of ours/peer
+	note          map[string]string  // peer key -> why it has no figure, or a remark
+	target        float64            // ours/Curator target, or 0
+}
+
+// peerRows are the peers scenario's figures for the -md report.
+var peerRows []peerRow
+
+var peerKeys = []string{"curator", "kazoo"}
+
+func (r peerRow) value(key string) string {
+	v, ok := r.rate[key]
+	switch {
+	case !ok:
+		return "na"
+	case r.queue:
+		return fmt.Sprintf("%.0f", 1e6/v)
+	default:
+		return fmt.Sprintf("%.1f", v)
+	}
+}
+
+// cell is the report's text for one side: the figure and the CPU per op.
+func (r peerRow) cell(key string) string {
+	if _, ok := r.rate[key]; !ok {
+		return r.note[key]
+	}
+	s := fmt.Sprintf("%.0f ops/s, CPU %.0f µs/op", r.rate[key], r.cpu[key])
+	if r.queue {
+		s = fmt.Sprintf("%.0f µs/hand-off, CPU %.0f µs/hand-off", 1e6/r.rate[key], r.cpu[key])
+	}
+	if n := r.note[key]; n != "" {
+		s += " (" + n + ")"
+	}
+	return s
+}
+
+func (r peerRow) ratioCell(key string) string {
+	v, ok := r.ratio[key]
+	if !ok {
+		return "—"
+	}
+	s := fmt.Sprintf("%.2f", v)
+	if key == "curator" && r.target > 0 {
+		s += fmt.Sprintf(" (target ≥ %g: %s)", r.target, verdict(v >= r.target))
+	}
+	return s
+}
+
+// peers runs the peers scenario; it returns RESULT lines and whether the
+// targets were met.
+func (b *bench) peers(ctx context.Context) ([]string, bool, error) {
+	f := b.f
+	fmt.Printf("\n== peers: ours next to Curator 5.4 and Kazoo 2.8 on the same server, in the same rounds (the side that goes first rotates)\n")
+	if !peersOn {
+		fmt.Println("peers: skipped (-peers=false)")
+		return nil, true, nil
+	}
+	work := map[string]bool{}
+	for _, w := range strings.Split(peerWorkloads, ",") {
+		switch w = strings.TrimSpace(w); w {
+		case "cycle", "contend", "queue", "rwlock", "semaphore":
+			work[w] = true
+		default:
+			return nil, false, fmt.Errorf("-peer-workloads: %q is not one of cycle, contend, queue, rwlock, semaphore", w)
+		}
+	}
+	sessions := max(f.sessions, f.readers)
+	dir, err := os.MkdirTemp("", "zkrecipes-bench-peers-")
+	if err != nil {
+		return nil, false, err
+	}
+	defer os.RemoveAll(dir)
+
+	var procs []*peerProc
+	defer func() {
+		for _, p := range procs {
+			p.close()
+		}
+	}()
+	skipped := map[string]string{}
+	type starter func(string, []string, time.Duration, int) (*peerProc, string, error)
+	for _, s := range []struct {
+		key, label string
+		start      starter
+	}{{"curator", "Curator 5.4", startCurator}, {"kazoo", "Kazoo 2.8", startKazoo}} {
+		p, version, err := s.start(dir, b.servers, f.sessionTimeout, sessions)
+		if errors.Is(err, interop.ErrUnavailable) {
+			fmt.Printf("peers: %s skipped, not installed: %v\n", s.label, err)
+			skipped[s.key] = "not installed"
+			peerSetup = append(peerSetup, s.label+": not installed")
+			continue
+		}
+		if err != nil {
+			return nil, false, err
+		}
+		procs = append(procs, p)
+		fmt.Printf("peers: %s: %s, %d sessions, session timeout %v\n", s.label, version, sessions, f.sessionTimeout)
+		peerSetup = append(peerSetup, fmt.Sprintf("%s: %s, %d sessions", s.label, version, sessions))
+	}
+	for _, p := range procs {
+		if err := p.ready(); err != nil {
+			return nil, false, err
+		}
+	}
+	if len(procs) == 0 {
+		fmt.Println("peers: neither Curator nor Kazoo is installed (scripts/install-deps.sh installs both); nothing to compare")
+		return nil, true, nil
+	}
+
+	clients := make([]*recipes.Client, 0, sessions)
+	defer func() {
+		for _, c := range clients {
+			c.Close()
+		}
+	}()
+	for range sessions {
+		c, err := recipes.Connect(b.servers, recipes.WithSessionTimeout(f.sessionTimeout))
+		if err != nil {
+			return nil, false, err
+		}
+		clients = append(clients, c)
+	}
+	defer b.deleteTree(b.root + "/peers")
+
+	pw := &peerWork{b: b, ctx: ctx, clients: clients, procs: procs, skipped: skipped}
+	var (
+		lines []string
+		pass  = true
+	)
+	for _, w := range []struct {
+		name string
+		run  func() ([]string, bool, error)
+	}{{"cycle", pw.cycle}, {"contend", pw.contend}, {"queue", pw.queue}, {"rwlock", pw.rwlock}, {"semaphore", pw.semaphore}} {
+		if !work[w.name] {
+			continue
+		}
+		ls, ok, err := w.run()
+		if err != nil {
+			return lines, false, fmt.Errorf("%s: %w", w.name, err)
+		}
+		lines, pass = append(lines, ls...), pass && ok
+	}
+	return lines, pass, nil
+}
+
+// peerWork holds what the peers workloads share.
+type peerWork struct {
+	b       *bench
+	ctx     context.Context
+	clients []*recipes.Client
+	procs   []*peerProc
+	skipped map[string]string // peer key -> why it is absent
+}
+
+func (w *peerWork) path(workload, side string) string {
+	return fmt.Sprintf("%s/peers/%s/%s", w.b.root, workload, side)
+}
+
+// compare runs rounds of the sides (rotating which goes first), prints a
+// table and records the medians.
+func (w *peerWork) compare(row peerRow, rounds int, sides []peerSide) (string, bool, error) {
+	row.rate, row.cpu, row.ratio = map[string]float64{}, map[string]float64{}, map[string]float64{}
+	if row.note == nil {
+		row.note = map[string]string{}
+	}
+	for k, why := range w.skipped {
+		row.note[k] = why
+	}
+	rates, cpus, ratios := map[string][]float64{}, map[string][]float64{}, map[string][]float64{}
+	unit, cpuUnit := "ops/s", "CPU µs/op"
+	if row.queue {
+		unit, cpuUnit = "µs/hand-off", "CPU µs/hand-off"
+	}
+	cols := []string{"round"}
+	for _, s := range sides {
+		cols = append(cols, s.label+" "+unit)
+		if s.key != "ours" {
+			cols = append(cols, "ours/"+strings.Fields(s.label)[0])
+		}
+	}
+	for _, s := range sides {
+		cols = append(cols, s.label+" "+cpuUnit)
+	}
+	tw := table(append(cols, "first")...)
+	show := func(rate float64) float64 {
+		if row.queue {
+			return 1e6 / rate
+		}
+		return rate
+	}
+	for r := range rounds {
+		figs := map[string]peerFig{}
+		first := sides[r%len(sides)].label
+		for i := range sides {
+			s := sides[(r+i)%len(sides)]
+			if err := w.ctx.Err(); err != nil {
+				return "", false, err
+			}
+			fg, err := s.run(r)
+			if err != nil {
+				return "", false, fmt.Errorf("%s: %w", s.label, err)
+			}
+			if fg.rate <= 0 {
+				return "", false, fmt.Errorf("%s made no acquisition", s.label)
+			}
+			figs[s.key] = fg
+			rates[s.key], cpus[s.key] = append(rates[s.key], fg.rate), append(cpus[s.key], fg.cpuUS)
+		}
+		for _, s := range sides[1:] {
+			ratios[s.key] = append(ratios[s.key], figs["ours"].rate/figs[s.key].rate)
+		}
+		var vals []string
+		for _, s := range sides {
+			vals = append(vals, fmt.Sprintf("%.0f", show(figs[s.key].rate)))
+			if s.key != "ours" {
+				vals = append(vals, fmt.Sprintf("%.2f", figs["ours"].rate/figs[s.key].rate))
+			}
+		}
+		for _, s := range sides {
+			vals = append(vals, fmt.Sprintf("%.0f", figs[s.key].cpuUS))
+		}
+		fmt.Fprintf(tw, "%d\t%s\t%s\n", r+1, strings.Join(vals, "\t"), first)
+	}
+	var vals []string
+	for _, s := range sides {
+		row.rate[s.key], row.cpu[s.key] = median(rates[s.key]), median(cpus[s.key])
+		vals = append(vals, fmt.Sprintf("%.0f", show(row.rate[s.key])))
+		if s.key != "ours" {
+			row.ratio[s.key] = median(ratios[s.key])
+			vals = append(vals, fmt.Sprintf("%.2f", row.ratio[s.key]))
+		}
+	}
+	for _, s := range sides {
+		vals = append(vals, fmt.Sprintf("%.0f", row.cpu[s.key]))
+	}
+	fmt.Fprintf(tw, "median\t%s\t\n", strings.Join(vals, "\t"))
+	tw.Flush()
+	ok := true
+	if c, has := row.ratio["curator"]; has && row.target > 0 {
+		ok = c >= row.target
+		fmt.Printf("ours/Curator %.2f (target >= %.1f: %s)\n", c, row.target, verdict(ok))
+	}
+	for _, k := range peerKeys {
+		if n := row.note[k]; n != "" {
+			fmt.Printf("%s: %s\n", map[string]string{"curator": "Curator 5.4", "kazoo": "Kazoo 2.8"}[k], n)
+		}
+	}
+	peerRows = append(peerRows, row)
+
+	var kv strings.Builder
+	fmt.Fprintf(&kv, "RESULT scenario=peers workload=%s", row.key)
+	if row.queue {
+		kv.WriteString(" unit=us_per_handoff")
+	} else {
+		kv.WriteString(" unit=ops_per_s")
+	}
+	fmt.Fprintf(&kv, " ours=%s cpu_us_per_op_ours=%.1f", row.value("ours"), row.cpu["ours"])
+	for _, k := range peerKeys {
+		if _, has := row.rate[k]; !has {
+			fmt.Fprintf(&kv, " %[1]s=na cpu_us_per_op_%[1]s=na ours_per_%[1]s=na", k)
+			continue
+		}
+		fmt.Fprintf(&kv, " %s=%s cpu_us_per_op_%s=%.1f ours_per_%s=%.4f", k, row.value(k), k, row.cpu[k], k, row.ratio[k])
+	}
+	if row.target > 0 {
+		fmt.Fprintf(&kv, " target_ours_per_curator=%.2f pass=%t", row.target, ok)
+	}
+	fmt.Fprintf(&kv, " rounds=%d", rounds)
+	return kv.String(), ok, nil
+}
+
+// peerSides returns ours and a side per running peer; cmd makes a peer's
+// command for round r ("" leaves the peer out, with why in row.note).
+func (w *peerWork) peerSides(ours peerSide, limit time.Duration, fig func(peerAnswer) peerFig, cmd func(p *peerProc, r int) string) []peerSide {
+	sides := []peerSide{ours}
+	for _, p := range w.procs {
+		if cmd(p, 0) == "" {
+			continue
+		}
+		sides = append(sides, peerSide{label: p.label, key: p.key, run: func(r int) (peerFig, error) {
+			a, err := p.do(limit, "%s", cmd(p, r))
+			if err != nil {
+				return peerFig{}, err
+			}
+			return fig(a), nil
+		}})
+	}
+	return sides
+}
+
+// timedFig is the figure of a timed round: acquisitions begun before the
+// deadline per second, CPU per acquisition made.
+func timedFig(a peerAnswer) peerFig {
+	return peerFig{rate: float64(a.ops) / a.seconds, cpuUS: a.cpu * 1e6 / float64(max(a.total, 1))}
+}
+
+// ------------------------------------------------------------------- cycle
+
+func (w *peerWork) cycle() ([]string, bool, error) {
+	f := w.b.f
+	fmt.Printf("\n-- peers cycle: uncontended Lock+Unlock on one path, one session, %d ops per side per round, in turns of %d (the first side rotates every turn)\n", f.ops, f.chunk)
+	m, err := mutex.New(w.clients[0], w.path("cycle", "ours"), mutex.WithData(lockData))
+	if err != nil {
+		return nil, false, err
+	}
+	ours := func(n int) (peerAnswer, error) {
+		start, cpu := time.Now(), cpuTime()
+		for range n {
+			if _, err := m.Lock(w.ctx); err != nil {
+				return peerAnswer{}, err
+			}
+			if err := m.Unlock(w.ctx); err != nil {
+				return peerAnswer{}, err
+			}
+		}
+		return peerAnswer{ops: n, total: n, seconds: time.Since(start).Seconds(), cpu: (cpuTime() - cpu).Seconds()}, nil
+	}
+	type chunker struct {
+		label, key string
+		run        func(n int) (peerAnswer, error)
+	}
+	all := []chunker{{"ours", "ours", ours}}
+	for _, p := range w.procs {
+		path := w.path("cycle", p.key)
+		all = append(all, chunker{p.label, p.key, func(n int) (peerAnswer, error) {
+			return p.do(time.Minute+time.Duration(n)*100*time.Millisecond, "cycle %s %d", path, n)
+		}})
+	}
+	for _, c := range all { // warm up: the JVM's JIT, the parents, the server
+		if _, err := c.run(max(f.warmup, 1)); err != nil {
+			return nil, false, fmt.Errorf("%s: warm-up: %w", c.label, err)
+		}
+	}
+	// A round runs every side's ops in turns of -chunk; a side's figure
+	// is its ops over the time its turns took.
+	var (
+		sums map[string]*peerAnswer
+		last = -1
+	)
+	runRound := func(r int) error {
+		sums = map[string]*peerAnswer{}
+		for _, c := range all {
+			sums[c.key] = &peerAnswer{}
+		}
+		for done, k := 0, 0; done < f.ops; k++ {
+			n := min(f.chunk, f.ops-done)
+			for i := range all {
+				c := all[(r+k+i)%len(all)]
+				if err := w.ctx.Err(); err != nil {
+					return err
+				}
+				a, err := c.run(n)
+				if err != nil {
+					return fmt.Errorf("%s: %w", c.label, err)
+				}
+				s := sums[c.key]
+				s.ops, s.total, s.seconds, s.cpu = s.ops+a.ops, s.total+a.total, s.seconds+a.seconds, s.cpu+a.cpu
+			}
+			done += n
+		}
+		return nil
+	}
+	// compare calls the sides one after another per round; the first
+	// call of a round runs the whole interleaved round and the others
+	// read their share.
+	side := func(c chunker) peerSide {
+		return peerSide{label: c.label, key: c.key, run: func(r int) (peerFig, error) {
+			if last != r {
+				if err := runRound(r); err != nil {
+					return peerFig{}, err
+				}
+				last = r
+			}
+			s := sums[c.key]
+			return peerFig{rate: float64(s.ops) / s.seconds, cpuUS: s.cpu * 1e6 / float64(s.ops)}, nil
+		}}
+	}
+	var sides []peerSide
+	for _, c := range all {
+		sides = append(sides, side(c))
+	}
+	line, ok, err := w.compare(peerRow{workload: "cycle: uncontended Lock+Unlock, one session", key: "cycle"}, f.rounds, sides)
+	return []string{line}, ok, err
+}
+
+// ----------------------------------------------------------------- contend
+
+func (w *peerWork) contend() ([]string, bool, error) {
+	f := w.b.f
+	fmt.Printf("\n-- peers contend: %d sessions loop Lock;Unlock on one path, %v per side per round (acquisitions/s)\n", f.sessions, f.duration)
+	path := w.path("contend", "ours")
+	locks := make([]*mutex.Mutex, f.sessions)
+	for i := range locks {
+		var err error
+		if locks[i], err = mutex.New(w.clients[i], path, mutex.WithData(lockData)); err != nil {
+			return nil, false, err
+		}
+	}
+	round := func(d time.Duration) (peerFig, error) {
+		return peerLoop(f.sessions, d, 1, func(i int) (func() error, error) {
+			if _, err := locks[i].Lock(w.ctx); err != nil {
+				return nil, err
+			}
+			return func() error { return locks[i].Unlock(w.ctx) }, nil
+		})
+	}
+	ours := peerSide{label: "ours", key: "ours", run: func(int) (peerFig, error) { return round(f.duration) }}
+	sides := w.peerSides(ours, f.duration+time.Minute, timedFig, func(p *peerProc, _ int) string {
+		return fmt.Sprintf("contend %s %d %d", w.path("contend", p.key), f.sessions, f.duration.Milliseconds())
+	})
+	if err := w.warm(sides, func(s peerSide) error {
+		if s.key == "ours" {
+			_, err := round(min(f.duration, time.Second))
+			return err
+		}
+		_, err := w.proc(s.key).do(time.Minute, "contend %s %d %d", w.path("contend", s.key), f.sessions, min(f.duration, time.Second).Milliseconds())
+		return err
+	}); err != nil {
+		return nil, false, err
+	}
+	line, ok, err := w.compare(peerRow{
+		workload: fmt.Sprintf("contend: %d sessions, one lock path", f.sessions), key: "contend", target: peerContendTarget,
+	}, f.rounds, sides)
+	return []string{line}, ok, err
+}
+
+// peerLoop is our side of a timed workload: n goroutines, one per
+// session, loop acquire(i) and its release for d. It checks that at most
+// most hold at once and returns acquisitions begun before the deadline
+// per second (as the peers count them) and this process's CPU per
+// acquisition made.
+func peerLoop(n int, d time.Duration, most int64, acquire func(i int) (release func() error, err error)) (peerFig, error) {
+	var (
+		holders, window, all atomic.Int64
+		stop                 atomic.Bool
+		wg                   sync.WaitGroup
+		mu                   sync.Mutex
+		errs                 []error
+	)
+	fail := func(err error) {
+		stop.Store(true)
+		mu.Lock()
+		errs = append(errs, err)
+		mu.Unlock()
+	}
+	cpu := cpuTime()
+	deadline := time.Now().Add(d)
+	defer watchdog(deadline)()
+	for i := range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for !stop.Load() && time.Now().Before(deadline) {
+				release, err := acquire(i)
+				if err != nil {
+					fail(fmt.Errorf("session %d: %w", i, err))
+					return
+				}
+				if h := holders.Add(1); h > most {
+					fail(fmt.Errorf("session %d: %d holders at once, at most %d allowed", i, h, most))
+				}
+				if time.Now().Before(deadline) {
+					window.Add(1)
+				}
+				all.Add(1)
+				holders.Add(-1)
+				if err := release(); err != nil {
+					fail(fmt.Errorf("session %d: release: %w", i, err))
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		return peerFig{}, err
+	}
+	return peerFig{rate: float64(window.Load()) / d.Seconds(), cpuUS: cpuPerOp(cpuTime()-cpu, int(max(all.Load(), 1)))}, nil
+}
+
+func (w *peerWork) proc(key string) *peerProc {
+	for _, p := range w.procs {
+		if p.key == key {
+			return p
+		}
+	}
+	return nil
+}
+
+// warm runs one uncounted round of every side.
+func (w *peerWork) warm(sides []peerSide, fn func(peerSide) error) error {
+	for _, s := range sides {
+		if err := fn(s); err != nil {
+			return fmt.Errorf("%s: warm-up: %w", s.label, err)
+		}
+	}
+	return nil
+}
+
+// ------------------------------------------------------------------- queue
+
+func (w *peerWork) queue() ([]string, bool, error) {
+	f := w.b.f
+	fmt.Printf("\n-- peers queue: N waiters (a lock object each, over %d sessions) queue behind a holder, then drain; time from the holder's release to the last hand-off\n", f.sessions)
+	drain := func(path string, n int) (peerFig, error) {
+		holder, err := mutex.New(w.clients[0], path, mutex.WithData(lockData))
+		if err != nil {
+			return peerFig{}, err
+		}
+		if _, err := holder.Lock(w.ctx); err != nil {
+			return peerFig{}, err
+		}
+		w0, werr := w.b.watchCount()
+		var (
+			wg      sync.WaitGroup
+			holders atomic.Int64
+		)
+		errs := make(chan error, n)
+		for i := range n {
+			m, err := mutex.New(w.clients[i%f.sessions], path, mutex.WithData(lockData))
+			if err != nil {
+				return peerFig{}, err
+			}
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				if _, err := m.Lock(w.ctx); err != nil {
+					errs <- err
+					return
+				}
+				if holders.Add(1) != 1 {
+					errs <- errors.New("mutual exclusion violated")
+				}
+				holders.Add(-1)
+				if err := m.Unlock(w.ctx); err != nil {
+					errs <- err
+				}
+			}()
+		}
+		count := func() (int, error) { ps, err := holder.Participants(w.ctx); return len(ps), err }
+		if err := waitQueued(count, n+1); err != nil {
+			return peerFig{}, err
+		}
+		if err := w.waitWatches(w0, werr, n); err != nil {
+			return peerFig{}, err
+		}
+		start, cpu := time.Now(), cpuTime()
+		if err := holder.Unlock(w.ctx); err != nil {
+			return peerFig{}, err
+		}
+		wg.Wait()
+		took, used := time.Since(start), cpuTime()-cpu
+		close(errs)
+		if err := <-errs; err != nil {
+			return peerFig{}, err
+		}
+		return peerFig{rate: float64(n) / took.Seconds(), cpuUS: cpuPerOp(used, n)}, nil
+	}
+	// peerDrain has a peer drain n waiters at path; the clock starts once
+	// the server counts their watches.
+	peerDrain := func(p *peerProc, path string, n int) (peerFig, error) {
+		w0, werr := w.b.watchCount()
+		a, err := p.doQueued(5*time.Minute, fmt.Sprintf("queue %s %d %d", path, n, f.sessions), func() error {
+			return w.waitWatches(w0, werr, n)
+		})
+		if err != nil {
+			return peerFig{}, err
+		}
+		return peerFig{rate: float64(a.ops) / a.seconds, cpuUS: a.cpu * 1e6 / float64(a.ops)}, nil
+	}
+	// Warm up with a small queue on every side.
+	warmPath := func(key string) string { return w.path("queue", key+"-warm") }
+	if _, err := drain(warmPath("ours"), 10); err != nil {
+		return nil, false, fmt.Errorf("ours: warm-up: %w", err)
+	}
+	for _, p := range w.procs {
+		if _, err := peerDrain(p, warmPath(p.key), 10); err != nil {
+			return nil, false, fmt.Errorf("warm-up: %w", err)
+		}
+	}
+	var (
+		lines []string
+		pass  = true
+	)
+	for _, n := range peerQueueSizes {
+		row := peerRow{workload: fmt.Sprintf("queue: %d waiters drained", n), key: fmt.Sprintf("queue%d", n), queue: true, note: map[string]string{}}
+		sides := []peerSide{{label: "ours", key: "ours", run: func(r int) (peerFig, error) {
+			return drain(w.path("queue", fmt.Sprintf("ours-%d-%d", n, r)), n)
+		}}}
+		for _, p := range w.procs {
+			if limit := peerQueueCap[p.key]; n > limit {
+				row.note[p.key] = fmt.Sprintf("capped at %d waiters: too slow beyond", limit)
+				continue
+			}
+			sides = append(sides, peerSide{label: p.label, key: p.key, run: func(r int) (peerFig, error) {
+				return peerDrain(p, w.path("queue", fmt.Sprintf("%s-%d-%d", p.key, n, r)), n)
+			}})
+		}
+		fmt.Printf("%d waiters:\n", n)
+		line, ok, err := w.compare(row, f.rounds, sides)
+		if err != nil {
+			return lines, false, fmt.Errorf("%d waiters: %w", n, err)
+		}
+		lines, pass = append(lines, line), pass && ok
+	}
+	fmt.Println("(ours/peer is the peer's time per hand-off over ours: above 1, our drain is faster)")
+	return lines, pass, nil
+}
+
+// waitWatches waits until the servers count n more watches than w0 (werr:
+// the error of reading w0): every waiter of a queue has then listed the
+// children and watches the node ahead of its own, so the drain's clock is
+// not charged with the last waiters' joining. Every side is waited for
+// alike; without "wchs", or after a minute, it returns without waiting.
+func (w *peerWork) waitWatches(w0 int, werr error, n int) error {
+	if werr != nil {
+		return nil
+	}
+	deadline := time.Now().Add(time.Minute)
+	for time.Now().Before(deadline) {
+		if err := w.ctx.Err(); err != nil {
+			return err
+		}
+		k, err := w.b.watchCount()
+		if err != nil || k-w0 >= n {
+			return nil
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	fmt.Printf("(the server counted fewer than %d new watches after a minute; the drain starts anyway)\n", n)
+	return nil
+}
+
+// ------------------------------------------------------------------ rwlock
+
+func (w *peerWork) rwlock() ([]string, bool, error) {
+	f := w.b.f
+	fmt.Printf("\n-- peers rwlock: %d sessions loop ReadLock Lock;Unlock on one path, no writer, %v per side per round (read acquisitions/s)\n", f.readers, f.duration)
+	fmt.Println("   Kazoo has no Curator-compatible read/write lock: its side is Kazoo's own ReadLock (nodes <hex>__rlock__<seq>)")
+	path := w.path("rwlock", "ours")
+	locks := make([]*mutex.Mutex, f.readers)
+	for i := range locks {
+		rw, err := rwlock.New(w.clients[i], path, mutex.WithData(lockData))
+		if err != nil {
+			return nil, false, err
+		}
+		locks[i] = rw.ReadLock()
+	}
+	round := func(d time.Duration) (peerFig, error) {
+		return peerLoop(f.readers, d, int64(f.readers), func(i int) (func() error, error) {
+			if _, err := locks[i].Lock(w.ctx); err != nil {
+				return nil, err
+			}
+			return func() error { return locks[i].Unlock(w.ctx) }, nil
+		})
+	}
+	ours := peerSide{label: "ours", key: "ours", run: func(int) (peerFig, error) { return round(f.duration) }}
+	cmd := func(key string, d time.Duration) string {
+		return fmt.Sprintf("rwlock %s %d %d", w.path("rwlock", key), f.readers, d.Milliseconds())
+	}
+	sides := w.peerSides(ours, f.duration+time.Minute, timedFig, func(p *peerProc, _ int) string { return cmd(p.key, f.duration) })
+	if err := w.warm(sides, func(s peerSide) error {
+		if s.key == "ours" {
+			_, err := round(min(f.duration, time.Second))
+			return err
+		}
+		_, err := w.proc(s.key).do(time.Minute, "%s", cmd(s.key, min(f.duration, time.Second)))
+		return err
+	}); err != nil {
+		return nil, false, err
+	}
+	row := peerRow{workload: fmt.Sprintf("rwlock: %d readers holding together", f.readers), key: "rwlock", note: map[string]string{}}
+	if w.proc("kazoo") != nil {
+		row.note["kazoo"] = "Kazoo's own ReadLock, not Curator-compatible"
+	}
+	line, ok, err := w.compare(row, f.rounds, sides)
+	return []string{line}, ok, err
+}
+
+// --------------------------------------------------------------- semaphore
+
+func (w *peerWork) semaphore() ([]string, bool, error) {
+	f := w.b.f
+	fmt.Printf("\n-- peers semaphore: %d sessions loop Acquire(1);release on one semaphore of %d leases, %v per side per round (acquisitions/s)\n", f.sessions, peerSemLeases, f.duration)
+	fmt.Println("   Curator: InterProcessSemaphoreV2; Kazoo: its Semaphore recipe (its own layout)")
+	path := w.path("semaphore", "ours")
+	sems := make([]*semaphore.Semaphore, f.sessions)
+	for i := range sems {
+		var err error
+		if sems[i], err = semaphore.New(w.clients[i], path, peerSemLeases, semaphore.WithData(lockData)); err != nil {
+			return nil, false, err
+		}
+	}
+	round := func(d time.Duration) (peerFig, error) {
+		return peerLoop(f.sessions, d, peerSemLeases, func(i int) (func() error, error) {
+			ls, err := sems[i].Acquire(w.ctx, 1)
+			if err != nil {
+				return nil, err
+			}
+			return func() error { return ls[0].Close(w.ctx) }, nil
+		})
+	}
+	ours := peerSide{label: "ours", key: "ours", run: func(int) (peerFig, error) { return round(f.duration) }}
+	cmd := func(key string, d time.Duration) string {
+		return fmt.Sprintf("semaphore %s %d %d %d", w.path("semaphore", key), f.sessions, peerSemLeases, d.Milliseconds())
+	}
+	sides := w.peerSides(ours, f.duration+time.Minute, timedFig, func(p *peerProc, _ int) string { return cmd(p.key, f.duration) })
+	if err := w.warm(sides, func(s peerSide) error {
+		if s.key == "ours" {
+			_, err := round(min(f.duration, time.Second))
+			return err
+		}
+		_, err := w.proc(s.key).do(time.Minute, "%s", cmd(s.key, min(f.duration, time.Second)))
+		return err
+	}); err != nil {
+		return nil, false, err
+	}
+	row := peerRow{workload: fmt.Sprintf("semaphore: %d sessions, %d leases", f.sessions, peerSemLeases), key: "semaphore", note: map[string]string{}}
+	if w.proc("kazoo") != nil {
+		row.note["kazoo"] = "Kazoo's Semaphore, its own layout"
+	}
+	line, ok, err := w.compare(row, f.rounds, sides)
+	return []string{line}, ok, err
+}
+
+// deleteTree removes path and everything under it (Kazoo's parents are
+// persistent nodes). Errors are ignored: it is cleanup.
+func (b *bench) deleteTree(path string) {
+	r, err := dialRaw(b.servers, b.f.sessionTimeout)
+	if err != nil {
+		return
+	}
+	defer r.Close()
+	var del func(p string)
+	del = func(p string) {
+		kids, _, err := r.conn.Children(p)
+		if err != nil {
+			return
+		}
+		for _, k := range kids {
+			del(p + "/" + k)
+		}
+		if err := r.conn.Delete(p, -1); err != nil && !errors.Is(err, zk.ErrNoNode) {
+			return
+		}
+	}
+	del(path)
+}
+
+// peerSetup describes the peers that ran, for the report.
+var peerSetup []string
+
+// peersTable is the report's peers section: one row per workload; empty
+// when the peers did not run.
+func peersTable() string {
+	if len(peerRows) == 0 {
+		return ""
+	}
+	var sb strings.Builder
+	fmt.Fprintf(&sb, "\n## Peers: Curator 5.4 and Kazoo 2.8\n\n")
+	fmt.Fprintf(&sb, "The same workloads run by ours, by Apache Curator and by Kazoo against the same server, in the same rounds (the side that goes first rotates); each peer is one process started once, its sessions connected and warmed up before the clock starts. %s. CPU is each client process's own CPU time (user+system, all threads) per operation. ours/peer is the ratio of the rates (for queue, the peer's time per hand-off over ours): above 1, ours is faster.\n\n",
+		strings.Join(peerSetup, "; "))
+	fmt.Fprintf(&sb, "| workload | ours | Curator 5.4 | ours/Curator | Kazoo 2.8 | ours/Kazoo |\n|---|---|---|---|---|---|\n")
+	for _, r := range peerRows {
+		fmt.Fprintf(&sb, "| %s | %s | %s | %s | %s | %s |\n", r.workload, r.cell("ours"), r.cell("curator"), r.ratioCell("curator"), r.cell("kazoo"), r.ratioCell("kazoo"))
+	}
+	return sb.String()
+}
+
+// peersMarkdown writes the -md report when the peers are the only
+// scenario with figures for it (perfScenarios writes it otherwise).
+func (b *bench) peersMarkdown() error {
+	if mdFile == "" || len(report) > 0 || len(peerRows) == 0 {
+		return nil
+	}
+	if err := b.writeMarkdown(mdFile); err != nil {
+		return fmt.Errorf("-md: %w", err)
+	}
+	fmt.Printf("\nwrote %s\n", mdFile)
+	return nil
+}

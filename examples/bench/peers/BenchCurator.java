@@ -1,0 +1,284 @@
+// BenchCurator runs the peers workloads of zkrecipes' benchmark
+// (examples/bench, -which peers) with Apache Curator 5.4. It is a
+// single-file source program, embedded in the benchmark and run as
+//
+//	java -cp <curator + zookeeper jars> BenchCurator.java <connectString> <sessionTimeoutMs> <sessions>
+//
+// It connects <sessions> CuratorFramework clients (one ZooKeeper session
+// each), prints READY, then serves one command per stdin line and answers
+// each with one line (diagnostics go to stderr):
+//
+//	cycle <path> <n>                            uncontended: n x acquire+release of one InterProcessMutex on client 0
+//	contend <path> <sessions> <millis>          one thread per session loops acquire;release of the same lock path
+//	queue <path> <waiters> <sessions>           a holder on client 0; <waiters> threads (one mutex each, on client i%sessions)
+//	                                            queue behind it; once all their nodes exist it prints QUEUED and waits
+//	                                            for a line GO (the benchmark waits for their watches meanwhile); the
+//	                                            clock runs from the holder's release until all are done
+//	rwlock <path> <sessions> <millis>           one thread per session loops readLock() acquire;release
+//	semaphore <path> <sessions> <leases> <millis>  one thread per session loops InterProcessSemaphoreV2 acquire;returnLease
+//	exit
+//
+// Answer: "DONE <ops> <seconds> <cpuSeconds> <total> <most>": ops counted
+// (for the timed commands, acquisitions that began before the deadline),
+// wall seconds the workload took (the timed commands: their duration; queue:
+// release to last hand-off), this process's CPU time over that time (all
+// threads: ZooKeeper's, Curator's, the JIT's and GC's), acquisitions in all,
+// and the most holders seen at once. On a failure, or a broken invariant
+// (two mutex holders, more semaphore holders than leases), it prints
+// "ERROR <message>" and exits 1.
+
+import java.io.BufferedReader;
+import java.io.InputStreamReader;
+import java.lang.management.ManagementFactory;
+import java.nio.charset.StandardCharsets;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicInteger;
+import java.util.concurrent.atomic.AtomicLong;
+import java.util.concurrent.atomic.AtomicReference;
+
+import org.apache.curator.framework.CuratorFramework;
+import org.apache.curator.framework.CuratorFrameworkFactory;
+import org.apache.curator.framework.recipes.locks.InterProcessMutex;
+import org.apache.curator.framework.recipes.locks.InterProcessReadWriteLock;
+import org.apache.curator.framework.recipes.locks.InterProcessSemaphoreV2;
+import org.apache.curator.framework.recipes.locks.Lease;
+import org.apache.curator.retry.ExponentialBackoffRetry;
+
+public class BenchCurator {
+    static final com.sun.management.OperatingSystemMXBean OS =
+            (com.sun.management.OperatingSystemMXBean) ManagementFactory.getOperatingSystemMXBean();
+
+    static final List<CuratorFramework> clients = new ArrayList<>();
+
+    static final BufferedReader IN = new BufferedReader(new InputStreamReader(System.in, StandardCharsets.UTF_8));
+
+    /** One step of a session's loop: acquire, then release. */
+    interface Hold {
+        Runnable acquire() throws Exception; // returns the release
+    }
+
+    interface HoldFactory {
+        Hold make(CuratorFramework c) throws Exception;
+    }
+
+    static final class Result {
+        long ops, total, most;
+        double seconds, cpu;
+
+        String line() {
+            return String.format("DONE %d %.9f %.9f %d %d", ops, seconds, cpu, total, most);
+        }
+    }
+
+    static double cpuSeconds() {
+        return OS.getProcessCpuTime() / 1e9;
+    }
+
+    public static void main(String[] args) {
+        int code = 0;
+        try {
+            if (args.length != 3) {
+                throw new IllegalArgumentException("usage: BenchCurator <connectString> <sessionTimeoutMs> <sessions>");
+            }
+            int timeout = Integer.parseInt(args[1]);
+            int n = Integer.parseInt(args[2]);
+            for (int i = 0; i < n; i++) {
+                CuratorFramework c = CuratorFrameworkFactory.newClient(
+                        args[0], timeout, Math.max(timeout, 3000), new ExponentialBackoffRetry(100, 10));
+                c.start();
+                if (!c.blockUntilConnected(30, TimeUnit.SECONDS)) {
+                    throw new IllegalStateException("no connection to " + args[0] + " within 30s");
+                }
+                clients.add(c);
+            }
+            say("READY");
+            for (String line; (line = IN.readLine()) != null; ) {
+                String[] f = line.trim().split("\\s+");
+                if (f[0].equals("exit")) {
+                    break;
+                }
+                say(serve(f).line());
+            }
+        } catch (Throwable t) {
+            say("ERROR " + t.toString().replace('\n', ' '));
+            t.printStackTrace(System.err);
+            code = 1;
+        }
+        for (CuratorFramework c : clients) {
+            c.close();
+        }
+        System.exit(code);
+    }
+
+    static void say(String s) {
+        System.out.println(s);
+        System.out.flush();
+    }
+
+    static Result serve(String[] f) throws Exception {
+        switch (f[0]) {
+            case "cycle":
+                return cycle(f[1], Integer.parseInt(f[2]));
+            case "contend":
+                return timed(Integer.parseInt(f[2]), Long.parseLong(f[3]), 1, c -> {
+                    InterProcessMutex m = new InterProcessMutex(c, f[1]);
+                    return () -> {
+                        m.acquire();
+                        return () -> release(m);
+                    };
+                });
+            case "rwlock":
+                return timed(Integer.parseInt(f[2]), Long.parseLong(f[3]), Integer.MAX_VALUE, c -> {
+                    InterProcessMutex m = new InterProcessReadWriteLock(c, f[1]).readLock();
+                    return () -> {
+                        m.acquire();
+                        return () -> release(m);
+                    };
+                });
+            case "semaphore":
+                return timed(Integer.parseInt(f[2]), Long.parseLong(f[4]), Integer.parseInt(f[3]), c -> {
+                    InterProcessSemaphoreV2 s = new InterProcessSemaphoreV2(c, f[1], Integer.parseInt(f[3]));
+                    return () -> {
+                        Lease l = s.acquire();
+                        return () -> s.returnLease(l);
+                    };
+                });
+            case "queue":
+                return queue(f[1], Integer.parseInt(f[2]), Integer.parseInt(f[3]));
+            default:
+                throw new IllegalArgumentException("unknown command " + String.join(" ", f));
+        }
+    }
+
+    static void release(InterProcessMutex m) {
+        try {
+            m.release();
+        } catch (Exception e) {
+            throw new RuntimeException(e);
+        }
+    }
+
+    static Result cycle(String path, int n) throws Exception {
+        InterProcessMutex m = new InterProcessMutex(clients.get(0), path);
+        Result r = new Result();
+        double cpu0 = cpuSeconds();
+        long t0 = System.nanoTime();
+        for (int i = 0; i < n; i++) {
+            m.acquire();
+            m.release();
+        }
+        r.seconds = (System.nanoTime() - t0) / 1e9;
+        r.cpu = cpuSeconds() - cpu0;
+        r.ops = r.total = n;
+        r.most = 1;
+        return r;
+    }
+
+    /**
+     * One thread per session loops hold.acquire(); release until millis
+     * have passed, checking that at most max hold at once.
+     */
+    static Result timed(int sessions, long millis, int max, HoldFactory factory) throws Exception {
+        List<Hold> holds = new ArrayList<>();
+        for (int i = 0; i < sessions; i++) {
+            holds.add(factory.make(clients.get(i)));
+        }
+        AtomicInteger holders = new AtomicInteger();
+        AtomicLong inWindow = new AtomicLong(), all = new AtomicLong(), most = new AtomicLong();
+        AtomicReference<Throwable> failed = new AtomicReference<>();
+        Result r = new Result();
+        double cpu0 = cpuSeconds();
+        long deadline = System.nanoTime() + millis * 1_000_000L;
+        List<Thread> threads = new ArrayList<>();
+        for (Hold h : holds) {
+            Thread t = new Thread(() -> {
+                try {
+                    while (failed.get() == null && System.nanoTime() < deadline) {
+                        Runnable release = h.acquire();
+                        int now = holders.incrementAndGet();
+                        most.accumulateAndGet(now, Math::max);
+                        if (now > max) {
+                            failed.compareAndSet(null, new IllegalStateException(now + " holders at once, at most " + max + " allowed"));
+                        }
+                        if (System.nanoTime() < deadline) {
+                            inWindow.incrementAndGet();
+                        }
+                        all.incrementAndGet();
+                        holders.decrementAndGet();
+                        release.run();
+                    }
+                } catch (Throwable e) {
+                    failed.compareAndSet(null, e);
+                }
+            });
+            t.start();
+            threads.add(t);
+        }
+        for (Thread t : threads) {
+            t.join();
+        }
+        if (failed.get() != null) {
+            throw new Exception(failed.get());
+        }
+        r.cpu = cpuSeconds() - cpu0;
+        r.seconds = millis / 1e3;
+        r.ops = inWindow.get();
+        r.total = all.get();
+        r.most = most.get();
+        return r;
+    }
+
+    static Result queue(String path, int waiters, int sessions) throws Exception {
+        InterProcessMutex holder = new InterProcessMutex(clients.get(0), path);
+        holder.acquire();
+        AtomicInteger holders = new AtomicInteger();
+        AtomicReference<Throwable> failed = new AtomicReference<>();
+        List<Thread> threads = new ArrayList<>();
+        for (int i = 0; i < waiters; i++) {
+            InterProcessMutex m = new InterProcessMutex(clients.get(i % sessions), path);
+            Thread t = new Thread(() -> {
+                try {
+                    m.acquire();
+                    if (holders.incrementAndGet() != 1) {
+                        failed.compareAndSet(null, new IllegalStateException("two holders at once"));
+                    }
+                    holders.decrementAndGet();
+                    m.release();
+                } catch (Throwable e) {
+                    failed.compareAndSet(null, e);
+                }
+            });
+            t.start();
+            threads.add(t);
+        }
+        long limit = System.nanoTime() + TimeUnit.MINUTES.toNanos(2);
+        while (clients.get(0).getChildren().forPath(path).size() < waiters + 1) {
+            if (System.nanoTime() > limit || failed.get() != null) {
+                throw new IllegalStateException("waiters did not queue within two minutes", failed.get());
+            }
+            Thread.sleep(20);
+        }
+        say("QUEUED");
+        String go = IN.readLine();
+        if (go == null || !go.trim().equals("GO")) {
+            throw new IllegalStateException("queue: want GO, got " + go);
+        }
+        double cpu0 = cpuSeconds();
+        long t0 = System.nanoTime();
+        holder.release();
+        for (Thread t : threads) {
+            t.join();
+        }
+        Result r = new Result();
+        r.seconds = (System.nanoTime() - t0) / 1e9;
+        r.cpu = cpuSeconds() - cpu0;
+        if (failed.get() != null) {
+            throw new Exception(failed.get());
+        }
+        r.ops = r.total = waiters;
+        r.most = 1;
+        return r;
+    }
+}
