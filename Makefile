@@ -6,7 +6,9 @@
 #                for a mutex, one is killed, one frozen past its session;
 #                ends with a verdict (starts a local ZooKeeper unless
 #                ZK_SERVERS names one; DEMO_FLAGS="-workers 5")
-#   make bench   run the benchmark (BENCH_FLAGS="-rounds 3 -duration 3s")
+#   make bench   run every scenario of the benchmark and write BENCHMARKS.md
+#                and BENCHMARKS.svg (BENCH_MD names the report, empty: none;
+#                BENCH_FLAGS="-which contended -rounds 5 -duration 5s")
 #   make chaos   the chaos suite, kept apart by the build tag "chaos": faults
 #                injected for 5 minutes (CHAOS_FLAGS="-duration 1m -seed 7"),
 #                every kind but the ZooKeeper member kills
@@ -19,7 +21,9 @@
 
 GO          ?= go
 TEST_FLAGS  ?= -race -count=1 -p 1 -timeout 25m
-BENCH_FLAGS ?=
+# The defaults keep the whole run under 10 minutes on a 2-core machine.
+BENCH_FLAGS ?= -rounds 3 -duration 3s -ops 500 -failovers 3
+BENCH_MD    ?= BENCHMARKS.md
 DEMO_FLAGS  ?=
 
 .PHONY: all test deps deps-demo vet fmt demo bench
@@ -46,7 +50,7 @@ demo: deps-demo
 	$(GO) run ./examples/bank $(DEMO_FLAGS)
 
 bench: deps-demo
-	$(GO) run ./examples/bench $(BENCH_FLAGS)
+	$(GO) run ./examples/bench $(if $(BENCH_MD),-md $(BENCH_MD)) $(BENCH_FLAGS)
 
 CHAOS_FLAGS ?= -duration 5m -seed 1
 
