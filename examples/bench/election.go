@@ -38,8 +38,11 @@ import (
 //     term (SUSPENDED) on its own, which is reported too.
 //
 // Figures are reported against the negotiated session timeout: graceful
-// should take milliseconds, kill and blackhole about one session timeout
-// (the server's expiry runs on tickTime buckets, so up to a tick more).
+// should take milliseconds, kill and blackhole about one session timeout:
+// the server expires a session one timeout after it last heard from it,
+// which may be up to a ping interval (a third of the timeout) before the
+// fault, and checks expiry in tickTime buckets, so from a little under one
+// timeout to a tick over it.
 // After each failover the old leader's process is killed and a fresh one
 // joins, so the next repetition again has electionN participants.
 
@@ -133,7 +136,7 @@ func failoverNote(mode string, mx, st time.Duration, down string, overlaps int) 
 	case "graceful":
 		return fmt.Sprintf("ratio = median failover / session timeout (expected ≪ 1: one watch event); max/timeout %.3f", mx.Seconds()/st.Seconds())
 	case "kill":
-		return fmt.Sprintf("ratio = median failover / session timeout (expected ≈ 1: the server expires the dead session); max/timeout %.3f", mx.Seconds()/st.Seconds())
+		return fmt.Sprintf("ratio = median failover / session timeout (expected ≈ 1: the server expires the dead session one timeout after its last ping); max/timeout %.3f", mx.Seconds()/st.Seconds())
 	default:
 		return fmt.Sprintf("ratio = median failover / session timeout (expected ≈ 1); max/timeout %.3f; the cut-off leader gave up its term after %s (median), %d overlap(s) of old and new terms", mx.Seconds()/st.Seconds(), down, overlaps)
 	}
