@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -57,8 +58,11 @@ func TestBank(t *testing.T) {
 	text := out.String()
 	lines := strings.Split(strings.TrimSpace(text), "\n")
 	last := lines[len(lines)-1]
-	const wantVerdict = demo.VerdictOK + "balance intact: 1000 = 1000 across 5 accounts after "
-	if err != nil || !strings.HasPrefix(last, wantVerdict) || !strings.HasSuffix(last, "by 4 workers (1 killed, 1 paused past its session; 1 stale write refused)") {
+	// A healthy worker whose session a loaded machine lets lapse has its
+	// write refused too, so the count of refusals is not fixed.
+	wantVerdict := regexp.MustCompile(`^` + regexp.QuoteMeta(demo.VerdictOK) +
+		`balance intact: 1000 = 1000 across 5 accounts after \d+ transfers by 4 workers \(1 killed, 1 paused past its session; [1-9]\d* stale writes? refused\)$`)
+	if err != nil || !wantVerdict.MatchString(last) {
 		t.Fatalf("bank: %v after %v; last line %q; output:\n%s", err, took, last, text)
 	}
 
