@@ -52,9 +52,10 @@
 //     Semaphore). Each peer is one process (peers/BenchCurator.java,
 //     peers/bench_kazoo.py, embedded) started once per run with its
 //     sessions connected (same -session-timeout) and warmed up before any
-//     clock starts, then given one stdin command per turn; it reports its
-//     own process CPU time. Reported: each side's figure and client CPU per
-//     op, and ours/peer (for queue, the peer's time per hand-off over ours);
+//     clock starts, then given one stdin command per turn; its CPU time is
+//     read from its process CPU clock around each command (Linux; else its
+//     own figure). Reported: each side's figure and client CPU per op, and
+//     ours/peer (for queue, the peer's time per hand-off over ours);
 //     target for contend: ours >= 1.5 x Curator. -peers=false skips the
 //     peers, -peer-workloads picks workloads, and a peer that is not
 //     installed is skipped with a line saying why. With -md the figures go
