@@ -44,17 +44,11 @@ func main() {
 }
 
 func run(ctx context.Context, servers []string) error {
-	admin, err := demo.Connect(servers, 4*time.Second)
+	admin, err := demo.Setup(servers, base)
 	if err != nil {
 		return err
 	}
 	defer admin.Close()
-	if err := demo.DeleteTree(admin, base); err != nil {
-		return err
-	}
-	if err := demo.EnsurePath(admin, base); err != nil {
-		return err
-	}
 	if _, err := admin.Create(balancePath, []byte("100"), 0); err != nil {
 		return err
 	}

@@ -92,17 +92,11 @@ func (r *record) add(j job) {
 }
 
 func run(ctx context.Context, servers []string) error {
-	admin, err := demo.Connect(servers, 4*time.Second)
+	admin, err := demo.Setup(servers, base)
 	if err != nil {
 		return err
 	}
 	defer admin.Close()
-	if err := demo.DeleteTree(admin, base); err != nil {
-		return err
-	}
-	if err := demo.EnsurePath(admin, base); err != nil {
-		return err
-	}
 	if _, err := admin.Create(jobsPath, []byte("0"), 0); err != nil {
 		return err
 	}

@@ -60,14 +60,11 @@ type stats struct {
 }
 
 func run(ctx context.Context, servers []string) error {
-	admin, err := demo.Connect(servers, 4*time.Second)
+	admin, err := demo.Setup(servers, base)
 	if err != nil {
 		return err
 	}
 	defer admin.Close()
-	if err := demo.DeleteTree(admin, base); err != nil {
-		return err
-	}
 	if err := demo.EnsurePath(admin, base+"/config"); err != nil {
 		return err
 	}

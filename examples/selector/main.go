@@ -50,14 +50,11 @@ type turnRecord struct {
 }
 
 func run(ctx context.Context, servers []string) error {
-	admin, err := demo.Connect(servers, 4*time.Second)
+	admin, err := demo.Setup(servers, base)
 	if err != nil {
 		return err
 	}
 	defer admin.Close()
-	if err := demo.DeleteTree(admin, base); err != nil {
-		return err
-	}
 	defer demo.DeleteTree(admin, base)
 
 	obsCtx, stopObs := context.WithCancel(ctx)

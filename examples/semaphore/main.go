@@ -76,14 +76,11 @@ func run(ctx context.Context, servers []string) error {
 	if *workers < 1 || *maxCalls < 1 {
 		return fmt.Errorf("-workers and -max must be positive")
 	}
-	admin, err := demo.Connect(servers, 4*time.Second)
+	admin, err := demo.Setup(servers, base)
 	if err != nil {
 		return err
 	}
 	defer admin.Close()
-	if err := demo.DeleteTree(admin, base); err != nil {
-		return err
-	}
 	defer demo.DeleteTree(admin, base)
 
 	svc := &service{}

@@ -134,6 +134,25 @@ func DeleteTree(c *recipes.Client, path string) error {
 	return nil
 }
 
+// Setup connects an admin Client (4 s session) and gives the demo a fresh
+// base path: whatever an earlier run left under it is deleted, and it is
+// created with its missing parents. The caller closes the Client.
+func Setup(servers []string, base string) (*recipes.Client, error) {
+	admin, err := Connect(servers, 4*time.Second)
+	if err != nil {
+		return nil, err
+	}
+	if err := DeleteTree(admin, base); err != nil {
+		admin.Close()
+		return nil, err
+	}
+	if err := EnsurePath(admin, base); err != nil {
+		admin.Close()
+		return nil, err
+	}
+	return admin, nil
+}
+
 // EnsurePath creates path and its missing parents as persistent nodes.
 func EnsurePath(c *recipes.Client, path string) error {
 	if path == "/" {
