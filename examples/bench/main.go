@@ -173,7 +173,7 @@ func main() {
 	flag.DurationVar(&f.duration, "duration", 5*time.Second, "contended and readers: time per side per round")
 	flag.IntVar(&f.sessions, "sessions", 16, "contended: number of sessions contending")
 	flag.IntVar(&f.readers, "readers", 32, "readers: number of reading sessions")
-	flag.StringVar(&f.which, "which", "all", "scenarios to run: all, or a comma-separated list of uncontended, contended, readers, semaphore, mixed, semcontended, failover, peers, keys, local, herd, queue, held (they run in that order)")
+	flag.StringVar(&f.which, "which", "all", "scenarios to run: all, or a comma-separated list of uncontended, contended, contended-procs, readers, semaphore, mixed, semcontended, failover, peers, keys, local, herd, queue, held (they run in that order)")
 	flag.DurationVar(&f.sessionTimeout, "session-timeout", 4*time.Second, "session timeout requested by both sides")
 	flag.BoolVar(&f.procs, "procs", false, "contended: run every session in an OS process of its own (this binary re-run as a worker) instead of a goroutine, so that sessions share no state, as with separate services")
 	flag.StringVar(&f.cpuprofile, "cpuprofile", "", "write a CPU profile of this process to `file`")
@@ -246,10 +246,16 @@ func run(f flags) (int, error) {
 		}
 		results, pass = append(results, line), pass && ok
 	}
-	if which["contended"] {
-		line, ok, err := b.contended(ctx)
+	for _, sc := range []struct {
+		name  string
+		procs bool
+	}{{"contended", f.procs}, {"contended-procs", true}} {
+		if !which[sc.name] || sc.name == "contended-procs" && f.procs {
+			continue // with -procs, contended already ran one process per session
+		}
+		line, ok, err := b.contended(ctx, sc.procs)
 		if err != nil {
-			return 0, fmt.Errorf("contended: %w", err)
+			return 0, fmt.Errorf("%s: %w", sc.name, err)
 		}
 		results, pass = append(results, line), pass && ok
 	}
@@ -430,6 +436,17 @@ func (b *bench) uncontended(ctx context.Context) (string, bool, error) {
 	fmt.Printf("client CPU per op (this process, user+system, median over rounds): ours %.0fµs, baseline %.0fµs\n",
 		median(oursCPUs), median(baseCPUs))
 
+	addReport(reportRow{
+		workload: "cycle: uncontended Lock+Unlock, one session",
+		ours:     fmt.Sprintf("%.0f ops/s", median(ours)), base: fmt.Sprintf("%.0f ops/s (raw create+children+delete)", median(bases)),
+		ratio: ratio, target: uncontendedTarget, met: ok, hasTarget: true,
+		note: fmt.Sprintf("requests/op %.2f", per.total()),
+	}, reportRow{
+		workload: "cycle: client CPU per op, ours over the raw loop",
+		ours:     fmt.Sprintf("%.0f µs/op", median(oursCPUs)), base: fmt.Sprintf("%.0f µs/op", median(baseCPUs)),
+		ratio: cpuRatio, target: uncontendedCPUTarget, met: cpuOK, hasTarget: true, lowerBetter: true,
+		note: "getrusage of this process while each side runs; Unlock's ctx is cancellable, so its delete hops to the client's delete goroutine (see BenchmarkLockUnlock in package mutex)",
+	})
 	line := fmt.Sprintf("RESULT scenario=uncontended ours_ops=%.1f base_ops=%.1f ratio=%.4f target=%.2f pass=%t rounds=%d ops=%d %s server_pkts_per_op_ours=%s server_pkts_per_op_base=%s cpu_us_per_op_ours=%.1f cpu_us_per_op_base=%.1f cpu_ratio=%.4f cpu_target=%.2f cpu_pass=%t",
 		median(ours), median(bases), ratio, uncontendedTarget, ok, f.rounds, f.ops, per.kv("op"), oursPkts.kv(), basePkts.kv(),
 		median(oursCPUs), median(baseCPUs), cpuRatio, uncontendedCPUTarget, cpuOK)
@@ -511,16 +528,16 @@ func ensureContainers(conn *zk.Conn, path string) error {
 
 // ------------------------------------------------------------------ contended
 
-func (b *bench) contended(ctx context.Context) (string, bool, error) {
+func (b *bench) contended(ctx context.Context, procs bool) (string, bool, error) {
 	f := b.f
 	where := "goroutines of this process, each with its own session"
-	if f.procs {
+	if procs {
 		where = "separate OS processes, one session each"
 	}
 	fmt.Printf("\n== contended: %d sessions (%s) loop Lock;Unlock on one path, %v per side per round\n", f.sessions, where, f.duration)
 	fmt.Println("   baseline: go-zookeeper zk.NewLock(conn, path, acl).Lock/Unlock on as many sessions")
 
-	oursPath, zkPath := b.root+"/contended/ours", b.root+"/contended/zklock"
+	oursPath, zkPath := fmt.Sprintf("%s/contended-%t/ours", b.root, procs), fmt.Sprintf("%s/contended-%t/zklock", b.root, procs)
 	var ourSide, zkSide side
 	defer func() {
 		for _, s := range []side{ourSide, zkSide} {
@@ -530,7 +547,7 @@ func (b *bench) contended(ctx context.Context) (string, bool, error) {
 		}
 	}()
 	var err error
-	if f.procs {
+	if procs {
 		if ourSide, err = startProcs(f.sessions, "ours", b.servers, oursPath, f.sessionTimeout); err != nil {
 			return "", false, err
 		}
@@ -559,6 +576,7 @@ func (b *bench) contended(ctx context.Context) (string, bool, error) {
 		oursReq             recipes.Stats
 		oursAcq             int
 		oursPkts, basePkts  pktCount
+		oursCPU, baseCPU    []float64 // client CPU µs per acquisition, per round
 	)
 	tw := table("round", "ours acq/s", "zk.Lock acq/s", "ours/zk.Lock", "order")
 	for r := range f.rounds {
@@ -574,6 +592,7 @@ func (b *bench) contended(ctx context.Context) (string, bool, error) {
 				oursReq = addStats(oursReq, res.stats)
 				oursAcq += res.total
 				oursPkts.add(pk, b.packets(), res.total)
+				oursCPU = append(oursCPU, cpuPerOp(res.cpu, max(res.total, 1)))
 				return nil
 			},
 			func() error {
@@ -584,6 +603,7 @@ func (b *bench) contended(ctx context.Context) (string, bool, error) {
 				}
 				br = float64(res.window) / f.duration.Seconds()
 				basePkts.add(pk, b.packets(), res.total)
+				baseCPU = append(baseCPU, cpuPerOp(res.cpu, max(res.total, 1)))
 				return nil
 			},
 		}
@@ -613,11 +633,31 @@ func (b *bench) contended(ctx context.Context) (string, bool, error) {
 	per := perOp(oursReq, oursAcq)
 	fmt.Printf("ours, requests per acquisition (sum over %d clients): %s\n", f.sessions, per)
 	fmt.Printf("server packets received per acquisition (pings included): ours %s, zk.Lock %s\n", oursPkts, basePkts)
+	fmt.Printf("client CPU per acquisition (median over rounds; %s): ours %.0fµs, zk.Lock %.0fµs\n", cpuWhose(procs), median(oursCPU), median(baseCPU))
 	fmt.Println("mutual exclusion held on both sides")
 
-	line := fmt.Sprintf("RESULT scenario=contended ours_ops=%.1f base_ops=%.1f ratio=%.4f target=%.2f pass=%t rounds=%d sessions=%d procs=%t duration=%v %s server_pkts_per_acq_ours=%s server_pkts_per_acq_base=%s",
-		median(ours), median(bases), ratio, contendedTarget, ok, f.rounds, f.sessions, f.procs, f.duration, per.kv("acq"), oursPkts.kv(), basePkts.kv())
+	how := "one process"
+	if procs {
+		how = "one process each"
+	}
+	addReport(reportRow{
+		workload: fmt.Sprintf("contend: %d sessions on one path, %s", f.sessions, how),
+		ours:     fmt.Sprintf("%.0f acq/s", median(ours)), base: fmt.Sprintf("%.0f acq/s (zk.Lock, as many sessions)", median(bases)),
+		ratio: ratio, target: contendedTarget, met: ok, hasTarget: true,
+		note: fmt.Sprintf("requests/acq %.2f; server packets/acq ours %s, zk.Lock %s; client CPU µs/acq ours %.0f, zk.Lock %.0f (%s)",
+			per.total(), oursPkts, basePkts, median(oursCPU), median(baseCPU), cpuWhose(procs)),
+	})
+	line := fmt.Sprintf("RESULT scenario=contended ours_ops=%.1f base_ops=%.1f ratio=%.4f target=%.2f pass=%t rounds=%d sessions=%d procs=%t duration=%v %s server_pkts_per_acq_ours=%s server_pkts_per_acq_base=%s cpu_us_per_acq_ours=%.1f cpu_us_per_acq_base=%.1f",
+		median(ours), median(bases), ratio, contendedTarget, ok, f.rounds, f.sessions, procs, f.duration, per.kv("acq"), oursPkts.kv(), basePkts.kv(), median(oursCPU), median(baseCPU))
 	return line, ok, nil
+}
+
+// cpuWhose says whose CPU time the contended figures count.
+func cpuWhose(procs bool) string {
+	if procs {
+		return "the worker processes' getrusage, summed"
+	}
+	return "this process's getrusage while the side runs"
 }
 
 // side is one contender population of the contended scenario.
@@ -631,6 +671,7 @@ type roundResult struct {
 	window int           // acquisitions made before the deadline
 	total  int           // all acquisitions (waiters queued at the deadline finish their turn)
 	stats  recipes.Stats // requests our Clients sent (zero for zk.Lock)
+	cpu    time.Duration // the side's client CPU time in the round (with -procs: the workers'; else this process's)
 }
 
 // inProc is a side whose sessions are goroutines of this process.
@@ -642,9 +683,9 @@ type inProc struct {
 }
 
 func (s *inProc) round(deadline time.Time) (roundResult, error) {
-	before := s.stats()
+	before, cpu := s.stats(), cpuTime()
 	window, total, err := contend(s.n, deadline, s.lock, s.unlock)
-	return roundResult{window: window, total: total, stats: s.stats().Sub(before)}, err
+	return roundResult{window: window, total: total, stats: s.stats().Sub(before), cpu: cpuTime() - cpu}, err
 }
 
 func (s *inProc) close() {
@@ -769,7 +810,7 @@ func watchdog(deadline time.Time) func() {
 //	worker: READY
 //	parent: GO <deadline, Unix nanoseconds>
 //	worker: H <start> <end>            one line per hold (Unix nanoseconds), after the deadline
-//	worker: DONE <window> <total> <creates> <children> <getData> <exists> <deletes> <multis> <watches>
+//	worker: DONE <window> <total> <creates> <children> <getData> <exists> <deletes> <multis> <watches> <cpu ns>
 //	parent: EXIT (or end of input)
 //
 // The parent checks that the holds of all workers never overlap.
@@ -858,9 +899,10 @@ func (s *procSide) round(deadline time.Time) (roundResult, error) {
 			case len(fields) == 3 && fields[0] == "H":
 				holds = append(holds, interval{nums[1], nums[2]})
 				continue
-			case len(fields) == 10 && fields[0] == "DONE":
+			case len(fields) == 11 && fields[0] == "DONE":
 				res.window += int(nums[1])
 				res.total += int(nums[2])
+				res.cpu += time.Duration(nums[10])
 				res.stats = addStats(res.stats, recipes.Stats{
 					Creates: uint64(nums[3]), Children: uint64(nums[4]), GetData: uint64(nums[5]), Exists: uint64(nums[6]),
 					Deletes: uint64(nums[7]), Multis: uint64(nums[8]), Watches: uint64(nums[9]),
@@ -957,7 +999,7 @@ func workerMain(kind string) error {
 			return fmt.Errorf("bad command %q", in.Text())
 		}
 		deadline := time.Unix(0, ns)
-		before := stats()
+		before, cpu0 := stats(), cpuTime()
 		window, total := 0, 0
 		var holds []int64 // start, end pairs; printed after the round
 		for time.Now().Before(deadline) {
@@ -982,9 +1024,10 @@ func workerMain(kind string) error {
 		for i := 0; i < len(holds); i += 2 {
 			fmt.Fprintf(out, "H %d %d\n", holds[i], holds[i+1])
 		}
+		cpu := cpuTime() - cpu0 // the hold lines above are not counted
 		d := stats().Sub(before)
-		fmt.Fprintf(out, "DONE %d %d %d %d %d %d %d %d %d\n", window, total,
-			d.Creates, d.Children, d.GetData, d.Exists, d.Deletes, d.Multis, d.Watches)
+		fmt.Fprintf(out, "DONE %d %d %d %d %d %d %d %d %d %d\n", window, total,
+			d.Creates, d.Children, d.GetData, d.Exists, d.Deletes, d.Multis, d.Watches, cpu.Nanoseconds())
 		out.Flush()
 	}
 	return in.Err()

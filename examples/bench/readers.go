@@ -118,7 +118,7 @@ func readRound(ctx context.Context, locks []*mutex.Mutex, deadline time.Time) (r
 }
 
 // scenarios in the order they run.
-var scenarios = []string{"uncontended", "contended", "readers", "semaphore", "mixed", "semcontended", "failover"}
+var scenarios = []string{"uncontended", "contended", "contended-procs", "readers", "semaphore", "mixed", "semcontended", "failover"}
 
 // parseWhich reads -which: "all" or a comma-separated list of scenarios.
 func parseWhich(s string) (map[string]bool, error) {

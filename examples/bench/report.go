@@ -22,7 +22,7 @@ type reportRow struct {
 
 var report []reportRow
 
-func addReport(r reportRow) { report = append(report, r) }
+func addReport(rs ...reportRow) { report = append(report, rs...) }
 
 // machine describes the machine: CPUs, CPU model, Go version.
 func machine() string {
