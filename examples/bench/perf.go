@@ -43,7 +43,7 @@ var (
 
 func init() {
 	scenarios = append(scenarios, "keys", "local", "herd", "queue", "held")
-	flag.StringVar(&mdFile, "md", "", "write the figures of keys, local, herd, queue and held to this Markdown `file` (and an SVG chart next to it)")
+	flag.StringVar(&mdFile, "md", "", "write the figures of every scenario that ran to this Markdown `file` (and an SVG chart next to it)")
 	flag.IntVar(&localBound, "local-bound", 16, "local: the bound of mutex.WithLocalHandoff")
 }
 
