@@ -19,11 +19,13 @@
 //   - contended: -sessions sessions (separate Clients, resp. separate
 //     *zk.Conn) loop Lock;Unlock on one path for -duration per round; the
 //     baseline is go-zookeeper's own zk.NewLock. Target: ours/zk.Lock >= 1.0.
-//     The sessions are goroutines of this process, or with -procs separate
-//     processes (this binary re-run as workers), which share nothing: the
-//     mutex shares what it learns about deleted lock nodes among the
-//     sessions of one process, which saves it a children list per hand-off
-//     when the whole queue lives in one process.
+//     The sessions are goroutines of this process (contended), or separate
+//     processes, this binary re-run as workers (contended-procs; -procs
+//     makes contended run that way too), which share nothing: the mutex
+//     shares what it learns about deleted lock nodes among the sessions of
+//     one process, which saves it a children list per hand-off when the
+//     whole queue lives in one process. Both report client CPU per
+//     acquisition (with processes, the workers' getrusage, summed).
 //   - readers: -readers sessions (separate Clients of this process) loop
 //     ReadLock().Lock;Unlock of one rwlock path for -duration per round;
 //     no writer takes part, so they all hold together. Baseline: the
