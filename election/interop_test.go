@@ -9,7 +9,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -22,67 +21,10 @@ import (
 
 	"github.com/zkrecipes/zkrecipes/election"
 	"github.com/zkrecipes/zkrecipes/internal/interop"
+	"github.com/zkrecipes/zkrecipes/internal/testutil"
 	"github.com/zkrecipes/zkrecipes/recipes"
 	"github.com/zkrecipes/zkrecipes/recipes/zktest"
 )
-
-// eiInCI reports whether the CI environment variable is set to a true
-// value: there a missing Curator, Java or ZooKeeper fails a test instead
-// of skipping it.
-func eiInCI() bool {
-	b, err := strconv.ParseBool(os.Getenv("CI"))
-	return err == nil && b
-}
-
-// eiUnavailable skips the test for a missing dependency, or fails it when
-// running in CI.
-func eiUnavailable(t *testing.T, err error) {
-	t.Helper()
-	if eiInCI() {
-		t.Fatalf("CI is set, so a missing dependency is a failure: %v", err)
-	}
-	t.Skipf("skipping (with CI=true this fails): %v", err)
-}
-
-// eiStart checks for Curator's jars and then starts a ZooKeeper server
-// (stopped at the end of the test); either missing skips the test, or
-// fails it in CI.
-func eiStart(t *testing.T) *zktest.Cluster {
-	t.Helper()
-	if _, err := interop.JavaClasspath(); errors.Is(err, interop.ErrUnavailable) {
-		eiUnavailable(t, err)
-	} else if err != nil {
-		t.Fatal(err)
-	}
-	zkc, err := zktest.Launch(1)
-	if errors.Is(err, zktest.ErrUnavailable) {
-		eiUnavailable(t, err)
-	}
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if err := zkc.Close(); err != nil {
-			t.Errorf("zktest: closing cluster: %v", err)
-		}
-	})
-	return zkc
-}
-
-// eiCurator starts CuratorRecipes.java in mode args[0]; the process is
-// killed at the end of the test.
-func eiCurator(t *testing.T, ctx context.Context, dir string, args ...string) *interop.Proc {
-	t.Helper()
-	p, err := interop.StartCurator(ctx, dir, args...)
-	if errors.Is(err, interop.ErrUnavailable) {
-		eiUnavailable(t, err)
-	}
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(p.Kill)
-	return p
-}
 
 // eiConnect connects a Client (4 s session, as Curator's) that is closed
 // at the end of the test.
@@ -250,7 +192,7 @@ func eiJavaTerms(t *testing.T, j *eiJava, starts, ends []string) []interop.Inter
 // in the same order. The terms of both libraries, recorded on one wall
 // clock, never overlap.
 func TestCuratorLatchInterop(t *testing.T) {
-	zkc := eiStart(t)
+	zkc := testutil.CuratorServer(t)
 	dir := t.TempDir() // the driver program is written here once
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
@@ -316,7 +258,7 @@ func TestCuratorLatchInterop(t *testing.T) {
 			t.Cleanup(func() { _ = l.Close(context.Background()) })
 			s.l = l
 		} else {
-			s.j = &eiJava{id: s.id, p: eiCurator(t, ctx, dir, "latch", zkc.ConnectString(), path, s.id)}
+			s.j = &eiJava{id: s.id, p: testutil.Curator(t, ctx, dir, "latch", zkc.ConnectString(), path, s.id)}
 			eiWaitPrefix(ctx, t, s.j.p, 0, "NODE ")
 		}
 		ps, err := election.Participants(ctx, obs, path)
@@ -454,7 +396,7 @@ func TestCuratorLatchInterop(t *testing.T) {
 // TestCuratorSelectorInterop runs Go Selectors and Curator
 // LeaderSelectors on one path.
 func TestCuratorSelectorInterop(t *testing.T) {
-	zkc := eiStart(t)
+	zkc := testutil.CuratorServer(t)
 	dir := t.TempDir() // the driver program is written here once
 	t.Run("HandOff", func(t *testing.T) { interopSelectorHandOff(t, zkc, dir) })
 	t.Run("MutualExclusion", func(t *testing.T) { interopSelectorMutualExclusion(t, zkc, dir) })
@@ -504,7 +446,7 @@ func interopSelectorHandOff(t *testing.T, zkc *zktest.Cluster, dir string) {
 			t.Cleanup(func() { _ = s.Close(context.Background()) })
 			sd.s = s
 		} else {
-			sd.j = &eiJava{id: sd.id, p: eiCurator(t, ctx, dir, "selholder", zkc.ConnectString(), path, sd.id)}
+			sd.j = &eiJava{id: sd.id, p: testutil.Curator(t, ctx, dir, "selholder", zkc.ConnectString(), path, sd.id)}
 			if err := sd.j.p.WaitLine(ctx, "STARTED"); err != nil {
 				t.Fatal(err)
 			}
@@ -629,7 +571,7 @@ func interopSelectorMutualExclusion(t *testing.T, zkc *zktest.Cluster, dir strin
 	files := make([]string, javaProcs)
 	for i := range procs {
 		files[i] = filepath.Join(outDir, fmt.Sprintf("curator%d.txt", i))
-		procs[i] = eiCurator(t, ctx, dir, "selector", zkc.ConnectString(), path, fmt.Sprintf("j%d", i),
+		procs[i] = testutil.Curator(t, ctx, dir, "selector", zkc.ConnectString(), path, fmt.Sprintf("j%d", i),
 			strconv.Itoa(terms), files[i], strconv.Itoa(int(hold.Milliseconds())))
 	}
 	for _, p := range procs {

@@ -12,7 +12,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"sort"
@@ -26,6 +25,7 @@ import (
 
 	"github.com/zkrecipes/zkrecipes/election"
 	"github.com/zkrecipes/zkrecipes/internal/interop"
+	"github.com/zkrecipes/zkrecipes/internal/testutil"
 	"github.com/zkrecipes/zkrecipes/recipes"
 	"github.com/zkrecipes/zkrecipes/recipes/zktest"
 )
@@ -45,23 +45,11 @@ const peSession = 2 * time.Second
 // processes TestLatchAcrossProcesses starts. It returns at once unless
 // ZKE_HELPER is set.
 func TestElectionHelperProcess(t *testing.T) {
-	role := os.Getenv(peEnvRole)
-	if role == "" {
-		return
-	}
-	var err error
-	switch role {
-	case "latches":
-		err = peHelperLatches()
-	default:
-		err = fmt.Errorf("unknown %s=%q", peEnvRole, role)
-	}
-	if err != nil {
-		fmt.Fprintf(os.Stderr, "helper %s: ERROR: %v\n", role, err)
-		os.Exit(2)
-	}
-	os.Exit(0) // skip the testing package's epilogue on stdout
+	peHelpers.Run(map[string]func() error{"latches": peHelperLatches})
 }
+
+// peHelpers starts the helper processes.
+var peHelpers = testutil.Helpers{Test: "TestElectionHelperProcess", RoleEnv: peEnvRole, Timeout: 3 * time.Minute}
 
 // peHelperLatches runs leader latches, one Client (2 s session) each, as
 // told on stdin:
@@ -218,30 +206,9 @@ type peEvent struct {
 
 // peProc is a running helper process.
 type peProc struct {
-	name   string
-	cmd    *exec.Cmd
-	stdin  interface{ Write([]byte) (int, error) }
-	out    string // its terms file
-	stderr *peBuffer
-	done   chan struct{} // closed once reaped
-	killed time.Time     // when it was found reaped after Kill; zero if not killed
-}
-
-type peBuffer struct {
-	mu sync.Mutex
-	b  strings.Builder
-}
-
-func (l *peBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *peBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
+	*testutil.HelperProc
+	out    string    // its terms file
+	killed time.Time // when it was found reaped after Kill; zero if not killed
 }
 
 // peCluster follows the helpers: it applies their stdout lines, in the
@@ -270,23 +237,11 @@ func newPeCluster(t *testing.T) *peCluster {
 		timeout: map[string]time.Duration{}, leading: map[string]int64{}, started: map[string][]int64{},
 		closing: map[string]int64{},
 	}
+	// Cleanups run last first: the helpers' own (kill, reap, log stderr
+	// of a failed test) run before this one.
 	t.Cleanup(func() {
 		close(pc.stop)
-		for _, p := range pc.procs {
-			select {
-			case <-p.done:
-			default:
-				_ = p.cmd.Process.Kill()
-			}
-		}
 		pc.wg.Wait()
-		if t.Failed() {
-			for name, p := range pc.procs {
-				if s := strings.TrimSpace(p.stderr.String()); s != "" {
-					t.Logf("helper %s stderr:\n%s", name, s)
-				}
-			}
-		}
 	})
 	return pc
 }
@@ -295,26 +250,11 @@ func newPeCluster(t *testing.T) *peCluster {
 func (pc *peCluster) start(name string, env ...string) *peProc {
 	t := pc.t
 	t.Helper()
-	cmd := exec.Command(os.Args[0], "-test.run=^TestElectionHelperProcess$", "-test.v=false", "-test.count=1", "-test.timeout=3m")
-	cmd.Env = append(append(os.Environ(), peEnvRole+"=latches"), env...)
-	p := &peProc{name: name, cmd: cmd, stderr: &peBuffer{}, done: make(chan struct{})}
+	p := &peProc{HelperProc: peHelpers.Start(t, name, "latches", env...)}
 	for _, e := range env {
 		if v, ok := strings.CutPrefix(e, peEnvOut+"="); ok {
 			p.out = v
 		}
-	}
-	cmd.Stderr = p.stderr
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	in, err := cmd.StdinPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	p.stdin = in
-	if err := cmd.Start(); err != nil {
-		t.Fatalf("start helper %s: %v", name, err)
 	}
 	pc.procs[name] = p
 	send := func(ev peEvent) {
@@ -326,13 +266,11 @@ func (pc *peCluster) start(name string, env ...string) *peProc {
 	pc.wg.Add(1)
 	go func() {
 		defer pc.wg.Done()
-		sc := bufio.NewScanner(stdout)
-		for sc.Scan() {
-			send(peEvent{proc: name, fields: strings.Fields(sc.Text())})
+		for l := range p.Lines() {
+			send(peEvent{proc: name, fields: strings.Fields(l)})
 		}
-		err := cmd.Wait()
-		close(p.done)
-		send(peEvent{proc: name, exited: true, err: err})
+		<-p.Done()
+		send(peEvent{proc: name, exited: true, err: p.Err()})
 	}()
 	return p
 }
@@ -340,8 +278,8 @@ func (pc *peCluster) start(name string, env ...string) *peProc {
 // send writes a command line to a helper.
 func (pc *peCluster) send(name, line string) {
 	pc.t.Helper()
-	if _, err := pc.procs[name].stdin.Write([]byte(line + "\n")); err != nil {
-		pc.t.Fatalf("helper %s: send %q: %v", name, line, err)
+	if err := pc.procs[name].Send(line); err != nil {
+		pc.t.Fatal(err)
 	}
 }
 
@@ -351,11 +289,11 @@ func (pc *peCluster) send(name, line string) {
 func (pc *peCluster) kill(name string) {
 	pc.t.Helper()
 	p := pc.procs[name]
-	if err := p.cmd.Process.Kill(); err != nil {
+	if err := p.Cmd.Process.Kill(); err != nil {
 		pc.t.Fatal(err)
 	}
 	select {
-	case <-p.done:
+	case <-p.Done():
 	case <-time.After(10 * time.Second):
 		pc.t.Fatalf("helper %s not reaped 10s after SIGKILL", name)
 	}
@@ -414,7 +352,7 @@ func (pc *peCluster) await(ctx context.Context, what string, cond func() bool) {
 		case ev := <-pc.events:
 			pc.apply(ev)
 			if ev.exited && pc.procs[ev.proc].killed.IsZero() && ev.err != nil {
-				t.Fatalf("helper %s exited while waiting for %s: %v; stderr:\n%s", ev.proc, what, ev.err, pc.procs[ev.proc].stderr.String())
+				t.Fatalf("helper %s exited while waiting for %s: %v; stderr:\n%s", ev.proc, what, ev.err, pc.procs[ev.proc].Stderr())
 			}
 		case <-ctx.Done():
 			t.Fatalf("waiting for %s: %v; leading now: %v", what, ctx.Err(), pc.leading)
@@ -497,7 +435,7 @@ func (pc *peCluster) readTerms(p *peProc) []interop.Interval {
 		t.Fatal(err)
 	}
 	if !done && p.killed.IsZero() {
-		t.Errorf("%s: helper %s was not killed but did not finish its file", p.out, p.name)
+		t.Errorf("%s: helper %s was not killed but did not finish its file", p.out, p.Name)
 	}
 	out := make([]interop.Interval, 0, len(order))
 	for _, k := range order {
@@ -619,7 +557,7 @@ func TestLatchAcrossProcesses(t *testing.T) {
 	})
 	for _, name := range []string{"A", "B"} {
 		if err := pc.exited[name]; err != nil {
-			t.Fatalf("helper %s: %v; stderr:\n%s", name, err, pc.procs[name].stderr.String())
+			t.Fatalf("helper %s: %v; stderr:\n%s", name, err, pc.procs[name].Stderr())
 		}
 	}
 	if len(pc.missed) > 0 {

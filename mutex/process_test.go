@@ -5,13 +5,11 @@ package mutex_test
 // the environment, the idiom Go's own os/exec tests use.
 
 import (
-	"bufio"
 	"context"
 	"errors"
 	"fmt"
 	"io"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -23,6 +21,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/zkrecipes/zkrecipes/internal/interop"
+	"github.com/zkrecipes/zkrecipes/internal/testutil"
 	"github.com/zkrecipes/zkrecipes/mutex"
 	"github.com/zkrecipes/zkrecipes/recipes"
 	"github.com/zkrecipes/zkrecipes/recipes/zktest"
@@ -43,33 +42,11 @@ const (
 // TestHelperProcess is not a test: it is the body of the helper processes
 // the tests below start. It returns at once unless ZKR_HELPER is set.
 func TestHelperProcess(t *testing.T) {
-	role := os.Getenv(helperEnvRole)
-	if role == "" {
-		return
-	}
-	var err error
-	switch role {
-	case "contend":
-		err = helperContend()
-	case "hold":
-		err = helperHold()
-	default:
-		err = fmt.Errorf("unknown %s=%q", helperEnvRole, role)
-	}
-	if err != nil {
-		fmt.Fprintf(os.Stderr, "helper %s: ERROR: %v\n", role, err)
-		os.Exit(2)
-	}
-	os.Exit(0) // skip the testing package's epilogue on stdout
+	helpers.Run(map[string]func() error{"contend": helperContend, "hold": helperHold})
 }
 
-func helperEnvInt(name string) (int, error) {
-	n, err := strconv.Atoi(os.Getenv(name))
-	if err != nil {
-		return 0, fmt.Errorf("%s: %w", name, err)
-	}
-	return n, nil
-}
+// helpers starts the helper processes.
+var helpers = testutil.Helpers{Test: "TestHelperProcess", RoleEnv: helperEnvRole}
 
 // helperContend runs ZKR_WORKERS goroutines sharing one Client and one
 // Mutex. Each does ZKR_ITERS times: Lock; read-increment-write the counter
@@ -78,11 +55,11 @@ func helperEnvInt(name string) (int, error) {
 func helperContend() error {
 	servers := strings.Split(os.Getenv(helperEnvServers), ",")
 	path, counter, outFile := os.Getenv(helperEnvPath), os.Getenv(helperEnvCounter), os.Getenv(helperEnvOut)
-	iters, err := helperEnvInt(helperEnvIters)
+	iters, err := testutil.EnvInt(helperEnvIters)
 	if err != nil {
 		return err
 	}
-	workers, err := helperEnvInt(helperEnvWorkers)
+	workers, err := testutil.EnvInt(helperEnvWorkers)
 	if err != nil {
 		return err
 	}
@@ -96,7 +73,7 @@ func helperContend() error {
 	defer c.Close()
 	var opts []mutex.Option
 	if os.Getenv(helperEnvLocal) != "" {
-		bound, err := helperEnvInt(helperEnvLocal)
+		bound, err := testutil.EnvInt(helperEnvLocal)
 		if err != nil {
 			return err
 		}
@@ -235,122 +212,6 @@ func helperHold() error {
 	return errors.New("stdin closed: the parent is gone")
 }
 
-// helperProc is a running helper process with its stdout read line by line.
-type helperProc struct {
-	name  string
-	cmd   *exec.Cmd
-	stdin io.WriteCloser
-	lines chan string // stdout lines; closed at EOF
-	done  chan struct{}
-	err   error // Wait's result, valid after done
-	errb  *procLockedBuffer
-}
-
-type procLockedBuffer struct {
-	mu sync.Mutex
-	b  strings.Builder
-}
-
-func (l *procLockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *procLockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
-
-// startHelper re-runs the test binary as a helper with the given role and
-// environment. The process is killed and reaped when the test ends.
-func startHelper(t *testing.T, name, role string, env ...string) *helperProc {
-	t.Helper()
-	cmd := exec.Command(os.Args[0], "-test.run=^TestHelperProcess$", "-test.v=false", "-test.count=1", "-test.timeout=2m")
-	cmd.Env = append(append(os.Environ(), helperEnvRole+"="+role), env...)
-	h := &helperProc{name: name, cmd: cmd, lines: make(chan string, 64), done: make(chan struct{}), errb: &procLockedBuffer{}}
-	cmd.Stderr = h.errb
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if h.stdin, err = cmd.StdinPipe(); err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatalf("start helper %s: %v", name, err)
-	}
-	go func() {
-		sc := bufio.NewScanner(stdout)
-		for sc.Scan() {
-			h.lines <- sc.Text()
-		}
-		close(h.lines)
-		h.err = cmd.Wait()
-		close(h.done)
-	}()
-	t.Cleanup(func() {
-		h.kill()
-		if t.Failed() {
-			if s := strings.TrimSpace(h.errb.String()); s != "" {
-				t.Logf("helper %s stderr:\n%s", name, s)
-			}
-		}
-	})
-	return h
-}
-
-// kill sends SIGKILL (unless the process has already been reaped) and waits
-// until it has been reaped.
-func (h *helperProc) kill() {
-	select {
-	case <-h.done:
-		return
-	default:
-	}
-	_ = h.cmd.Process.Kill()
-	_ = h.stdin.Close()
-	for range h.lines { // unblock the reader
-	}
-	<-h.done
-}
-
-// wait waits for the process to exit and returns its error with stderr.
-func (h *helperProc) wait(ctx context.Context) error {
-	go func() {
-		for range h.lines { // nobody reads stdout of this helper
-		}
-	}()
-	select {
-	case <-h.done:
-	case <-ctx.Done():
-		return fmt.Errorf("helper %s: %w", h.name, ctx.Err())
-	}
-	if h.err != nil {
-		return fmt.Errorf("helper %s: %w; stderr:\n%s", h.name, h.err, h.errb.String())
-	}
-	return nil
-}
-
-// waitLine returns the first stdout line with the given prefix.
-func (h *helperProc) waitLine(ctx context.Context, prefix string) (string, error) {
-	for {
-		select {
-		case l, ok := <-h.lines:
-			if !ok {
-				<-h.done
-				return "", fmt.Errorf("helper %s exited (%v) before printing %q; stderr:\n%s", h.name, h.err, prefix, h.errb.String())
-			}
-			if strings.HasPrefix(l, prefix) {
-				return l, nil
-			}
-		case <-ctx.Done():
-			return "", fmt.Errorf("helper %s: waiting for %q: %w; stderr:\n%s", h.name, prefix, ctx.Err(), h.errb.String())
-		}
-	}
-}
-
 // procConnect connects a Client to the cluster and closes it at the end
 // of the test.
 func procConnect(t *testing.T, servers []string, opts ...recipes.Option) *recipes.Client {
@@ -419,11 +280,11 @@ func testMutualExclusionAcrossProcesses(t *testing.T, local int) {
 
 	dir := t.TempDir()
 	start := time.Now()
-	hs := make([]*helperProc, procs)
+	hs := make([]*testutil.HelperProc, procs)
 	files := make([]string, procs)
 	for i := range hs {
 		files[i] = filepath.Join(dir, fmt.Sprintf("proc%d.txt", i))
-		hs[i] = startHelper(t, fmt.Sprintf("contend-%d", i), "contend",
+		hs[i] = helpers.Start(t, fmt.Sprintf("contend-%d", i), "contend",
 			helperEnvServers+"="+strings.Join(zkc.Servers(), ","),
 			helperEnvPath+"="+path,
 			helperEnvCounter+"="+counter,
@@ -434,7 +295,7 @@ func testMutualExclusionAcrossProcesses(t *testing.T, local int) {
 		)
 	}
 	for _, h := range hs {
-		if err := h.wait(ctx); err != nil {
+		if err := h.Wait(ctx); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -501,15 +362,15 @@ func TestHolderKilledNextWaiterAcquires(t *testing.T) {
 	defer cancel()
 	path := "/process/killed-" + uuid.NewString()[:8]
 
-	h := startHelper(t, "hold", "hold",
+	h := helpers.Start(t, "hold", "hold",
 		helperEnvServers+"="+strings.Join(zkc.Servers(), ","),
 		helperEnvPath+"="+path,
 	)
-	nodeLine, err := h.waitLine(ctx, "NODE ")
+	nodeLine, err := h.WaitLine(ctx, "NODE ")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := h.waitLine(ctx, "LOCKED"); err != nil {
+	if _, err := h.WaitLine(ctx, "LOCKED"); err != nil {
 		t.Fatal(err)
 	}
 	var (
@@ -553,7 +414,7 @@ func TestHolderKilledNextWaiterAcquires(t *testing.T) {
 	}
 
 	killed := time.Now()
-	if err := h.cmd.Process.Kill(); err != nil {
+	if err := h.Cmd.Process.Kill(); err != nil {
 		t.Fatal(err)
 	}
 	var r result
@@ -571,7 +432,7 @@ func TestHolderKilledNextWaiterAcquires(t *testing.T) {
 	if wait > limit {
 		t.Errorf("waiter acquired %v after the kill, want at most %v", wait, limit)
 	}
-	h.kill()
+	h.Kill()
 
 	tok, err := r.lease.Token(ctx)
 	if err != nil {

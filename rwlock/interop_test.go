@@ -6,9 +6,7 @@ package rwlock_test
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"os"
 	"path/filepath"
 	"slices"
 	"sort"
@@ -27,50 +25,6 @@ import (
 	"github.com/zkrecipes/zkrecipes/recipes/zktest"
 	"github.com/zkrecipes/zkrecipes/rwlock"
 )
-
-// ioInCI reports whether the CI environment variable is set to a true
-// value: there a missing Curator or Java fails a test instead of skipping
-// it.
-func ioInCI() bool {
-	b, err := strconv.ParseBool(os.Getenv("CI"))
-	return err == nil && b
-}
-
-// ioUnavailable skips the test for a missing dependency, or fails it when
-// running in CI.
-func ioUnavailable(t *testing.T, err error) {
-	t.Helper()
-	if ioInCI() {
-		t.Fatalf("CI is set, so a missing dependency is a failure: %v", err)
-	}
-	t.Skipf("skipping (with CI=true this fails): %v", err)
-}
-
-// ioNeedCurator checks for Curator's jars before a ZooKeeper server is
-// started for nothing.
-func ioNeedCurator(t *testing.T) {
-	t.Helper()
-	if _, err := interop.JavaClasspath(); errors.Is(err, interop.ErrUnavailable) {
-		ioUnavailable(t, err)
-	} else if err != nil {
-		t.Fatal(err)
-	}
-}
-
-// ioCurator starts CuratorRecipes.java in mode args[0]; the process is
-// killed at the end of the test.
-func ioCurator(t *testing.T, ctx context.Context, dir string, args ...string) *interop.Proc {
-	t.Helper()
-	p, err := interop.StartCurator(ctx, dir, args...)
-	if errors.Is(err, interop.ErrUnavailable) {
-		ioUnavailable(t, err)
-	}
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(p.Kill)
-	return p
-}
 
 // ioConnect connects a Client that is closed at the end of the test.
 func ioConnect(t *testing.T, zkc *zktest.Cluster) *recipes.Client {
@@ -171,7 +125,7 @@ func ioWaitWatch(ctx context.Context, t *testing.T, zkc *zktest.Cluster, session
 // TestCuratorInterop runs the Go RWLock against Curator 5.4's
 // InterProcessReadWriteLock on one path.
 func TestCuratorInterop(t *testing.T) {
-	ioNeedCurator(t)
+	testutil.NeedCurator(t)
 	zkc := zktest.Start(t)
 	dir := t.TempDir() // the driver program is written here once
 	t.Run("GoReadersCuratorWriters", func(t *testing.T) { interopHolds(t, zkc, dir, false) })
@@ -255,7 +209,7 @@ func interopHolds(t *testing.T, zkc *zktest.Cluster, dir string, goWrites bool) 
 	files := make([]string, curProcs)
 	for i := range procs {
 		files[i] = filepath.Join(outDir, fmt.Sprintf("curator%d.txt", i))
-		procs[i] = ioCurator(t, ctx, dir, "rwlock", zkc.ConnectString(), path, curRole,
+		procs[i] = testutil.Curator(t, ctx, dir, "rwlock", zkc.ConnectString(), path, curRole,
 			strconv.Itoa(curIters), files[i], strconv.Itoa(int(hold.Milliseconds())))
 	}
 	for _, p := range procs {
@@ -431,7 +385,7 @@ func (o *ioOwner) unlock(t *testing.T) {
 // and ALL lists.
 func ioCuratorList(ctx context.Context, t *testing.T, zkc *zktest.Cluster, dir, path string) (reads, writes, all []string) {
 	t.Helper()
-	p := ioCurator(t, ctx, dir, "rwparticipants", zkc.ConnectString(), path)
+	p := testutil.Curator(t, ctx, dir, "rwparticipants", zkc.ConnectString(), path)
 	if err := p.Wait(); err != nil {
 		t.Fatal(err)
 	}
@@ -474,11 +428,11 @@ func interopQueueOrder(t *testing.T, zkc *zktest.Cluster, dir string) {
 	w0 := ioQueue(ctx, t, &bg, rw.WriteLock(), "go-w0")
 	l0 := w0.holds(ctx, t)
 	ioWaitParticipants(ctx, t, rw, 1)
-	r1 := ioCurator(t, ctx, dir, "rwholder", zkc.ConnectString(), path, "read")
+	r1 := testutil.Curator(t, ctx, dir, "rwholder", zkc.ConnectString(), path, "read")
 	ioWaitParticipants(ctx, t, rw, 2)
 	r2 := ioQueue(ctx, t, &bg, rw.ReadLock(), "go-r2")
 	ioWaitParticipants(ctx, t, rw, 3)
-	w3 := ioCurator(t, ctx, dir, "rwholder", zkc.ConnectString(), path, "write")
+	w3 := testutil.Curator(t, ctx, dir, "rwholder", zkc.ConnectString(), path, "write")
 	ioWaitParticipants(ctx, t, rw, 4)
 	r4 := ioQueue(ctx, t, &bg, rw.ReadLock(), "go-r4")
 	ioWaitParticipants(ctx, t, rw, 5)
@@ -605,7 +559,7 @@ func interopDowngrade(t *testing.T, zkc *zktest.Cluster, dir string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cw := ioCurator(t, ctx, dir, "rwholder", zkc.ConnectString(), path, "write")
+	cw := testutil.Curator(t, ctx, dir, "rwholder", zkc.ConnectString(), path, "write")
 	session := ioWaitPrefix(ctx, t, cw, "SESSION ")
 	ps := ioWaitParticipants(ctx, t, rw, 2)
 	if ps[0].Path != wl.Node() || !ps[1].Writer {
@@ -693,7 +647,7 @@ func interopCuratorDowngrade(t *testing.T, zkc *zktest.Cluster, dir string) {
 	defer bg.Wait()
 	defer cancel()
 
-	cd := ioCurator(t, ctx, dir, "rwdowngrade", zkc.ConnectString(), path)
+	cd := testutil.Curator(t, ctx, dir, "rwdowngrade", zkc.ConnectString(), path)
 	fixed, err := strconv.ParseBool(ioWaitPrefix(ctx, t, cd, "CURATOR-621-FIXED "))
 	if err != nil {
 		t.Fatal(err)

@@ -9,9 +9,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -23,6 +21,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/zkrecipes/zkrecipes/internal/interop"
+	"github.com/zkrecipes/zkrecipes/internal/testutil"
 	"github.com/zkrecipes/zkrecipes/recipes"
 	"github.com/zkrecipes/zkrecipes/recipes/zktest"
 	"github.com/zkrecipes/zkrecipes/rwlock"
@@ -44,31 +43,11 @@ const (
 // processes TestSharedRecordAcrossProcesses starts. It returns at once
 // unless ZKRW_HELPER is set.
 func TestRWLockHelperProcess(t *testing.T) {
-	role := os.Getenv(rwEnvRole)
-	if role == "" {
-		return
-	}
-	var err error
-	switch role {
-	case "record":
-		err = rwHelperRecord()
-	default:
-		err = fmt.Errorf("unknown %s=%q", rwEnvRole, role)
-	}
-	if err != nil {
-		fmt.Fprintf(os.Stderr, "helper %s: ERROR: %v\n", role, err)
-		os.Exit(2)
-	}
-	os.Exit(0) // skip the testing package's epilogue on stdout
+	rwHelpers.Run(map[string]func() error{"record": rwHelperRecord})
 }
 
-func rwEnvInt(name string) (int, error) {
-	n, err := strconv.Atoi(os.Getenv(name))
-	if err != nil {
-		return 0, fmt.Errorf("%s: %w", name, err)
-	}
-	return n, nil
-}
+// rwHelpers starts the helper processes.
+var rwHelpers = testutil.Helpers{Test: "TestRWLockHelperProcess", RoleEnv: rwEnvRole}
 
 // rwRecord is a record of two fields, each its own znode, written by two
 // separate requests: a reader that runs between a writer's two writes
@@ -126,9 +105,9 @@ func (r rwRecord) increment() error {
 func rwHelperRecord() error {
 	servers := strings.Split(os.Getenv(rwEnvServers), ",")
 	path, record, out := os.Getenv(rwEnvPath), os.Getenv(rwEnvRecord), os.Getenv(rwEnvOut)
-	writers, err1 := rwEnvInt(rwEnvWriters)
-	readers, err2 := rwEnvInt(rwEnvReaders)
-	iters, err3 := rwEnvInt(rwEnvIters)
+	writers, err1 := testutil.EnvInt(rwEnvWriters)
+	readers, err2 := testutil.EnvInt(rwEnvReaders)
+	iters, err3 := testutil.EnvInt(rwEnvIters)
 	if err := errors.Join(err1, err2, err3); err != nil {
 		return err
 	}
@@ -232,113 +211,6 @@ func rwHelperRecord() error {
 	return nil
 }
 
-// rwHelper is a running helper process.
-type rwHelper struct {
-	name   string
-	cmd    *exec.Cmd
-	stdin  io.WriteCloser
-	lines  chan string // stdout lines; closed at EOF
-	done   chan struct{}
-	err    error // Wait's result, valid after done
-	stderr *rwLockedBuffer
-}
-
-type rwLockedBuffer struct {
-	mu sync.Mutex
-	b  strings.Builder
-}
-
-func (l *rwLockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *rwLockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
-
-// rwStartHelper re-runs the test binary as a helper with the given role
-// and environment. The process is killed and reaped when the test ends.
-// Errors from waitLine and wait carry the helper's stderr.
-func rwStartHelper(t *testing.T, name, role string, env ...string) *rwHelper {
-	t.Helper()
-	cmd := exec.Command(os.Args[0], "-test.run=^TestRWLockHelperProcess$", "-test.v=false", "-test.count=1", "-test.timeout=2m")
-	cmd.Env = append(append(os.Environ(), rwEnvRole+"="+role), env...)
-	h := &rwHelper{name: name, cmd: cmd, lines: make(chan string, 64), done: make(chan struct{}), stderr: &rwLockedBuffer{}}
-	cmd.Stderr = h.stderr
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if h.stdin, err = cmd.StdinPipe(); err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatalf("start helper %s: %v", name, err)
-	}
-	go func() {
-		sc := bufio.NewScanner(stdout)
-		for sc.Scan() {
-			h.lines <- sc.Text()
-		}
-		close(h.lines)
-		h.err = cmd.Wait()
-		close(h.done)
-	}()
-	t.Cleanup(func() {
-		select {
-		case <-h.done:
-		default:
-			_ = cmd.Process.Kill()
-			_ = h.stdin.Close()
-			for range h.lines { // unblock the reader
-			}
-			<-h.done
-		}
-	})
-	return h
-}
-
-// waitLine waits for the stdout line want.
-func (h *rwHelper) waitLine(ctx context.Context, want string) error {
-	for {
-		select {
-		case l, ok := <-h.lines:
-			if !ok {
-				<-h.done
-				return fmt.Errorf("helper %s exited (%v) before printing %q; stderr:\n%s", h.name, h.err, want, h.stderr.String())
-			}
-			if l == want {
-				return nil
-			}
-		case <-ctx.Done():
-			return fmt.Errorf("helper %s: waiting for %q: %w; stderr:\n%s", h.name, want, ctx.Err(), h.stderr.String())
-		}
-	}
-}
-
-// wait waits for the process to exit and returns its error with stderr.
-func (h *rwHelper) wait(ctx context.Context) error {
-	for {
-		select {
-		case _, ok := <-h.lines:
-			if ok {
-				continue
-			}
-			<-h.done
-			if h.err != nil {
-				return fmt.Errorf("helper %s: %w; stderr:\n%s", h.name, h.err, h.stderr.String())
-			}
-			return nil
-		case <-ctx.Done():
-			return fmt.Errorf("helper %s: %w; stderr:\n%s", h.name, ctx.Err(), h.stderr.String())
-		}
-	}
-}
-
 // TestSharedRecordAcrossProcesses: 3 processes, each with 2 writer and 3
 // reader goroutines on one Client, share a record of two fields (two
 // znodes, written by two separate requests). Writers increment both under
@@ -367,11 +239,11 @@ func TestSharedRecordAcrossProcesses(t *testing.T) {
 	}
 
 	dir := t.TempDir()
-	hs := make([]*rwHelper, procs)
+	hs := make([]*testutil.HelperProc, procs)
 	outs := make([]string, procs)
 	for i := range hs {
 		outs[i] = filepath.Join(dir, fmt.Sprintf("proc%d", i))
-		hs[i] = rwStartHelper(t, fmt.Sprintf("record-%d", i), "record",
+		hs[i] = rwHelpers.Start(t, fmt.Sprintf("record-%d", i), "record",
 			rwEnvServers+"="+strings.Join(zkc.Servers(), ","),
 			rwEnvPath+"="+path,
 			rwEnvRecord+"="+record,
@@ -382,18 +254,18 @@ func TestSharedRecordAcrossProcesses(t *testing.T) {
 		)
 	}
 	for _, h := range hs {
-		if err := h.waitLine(ctx, "READY"); err != nil {
+		if _, err := h.WaitLine(ctx, "READY"); err != nil {
 			t.Fatal(err)
 		}
 	}
 	start := time.Now()
 	for _, h := range hs {
-		if _, err := io.WriteString(h.stdin, "GO\n"); err != nil {
+		if err := h.Send("GO"); err != nil {
 			t.Fatal(err)
 		}
 	}
 	for _, h := range hs {
-		if err := h.wait(ctx); err != nil {
+		if err := h.Wait(ctx); err != nil {
 			t.Fatal(err)
 		}
 	}

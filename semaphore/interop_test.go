@@ -9,7 +9,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -21,68 +20,11 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/zkrecipes/zkrecipes/internal/interop"
+	"github.com/zkrecipes/zkrecipes/internal/testutil"
 	"github.com/zkrecipes/zkrecipes/recipes"
 	"github.com/zkrecipes/zkrecipes/recipes/zktest"
 	"github.com/zkrecipes/zkrecipes/semaphore"
 )
-
-// ioInCI reports whether the CI environment variable is set to a true
-// value: there a missing Curator, Java or ZooKeeper fails a test instead
-// of skipping it.
-func ioInCI() bool {
-	b, err := strconv.ParseBool(os.Getenv("CI"))
-	return err == nil && b
-}
-
-// ioUnavailable skips the test for a missing dependency, or fails it when
-// running in CI.
-func ioUnavailable(t *testing.T, err error) {
-	t.Helper()
-	if ioInCI() {
-		t.Fatalf("CI is set, so a missing dependency is a failure: %v", err)
-	}
-	t.Skipf("skipping (with CI=true this fails): %v", err)
-}
-
-// ioStart checks for Curator's jars and then starts a ZooKeeper server
-// (stopped at the end of the test); either missing skips the test, or
-// fails it in CI.
-func ioStart(t *testing.T) *zktest.Cluster {
-	t.Helper()
-	if _, err := interop.JavaClasspath(); errors.Is(err, interop.ErrUnavailable) {
-		ioUnavailable(t, err)
-	} else if err != nil {
-		t.Fatal(err)
-	}
-	zkc, err := zktest.Launch(1)
-	if errors.Is(err, zktest.ErrUnavailable) {
-		ioUnavailable(t, err)
-	}
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if err := zkc.Close(); err != nil {
-			t.Errorf("zktest: closing cluster: %v", err)
-		}
-	})
-	return zkc
-}
-
-// ioCurator starts CuratorRecipes.java in mode args[0]; the process is
-// killed at the end of the test.
-func ioCurator(t *testing.T, ctx context.Context, dir string, args ...string) *interop.Proc {
-	t.Helper()
-	p, err := interop.StartCurator(ctx, dir, args...)
-	if errors.Is(err, interop.ErrUnavailable) {
-		ioUnavailable(t, err)
-	}
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(p.Kill)
-	return p
-}
 
 // ioConnect connects a Client that is closed at the end of the test.
 func ioConnect(t *testing.T, zkc *zktest.Cluster) *recipes.Client {
@@ -124,7 +66,7 @@ func ioOutput(t *testing.T, p *interop.Proc) []string {
 // TestCuratorInterop runs the Go Semaphore and SharedCount against
 // Curator 5.4's InterProcessSemaphoreV2 and SharedCount.
 func TestCuratorInterop(t *testing.T) {
-	zkc := ioStart(t)
+	zkc := testutil.CuratorServer(t)
 	dir := t.TempDir() // the driver program is written here once
 	t.Run("SemaphoreMaximum", func(t *testing.T) { interopSemaphoreMaximum(t, zkc, dir) })
 	t.Run("SemaphoreWaits", func(t *testing.T) { interopSemaphoreWaits(t, zkc, dir) })
@@ -156,7 +98,7 @@ func interopSemaphoreMaximum(t *testing.T, zkc *zktest.Cluster, dir string) {
 	files := make([]string, curProcs)
 	for i := range procs {
 		files[i] = filepath.Join(outDir, fmt.Sprintf("curator%d.txt", i))
-		procs[i] = ioCurator(t, ctx, dir, "semaphore", zkc.ConnectString(), path, strconv.Itoa(maxLeases),
+		procs[i] = testutil.Curator(t, ctx, dir, "semaphore", zkc.ConnectString(), path, strconv.Itoa(maxLeases),
 			strconv.Itoa(curIters), files[i], strconv.Itoa(int(hold.Milliseconds())))
 	}
 	for _, p := range procs {
@@ -269,7 +211,7 @@ func interopSemaphoreWaits(t *testing.T, zkc *zktest.Cluster, dir string) {
 	s := newSem(t, c, path, maxLeases)
 
 	// Curator holds both leases.
-	holder := ioCurator(t, ctx, dir, "semholder", zkc.ConnectString(), path, strconv.Itoa(maxLeases), strconv.Itoa(maxLeases))
+	holder := testutil.Curator(t, ctx, dir, "semholder", zkc.ConnectString(), path, strconv.Itoa(maxLeases), strconv.Itoa(maxLeases))
 	if err := holder.WaitLine(ctx, "ACQUIRED"); err != nil {
 		t.Fatal(err)
 	}
@@ -333,7 +275,7 @@ func interopSemaphoreWaits(t *testing.T, zkc *zktest.Cluster, dir string) {
 	}
 
 	// Go holds both leases; a Curator acquirer waits.
-	waiter := ioCurator(t, ctx, dir, "semholder", zkc.ConnectString(), path, strconv.Itoa(maxLeases), "1")
+	waiter := testutil.Curator(t, ctx, dir, "semholder", zkc.ConnectString(), path, strconv.Itoa(maxLeases), "1")
 	ioWaitLeases(ctx, t, c, path, maxLeases+1, waiter, "ACQUIRED")
 	if slices.Contains(waiter.Lines(), "ACQUIRED") {
 		t.Fatal("Curator acquired while Go held every lease")
@@ -368,7 +310,7 @@ func interopSemaphoreWaits(t *testing.T, zkc *zktest.Cluster, dir string) {
 // SharedCount, in one process, and returns their values and versions.
 func ioCuratorCounts(ctx context.Context, t *testing.T, zkc *zktest.Cluster, dir string, paths ...string) []semaphore.VersionedValue {
 	t.Helper()
-	out := ioOutput(t, ioCurator(t, ctx, dir, append([]string{"sharedcount-get", zkc.ConnectString()}, paths...)...))
+	out := ioOutput(t, testutil.Curator(t, ctx, dir, append([]string{"sharedcount-get", zkc.ConnectString()}, paths...)...))
 	if len(out) != len(paths) {
 		t.Fatalf("sharedcount-get printed %q, want %d lines", out, len(paths))
 	}
@@ -425,7 +367,7 @@ func interopSharedCount(t *testing.T, zkc *zktest.Cluster, dir string) {
 	changes, stop := sc.Subscribe()
 	defer stop()
 	fresh := base + "/curator"
-	out := ioOutput(t, ioCurator(t, ctx, dir, "sharedcount-set", zkc.ConnectString(), paths[0], "-1000", fresh, "12345"))
+	out := ioOutput(t, testutil.Curator(t, ctx, dir, "sharedcount-set", zkc.ConnectString(), paths[0], "-1000", fresh, "12345"))
 	if len(out) != 2 {
 		t.Fatalf("sharedcount-set printed %q", out)
 	}
