@@ -23,6 +23,7 @@ var examples = []struct {
 	name string
 	args []string
 }{
+	{"mutex", nil},
 	{"rwlock", []string{"-duration", "2s"}},
 	{"semaphore", []string{"-duration", "2s"}},
 	{"latch", []string{"-duration", "2s", "-session-timeout", "1s"}},

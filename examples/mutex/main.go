@@ -21,14 +21,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
-	"os/signal"
 	"strings"
 	"sync"
 	"time"
 
 	"github.com/go-zookeeper/zk"
 
+	"github.com/zkrecipes/zkrecipes/examples/internal/demo"
 	"github.com/zkrecipes/zkrecipes/mutex"
 	"github.com/zkrecipes/zkrecipes/recipes"
 	"github.com/zkrecipes/zkrecipes/recipes/zktest"
@@ -41,25 +40,9 @@ const (
 	turns        = 2
 )
 
-func main() {
-	if err := run(); err != nil {
-		fmt.Fprintln(os.Stderr, "error:", err)
-		os.Exit(1)
-	}
-}
+func main() { demo.Main(time.Minute, run) }
 
-func run() error {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
-	defer stop()
-	ctx, cancel := context.WithTimeout(ctx, time.Minute) // never hang
-	defer cancel()
-
-	servers, cleanup, err := zookeeper()
-	if err != nil {
-		return err
-	}
-	defer cleanup()
-
+func run(ctx context.Context, servers []string) error {
 	// worker-1 talks to the server through a TCP proxy, so that act 3 can
 	// cut its network.
 	proxy, err := zktest.ListenProxy(servers[0])
@@ -169,8 +152,7 @@ func run() error {
 		return err
 	}
 	time.Sleep(100 * time.Millisecond) // let the state listeners print
-	fmt.Println("\ndone")
-	return nil
+	return demo.Verdict(true, "%d sessions took %d turns each with fenced writes; a write after unlock was refused; a holder cut off saw lease.Done() close and came back", workers, turns)
 }
 
 // holdOnce takes the lock, makes a fenced write and releases the lock.
@@ -210,20 +192,6 @@ func holdOnce(ctx context.Context, name string, c *recipes.Client, m *mutex.Mute
 
 // zookeeper returns the servers to use and a function that stops the one
 // this program started, if any.
-func zookeeper() ([]string, func(), error) {
-	if env := strings.TrimSpace(os.Getenv("ZK_SERVERS")); env != "" {
-		fmt.Println("using ZooKeeper at", env)
-		return strings.Split(env, ","), func() {}, nil
-	}
-	fmt.Println("ZK_SERVERS is unset: starting a local ZooKeeper...")
-	cl, err := zktest.Launch(1)
-	if err != nil {
-		return nil, nil, err
-	}
-	fmt.Println("local ZooKeeper listening on", cl.ConnectString())
-	return cl.Servers(), func() { cl.Close() }, nil
-}
-
 func collect(ch <-chan error) []error {
 	var out []error
 	for err := range ch {
