@@ -88,7 +88,7 @@ func (b *bench) writeMarkdown(file string) error {
 				met = "yes"
 			}
 		}
-		fmt.Fprintf(&sb, "| %s | %s | %s | %.3g | %s | %s | %s |\n", r.workload, r.ours, r.base, r.ratio, target, met, r.note)
+		fmt.Fprintf(&sb, "| %s | %s | %s | %.4g | %s | %s | %s |\n", r.workload, r.ours, r.base, r.ratio, target, met, r.note)
 	}
 	if len(report) > 0 {
 		fmt.Fprintf(&sb, "\nRatios: keys and local are ours over the baseline (higher is better); queue is zk.Lock's time per hand-off over ours (higher: ours faster), and its growth row the cost at the largest queue over the smallest (time, requests and bytes, each at most 1.2×); herd and the remote waiter are counts that must stay at or below the target. Bytes in queue are the bytes the client read from its connections (a counting dialer), pings included. The remote waiter's figure is the longest streak of local hand-offs under one lock node of the local process queued ahead of the remote waiter's node: WithLocalHandoff bounds exactly that, before the lock goes back to the ZooKeeper queue.\n")
@@ -141,7 +141,7 @@ func chartSVG(rows []reportRow) string {
 		}
 		fmt.Fprintf(&sb, `<text x="%d" y="%d" text-anchor="end">%s</text>`+"\n", left-8, y+15, html.EscapeString(r.workload))
 		fmt.Fprintf(&sb, `<rect x="%d" y="%d" width="%d" height="%d" fill="%s"/>`+"\n", left, y, max(w, 1), barH, color)
-		fmt.Fprintf(&sb, `<text x="%d" y="%d">%.3g (target %s %g)</text>`+"\n", left+width+8, y+15, r.ratio, op, r.target)
+		fmt.Fprintf(&sb, `<text x="%d" y="%d">%.4g (target %s %g)</text>`+"\n", left+width+8, y+15, r.ratio, op, r.target)
 	}
 	fmt.Fprintf(&sb, `<line x1="%d" y1="%d" x2="%d" y2="%d" stroke="black" stroke-dasharray="4,3"/>`+"\n", x1, top-8, x1, h-30)
 	fmt.Fprintf(&sb, `<text x="%d" y="%d" text-anchor="middle">target</text>`+"\n", x1, h-14)
