@@ -3,7 +3,6 @@ package examples
 import (
 	"bytes"
 	"context"
-	"errors"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -13,7 +12,7 @@ import (
 	"time"
 
 	"github.com/zkrecipes/zkrecipes/examples/internal/demo"
-	"github.com/zkrecipes/zkrecipes/recipes/zktest"
+	"github.com/zkrecipes/zkrecipes/internal/testutil"
 )
 
 // TestBank runs the bank demo, what "make demo" runs (built with -race
@@ -24,17 +23,7 @@ import (
 // woken, its stale write refused, its loss noticed. The demo waits on
 // those events itself (with a deadline), so the test needs no sleeps.
 func TestBank(t *testing.T) {
-	zkc, err := zktest.Launch(1)
-	if errors.Is(err, zktest.ErrUnavailable) {
-		if inCI() {
-			t.Fatalf("CI is set, so a missing ZooKeeper is a failure: %v", err)
-		}
-		t.Skipf("skipping (with CI=true this fails): %v", err)
-	}
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { zkc.Close() })
+	zkc := testutil.Server(t)
 
 	bin := filepath.Join(t.TempDir(), "bank")
 	args := []string{"build", "-o", bin}
@@ -53,7 +42,7 @@ func TestBank(t *testing.T) {
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out
 	start := time.Now()
-	err = cmd.Run()
+	err := cmd.Run()
 	took := time.Since(start).Round(time.Millisecond)
 	text := out.String()
 	lines := strings.Split(strings.TrimSpace(text), "\n")

@@ -3,18 +3,16 @@ package examples
 import (
 	"bytes"
 	"context"
-	"errors"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"runtime"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/zkrecipes/zkrecipes/examples/internal/demo"
-	"github.com/zkrecipes/zkrecipes/recipes/zktest"
+	"github.com/zkrecipes/zkrecipes/internal/testutil"
 )
 
 // examples are the recipe examples this test runs, with the flags that
@@ -32,13 +30,6 @@ var examples = []struct {
 	{"fenced", []string{"-session-timeout", "1s"}},
 }
 
-// inCI reports whether CI is set to a true value: there a missing
-// ZooKeeper fails the test instead of skipping it.
-func inCI() bool {
-	b, err := strconv.ParseBool(os.Getenv("CI"))
-	return err == nil && b
-}
-
 func goTool(t *testing.T) string {
 	if p, err := exec.LookPath("go"); err == nil {
 		return p
@@ -51,17 +42,7 @@ func goTool(t *testing.T) string {
 // ZK_SERVERS, checking that it exits 0 with an OK verdict as its last
 // line.
 func TestExamples(t *testing.T) {
-	zkc, err := zktest.Launch(1)
-	if errors.Is(err, zktest.ErrUnavailable) {
-		if inCI() {
-			t.Fatalf("CI is set, so a missing ZooKeeper is a failure: %v", err)
-		}
-		t.Skipf("skipping (with CI=true this fails): %v", err)
-	}
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { zkc.Close() })
+	zkc := testutil.Server(t)
 
 	bin := t.TempDir()
 	args := []string{"build", "-o", bin + string(filepath.Separator)}

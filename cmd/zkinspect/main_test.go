@@ -17,7 +17,6 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
-	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -66,28 +65,12 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
-// inCI reports whether CI is set to a true value: there a missing
-// ZooKeeper, Curator or Kazoo fails a test instead of skipping it.
-func inCI() bool {
-	b, err := strconv.ParseBool(os.Getenv("CI"))
-	return err == nil && b
-}
-
-// unavailable skips the test for a missing dependency, or fails it in CI.
-func unavailable(t *testing.T, err error) {
-	t.Helper()
-	if inCI() {
-		t.Fatalf("CI is set, so a missing dependency is a failure: %v", err)
-	}
-	t.Skipf("skipping (with CI=true this fails): %v", err)
-}
-
 // zkServer returns the one server every test of this package shares.
 func zkServer(t *testing.T) *zktest.Cluster {
 	t.Helper()
 	serverOnce.Do(func() { server, serverErr = zktest.Launch(1) })
 	if errors.Is(serverErr, zktest.ErrUnavailable) {
-		unavailable(t, serverErr)
+		testutil.Unavailable(t, serverErr)
 	}
 	if serverErr != nil {
 		t.Fatal(serverErr)
@@ -473,21 +456,6 @@ func TestGoLatch(t *testing.T) {
 	goldenBoth(t, zkc, "latch", path)
 }
 
-// curator starts CuratorRecipes.java in a mode; the process is killed at
-// the end of the test.
-func curator(t *testing.T, ctx context.Context, dir string, args ...string) *interop.Proc {
-	t.Helper()
-	p, err := interop.StartCurator(ctx, dir, args...)
-	if errors.Is(err, interop.ErrUnavailable) {
-		unavailable(t, err)
-	}
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(p.Kill)
-	return p
-}
-
 // release tells a holder process to release, and waits for it to exit.
 func release(t *testing.T, ctx context.Context, p *interop.Proc) {
 	t.Helper()
@@ -508,7 +476,7 @@ func release(t *testing.T, ctx context.Context, p *interop.Proc) {
 func TestCurator(t *testing.T) {
 	runRoot := newRunRoot()
 	if _, err := interop.JavaClasspath(); err != nil {
-		unavailable(t, err)
+		testutil.Unavailable(t, err)
 	}
 	zkc := zkServer(t)
 	ctx := testCtx(t)
@@ -518,7 +486,7 @@ func TestCurator(t *testing.T) {
 
 	t.Run("Mutex", func(t *testing.T) {
 		path := runRoot + "/curator-mutex"
-		holder := curator(t, ctx, dir, "holder", conn, path)
+		holder := testutil.Curator(t, ctx, dir, "holder", conn, path)
 		if err := holder.WaitLine(ctx, "ACQUIRED"); err != nil {
 			t.Fatal(err)
 		}
@@ -540,11 +508,11 @@ func TestCurator(t *testing.T) {
 
 	t.Run("RWLock", func(t *testing.T) {
 		path := runRoot + "/curator-rwlock"
-		reader := curator(t, ctx, dir, "rwholder", conn, path, "read")
+		reader := testutil.Curator(t, ctx, dir, "rwholder", conn, path, "read")
 		if err := reader.WaitLine(ctx, "ACQUIRED"); err != nil {
 			t.Fatal(err)
 		}
-		writer := curator(t, ctx, dir, "rwholder", conn, path, "write")
+		writer := testutil.Curator(t, ctx, dir, "rwholder", conn, path, "write")
 		waitChildren(t, c, path, 2)
 		rw, err := rwlock.New(c, path, mutex.WithData([]byte("go-reader")))
 		if err != nil {
@@ -568,7 +536,7 @@ func TestCurator(t *testing.T) {
 
 	t.Run("Semaphore", func(t *testing.T) {
 		path := runRoot + "/curator-sem"
-		holder := curator(t, ctx, dir, "semholder", conn, path, "3", "2")
+		holder := testutil.Curator(t, ctx, dir, "semholder", conn, path, "3", "2")
 		if err := holder.WaitLine(ctx, "ACQUIRED"); err != nil {
 			t.Fatal(err)
 		}
@@ -582,7 +550,7 @@ func TestCurator(t *testing.T) {
 func TestKazoo(t *testing.T) {
 	runRoot := newRunRoot()
 	if err := interop.KazooAvailable(); err != nil {
-		unavailable(t, err)
+		testutil.Unavailable(t, err)
 	}
 	zkc := zkServer(t)
 	ctx := testCtx(t)
@@ -590,7 +558,7 @@ func TestKazoo(t *testing.T) {
 	c := connectT(t, zkc)
 	p, err := interop.StartKazoo(ctx, t.TempDir(), "holder", zkc.ConnectString(), path)
 	if errors.Is(err, interop.ErrUnavailable) {
-		unavailable(t, err)
+		testutil.Unavailable(t, err)
 	}
 	if err != nil {
 		t.Fatal(err)

@@ -23,9 +23,10 @@ func inCI() bool {
 	return err == nil && b
 }
 
-// unavailable skips the test for a missing dependency, or fails it when
-// running in CI.
-func unavailable(t testing.TB, err error) {
+// Unavailable skips the test for a missing dependency (ZooKeeper, Java,
+// Curator, Kazoo), or fails it when CI is set: there a broken install step
+// must not hide behind a green run.
+func Unavailable(t testing.TB, err error) {
 	t.Helper()
 	if inCI() {
 		t.Fatalf("CI is set, so a missing dependency is a failure: %v", err)
@@ -39,7 +40,7 @@ func unavailable(t testing.TB, err error) {
 func NeedCurator(t testing.TB) {
 	t.Helper()
 	if _, err := interop.JavaClasspath(); errors.Is(err, interop.ErrUnavailable) {
-		unavailable(t, err)
+		Unavailable(t, err)
 	} else if err != nil {
 		t.Fatal(err)
 	}
@@ -51,9 +52,17 @@ func NeedCurator(t testing.TB) {
 func CuratorServer(t testing.TB) *zktest.Cluster {
 	t.Helper()
 	NeedCurator(t)
+	return Server(t)
+}
+
+// Server starts a standalone ZooKeeper server with zktest.Launch (so that
+// programs can be pointed at it too), stopped at the end of the test; a
+// missing ZooKeeper skips the test, or fails it in CI.
+func Server(t testing.TB) *zktest.Cluster {
+	t.Helper()
 	zkc, err := zktest.Launch(1)
 	if errors.Is(err, zktest.ErrUnavailable) {
-		unavailable(t, err)
+		Unavailable(t, err)
 	}
 	if err != nil {
 		t.Fatal(err)
@@ -73,7 +82,7 @@ func Curator(t testing.TB, ctx context.Context, dir string, args ...string) *int
 	t.Helper()
 	p, err := interop.StartCurator(ctx, dir, args...)
 	if errors.Is(err, interop.ErrUnavailable) {
-		unavailable(t, err)
+		Unavailable(t, err)
 	}
 	if err != nil {
 		t.Fatal(err)
