@@ -718,52 +718,12 @@ func (w *peerWork) contend() ([]string, bool, error) {
 // per second (as the peers count them) and this process's CPU per
 // acquisition made.
 func peerLoop(n int, d time.Duration, most int64, acquire func(i int) (release func() error, err error)) (peerFig, error) {
-	var (
-		holders, window, all atomic.Int64
-		stop                 atomic.Bool
-		wg                   sync.WaitGroup
-		mu                   sync.Mutex
-		errs                 []error
-	)
-	fail := func(err error) {
-		stop.Store(true)
-		mu.Lock()
-		errs = append(errs, err)
-		mu.Unlock()
-	}
 	cpu := cpuTime()
-	deadline := time.Now().Add(d)
-	defer watchdog(deadline)()
-	for i := range n {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for !stop.Load() && time.Now().Before(deadline) {
-				release, err := acquire(i)
-				if err != nil {
-					fail(fmt.Errorf("session %d: %w", i, err))
-					return
-				}
-				if h := holders.Add(1); h > most {
-					fail(fmt.Errorf("session %d: %d holders at once, at most %d allowed", i, h, most))
-				}
-				if time.Now().Before(deadline) {
-					window.Add(1)
-				}
-				all.Add(1)
-				holders.Add(-1)
-				if err := release(); err != nil {
-					fail(fmt.Errorf("session %d: release: %w", i, err))
-					return
-				}
-			}
-		}()
-	}
-	wg.Wait()
-	if err := errors.Join(errs...); err != nil {
+	window, all, err := holdLoop(n, time.Now().Add(d), most, acquire)
+	if err != nil {
 		return peerFig{}, err
 	}
-	return peerFig{rate: float64(window.Load()) / d.Seconds(), cpuUS: cpuPerOp(cpuTime()-cpu, int(max(all.Load(), 1)))}, nil
+	return peerFig{rate: float64(window) / d.Seconds(), cpuUS: cpuPerOp(cpuTime()-cpu, max(all, 1))}, nil
 }
 
 func (w *peerWork) proc(key string) *peerProc {

@@ -2,15 +2,10 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"slices"
 	"strings"
-	"sync"
 	"sync/atomic"
-	"time"
-
-	"github.com/zkrecipes/zkrecipes/mutex"
 )
 
 // ------------------------------------------------------------------- readers
@@ -60,61 +55,6 @@ func (b *bench) readers(ctx context.Context) (string, error) {
 	return fmt.Sprintf("RESULT scenario=readers ours_ops=%.1f rounds=%d sessions=%d duration=%v max_concurrent=%d mutex_contended_ops=%.1f mutex_sessions=%d readers_per_mutex=%.4f p50_ms=%.3f p99_ms=%.3f mutex_p50_ms=%.3f mutex_p99_ms=%.3f cpu_us_per_acq=%.1f cpu_us_per_acq_mutex=%.1f %s requests_per_acq_mutex=%.3f",
 		so.rateAll, f.rounds, f.readers, f.duration, most.Load(), sb.rateAll, f.readers, ratio, msf(so.p50[0]), msf(so.p99[0]),
 		msf(sb.p50[0]), msf(sb.p99[0]), so.cpuUs, sb.cpuUs, so.req.kv("acq"), sb.req.total()), nil
-}
-
-type readResult struct {
-	window, total int // acquisitions before the deadline, and in all
-	maxConcurrent int // most sessions between Lock returning and Unlock returning
-}
-
-// readRound makes every session loop Lock;Unlock of its read lock until
-// deadline.
-func readRound(ctx context.Context, locks []*mutex.Mutex, deadline time.Time) (readResult, error) {
-	var (
-		holders, most, inWindow, all atomic.Int64
-		stop                         atomic.Bool
-		wg                           sync.WaitGroup
-		mu                           sync.Mutex
-		errs                         []error
-	)
-	fail := func(err error) {
-		stop.Store(true)
-		mu.Lock()
-		errs = append(errs, err)
-		mu.Unlock()
-	}
-	defer watchdog(deadline)()
-	for i, m := range locks {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for !stop.Load() && time.Now().Before(deadline) {
-				if _, err := m.Lock(ctx); err != nil {
-					fail(fmt.Errorf("session %d: read lock: %w", i, err))
-					return
-				}
-				h := holders.Add(1)
-				for {
-					old := most.Load()
-					if h <= old || most.CompareAndSwap(old, h) {
-						break
-					}
-				}
-				if time.Now().Before(deadline) {
-					inWindow.Add(1)
-				}
-				all.Add(1)
-				err := m.Unlock(ctx)
-				holders.Add(-1) // a hold lasts until its node is deleted
-				if err != nil {
-					fail(fmt.Errorf("session %d: read unlock: %w", i, err))
-					return
-				}
-			}
-		}()
-	}
-	wg.Wait()
-	return readResult{window: int(inWindow.Load()), total: int(all.Load()), maxConcurrent: int(most.Load())}, errors.Join(errs...)
 }
 
 // scenarios in the order they run.
