@@ -4,9 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
-	"os/exec"
-	"strings"
 	"testing"
 	"time"
 
@@ -194,7 +191,7 @@ func TestMisuse(t *testing.T) {
 		_, _, _, _ = z.ID(), z.Path(), z.Node(), z.Term()
 		return nil
 	})
-	add("Latch.Listen(nil) then leadership", noError, misuseInChild("latch-listen-nil", servers))
+	add("Latch.Listen(nil) then leadership", noError, misuseChildren.InChild("latch-listen-nil", servers))
 
 	// Selector.
 	newS := func(path string) *election.Selector {
@@ -304,7 +301,7 @@ func TestMisuse(t *testing.T) {
 	runMisuse(t, cases)
 }
 
-var misuseChildren = map[string]func(t *testing.T, servers []string){
+var misuseChildren = testutil.MisuseChildren{
 	"latch-listen-nil": func(t *testing.T, servers []string) {
 		c, err := recipes.Connect(servers)
 		require.NoError(t, err)
@@ -321,48 +318,10 @@ var misuseChildren = map[string]func(t *testing.T, servers []string){
 	},
 }
 
-// Child processes: TestMisuseChild runs one of misuseChildren when
-// misuseChildEnv names it, and is skipped otherwise.
-const (
-	misuseChildEnv   = "ZKRECIPES_MISUSE_CHILD"
-	misuseServersEnv = "ZKRECIPES_MISUSE_SERVERS"
-)
+// Child processes: TestMisuseChild runs one of misuseChildren when the
+// environment names it (testutil.MisuseChildren), and is skipped otherwise.
 
-func TestMisuseChild(t *testing.T) {
-	name := os.Getenv(misuseChildEnv)
-	if name == "" {
-		t.Skip("a child process of TestMisuse")
-	}
-	misuseChildren[name](t, strings.Split(os.Getenv(misuseServersEnv), ","))
-}
-
-// misuseInChild returns a row call that runs the named child in a new
-// process of this test binary: it fails when the child panics or fails.
-func misuseInChild(name string, servers []string) func() error {
-	return func() error {
-		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-		defer cancel()
-		cmd := exec.CommandContext(ctx, os.Args[0], "-test.run=^TestMisuseChild$", "-test.count=1", "-test.v")
-		cmd.Env = append(os.Environ(), misuseChildEnv+"="+name, misuseServersEnv+"="+strings.Join(servers, ","))
-		out, err := cmd.CombinedOutput()
-		if err != nil {
-			return fmt.Errorf("child %q: %w\n%s", name, err, misuseTail(out))
-		}
-		return nil
-	}
-}
-
-// misuseTail keeps the child's output from its panic on, at most 2 KB.
-func misuseTail(out []byte) string {
-	s := string(out)
-	if i := strings.Index(s, "panic:"); i >= 0 {
-		s = s[i:]
-	}
-	if len(s) > 2048 {
-		s = s[:2048] + "..."
-	}
-	return s
-}
+func TestMisuseChild(t *testing.T) { misuseChildren.RunChild(t) }
 
 // The misuse-table machinery is shared: internal/testutil/misuse.go.
 type (

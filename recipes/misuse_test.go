@@ -4,9 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
-	"os/exec"
-	"strings"
 	"testing"
 	"time"
 
@@ -499,9 +496,9 @@ func TestMisuse(t *testing.T) {
 	})
 
 	// Callbacks that would panic on a goroutine of their own: in a child.
-	add("Listeners.Listen(nil) then Post", noError, misuseInChild("listeners-nil", servers))
-	add("Client.Listen(nil) then a state change", noError, misuseInChild("client-listen-nil", servers))
-	add("zero Client.GuaranteedDelete", noError, misuseInChild("zero-client-guaranteed-delete", servers))
+	add("Listeners.Listen(nil) then Post", noError, misuseChildren.InChild("listeners-nil", servers))
+	add("Client.Listen(nil) then a state change", noError, misuseChildren.InChild("client-listen-nil", servers))
+	add("zero Client.GuaranteedDelete", noError, misuseChildren.InChild("zero-client-guaranteed-delete", servers))
 
 	runMisuse(t, cases)
 }
@@ -515,14 +512,10 @@ func connectErr(servers []string, opts ...recipes.Option) error {
 	return err
 }
 
-// Child processes: TestMisuseChild runs one of misuseChildren when
-// misuseChildEnv names it, and is skipped otherwise.
-const (
-	misuseChildEnv   = "ZKRECIPES_MISUSE_CHILD"
-	misuseServersEnv = "ZKRECIPES_MISUSE_SERVERS"
-)
+// Child processes: TestMisuseChild runs one of misuseChildren when the
+// environment names it (testutil.MisuseChildren), and is skipped otherwise.
 
-var misuseChildren = map[string]func(t *testing.T, servers []string){
+var misuseChildren = testutil.MisuseChildren{
 	"listeners-nil": func(t *testing.T, _ []string) {
 		var ls recipes.Listeners[int]
 		ls.Listen(nil)
@@ -555,41 +548,7 @@ var misuseChildren = map[string]func(t *testing.T, servers []string){
 	},
 }
 
-func TestMisuseChild(t *testing.T) {
-	name := os.Getenv(misuseChildEnv)
-	if name == "" {
-		t.Skip("a child process of TestMisuse")
-	}
-	misuseChildren[name](t, strings.Split(os.Getenv(misuseServersEnv), ","))
-}
-
-// misuseInChild returns a row call that runs the named child in a new
-// process of this test binary: it fails when the child panics or fails.
-func misuseInChild(name string, servers []string) func() error {
-	return func() error {
-		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-		defer cancel()
-		cmd := exec.CommandContext(ctx, os.Args[0], "-test.run=^TestMisuseChild$", "-test.count=1", "-test.v")
-		cmd.Env = append(os.Environ(), misuseChildEnv+"="+name, misuseServersEnv+"="+strings.Join(servers, ","))
-		out, err := cmd.CombinedOutput()
-		if err != nil {
-			return fmt.Errorf("child %q: %w\n%s", name, err, misuseTail(out))
-		}
-		return nil
-	}
-}
-
-// misuseTail keeps the child's output from its panic on, at most 2 KB.
-func misuseTail(out []byte) string {
-	s := string(out)
-	if i := strings.Index(s, "panic:"); i >= 0 {
-		s = s[i:]
-	}
-	if len(s) > 2048 {
-		s = s[:2048] + "..."
-	}
-	return s
-}
+func TestMisuseChild(t *testing.T) { misuseChildren.RunChild(t) }
 
 // The misuse-table machinery is shared: internal/testutil/misuse.go.
 type (

@@ -5,8 +5,11 @@ package testutil
 // never hang.
 
 import (
+	"context"
 	"errors"
 	"fmt"
+	"os"
+	"os/exec"
 	"path/filepath"
 	"runtime/debug"
 	"strings"
@@ -161,4 +164,61 @@ func misuseCall(fn func() error) (err error, panicked any, stack []byte, returne
 	case <-time.After(misuseTimeout):
 		return nil, nil, nil, false
 	}
+}
+
+// MisuseChildren are misuse rows that must run in a process of their own
+// (a nil listener whose panic would kill the test binary, say), by name.
+// A package's TestMisuseChild calls RunChild, and its rows call InChild.
+type MisuseChildren map[string]func(t *testing.T, servers []string)
+
+// The environment that tells a re-run test binary which child to be.
+const (
+	misuseChildEnv   = "ZKRECIPES_MISUSE_CHILD"
+	misuseServersEnv = "ZKRECIPES_MISUSE_SERVERS"
+)
+
+// RunChild is the body of TestMisuseChild: it runs the child the
+// environment names, and skips the test when none is named.
+func (mc MisuseChildren) RunChild(t *testing.T) {
+	name := os.Getenv(misuseChildEnv)
+	if name == "" {
+		t.Skip("a child process of TestMisuse")
+	}
+	child, ok := mc[name]
+	if !ok {
+		t.Fatalf("no misuse child %q", name)
+	}
+	child(t, strings.Split(os.Getenv(misuseServersEnv), ","))
+}
+
+// InChild returns a row call that runs the named child in a new process of
+// this test binary (TestMisuseChild): it fails when the child panics or
+// fails.
+func (mc MisuseChildren) InChild(name string, servers []string) func() error {
+	return func() error {
+		if _, ok := mc[name]; !ok {
+			return fmt.Errorf("no misuse child %q", name)
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		cmd := exec.CommandContext(ctx, os.Args[0], "-test.run=^TestMisuseChild$", "-test.count=1", "-test.v")
+		cmd.Env = append(os.Environ(), misuseChildEnv+"="+name, misuseServersEnv+"="+strings.Join(servers, ","))
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			return fmt.Errorf("child %q: %w\n%s", name, err, misuseTail(out))
+		}
+		return nil
+	}
+}
+
+// misuseTail keeps a child's output from its panic on, at most 2 KB.
+func misuseTail(out []byte) string {
+	s := string(out)
+	if i := strings.Index(s, "panic:"); i >= 0 {
+		s = s[i:]
+	}
+	if len(s) > 2048 {
+		s = s[:2048] + "..."
+	}
+	return s
 }
