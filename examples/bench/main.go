@@ -583,7 +583,7 @@ func (b *bench) contended(ctx context.Context, procs bool) (string, bool, error)
 	tw := table("round", "ours acq/s", "zk.Lock acq/s", "ours/zk.Lock", "order")
 	for r := range f.rounds {
 		var or, br float64
-		sides := []func() error{
+		oursFirst, err := alternate(ctx, r,
 			func() error {
 				pk := b.packets()
 				res, err := ourSide.round(time.Now().Add(f.duration))
@@ -608,19 +608,13 @@ func (b *bench) contended(ctx context.Context, procs bool) (string, bool, error)
 				baseCPU = append(baseCPU, cpuPerOp(res.cpu, max(res.total, 1)))
 				return nil
 			},
+		)
+		if err != nil {
+			return "", false, err
 		}
 		order := "ours first"
-		if r%2 == 1 {
-			sides[0], sides[1] = sides[1], sides[0]
+		if !oursFirst {
 			order = "zk.Lock first"
-		}
-		for _, side := range sides {
-			if err := ctx.Err(); err != nil {
-				return "", false, err
-			}
-			if err := side(); err != nil {
-				return "", false, err
-			}
 		}
 		if br == 0 {
 			return "", false, fmt.Errorf("zk.Lock made no acquisition in %v", f.duration)

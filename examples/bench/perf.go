@@ -146,7 +146,7 @@ func (b *bench) keys(ctx context.Context) (string, bool, error) {
 	tw := table("round", "ours ops/s", "base ops/s", "ours/base", "ours CPU µs/op", "base CPU µs/op", "order")
 	for r := range f.rounds {
 		var or, br, oc, bc float64
-		sides := []func() error{
+		oursFirst, err := alternate(ctx, r,
 			func() error {
 				before, cpu := stats(), cpuTime()
 				n, err := parallelLoop(keysN, time.Now().Add(f.duration), ours)
@@ -168,18 +168,13 @@ func (b *bench) keys(ctx context.Context) (string, bool, error) {
 				br = float64(n) / f.duration.Seconds()
 				return nil
 			},
+		)
+		if err != nil {
+			return "", false, err
 		}
 		order := "ours first"
-		if r%2 == 1 {
-			sides[0], sides[1], order = sides[1], sides[0], "base first"
-		}
-		for _, s := range sides {
-			if err := ctx.Err(); err != nil {
-				return "", false, err
-			}
-			if err := s(); err != nil {
-				return "", false, err
-			}
+		if !oursFirst {
+			order = "base first"
 		}
 		os_, bs, ratios = append(os_, or), append(bs, br), append(ratios, or/br)
 		ocpu, bcpu = append(ocpu, oc), append(bcpu, bc)
@@ -293,7 +288,7 @@ func (b *bench) local(ctx context.Context) (string, bool, error) {
 	tw := table("round", "local acq/s", "contended acq/s", "local/contended", "order")
 	for r := range f.rounds {
 		var lr, rr float64
-		sides := []func() error{
+		oursFirst, err := alternate(ctx, r,
 			func() error {
 				before := c.Stats()
 				w, total, err := contend(localN, time.Now().Add(f.duration), localLock, localUnlock)
@@ -312,18 +307,13 @@ func (b *bench) local(ctx context.Context) (string, bool, error) {
 				rr = float64(res.window) / f.duration.Seconds()
 				return nil
 			},
+		)
+		if err != nil {
+			return "", false, err
 		}
 		order := "local first"
-		if r%2 == 1 {
-			sides[0], sides[1], order = sides[1], sides[0], "contended first"
-		}
-		for _, s := range sides {
-			if err := ctx.Err(); err != nil {
-				return "", false, err
-			}
-			if err := s(); err != nil {
-				return "", false, err
-			}
+		if !oursFirst {
+			order = "contended first"
 		}
 		ls, rs, ratios = append(ls, lr), append(rs, rr), append(ratios, lr/rr)
 		fmt.Fprintf(tw, "%d\t%.0f\t%.0f\t%.2f\t%s\n", r+1, lr, rr, lr/rr, order)
@@ -793,7 +783,7 @@ func (b *bench) queue(ctx context.Context) (string, bool, error) {
 		var ous, bus, ratios, oreq, obytes, bbytes, opk, bpk []float64
 		for r := range f.rounds {
 			var o, bf fig
-			sides := []func() error{
+			_, err := alternate(ctx, r,
 				func() (err error) {
 					o, err = drainOurs(fmt.Sprintf("%s/queue/ours-%d-%d", b.root, n, r), n)
 					return err
@@ -802,17 +792,9 @@ func (b *bench) queue(ctx context.Context) (string, bool, error) {
 					bf, err = drainBase(fmt.Sprintf("%s/queue/base-%d-%d", b.root, n, r), n)
 					return err
 				},
-			}
-			if r%2 == 1 {
-				sides[0], sides[1] = sides[1], sides[0]
-			}
-			for _, s := range sides {
-				if err := ctx.Err(); err != nil {
-					return "", false, err
-				}
-				if err := s(); err != nil {
-					return "", false, fmt.Errorf("%d waiters: %w", n, err)
-				}
+			)
+			if err != nil {
+				return "", false, fmt.Errorf("%d waiters: %w", n, err)
 			}
 			ous, bus, ratios = append(ous, o.us), append(bus, bf.us), append(ratios, bf.us/o.us)
 			oreq, obytes, bbytes, opk, bpk = append(oreq, o.req), append(obytes, o.bytes), append(bbytes, bf.bytes), append(opk, o.pkts), append(bpk, bf.pkts)

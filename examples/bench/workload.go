@@ -173,6 +173,26 @@ func (p *pop) round(deadline time.Time) (popRound, error) {
 // interleave warms both sides up, then runs -rounds rounds of -duration
 // each per side, the side that goes first alternating. It returns the
 // rounds of each side and the order of each round.
+// alternate runs one round of two sides, ours first in even rounds and
+// base first in odd ones, so that noise lasting longer than a side hits
+// both alike. It stops at the first error, or when ctx ends, and reports
+// which side went first.
+func alternate(ctx context.Context, round int, ours, base func() error) (oursFirst bool, err error) {
+	sides := []func() error{ours, base}
+	if round%2 == 1 {
+		sides[0], sides[1] = base, ours
+	}
+	for _, side := range sides {
+		if err := ctx.Err(); err != nil {
+			return false, err
+		}
+		if err := side(); err != nil {
+			return false, err
+		}
+	}
+	return round%2 == 0, nil
+}
+
 func (b *bench) interleave(ctx context.Context, ours, base *pop, oursName, baseName string) (o, bs []popRound, order []string, err error) {
 	f := b.f
 	warm := min(f.duration, time.Second)
@@ -181,26 +201,26 @@ func (b *bench) interleave(ctx context.Context, ours, base *pop, oursName, baseN
 			return nil, nil, nil, fmt.Errorf("warm-up: %w", err)
 		}
 	}
-	for r := range f.rounds {
-		sides := []struct {
-			p    *pop
-			name string
-			out  *[]popRound
-		}{{ours, oursName, &o}, {base, baseName, &bs}}
-		if r%2 == 1 {
-			sides[0], sides[1] = sides[1], sides[0]
-		}
-		order = append(order, sides[0].name+" first")
-		for _, s := range sides {
-			if err := ctx.Err(); err != nil {
-				return nil, nil, nil, err
-			}
-			res, err := s.p.round(time.Now().Add(f.duration))
+	side := func(p *pop, name string, out *[]popRound) func() error {
+		return func() error {
+			res, err := p.round(time.Now().Add(f.duration))
 			if err != nil {
-				return nil, nil, nil, fmt.Errorf("%s: %w", s.name, err)
+				return fmt.Errorf("%s: %w", name, err)
 			}
-			*s.out = append(*s.out, res)
+			*out = append(*out, res)
+			return nil
 		}
+	}
+	for r := range f.rounds {
+		oursFirst, err := alternate(ctx, r, side(ours, oursName, &o), side(base, baseName, &bs))
+		if err != nil {
+			return nil, nil, nil, err
+		}
+		first := baseName
+		if oursFirst {
+			first = oursName
+		}
+		order = append(order, first+" first")
 	}
 	return o, bs, order, nil
 }
