@@ -12,7 +12,8 @@
 //   - semaphore: a pool of workers calls a service at most N at a time,
 //     with the limit raised at run time through a SharedCount;
 //   - latch: schedulers elect a leader that runs jobs; the leader is cut
-//     off and another takes over;
+//     off and another takes over (with -cut-mid-write, just after a write
+//     that lands and whose reply is lost);
 //   - selector: participants take turns leading;
 //   - reaper: persistent lock parents removed by a cleanup.Reaper, counted
 //     by cleanup.Scan before and after;

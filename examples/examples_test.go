@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -16,7 +17,8 @@ import (
 )
 
 // examples are the recipe examples this test runs, with the flags that
-// keep each run to a few seconds.
+// keep each run to a few seconds. A run's name is its example's, or the
+// example's and a dash and a variant's.
 var examples = []struct {
 	name string
 	args []string
@@ -25,9 +27,17 @@ var examples = []struct {
 	{"rwlock", []string{"-duration", "2s"}},
 	{"semaphore", []string{"-duration", "2s"}},
 	{"latch", []string{"-duration", "2s", "-session-timeout", "1s"}},
+	// The leader's write lands, and the cut loses its reply.
+	{"latch-cut-mid-write", []string{"-duration", "2s", "-session-timeout", "1s", "-cut-mid-write"}},
 	{"selector", []string{"-duration", "2s"}},
 	{"reaper", []string{"-threshold", "1s"}},
 	{"fenced", []string{"-session-timeout", "1s"}},
+}
+
+// example is the directory, and the binary, of the example a run runs.
+func example(name string) string {
+	ex, _, _ := strings.Cut(name, "-")
+	return ex
 }
 
 func goTool(t *testing.T) string {
@@ -49,20 +59,32 @@ func TestExamples(t *testing.T) {
 	if raceEnabled {
 		args = append(args, "-race")
 	}
+	built := map[string]bool{}
 	for _, ex := range examples {
-		args = append(args, "./"+ex.name)
+		if dir := example(ex.name); !built[dir] {
+			built[dir] = true
+			args = append(args, "./"+dir)
+		}
 	}
 	build := exec.Command(goTool(t), args...)
 	if out, err := build.CombinedOutput(); err != nil {
 		t.Fatalf("go %s: %v\n%s", strings.Join(args, " "), err, out)
 	}
 
+	// Runs of one example use the same znodes, so they take turns.
+	turns := map[string]*sync.Mutex{}
+	for dir := range built {
+		turns[dir] = new(sync.Mutex)
+	}
 	for _, ex := range examples {
 		t.Run(ex.name, func(t *testing.T) {
 			t.Parallel()
+			turn := turns[example(ex.name)]
+			turn.Lock()
+			defer turn.Unlock()
 			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 			defer cancel()
-			cmd := exec.CommandContext(ctx, filepath.Join(bin, ex.name), ex.args...)
+			cmd := exec.CommandContext(ctx, filepath.Join(bin, example(ex.name)), ex.args...)
 			cmd.Env = append(os.Environ(), demo.Env+"="+zkc.ConnectString())
 			var out bytes.Buffer
 			cmd.Stdout, cmd.Stderr = &out, &out

@@ -7,6 +7,9 @@
 // Each job takes the next number from a counter znode with a write fenced
 // by the leader's term (Term.Fenced, conditional on the leader's latch
 // node and on the counter's version), so no job number is ever run twice.
+// A write whose reply the cut loses may still have landed: the leader
+// never learns it, and that number is skipped, never run twice (run with
+// -cut-mid-write to see it).
 // The leader stops as soon as its term's Done channel closes: when its
 // connection is lost, before the server can expire its session and let
 // another scheduler lead. When the old leader's network comes back it
@@ -20,10 +23,12 @@ package main
 
 import (
 	"context"
+	"encoding/binary"
 	"errors"
 	"flag"
 	"fmt"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -46,6 +51,7 @@ var (
 	duration       = flag.Duration("duration", 6*time.Second, "how long the leaders run jobs (half before the cut, half after the take-over)")
 	sessionTimeout = flag.Duration("session-timeout", 2*time.Second, "the schedulers' session timeout (the take-over comes about one timeout after the cut)")
 	jobEvery       = flag.Duration("job-every", 250*time.Millisecond, "how often the leader runs a job")
+	cutMidWrite    = flag.Bool("cut-mid-write", false, "cut the leader off right after its next job's write reaches ZooKeeper, so that the write lands but its reply is lost")
 )
 
 func main() {
@@ -67,6 +73,9 @@ type scheduler struct {
 	proxy    *zktest.Proxy
 	latch    *election.Latch
 	unlisten func()
+	// cutNext asks (with -cut-mid-write) for the cut to come with the
+	// scheduler's next job write: it sends the time of the cut back.
+	cutNext chan chan time.Time
 }
 
 // term is one stretch of leadership, by this process's clock: from the
@@ -80,6 +89,7 @@ type term struct {
 type record struct {
 	mu       sync.Mutex
 	jobs     []job
+	unsure   map[int]string // job numbers whose write failed with an unknown outcome, and by whom
 	terms    []term
 	refused  int
 	conflict int
@@ -102,7 +112,7 @@ func run(ctx context.Context, servers []string) error {
 	}
 	defer demo.DeleteTree(admin, base)
 
-	rec := &record{}
+	rec := &record{unsure: map[int]string{}}
 	runCtx, stop := context.WithCancel(ctx)
 	defer stop()
 	var (
@@ -135,7 +145,7 @@ func run(ctx context.Context, servers []string) error {
 	}
 	defer shutdown()
 	for i := 1; i <= schedulers; i++ {
-		s := &scheduler{name: fmt.Sprintf("scheduler-%d", i)}
+		s := &scheduler{name: fmt.Sprintf("scheduler-%d", i), cutNext: make(chan chan time.Time, 1)}
 		if s.proxy, err = zktest.ListenProxy(servers[0]); err != nil {
 			return err
 		}
@@ -171,9 +181,21 @@ func run(ctx context.Context, servers []string) error {
 	if err := demo.Pause(runCtx, *duration/2); err != nil {
 		return joinErr(errs, &errMu, err)
 	}
-	demo.Say("== %s is cut off from ZooKeeper, as if it crashed or froze", leader.name)
-	cut := time.Now()
-	leader.proxy.Blackhole()
+	var cut time.Time
+	if *cutMidWrite {
+		at := make(chan time.Time, 1)
+		leader.cutNext <- at
+		select {
+		case cut = <-at:
+		case <-runCtx.Done():
+			return joinErr(errs, &errMu, runCtx.Err())
+		}
+		demo.Say("== %s is cut off from ZooKeeper just after its write reached it, as if it crashed or froze", leader.name)
+	} else {
+		demo.Say("== %s is cut off from ZooKeeper, as if it crashed or froze", leader.name)
+		cut = time.Now()
+		leader.proxy.Blackhole()
+	}
 	next, err := waitLeader(runCtx, scheds, leader)
 	if err != nil {
 		return joinErr(errs, &errMu, err)
@@ -205,13 +227,38 @@ func run(ctx context.Context, servers []string) error {
 	}
 
 	// The verdict: every job number once, in order, one leader at a time.
+	// A number the counter passed that no leader confirmed must be one
+	// whose write had an unknown outcome: it landed, and its reply was
+	// lost.
+	data, _, err := admin.Get(jobsPath)
+	if err != nil {
+		return err
+	}
+	final, err := strconv.Atoi(string(data))
+	if err != nil {
+		return fmt.Errorf("the job counter %q: %w", data, err)
+	}
 	rec.mu.Lock()
 	defer rec.mu.Unlock()
 	ok, why := true, ""
-	for i, j := range rec.jobs {
-		if j.n != i+1 {
-			ok, why = false, fmt.Sprintf("job %d confirmed as number %d", i+1, j.n)
+	confirmed, prev := map[int]bool{}, 0
+	for _, j := range rec.jobs {
+		if j.n <= prev {
+			ok, why = false, fmt.Sprintf("job #%d confirmed after job #%d", j.n, prev)
 			break
+		}
+		confirmed[j.n], prev = true, j.n
+	}
+	var lost []string
+	for n := 1; ok && n <= max(final, prev); n++ {
+		switch by, unsure := rec.unsure[n]; {
+		case n > final:
+			ok, why = false, fmt.Sprintf("job #%d confirmed, but the counter is at %d", n, final)
+		case confirmed[n]:
+		case unsure:
+			lost = append(lost, fmt.Sprintf("job #%d's write by %s landed, but its reply was lost, so nobody ran #%d", n, by, n))
+		default:
+			ok, why = false, fmt.Sprintf("the counter passed job #%d, but no leader wrote it", n)
 		}
 	}
 	for i, a := range rec.terms {
@@ -230,6 +277,9 @@ func run(ctx context.Context, servers []string) error {
 	}
 	summary := fmt.Sprintf("%d jobs, each number once and in order, by %d leaders one at a time (%s: %d jobs, %s: %d jobs); take-over %.1fs after the cut; %d jobs refused by fencing",
 		len(rec.jobs), len(leaders), leader.name, countBy(rec.jobs, leader.name), next.name, countBy(rec.jobs, next.name), takeover.Seconds(), rec.refused)
+	if len(lost) > 0 {
+		summary += "; " + strings.Join(lost, "; ")
+	}
 	if !ok {
 		summary = why + "; " + summary
 	}
@@ -322,7 +372,13 @@ func (s *scheduler) runJobs(ctx context.Context, t *election.Term, rec *record) 
 		}
 		n, _ := strconv.Atoi(string(data))
 		n++
-		_, err = t.Fenced(ctx, &zk.SetDataRequest{Path: jobsPath, Data: []byte(strconv.Itoa(n)), Version: st.Version})
+		next := []byte(strconv.Itoa(n))
+		select {
+		case at := <-s.cutNext:
+			s.cutAfter(next, at)
+		default:
+		}
+		_, err = t.Fenced(ctx, &zk.SetDataRequest{Path: jobsPath, Data: next, Version: st.Version})
 		switch {
 		case err == nil:
 			rec.add(job{n: n, by: s.name, when: time.Now()})
@@ -337,8 +393,32 @@ func (s *scheduler) runJobs(ctx context.Context, t *election.Term, rec *record) 
 			rec.conflict++
 			rec.mu.Unlock()
 			demo.Say("%s: job #%d: someone else moved the counter", s.name, n)
+		default:
+			// The write failed with the connection (or was given up): it
+			// may have landed or not, and the counter will tell.
+			rec.mu.Lock()
+			rec.unsure[n] = s.name
+			rec.mu.Unlock()
+			if ctx.Err() == nil {
+				demo.Say("%s: job #%d: outcome unknown (%v): it may have landed", s.name, n, err)
+			}
 		}
 	}
+}
+
+// cutAfter arms the scheduler's proxy to cut it off from ZooKeeper right
+// after its write of data to the job counter has gone to the server: the
+// server applies the write, and the scheduler never sees the reply. It
+// sends the time of the cut on at.
+func (s *scheduler) cutAfter(data []byte, at chan<- time.Time) {
+	// A SetData request carries the path and then the data, each after
+	// its length as a 4-byte big-endian integer.
+	pattern := binary.BigEndian.AppendUint32([]byte(jobsPath), uint32(len(data)))
+	pattern = append(pattern, data...)
+	s.proxy.CutAfterClientSendsFunc(pattern, func() {
+		s.proxy.Blackhole() // the reconnections are lost too
+		at <- time.Now()
+	})
 }
 
 // waitLeader waits until a scheduler other than not leads.
