@@ -205,8 +205,7 @@ func helperHold() error {
 	if err != nil {
 		return err
 	}
-	fmt.Printf("NODE %s %d %d\n", lease.Node(), tok, c.SessionTimeout().Milliseconds())
-	fmt.Println("LOCKED")
+	testutil.PrintHolder(lease.Node(), tok, c.SessionTimeout(), "LOCKED")
 	_, _ = io.Copy(io.Discard, os.Stdin)
 	// The parent is gone: the caller exits without releasing, like a crash.
 	return errors.New("stdin closed: the parent is gone")
@@ -366,83 +365,42 @@ func TestHolderKilledNextWaiterAcquires(t *testing.T) {
 		helperEnvServers+"="+strings.Join(zkc.Servers(), ","),
 		helperEnvPath+"="+path,
 	)
-	nodeLine, err := h.WaitLine(ctx, "NODE ")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := h.WaitLine(ctx, "LOCKED"); err != nil {
-		t.Fatal(err)
-	}
-	var (
-		deadNode             string
-		deadToken, timeoutMS int64
-	)
-	if _, err := fmt.Sscanf(nodeLine, "NODE %s %d %d", &deadNode, &deadToken, &timeoutMS); err != nil {
-		t.Fatalf("parse %q: %v", nodeLine, err)
-	}
-	sessionTimeout := time.Duration(timeoutMS) * time.Millisecond
-	if sessionTimeout > 2*time.Second {
-		t.Fatalf("helper negotiated a %v session, asked for 2s", sessionTimeout)
-	}
+	dead := h.WaitHolder(ctx, t, "LOCKED", 2*time.Second)
 
 	c := procConnect(t, zkc.Servers())
 	m := procNewMutex(t, c, path)
-	if ps := procWaitParticipants(ctx, t, m, 1); ps[0].Path != deadNode {
-		t.Fatalf("participants = %v, want the helper's %s", ps, deadNode)
+	if ps := procWaitParticipants(ctx, t, m, 1); ps[0].Path != dead.Node {
+		t.Fatalf("participants = %v, want the helper's %s", ps, dead.Node)
 	}
 
-	type result struct {
-		lease *mutex.Lease
-		err   error
-		at    time.Time
-	}
 	// An explicit owner lets the test goroutine unlock what another took.
 	owner := mutex.WithOwner(ctx, "waiter")
-	got := make(chan result, 1)
+	got := make(chan testutil.Acquired[*mutex.Lease], 1)
 	go func() {
 		l, err := m.Lock(owner)
-		got <- result{l, err, time.Now()}
+		got <- testutil.Acquired[*mutex.Lease]{Value: l, Err: err, At: time.Now()}
 	}()
 	ps := procWaitParticipants(ctx, t, m, 2) // the waiter is queued behind the helper
-	if ps[0].Path != deadNode {
-		t.Fatalf("participants = %v, want the helper's %s first", ps, deadNode)
+	if ps[0].Path != dead.Node {
+		t.Fatalf("participants = %v, want the helper's %s first", ps, dead.Node)
 	}
 	select {
 	case r := <-got:
-		t.Fatalf("waiter returned while the helper held the lock: %v, %v", r.lease, r.err)
+		t.Fatalf("waiter returned while the helper held the lock: %v, %v", r.Value, r.Err)
 	default:
 	}
 
-	killed := time.Now()
-	if err := h.Cmd.Process.Kill(); err != nil {
-		t.Fatal(err)
-	}
-	var r result
-	limit := sessionTimeout + 3*time.Second
-	select {
-	case r = <-got:
-	case <-time.After(limit + 5*time.Second):
-		t.Fatalf("waiter did not acquire within %v of the kill", limit+5*time.Second)
-	}
-	if r.err != nil {
-		t.Fatalf("waiter: %v", r.err)
-	}
-	wait := r.at.Sub(killed)
-	t.Logf("waiter acquired %v after the kill (helper session timeout %v)", wait.Round(time.Millisecond), sessionTimeout)
-	if wait > limit {
-		t.Errorf("waiter acquired %v after the kill, want at most %v", wait, limit)
-	}
-	h.Kill()
+	lease := testutil.KillHolder(t, h, dead.SessionTimeout, got)
 
-	tok, err := r.lease.Token(ctx)
+	tok, err := lease.Token(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if tok <= deadToken {
-		t.Errorf("token %d of the new holder is not above the dead holder's %d", tok, deadToken)
+	if tok <= dead.Token {
+		t.Errorf("token %d of the new holder is not above the dead holder's %d", tok, dead.Token)
 	}
-	if ps := procWaitParticipants(ctx, t, m, 1); ps[0].Path != r.lease.Node() {
-		t.Errorf("participants = %v, want only %s", ps, r.lease.Node())
+	if ps := procWaitParticipants(ctx, t, m, 1); ps[0].Path != lease.Node() {
+		t.Errorf("participants = %v, want only %s", ps, lease.Node())
 	}
 	if err := m.Unlock(owner); err != nil {
 		t.Errorf("unlock: %v", err)

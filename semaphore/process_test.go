@@ -224,8 +224,7 @@ func helperHold() error {
 	if err != nil {
 		return err
 	}
-	fmt.Printf("NODE %s %d %d\n", ls[0].Node(), tok, c.SessionTimeout().Milliseconds())
-	fmt.Println("LEASED")
+	testutil.PrintHolder(ls[0].Node(), tok, c.SessionTimeout(), "LEASED")
 	_, _ = io.Copy(io.Discard, os.Stdin)
 	// The parent is gone: exit without returning the lease, like a crash.
 	return errors.New("stdin closed: the parent is gone")
@@ -387,24 +386,7 @@ func TestProcessKilledHolderLeaseFreed(t *testing.T) {
 		helperEnvPath+"="+path,
 		helperEnvMax+"="+strconv.Itoa(maxLeases),
 	)
-	nodeLine, err := h.WaitLine(ctx, "NODE ")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := h.WaitLine(ctx, "LEASED"); err != nil {
-		t.Fatal(err)
-	}
-	var (
-		deadNode             string
-		deadToken, timeoutMS int64
-	)
-	if _, err := fmt.Sscanf(nodeLine, "NODE %s %d %d", &deadNode, &deadToken, &timeoutMS); err != nil {
-		t.Fatalf("parse %q: %v", nodeLine, err)
-	}
-	sessionTimeout := time.Duration(timeoutMS) * time.Millisecond
-	if sessionTimeout > 2*time.Second {
-		t.Fatalf("helper negotiated a %v session, asked for 2s", sessionTimeout)
-	}
+	dead := h.WaitHolder(ctx, t, "LEASED", 2*time.Second)
 
 	c := connect(t, zkc.Servers())
 	s := newSem(t, c, path, maxLeases)
@@ -416,66 +398,42 @@ func TestProcessKilledHolderLeaseFreed(t *testing.T) {
 		t.Fatalf("TryAcquire on a full semaphore = %v, want ErrNotAcquired", err)
 	}
 
-	type result struct {
-		leases []*semaphore.Lease
-		err    error
-		at     time.Time
-	}
-	got := make(chan result, 1)
+	got := make(chan testutil.Acquired[[]*semaphore.Lease], 1)
 	go func() {
 		ls, err := s.Acquire(ctx, 1)
-		got <- result{ls, err, time.Now()}
+		got <- testutil.Acquired[[]*semaphore.Lease]{Value: ls, Err: err, At: time.Now()}
 	}()
 	// The waiter has made its lease node and waits on the lease list.
 	eventually(t, 10*time.Second, "the waiter's lease node", func() bool { return leaseCount(t, c, path) == 3 })
 	ps, err := s.Participants(ctx)
-	if err != nil || len(ps) != 3 || ps[0].Path != deadNode {
-		t.Fatalf("participants = %v, %v; want the helper's %s first of 3", ps, err, deadNode)
+	if err != nil || len(ps) != 3 || ps[0].Path != dead.Node {
+		t.Fatalf("participants = %v, %v; want the helper's %s first of 3", ps, err, dead.Node)
 	}
 	select {
 	case r := <-got:
-		t.Fatalf("waiter returned while the semaphore was full: %v, %v", r.leases, r.err)
+		t.Fatalf("waiter returned while the semaphore was full: %v, %v", r.Value, r.Err)
 	default:
 	}
 
-	killed := time.Now()
-	if err := h.Cmd.Process.Kill(); err != nil {
-		t.Fatal(err)
-	}
-	var r result
-	limit := sessionTimeout + 3*time.Second
-	select {
-	case r = <-got:
-	case <-time.After(limit + 5*time.Second):
-		t.Fatalf("waiter did not acquire within %v of the kill", limit+5*time.Second)
-	}
-	if r.err != nil {
-		t.Fatalf("waiter: %v", r.err)
-	}
-	wait := r.at.Sub(killed)
-	t.Logf("waiter acquired %v after the kill (helper session timeout %v)", wait.Round(time.Millisecond), sessionTimeout)
-	if wait > limit {
-		t.Errorf("waiter acquired %v after the kill, want at most %v", wait, limit)
-	}
-	h.Kill()
+	leases := testutil.KillHolder(t, h, dead.SessionTimeout, got)
 
-	tok, err := r.leases[0].Token(ctx)
+	tok, err := leases[0].Token(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if tok <= deadToken {
-		t.Errorf("token %d of the new holder is not above the dead holder's %d", tok, deadToken)
+	if tok <= dead.Token {
+		t.Errorf("token %d of the new holder is not above the dead holder's %d", tok, dead.Token)
 	}
 	ps, err = s.Participants(ctx)
 	if err != nil || len(ps) != 2 {
 		t.Fatalf("participants after the expiry = %v, %v; want our 2", ps, err)
 	}
 	for _, p := range ps {
-		if p.Path == deadNode {
-			t.Errorf("the dead holder's %s is still there", deadNode)
+		if p.Path == dead.Node {
+			t.Errorf("the dead holder's %s is still there", dead.Node)
 		}
 	}
-	if err := semaphore.ReturnAll(ctx, append(mine, r.leases...)); err != nil {
+	if err := semaphore.ReturnAll(ctx, append(mine, leases...)); err != nil {
 		t.Error(err)
 	}
 	if n := leaseCount(t, c, path); n != 0 {

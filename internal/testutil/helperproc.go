@@ -217,3 +217,81 @@ func (h *HelperProc) WaitLine(ctx context.Context, prefix string) (string, error
 		}
 	}
 }
+
+// Holder is what a helper that holds a lock-like recipe reported: its
+// contest node, fencing token and negotiated session timeout.
+type Holder struct {
+	Node           string
+	Token          int64
+	SessionTimeout time.Duration
+}
+
+// PrintHolder prints, in a helper, the line WaitHolder reads, then ready
+// on a line of its own: the helper holds node, with token, on a session
+// of sessionTimeout.
+func PrintHolder(node string, token int64, sessionTimeout time.Duration, ready string) {
+	fmt.Printf("NODE %s %d %d\n", node, token, sessionTimeout.Milliseconds())
+	fmt.Println(ready)
+}
+
+// WaitHolder waits for the lines PrintHolder prints and returns what they
+// say. It fails the test if the helper's session timeout is above asked.
+func (h *HelperProc) WaitHolder(ctx context.Context, t testing.TB, ready string, asked time.Duration) Holder {
+	t.Helper()
+	line, err := h.WaitLine(ctx, "NODE ")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := h.WaitLine(ctx, ready); err != nil {
+		t.Fatal(err)
+	}
+	var (
+		hd Holder
+		ms int64
+	)
+	if _, err := fmt.Sscanf(line, "NODE %s %d %d", &hd.Node, &hd.Token, &ms); err != nil {
+		t.Fatalf("helper %s: parse %q: %v", h.Name, line, err)
+	}
+	hd.SessionTimeout = time.Duration(ms) * time.Millisecond
+	if hd.SessionTimeout > asked {
+		t.Fatalf("helper %s negotiated a %v session, asked for %v", h.Name, hd.SessionTimeout, asked)
+	}
+	return hd
+}
+
+// Acquired is what a waiter's acquisition returned, and when.
+type Acquired[T any] struct {
+	Value T
+	Err   error
+	At    time.Time
+}
+
+// KillHolder kills the helper, which holds with a session of
+// sessionTimeout, and returns what the waiter got. The waiter must
+// acquire without error within the session timeout plus 3 s of the kill
+// (the server expires the dead session, then the waiter's watch fires).
+// The helper is reaped before KillHolder returns.
+func KillHolder[T any](t testing.TB, h *HelperProc, sessionTimeout time.Duration, got <-chan Acquired[T]) T {
+	t.Helper()
+	killed := time.Now()
+	if err := h.Cmd.Process.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	var r Acquired[T]
+	limit := sessionTimeout + 3*time.Second
+	select {
+	case r = <-got:
+	case <-time.After(limit + 5*time.Second):
+		t.Fatalf("waiter did not acquire within %v of the kill", limit+5*time.Second)
+	}
+	if r.Err != nil {
+		t.Fatalf("waiter: %v", r.Err)
+	}
+	wait := r.At.Sub(killed)
+	t.Logf("waiter acquired %v after the kill (helper session timeout %v)", wait.Round(time.Millisecond), sessionTimeout)
+	if wait > limit {
+		t.Errorf("waiter acquired %v after the kill, want at most %v", wait, limit)
+	}
+	h.Kill()
+	return r.Value
+}
