@@ -226,7 +226,8 @@ func run(ctx context.Context, servers []string) error {
 		return err
 	}
 
-	// The verdict: every job number once, in order, one leader at a time.
+	// The verdict: every job number run at most once, in order, by one
+	// leader at a time.
 	// A number the counter passed that no leader confirmed must be one
 	// whose write had an unknown outcome: it landed, and its reply was
 	// lost.
