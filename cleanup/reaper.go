@@ -12,6 +12,7 @@ import (
 	"github.com/go-zookeeper/zk"
 
 	"github.com/zkrecipes/zkrecipes/election"
+	"github.com/zkrecipes/zkrecipes/internal/recipeargs"
 	"github.com/zkrecipes/zkrecipes/recipes"
 )
 
@@ -201,20 +202,12 @@ type parent struct {
 // New returns a reaper; Start starts it. Paths are given as users see
 // them (the client's namespace applies).
 func New(c *recipes.Client, opts ...Option) (*Reaper, error) {
-	if c == nil {
-		return nil, recipes.ErrNilClient
-	}
-	if err := c.Check(); err != nil {
+	if err := recipeargs.Client(c); err != nil {
 		return nil, err
 	}
 	o := options{depth: 1, threshold: DefaultThreshold, checks: DefaultChecks}
-	for _, opt := range opts {
-		if opt == nil {
-			return nil, fmt.Errorf("%w: nil option", recipes.ErrInvalidArgument)
-		}
-		if err := opt(&o); err != nil {
-			return nil, err
-		}
+	if err := recipeargs.Options(&o, opts); err != nil {
+		return nil, err
 	}
 	if o.log == nil {
 		o.log = c.Logger()

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"sync"
 
+	"github.com/zkrecipes/zkrecipes/internal/recipeargs"
 	"github.com/zkrecipes/zkrecipes/recipes"
 )
 
@@ -73,27 +74,13 @@ type Latch struct {
 // NewLatch returns a latch at path for the participant id (its node's
 // data). It does not touch ZooKeeper until Start.
 func NewLatch(c *recipes.Client, path, id string, opts ...LatchOption) (*Latch, error) {
-	if c == nil {
-		return nil, recipes.ErrNilClient
-	}
-	if err := c.Check(); err != nil {
-		return nil, err
-	}
-	full, err := c.FullPath(path)
+	full, err := recipeargs.Path(c, path, "a latch path")
 	if err != nil {
 		return nil, err
 	}
-	if full == "/" {
-		return nil, fmt.Errorf("%w: the root cannot be a latch path", recipes.ErrInvalidPath)
-	}
 	var o latchOptions
-	for _, opt := range opts {
-		if opt == nil {
-			return nil, fmt.Errorf("%w: nil option", recipes.ErrInvalidArgument)
-		}
-		if err := opt(&o); err != nil {
-			return nil, err
-		}
+	if err := recipeargs.Options(&o, opts); err != nil {
+		return nil, err
 	}
 	return &Latch{c: c, path: path, full: full, id: id, opts: o,
 		changed: make(chan struct{}), nodeCh: make(chan struct{}), done: make(chan struct{})}, nil

@@ -7,6 +7,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/zkrecipes/zkrecipes/internal/recipeargs"
 	"github.com/zkrecipes/zkrecipes/mutex"
 	"github.com/zkrecipes/zkrecipes/recipes"
 )
@@ -70,13 +71,8 @@ func NewSelector(c *recipes.Client, path, id string, fn LeadFunc, opts ...Select
 		return nil, fmt.Errorf("%w: nil LeadFunc", recipes.ErrInvalidArgument)
 	}
 	var o selectorOptions
-	for _, opt := range opts {
-		if opt == nil {
-			return nil, fmt.Errorf("%w: nil option", recipes.ErrInvalidArgument)
-		}
-		if err := opt(&o); err != nil {
-			return nil, err
-		}
+	if err := recipeargs.Options(&o, opts); err != nil {
+		return nil, err
 	}
 	m, err := mutex.New(c, path, mutex.WithData([]byte(id)))
 	if err != nil {

@@ -73,6 +73,7 @@ import (
 	"time"
 
 	"github.com/go-zookeeper/zk"
+	"github.com/zkrecipes/zkrecipes/internal/recipeargs"
 	"github.com/zkrecipes/zkrecipes/recipes"
 )
 
@@ -221,27 +222,13 @@ func NewInternal(c *recipes.Client, path string, in Internal, opts ...Option) (*
 }
 
 func newMutex(c *recipes.Client, path string, opts []Option) (*Mutex, error) {
-	if c == nil {
-		return nil, recipes.ErrNilClient
-	}
-	if err := c.Check(); err != nil {
-		return nil, err
-	}
-	full, err := c.FullPath(path)
+	full, err := recipeargs.Path(c, path, "a lock path")
 	if err != nil {
 		return nil, err
 	}
-	if full == "/" {
-		return nil, fmt.Errorf("%w: the root cannot be a lock path", recipes.ErrInvalidPath)
-	}
 	var o options
-	for _, opt := range opts {
-		if opt == nil {
-			return nil, fmt.Errorf("%w: nil option", recipes.ErrInvalidArgument)
-		}
-		if err := opt(&o); err != nil {
-			return nil, err
-		}
+	if err := recipeargs.Options(&o, opts); err != nil {
+		return nil, err
 	}
 	if o.data == nil {
 		o.data = []byte(localIP())

@@ -42,6 +42,7 @@ import (
 
 	"github.com/go-zookeeper/zk"
 
+	"github.com/zkrecipes/zkrecipes/internal/recipeargs"
 	"github.com/zkrecipes/zkrecipes/mutex"
 	"github.com/zkrecipes/zkrecipes/recipes"
 )
@@ -118,27 +119,13 @@ func NewWithCount(c *recipes.Client, path string, count *SharedCount, opts ...Op
 }
 
 func newSemaphore(c *recipes.Client, path string, limit recipes.Limit, opts []Option) (*Semaphore, error) {
-	if c == nil {
-		return nil, recipes.ErrNilClient
-	}
-	if err := c.Check(); err != nil {
-		return nil, err
-	}
-	full, err := c.FullPath(path)
+	full, err := recipeargs.Path(c, path, "a semaphore path")
 	if err != nil {
 		return nil, err
 	}
-	if full == "/" {
-		return nil, fmt.Errorf("%w: the root cannot be a semaphore path", recipes.ErrInvalidPath)
-	}
 	var o options
-	for _, opt := range opts {
-		if opt == nil {
-			return nil, fmt.Errorf("%w: nil option", recipes.ErrInvalidArgument)
-		}
-		if err := opt(&o); err != nil {
-			return nil, err
-		}
+	if err := recipeargs.Options(&o, opts); err != nil {
+		return nil, err
 	}
 	lock, err := mutex.New(c, recipes.JoinPath(path, LockParent))
 	if err != nil {

@@ -11,6 +11,7 @@ import (
 
 	"github.com/go-zookeeper/zk"
 
+	"github.com/zkrecipes/zkrecipes/internal/recipeargs"
 	"github.com/zkrecipes/zkrecipes/recipes"
 )
 
@@ -51,15 +52,9 @@ func NewSharedCount(ctx context.Context, c *recipes.Client, path string, seed in
 	if ctx == nil {
 		return nil, fmt.Errorf("%w: nil context", recipes.ErrInvalidArgument)
 	}
-	if err := c.Check(); err != nil {
-		return nil, err
-	}
-	full, err := c.FullPath(path)
+	full, err := recipeargs.Path(c, path, "a shared count")
 	if err != nil {
 		return nil, err
-	}
-	if full == "/" {
-		return nil, fmt.Errorf("%w: the root cannot be a shared count", recipes.ErrInvalidPath)
 	}
 	data, err := encodeCount(seed)
 	if err != nil {

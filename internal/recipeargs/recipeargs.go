@@ -1,0 +1,50 @@
+// Package recipeargs holds the argument checks that the constructors of
+// the recipe packages (mutex, semaphore, election, cleanup) share, so that
+// each refuses bad input with the same sentinel errors.
+package recipeargs
+
+import (
+	"fmt"
+
+	"github.com/zkrecipes/zkrecipes/recipes"
+)
+
+// Client checks that c is a client a recipe can use: not nil
+// (recipes.ErrNilClient) and not closed.
+func Client(c *recipes.Client) error {
+	if c == nil {
+		return recipes.ErrNilClient
+	}
+	return c.Check()
+}
+
+// Path checks c (as Client does) and path, and returns path with the
+// client's namespace applied. The root is refused (recipes.ErrInvalidPath)
+// with what, the role of the path, in the message: "a lock path", say.
+func Path(c *recipes.Client, path, what string) (string, error) {
+	if err := Client(c); err != nil {
+		return "", err
+	}
+	full, err := c.FullPath(path)
+	if err != nil {
+		return "", err
+	}
+	if full == "/" {
+		return "", fmt.Errorf("%w: the root cannot be %s", recipes.ErrInvalidPath, what)
+	}
+	return full, nil
+}
+
+// Options applies opts to o in order. A nil option is refused
+// (recipes.ErrInvalidArgument), and so is one that returns an error.
+func Options[T any, O ~func(*T) error](o *T, opts []O) error {
+	for _, opt := range opts {
+		if opt == nil {
+			return fmt.Errorf("%w: nil option", recipes.ErrInvalidArgument)
+		}
+		if err := opt(o); err != nil {
+			return err
+		}
+	}
+	return nil
+}
