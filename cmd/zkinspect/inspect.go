@@ -179,62 +179,59 @@ func (r *reader) keep(kind byte, path string, ch <-chan zk.Event) {
 	r.watches.pending[watchKey{kind, path}] = ch
 }
 
-func (r *reader) children(ctx context.Context, path string) ([]string, error) {
-	var kids []string
+// read makes one read of path, retried: watched, keeping the watch of the
+// given kind, when watch mode wants one there and none is pending; plain
+// otherwise.
+func read[T any](ctx context.Context, r *reader, kind byte, path string, plain func() (T, error), watched func() (T, <-chan zk.Event, error)) (T, error) {
+	var v T
 	err := r.c.Retry(ctx, func() error {
 		var err error
-		if r.need('c', path) {
+		if r.need(kind, path) {
 			var ch <-chan zk.Event
-			kids, _, ch, err = r.c.ChildrenW(path)
-			if err == nil {
-				r.keep('c', path, ch)
+			if v, ch, err = watched(); err == nil {
+				r.keep(kind, path, ch)
 			}
 			return err
 		}
-		kids, _, err = r.c.Children(path)
+		v, err = plain()
 		return err
 	})
-	return kids, err
+	return v, err
+}
+
+func (r *reader) children(ctx context.Context, path string) ([]string, error) {
+	return read(ctx, r, 'c', path,
+		func() ([]string, error) { kids, _, err := r.c.Children(path); return kids, err },
+		func() ([]string, <-chan zk.Event, error) {
+			kids, _, ch, err := r.c.ChildrenW(path)
+			return kids, ch, err
+		})
+}
+
+// dataStat is a node's data and stat.
+type dataStat struct {
+	data []byte
+	st   *zk.Stat
 }
 
 func (r *reader) get(ctx context.Context, path string) ([]byte, *zk.Stat, error) {
-	var (
-		data []byte
-		st   *zk.Stat
-	)
-	err := r.c.Retry(ctx, func() error {
-		var err error
-		if r.need('d', path) {
-			var ch <-chan zk.Event
-			data, st, ch, err = r.c.GetW(path)
-			if err == nil {
-				r.keep('d', path, ch)
-			}
-			return err
-		}
-		data, st, err = r.c.Get(path)
-		return err
-	})
-	return data, st, err
+	n, err := read(ctx, r, 'd', path,
+		func() (dataStat, error) { data, st, err := r.c.Get(path); return dataStat{data, st}, err },
+		func() (dataStat, <-chan zk.Event, error) {
+			data, st, ch, err := r.c.GetW(path)
+			return dataStat{data, st}, ch, err
+		})
+	return n.data, n.st, err
 }
 
 // exists leaves a watch (in watch mode) on a node that may not exist yet.
 func (r *reader) exists(ctx context.Context, path string) (bool, error) {
-	var ok bool
-	err := r.c.Retry(ctx, func() error {
-		var err error
-		if r.need('e', path) {
-			var ch <-chan zk.Event
-			ok, _, ch, err = r.c.ExistsW(path)
-			if err == nil {
-				r.keep('e', path, ch)
-			}
-			return err
-		}
-		ok, _, err = r.c.Exists(path)
-		return err
-	})
-	return ok, err
+	return read(ctx, r, 'e', path,
+		func() (bool, error) { ok, _, err := r.c.Exists(path); return ok, err },
+		func() (bool, <-chan zk.Event, error) {
+			ok, _, ch, err := r.c.ExistsW(path)
+			return ok, ch, err
+		})
 }
 
 // errNoNode says the inspected path does not exist.
