@@ -30,6 +30,7 @@ import (
 
 	"github.com/go-zookeeper/zk"
 
+	"github.com/zkrecipes/zkrecipes/internal/recipeargs"
 	"github.com/zkrecipes/zkrecipes/recipes"
 )
 
@@ -63,16 +64,7 @@ type ScanResult struct {
 // would remove, beside the total.
 func Scan(ctx context.Context, c *recipes.Client, path string) (ScanResult, error) {
 	var res ScanResult
-	if c == nil {
-		return res, recipes.ErrNilClient
-	}
-	if ctx == nil {
-		return res, fmt.Errorf("%w: nil context", recipes.ErrInvalidArgument)
-	}
-	if err := c.Check(); err != nil {
-		return res, err
-	}
-	full, err := c.FullPath(path)
+	full, err := recipeargs.ReadPath(ctx, c, path)
 	if err != nil {
 		return res, err
 	}

@@ -41,6 +41,7 @@ import (
 
 	"github.com/go-zookeeper/zk"
 
+	"github.com/zkrecipes/zkrecipes/internal/recipeargs"
 	"github.com/zkrecipes/zkrecipes/recipes"
 )
 
@@ -114,16 +115,7 @@ func (sortDriver) Relist(_ recipes.Contender) bool    { return false }
 // selector's), in queue order, with their ids; the first leads. Nodes
 // that vanish while they are read are left out.
 func Participants(ctx context.Context, c *recipes.Client, path string) ([]Participant, error) {
-	if c == nil {
-		return nil, recipes.ErrNilClient
-	}
-	if ctx == nil {
-		return nil, fmt.Errorf("%w: nil context", recipes.ErrInvalidArgument)
-	}
-	if err := c.Check(); err != nil {
-		return nil, err
-	}
-	full, err := c.FullPath(path)
+	full, err := recipeargs.ReadPath(ctx, c, path)
 	if err != nil {
 		return nil, err
 	}
@@ -168,16 +160,7 @@ func participants(ctx context.Context, c *recipes.Client, full string) ([]Partic
 // (The leader may have changed by the time it returns; Observe follows
 // the changes.)
 func CurrentLeader(ctx context.Context, c *recipes.Client, path string) (Leader, error) {
-	if c == nil {
-		return Leader{}, recipes.ErrNilClient
-	}
-	if ctx == nil {
-		return Leader{}, fmt.Errorf("%w: nil context", recipes.ErrInvalidArgument)
-	}
-	if err := c.Check(); err != nil {
-		return Leader{}, err
-	}
-	full, err := c.FullPath(path)
+	full, err := recipeargs.ReadPath(ctx, c, path)
 	if err != nil {
 		return Leader{}, err
 	}

@@ -2,9 +2,9 @@ package election
 
 import (
 	"context"
-	"fmt"
 	"time"
 
+	"github.com/zkrecipes/zkrecipes/internal/recipeargs"
 	"github.com/zkrecipes/zkrecipes/recipes"
 )
 
@@ -17,16 +17,7 @@ import (
 // the client closes. Changes queue without bound while the reader is
 // slow, so the observer never holds anything up.
 func Observe(ctx context.Context, c *recipes.Client, path string) (<-chan Leader, error) {
-	if c == nil {
-		return nil, recipes.ErrNilClient
-	}
-	if ctx == nil {
-		return nil, fmt.Errorf("%w: nil context", recipes.ErrInvalidArgument)
-	}
-	if err := c.Check(); err != nil {
-		return nil, err
-	}
-	full, err := c.FullPath(path)
+	full, err := recipeargs.ReadPath(ctx, c, path)
 	if err != nil {
 		return nil, err
 	}

@@ -49,8 +49,8 @@ func NewSharedCount(ctx context.Context, c *recipes.Client, path string, seed in
 	if c == nil {
 		return nil, recipes.ErrNilClient
 	}
-	if ctx == nil {
-		return nil, fmt.Errorf("%w: nil context", recipes.ErrInvalidArgument)
+	if err := recipeargs.Context(ctx); err != nil {
+		return nil, err
 	}
 	full, err := recipeargs.Path(c, path, "a shared count")
 	if err != nil {

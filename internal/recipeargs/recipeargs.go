@@ -1,9 +1,11 @@
-// Package recipeargs holds the argument checks that the constructors of
-// the recipe packages (mutex, semaphore, election, cleanup) share, so that
-// each refuses bad input with the same sentinel errors.
+// Package recipeargs holds the argument checks that the constructors and
+// the read functions of the recipe packages (mutex, semaphore, election,
+// cleanup) share, so that each refuses bad input with the same sentinel
+// errors and messages.
 package recipeargs
 
 import (
+	"context"
 	"fmt"
 
 	"github.com/zkrecipes/zkrecipes/recipes"
@@ -33,6 +35,30 @@ func Path(c *recipes.Client, path, what string) (string, error) {
 		return "", fmt.Errorf("%w: the root cannot be %s", recipes.ErrInvalidPath, what)
 	}
 	return full, nil
+}
+
+// Context checks that ctx is not nil (recipes.ErrInvalidArgument).
+func Context(ctx context.Context) error {
+	if ctx == nil {
+		return fmt.Errorf("%w: nil context", recipes.ErrInvalidArgument)
+	}
+	return nil
+}
+
+// ReadPath checks the arguments of a function that reads at path: c not
+// nil, ctx not nil, c not closed, path valid. It returns path with the
+// client's namespace applied; the root is allowed.
+func ReadPath(ctx context.Context, c *recipes.Client, path string) (string, error) {
+	if c == nil {
+		return "", recipes.ErrNilClient
+	}
+	if err := Context(ctx); err != nil {
+		return "", err
+	}
+	if err := c.Check(); err != nil {
+		return "", err
+	}
+	return c.FullPath(path)
 }
 
 // Options applies opts to o in order. A nil option is refused

@@ -1,6 +1,7 @@
 package recipeargs
 
 import (
+	"context"
 	"errors"
 	"testing"
 
@@ -33,5 +34,17 @@ func TestNilClient(t *testing.T) {
 	}
 	if _, err := Path(nil, "/lock", "a lock path"); !errors.Is(err, recipes.ErrNilClient) {
 		t.Errorf("Path(nil, ...) = %v, want ErrNilClient", err)
+	}
+	if _, err := ReadPath(nil, nil, "/lock"); !errors.Is(err, recipes.ErrNilClient) { //nolint:staticcheck // a nil ctx on purpose
+		t.Errorf("ReadPath(nil, nil, ...) = %v, want ErrNilClient first", err)
+	}
+}
+
+func TestContext(t *testing.T) {
+	if err := Context(nil); !errors.Is(err, recipes.ErrInvalidArgument) { //nolint:staticcheck // a nil ctx on purpose
+		t.Errorf("Context(nil) = %v, want ErrInvalidArgument", err)
+	}
+	if err := Context(context.Background()); err != nil {
+		t.Errorf("Context(Background) = %v", err)
 	}
 }
