@@ -583,7 +583,7 @@ func (b *bench) contended(ctx context.Context, procs bool) (string, bool, error)
 	tw := table("round", "ours acq/s", "zk.Lock acq/s", "ours/zk.Lock", "order")
 	for r := range f.rounds {
 		var or, br float64
-		oursFirst, err := alternate(ctx, r,
+		order, err := alternate(ctx, r, "ours",
 			func() error {
 				pk := b.packets()
 				res, err := ourSide.round(time.Now().Add(f.duration))
@@ -597,7 +597,7 @@ func (b *bench) contended(ctx context.Context, procs bool) (string, bool, error)
 				oursCPU = append(oursCPU, cpuPerOp(res.cpu, max(res.total, 1)))
 				return nil
 			},
-			func() error {
+			"zk.Lock", func() error {
 				pk := b.packets()
 				res, err := zkSide.round(time.Now().Add(f.duration))
 				if err != nil {
@@ -611,10 +611,6 @@ func (b *bench) contended(ctx context.Context, procs bool) (string, bool, error)
 		)
 		if err != nil {
 			return "", false, err
-		}
-		order := "ours first"
-		if !oursFirst {
-			order = "zk.Lock first"
 		}
 		if br == 0 {
 			return "", false, fmt.Errorf("zk.Lock made no acquisition in %v", f.duration)

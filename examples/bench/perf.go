@@ -146,7 +146,7 @@ func (b *bench) keys(ctx context.Context) (string, bool, error) {
 	tw := table("round", "ours ops/s", "base ops/s", "ours/base", "ours CPU µs/op", "base CPU µs/op", "order")
 	for r := range f.rounds {
 		var or, br, oc, bc float64
-		oursFirst, err := alternate(ctx, r,
+		order, err := alternate(ctx, r, "ours",
 			func() error {
 				before, cpu := stats(), cpuTime()
 				n, err := parallelLoop(keysN, time.Now().Add(f.duration), ours)
@@ -158,7 +158,7 @@ func (b *bench) keys(ctx context.Context) (string, bool, error) {
 				or = float64(n) / f.duration.Seconds()
 				return nil
 			},
-			func() error {
+			"base", func() error {
 				cpu := cpuTime()
 				n, err := parallelLoop(keysN, time.Now().Add(f.duration), base)
 				if err != nil {
@@ -171,10 +171,6 @@ func (b *bench) keys(ctx context.Context) (string, bool, error) {
 		)
 		if err != nil {
 			return "", false, err
-		}
-		order := "ours first"
-		if !oursFirst {
-			order = "base first"
 		}
 		os_, bs, ratios = append(os_, or), append(bs, br), append(ratios, or/br)
 		ocpu, bcpu = append(ocpu, oc), append(bcpu, bc)
@@ -288,7 +284,7 @@ func (b *bench) local(ctx context.Context) (string, bool, error) {
 	tw := table("round", "local acq/s", "contended acq/s", "local/contended", "order")
 	for r := range f.rounds {
 		var lr, rr float64
-		oursFirst, err := alternate(ctx, r,
+		order, err := alternate(ctx, r, "local",
 			func() error {
 				before := c.Stats()
 				w, total, err := contend(localN, time.Now().Add(f.duration), localLock, localUnlock)
@@ -299,7 +295,7 @@ func (b *bench) local(ctx context.Context) (string, bool, error) {
 				lr = float64(w) / f.duration.Seconds()
 				return nil
 			},
-			func() error {
+			"contended", func() error {
 				res, err := ref.round(time.Now().Add(f.duration))
 				if err != nil {
 					return fmt.Errorf("contended: %w", err)
@@ -310,10 +306,6 @@ func (b *bench) local(ctx context.Context) (string, bool, error) {
 		)
 		if err != nil {
 			return "", false, err
-		}
-		order := "local first"
-		if !oursFirst {
-			order = "contended first"
 		}
 		ls, rs, ratios = append(ls, lr), append(rs, rr), append(ratios, lr/rr)
 		fmt.Fprintf(tw, "%d\t%.0f\t%.0f\t%.2f\t%s\n", r+1, lr, rr, lr/rr, order)
@@ -784,11 +776,11 @@ func (b *bench) queue(ctx context.Context) (string, bool, error) {
 		for r := range f.rounds {
 			var o, bf fig
 			_, err := alternate(ctx, r,
-				func() (err error) {
+				"ours", func() (err error) {
 					o, err = drainOurs(fmt.Sprintf("%s/queue/ours-%d-%d", b.root, n, r), n)
 					return err
 				},
-				func() (err error) {
+				"zk.Lock", func() (err error) {
 					bf, err = drainBase(fmt.Sprintf("%s/queue/base-%d-%d", b.root, n, r), n)
 					return err
 				},

@@ -170,29 +170,30 @@ func (p *pop) round(deadline time.Time) (popRound, error) {
 	return res, errors.Join(errs...)
 }
 
-// interleave warms both sides up, then runs -rounds rounds of -duration
-// each per side, the side that goes first alternating. It returns the
-// rounds of each side and the order of each round.
 // alternate runs one round of two sides, ours first in even rounds and
 // base first in odd ones, so that noise lasting longer than a side hits
-// both alike. It stops at the first error, or when ctx ends, and reports
-// which side went first.
-func alternate(ctx context.Context, round int, ours, base func() error) (oursFirst bool, err error) {
-	sides := []func() error{ours, base}
+// both alike. It stops at the first error, or when ctx ends, and returns
+// the round's order for the report: "<name of the side that went first>
+// first".
+func alternate(ctx context.Context, round int, oursName string, ours func() error, baseName string, base func() error) (order string, err error) {
+	sides, first := []func() error{ours, base}, oursName
 	if round%2 == 1 {
-		sides[0], sides[1] = base, ours
+		sides[0], sides[1], first = base, ours, baseName
 	}
 	for _, side := range sides {
 		if err := ctx.Err(); err != nil {
-			return false, err
+			return "", err
 		}
 		if err := side(); err != nil {
-			return false, err
+			return "", err
 		}
 	}
-	return round%2 == 0, nil
+	return first + " first", nil
 }
 
+// interleave warms both sides up, then runs -rounds rounds of -duration
+// each per side, the side that goes first alternating. It returns the
+// rounds of each side and the order of each round.
 func (b *bench) interleave(ctx context.Context, ours, base *pop, oursName, baseName string) (o, bs []popRound, order []string, err error) {
 	f := b.f
 	warm := min(f.duration, time.Second)
@@ -212,15 +213,11 @@ func (b *bench) interleave(ctx context.Context, ours, base *pop, oursName, baseN
 		}
 	}
 	for r := range f.rounds {
-		oursFirst, err := alternate(ctx, r, side(ours, oursName, &o), side(base, baseName, &bs))
+		ord, err := alternate(ctx, r, oursName, side(ours, oursName, &o), baseName, side(base, baseName, &bs))
 		if err != nil {
 			return nil, nil, nil, err
 		}
-		first := baseName
-		if oursFirst {
-			first = oursName
-		}
-		order = append(order, first+" first")
+		order = append(order, ord)
 	}
 	return o, bs, order, nil
 }
