@@ -902,24 +902,35 @@ func (w *peerWork) rwlock() ([]string, bool, error) {
 			return func() error { return locks[i].Unlock(w.ctx) }, nil
 		})
 	}
-	ours := peerSide{label: "ours", key: "ours", run: func(int) (peerFig, error) { return round(f.duration) }}
 	cmd := func(key string, d time.Duration) string {
 		return fmt.Sprintf("rwlock %s %d %d", w.path("rwlock", key), f.readers, d.Milliseconds())
 	}
+	row := peerRow{workload: fmt.Sprintf("rwlock: %d readers holding together", f.readers), key: "rwlock"}
+	return w.timed(row, round, cmd, "Kazoo's own ReadLock, not Curator-compatible")
+}
+
+// timed runs a timed workload for the peers' report row: ours by round,
+// each peer by the command cmd gives (for -duration, and for the warm-up),
+// all warmed up first, then compared over the rounds. kazooNote, when
+// Kazoo runs, says how its side differs.
+func (w *peerWork) timed(row peerRow, round func(time.Duration) (peerFig, error), cmd func(key string, d time.Duration) string, kazooNote string) ([]string, bool, error) {
+	f := w.b.f
+	ours := peerSide{label: "ours", key: "ours", run: func(int) (peerFig, error) { return round(f.duration) }}
 	sides := w.peerSides(ours, f.duration+time.Minute, timedFig, func(p *peerProc, _ int) string { return cmd(p.key, f.duration) })
+	warm := min(f.duration, time.Second)
 	if err := w.warm(sides, func(s peerSide) error {
 		if s.key == "ours" {
-			_, err := round(min(f.duration, time.Second))
+			_, err := round(warm)
 			return err
 		}
-		_, err := w.proc(s.key).do(time.Minute, "%s", cmd(s.key, min(f.duration, time.Second)))
+		_, err := w.proc(s.key).do(time.Minute, "%s", cmd(s.key, warm))
 		return err
 	}); err != nil {
 		return nil, false, err
 	}
-	row := peerRow{workload: fmt.Sprintf("rwlock: %d readers holding together", f.readers), key: "rwlock", note: map[string]string{}}
+	row.note = map[string]string{}
 	if w.proc("kazoo") != nil {
-		row.note["kazoo"] = "Kazoo's own ReadLock, not Curator-compatible"
+		row.note["kazoo"] = kazooNote
 	}
 	line, ok, err := w.compare(row, f.rounds, sides)
 	return []string{line}, ok, err
@@ -948,27 +959,11 @@ func (w *peerWork) semaphore() ([]string, bool, error) {
 			return func() error { return ls[0].Close(w.ctx) }, nil
 		})
 	}
-	ours := peerSide{label: "ours", key: "ours", run: func(int) (peerFig, error) { return round(f.duration) }}
 	cmd := func(key string, d time.Duration) string {
 		return fmt.Sprintf("semaphore %s %d %d %d", w.path("semaphore", key), f.sessions, peerSemLeases, d.Milliseconds())
 	}
-	sides := w.peerSides(ours, f.duration+time.Minute, timedFig, func(p *peerProc, _ int) string { return cmd(p.key, f.duration) })
-	if err := w.warm(sides, func(s peerSide) error {
-		if s.key == "ours" {
-			_, err := round(min(f.duration, time.Second))
-			return err
-		}
-		_, err := w.proc(s.key).do(time.Minute, "%s", cmd(s.key, min(f.duration, time.Second)))
-		return err
-	}); err != nil {
-		return nil, false, err
-	}
-	row := peerRow{workload: fmt.Sprintf("semaphore: %d sessions, %d leases", f.sessions, peerSemLeases), key: "semaphore", note: map[string]string{}}
-	if w.proc("kazoo") != nil {
-		row.note["kazoo"] = "Kazoo's Semaphore, its own layout"
-	}
-	line, ok, err := w.compare(row, f.rounds, sides)
-	return []string{line}, ok, err
+	row := peerRow{workload: fmt.Sprintf("semaphore: %d sessions, %d leases", f.sessions, peerSemLeases), key: "semaphore"}
+	return w.timed(row, round, cmd, "Kazoo's Semaphore, its own layout")
 }
 
 // deleteTree removes path and everything under it (Kazoo's parents are
