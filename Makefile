@@ -16,7 +16,7 @@
 #                needs a ZooKeeper without ZOOKEEPER-4712/4785 (Debian's
 #                3.8.0 loses committed transactions under them, see
 #                chaos/faults_test.go)
-#   make fuzz    run each fuzz target of ./recipes for FUZZ_TIME (default 20s)
+#   make fuzz    run each fuzz target of ./internal/engine for FUZZ_TIME (default 20s)
 #   make vet / make fmt
 
 GO          ?= go
@@ -62,11 +62,11 @@ chaos-all: deps-demo
 	$(GO) test -tags chaos -race=false -count=1 -timeout 30m -v -run TestChaos ./chaos/ -args $(CHAOS_FLAGS) -faults all
 
 # One target per go test run (-fuzz takes one). An input that fails is
-# written to recipes/testdata/fuzz/<target>/ and runs with every go test.
+# written to internal/engine/testdata/fuzz/<target>/ and runs with every go test.
 FUZZ_TIME ?= 20s
 
 .PHONY: fuzz
 fuzz:
-	$(GO) test -run '^$$' -fuzz '^FuzzValidatePath$$' -fuzztime $(FUZZ_TIME) ./recipes/
-	$(GO) test -run '^$$' -fuzz '^FuzzSortKey$$' -fuzztime $(FUZZ_TIME) ./recipes/
-	$(GO) test -run '^$$' -fuzz '^FuzzProtectedUUID$$' -fuzztime $(FUZZ_TIME) ./recipes/
+	$(GO) test -run '^$$' -fuzz '^FuzzValidatePath$$' -fuzztime $(FUZZ_TIME) ./internal/engine/
+	$(GO) test -run '^$$' -fuzz '^FuzzSortKey$$' -fuzztime $(FUZZ_TIME) ./internal/engine/
+	$(GO) test -run '^$$' -fuzz '^FuzzProtectedUUID$$' -fuzztime $(FUZZ_TIME) ./internal/engine/

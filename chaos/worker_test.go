@@ -702,7 +702,7 @@ func (w *worker) removeEntry(entry string) {
 
 func (w *worker) runSelector() error {
 	sel, err := election.NewSelector(w.c, pathSel, w.name, func(ctx context.Context, t *election.Term) error {
-		return w.lead(ctx, t.Hold, leadSel)
+		return w.lead(ctx, t, leadSel)
 	}, election.AutoRequeue())
 	if err != nil {
 		return err
@@ -720,7 +720,7 @@ func (w *worker) runSelector() error {
 // leads, and leaves, over and over, so that leadership moves.
 func (w *worker) runLatch() error {
 	for w.ctx.Err() == nil {
-		var stale *recipes.Hold // sabotage: a heartbeat after the term
+		var stale recipes.Hold // sabotage: a heartbeat after the term
 		l, err := election.NewLatch(w.c, pathLatch, w.name)
 		if err != nil {
 			return err
@@ -738,10 +738,10 @@ func (w *worker) runLatch() error {
 				case <-ctx.Done():
 				}
 			}()
-			_ = w.lead(ctx, t.Hold, leadLatch)
+			_ = w.lead(ctx, t, leadLatch)
 			cancel()
 			if w.sabotage && w.seq.Load()%3 == 0 {
-				stale = t.Hold
+				stale = t
 			}
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
@@ -759,7 +759,7 @@ func (w *worker) runLatch() error {
 
 // staleHeartbeat is sabotage: once the latch is closed and another
 // participant leads, a heartbeat of the old term, unfenced.
-func (w *worker) staleHeartbeat(h *recipes.Hold) {
+func (w *worker) staleHeartbeat(h recipes.Hold) {
 	tok, err := h.Token(context.Background())
 	if err != nil {
 		return
@@ -774,7 +774,7 @@ func (w *worker) staleHeartbeat(h *recipes.Hold) {
 
 // lead writes fenced heartbeats "token id counter" to rec every hbEvery,
 // for a term of 8-20 heartbeats, until ctx ends.
-func (w *worker) lead(ctx context.Context, h *recipes.Hold, rec string) error {
+func (w *worker) lead(ctx context.Context, h recipes.Hold, rec string) error {
 	tok, err := h.Token(ctx)
 	if err != nil {
 		if ctx.Err() == nil {

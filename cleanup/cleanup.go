@@ -30,6 +30,7 @@ import (
 
 	"github.com/go-zookeeper/zk"
 
+	"github.com/zkrecipes/zkrecipes/internal/engine"
 	"github.com/zkrecipes/zkrecipes/internal/recipeargs"
 	"github.com/zkrecipes/zkrecipes/recipes"
 )
@@ -102,7 +103,7 @@ func Scan(ctx context.Context, c *recipes.Client, path string) (ScanResult, erro
 			}
 		}
 		for _, k := range kids {
-			queue = append(queue, recipes.JoinPath(p, k))
+			queue = append(queue, engine.JoinPath(p, k))
 		}
 	}
 	return res, nil

@@ -15,6 +15,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/zkrecipes/zkrecipes/cleanup"
+	"github.com/zkrecipes/zkrecipes/internal/engine"
 	"github.com/zkrecipes/zkrecipes/internal/interop"
 	"github.com/zkrecipes/zkrecipes/internal/testutil"
 	"github.com/zkrecipes/zkrecipes/mutex"
@@ -118,7 +119,7 @@ func TestNoGrowth(t *testing.T) {
 	t.Run("containers", func(t *testing.T) {
 		zkc := zktest.Start(t)
 		c := connect(t, zkc.Servers())
-		require.NoError(t, c.EnsureContainers(context.Background(), "/growth"))
+		require.NoError(t, engine.Of(c).EnsureContainers(context.Background(), "/growth"))
 		_, err := c.Create("/growth/anchor", nil, 0) // keeps the parent itself
 		require.NoError(t, err)
 		base := znodes(t, zkc)
@@ -132,7 +133,7 @@ func TestNoGrowth(t *testing.T) {
 	t.Run("reaper", func(t *testing.T) {
 		zkc := zktest.Start(t)
 		c := connect(t, zkc.Servers(), recipes.WithoutContainers())
-		require.False(t, c.UsesContainers())
+		require.False(t, engine.Of(c).UsesContainers())
 		_, err := c.Create("/growth", nil, 0)
 		require.NoError(t, err)
 		base := znodes(t, zkc)

@@ -12,6 +12,7 @@ import (
 	"github.com/go-zookeeper/zk"
 
 	"github.com/zkrecipes/zkrecipes/election"
+	"github.com/zkrecipes/zkrecipes/internal/engine"
 	"github.com/zkrecipes/zkrecipes/internal/recipeargs"
 	"github.com/zkrecipes/zkrecipes/recipes"
 )
@@ -245,7 +246,7 @@ func (r *Reaper) AddPath(path string) error {
 	if r == nil || r.c == nil {
 		return fmt.Errorf("%w: Reaper not made by New", recipes.ErrInvalidArgument)
 	}
-	if err := r.c.Check(); err != nil {
+	if err := engine.Of(r.c).Check(); err != nil {
 		return err
 	}
 	full, err := r.c.FullPath(path)
@@ -274,7 +275,7 @@ func (r *Reaper) Start(ctx context.Context) error {
 	if r == nil || r.c == nil {
 		return fmt.Errorf("%w: Reaper not made by New", recipes.ErrInvalidArgument)
 	}
-	if err := r.c.Check(); err != nil {
+	if err := engine.Of(r.c).Check(); err != nil {
 		return err
 	}
 	r.mu.Lock()
@@ -377,7 +378,7 @@ func (r *Reaper) discover(ctx context.Context) {
 	}
 	r.mu.Unlock()
 	for _, p := range dirty {
-		kids, _, watch, err := r.c.ChildrenW(p)
+		kids, _, watch, err := engine.Of(r.c).ChildrenW(p)
 		if err != nil {
 			if !errors.Is(err, zk.ErrNoNode) {
 				r.log.Warn("zkrecipes: reaper: listing failed", "path", p, "err", err)
@@ -394,7 +395,7 @@ func (r *Reaper) discover(ctx context.Context) {
 			continue
 		}
 		for _, k := range kids {
-			cp := recipes.JoinPath(p, k)
+			cp := engine.JoinPath(p, k)
 			if r.nodes[cp] == nil {
 				r.nodes[cp] = &entry{depth: pp.depth + 1}
 			}

@@ -41,6 +41,7 @@ import (
 
 	"github.com/go-zookeeper/zk"
 
+	"github.com/zkrecipes/zkrecipes/internal/engine"
 	"github.com/zkrecipes/zkrecipes/internal/recipeargs"
 	"github.com/zkrecipes/zkrecipes/recipes"
 )
@@ -63,15 +64,45 @@ var (
 	ErrClosed = recipes.ErrClosed
 )
 
-// Term is one stretch of leadership: recipes.Hold gives Done, Token,
-// Fenced and Node.
+// Term is one stretch of leadership, with its own Done, Token, Fenced
+// and Node.
 type Term struct {
-	*recipes.Hold
+	hold  recipes.Hold // the latch node's, or the selector's mutex lease
 	id    string
 	start time.Time
 }
 
-func newTerm(h *recipes.Hold, id string) *Term { return &Term{Hold: h, id: id, start: time.Now()} }
+// Node returns the server path of the term's node.
+func (t *Term) Node() string { return t.hold.Node() }
+
+// Done returns a channel that closes when the term may be gone: on LOST,
+// on SUSPENDED under the client's Standard error policy, when the client
+// closes, and when the term ends.
+func (t *Term) Done() <-chan struct{} { return t.hold.Done() }
+
+// IsLost reports whether the session that owned the term was lost (or
+// the client closed) since it began.
+func (t *Term) IsLost() bool { return t.hold.IsLost() }
+
+// Token returns the term's fencing token: the creation zxid (czxid) of
+// its node. Tokens strictly increase across successive holders of the same
+// path, even when the parent was deleted and recreated in between. The
+// first call reads the node (one request); later calls return the cached
+// value.
+func (t *Term) Token(ctx context.Context) (int64, error) { return t.hold.Token(ctx) }
+
+// Fenced runs ops (*zk.CreateRequest, *zk.SetDataRequest, *zk.DeleteRequest
+// or *zk.CheckVersionRequest, with server paths) as one transaction
+// together with a check that the term's node still exists, so the server
+// refuses the writes of a holder that lost it: the error then wraps
+// ErrFenced, as it does once the term ends. The responses returned are for ops
+// only. A connection error is returned as it is (recipes.IsRetryable): the
+// transaction may or may not have been applied.
+func (t *Term) Fenced(ctx context.Context, ops ...any) ([]zk.MultiResponse, error) {
+	return t.hold.Fenced(ctx, ops...)
+}
+
+func newTerm(h recipes.Hold, id string) *Term { return &Term{hold: h, id: id, start: time.Now()} }
 
 // ID returns the id of the participant that leads in this term.
 func (t *Term) ID() string { return t.id }
@@ -95,21 +126,21 @@ type Leader struct {
 
 // sortKey orders latch and selector nodes alike, by the text after the
 // last lock name.
-func sortKey(child string) string { return recipes.SortKey(child, LatchName, SelectorName) }
+func sortKey(child string) string { return engine.SortKey(child, LatchName, SelectorName) }
 
 var anyDriver = sortDriver{}
 
 type sortDriver struct{}
 
 func (sortDriver) SortKey(child string) string { return sortKey(child) }
-func (sortDriver) Check(q recipes.Query) recipes.Verdict {
+func (sortDriver) Check(q engine.Query) engine.Verdict {
 	if len(q.Below) == 0 {
-		return recipes.Verdict{Held: true}
+		return engine.Verdict{Held: true}
 	}
-	return recipes.Verdict{Watch: q.Below[len(q.Below)-1]}
+	return engine.Verdict{Watch: q.Below[len(q.Below)-1]}
 }
-func (sortDriver) Blocks(_, _ recipes.Contender) bool { return true }
-func (sortDriver) Relist(_ recipes.Contender) bool    { return false }
+func (sortDriver) Blocks(_, _ engine.Contender) bool { return true }
+func (sortDriver) Relist(_ engine.Contender) bool    { return false }
 
 // Participants returns the election's nodes at path (a latch's or a
 // selector's), in queue order, with their ids; the first leads. Nodes
@@ -136,8 +167,8 @@ func participants(ctx context.Context, c *recipes.Client, full string) ([]Partic
 		return nil, fmt.Errorf("election %s: participants: %w", full, err)
 	}
 	out := make([]Participant, 0, len(kids))
-	for _, k := range recipes.SortContenders(kids, anyDriver) {
-		p := recipes.JoinPath(full, k.Name)
+	for _, k := range engine.SortContenders(kids, anyDriver) {
+		p := engine.JoinPath(full, k.Name)
 		var data []byte
 		err := c.Retry(ctx, func() error {
 			var err error
@@ -189,7 +220,7 @@ func readLeader(ctx context.Context, c *recipes.Client, full string, watch bool)
 			if !watch {
 				return Leader{}, nil, nil
 			}
-			ok, _, ch, err := c.ExistsW(full)
+			ok, _, ch, err := engine.Of(c).ExistsW(full)
 			if err != nil {
 				return Leader{}, nil, err
 			}
@@ -203,7 +234,7 @@ func readLeader(ctx context.Context, c *recipes.Client, full string, watch bool)
 			if !watch {
 				return Leader{}, nil, nil
 			}
-			kids, _, ch, err := c.ChildrenW(full)
+			kids, _, ch, err := engine.Of(c).ChildrenW(full)
 			if errors.Is(err, zk.ErrNoNode) {
 				continue
 			}
@@ -215,15 +246,15 @@ func readLeader(ctx context.Context, c *recipes.Client, full string, watch bool)
 			}
 			return Leader{}, ch, nil
 		}
-		first := recipes.SortContenders(kids, anyDriver)[0]
-		p := recipes.JoinPath(full, first.Name)
+		first := engine.SortContenders(kids, anyDriver)[0]
+		p := engine.JoinPath(full, first.Name)
 		var (
 			data []byte
 			st   *zk.Stat
 			ch   <-chan zk.Event
 		)
 		if watch {
-			data, st, ch, err = c.GetW(p)
+			data, st, ch, err = engine.Of(c).GetW(p)
 		} else {
 			data, st, err = c.Get(p)
 		}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"sync"
 
+	"github.com/zkrecipes/zkrecipes/internal/engine"
 	"github.com/zkrecipes/zkrecipes/internal/recipeargs"
 	"github.com/zkrecipes/zkrecipes/recipes"
 )
@@ -66,7 +67,7 @@ type Latch struct {
 	nodeCh    chan struct{} // closed when the first node is made
 	cancel    context.CancelFunc
 	done      chan struct{}
-	listeners recipes.Listeners[bool]
+	listeners engine.Listeners[bool]
 	silent    bool  // closing silently: no more notifications
 	stopErr   error // why the participation stopped, set before done closes
 }
@@ -92,7 +93,7 @@ func (l *Latch) ID() string { return l.id }
 // Path returns the latch path as given to NewLatch.
 func (l *Latch) Path() string { return l.path }
 
-var latchDriver = &recipes.StandardDriver{LockName: LatchName, MaxLeases: 1}
+var latchDriver = &engine.StandardDriver{LockName: LatchName, MaxLeases: 1}
 
 // Start joins the election: it creates the latch node (waiting for that
 // within ctx) and keeps taking part in the background until Close.
@@ -103,7 +104,7 @@ func (l *Latch) Start(ctx context.Context) error {
 	if ctx == nil {
 		return fmt.Errorf("%w: nil context", recipes.ErrInvalidArgument)
 	}
-	if err := l.c.Check(); err != nil {
+	if err := engine.Of(l.c).Check(); err != nil {
 		return err
 	}
 	l.mu.Lock()
@@ -122,12 +123,12 @@ func (l *Latch) Start(ctx context.Context) error {
 
 	go func() {
 		defer close(l.done)
-		err := l.c.Participate(pctx, recipes.Participation{
+		err := engine.Of(l.c).Participate(pctx, engine.Participation{
 			Parent:    l.full,
 			LockName:  LatchName,
 			Data:      []byte(l.id),
 			Driver:    latchDriver,
-			Options:   []recipes.EnterOption{recipes.EnterVerifyOwner()},
+			Options:   []engine.EnterOption{engine.EnterVerifyOwner()},
 			OnNode:    l.onNode,
 			OnTerm:    l.onTerm,
 			OnTermEnd: l.onTermEnd,
@@ -171,7 +172,7 @@ func (l *Latch) onNode(p string) {
 	}
 }
 
-func (l *Latch) onTerm(h *recipes.Hold) {
+func (l *Latch) onTerm(h *engine.Hold) {
 	l.mu.Lock()
 	l.term = newTerm(h, l.id)
 	close(l.changed)
@@ -183,7 +184,7 @@ func (l *Latch) onTerm(h *recipes.Hold) {
 	l.mu.Unlock()
 }
 
-func (l *Latch) onTermEnd(*recipes.Hold) {
+func (l *Latch) onTermEnd(*engine.Hold) {
 	l.mu.Lock()
 	l.term = nil
 	close(l.changed)

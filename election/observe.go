@@ -4,6 +4,7 @@ import (
 	"context"
 	"time"
 
+	"github.com/zkrecipes/zkrecipes/internal/engine"
 	"github.com/zkrecipes/zkrecipes/internal/recipeargs"
 	"github.com/zkrecipes/zkrecipes/recipes"
 )
@@ -21,7 +22,7 @@ func Observe(ctx context.Context, c *recipes.Client, path string) (<-chan Leader
 	if err != nil {
 		return nil, err
 	}
-	var out recipes.Listeners[Leader]
+	var out engine.Listeners[Leader]
 	ch, _ := out.Subscribe()
 	go func() {
 		defer out.Close()
@@ -40,7 +41,7 @@ func observe(ctx context.Context, c *recipes.Client, full string, post func(Lead
 	for {
 		l, watch, err := readLeader(ctx, c, full, true)
 		if err != nil {
-			if ctx.Err() != nil || c.Check() != nil {
+			if ctx.Err() != nil || engine.Of(c).Check() != nil {
 				return
 			}
 			c.Logger().Warn("zkrecipes: election observer: read failed", "path", full, "err", err)

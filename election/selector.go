@@ -7,6 +7,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/zkrecipes/zkrecipes/internal/engine"
 	"github.com/zkrecipes/zkrecipes/internal/recipeargs"
 	"github.com/zkrecipes/zkrecipes/mutex"
 	"github.com/zkrecipes/zkrecipes/recipes"
@@ -92,7 +93,7 @@ func (s *Selector) Start() error {
 	if s == nil || s.c == nil {
 		return fmt.Errorf("%w: Selector not made by NewSelector", recipes.ErrInvalidArgument)
 	}
-	if err := s.c.Check(); err != nil {
+	if err := engine.Of(s.c).Check(); err != nil {
 		return err
 	}
 	s.mu.Lock()
@@ -209,7 +210,7 @@ func (s *Selector) leadOnce(owner context.Context) (led bool, _ error) {
 	if err != nil {
 		return false, err
 	}
-	term := newTerm(lease.Hold, s.id)
+	term := newTerm(lease, s.id)
 	tctx, cancel := context.WithCancel(s.ctx)
 	s.mu.Lock()
 	s.leading, s.interrupt = term, cancel

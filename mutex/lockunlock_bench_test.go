@@ -8,6 +8,7 @@ import (
 
 	"github.com/go-zookeeper/zk"
 
+	"github.com/zkrecipes/zkrecipes/internal/engine"
 	"github.com/zkrecipes/zkrecipes/mutex"
 	"github.com/zkrecipes/zkrecipes/recipes"
 	"github.com/zkrecipes/zkrecipes/recipes/zktest"
@@ -65,7 +66,7 @@ func BenchmarkLockUnlockRawRequests(b *testing.B) {
 	if _, err := conn.Create("/bench/raw", nil, 0, acl); err != nil && err != zk.ErrNodeExists {
 		b.Fatal(err)
 	}
-	prefix := "/bench/raw/" + recipes.ProtectedPrefix + recipes.NewUUID() + "-" + mutex.LockName
+	prefix := "/bench/raw/" + engine.ProtectedPrefix + engine.NewUUID() + "-" + mutex.LockName
 	b.ReportAllocs()
 	defer reportCPU(b)()
 	for b.Loop() {

@@ -10,6 +10,7 @@ import (
 	"github.com/go-zookeeper/zk"
 	"github.com/stretchr/testify/require"
 
+	"github.com/zkrecipes/zkrecipes/internal/engine"
 	"github.com/zkrecipes/zkrecipes/internal/testutil"
 	"github.com/zkrecipes/zkrecipes/mutex"
 	"github.com/zkrecipes/zkrecipes/recipes"
@@ -54,17 +55,17 @@ func TestMisuse(t *testing.T) {
 
 	// Constructors.
 	add("NewInternal(nil client)", []error{recipes.ErrNilClient}, func() error {
-		_, err := mutex.NewInternal(nil, "/misuse/x", mutex.Internal{LockName: "x-", Driver: &recipes.StandardDriver{LockName: "x-"}})
+		_, err := mutex.NewInternal(nil, "/misuse/x", mutex.Internal{LockName: "x-", Driver: &engine.StandardDriver{LockName: "x-"}})
 		return err
 	})
 	add("NewInternal(closed client)", []error{recipes.ErrClosed}, func() error {
-		_, err := mutex.NewInternal(closed, "/misuse/x", mutex.Internal{LockName: "x-", Driver: &recipes.StandardDriver{LockName: "x-"}})
+		_, err := mutex.NewInternal(closed, "/misuse/x", mutex.Internal{LockName: "x-", Driver: &engine.StandardDriver{LockName: "x-"}})
 		return err
 	})
 	var subs []misuseSub
 	for _, p := range badPaths {
 		subs = append(subs, misuseSub{Name: fmt.Sprintf("%q", p), Call: func() error {
-			_, err := mutex.NewInternal(c, p, mutex.Internal{LockName: "x-", Driver: &recipes.StandardDriver{LockName: "x-"}})
+			_, err := mutex.NewInternal(c, p, mutex.Internal{LockName: "x-", Driver: &engine.StandardDriver{LockName: "x-"}})
 			return err
 		}})
 	}
@@ -75,18 +76,18 @@ func TestMisuse(t *testing.T) {
 		return err
 	})
 	add("NewInternal(no lock name)", invalidArg, func() error {
-		_, err := mutex.NewInternal(c, "/misuse/x", mutex.Internal{Driver: &recipes.StandardDriver{LockName: "x-"}})
+		_, err := mutex.NewInternal(c, "/misuse/x", mutex.Internal{Driver: &engine.StandardDriver{LockName: "x-"}})
 		return err
 	})
 	add("NewInternal(nil option)", invalidArg, func() error {
-		_, err := mutex.NewInternal(c, "/misuse/x", mutex.Internal{LockName: "x-", Driver: &recipes.StandardDriver{LockName: "x-"}}, nil)
+		_, err := mutex.NewInternal(c, "/misuse/x", mutex.Internal{LockName: "x-", Driver: &engine.StandardDriver{LockName: "x-"}}, nil)
 		return err
 	})
 	for _, name := range []string{"a/b", "nul\x00"} {
 		// A lock name goes into every node name: refused when the lock is
 		// made, or at the latest by Lock, which must not wait for ever.
 		add(fmt.Sprintf("NewInternal(lock name %q) then Lock", name), []error{recipes.ErrInvalidArgument, recipes.ErrInvalidPath}, func() error {
-			m, err := mutex.NewInternal(c, "/misuse/lockname", mutex.Internal{LockName: name, Driver: &recipes.StandardDriver{LockName: name}})
+			m, err := mutex.NewInternal(c, "/misuse/lockname", mutex.Internal{LockName: name, Driver: &engine.StandardDriver{LockName: name}})
 			if err != nil {
 				return err
 			}

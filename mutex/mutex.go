@@ -23,7 +23,7 @@
 // Lease; if the first fails, the second makes its own attempt.
 //
 // The goroutine id is read in a few nanoseconds (see
-// recipes.LookupGoroutineID). Should it ever be unreadable, Lock, TryLock
+// engine.LookupGoroutineID). Should it ever be unreadable, Lock, TryLock
 // and Unlock without an explicit owner return an error wrapping
 // ErrNoGoroutineID rather than make every goroutine the same owner.
 //
@@ -73,6 +73,7 @@ import (
 	"time"
 
 	"github.com/go-zookeeper/zk"
+	"github.com/zkrecipes/zkrecipes/internal/engine"
 	"github.com/zkrecipes/zkrecipes/internal/recipeargs"
 	"github.com/zkrecipes/zkrecipes/recipes"
 )
@@ -160,12 +161,13 @@ func WithRevocationListener(fn func(*Lease)) Option {
 // turn with every other owner, in this process or any other.
 type Mutex struct {
 	c        *recipes.Client
+	e        *engine.Client
 	path     string // as given
 	full     string // on the server
 	opts     options
-	driver   recipes.Driver
+	driver   engine.Driver
 	lockName string
-	prepare  func(owner any) ([]recipes.EnterOption, error)
+	prepare  func(owner any) ([]engine.EnterOption, error)
 
 	mu      sync.Mutex
 	holds   map[any]*Lease
@@ -187,7 +189,7 @@ func New(c *recipes.Client, path string, opts ...Option) (*Mutex, error) {
 		return nil, err
 	}
 	m.lockName = LockName
-	m.driver = &recipes.StandardDriver{LockName: LockName, Extra: m.opts.extra, MaxLeases: 1}
+	m.driver = &engine.StandardDriver{LockName: LockName, Extra: m.opts.extra, MaxLeases: 1}
 	return m, nil
 }
 
@@ -200,11 +202,11 @@ type Internal struct {
 	LockName string
 	// Driver decides who holds; its Check sees the owner asking as
 	// Query.Owner (compare it with Mutex.LeaseOf).
-	Driver recipes.Driver
+	Driver engine.Driver
 	// Prepare, if set, is called with the owner before it queues a new
 	// node (not when it re-enters a hold): it may refuse with an error or
 	// add options to the node's creation.
-	Prepare func(owner any) ([]recipes.EnterOption, error)
+	Prepare func(owner any) ([]engine.EnterOption, error)
 }
 
 // NewInternal returns a Mutex at path that follows in's rules. Options
@@ -233,7 +235,7 @@ func newMutex(c *recipes.Client, path string, opts []Option) (*Mutex, error) {
 	if o.data == nil {
 		o.data = []byte(localIP())
 	}
-	return &Mutex{c: c, path: path, full: full, opts: o, holds: map[any]*Lease{}}, nil
+	return &Mutex{c: c, e: engine.Of(c), path: path, full: full, opts: o, holds: map[any]*Lease{}}, nil
 }
 
 // LeaseOf returns the Lease held by owner, as a driver sees it in
@@ -256,15 +258,45 @@ func (m *Mutex) Path() string { return m.path }
 // Lease is one owner's hold on a Mutex. Locking again by the same owner
 // returns the same Lease. Its Unlock releases a hold from any goroutine.
 type Lease struct {
-	*recipes.Hold
+	hold  *engine.Hold
 	m     *Mutex
-	ct    *recipes.Contest
-	sig   recipes.Signals
+	ct    *engine.Contest
+	sig   engine.Signals
 	owner any
 	count int // guarded by m.mu
 
 	proc *procHold // WithLocalHandoff: the process's hold this lease is part of
 	seq  uint64    // its place among the process hold's local holders (0: the first)
+}
+
+// Node returns the server path of the lease's node.
+func (l *Lease) Node() string { return l.hold.Node() }
+
+// Done returns a channel that closes when the lease may be gone: on LOST,
+// on SUSPENDED under the client's Standard error policy, when the client
+// closes, and when the lease is fully released.
+func (l *Lease) Done() <-chan struct{} { return l.hold.Done() }
+
+// IsLost reports whether the session that owned the lease was lost (or
+// the client closed) since it began.
+func (l *Lease) IsLost() bool { return l.hold.IsLost() }
+
+// Token returns the lease's fencing token: the creation zxid (czxid) of
+// its node. Tokens strictly increase across successive holders of the same
+// path, even when the parent was deleted and recreated in between. The
+// first call reads the node (one request); later calls return the cached
+// value.
+func (l *Lease) Token(ctx context.Context) (int64, error) { return l.hold.Token(ctx) }
+
+// Fenced runs ops (*zk.CreateRequest, *zk.SetDataRequest, *zk.DeleteRequest
+// or *zk.CheckVersionRequest, with server paths) as one transaction
+// together with a check that the lease's node still exists, so the server
+// refuses the writes of a holder that lost it: the error then wraps
+// ErrFenced, as it does once the lease is fully released. The responses returned are for ops
+// only. A connection error is returned as it is (recipes.IsRetryable): the
+// transaction may or may not have been applied.
+func (l *Lease) Fenced(ctx context.Context, ops ...any) ([]zk.MultiResponse, error) {
+	return l.hold.Fenced(ctx, ops...)
 }
 
 // Count returns how many times the owner holds the lock through this
@@ -317,7 +349,7 @@ func WithOwner(ctx context.Context, owner any) context.Context {
 }
 
 // goroutineID reads the default owner; tests replace it.
-var goroutineID = recipes.LookupGoroutineID
+var goroutineID = engine.LookupGoroutineID
 
 func ownerOf(ctx context.Context) (any, error) {
 	if o, ok := ctx.Value(ownerCtxKey{}).(explicit); ok { // no goroutine id needed
@@ -340,7 +372,7 @@ func (m *Mutex) check(ctx context.Context) error {
 	if ctx == nil {
 		return fmt.Errorf("%w: nil context", recipes.ErrInvalidArgument)
 	}
-	return m.c.Check()
+	return m.e.Check()
 }
 
 // Lock blocks until the owner holds the lock, ctx ends, or the session is
@@ -444,14 +476,14 @@ func (m *Mutex) acquireNode(ctx context.Context, owner any, wait bool) (*Lease, 
 		// instead of retrying the create until ctx ends.
 		return nil, fmt.Errorf("mutex %s: %w (%v)", m.path, recipes.ErrNotConnected, m.c.State())
 	}
-	var eopts []recipes.EnterOption
+	var eopts []engine.EnterOption
 	if m.prepare != nil {
 		var err error
 		if eopts, err = m.prepare(owner); err != nil {
 			return nil, fmt.Errorf("mutex %s: %w", m.path, err)
 		}
 	}
-	ct, err := m.c.Enter(ctx, m.full, m.lockName, m.opts.data, m.driver, eopts...)
+	ct, err := m.e.Enter(ctx, m.full, m.lockName, m.opts.data, m.driver, eopts...)
 	if err != nil {
 		return nil, fmt.Errorf("mutex %s: %w", m.path, err)
 	}
@@ -462,7 +494,7 @@ func (m *Mutex) acquireNode(ctx context.Context, owner any, wait bool) (*Lease, 
 	if !held {
 		return nil, fmt.Errorf("mutex %s: %w", m.path, ErrNotAcquired)
 	}
-	return &Lease{Hold: recipes.NewHold(m.c, ct.Path(), sig), m: m, ct: ct, sig: sig, owner: owner, count: 1}, nil
+	return &Lease{hold: engine.NewHold(m.e, ct.Path(), sig), m: m, ct: ct, sig: sig, owner: owner, count: 1}, nil
 }
 
 // Unlock releases one hold of the owner; the last one deletes the lock node
@@ -511,12 +543,12 @@ func (m *Mutex) release(ctx context.Context, l *Lease) error {
 	}
 	if l.proc != nil && m.handOnLocked(l, lost) {
 		m.mu.Unlock()
-		l.MarkReleased() // the node stays: a goroutine of this process holds it now
+		l.hold.MarkReleased() // the node stays: a goroutine of this process holds it now
 		return nil
 	}
 	m.mu.Unlock()
 
-	l.MarkReleased()
+	l.hold.MarkReleased()
 	err := l.ct.Leave(ctx)
 	if lost {
 		return fmt.Errorf("mutex %s: %w", m.path, ErrLockLost)
@@ -588,10 +620,10 @@ func (m *Mutex) Participants(ctx context.Context) ([]Participant, error) {
 	if err != nil {
 		return nil, fmt.Errorf("mutex %s: participants: %w", m.path, err)
 	}
-	sorted := recipes.SortContenders(kids, m.driver)
+	sorted := engine.SortContenders(kids, m.driver)
 	out := make([]Participant, len(sorted))
 	for i, s := range sorted {
-		out[i] = Participant{Name: s.Name, Path: recipes.JoinPath(m.full, s.Name)}
+		out[i] = Participant{Name: s.Name, Path: engine.JoinPath(m.full, s.Name)}
 	}
 	return out, nil
 }
@@ -628,7 +660,7 @@ func (m *Mutex) Holder(ctx context.Context) (Participant, []byte, error) {
 // Participants) to release it, by writing RevokeMessage into the node.
 // Holders that registered a revocation listener are told.
 func Revoke(ctx context.Context, c *recipes.Client, nodePath string) error {
-	if err := c.Check(); err != nil {
+	if err := recipeargs.Client(c); err != nil {
 		return err
 	}
 	if err := recipes.ValidatePath(nodePath); err != nil {
@@ -650,7 +682,7 @@ func Revoke(ctx context.Context, c *recipes.Client, nodePath string) error {
 // watchRevocation waits for RevokeMessage in our node's data. It ends when
 // the node is deleted (release) or the watch ends with the session.
 func (l *Lease) watchRevocation() {
-	c := l.m.c
+	c := l.m.e
 	for {
 		data, _, ch, err := c.GetW(l.Node())
 		if err != nil {

@@ -2,15 +2,23 @@ package recipes
 
 import (
 	"context"
-	"fmt"
-	"io"
 	"log/slog"
-	"strings"
 	"sync"
 	"time"
 
 	"github.com/go-zookeeper/zk"
+
+	"github.com/zkrecipes/zkrecipes/internal/engine"
 )
+
+func init() {
+	engine.SetUnwrap(func(client any) *engine.Client {
+		if c, ok := client.(*Client); ok && c != nil {
+			return c.e
+		}
+		return nil
+	})
+}
 
 // Client is the one object every recipe takes. It owns a *zk.Conn, drains
 // its session events as they happen, turns them into Curator's connection
@@ -20,39 +28,7 @@ import (
 // session (so the server deletes its ephemeral nodes at once) and leaves no
 // goroutine behind.
 type Client struct {
-	conn *zk.Conn
-	cfg  config
-	log  *slog.Logger
-	wire *Wire // nil for an adopted connection dialled without one
-
-	inbox *queue[zk.Event] // session events from go-zookeeper, drained at once
-
-	mu          sync.Mutex
-	state       State
-	sessionID   int64
-	lost        bool          // LOST declared for the current session
-	suspendCh   chan struct{} // closed on SUSPENDED, LOST and Close
-	lostCh      chan struct{} // closed on LOST and Close
-	changeCh    chan struct{} // closed on every transition
-	listeners   Listeners[State]
-	closed      bool
-	timer       *time.Timer
-	timerGen    uint64
-	suspendedAt time.Time // when SUSPENDED was entered
-	orphans     []string  // nodes of holds declared lost while their session may live
-
-	nodesMu sync.Mutex
-	nodes   map[string]int64 // server path -> session, of every node a contest holds
-
-	deletes chan deleteJob // to the delete goroutine (deleteLoop)
-
-	closeCh   chan struct{}
-	closeOnce sync.Once
-	wg        sync.WaitGroup // run loop, event pump, background deletes
-	pumpDone  chan struct{}
-
-	stats     counters
-	knowledge knowledge
+	e *engine.Client
 }
 
 // Connect dials the given servers ("host:port" each) and waits until the
@@ -60,54 +36,14 @@ type Client struct {
 // passes. The returned Client owns the connection. Every connection is
 // dialled through a Wire (around the WithDialer dialer, if given), which
 // reads the negotiated session timeout from the server's handshake reply
-// and times LOST from the last byte received.
+// and the times of the requests the server answered, from which LOST is
+// timed.
 func Connect(servers []string, opts ...Option) (*Client, error) {
-	cfg, err := buildConfig(opts)
+	e, err := engine.Connect(servers, engineOptions(opts)...)
 	if err != nil {
 		return nil, err
 	}
-	if len(servers) == 0 {
-		return nil, fmt.Errorf("%w: no servers", ErrInvalidArgument)
-	}
-	for _, srv := range servers {
-		if strings.TrimSpace(srv) == "" {
-			return nil, fmt.Errorf("%w: an empty server address in %q", ErrInvalidArgument, servers)
-		}
-	}
-	c := newClient(cfg)
-	c.wire = NewWire(cfg.dialer)
-	zkopts := []func(*zk.Conn){
-		zk.WithLogger(&zkLogAdapter{c: c, next: cfg.zkLogger}),
-		zk.WithEventCallback(func(ev zk.Event) { c.inbox.push(ev) }),
-		zk.WithDialer(c.wire.Dial),
-	}
-	if cfg.hostProvider != nil {
-		zkopts = append(zkopts, zk.WithHostProvider(cfg.hostProvider))
-	}
-	if cfg.maxBufferSize > 0 {
-		zkopts = append(zkopts, zk.WithMaxBufferSize(cfg.maxBufferSize))
-	}
-	conn, events, err := zk.Connect(servers, cfg.sessionTimeout, allOf(zkopts))
-	if err != nil {
-		return nil, fmt.Errorf("zkrecipes: connect: %w", err)
-	}
-	c.conn = conn
-	c.start(events, false)
-	if err := c.afterStart(); err != nil {
-		c.Close()
-		return nil, err
-	}
-	return c, nil
-}
-
-// allOf folds go-zookeeper options (whose type it does not export) into
-// one: each is a func(*zk.Conn), and so is the result.
-func allOf(opts []func(*zk.Conn)) func(*zk.Conn) {
-	return func(conn *zk.Conn) {
-		for _, o := range opts {
-			o(conn)
-		}
-	}
+	return &Client{e: e}, nil
 }
 
 // NewClient adopts a connection the caller already has, together with the
@@ -121,284 +57,176 @@ func allOf(opts []func(*zk.Conn)) func(*zk.Conn) {
 // What the Client knows of an adopted connection depends on how it was
 // dialled. Dialled through a Wire (zk.WithDialer(w.Dial)) and given
 // WithWire(w), it knows what Connect knows: the negotiated session timeout
-// and the time of the last byte received, so LOST comes one session
-// timeout after that byte. Otherwise go-zookeeper keeps both to itself:
-// the Client takes WithSessionTimeout's value (give it the timeout the
-// connection was dialled with; the server may have granted less) and,
+// and when the server last answered. Otherwise go-zookeeper keeps both to
+// itself: the Client takes WithSessionTimeout's value (give it the timeout
+// the connection was dialled with; the server may have granted less) and,
 // since go-zookeeper reports a disconnect at most 2/3 of the session
 // timeout after the last byte, declares LOST 1/3 of that timeout after
 // SUSPENDED: never after the server may expire the session, but possibly
 // before, for a session that then comes back (see RECONNECTED).
 func NewClient(conn *zk.Conn, events <-chan zk.Event, opts ...Option) (*Client, error) {
-	if conn == nil {
-		return nil, fmt.Errorf("%w: nil *zk.Conn", ErrInvalidArgument)
-	}
-	if events == nil {
-		return nil, fmt.Errorf("%w: nil event channel", ErrInvalidArgument)
-	}
-	cfg, err := buildConfig(opts)
+	e, err := engine.NewClient(conn, events, engineOptions(opts)...)
 	if err != nil {
 		return nil, err
 	}
-	c := newClient(cfg)
-	c.wire = cfg.wire
-	c.conn = conn
-	c.start(events, true)
-	if conn.State() == zk.StateHasSession {
-		c.inbox.push(zk.Event{Type: zk.EventSession, State: zk.StateHasSession})
-	}
-	if err := c.afterStart(); err != nil {
-		c.Close()
-		return nil, err
-	}
-	return c, nil
+	return &Client{e: e}, nil
 }
 
-func newClient(cfg config) *Client {
-	c := &Client{
-		cfg:       cfg,
-		log:       cfg.logger,
-		inbox:     newQueue[zk.Event](),
-		suspendCh: make(chan struct{}),
-		lostCh:    make(chan struct{}),
-		changeCh:  make(chan struct{}),
-		nodes:     map[string]int64{},
-		deletes:   make(chan deleteJob), // unbuffered: see GuaranteedDelete
-		closeCh:   make(chan struct{}),
-		pumpDone:  make(chan struct{}),
-	}
-	c.knowledge.init()
-	return c
-}
-
-func (c *Client) start(events <-chan zk.Event, forward bool) {
-	c.wg.Add(3)
-	go c.deleteLoop()
-	go func() { // pump: go-zookeeper's channel must never fill up
-		defer c.wg.Done()
-		defer close(c.pumpDone)
-		for ev := range events {
-			if forward {
-				c.inbox.push(ev)
-			}
-		}
-	}()
-	go c.run()
-}
-
-// afterStart waits for the first session and applies the auth options.
-func (c *Client) afterStart() error {
-	if c.cfg.connectTimeout > 0 {
-		ctx, cancel := context.WithTimeout(context.Background(), c.cfg.connectTimeout)
-		defer cancel()
-		if err := c.WaitConnected(ctx); err != nil {
-			return fmt.Errorf("zkrecipes: no session within %v (is ZooKeeper running at the addresses given, and reachable from here?): %w", c.cfg.connectTimeout, err)
+func engineOptions(opts []Option) []engine.Option {
+	out := make([]engine.Option, len(opts))
+	for i, o := range opts {
+		if o != nil {
+			out[i] = engine.Option(o)
 		}
 	}
-	for _, a := range c.cfg.auth {
-		if err := c.AddAuth(a.scheme, a.auth); err != nil {
-			return err
-		}
-	}
-	return nil
+	return out
 }
 
-// Conn returns the underlying go-zookeeper connection, for operations this
-// package does not wrap. Requests made on it are not counted in Stats.
-func (c *Client) Conn() *zk.Conn { return c.conn }
-
-// Namespace returns the path prefix applied to every recipe path ("" for none).
-func (c *Client) Namespace() string { return c.cfg.namespace }
-
-// ErrorPolicy returns the client's error policy.
-func (c *Client) ErrorPolicy() ErrorPolicy { return c.cfg.errorPolicy }
-
-// Logger returns the client's logger (silent unless WithLogger was given).
-func (c *Client) Logger() *slog.Logger { return c.log }
-
-// ACL returns the ACL list to use when creating path.
-func (c *Client) ACL(path string) []zk.ACL { return c.cfg.acl.ACLFor(path) }
-
-// SessionTimeout returns the session timeout the server granted, read from
-// its handshake reply. Before the first session, and for an adopted
-// connection without a Wire, it is the requested one (WithSessionTimeout).
-func (c *Client) SessionTimeout() time.Duration {
-	if c.wire != nil {
-		if d := c.wire.SessionTimeout(); d > 0 {
-			return d
-		}
-	}
-	return c.cfg.sessionTimeout
-}
-
-// LastReceived returns when the last byte arrived from a server that holds
-// the session, and false when that is unknown (before the first session,
-// or for an adopted connection without a Wire). The server may expire the
-// session one SessionTimeout after it.
-func (c *Client) LastReceived() (time.Time, bool) {
-	if c.wire == nil {
-		return time.Time{}, false
-	}
-	return c.wire.LastReceived()
-}
-
-// State returns the current connection state.
-func (c *Client) State() State {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.state
-}
-
-// SessionID returns the id of the session the client last had.
-func (c *Client) SessionID() int64 {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.sessionID
-}
-
-// AddAuth adds authentication info (for example scheme "digest" with
-// "user:password") to the session; go-zookeeper sends it again after every
-// reconnect.
-func (c *Client) AddAuth(scheme string, auth []byte) error {
-	if err := c.check(); err != nil {
-		return err
-	}
-	if err := c.conn.AddAuth(scheme, auth); err != nil {
-		return fmt.Errorf("zkrecipes: add auth %q: %w", scheme, err)
-	}
-	return nil
-}
-
-// check returns ErrNilClient or ErrClosed when the client cannot be used.
-func (c *Client) check() error {
-	if c == nil || c.conn == nil {
-		return ErrNilClient
-	}
-	select {
-	case <-c.closeCh:
-		return ErrClosed
-	default:
+// eng returns the engine client, nil for a nil Client (whose methods then
+// return ErrNilClient).
+func (c *Client) eng() *engine.Client {
+	if c == nil {
 		return nil
 	}
-}
-
-// Check returns ErrNilClient for a nil Client, ErrClosed for a closed one,
-// and nil otherwise. Recipes call it before any work.
-func (c *Client) Check() error { return c.check() }
-
-// Done returns a channel that is closed when the client is closed.
-func (c *Client) Done() <-chan struct{} { return c.closeCh }
-
-// WaitConnected blocks until the client has a session (CONNECTED,
-// RECONNECTED or READ_ONLY), ctx ends or the client is closed.
-func (c *Client) WaitConnected(ctx context.Context) error {
-	if ctx == nil {
-		return fmt.Errorf("%w: nil context", ErrInvalidArgument)
-	}
-	for {
-		if err := c.check(); err != nil {
-			return err
-		}
-		snap := c.Snapshot()
-		if snap.State.IsConnected() {
-			return nil
-		}
-		select {
-		case <-snap.Changed:
-		case <-ctx.Done():
-			return fmt.Errorf("zkrecipes: waiting for connection (state %v): %w", snap.State, ctx.Err())
-		case <-c.closeCh:
-			return ErrClosed
-		}
-	}
-}
-
-// Snapshot is a consistent view of the client's connection state together
-// with the signals recipes build holds on.
-type Snapshot struct {
-	State     State
-	SessionID int64
-	// Changed is closed at the next state transition.
-	Changed <-chan struct{}
-	// Suspended is closed at the next SUSPENDED or LOST (or Close).
-	Suspended <-chan struct{}
-	// Lost is closed when this session is LOST (or at Close).
-	Lost <-chan struct{}
-}
-
-// Snapshot returns the current state and signals.
-func (c *Client) Snapshot() Snapshot {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return Snapshot{State: c.state, SessionID: c.sessionID, Changed: c.changeCh, Suspended: c.suspendCh, Lost: c.lostCh}
-}
-
-// HoldSignal returns, from a snapshot, the channel that closes when a hold
-// taken in that snapshot may be gone under the client's error policy.
-func (c *Client) HoldSignal(s Snapshot) <-chan struct{} {
-	if c.cfg.errorPolicy == PolicySession {
-		return s.Lost
-	}
-	return s.Suspended
+	return c.e
 }
 
 // Close ends the session and stops every goroutine the client started. It
 // is safe to call more than once.
-func (c *Client) Close() error {
-	if c == nil || c.conn == nil {
-		return ErrNilClient
+func (c *Client) Close() error { return c.eng().Close() }
+
+// Done returns a channel that is closed when the client is closed.
+func (c *Client) Done() <-chan struct{} { return c.eng().Done() }
+
+// Conn returns the underlying go-zookeeper connection, for operations this
+// package does not wrap. Requests made on it are not counted in Stats.
+func (c *Client) Conn() *zk.Conn { return c.eng().Conn() }
+
+// Namespace returns the path prefix applied to every recipe path ("" for none).
+func (c *Client) Namespace() string { return c.eng().Namespace() }
+
+// FullPath validates a recipe path and applies the client's namespace to it,
+// giving the path as the server knows it.
+func (c *Client) FullPath(p string) (string, error) { return c.eng().FullPath(p) }
+
+// ErrorPolicy returns the client's error policy.
+func (c *Client) ErrorPolicy() ErrorPolicy { return ErrorPolicy(c.eng().ErrorPolicy()) }
+
+// Logger returns the client's logger (silent unless WithLogger was given).
+func (c *Client) Logger() *slog.Logger { return c.eng().Logger() }
+
+// SessionTimeout returns the session timeout the server granted, read from
+// its handshake reply. Before the first session, and for an adopted
+// connection without a Wire, it is the requested one (WithSessionTimeout).
+func (c *Client) SessionTimeout() time.Duration { return c.eng().SessionTimeout() }
+
+// State returns the current connection state.
+func (c *Client) State() State { return State(c.eng().State()) }
+
+// SessionID returns the id of the session the client last had.
+func (c *Client) SessionID() int64 { return c.eng().SessionID() }
+
+// AddAuth adds authentication info (for example scheme "digest" with
+// "user:password") to the session; go-zookeeper sends it again after every
+// reconnect.
+func (c *Client) AddAuth(scheme string, auth []byte) error { return c.eng().AddAuth(scheme, auth) }
+
+// WaitConnected blocks until the client has a session (CONNECTED,
+// RECONNECTED or READ_ONLY), ctx ends or the client is closed.
+func (c *Client) WaitConnected(ctx context.Context) error { return c.eng().WaitConnected(ctx) }
+
+// Listen registers fn to be called with every state transition, in order,
+// on a goroutine of its own: a slow fn delays only its own later calls,
+// never the client. The returned function removes the listener; it, and
+// Close, wait up to 5s for a call in progress to return.
+func (c *Client) Listen(fn func(State)) (remove func()) {
+	if fn == nil {
+		return func() {}
 	}
-	c.closeOnce.Do(func() {
-		c.mu.Lock()
-		c.closed = true
-		close(c.closeCh)
-		closeIfOpen(c.suspendCh)
-		closeIfOpen(c.lostCh)
-		closeIfOpen(c.changeCh)
-		if c.timer != nil {
-			c.timer.Stop()
-		}
-		c.mu.Unlock()
-		c.listeners.Close()
-		if c.conn != nil {
-			c.conn.Close()
-			// go-zookeeper closes its event channel once its loop has ended.
+	return c.eng().Listen(func(s engine.State) { fn(State(s)) })
+}
+
+// Subscribe returns a channel that receives every state transition in
+// order. Transitions queue without bound while the reader is slow. The
+// channel is closed by the returned function or when the client closes.
+func (c *Client) Subscribe() (<-chan State, func()) {
+	in, stop := c.eng().Subscribe()
+	out := make(chan State)
+	done := make(chan struct{})
+	go func() {
+		defer close(out)
+		for s := range in {
 			select {
-			case <-c.pumpDone:
-			case <-time.After(10 * time.Second):
-				c.log.Warn("zkrecipes: go-zookeeper did not stop within 10s")
+			case out <- State(s):
+			case <-done:
+				return
 			}
 		}
-		c.inbox.close()
-		c.wg.Wait()
-	})
-	return nil
+	}()
+	var once sync.Once
+	return out, func() { once.Do(func() { close(done); stop() }) }
 }
 
-func closeIfOpen(ch chan struct{}) {
-	select {
-	case <-ch:
-	default:
-		close(ch)
-	}
+// Stats returns the request counters.
+func (c *Client) Stats() Stats { return Stats(c.eng().Stats()) }
+
+// The methods below are the node operations, counted in Stats. Paths are
+// server paths (the namespace is not applied; see FullPath). On a nil
+// Client they return ErrNilClient, on a closed one ErrClosed.
+
+// Create creates a node with the ACL the client's provider gives for it.
+func (c *Client) Create(path string, data []byte, flags int32) (string, error) {
+	return c.eng().Create(path, data, flags)
 }
 
-// zkLogAdapter forwards go-zookeeper's log lines to the WithZKLogger
-// logger, else to slog at debug level.
-type zkLogAdapter struct {
-	c    *Client
-	next zk.Logger
+// Delete deletes a node (version -1 for any).
+func (c *Client) Delete(path string, version int32) error { return c.eng().Delete(path, version) }
+
+// Get reads a node's data.
+func (c *Client) Get(path string) ([]byte, *zk.Stat, error) { return c.eng().Get(path) }
+
+// Exists reports whether a node exists.
+func (c *Client) Exists(path string) (bool, *zk.Stat, error) { return c.eng().Exists(path) }
+
+// Children lists a node's children; the Stat is the parent's.
+func (c *Client) Children(path string) ([]string, *zk.Stat, error) { return c.eng().Children(path) }
+
+// Set writes a node's data.
+func (c *Client) Set(path string, data []byte, version int32) (*zk.Stat, error) {
+	return c.eng().Set(path, data, version)
 }
 
-func (a *zkLogAdapter) Printf(format string, args ...any) {
-	if a.next != nil {
-		a.next.Printf(format, args...)
-		return
-	}
-	if a.c.log.Enabled(context.Background(), slog.LevelDebug) {
-		a.c.log.Debug("go-zookeeper: " + fmt.Sprintf(format, args...))
-	}
+// Sync asks the server the client is connected to to catch up with the
+// leader on path, so that a read after it sees every write committed
+// before it (a follower may lag behind).
+func (c *Client) Sync(path string) error { return c.eng().Sync(path) }
+
+// Multi runs ops as one transaction. When the server refuses the
+// transaction, the returned error is the first failing operation's error
+// (go-zookeeper reports only a generic one), and the responses say which.
+func (c *Client) Multi(ops ...any) ([]zk.MultiResponse, error) { return c.eng().Multi(ops...) }
+
+// Retry runs op until it succeeds, fails with an error that IsRetryable
+// does not accept, the retry policy gives up, ctx ends or the client is
+// closed. The error of the last attempt is returned, wrapping ctx.Err() when
+// ctx ended.
+func (c *Client) Retry(ctx context.Context, op func() error) error { return c.eng().Retry(ctx, op) }
+
+// Stats counts the requests a Client sent, by kind. Tests use it to prove
+// round-trip counts; users can export it as metrics.
+type Stats struct {
+	Creates  uint64 // create requests (any mode, including containers)
+	Deletes  uint64 // delete requests
+	GetData  uint64 // getData requests, with or without a watch
+	Exists   uint64 // exists requests, with or without a watch
+	Children uint64 // getChildren requests, with or without a watch
+	SetData  uint64 // setData requests
+	Multis   uint64 // multi requests
+	Syncs    uint64 // sync requests
+	Watches  uint64 // watches set (a subset of the reads above)
+	// PendingDeletes is the number of guaranteed deletes still retrying in the background.
+	PendingDeletes int64
 }
 
-// discardLogger is the default: silent.
-var discardLogger = slog.New(slog.NewTextHandler(io.Discard, &slog.HandlerOptions{Level: slog.LevelError + 100}))
+// Sub returns the difference s - o of the request counters.
+func (s Stats) Sub(o Stats) Stats { return Stats(engine.Stats(s).Sub(engine.Stats(o))) }

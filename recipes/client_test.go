@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
 
+	"github.com/zkrecipes/zkrecipes/internal/engine"
 	"github.com/zkrecipes/zkrecipes/internal/testutil"
 	"github.com/zkrecipes/zkrecipes/recipes"
 	"github.com/zkrecipes/zkrecipes/recipes/zktest"
@@ -31,84 +32,28 @@ func connect(t *testing.T, servers []string, opts ...recipes.Option) *recipes.Cl
 	return testutil.Connect(t, servers, opts...)
 }
 
-// stateLog records every transition a client publishes.
-type stateLog struct {
-	mu     sync.Mutex
-	states []recipes.State
-	cond   chan struct{}
-}
-
-func watchStates(t *testing.T, c *recipes.Client) *stateLog {
-	l := &stateLog{cond: make(chan struct{}, 1)}
-	remove := c.Listen(func(s recipes.State) {
-		l.mu.Lock()
-		l.states = append(l.states, s)
-		l.mu.Unlock()
-		select {
-		case l.cond <- struct{}{}:
-		default:
-		}
-	})
-	t.Cleanup(remove)
-	return l
-}
-
-func (l *stateLog) snapshot() []recipes.State {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return append([]recipes.State(nil), l.states...)
-}
-
-// waitFor waits until the log ends with want (as a subsequence of the states
-// seen after the call's start index) or the deadline passes.
-func (l *stateLog) waitFor(t *testing.T, from int, timeout time.Duration, want ...recipes.State) []recipes.State {
-	t.Helper()
-	deadline := time.After(timeout)
-	for {
-		got := l.snapshot()
-		if from <= len(got) && hasSubsequence(got[from:], want) {
-			return got[from:]
-		}
-		select {
-		case <-l.cond:
-		case <-deadline:
-			t.Fatalf("states %v: want %v within %v", got[min(from, len(got)):], want, timeout)
-		}
-	}
-}
-
-func hasSubsequence(got, want []recipes.State) bool {
-	i := 0
-	for _, s := range got {
-		if i < len(want) && s == want[i] {
-			i++
-		}
-	}
-	return i == len(want)
-}
-
 func TestStateSuspendedThenReconnectedOnPause(t *testing.T) {
 	zkc := zktest.Start(t, zktest.WithTickTime(500*time.Millisecond))
 	if !zkc.Controllable() {
 		t.Skip("needs a server this test controls")
 	}
 	c := connect(t, zkc.Servers(), recipes.WithSessionTimeout(6*time.Second))
-	log := watchStates(t, c)
+	log := testutil.WatchStates(t, c)
 	sid := c.SessionID()
-	hold := c.HoldSignal(c.Snapshot())
+	hold := engine.Of(c).HoldSignal(engine.Of(c).Snapshot())
 
 	require.NoError(t, zkc.Pause(0))
-	log.waitFor(t, 0, 10*time.Second, recipes.StateSuspended)
+	log.WaitFor(t, 0, 10*time.Second, recipes.StateSuspended)
 	select {
 	case <-hold:
 	default:
 		t.Fatal("standard policy: hold signal must close on SUSPENDED")
 	}
 	require.NoError(t, zkc.Resume(0))
-	got := log.waitFor(t, 0, 10*time.Second, recipes.StateSuspended, recipes.StateReconnected)
+	got := log.WaitFor(t, 0, 10*time.Second, recipes.StateSuspended, recipes.StateReconnected)
 	assert.NotContains(t, got, recipes.StateLost)
 	assert.Equal(t, sid, c.SessionID(), "same session after a short pause")
-	assert.False(t, isClosed(c.Snapshot().Lost))
+	assert.False(t, testutil.IsClosed(engine.Of(c).Snapshot().Lost))
 }
 
 func TestStateSuspendedThenLostOnBlackhole(t *testing.T) {
@@ -119,25 +64,25 @@ func TestStateSuspendedThenLostOnBlackhole(t *testing.T) {
 	c := connect(t, []string{proxy.Addr()}, recipes.WithSessionTimeout(30*time.Second),
 		recipes.WithErrorPolicy(recipes.PolicySession))
 	require.Equal(t, 4*time.Second, c.SessionTimeout(), "negotiated session timeout")
-	log := watchStates(t, c)
-	snap := c.Snapshot()
-	hold := c.HoldSignal(snap)
+	log := testutil.WatchStates(t, c)
+	snap := engine.Of(c).Snapshot()
+	hold := engine.Of(c).HoldSignal(snap)
 	oldSID := c.SessionID()
 
 	proxy.Blackhole()
 	start := time.Now()
-	log.waitFor(t, 0, 10*time.Second, recipes.StateSuspended)
-	assert.False(t, isClosed(hold), "session policy: SUSPENDED does not end a hold")
-	log.waitFor(t, 0, 12*time.Second, recipes.StateSuspended, recipes.StateLost)
+	log.WaitFor(t, 0, 10*time.Second, recipes.StateSuspended)
+	assert.False(t, testutil.IsClosed(hold), "session policy: SUSPENDED does not end a hold")
+	log.WaitFor(t, 0, 12*time.Second, recipes.StateSuspended, recipes.StateLost)
 	t.Logf("LOST %v after the black-hole began, while still black-holed", time.Since(start))
-	assert.True(t, isClosed(hold), "LOST ends the hold")
-	assert.True(t, isClosed(snap.Lost))
+	assert.True(t, testutil.IsClosed(hold), "LOST ends the hold")
+	assert.True(t, testutil.IsClosed(snap.Lost))
 
 	proxy.Restore()
-	log.waitFor(t, 0, 20*time.Second, recipes.StateSuspended, recipes.StateLost, recipes.StateReconnected)
+	log.WaitFor(t, 0, 20*time.Second, recipes.StateSuspended, recipes.StateLost, recipes.StateReconnected)
 	require.NoError(t, c.WaitConnected(context.Background()))
 	assert.NotEqual(t, oldSID, c.SessionID(), "a new session after LOST")
-	assert.False(t, isClosed(c.HoldSignal(c.Snapshot())), "fresh signals after reconnect")
+	assert.False(t, testutil.IsClosed(engine.Of(c).HoldSignal(engine.Of(c).Snapshot())), "fresh signals after reconnect")
 }
 
 func TestStateReconnectedAfterLeaderKill(t *testing.T) {
@@ -148,11 +93,11 @@ func TestStateReconnectedAfterLeaderKill(t *testing.T) {
 	leader, err := zkc.Leader()
 	require.NoError(t, err)
 	c := connect(t, zkc.Servers(), recipes.WithSessionTimeout(6*time.Second))
-	log := watchStates(t, c)
+	log := testutil.WatchStates(t, c)
 	sid := c.SessionID()
 
 	require.NoError(t, zkc.Kill(leader))
-	got := log.waitFor(t, 0, 20*time.Second, recipes.StateSuspended, recipes.StateReconnected)
+	got := log.WaitFor(t, 0, 20*time.Second, recipes.StateSuspended, recipes.StateReconnected)
 	assert.NotContains(t, got, recipes.StateLost)
 	assert.Equal(t, sid, c.SessionID(), "the session survives a leader change")
 	_, err = c.Create("/after-failover", nil, 0)
@@ -177,12 +122,12 @@ func TestListenersGetEveryTransitionInOrderAndSlowOnesDoNotBlock(t *testing.T) {
 	defer removeSlow()
 	ch, cancel := c.Subscribe()
 	defer cancel()
-	fast := watchStates(t, c)
+	fast := testutil.WatchStates(t, c)
 
 	for i := 0; i < 3; i++ { // three blips, each SUSPENDED then RECONNECTED
-		n := len(fast.snapshot())
+		n := len(fast.Snapshot())
 		proxy.Cut()
-		fast.waitFor(t, n, 10*time.Second, recipes.StateSuspended, recipes.StateReconnected)
+		fast.WaitFor(t, n, 10*time.Second, recipes.StateSuspended, recipes.StateReconnected)
 	}
 	close(block) // the slow listener catches up with all six
 	want := []recipes.State{
@@ -210,11 +155,11 @@ func TestProtectedCreateRecoversLostReply(t *testing.T) {
 	proxy := zktest.NewProxy(t, zkc.Servers()[0])
 	c := connect(t, []string{proxy.Addr()}, recipes.WithSessionTimeout(4*time.Second))
 	ctx := context.Background()
-	require.NoError(t, c.EnsureContainers(ctx, "/protected"))
+	require.NoError(t, engine.Of(c).EnsureContainers(ctx, "/protected"))
 
 	before := c.Stats()
-	proxy.CutAfterClientSends([]byte(recipes.ProtectedPrefix))
-	path, sid, err := c.CreateProtected(ctx, "/protected", "lock-", []byte("x"))
+	proxy.CutAfterClientSends([]byte(engine.ProtectedPrefix))
+	path, sid, err := engine.Of(c).CreateProtected(ctx, "/protected", "lock-", []byte("x"))
 	require.NoError(t, err)
 	d := c.Stats().Sub(before)
 	assert.Equal(t, c.Conn().SessionID(), sid)
@@ -226,7 +171,7 @@ func TestProtectedCreateRecoversLostReply(t *testing.T) {
 	require.NoError(t, err)
 	require.Len(t, kids, 1, "exactly one node")
 	assert.Equal(t, "/protected/"+kids[0], path)
-	assert.True(t, strings.HasPrefix(kids[0], recipes.ProtectedPrefix))
+	assert.True(t, strings.HasPrefix(kids[0], engine.ProtectedPrefix))
 	assert.Regexp(t, `^_c_[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}-lock-\d{10}$`, kids[0])
 }
 
@@ -235,14 +180,14 @@ func TestContainerParentsAreReapedAndRecreated(t *testing.T) {
 	c := connect(t, zkc.Servers())
 	ctx := context.Background()
 
-	path, sid, err := c.CreateProtected(ctx, "/reap/a/b", "lock-", nil)
+	path, sid, err := engine.Of(c).CreateProtected(ctx, "/reap/a/b", "lock-", nil)
 	require.NoError(t, err)
 	for _, p := range []string{"/reap", "/reap/a", "/reap/a/b"} {
 		_, st, err := c.Conn().Get(p)
 		require.NoError(t, err)
 		assert.Zero(t, st.EphemeralOwner, p)
 	}
-	require.NoError(t, c.GuaranteedDelete(ctx, path, sid))
+	require.NoError(t, engine.Of(c).GuaranteedDelete(ctx, path, sid))
 	// The server reaps empty containers bottom-up, one level per check.
 	eventually(t, 15*time.Second, "containers reaped", func() bool {
 		ok, _, err := c.Exists("/reap")
@@ -250,9 +195,9 @@ func TestContainerParentsAreReapedAndRecreated(t *testing.T) {
 	})
 
 	// A parent deleted between two calls is recreated.
-	require.NoError(t, c.EnsureContainers(ctx, "/reap2/x"))
+	require.NoError(t, engine.Of(c).EnsureContainers(ctx, "/reap2/x"))
 	require.NoError(t, c.Delete("/reap2/x", -1))
-	_, _, err = c.CreateProtected(ctx, "/reap2/x", "lock-", nil)
+	_, _, err = engine.Of(c).CreateProtected(ctx, "/reap2/x", "lock-", nil)
 	require.NoError(t, err)
 
 	// Race the real reaper: create and delete children in a loop for a few
@@ -260,9 +205,9 @@ func TestContainerParentsAreReapedAndRecreated(t *testing.T) {
 	deadline := time.Now().Add(3 * time.Second)
 	n := 0
 	for time.Now().Before(deadline) {
-		p, sid, err := c.CreateProtected(ctx, "/reap3/y", "lock-", nil)
+		p, sid, err := engine.Of(c).CreateProtected(ctx, "/reap3/y", "lock-", nil)
 		require.NoError(t, err, "create %d", n)
-		require.NoError(t, c.GuaranteedDelete(ctx, p, sid))
+		require.NoError(t, engine.Of(c).GuaranteedDelete(ctx, p, sid))
 		n++
 	}
 	t.Logf("%d creates raced the container reaper", n)
@@ -275,10 +220,10 @@ func TestGuaranteedDeleteSurvivesConnectionBlip(t *testing.T) {
 	direct := connect(t, zkc.Servers())
 	ctx := context.Background()
 
-	path, sid, err := c.CreateProtected(ctx, "/gd", "lock-", nil)
+	path, sid, err := engine.Of(c).CreateProtected(ctx, "/gd", "lock-", nil)
 	require.NoError(t, err)
 	proxy.Blackhole()
-	require.NoError(t, c.GuaranteedDelete(ctx, path, sid)) // fails for a connection reason, goes to background
+	require.NoError(t, engine.Of(c).GuaranteedDelete(ctx, path, sid)) // fails for a connection reason, goes to background
 	assert.Equal(t, int64(1), c.Stats().PendingDeletes)
 	ok, _, err := direct.Exists(path)
 	require.NoError(t, err)
@@ -303,7 +248,7 @@ func TestInvalidPathsAndMisuse(t *testing.T) {
 	var nilClient *recipes.Client
 	_, err := nilClient.FullPath("/x")
 	assert.ErrorIs(t, err, recipes.ErrNilClient)
-	assert.ErrorIs(t, nilClient.Check(), recipes.ErrNilClient)
+	assert.ErrorIs(t, engine.Of(nilClient).Check(), recipes.ErrNilClient)
 	assert.ErrorIs(t, nilClient.Close(), recipes.ErrNilClient)
 
 	_, err = recipes.NewClient(nil, nil)
@@ -335,12 +280,12 @@ func TestInvalidPathsAndMisuse(t *testing.T) {
 	assert.ErrorIs(t, err, recipes.ErrInvalidPath)
 	require.NoError(t, c.Close())
 	require.NoError(t, c.Close(), "Close twice is fine")
-	assert.ErrorIs(t, c.Check(), recipes.ErrClosed)
-	_, _, err = c.CreateProtected(context.Background(), "/x", "lock-", nil)
+	assert.ErrorIs(t, engine.Of(c).Check(), recipes.ErrClosed)
+	_, _, err = engine.Of(c).CreateProtected(context.Background(), "/x", "lock-", nil)
 	assert.ErrorIs(t, err, recipes.ErrClosed)
 	assert.ErrorIs(t, c.AddAuth("digest", []byte("a:b")), recipes.ErrClosed)
 	assert.ErrorIs(t, c.WaitConnected(context.Background()), recipes.ErrClosed)
-	_, err = c.Enter(context.Background(), "/x", "lock-", nil, &recipes.StandardDriver{LockName: "lock-"})
+	_, err = engine.Of(c).Enter(context.Background(), "/x", "lock-", nil, &engine.StandardDriver{LockName: "lock-"})
 	assert.ErrorIs(t, err, recipes.ErrClosed)
 }
 
@@ -358,7 +303,7 @@ func TestAdoptedConnectionNamespaceAndAuth(t *testing.T) {
 	assert.Equal(t, recipes.StateConnected, c.State())
 	full, err := c.FullPath("/locks/x")
 	require.NoError(t, err)
-	p, _, err := c.CreateProtected(context.Background(), full, "lock-", []byte("hi"))
+	p, _, err := engine.Of(c).CreateProtected(context.Background(), full, "lock-", []byte("hi"))
 	require.NoError(t, err)
 	assert.True(t, strings.HasPrefix(p, "/ns/locks/x/_c_"))
 
@@ -397,7 +342,7 @@ func TestCloseLeavesNoGoroutines(t *testing.T) {
 		c.Listen(func(recipes.State) {})
 		ch, _ := c.Subscribe()
 		_ = ch
-		_, _, err = c.CreateProtected(context.Background(), fmt.Sprintf("/leak/%d", i), "lock-", nil)
+		_, _, err = engine.Of(c).CreateProtected(context.Background(), fmt.Sprintf("/leak/%d", i), "lock-", nil)
 		require.NoError(t, err)
 		require.NoError(t, c.Close())
 	}
@@ -405,30 +350,21 @@ func TestCloseLeavesNoGoroutines(t *testing.T) {
 }
 
 func TestGoroutineID(t *testing.T) {
-	a := recipes.GoroutineID()
+	a := engine.GoroutineID()
 	assert.NotZero(t, a)
-	assert.Equal(t, a, recipes.GoroutineID())
+	assert.Equal(t, a, engine.GoroutineID())
 	ch := make(chan uint64)
-	go func() { ch <- recipes.GoroutineID() }()
+	go func() { ch <- engine.GoroutineID() }()
 	assert.NotEqual(t, a, <-ch)
 }
 
 func TestUUIDFormat(t *testing.T) {
 	seen := map[string]bool{}
 	for i := 0; i < 1000; i++ {
-		u := recipes.NewUUID()
+		u := engine.NewUUID()
 		require.Len(t, u, 36)
 		require.False(t, seen[u])
 		seen[u] = true
-	}
-}
-
-func isClosed(ch <-chan struct{}) bool {
-	select {
-	case <-ch:
-		return true
-	default:
-		return false
 	}
 }
 

@@ -1,51 +1,43 @@
 package recipes
 
-import (
-	"errors"
-	"fmt"
-	"io"
-	"net"
-	"syscall"
-
-	"github.com/go-zookeeper/zk"
-)
+import "github.com/zkrecipes/zkrecipes/internal/engine"
 
 // Sentinel errors. Every error returned by this module that stems from one of
 // these conditions matches it with errors.Is.
 var (
 	// ErrNilClient is returned when a recipe is given a nil *Client.
-	ErrNilClient = errors.New("zkrecipes: nil client")
+	ErrNilClient = engine.ErrNilClient
 	// ErrClosed is returned by operations on a Client (or recipe) that has been closed.
-	ErrClosed = errors.New("zkrecipes: client closed")
+	ErrClosed = engine.ErrClosed
 	// ErrInvalidPath is returned for an empty, relative, trailing-slash, "." or
 	// "..", NUL-containing or otherwise malformed ZooKeeper path.
-	ErrInvalidPath = errors.New("zkrecipes: invalid path")
+	ErrInvalidPath = engine.ErrInvalidPath
 	// ErrInvalidArgument is returned for a bad option or argument other than a path.
-	ErrInvalidArgument = errors.New("zkrecipes: invalid argument")
+	ErrInvalidArgument = engine.ErrInvalidArgument
 	// ErrSessionLost is returned when the ZooKeeper session ended (expired, or
 	// declared lost after the session timeout passed without a connection)
 	// while an operation depended on it.
-	ErrSessionLost = errors.New("zkrecipes: session lost")
+	ErrSessionLost = engine.ErrSessionLost
 	// ErrNotOwner is returned when a lock is released by an owner that does not hold it.
-	ErrNotOwner = errors.New("zkrecipes: not the owner")
+	ErrNotOwner = engine.ErrNotOwner
 	// ErrNotHeld is returned when releasing something that is not held at all.
-	ErrNotHeld = errors.New("zkrecipes: not held")
+	ErrNotHeld = engine.ErrNotHeld
 	// ErrLockLost is returned when releasing a hold whose session was lost
 	// while it was held: the hold may have passed to someone else.
-	ErrLockLost = errors.New("zkrecipes: hold lost with the session")
+	ErrLockLost = engine.ErrLockLost
 	// ErrNotAcquired is returned by a try-acquire that found the lock held.
-	ErrNotAcquired = errors.New("zkrecipes: not acquired")
+	ErrNotAcquired = engine.ErrNotAcquired
 	// ErrFenced is returned by a fenced write that the server refused because
 	// the lock node no longer exists.
-	ErrFenced = errors.New("zkrecipes: fenced: lock node no longer exists")
+	ErrFenced = engine.ErrFenced
 	// ErrNoGoroutineID is returned when the calling goroutine's id, the
 	// default owner of a reentrant hold, cannot be read. Name an explicit
 	// owner instead (mutex.WithOwner).
-	ErrNoGoroutineID = errors.New("zkrecipes: cannot read the goroutine id: name an explicit owner")
+	ErrNoGoroutineID = engine.ErrNoGoroutineID
 	// ErrNotConnected is returned by an operation that makes one attempt
 	// (a TryLock, say) while the client has no connection to a server. It
 	// is retryable (IsRetryable).
-	ErrNotConnected = errors.New("zkrecipes: not connected")
+	ErrNotConnected = engine.ErrNotConnected
 )
 
 // IsRetryable reports whether err is a transient connection problem after
@@ -53,45 +45,4 @@ var (
 // reachable, a moved session, and every transport error go-zookeeper may
 // pass through as it is (a reset, a broken pipe, EOF, a timeout, a closed
 // socket). NoNode, NodeExists, session expiry and the like are not.
-func IsRetryable(err error) bool {
-	if err == nil {
-		return false
-	}
-	if errors.Is(err, zk.ErrConnectionClosed) || errors.Is(err, zk.ErrNoServer) ||
-		errors.Is(err, zk.ErrSessionMoved) || errors.Is(err, ErrNotConnected) {
-		return true
-	}
-	return isTransportError(err)
-}
-
-// isTransportError reports whether err comes from the network rather than
-// from ZooKeeper.
-func isTransportError(err error) bool {
-	if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, net.ErrClosed) ||
-		errors.Is(err, syscall.EPIPE) || errors.Is(err, syscall.ECONNRESET) ||
-		errors.Is(err, syscall.ECONNABORTED) || errors.Is(err, syscall.ECONNREFUSED) ||
-		errors.Is(err, syscall.ETIMEDOUT) || errors.Is(err, syscall.EHOSTUNREACH) ||
-		errors.Is(err, syscall.ENETUNREACH) {
-		return true
-	}
-	var ne net.Error
-	if errors.As(err, &ne) { // timeouts, *net.OpError and the like
-		return true
-	}
-	return false
-}
-
-// explain adds to an error the server returns for a reason the user can
-// act on what to do about it; other errors are returned as they are. The
-// result still wraps err (errors.Is(result, zk.ErrNoAuth) holds).
-func explain(err error) error {
-	switch {
-	case err == nil:
-		return nil
-	case errors.Is(err, zk.ErrNoAuth):
-		return fmt.Errorf("%w (the ACL of the node or of its parent does not grant this client's credentials: check WithAuth and the ACL provider of the client that made it)", err)
-	case errors.Is(err, zk.ErrAuthFailed):
-		return fmt.Errorf("%w (the server refused the credentials given with WithAuth)", err)
-	}
-	return err
-}
+func IsRetryable(err error) bool { return engine.IsRetryable(err) }

@@ -10,6 +10,7 @@ import (
 	"github.com/go-zookeeper/zk"
 	"github.com/stretchr/testify/require"
 
+	"github.com/zkrecipes/zkrecipes/internal/engine"
 	"github.com/zkrecipes/zkrecipes/internal/testutil"
 	"github.com/zkrecipes/zkrecipes/recipes"
 	"github.com/zkrecipes/zkrecipes/recipes/zktest"
@@ -28,7 +29,7 @@ func TestMisuse(t *testing.T) {
 	servers := zkc.Servers()
 	c := connect(t, servers)
 	ctx := context.Background()
-	driver := &recipes.StandardDriver{LockName: "lock-", MaxLeases: 1}
+	driver := &engine.StandardDriver{LockName: "lock-", MaxLeases: 1}
 
 	closed, err := recipes.Connect(servers)
 	require.NoError(t, err)
@@ -36,7 +37,7 @@ func TestMisuse(t *testing.T) {
 	var nilClient *recipes.Client
 
 	badPaths := []string{"", "rel", "/trailing/", "/a//b", "/a/./b", "/a/../b", "/nul\x00"}
-	onTerm := func(*recipes.Hold) {}
+	onTerm := func(*engine.Hold) {}
 	short := func() (context.Context, context.CancelFunc) {
 		// For calls that a bug could make wait forever: the row then fails
 		// with the deadline instead of the sentinel it wants.
@@ -54,14 +55,14 @@ func TestMisuse(t *testing.T) {
 	// Recipe paths, and the helpers that take any string.
 	for _, p := range badPaths {
 		add(fmt.Sprintf("FullPath(%q)", p), invalidPath, func() error { _, err := c.FullPath(p); return err })
-		add(fmt.Sprintf("SplitPath(%q)", p), noError, func() error { recipes.SplitPath(p); return nil })
-		add(fmt.Sprintf("JoinPath(%q,%q)", p, p), noError, func() error { recipes.JoinPath(p, p); return nil })
-		add(fmt.Sprintf("SortKey(%q,%q)", p, p), noError, func() error { recipes.SortKey(p, p, p, ""); return nil })
+		add(fmt.Sprintf("SplitPath(%q)", p), noError, func() error { engine.SplitPath(p); return nil })
+		add(fmt.Sprintf("JoinPath(%q,%q)", p, p), noError, func() error { engine.JoinPath(p, p); return nil })
+		add(fmt.Sprintf("SortKey(%q,%q)", p, p), noError, func() error { engine.SortKey(p, p, p, ""); return nil })
 	}
 	// The server refuses a character outside the BMP (Java sees a surrogate
 	// pair), so a path holding one can never be created.
 	add(`FullPath("/\U0001F600")`, invalidPath, func() error { _, err := c.FullPath("/\U0001F600"); return err })
-	add("SortKey empty lock name", noError, func() error { recipes.SortKey("_c_x-lock-0000000001", ""); return nil })
+	add("SortKey empty lock name", noError, func() error { engine.SortKey("_c_x-lock-0000000001", ""); return nil })
 
 	// Connect, NewClient and the options TestInvalidPathsAndMisuse does not try.
 	add("Connect(no servers)", invalidArg, func() error { return connectErr([]string{}) })
@@ -124,45 +125,48 @@ func TestMisuse(t *testing.T) {
 			add(cl.what+"."+name, cl.want, func() error { return call(cl.c()) })
 		}
 		if cl.what == "zero Client" {
-			m("Check", func(c *recipes.Client) error { return c.Check() })
+			m("Check", func(c *recipes.Client) error { return engine.Of(c).Check() })
 			m("Close", func(c *recipes.Client) error { return c.Close() })
 		}
 		if cl.what != "closed Client" { // these three are in TestInvalidPathsAndMisuse
 			m("AddAuth", func(c *recipes.Client) error { return c.AddAuth("digest", []byte("a:b")) })
 			m("WaitConnected", func(c *recipes.Client) error { return c.WaitConnected(ctx) })
 			m("CreateProtected", func(c *recipes.Client) error {
-				_, _, err := c.CreateProtected(ctx, "/misuse", "lock-", nil)
+				_, _, err := engine.Of(c).CreateProtected(ctx, "/misuse", "lock-", nil)
 				return err
 			})
-			m("Enter", func(c *recipes.Client) error { _, err := c.Enter(ctx, "/misuse", "lock-", nil, driver); return err })
+			m("Enter", func(c *recipes.Client) error {
+				_, err := engine.Of(c).Enter(ctx, "/misuse", "lock-", nil, driver)
+				return err
+			})
 		}
 		m("CreateProtectedFixed", func(c *recipes.Client) error {
-			_, _, err := c.CreateProtectedFixed(ctx, "/misuse", "fixed", nil)
+			_, _, err := engine.Of(c).CreateProtectedFixed(ctx, "/misuse", "fixed", nil)
 			return err
 		})
-		m("EnsureContainers", func(c *recipes.Client) error { return c.EnsureContainers(ctx, "/misuse/a/b") })
+		m("EnsureContainers", func(c *recipes.Client) error { return engine.Of(c).EnsureContainers(ctx, "/misuse/a/b") })
 		m("Participate", func(c *recipes.Client) error {
-			return c.Participate(ctx, recipes.Participation{Parent: "/misuse", LockName: "latch-", Driver: driver, OnTerm: onTerm})
+			return engine.Of(c).Participate(ctx, engine.Participation{Parent: "/misuse", LockName: "latch-", Driver: driver, OnTerm: onTerm})
 		})
 		switch cl.what {
 		case "nil Client":
-			m("GuaranteedDelete", func(c *recipes.Client) error { return c.GuaranteedDelete(ctx, "/misuse/x", 0) })
+			m("GuaranteedDelete", func(c *recipes.Client) error { return engine.Of(c).GuaranteedDelete(ctx, "/misuse/x", 0) })
 		case "closed Client":
 			// The session ended with Close, and its nodes with it: nil is a
 			// fair answer too.
-			tolerate(cl.what+".GuaranteedDelete", cl.want, func() error { return cl.c().GuaranteedDelete(ctx, "/misuse/x", 0) })
+			tolerate(cl.what+".GuaranteedDelete", cl.want, func() error { return engine.Of(cl.c()).GuaranteedDelete(ctx, "/misuse/x", 0) })
 		} // a zero Client's panics on a goroutine of its own: tried in a child process, below
 		m("Retry(an op that fails with a connection loss)", func(c *recipes.Client) error { return c.Retry(ctx, retryable) })
 		add(cl.what+": go-zookeeper calls", noError, misuseEach(cl.want, []misuseSub{
 			{Name: "Create", Call: func() error { _, err := cl.c().Create("/misuse", nil, 0); return err }},
-			{Name: "CreateContainer", Call: func() error { _, err := cl.c().CreateContainer("/misuse"); return err }},
+			{Name: "CreateContainer", Call: func() error { _, err := engine.Of(cl.c()).CreateContainer("/misuse"); return err }},
 			{Name: "Delete", Call: func() error { return cl.c().Delete("/misuse", -1) }},
 			{Name: "Get", Call: func() error { _, _, err := cl.c().Get("/"); return err }},
-			{Name: "GetW", Call: func() error { _, _, _, err := cl.c().GetW("/"); return err }},
+			{Name: "GetW", Call: func() error { _, _, _, err := engine.Of(cl.c()).GetW("/"); return err }},
 			{Name: "Exists", Call: func() error { _, _, err := cl.c().Exists("/"); return err }},
-			{Name: "ExistsW", Call: func() error { _, _, _, err := cl.c().ExistsW("/"); return err }},
+			{Name: "ExistsW", Call: func() error { _, _, _, err := engine.Of(cl.c()).ExistsW("/"); return err }},
 			{Name: "Children", Call: func() error { _, _, err := cl.c().Children("/"); return err }},
-			{Name: "ChildrenW", Call: func() error { _, _, _, err := cl.c().ChildrenW("/"); return err }},
+			{Name: "ChildrenW", Call: func() error { _, _, _, err := engine.Of(cl.c()).ChildrenW("/"); return err }},
 			{Name: "Set", Call: func() error { _, err := cl.c().Set("/misuse", nil, -1); return err }},
 			{Name: "Sync", Call: func() error { return cl.c().Sync("/") }},
 			{Name: "Multi", Call: func() error { _, err := cl.c().Multi(&zk.CheckVersionRequest{Path: "/", Version: -1}); return err }},
@@ -201,38 +205,38 @@ func TestMisuse(t *testing.T) {
 		add(name+"(bad server paths)", noError, misuseEach(invalidPath, subs))
 	}
 	serverPathRow("CreateProtected", func(ctx context.Context, p string) error {
-		_, _, err := c.CreateProtected(ctx, p, "lock-", nil)
+		_, _, err := engine.Of(c).CreateProtected(ctx, p, "lock-", nil)
 		return err
 	})
 	serverPathRow("CreateProtectedFixed", func(ctx context.Context, p string) error {
-		_, _, err := c.CreateProtectedFixed(ctx, p, "fixed", nil)
+		_, _, err := engine.Of(c).CreateProtectedFixed(ctx, p, "fixed", nil)
 		return err
 	})
-	serverPathRow("EnsureContainers", func(ctx context.Context, p string) error { return c.EnsureContainers(ctx, p) })
+	serverPathRow("EnsureContainers", func(ctx context.Context, p string) error { return engine.Of(c).EnsureContainers(ctx, p) })
 	serverPathRow("Enter", func(ctx context.Context, p string) error {
-		ct, err := c.Enter(ctx, p, "lock-", nil, driver)
+		ct, err := engine.Of(c).Enter(ctx, p, "lock-", nil, driver)
 		if err == nil {
 			_ = ct.Leave(ctx)
 		}
 		return err
 	})
 	serverPathRow("Participate", func(ctx context.Context, p string) error {
-		return c.Participate(ctx, recipes.Participation{Parent: p, LockName: "latch-", Driver: driver, OnTerm: onTerm})
+		return engine.Of(c).Participate(ctx, engine.Participation{Parent: p, LockName: "latch-", Driver: driver, OnTerm: onTerm})
 	})
-	serverPathRow("GuaranteedDelete", func(ctx context.Context, p string) error { return c.GuaranteedDelete(ctx, p, 0) })
+	serverPathRow("GuaranteedDelete", func(ctx context.Context, p string) error { return engine.Of(c).GuaranteedDelete(ctx, p, 0) })
 
 	// Names a recipe builds its node names from.
 	for _, name := range []string{"a/b", "nul\x00"} {
 		add(fmt.Sprintf("CreateProtected(name %q)", name), []error{recipes.ErrInvalidArgument, recipes.ErrInvalidPath}, func() error {
 			ctx, cancel := short()
 			defer cancel()
-			_, _, err := c.CreateProtected(ctx, "/misuse/names", name, nil)
+			_, _, err := engine.Of(c).CreateProtected(ctx, "/misuse/names", name, nil)
 			return err
 		})
 		add(fmt.Sprintf("Enter(lockName %q)", name), []error{recipes.ErrInvalidArgument, recipes.ErrInvalidPath}, func() error {
 			ctx, cancel := short()
 			defer cancel()
-			ct, err := c.Enter(ctx, "/misuse/names", name, nil, driver)
+			ct, err := engine.Of(c).Enter(ctx, "/misuse/names", name, nil, driver)
 			if err == nil {
 				_ = ct.Leave(ctx)
 			}
@@ -240,15 +244,15 @@ func TestMisuse(t *testing.T) {
 		})
 	}
 	add(`Enter(lockName "")`, invalidArg, func() error {
-		ct, err := c.Enter(ctx, "/misuse/names", "", nil, driver)
+		ct, err := engine.Of(c).Enter(ctx, "/misuse/names", "", nil, driver)
 		if err == nil {
 			_ = ct.Leave(ctx)
 		}
 		return err
 	})
-	add("Enter(nil driver)", invalidArg, func() error { _, err := c.Enter(ctx, "/misuse/d", "lock-", nil, nil); return err })
+	add("Enter(nil driver)", invalidArg, func() error { _, err := engine.Of(c).Enter(ctx, "/misuse/d", "lock-", nil, nil); return err })
 	add("Enter(nil EnterOption)", noError, func() error {
-		ct, err := c.Enter(ctx, "/misuse/opt", "lock-", nil, driver, nil)
+		ct, err := engine.Of(c).Enter(ctx, "/misuse/opt", "lock-", nil, driver, nil)
 		if err != nil {
 			return err
 		}
@@ -260,7 +264,7 @@ func TestMisuse(t *testing.T) {
 			ctx, cancel := short()
 			defer cancel()
 			parent := "/misuse/seq" + fmt.Sprint(len(seq))
-			holder, err := c.Enter(ctx, parent, "lock-", nil, driver)
+			holder, err := engine.Of(c).Enter(ctx, parent, "lock-", nil, driver)
 			if err != nil {
 				return err
 			}
@@ -268,7 +272,7 @@ func TestMisuse(t *testing.T) {
 			if held, _, err := holder.Acquire(ctx, false); !held {
 				return fmt.Errorf("the first contender does not hold: %w", err)
 			}
-			ct, err := c.Enter(ctx, parent, "lock-", nil, driver, recipes.EnterAtSequence(seq))
+			ct, err := engine.Of(c).Enter(ctx, parent, "lock-", nil, driver, engine.EnterAtSequence(seq))
 			if err != nil {
 				return err
 			}
@@ -280,10 +284,10 @@ func TestMisuse(t *testing.T) {
 		})
 	}
 	add("Participate(no driver)", invalidArg, func() error {
-		return c.Participate(ctx, recipes.Participation{Parent: "/misuse/p", LockName: "latch-", OnTerm: onTerm})
+		return engine.Of(c).Participate(ctx, engine.Participation{Parent: "/misuse/p", LockName: "latch-", OnTerm: onTerm})
 	})
 	add("Participate(no OnTerm)", invalidArg, func() error {
-		return c.Participate(ctx, recipes.Participation{Parent: "/misuse/p", LockName: "latch-", Driver: driver})
+		return engine.Of(c).Participate(ctx, engine.Participation{Parent: "/misuse/p", LockName: "latch-", Driver: driver})
 	})
 
 	// A nil context: refused, or (for a call that need not wait) taken as
@@ -291,22 +295,22 @@ func TestMisuse(t *testing.T) {
 	var nilCtx context.Context
 	tolerate("WaitConnected(nil ctx)", invalidArg, func() error { return c.WaitConnected(nilCtx) })
 	tolerate("CreateProtected(nil ctx)", invalidArg, func() error {
-		p, sid, err := c.CreateProtected(nilCtx, "/misuse/nilctx", "lock-", nil)
+		p, sid, err := engine.Of(c).CreateProtected(nilCtx, "/misuse/nilctx", "lock-", nil)
 		if err == nil {
-			_ = c.GuaranteedDelete(ctx, p, sid)
+			_ = engine.Of(c).GuaranteedDelete(ctx, p, sid)
 		}
 		return err
 	})
 	tolerate("CreateProtectedFixed(nil ctx)", invalidArg, func() error {
-		p, sid, err := c.CreateProtectedFixed(nilCtx, "/misuse/nilctx", "fixed", nil)
+		p, sid, err := engine.Of(c).CreateProtectedFixed(nilCtx, "/misuse/nilctx", "fixed", nil)
 		if err == nil {
-			_ = c.GuaranteedDelete(ctx, p, sid)
+			_ = engine.Of(c).GuaranteedDelete(ctx, p, sid)
 		}
 		return err
 	})
-	tolerate("EnsureContainers(nil ctx)", invalidArg, func() error { return c.EnsureContainers(nilCtx, "/misuse/nilctx/a") })
+	tolerate("EnsureContainers(nil ctx)", invalidArg, func() error { return engine.Of(c).EnsureContainers(nilCtx, "/misuse/nilctx/a") })
 	tolerate("Enter(nil ctx)", invalidArg, func() error {
-		ct, err := c.Enter(nilCtx, "/misuse/nilctx", "lock-", nil, driver)
+		ct, err := engine.Of(c).Enter(nilCtx, "/misuse/nilctx", "lock-", nil, driver)
 		if err == nil {
 			_ = ct.Leave(ctx)
 		}
@@ -314,9 +318,9 @@ func TestMisuse(t *testing.T) {
 	})
 	// Participate runs until its ctx ends: with a nil one it never could.
 	add("Participate(nil ctx)", invalidArg, func() error {
-		return c.Participate(nilCtx, recipes.Participation{Parent: "/misuse/nilctx", LockName: "latch-", Driver: driver, OnTerm: onTerm})
+		return engine.Of(c).Participate(nilCtx, engine.Participation{Parent: "/misuse/nilctx", LockName: "latch-", Driver: driver, OnTerm: onTerm})
 	})
-	tolerate("GuaranteedDelete(nil ctx)", invalidArg, func() error { return c.GuaranteedDelete(nilCtx, "/misuse/none", 0) })
+	tolerate("GuaranteedDelete(nil ctx)", invalidArg, func() error { return engine.Of(c).GuaranteedDelete(nilCtx, "/misuse/none", 0) })
 	tolerate("Retry(nil ctx)", invalidArg, func() error { return c.Retry(nilCtx, func() error { return nil }) })
 	tolerate("Retry(nil ctx) after a connection loss", invalidArg, func() error {
 		failed := false
@@ -331,8 +335,8 @@ func TestMisuse(t *testing.T) {
 	tolerate("Retry(nil op)", invalidArg, func() error { return c.Retry(ctx, nil) })
 
 	// Contests and holds.
-	enter := func(parent string) (*recipes.Contest, error) {
-		return c.Enter(ctx, parent, "lock-", nil, driver)
+	enter := func(parent string) (*engine.Contest, error) {
+		return engine.Of(c).Enter(ctx, parent, "lock-", nil, driver)
 	}
 	tolerate("Contest.Acquire(nil ctx)", invalidArg, func() error {
 		ct, err := enter("/misuse/ct/nilacquire")
@@ -344,12 +348,12 @@ func TestMisuse(t *testing.T) {
 		return err
 	})
 	tolerate("Contest.AwaitCount(nil ctx)", invalidArg, func() error {
-		ct, err := c.Enter(ctx, "/misuse/ct/nilcount", "lease-", nil, driver)
+		ct, err := engine.Of(c).Enter(ctx, "/misuse/ct/nilcount", "lease-", nil, driver)
 		if err != nil {
 			return err
 		}
 		defer ct.Leave(ctx)
-		_, err = ct.AwaitCount(nilCtx, recipes.FixedLimit(1), true)
+		_, err = ct.AwaitCount(nilCtx, engine.FixedLimit(1), true)
 		return err
 	})
 	tolerate("Contest.Leave(nil ctx)", invalidArg, func() error {
@@ -388,7 +392,7 @@ func TestMisuse(t *testing.T) {
 		return err
 	})
 	add("Contest.AwaitCount(nil limit)", invalidArg, func() error {
-		ct, err := c.Enter(ctx, "/misuse/ct/nillimit", "lease-", nil, driver)
+		ct, err := engine.Of(c).Enter(ctx, "/misuse/ct/nillimit", "lease-", nil, driver)
 		if err != nil {
 			return err
 		}
@@ -397,27 +401,27 @@ func TestMisuse(t *testing.T) {
 		return err
 	})
 	zeroContest := []error{recipes.ErrInvalidArgument, recipes.ErrNilClient}
-	add("zero Contest.Acquire", zeroContest, func() error { _, _, err := new(recipes.Contest).Acquire(ctx, true); return err })
+	add("zero Contest.Acquire", zeroContest, func() error { _, _, err := new(engine.Contest).Acquire(ctx, true); return err })
 	add("zero Contest.AwaitCount", zeroContest, func() error {
-		_, err := new(recipes.Contest).AwaitCount(ctx, recipes.FixedLimit(1), false)
+		_, err := new(engine.Contest).AwaitCount(ctx, engine.FixedLimit(1), false)
 		return err
 	})
-	add("zero Contest.Leave", append(zeroContest, nil), func() error { return new(recipes.Contest).Leave(ctx) })
+	add("zero Contest.Leave", append(zeroContest, nil), func() error { return new(engine.Contest).Leave(ctx) })
 	add("zero Contest accessors", noError, func() error {
-		ct := new(recipes.Contest)
+		ct := new(engine.Contest)
 		_, _, _ = ct.Path(), ct.Node(), ct.Session()
 		return nil
 	})
 	nilHold := []error{recipes.ErrNilClient, recipes.ErrInvalidArgument}
 	add("NewHold(nil client).Token", nilHold, func() error {
-		_, err := recipes.NewHold(nil, "/misuse/x", recipes.Signals{}).Token(ctx)
+		_, err := engine.NewHold(nil, "/misuse/x", engine.Signals{}).Token(ctx)
 		return err
 	})
 	add("NewHold(nil client).Fenced", nilHold, func() error {
-		_, err := recipes.NewHold(nil, "/misuse/x", recipes.Signals{}).Fenced(ctx)
+		_, err := engine.NewHold(nil, "/misuse/x", engine.Signals{}).Fenced(ctx)
 		return err
 	})
-	withHold := func(parent string, use func(h *recipes.Hold) error) func() error {
+	withHold := func(parent string, use func(h *engine.Hold) error) func() error {
 		return func() error {
 			ct, err := enter(parent)
 			if err != nil {
@@ -428,36 +432,36 @@ func TestMisuse(t *testing.T) {
 			if err != nil || !held {
 				return fmt.Errorf("not held (%w)", err)
 			}
-			return use(recipes.NewHold(c, ct.Path(), sig))
+			return use(engine.NewHold(engine.Of(c), ct.Path(), sig))
 		}
 	}
-	tolerate("Hold.Token(nil ctx)", invalidArg, withHold("/misuse/hold/token", func(h *recipes.Hold) error {
+	tolerate("Hold.Token(nil ctx)", invalidArg, withHold("/misuse/hold/token", func(h *engine.Hold) error {
 		_, err := h.Token(nilCtx)
 		return err
 	}))
-	tolerate("Hold.Fenced(nil ctx)", invalidArg, withHold("/misuse/hold/fenced", func(h *recipes.Hold) error {
+	tolerate("Hold.Fenced(nil ctx)", invalidArg, withHold("/misuse/hold/fenced", func(h *engine.Hold) error {
 		_, err := h.Fenced(nilCtx)
 		return err
 	}))
-	add("Hold.Fenced(nil op)", invalidArg, withHold("/misuse/hold/nilop", func(h *recipes.Hold) error {
+	add("Hold.Fenced(nil op)", invalidArg, withHold("/misuse/hold/nilop", func(h *engine.Hold) error {
 		_, err := h.Fenced(ctx, nil)
 		return err
 	}))
-	add("Hold.Fenced(an op of another type)", invalidArg, withHold("/misuse/hold/badop", func(h *recipes.Hold) error {
+	add("Hold.Fenced(an op of another type)", invalidArg, withHold("/misuse/hold/badop", func(h *engine.Hold) error {
 		_, err := h.Fenced(ctx, "set /x")
 		return err
 	}))
 
 	// Listeners, and values with no error to return.
 	add("zero Listeners Post, Close, Close", noError, func() error {
-		var ls recipes.Listeners[int]
+		var ls engine.Listeners[int]
 		ls.Post(1)
 		ls.Close()
 		ls.Close()
 		return nil
 	})
 	add("Listeners.Subscribe after Close", noError, func() error {
-		var ls recipes.Listeners[int]
+		var ls engine.Listeners[int]
 		ls.Close()
 		ch, cancel := ls.Subscribe()
 		defer cancel()
@@ -472,7 +476,7 @@ func TestMisuse(t *testing.T) {
 		}
 	})
 	add("Listeners.Listen remove twice", noError, func() error {
-		var ls recipes.Listeners[int]
+		var ls engine.Listeners[int]
 		remove := ls.Listen(func(int) {})
 		remove()
 		remove()
@@ -486,12 +490,12 @@ func TestMisuse(t *testing.T) {
 		_ = recipes.ErrorPolicy(9).IsError(recipes.StateSuspended)
 		return nil
 	})
-	add("SortContenders(nil)", noError, func() error { recipes.SortContenders(nil, driver); return nil })
+	add("SortContenders(nil)", noError, func() error { engine.SortContenders(nil, driver); return nil })
 	add("zero StandardDriver", noError, func() error {
-		var d recipes.StandardDriver
+		var d engine.StandardDriver
 		_ = d.SortKey("_c_x-lock-0000000001")
-		_ = d.Check(recipes.Query{})
-		_ = d.Check(recipes.Query{Below: []recipes.Contender{{Name: "a"}}})
+		_ = d.Check(engine.Query{})
+		_ = d.Check(engine.Query{Below: []engine.Contender{{Name: "a"}}})
 		return nil
 	})
 
@@ -517,7 +521,7 @@ func connectErr(servers []string, opts ...recipes.Option) error {
 
 var misuseChildren = testutil.MisuseChildren{
 	"listeners-nil": func(t *testing.T, _ []string) {
-		var ls recipes.Listeners[int]
+		var ls engine.Listeners[int]
 		ls.Listen(nil)
 		ch, cancel := ls.Subscribe()
 		defer cancel()
@@ -526,7 +530,7 @@ var misuseChildren = testutil.MisuseChildren{
 		ls.Close()
 	},
 	"zero-client-guaranteed-delete": func(t *testing.T, _ []string) {
-		err := new(recipes.Client).GuaranteedDelete(context.Background(), "/misuse/x", 0)
+		err := engine.Of(new(recipes.Client)).GuaranteedDelete(context.Background(), "/misuse/x", 0)
 		if !errors.Is(err, recipes.ErrNilClient) {
 			t.Errorf("zero Client.GuaranteedDelete: %v, want ErrNilClient", err)
 		}

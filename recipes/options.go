@@ -1,233 +1,92 @@
 package recipes
 
 import (
-	"fmt"
 	"log/slog"
-	"strings"
+	"net"
 	"time"
 
 	"github.com/cenkalti/backoff/v4"
 	"github.com/go-zookeeper/zk"
+
+	"github.com/zkrecipes/zkrecipes/internal/engine"
 )
 
-// Option configures a Client. Constructors validate options and return an
-// error wrapping ErrInvalidArgument for a bad one.
-type Option func(*config) error
-
-type authInfo struct {
-	scheme string
-	auth   []byte
-}
-
-type config struct {
-	sessionTimeout time.Duration
-	connectTimeout time.Duration
-	dialer         zk.Dialer
-	hostProvider   zk.HostProvider
-	zkLogger       zk.Logger
-	maxBufferSize  int
-	logger         *slog.Logger
-	namespace      string
-	acl            ACLProvider
-	auth           []authInfo
-	retry          func() backoff.BackOff
-	errorPolicy    ErrorPolicy
-	wire           *Wire
-	noContainers   bool
-}
+// Option configures a Client. Connect and NewClient validate options and
+// return an error wrapping ErrInvalidArgument for a bad one.
+type Option func(*engine.Config) error
 
 // DefaultSessionTimeout is the session timeout requested when
 // WithSessionTimeout is not given.
-const DefaultSessionTimeout = 15 * time.Second
-
-func buildConfig(opts []Option) (config, error) {
-	cfg := config{
-		sessionTimeout: DefaultSessionTimeout,
-		connectTimeout: 15 * time.Second,
-		logger:         discardLogger,
-		acl:            DefaultACLProvider,
-	}
-	for _, o := range opts {
-		if o == nil {
-			return cfg, fmt.Errorf("%w: nil option", ErrInvalidArgument)
-		}
-		if err := o(&cfg); err != nil {
-			return cfg, err
-		}
-	}
-	if cfg.retry == nil {
-		limit := 2 * cfg.sessionTimeout
-		cfg.retry = func() backoff.BackOff { return DefaultRetryPolicy(limit) }
-	}
-	return cfg, nil
-}
+const DefaultSessionTimeout = engine.DefaultSessionTimeout
 
 // DefaultRetryPolicy is an exponential backoff from 10ms to 1s that gives
 // up after limit (0 means never).
-func DefaultRetryPolicy(limit time.Duration) backoff.BackOff {
-	b := backoff.NewExponentialBackOff()
-	b.InitialInterval = 10 * time.Millisecond
-	b.MaxInterval = time.Second
-	b.MaxElapsedTime = limit
-	b.Reset()
-	return b
-}
+func DefaultRetryPolicy(limit time.Duration) backoff.BackOff { return engine.DefaultRetryPolicy(limit) }
 
 // WithSessionTimeout sets the session timeout requested from the server
 // (the server clamps it to [2, 20] × its tickTime).
-func WithSessionTimeout(d time.Duration) Option {
-	return func(c *config) error {
-		if d < time.Millisecond {
-			return fmt.Errorf("%w: session timeout %v (want at least 1ms; the server clamps it to 2-20 ticks)", ErrInvalidArgument, d)
-		}
-		c.sessionTimeout = d
-		return nil
-	}
-}
+func WithSessionTimeout(d time.Duration) Option { return Option(engine.WithSessionTimeout(d)) }
 
 // WithConnectTimeout sets how long Connect and NewClient wait for the first
 // session; 0 means do not wait (the Client starts LATENT).
-func WithConnectTimeout(d time.Duration) Option {
-	return func(c *config) error {
-		if d < 0 {
-			return fmt.Errorf("%w: connect timeout %v (want 0, do not wait, or more)", ErrInvalidArgument, d)
-		}
-		c.connectTimeout = d
-		return nil
-	}
-}
+func WithConnectTimeout(d time.Duration) Option { return Option(engine.WithConnectTimeout(d)) }
 
 // WithDialer sets the function go-zookeeper dials servers with.
-func WithDialer(d zk.Dialer) Option {
-	return func(c *config) error {
-		if d == nil {
-			return fmt.Errorf("%w: nil dialer", ErrInvalidArgument)
-		}
-		c.dialer = d
-		return nil
-	}
-}
+func WithDialer(d zk.Dialer) Option { return Option(engine.WithDialer(d)) }
 
 // WithHostProvider sets go-zookeeper's host provider (server selection).
-func WithHostProvider(hp zk.HostProvider) Option {
-	return func(c *config) error {
-		if hp == nil {
-			return fmt.Errorf("%w: nil host provider", ErrInvalidArgument)
-		}
-		c.hostProvider = hp
-		return nil
-	}
-}
+func WithHostProvider(hp zk.HostProvider) Option { return Option(engine.WithHostProvider(hp)) }
 
 // WithZKLogger sends go-zookeeper's own log lines to l instead of to the
 // client's slog logger at debug level.
-func WithZKLogger(l zk.Logger) Option {
-	return func(c *config) error {
-		c.zkLogger = l
-		return nil
-	}
-}
+func WithZKLogger(l zk.Logger) Option { return Option(engine.WithZKLogger(l)) }
 
 // WithMaxBufferSize limits the size of a packet go-zookeeper accepts.
-func WithMaxBufferSize(n int) Option {
-	return func(c *config) error {
-		if n < 0 {
-			return fmt.Errorf("%w: max buffer size %d (want 0, the default, or more)", ErrInvalidArgument, n)
-		}
-		c.maxBufferSize = n
-		return nil
-	}
-}
+func WithMaxBufferSize(n int) Option { return Option(engine.WithMaxBufferSize(n)) }
 
 // WithLogger sets the structured logger. The default discards everything.
-func WithLogger(l *slog.Logger) Option {
-	return func(c *config) error {
-		if l == nil {
-			return fmt.Errorf("%w: nil logger", ErrInvalidArgument)
-		}
-		c.logger = l
-		return nil
-	}
-}
+// Errors that happen away from the caller (a background delete that keeps
+// failing, a node recreated, a session declared lost) are logged at warn
+// or error.
+func WithLogger(l *slog.Logger) Option { return Option(engine.WithLogger(l)) }
 
 // WithNamespace prefixes every recipe path with ns, like Curator's
 // namespace: with namespace "app", a lock at "/locks/a" lives at
 // "/app/locks/a". ns may be given with or without its leading slash.
-func WithNamespace(ns string) Option {
-	return func(c *config) error {
-		if ns == "" || ns == "/" {
-			c.namespace = ""
-			return nil
-		}
-		if !strings.HasPrefix(ns, "/") {
-			ns = "/" + ns
-		}
-		if err := ValidatePath(ns); err != nil {
-			return fmt.Errorf("%w: namespace: %w", ErrInvalidArgument, err)
-		}
-		c.namespace = ns
-		return nil
-	}
-}
+func WithNamespace(ns string) Option { return Option(engine.WithNamespace(ns)) }
 
 // WithACLProvider sets the ACLs of the nodes recipes create.
 func WithACLProvider(p ACLProvider) Option {
-	return func(c *config) error {
-		if p == nil {
-			return fmt.Errorf("%w: nil ACL provider", ErrInvalidArgument)
-		}
-		c.acl = p
-		return nil
+	if p == nil {
+		return Option(engine.WithACLProvider(nil))
 	}
+	return Option(engine.WithACLProvider(p))
 }
 
 // WithAuth adds authentication info sent right after connecting, for
 // example WithAuth("digest", []byte("user:secret")).
-func WithAuth(scheme string, auth []byte) Option {
-	return func(c *config) error {
-		if scheme == "" {
-			return fmt.Errorf("%w: empty auth scheme", ErrInvalidArgument)
-		}
-		c.auth = append(c.auth, authInfo{scheme, append([]byte(nil), auth...)})
-		return nil
-	}
-}
+func WithAuth(scheme string, auth []byte) Option { return Option(engine.WithAuth(scheme, auth)) }
 
 // WithRetryPolicy sets the backoff used to retry requests that failed with
 // a transient connection error. newBackOff is called once per operation.
 func WithRetryPolicy(newBackOff func() backoff.BackOff) Option {
-	return func(c *config) error {
-		if newBackOff == nil {
-			return fmt.Errorf("%w: nil retry policy", ErrInvalidArgument)
-		}
-		c.retry = newBackOff
-		return nil
-	}
+	return Option(engine.WithRetryPolicy(newBackOff))
 }
 
 // WithErrorPolicy chooses which connection states end a hold.
 func WithErrorPolicy(p ErrorPolicy) Option {
-	return func(c *config) error {
-		if p != PolicyStandard && p != PolicySession {
-			return fmt.Errorf("%w: error policy %d (want PolicyStandard or PolicySession)", ErrInvalidArgument, p)
-		}
-		c.errorPolicy = p
-		return nil
-	}
+	return Option(engine.WithErrorPolicy(engine.ErrorPolicy(p)))
 }
 
 // WithWire tells NewClient the Wire its connection was dialled through
 // (zk.WithDialer(w.Dial)), so that it knows the negotiated session timeout
-// and the time of the last byte received, as a Client made by Connect
-// does. Connect ignores it: it always dials through a Wire of its own.
+// and when the server last answered, as a Client made by Connect does.
+// Connect ignores it: it always dials through a Wire of its own.
 func WithWire(w *Wire) Option {
-	return func(c *config) error {
-		if w == nil {
-			return fmt.Errorf("%w: nil wire", ErrInvalidArgument)
-		}
-		c.wire = w
-		return nil
+	if w == nil {
+		return Option(engine.WithWire(nil))
 	}
+	return Option(engine.WithWire(w.w))
 }
 
 // WithoutContainers makes the recipes create their parent nodes as
@@ -235,12 +94,7 @@ func WithWire(w *Wire) Option {
 // dontUseContainerParents does: for servers that refuse containers (older
 // than 3.5.3). Nothing then removes parents left empty: run a
 // cleanup.Reaper.
-func WithoutContainers() Option {
-	return func(c *config) error {
-		c.noContainers = true
-		return nil
-	}
-}
+func WithoutContainers() Option { return Option(engine.WithoutContainers()) }
 
 // ACLProvider chooses the ACL list for a node about to be created.
 type ACLProvider interface {
@@ -258,3 +112,31 @@ func (f ACLProviderFunc) ACLFor(path string) []zk.ACL { return f(path) }
 var DefaultACLProvider ACLProvider = ACLProviderFunc(func(string) []zk.ACL {
 	return zk.WorldACL(zk.PermAll)
 })
+
+// Wire watches the bytes of a go-zookeeper connection, to learn what
+// go-zookeeper does not make visible: the session timeout the server
+// granted (from each connection's handshake reply) and when the server
+// last answered a request. Connect always dials through one. To give
+// NewClient the same knowledge for a connection you make yourself, dial
+// through one and pass it with WithWire:
+//
+//	w := recipes.NewWire(nil)
+//	conn, events, err := zk.Connect(servers, 10*time.Second, zk.WithDialer(w.Dial))
+//	...
+//	c, err := recipes.NewClient(conn, events, recipes.WithWire(w))
+type Wire struct {
+	w *engine.Wire
+}
+
+// NewWire returns a Wire that dials with dial (net.DialTimeout when nil).
+func NewWire(dial zk.Dialer) *Wire { return &Wire{w: engine.NewWire(dial)} }
+
+// Dial is a zk.Dialer: it dials with the wrapped dialer and watches the
+// connection's bytes.
+func (w *Wire) Dial(network, address string, timeout time.Duration) (net.Conn, error) {
+	return w.w.Dial(network, address, timeout)
+}
+
+// SessionTimeout returns the session timeout the server granted in the
+// last handshake that established a session, or 0 before the first.
+func (w *Wire) SessionTimeout() time.Duration { return w.w.SessionTimeout() }

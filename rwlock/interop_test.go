@@ -18,6 +18,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/zkrecipes/zkrecipes/internal/engine"
 	"github.com/zkrecipes/zkrecipes/internal/interop"
 	"github.com/zkrecipes/zkrecipes/internal/testutil"
 	"github.com/zkrecipes/zkrecipes/mutex"
@@ -572,10 +573,10 @@ func interopDowngrade(t *testing.T, zkc *zktest.Cluster, dir string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, wname := recipes.SplitPath(wl.Node())
-	_, rname := recipes.SplitPath(rl.Node())
+	_, wname := engine.SplitPath(wl.Node())
+	_, rname := engine.SplitPath(rl.Node())
 	if !strings.Contains(rname, rwlock.ReadLockName) ||
-		recipes.SortKey(rname, rwlock.ReadLockName) != recipes.SortKey(wname, rwlock.WriteLockName) {
+		engine.SortKey(rname, rwlock.ReadLockName) != engine.SortKey(wname, rwlock.WriteLockName) {
 		t.Fatalf("downgrade node %s does not take write node %s's sequence", rname, wname)
 	}
 	if err := rw.WriteLock().Unlock(own); err != nil {

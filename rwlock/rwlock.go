@@ -56,6 +56,7 @@ import (
 
 	"github.com/go-zookeeper/zk"
 
+	"github.com/zkrecipes/zkrecipes/internal/engine"
 	"github.com/zkrecipes/zkrecipes/mutex"
 	"github.com/zkrecipes/zkrecipes/recipes"
 )
@@ -129,7 +130,7 @@ func (rw *RWLock) WriteLock() *mutex.Mutex {
 func (rw *RWLock) Path() string { return rw.path }
 
 // prepareWrite refuses an upgrade.
-func (rw *RWLock) prepareWrite(owner any) ([]recipes.EnterOption, error) {
+func (rw *RWLock) prepareWrite(owner any) ([]engine.EnterOption, error) {
 	if rw.read.LeaseOf(owner) != nil {
 		return nil, ErrUpgrade
 	}
@@ -138,20 +139,20 @@ func (rw *RWLock) prepareWrite(owner any) ([]recipes.EnterOption, error) {
 
 // prepareRead makes the write lock's owner's read node a downgrade node,
 // at the write node's sequence.
-func (rw *RWLock) prepareRead(owner any) ([]recipes.EnterOption, error) {
+func (rw *RWLock) prepareRead(owner any) ([]engine.EnterOption, error) {
 	if w := rw.write.LeaseOf(owner); w != nil {
-		_, name := recipes.SplitPath(w.Node())
-		seq := recipes.SortKey(name, WriteLockName)
-		return []recipes.EnterOption{recipes.EnterOwner(owner), recipes.EnterAtSequence(seq)}, nil
+		_, name := engine.SplitPath(w.Node())
+		seq := engine.SortKey(name, WriteLockName)
+		return []engine.EnterOption{engine.EnterOwner(owner), engine.EnterAtSequence(seq)}, nil
 	}
-	return []recipes.EnterOption{recipes.EnterOwner(owner)}, nil
+	return []engine.EnterOption{engine.EnterOwner(owner)}, nil
 }
 
 // sortKey orders both kinds of node by the text after the last lock name,
 // as Curator's SortingLockInternalsDriver does.
-func sortKey(child string) string { return recipes.SortKey(child, ReadLockName, WriteLockName) }
+func sortKey(child string) string { return engine.SortKey(child, ReadLockName, WriteLockName) }
 
-func isWriter(c recipes.Contender) bool { return strings.Contains(c.Name, WriteLockName) }
+func isWriter(c engine.Contender) bool { return strings.Contains(c.Name, WriteLockName) }
 
 // writeDriver: a writer holds when its node is first, and watches the node
 // just ahead of it.
@@ -159,18 +160,18 @@ type writeDriver struct{}
 
 func (writeDriver) SortKey(child string) string { return sortKey(child) }
 
-func (writeDriver) Check(q recipes.Query) recipes.Verdict {
+func (writeDriver) Check(q engine.Query) engine.Verdict {
 	if len(q.Below) == 0 {
-		return recipes.Verdict{Held: true}
+		return engine.Verdict{Held: true}
 	}
-	return recipes.Verdict{Watch: q.Below[len(q.Below)-1]}
+	return engine.Verdict{Watch: q.Below[len(q.Below)-1]}
 }
 
-func (writeDriver) Blocks(_, _ recipes.Contender) bool { return true }
+func (writeDriver) Blocks(_, _ engine.Contender) bool { return true }
 
 // Relist: a writer that goes may have downgraded, leaving a read node at
 // its sequence that we have not listed.
-func (writeDriver) Relist(gone recipes.Contender) bool { return isWriter(gone) }
+func (writeDriver) Relist(gone engine.Contender) bool { return isWriter(gone) }
 
 // readDriver: a reader holds when no writer is ahead of it, or at once when
 // its owner holds the write lock (a downgrade); otherwise it watches the
@@ -179,21 +180,21 @@ type readDriver struct{ write *mutex.Mutex }
 
 func (d *readDriver) SortKey(child string) string { return sortKey(child) }
 
-func (d *readDriver) Check(q recipes.Query) recipes.Verdict {
+func (d *readDriver) Check(q engine.Query) engine.Verdict {
 	if q.Owner != nil && d.write.LeaseOf(q.Owner) != nil {
-		return recipes.Verdict{Held: true}
+		return engine.Verdict{Held: true}
 	}
 	for i := len(q.Below) - 1; i >= 0; i-- {
 		if isWriter(q.Below[i]) {
-			return recipes.Verdict{Watch: q.Below[i]}
+			return engine.Verdict{Watch: q.Below[i]}
 		}
 	}
-	return recipes.Verdict{Held: true}
+	return engine.Verdict{Held: true}
 }
 
-func (d *readDriver) Blocks(_, other recipes.Contender) bool { return isWriter(other) }
+func (d *readDriver) Blocks(_, other engine.Contender) bool { return isWriter(other) }
 
-func (d *readDriver) Relist(gone recipes.Contender) bool { return isWriter(gone) }
+func (d *readDriver) Relist(gone engine.Contender) bool { return isWriter(gone) }
 
 // Participant is one node in the lock's queue.
 type Participant struct {
@@ -211,7 +212,7 @@ func (rw *RWLock) Participants(ctx context.Context) ([]Participant, error) {
 	if rw == nil || rw.c == nil {
 		return nil, fmt.Errorf("%w: RWLock not made by New", recipes.ErrInvalidArgument)
 	}
-	if err := rw.c.Check(); err != nil {
+	if err := engine.Of(rw.c).Check(); err != nil {
 		return nil, err
 	}
 	var kids []string
@@ -227,11 +228,11 @@ func (rw *RWLock) Participants(ctx context.Context) ([]Participant, error) {
 		return nil, fmt.Errorf("rwlock %s: participants: %w", rw.path, err)
 	}
 	out := []Participant{}
-	for _, s := range recipes.SortContenders(kids, writeDriver{}) {
+	for _, s := range engine.SortContenders(kids, writeDriver{}) {
 		if !strings.Contains(s.Name, ReadLockName) && !strings.Contains(s.Name, WriteLockName) {
 			continue // not a read/write lock node
 		}
-		out = append(out, Participant{Name: s.Name, Path: recipes.JoinPath(rw.full, s.Name), Writer: isWriter(s)})
+		out = append(out, Participant{Name: s.Name, Path: engine.JoinPath(rw.full, s.Name), Writer: isWriter(s)})
 	}
 	return out, nil
 }

@@ -42,6 +42,7 @@ import (
 
 	"github.com/go-zookeeper/zk"
 
+	"github.com/zkrecipes/zkrecipes/internal/engine"
 	"github.com/zkrecipes/zkrecipes/internal/recipeargs"
 	"github.com/zkrecipes/zkrecipes/mutex"
 	"github.com/zkrecipes/zkrecipes/recipes"
@@ -85,12 +86,12 @@ type Semaphore struct {
 	path   string
 	leases string // server path of the leases parent
 	lock   *mutex.Mutex
-	limit  recipes.Limit
+	limit  engine.Limit
 	fixed  bool // the maximum never changes (New, not NewWithCount)
 	opts   options
 }
 
-var leaseDriver = &recipes.StandardDriver{LockName: LeaseName}
+var leaseDriver = &engine.StandardDriver{LockName: LeaseName}
 
 // New returns a semaphore at path with at most maxLeases leases held at
 // once. It does not touch ZooKeeper.
@@ -98,7 +99,7 @@ func New(c *recipes.Client, path string, maxLeases int, opts ...Option) (*Semaph
 	if maxLeases <= 0 {
 		return nil, fmt.Errorf("%w: maxLeases %d", recipes.ErrInvalidArgument, maxLeases)
 	}
-	s, err := newSemaphore(c, path, recipes.FixedLimit(maxLeases), opts)
+	s, err := newSemaphore(c, path, engine.FixedLimit(maxLeases), opts)
 	if err != nil {
 		return nil, err
 	}
@@ -118,7 +119,7 @@ func NewWithCount(c *recipes.Client, path string, count *SharedCount, opts ...Op
 	return newSemaphore(c, path, count.limit, opts)
 }
 
-func newSemaphore(c *recipes.Client, path string, limit recipes.Limit, opts []Option) (*Semaphore, error) {
+func newSemaphore(c *recipes.Client, path string, limit engine.Limit, opts []Option) (*Semaphore, error) {
 	full, err := recipeargs.Path(c, path, "a semaphore path")
 	if err != nil {
 		return nil, err
@@ -127,11 +128,11 @@ func newSemaphore(c *recipes.Client, path string, limit recipes.Limit, opts []Op
 	if err := recipeargs.Options(&o, opts); err != nil {
 		return nil, err
 	}
-	lock, err := mutex.New(c, recipes.JoinPath(path, LockParent))
+	lock, err := mutex.New(c, engine.JoinPath(path, LockParent))
 	if err != nil {
 		return nil, err
 	}
-	return &Semaphore{c: c, path: path, leases: recipes.JoinPath(full, LeaseParent), lock: lock, limit: limit, opts: o}, nil
+	return &Semaphore{c: c, path: path, leases: engine.JoinPath(full, LeaseParent), lock: lock, limit: limit, opts: o}, nil
 }
 
 // Path returns the semaphore path as given to New.
@@ -160,7 +161,7 @@ func (s *Semaphore) check(ctx context.Context, n int) error {
 		// With a shared count the maximum may grow: Acquire waits for it.
 		return fmt.Errorf("%w: %d leases of at most %d", recipes.ErrInvalidArgument, n, max)
 	}
-	return s.c.Check()
+	return engine.Of(s.c).Check()
 }
 
 // Acquire blocks until it holds n leases, and returns them. It is all or
@@ -213,13 +214,13 @@ func (s *Semaphore) acquireOne(ctx context.Context, wait bool) (*Lease, error) {
 	}
 	defer func() { _ = lk.Unlock(context.WithoutCancel(ctx)) }()
 	for {
-		ct, err := s.c.Enter(ctx, s.leases, LeaseName, s.opts.data, leaseDriver)
+		ct, err := engine.Of(s.c).Enter(ctx, s.leases, LeaseName, s.opts.data, leaseDriver)
 		if err != nil {
 			return nil, err
 		}
 		sig, err := ct.AwaitCount(ctx, s.limit, wait)
 		if err == nil {
-			return &Lease{Hold: recipes.NewHold(s.c, ct.Path(), sig), s: s, ct: ct}, nil
+			return &Lease{hold: engine.NewHold(engine.Of(s.c), ct.Path(), sig), s: s, ct: ct}, nil
 		}
 		_ = ct.Leave(context.WithoutCancel(ctx))
 		if errors.Is(err, recipes.ErrLockLost) && ctx.Err() == nil {
@@ -243,7 +244,7 @@ func (s *Semaphore) Participants(ctx context.Context) ([]Participant, error) {
 	if s == nil || s.c == nil {
 		return nil, fmt.Errorf("%w: Semaphore not made by New", recipes.ErrInvalidArgument)
 	}
-	if err := s.c.Check(); err != nil {
+	if err := engine.Of(s.c).Check(); err != nil {
 		return nil, err
 	}
 	var kids []string
@@ -259,8 +260,8 @@ func (s *Semaphore) Participants(ctx context.Context) ([]Participant, error) {
 		return nil, fmt.Errorf("semaphore %s: participants: %w", s.path, err)
 	}
 	out := make([]Participant, 0, len(kids))
-	for _, k := range recipes.SortContenders(kids, leaseDriver) {
-		p := recipes.JoinPath(s.leases, k.Name)
+	for _, k := range engine.SortContenders(kids, leaseDriver) {
+		p := engine.JoinPath(s.leases, k.Name)
 		var data []byte
 		err := s.c.Retry(ctx, func() error {
 			var err error
@@ -278,15 +279,45 @@ func (s *Semaphore) Participants(ctx context.Context) ([]Participant, error) {
 	return out, nil
 }
 
-// Lease is one lease of a semaphore: its node, signals and fencing (from
-// recipes.Hold). Close returns it, from any goroutine.
+// Lease is one lease of a semaphore, with its node, Done, Token and
+// Fenced. Close returns it, from any goroutine.
 type Lease struct {
-	*recipes.Hold
-	s  *Semaphore
-	ct *recipes.Contest
+	hold *engine.Hold
+	s    *Semaphore
+	ct   *engine.Contest
 
 	mu     sync.Mutex
 	closed bool
+}
+
+// Node returns the server path of the lease's node.
+func (l *Lease) Node() string { return l.hold.Node() }
+
+// Done returns a channel that closes when the lease may be gone: on LOST,
+// on SUSPENDED under the client's Standard error policy, when the client
+// closes, and when the lease is returned.
+func (l *Lease) Done() <-chan struct{} { return l.hold.Done() }
+
+// IsLost reports whether the session that owned the lease was lost (or
+// the client closed) since it began.
+func (l *Lease) IsLost() bool { return l.hold.IsLost() }
+
+// Token returns the lease's fencing token: the creation zxid (czxid) of
+// its node. Tokens strictly increase across successive holders of the same
+// path, even when the parent was deleted and recreated in between. The
+// first call reads the node (one request); later calls return the cached
+// value.
+func (l *Lease) Token(ctx context.Context) (int64, error) { return l.hold.Token(ctx) }
+
+// Fenced runs ops (*zk.CreateRequest, *zk.SetDataRequest, *zk.DeleteRequest
+// or *zk.CheckVersionRequest, with server paths) as one transaction
+// together with a check that the lease's node still exists, so the server
+// refuses the writes of a holder that lost it: the error then wraps
+// ErrFenced, as it does once the lease is returned. The responses returned are for ops
+// only. A connection error is returned as it is (recipes.IsRetryable): the
+// transaction may or may not have been applied.
+func (l *Lease) Fenced(ctx context.Context, ops ...any) ([]zk.MultiResponse, error) {
+	return l.hold.Fenced(ctx, ops...)
 }
 
 // Close returns the lease: its node is deleted, at once or, when the
@@ -306,7 +337,7 @@ func (l *Lease) Close(ctx context.Context) error {
 	l.closed = true
 	l.mu.Unlock()
 	lost := l.IsLost()
-	l.MarkReleased()
+	l.hold.MarkReleased()
 	if ctx == nil {
 		ctx = context.Background()
 	}
@@ -328,7 +359,7 @@ func (l *Lease) isClosed() bool {
 
 // Data reads the lease node's data.
 func (l *Lease) Data(ctx context.Context) ([]byte, error) {
-	if l == nil || l.s == nil || l.Hold == nil {
+	if l == nil || l.s == nil || l.hold == nil {
 		return nil, fmt.Errorf("%w: Lease not returned by Acquire", recipes.ErrInvalidArgument)
 	}
 	var data []byte

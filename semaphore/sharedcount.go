@@ -11,6 +11,7 @@ import (
 
 	"github.com/go-zookeeper/zk"
 
+	"github.com/zkrecipes/zkrecipes/internal/engine"
 	"github.com/zkrecipes/zkrecipes/internal/recipeargs"
 	"github.com/zkrecipes/zkrecipes/recipes"
 )
@@ -36,7 +37,7 @@ type SharedCount struct {
 	czxid   int64         // of the node val was read from (0: none yet)
 	changed chan struct{} // closed at the next change
 
-	listeners recipes.Listeners[int]
+	listeners engine.Listeners[int]
 	cancel    context.CancelFunc
 	done      chan struct{}
 	closeOnce sync.Once
@@ -63,8 +64,8 @@ func NewSharedCount(ctx context.Context, c *recipes.Client, path string, seed in
 	err = c.Retry(ctx, func() error {
 		_, err := c.Create(full, data, 0)
 		if errors.Is(err, zk.ErrNoNode) {
-			parent, _ := recipes.SplitPath(full)
-			if err := c.EnsureContainers(ctx, parent); err != nil {
+			parent, _ := engine.SplitPath(full)
+			if err := engine.Of(c).EnsureContainers(ctx, parent); err != nil {
 				return err
 			}
 			_, err = c.Create(full, data, 0)
@@ -114,12 +115,12 @@ func (s *SharedCount) read(ctx context.Context) (<-chan zk.Event, error) {
 	err := s.c.Retry(ctx, func() error {
 		for {
 			var err error
-			data, st, watch, err = s.c.GetW(s.full)
+			data, st, watch, err = engine.Of(s.c).GetW(s.full)
 			if !errors.Is(err, zk.ErrNoNode) {
 				return err
 			}
 			var ok bool
-			ok, _, watch, err = s.c.ExistsW(s.full)
+			ok, _, watch, err = engine.Of(s.c).ExistsW(s.full)
 			if err != nil || !ok {
 				st = nil
 				return err
@@ -222,7 +223,7 @@ func (s *SharedCount) GetVersioned() VersionedValue {
 	return s.val
 }
 
-// limit makes the count a recipes.Limit.
+// limit makes the count a engine.Limit.
 func (s *SharedCount) limit() (int, <-chan struct{}) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -294,7 +295,7 @@ func (s *SharedCount) writable() error {
 		return fmt.Errorf("shared count %s: %w", s.path, recipes.ErrClosed)
 	default:
 	}
-	return s.c.Check()
+	return engine.Of(s.c).Check()
 }
 
 // Listen calls fn with every new value, in order, on a goroutine of its

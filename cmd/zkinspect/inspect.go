@@ -15,6 +15,7 @@ import (
 
 	"github.com/go-zookeeper/zk"
 
+	"github.com/zkrecipes/zkrecipes/internal/engine"
 	"github.com/zkrecipes/zkrecipes/recipes"
 )
 
@@ -203,7 +204,7 @@ func (r *reader) children(ctx context.Context, path string) ([]string, error) {
 	return read(ctx, r, 'c', path,
 		func() ([]string, error) { kids, _, err := r.c.Children(path); return kids, err },
 		func() ([]string, <-chan zk.Event, error) {
-			kids, _, ch, err := r.c.ChildrenW(path)
+			kids, _, ch, err := engine.Of(r.c).ChildrenW(path)
 			return kids, ch, err
 		})
 }
@@ -218,7 +219,7 @@ func (r *reader) get(ctx context.Context, path string) ([]byte, *zk.Stat, error)
 	n, err := read(ctx, r, 'd', path,
 		func() (dataStat, error) { data, st, err := r.c.Get(path); return dataStat{data, st}, err },
 		func() (dataStat, <-chan zk.Event, error) {
-			data, st, ch, err := r.c.GetW(path)
+			data, st, ch, err := engine.Of(r.c).GetW(path)
 			return dataStat{data, st}, ch, err
 		})
 	return n.data, n.st, err
@@ -229,7 +230,7 @@ func (r *reader) exists(ctx context.Context, path string) (bool, error) {
 	return read(ctx, r, 'e', path,
 		func() (bool, error) { ok, _, err := r.c.Exists(path); return ok, err },
 		func() (bool, <-chan zk.Event, error) {
-			ok, _, ch, err := r.c.ExistsW(path)
+			ok, _, ch, err := engine.Of(r.c).ExistsW(path)
 			return ok, ch, err
 		})
 }
@@ -255,7 +256,7 @@ func inspect(ctx context.Context, r *reader, cfg config) (*Report, error) {
 	}
 	kind := detectKind(kids)
 	if kind == "leases" { // <semaphore>/leases itself: show the semaphore
-		parent, _ := recipes.SplitPath(cfg.path)
+		parent, _ := engine.SplitPath(cfg.path)
 		rep.Notes = append(rep.Notes, fmt.Sprintf("%s holds a semaphore's leases: showing the semaphore %s", cfg.path, parent))
 		cfg.path, kind = parent, kindSemaphore
 		rep.Path = parent
@@ -346,17 +347,17 @@ func detectKind(kids []string) string {
 }
 
 // sortKey orders a child of a queue of the given kind, as Curator does
-// (recipes.SortKey), with Kazoo's names as extra lock names.
+// (engine.SortKey), with Kazoo's names as extra lock names.
 func sortKey(kind, name string) string {
 	switch kind {
 	case kindRWLock:
-		return recipes.SortKey(name, nameRead, nameWrite, nameKazooRead, nameKazooLock)
+		return engine.SortKey(name, nameRead, nameWrite, nameKazooRead, nameKazooLock)
 	case kindLatch:
-		return recipes.SortKey(name, nameLatch)
+		return engine.SortKey(name, nameLatch)
 	case kindSemaphore:
-		return recipes.SortKey(name, nameLease)
+		return engine.SortKey(name, nameLease)
 	}
-	return recipes.SortKey(name, nameLock, nameKazooLock)
+	return engine.SortKey(name, nameLock, nameKazooLock)
 }
 
 func isWriter(name string) bool {
@@ -369,7 +370,7 @@ func isWriter(name string) bool {
 func readNodes(ctx context.Context, r *reader, parent, kind string, kids []string) ([]Node, error) {
 	nodes := make([]Node, 0, len(kids))
 	for _, name := range kids {
-		p := recipes.JoinPath(parent, name)
+		p := engine.JoinPath(parent, name)
 		data, st, err := r.get(ctx, p)
 		if errors.Is(err, zk.ErrNoNode) {
 			continue // gone since the list: the children watch redraws
@@ -527,7 +528,7 @@ func tally(q *Queue, nodes []Node) {
 // readSemaphore reads <path>/leases and <path>/locks.
 func readSemaphore(ctx context.Context, r *reader, cfg config, q *Queue, kids []string, top bool) (*Queue, error) {
 	read := func(name string) ([]Node, error) {
-		p := recipes.JoinPath(q.Path, name)
+		p := engine.JoinPath(q.Path, name)
 		if !slices.Contains(kids, name) {
 			if r.watches != nil {
 				if _, err := r.exists(ctx, p); err != nil {
@@ -648,7 +649,7 @@ func summarise(ctx context.Context, r *reader, cfg config, path string, kids []s
 		}
 		slices.Sort(kids)
 		for _, k := range kids {
-			p := recipes.JoinPath(path, k)
+			p := engine.JoinPath(path, k)
 			if p == "/zookeeper" {
 				continue // the server's own
 			}

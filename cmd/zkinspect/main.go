@@ -37,7 +37,7 @@
 //     (the SharedCount path, or the number) to see who is over it.
 //   - leader latch: _c_<uuid>-latch-<seq> nodes; the first leads.
 //
-// Nodes are listed in queue order (recipes.SortKey, as Curator sorts them),
+// Nodes are listed in queue order (engine.SortKey, as Curator sorts them),
 // with their session (ephemeralOwner), age (from their creation time), data
 // and the library whose naming they follow: "curator-compatible" for
 // _c_<36-character uuid>-... (Curator and zkrecipes make the same names),

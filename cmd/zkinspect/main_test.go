@@ -26,6 +26,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/zkrecipes/zkrecipes/election"
+	"github.com/zkrecipes/zkrecipes/internal/engine"
 	"github.com/zkrecipes/zkrecipes/internal/interop"
 	"github.com/zkrecipes/zkrecipes/internal/testutil"
 	"github.com/zkrecipes/zkrecipes/mutex"
@@ -38,7 +39,7 @@ import (
 // newRunRoot returns a fresh path for a test's queues, so that runs against
 // one server (-count=2, ZK_TEST_SERVERS) start from empty parents. The
 // normaliser writes it as /zkinspect-xxxxxxxx.
-func newRunRoot() string { return "/zkinspect-" + recipes.NewUUID()[:8] }
+func newRunRoot() string { return "/zkinspect-" + engine.NewUUID()[:8] }
 
 var reRunRoot = regexp.MustCompile(`/zkinspect-[0-9a-f]{8}`)
 
@@ -253,7 +254,7 @@ func treeStats(t *testing.T, c *recipes.Client, path string) map[string]zk.Stat 
 		}
 		out[p] = *st
 		for _, k := range kids {
-			walk(recipes.JoinPath(p, k))
+			walk(engine.JoinPath(p, k))
 		}
 	}
 	walk(path)

@@ -123,6 +123,7 @@ import (
 
 	"github.com/go-zookeeper/zk"
 
+	"github.com/zkrecipes/zkrecipes/internal/engine"
 	"github.com/zkrecipes/zkrecipes/mutex"
 	"github.com/zkrecipes/zkrecipes/recipes"
 	"github.com/zkrecipes/zkrecipes/recipes/zktest"
@@ -233,7 +234,7 @@ func run(f flags) (int, error) {
 	}
 	defer cleanup()
 
-	b := &bench{f: f, servers: servers, root: "/zkrecipes-bench/" + recipes.NewUUID()[:8]}
+	b := &bench{f: f, servers: servers, root: "/zkrecipes-bench/" + engine.NewUUID()[:8]}
 	fmt.Printf("zkrecipes benchmark: %s, session timeout %v, %s %s/%s, GOMAXPROCS=%d\n",
 		where, f.sessionTimeout, runtime.Version(), runtime.GOOS, runtime.GOARCH, runtime.GOMAXPROCS(0))
 	fmt.Printf("paths under %s\n", b.root)
@@ -470,7 +471,7 @@ type rawLoop struct {
 
 func (l *rawLoop) run(n int) error {
 	for range n {
-		prefix := l.parent + "/" + recipes.ProtectedPrefix + recipes.NewUUID() + "-" + mutex.LockName
+		prefix := l.parent + "/" + engine.ProtectedPrefix + engine.NewUUID() + "-" + mutex.LockName
 		var (
 			node string
 			err  error
@@ -495,7 +496,7 @@ func (l *rawLoop) run(n int) error {
 		name := node[len(l.parent)+1:]
 		lowest := ""
 		for _, k := range kids {
-			if lowest == "" || recipes.SortKey(k, mutex.LockName) < recipes.SortKey(lowest, mutex.LockName) {
+			if lowest == "" || engine.SortKey(k, mutex.LockName) < engine.SortKey(lowest, mutex.LockName) {
 				lowest = k
 			}
 		}

@@ -8,6 +8,7 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/zkrecipes/zkrecipes/internal/engine"
 	"github.com/zkrecipes/zkrecipes/recipes"
 )
 
@@ -17,7 +18,15 @@ func Client(c *recipes.Client) error {
 	if c == nil {
 		return recipes.ErrNilClient
 	}
-	return c.Check()
+	return engine.Of(c).Check()
+}
+
+// Engine checks c as Client does and returns the engine behind it.
+func Engine(c *recipes.Client) (*engine.Client, error) {
+	if err := Client(c); err != nil {
+		return nil, err
+	}
+	return engine.Of(c), nil
 }
 
 // Path checks c (as Client does) and path, and returns path with the
@@ -55,7 +64,7 @@ func ReadPath(ctx context.Context, c *recipes.Client, path string) (string, erro
 	if err := Context(ctx); err != nil {
 		return "", err
 	}
-	if err := c.Check(); err != nil {
+	if err := engine.Of(c).Check(); err != nil {
 		return "", err
 	}
 	return c.FullPath(path)

@@ -18,6 +18,7 @@ import (
 
 	"github.com/go-zookeeper/zk"
 
+	"github.com/zkrecipes/zkrecipes/internal/engine"
 	"github.com/zkrecipes/zkrecipes/recipes"
 	"github.com/zkrecipes/zkrecipes/recipes/zktest"
 )
@@ -124,7 +125,7 @@ func DeleteTree(c *recipes.Client, path string) error {
 		return err
 	}
 	for _, k := range kids {
-		if err := DeleteTree(c, recipes.JoinPath(path, k)); err != nil {
+		if err := DeleteTree(c, engine.JoinPath(path, k)); err != nil {
 			return err
 		}
 	}
@@ -158,7 +159,7 @@ func EnsurePath(c *recipes.Client, path string) error {
 	if path == "/" {
 		return nil
 	}
-	parent, _ := recipes.SplitPath(path)
+	parent, _ := engine.SplitPath(path)
 	if err := EnsurePath(c, parent); err != nil {
 		return err
 	}

@@ -1,4 +1,4 @@
-package recipes_test
+package engine_test
 
 import (
 	"context"
@@ -18,18 +18,20 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/zkrecipes/zkrecipes/internal/engine"
+	"github.com/zkrecipes/zkrecipes/internal/testutil"
 	"github.com/zkrecipes/zkrecipes/recipes"
 	"github.com/zkrecipes/zkrecipes/recipes/zktest"
 )
 
-var lockDriver = &recipes.StandardDriver{LockName: "lock-", MaxLeases: 1}
+var lockDriver = &engine.StandardDriver{LockName: "lock-", MaxLeases: 1}
 
 // prefixOf returns the _c_<uuid>- prefix of a protected node's path.
 func prefixOf(t *testing.T, path string) string {
 	t.Helper()
-	_, name := recipes.SplitPath(path)
-	require.True(t, strings.HasPrefix(name, recipes.ProtectedPrefix), name)
-	return name[:len(recipes.ProtectedPrefix)+37]
+	_, name := engine.SplitPath(path)
+	require.True(t, strings.HasPrefix(name, engine.ProtectedPrefix), name)
+	return name[:len(engine.ProtectedPrefix)+37]
 }
 
 // withPrefix lists the children of parent that start with prefix.
@@ -57,10 +59,10 @@ func TestGhostOfOwnNodeIsDeleted(t *testing.T) {
 	c := connect(t, zkc.Servers())
 	ctx := context.Background()
 
-	first, err := c.Enter(ctx, "/ghost", "lock-", nil, lockDriver) // so that ours is not sequence 0
+	first, err := engine.Of(c).Enter(ctx, "/ghost", "lock-", nil, lockDriver) // so that ours is not sequence 0
 	require.NoError(t, err)
 	require.NoError(t, first.Leave(ctx))
-	ct, err := c.Enter(ctx, "/ghost", "lock-", nil, lockDriver)
+	ct, err := engine.Of(c).Enter(ctx, "/ghost", "lock-", nil, lockDriver)
 	require.NoError(t, err)
 
 	// Plant a ghost: our uuid prefix, ordered ahead of our node.
@@ -93,22 +95,22 @@ func TestLostCreateReplyThroughPausedFollower(t *testing.T) {
 	c := connect(t, []string{proxy.Addr()}, recipes.WithSessionTimeout(4*time.Second))
 	direct := connect(t, zkc.Servers())
 	ctx := context.Background()
-	require.NoError(t, c.EnsureContainers(ctx, "/lag"))
+	require.NoError(t, engine.Of(c).EnsureContainers(ctx, "/lag"))
 
 	for i := 0; i < 3; i++ {
-		log := watchStates(t, c)
+		log := testutil.WatchStates(t, c)
 		resumed := make(chan struct{})
-		proxy.CutAfterClientSendsFunc([]byte(recipes.ProtectedPrefix), func() {
+		proxy.CutAfterClientSendsFunc([]byte(engine.ProtectedPrefix), func() {
 			assert.NoError(t, zkc.Pause(f))
 			go func() { // hold the follower while the client reconnects
 				defer close(resumed)
-				log.waitFor(t, 0, 10*time.Second, recipes.StateSuspended)
+				log.WaitFor(t, 0, 10*time.Second, recipes.StateSuspended)
 				time.Sleep(300 * time.Millisecond) // the fault's length, not a synchronisation
 				assert.NoError(t, zkc.Resume(f))
 			}()
 		})
 		before := c.Stats()
-		ct, err := c.Enter(ctx, "/lag", "lock-", nil, lockDriver)
+		ct, err := engine.Of(c).Enter(ctx, "/lag", "lock-", nil, lockDriver)
 		require.NoError(t, err, "round %d", i)
 		<-resumed
 		d := c.Stats().Sub(before)
@@ -153,7 +155,7 @@ func TestLostDeclaredOneTimeoutAfterLastByte(t *testing.T) {
 	case <-time.After(4 * T):
 		t.Fatal("no LOST")
 	}
-	last, ok := c.LastReceived()
+	last, ok := engine.Of(c).LastReceived()
 	require.True(t, ok)
 	sinceLast, sinceCut := lostAt.Sub(last), lostAt.Sub(start)
 	t.Logf("session timeout %v: LOST %v after the last byte, %v after the black-hole began", T, sinceLast, sinceCut)
@@ -178,7 +180,7 @@ func TestNegotiatedTimeoutFromHandshake(t *testing.T) {
 	require.NoError(t, err)
 	defer adopted.Close()
 	assert.Equal(t, 4*time.Second, adopted.SessionTimeout(), "NewClient with a Wire")
-	_, ok := adopted.LastReceived()
+	_, ok := engine.Of(adopted).LastReceived()
 	assert.True(t, ok)
 
 	conn2, events2, err := zk.Connect(zkc.Servers(), 30*time.Second, zk.WithLogInfo(false))
@@ -187,7 +189,7 @@ func TestNegotiatedTimeoutFromHandshake(t *testing.T) {
 	require.NoError(t, err)
 	defer blind.Close()
 	assert.Equal(t, 30*time.Second, blind.SessionTimeout(), "without a Wire the requested timeout is all there is")
-	_, ok = blind.LastReceived()
+	_, ok = engine.Of(blind).LastReceived()
 	assert.False(t, ok)
 }
 
@@ -206,8 +208,8 @@ func TestSessionBackAfterLocalLostDeletesLostHolds(t *testing.T) {
 	}
 	ctx := context.Background()
 	a := connect(t, zkc.Servers(), recipes.WithSessionTimeout(4*time.Second))
-	log := watchStates(t, a)
-	ct, err := a.Enter(ctx, "/orphan", "lock-", nil, lockDriver)
+	log := testutil.WatchStates(t, a)
+	ct, err := engine.Of(a).Enter(ctx, "/orphan", "lock-", nil, lockDriver)
 	require.NoError(t, err)
 	held, sig, err := ct.Acquire(ctx, true)
 	require.NoError(t, err)
@@ -220,12 +222,12 @@ func TestSessionBackAfterLocalLostDeletesLostHolds(t *testing.T) {
 	for _, i := range paused {
 		require.NoError(t, zkc.Pause(i))
 	}
-	log.waitFor(t, 0, 20*time.Second, recipes.StateSuspended, recipes.StateLost)
-	assert.True(t, isClosed(sig.Lost), "the holder was told")
+	log.WaitFor(t, 0, 20*time.Second, recipes.StateSuspended, recipes.StateLost)
+	assert.True(t, testutil.IsClosed(sig.Lost), "the holder was told")
 	for _, i := range paused {
 		require.NoError(t, zkc.Resume(i))
 	}
-	log.waitFor(t, 0, 60*time.Second, recipes.StateSuspended, recipes.StateLost, recipes.StateReconnected)
+	log.WaitFor(t, 0, 60*time.Second, recipes.StateSuspended, recipes.StateLost, recipes.StateReconnected)
 	require.Equal(t, sid, a.SessionID(), "the same session came back")
 
 	b := connect(t, zkc.Servers())
@@ -235,7 +237,7 @@ func TestSessionBackAfterLocalLostDeletesLostHolds(t *testing.T) {
 	})
 	bctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
-	other, err := b.Enter(bctx, "/orphan", "lock-", nil, lockDriver)
+	other, err := engine.Of(b).Enter(bctx, "/orphan", "lock-", nil, lockDriver)
 	require.NoError(t, err)
 	held, _, err = other.Acquire(bctx, true)
 	require.NoError(t, err, "another session acquires without waiting for the application")
@@ -255,7 +257,7 @@ func TestReleaseDoesNotBlockWhileDisconnected(t *testing.T) {
 	ctx := context.Background()
 
 	// Silent server, not yet noticed: ctx bounds the release.
-	ct, err := c.Enter(ctx, "/release", "lock-", nil, lockDriver)
+	ct, err := engine.Of(c).Enter(ctx, "/release", "lock-", nil, lockDriver)
 	require.NoError(t, err)
 	proxy.Blackhole()
 	short, cancel := context.WithTimeout(ctx, 200*time.Millisecond)
@@ -265,15 +267,15 @@ func TestReleaseDoesNotBlockWhileDisconnected(t *testing.T) {
 	assert.Less(t, time.Since(start), time.Second, "Leave honours its ctx")
 
 	// SUSPENDED: handed to the worker at once, even without a deadline.
-	log := watchStates(t, c)
-	log.waitFor(t, 0, 10*time.Second, recipes.StateSuspended)
+	log := testutil.WatchStates(t, c)
+	log.WaitFor(t, 0, 10*time.Second, recipes.StateSuspended)
 	proxy.Restore()
 	require.NoError(t, c.WaitConnected(ctx))
-	ct2, err := c.Enter(ctx, "/release", "lock-", nil, lockDriver)
+	ct2, err := engine.Of(c).Enter(ctx, "/release", "lock-", nil, lockDriver)
 	require.NoError(t, err)
-	n := len(log.snapshot())
+	n := len(log.Snapshot())
 	proxy.Blackhole()
-	log.waitFor(t, n, 10*time.Second, recipes.StateSuspended)
+	log.WaitFor(t, n, 10*time.Second, recipes.StateSuspended)
 	start = time.Now()
 	require.NoError(t, ct2.Leave(ctx))
 	assert.Less(t, time.Since(start), 100*time.Millisecond, "no request while SUSPENDED")
@@ -308,12 +310,12 @@ func TestTryAcquireWhileSuspendedIsErrNotConnected(t *testing.T) {
 	proxy := zktest.NewProxy(t, zkc.Servers()[0])
 	c := connect(t, []string{proxy.Addr()}, recipes.WithSessionTimeout(4*time.Second))
 	ctx := context.Background()
-	ct, err := c.Enter(ctx, "/try", "lock-", nil, lockDriver)
+	ct, err := engine.Of(c).Enter(ctx, "/try", "lock-", nil, lockDriver)
 	require.NoError(t, err)
-	log := watchStates(t, c)
+	log := testutil.WatchStates(t, c)
 	proxy.Cut()
 	proxy.Blackhole()
-	log.waitFor(t, 0, 10*time.Second, recipes.StateSuspended)
+	log.WaitFor(t, 0, 10*time.Second, recipes.StateSuspended)
 	held, _, err := ct.Acquire(ctx, false)
 	assert.False(t, held)
 	assert.ErrorIs(t, err, recipes.ErrNotConnected)
@@ -365,7 +367,7 @@ func TestConnectPassesEveryDialingOption(t *testing.T) {
 func TestHoldDoneClosedAtFirstLook(t *testing.T) {
 	over := make(chan struct{})
 	close(over)
-	h := recipes.NewHold(nil, "/x", recipes.Signals{Done: over, Lost: over})
+	h := engine.NewHold(nil, "/x", engine.Signals{Done: over, Lost: over})
 	select {
 	case <-h.Done():
 	default:

@@ -1,4 +1,4 @@
-package recipes_test
+package engine_test
 
 import (
 	"context"
@@ -13,6 +13,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/zkrecipes/zkrecipes/internal/engine"
+	"github.com/zkrecipes/zkrecipes/internal/testutil"
 	"github.com/zkrecipes/zkrecipes/recipes"
 	"github.com/zkrecipes/zkrecipes/recipes/zktest"
 )
@@ -28,29 +30,29 @@ type readerDriver struct {
 }
 
 func (d *readerDriver) SortKey(child string) string {
-	return recipes.SortKey(child, "__READ__", "__WRIT__")
+	return engine.SortKey(child, "__READ__", "__WRIT__")
 }
 
-func (d *readerDriver) Check(q recipes.Query) recipes.Verdict {
+func (d *readerDriver) Check(q engine.Query) engine.Verdict {
 	d.mu.Lock()
 	d.asked = append(d.asked, q.Owner)
 	d.mu.Unlock()
 	if q.Owner != nil && q.Owner == d.writerOwner {
-		return recipes.Verdict{Held: true}
+		return engine.Verdict{Held: true}
 	}
 	for _, c := range q.Below {
 		if strings.Contains(c.Name, "__WRIT__") {
-			return recipes.Verdict{Watch: c}
+			return engine.Verdict{Watch: c}
 		}
 	}
-	return recipes.Verdict{Held: true}
+	return engine.Verdict{Held: true}
 }
 
-func (d *readerDriver) Blocks(_, other recipes.Contender) bool {
+func (d *readerDriver) Blocks(_, other engine.Contender) bool {
 	return strings.Contains(other.Name, "__WRIT__")
 }
 
-func (d *readerDriver) Relist(gone recipes.Contender) bool {
+func (d *readerDriver) Relist(gone engine.Contender) bool {
 	return strings.Contains(gone.Name, "__WRIT__")
 }
 
@@ -60,8 +62,8 @@ func TestEngineFixedSequenceOwnerAndBlocks(t *testing.T) {
 	zkc := zktest.Start(t)
 	c := connect(t, zkc.Servers())
 	ctx := context.Background()
-	writer := &recipes.StandardDriver{LockName: "__WRIT__", Extra: []string{"__READ__"}, MaxLeases: 1}
-	w, err := c.Enter(ctx, "/rw", "__WRIT__", nil, writer)
+	writer := &engine.StandardDriver{LockName: "__WRIT__", Extra: []string{"__READ__"}, MaxLeases: 1}
+	w, err := engine.Of(c).Enter(ctx, "/rw", "__WRIT__", nil, writer)
 	require.NoError(t, err)
 	held, _, err := w.Acquire(ctx, true)
 	require.NoError(t, err)
@@ -71,7 +73,7 @@ func TestEngineFixedSequenceOwnerAndBlocks(t *testing.T) {
 	// The write lock's owner asks for the read lock: a non-sequential node
 	// at the writer's sequence, granted at once through the owner.
 	d := &readerDriver{writerOwner: "writer"}
-	down, err := c.Enter(ctx, "/rw", "__READ__", nil, d, recipes.EnterAtSequence(seq), recipes.EnterOwner("writer"))
+	down, err := engine.Of(c).Enter(ctx, "/rw", "__READ__", nil, d, engine.EnterAtSequence(seq), engine.EnterOwner("writer"))
 	require.NoError(t, err)
 	assert.True(t, strings.HasSuffix(down.Path(), "-__READ__"+seq), down.Path())
 	assert.Equal(t, seq, down.Node().Key, "sorts where the write node is")
@@ -83,7 +85,7 @@ func TestEngineFixedSequenceOwnerAndBlocks(t *testing.T) {
 	// Another reader waits for the writer; when the writer leaves it
 	// lists again (Relist) and holds beside the downgraded reader.
 	other := &readerDriver{}
-	r, err := c.Enter(ctx, "/rw", "__READ__", nil, other)
+	r, err := engine.Of(c).Enter(ctx, "/rw", "__READ__", nil, other)
 	require.NoError(t, err)
 	got := make(chan error, 1)
 	go func() {
@@ -109,7 +111,7 @@ func TestEngineFixedSequenceOwnerAndBlocks(t *testing.T) {
 	assert.Equal(t, uint64(1), c.Stats().Sub(before).Children, "one list after the writer went")
 
 	// A writer queued behind all of them waits for the downgraded reader.
-	w2, err := c.Enter(ctx, "/rw", "__WRIT__", nil, writer)
+	w2, err := engine.Of(c).Enter(ctx, "/rw", "__WRIT__", nil, writer)
 	require.NoError(t, err)
 	held, _, err = w2.Acquire(ctx, false)
 	require.NoError(t, err)
@@ -124,9 +126,9 @@ func TestEngineRejectsBadVerdict(t *testing.T) {
 	zkc := zktest.Start(t)
 	c := connect(t, zkc.Servers())
 	ctx := context.Background()
-	first, err := c.Enter(ctx, "/bad", "lock-", nil, lockDriver)
+	first, err := engine.Of(c).Enter(ctx, "/bad", "lock-", nil, lockDriver)
 	require.NoError(t, err)
-	ct, err := c.Enter(ctx, "/bad", "lock-", nil, &badDriver{})
+	ct, err := engine.Of(c).Enter(ctx, "/bad", "lock-", nil, &badDriver{})
 	require.NoError(t, err)
 	_, _, err = ct.Acquire(ctx, true)
 	assert.ErrorIs(t, err, recipes.ErrInvalidArgument)
@@ -136,11 +138,11 @@ func TestEngineRejectsBadVerdict(t *testing.T) {
 	assert.Empty(t, kids, "the failed contest left")
 }
 
-type badDriver struct{ recipes.StandardDriver }
+type badDriver struct{ engine.StandardDriver }
 
-func (badDriver) SortKey(child string) string { return recipes.SortKey(child, "lock-") }
-func (badDriver) Check(q recipes.Query) recipes.Verdict {
-	return recipes.Verdict{Watch: recipes.Contender{Name: "nobody"}}
+func (badDriver) SortKey(child string) string { return engine.SortKey(child, "lock-") }
+func (badDriver) Check(q engine.Query) engine.Verdict {
+	return engine.Verdict{Watch: engine.Contender{Name: "nobody"}}
 }
 
 // The semaphore's count-based wait: only the caller waits, on a children
@@ -149,25 +151,25 @@ func TestAwaitCount(t *testing.T) {
 	zkc := zktest.Start(t)
 	c := connect(t, zkc.Servers())
 	ctx := context.Background()
-	d := &recipes.StandardDriver{LockName: "lease-"}
-	var cts []*recipes.Contest
+	d := &engine.StandardDriver{LockName: "lease-"}
+	var cts []*engine.Contest
 	for i := 0; i < 3; i++ {
-		ct, err := c.Enter(ctx, "/sem/leases", "lease-", nil, d)
+		ct, err := engine.Of(c).Enter(ctx, "/sem/leases", "lease-", nil, d)
 		require.NoError(t, err)
 		cts = append(cts, ct)
 	}
 	ours := cts[2]
 
-	sig, err := ours.AwaitCount(ctx, recipes.FixedLimit(3), true)
+	sig, err := ours.AwaitCount(ctx, engine.FixedLimit(3), true)
 	require.NoError(t, err)
-	assert.False(t, isClosed(sig.Done))
-	_, err = ours.AwaitCount(ctx, recipes.FixedLimit(2), false)
+	assert.False(t, testutil.IsClosed(sig.Done))
+	_, err = ours.AwaitCount(ctx, engine.FixedLimit(2), false)
 	assert.ErrorIs(t, err, recipes.ErrNotAcquired, "one check, too many")
 
 	// Too many: a lease going wakes the waiter.
 	done := make(chan error, 1)
 	watches := c.Stats().Watches
-	go func() { _, err := ours.AwaitCount(ctx, recipes.FixedLimit(2), true); done <- err }()
+	go func() { _, err := ours.AwaitCount(ctx, engine.FixedLimit(2), true); done <- err }()
 	eventually(t, 5*time.Second, "waiter watching", func() bool { return c.Stats().Watches > watches })
 	select {
 	case err := <-done:
@@ -199,7 +201,7 @@ func TestAwaitCount(t *testing.T) {
 	ghost := "/sem/leases/" + prefixOf(t, ours.Path()) + "lease-0000000000"
 	_, err = c.Create(ghost, nil, zk.FlagEphemeral)
 	require.NoError(t, err)
-	_, err = ours.AwaitCount(ctx, recipes.FixedLimit(2), false)
+	_, err = ours.AwaitCount(ctx, engine.FixedLimit(2), false)
 	require.NoError(t, err, "two leases, the ghost aside")
 	ok, _, err := c.Exists(ghost)
 	require.NoError(t, err)
@@ -207,15 +209,15 @@ func TestAwaitCount(t *testing.T) {
 
 	// Our lease gone: an error, not a wait.
 	require.NoError(t, c.Delete(ours.Path(), -1))
-	_, err = ours.AwaitCount(ctx, recipes.FixedLimit(5), true)
+	_, err = ours.AwaitCount(ctx, engine.FixedLimit(5), true)
 	assert.ErrorIs(t, err, recipes.ErrLockLost)
 	require.NoError(t, ours.Leave(ctx))
 
 	tctx, cancel := context.WithTimeout(ctx, 100*time.Millisecond)
 	defer cancel()
-	late, err := c.Enter(ctx, "/sem/leases", "lease-", nil, d)
+	late, err := engine.Of(c).Enter(ctx, "/sem/leases", "lease-", nil, d)
 	require.NoError(t, err)
-	_, err = late.AwaitCount(tctx, recipes.FixedLimit(1), true)
+	_, err = late.AwaitCount(tctx, engine.FixedLimit(1), true)
 	assert.ErrorIs(t, err, context.DeadlineExceeded)
 	require.NoError(t, late.Leave(ctx))
 	require.NoError(t, cts[1].Leave(ctx))
@@ -224,11 +226,11 @@ func TestAwaitCount(t *testing.T) {
 // termLog records a participant's terms.
 type termLog struct {
 	mu    sync.Mutex
-	terms []*recipes.Hold
+	terms []*engine.Hold
 	nodes []string
 }
 
-func (l *termLog) onTerm(h *recipes.Hold) {
+func (l *termLog) onTerm(h *engine.Hold) {
 	l.mu.Lock()
 	l.terms = append(l.terms, h)
 	l.mu.Unlock()
@@ -246,7 +248,7 @@ func (l *termLog) count() (terms, nodes int) {
 	return len(l.terms), len(l.nodes)
 }
 
-func (l *termLog) last() *recipes.Hold {
+func (l *termLog) last() *engine.Hold {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.terms[len(l.terms)-1]
@@ -257,10 +259,10 @@ func participate(t *testing.T, c *recipes.Client, parent string) (*termLog, func
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() {
-		done <- c.Participate(ctx, recipes.Participation{
+		done <- engine.Of(c).Participate(ctx, engine.Participation{
 			Parent: parent, LockName: "latch-", Data: []byte("id"),
-			Driver:  &recipes.StandardDriver{LockName: "latch-", MaxLeases: 1},
-			Options: []recipes.EnterOption{recipes.EnterVerifyOwner()},
+			Driver:  &engine.StandardDriver{LockName: "latch-", MaxLeases: 1},
+			Options: []engine.EnterOption{engine.EnterVerifyOwner()},
 			OnNode:  l.onNode, OnTerm: l.onTerm,
 		})
 	}()
@@ -312,7 +314,7 @@ func TestParticipantTermsAndRecreation(t *testing.T) {
 	stopB()
 	eventually(t, 5*time.Second, "a leads again", func() bool { n, _ := la.count(); return n == 2 })
 	second := la.last()
-	assert.False(t, isClosed(second.Done()))
+	assert.False(t, testutil.IsClosed(second.Done()))
 
 	// A connection blip ends the term (Standard policy); the same session
 	// and node come back: a new term on the same node.
@@ -355,8 +357,8 @@ func TestEngineVerifiesTheNodesOwner(t *testing.T) {
 	c := connect(t, zkc.Servers())
 	other := connect(t, zkc.Servers())
 	ctx := context.Background()
-	d := &recipes.StandardDriver{LockName: "latch-", MaxLeases: 1}
-	ct, err := c.Enter(ctx, "/owner", "latch-", nil, d, recipes.EnterVerifyOwner())
+	d := &engine.StandardDriver{LockName: "latch-", MaxLeases: 1}
+	ct, err := engine.Of(c).Enter(ctx, "/owner", "latch-", nil, d, engine.EnterVerifyOwner())
 	require.NoError(t, err)
 	// The same name, now owned by another session.
 	require.NoError(t, c.Delete(ct.Path(), -1))
@@ -366,7 +368,7 @@ func TestEngineVerifiesTheNodesOwner(t *testing.T) {
 	assert.False(t, held)
 	assert.ErrorIs(t, err, recipes.ErrSessionLost, "not ours: no hold")
 
-	ct2, err := c.Enter(ctx, "/owner2", "latch-", nil, d, recipes.EnterVerifyOwner())
+	ct2, err := engine.Of(c).Enter(ctx, "/owner2", "latch-", nil, d, engine.EnterVerifyOwner())
 	require.NoError(t, err)
 	held, _, err = ct2.Acquire(ctx, true)
 	require.NoError(t, err)

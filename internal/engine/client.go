@@ -1,0 +1,404 @@
+package engine
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/go-zookeeper/zk"
+)
+
+// Client is the one object every recipe takes. It owns a *zk.Conn, drains
+// its session events as they happen, turns them into Curator's connection
+// states and publishes those to listeners and to the holds recipes hand out.
+//
+// A Client is safe for concurrent use. Close it when done: Close ends the
+// session (so the server deletes its ephemeral nodes at once) and leaves no
+// goroutine behind.
+type Client struct {
+	conn *zk.Conn
+	cfg  Config
+	log  *slog.Logger
+	wire *Wire // nil for an adopted connection dialled without one
+
+	inbox *queue[zk.Event] // session events from go-zookeeper, drained at once
+
+	mu          sync.Mutex
+	state       State
+	sessionID   int64
+	lost        bool          // LOST declared for the current session
+	suspendCh   chan struct{} // closed on SUSPENDED, LOST and Close
+	lostCh      chan struct{} // closed on LOST and Close
+	changeCh    chan struct{} // closed on every transition
+	listeners   Listeners[State]
+	closed      bool
+	timer       *time.Timer
+	timerGen    uint64
+	suspendedAt time.Time // when SUSPENDED was entered
+	orphans     []string  // nodes of holds declared lost while their session may live
+
+	nodesMu sync.Mutex
+	nodes   map[string]int64 // server path -> session, of every node a contest holds
+
+	deletes chan deleteJob // to the delete goroutine (deleteLoop)
+
+	closeCh   chan struct{}
+	closeOnce sync.Once
+	wg        sync.WaitGroup // run loop, event pump, background deletes
+	pumpDone  chan struct{}
+
+	stats     counters
+	knowledge knowledge
+}
+
+// Connect dials the given servers ("host:port" each) and waits until the
+// first session is established or the connect timeout (WithConnectTimeout)
+// passes. The returned Client owns the connection. Every connection is
+// dialled through a Wire (around the WithDialer dialer, if given), which
+// reads the negotiated session timeout from the server's handshake reply
+// and times LOST from the last byte received.
+func Connect(servers []string, opts ...Option) (*Client, error) {
+	cfg, err := buildConfig(opts)
+	if err != nil {
+		return nil, err
+	}
+	if len(servers) == 0 {
+		return nil, fmt.Errorf("%w: no servers", ErrInvalidArgument)
+	}
+	for _, srv := range servers {
+		if strings.TrimSpace(srv) == "" {
+			return nil, fmt.Errorf("%w: an empty server address in %q", ErrInvalidArgument, servers)
+		}
+	}
+	c := newClient(cfg)
+	c.wire = NewWire(cfg.dialer)
+	zkopts := []func(*zk.Conn){
+		zk.WithLogger(&zkLogAdapter{c: c, next: cfg.zkLogger}),
+		zk.WithEventCallback(func(ev zk.Event) { c.inbox.push(ev) }),
+		zk.WithDialer(c.wire.Dial),
+	}
+	if cfg.hostProvider != nil {
+		zkopts = append(zkopts, zk.WithHostProvider(cfg.hostProvider))
+	}
+	if cfg.maxBufferSize > 0 {
+		zkopts = append(zkopts, zk.WithMaxBufferSize(cfg.maxBufferSize))
+	}
+	conn, events, err := zk.Connect(servers, cfg.sessionTimeout, allOf(zkopts))
+	if err != nil {
+		return nil, fmt.Errorf("zkrecipes: connect: %w", err)
+	}
+	c.conn = conn
+	c.start(events, false)
+	if err := c.afterStart(); err != nil {
+		c.Close()
+		return nil, err
+	}
+	return c, nil
+}
+
+// allOf folds go-zookeeper options (whose type it does not export) into
+// one: each is a func(*zk.Conn), and so is the result.
+func allOf(opts []func(*zk.Conn)) func(*zk.Conn) {
+	return func(conn *zk.Conn) {
+		for _, o := range opts {
+			o(conn)
+		}
+	}
+}
+
+// NewClient adopts a connection the caller already has, together with the
+// event channel zk.Connect returned for it. The Client drains that channel
+// from now on and takes ownership of the connection: Close closes it.
+// Events go-zookeeper dropped before the call are lost; the Client starts
+// from the connection's current state. Options that configure dialing
+// (WithDialer, WithHostProvider, WithZKLogger, WithMaxBufferSize) have no
+// effect here.
+//
+// What the Client knows of an adopted connection depends on how it was
+// dialled. Dialled through a Wire (zk.WithDialer(w.Dial)) and given
+// WithWire(w), it knows what Connect knows: the negotiated session timeout
+// and the time of the last byte received, so LOST comes one session
+// timeout after that byte. Otherwise go-zookeeper keeps both to itself:
+// the Client takes WithSessionTimeout's value (give it the timeout the
+// connection was dialled with; the server may have granted less) and,
+// since go-zookeeper reports a disconnect at most 2/3 of the session
+// timeout after the last byte, declares LOST 1/3 of that timeout after
+// SUSPENDED: never after the server may expire the session, but possibly
+// before, for a session that then comes back (see RECONNECTED).
+func NewClient(conn *zk.Conn, events <-chan zk.Event, opts ...Option) (*Client, error) {
+	if conn == nil {
+		return nil, fmt.Errorf("%w: nil *zk.Conn", ErrInvalidArgument)
+	}
+	if events == nil {
+		return nil, fmt.Errorf("%w: nil event channel", ErrInvalidArgument)
+	}
+	cfg, err := buildConfig(opts)
+	if err != nil {
+		return nil, err
+	}
+	c := newClient(cfg)
+	c.wire = cfg.wire
+	c.conn = conn
+	c.start(events, true)
+	if conn.State() == zk.StateHasSession {
+		c.inbox.push(zk.Event{Type: zk.EventSession, State: zk.StateHasSession})
+	}
+	if err := c.afterStart(); err != nil {
+		c.Close()
+		return nil, err
+	}
+	return c, nil
+}
+
+func newClient(cfg Config) *Client {
+	c := &Client{
+		cfg:       cfg,
+		log:       cfg.logger,
+		inbox:     newQueue[zk.Event](),
+		suspendCh: make(chan struct{}),
+		lostCh:    make(chan struct{}),
+		changeCh:  make(chan struct{}),
+		nodes:     map[string]int64{},
+		deletes:   make(chan deleteJob), // unbuffered: see GuaranteedDelete
+		closeCh:   make(chan struct{}),
+		pumpDone:  make(chan struct{}),
+	}
+	c.knowledge.init()
+	return c
+}
+
+func (c *Client) start(events <-chan zk.Event, forward bool) {
+	c.wg.Add(3)
+	go c.deleteLoop()
+	go func() { // pump: go-zookeeper's channel must never fill up
+		defer c.wg.Done()
+		defer close(c.pumpDone)
+		for ev := range events {
+			if forward {
+				c.inbox.push(ev)
+			}
+		}
+	}()
+	go c.run()
+}
+
+// afterStart waits for the first session and applies the auth options.
+func (c *Client) afterStart() error {
+	if c.cfg.connectTimeout > 0 {
+		ctx, cancel := context.WithTimeout(context.Background(), c.cfg.connectTimeout)
+		defer cancel()
+		if err := c.WaitConnected(ctx); err != nil {
+			return fmt.Errorf("zkrecipes: no session within %v (is ZooKeeper running at the addresses given, and reachable from here?): %w", c.cfg.connectTimeout, err)
+		}
+	}
+	for _, a := range c.cfg.auth {
+		if err := c.AddAuth(a.scheme, a.auth); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Conn returns the underlying go-zookeeper connection, for operations this
+// package does not wrap. Requests made on it are not counted in Stats.
+func (c *Client) Conn() *zk.Conn { return c.conn }
+
+// Namespace returns the path prefix applied to every recipe path ("" for none).
+func (c *Client) Namespace() string { return c.cfg.namespace }
+
+// ErrorPolicy returns the client's error policy.
+func (c *Client) ErrorPolicy() ErrorPolicy { return c.cfg.errorPolicy }
+
+// Logger returns the client's logger (silent unless WithLogger was given).
+func (c *Client) Logger() *slog.Logger { return c.log }
+
+// ACL returns the ACL list to use when creating path.
+func (c *Client) ACL(path string) []zk.ACL { return c.cfg.acl.ACLFor(path) }
+
+// SessionTimeout returns the session timeout the server granted, read from
+// its handshake reply. Before the first session, and for an adopted
+// connection without a Wire, it is the requested one (WithSessionTimeout).
+func (c *Client) SessionTimeout() time.Duration {
+	if c.wire != nil {
+		if d := c.wire.SessionTimeout(); d > 0 {
+			return d
+		}
+	}
+	return c.cfg.sessionTimeout
+}
+
+// LastReceived returns when the last byte arrived from a server that holds
+// the session, and false when that is unknown (before the first session,
+// or for an adopted connection without a Wire). The server may expire the
+// session one SessionTimeout after it.
+func (c *Client) LastReceived() (time.Time, bool) {
+	if c.wire == nil {
+		return time.Time{}, false
+	}
+	return c.wire.LastReceived()
+}
+
+// State returns the current connection state.
+func (c *Client) State() State {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.state
+}
+
+// SessionID returns the id of the session the client last had.
+func (c *Client) SessionID() int64 {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.sessionID
+}
+
+// AddAuth adds authentication info (for example scheme "digest" with
+// "user:password") to the session; go-zookeeper sends it again after every
+// reconnect.
+func (c *Client) AddAuth(scheme string, auth []byte) error {
+	if err := c.check(); err != nil {
+		return err
+	}
+	if err := c.conn.AddAuth(scheme, auth); err != nil {
+		return fmt.Errorf("zkrecipes: add auth %q: %w", scheme, err)
+	}
+	return nil
+}
+
+// check returns ErrNilClient or ErrClosed when the client cannot be used.
+func (c *Client) check() error {
+	if c == nil || c.conn == nil {
+		return ErrNilClient
+	}
+	select {
+	case <-c.closeCh:
+		return ErrClosed
+	default:
+		return nil
+	}
+}
+
+// Check returns ErrNilClient for a nil Client, ErrClosed for a closed one,
+// and nil otherwise. Recipes call it before any work.
+func (c *Client) Check() error { return c.check() }
+
+// Done returns a channel that is closed when the client is closed.
+func (c *Client) Done() <-chan struct{} { return c.closeCh }
+
+// WaitConnected blocks until the client has a session (CONNECTED,
+// RECONNECTED or READ_ONLY), ctx ends or the client is closed.
+func (c *Client) WaitConnected(ctx context.Context) error {
+	if ctx == nil {
+		return fmt.Errorf("%w: nil context", ErrInvalidArgument)
+	}
+	for {
+		if err := c.check(); err != nil {
+			return err
+		}
+		snap := c.Snapshot()
+		if snap.State.IsConnected() {
+			return nil
+		}
+		select {
+		case <-snap.Changed:
+		case <-ctx.Done():
+			return fmt.Errorf("zkrecipes: waiting for connection (state %v): %w", snap.State, ctx.Err())
+		case <-c.closeCh:
+			return ErrClosed
+		}
+	}
+}
+
+// Snapshot is a consistent view of the client's connection state together
+// with the signals recipes build holds on.
+type Snapshot struct {
+	State     State
+	SessionID int64
+	// Changed is closed at the next state transition.
+	Changed <-chan struct{}
+	// Suspended is closed at the next SUSPENDED or LOST (or Close).
+	Suspended <-chan struct{}
+	// Lost is closed when this session is LOST (or at Close).
+	Lost <-chan struct{}
+}
+
+// Snapshot returns the current state and signals.
+func (c *Client) Snapshot() Snapshot {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return Snapshot{State: c.state, SessionID: c.sessionID, Changed: c.changeCh, Suspended: c.suspendCh, Lost: c.lostCh}
+}
+
+// HoldSignal returns, from a snapshot, the channel that closes when a hold
+// taken in that snapshot may be gone under the client's error policy.
+func (c *Client) HoldSignal(s Snapshot) <-chan struct{} {
+	if c.cfg.errorPolicy == PolicySession {
+		return s.Lost
+	}
+	return s.Suspended
+}
+
+// Close ends the session and stops every goroutine the client started. It
+// is safe to call more than once.
+func (c *Client) Close() error {
+	if c == nil || c.conn == nil {
+		return ErrNilClient
+	}
+	c.closeOnce.Do(func() {
+		c.mu.Lock()
+		c.closed = true
+		close(c.closeCh)
+		closeIfOpen(c.suspendCh)
+		closeIfOpen(c.lostCh)
+		closeIfOpen(c.changeCh)
+		if c.timer != nil {
+			c.timer.Stop()
+		}
+		c.mu.Unlock()
+		c.listeners.Close()
+		if c.conn != nil {
+			c.conn.Close()
+			// go-zookeeper closes its event channel once its loop has ended.
+			select {
+			case <-c.pumpDone:
+			case <-time.After(10 * time.Second):
+				c.log.Warn("zkrecipes: go-zookeeper did not stop within 10s")
+			}
+		}
+		c.inbox.close()
+		c.wg.Wait()
+	})
+	return nil
+}
+
+func closeIfOpen(ch chan struct{}) {
+	select {
+	case <-ch:
+	default:
+		close(ch)
+	}
+}
+
+// zkLogAdapter forwards go-zookeeper's log lines to the WithZKLogger
+// logger, else to slog at debug level.
+type zkLogAdapter struct {
+	c    *Client
+	next zk.Logger
+}
+
+func (a *zkLogAdapter) Printf(format string, args ...any) {
+	if a.next != nil {
+		a.next.Printf(format, args...)
+		return
+	}
+	if a.c.log.Enabled(context.Background(), slog.LevelDebug) {
+		a.c.log.Debug("go-zookeeper: " + fmt.Sprintf(format, args...))
+	}
+}
+
+// discardLogger is the default: silent.
+var discardLogger = slog.New(slog.NewTextHandler(io.Discard, &slog.HandlerOptions{Level: slog.LevelError + 100}))

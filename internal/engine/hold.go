@@ -1,0 +1,180 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"reflect"
+	"sync"
+
+	"github.com/go-zookeeper/zk"
+)
+
+// Hold is what every acquisition shares: the node that proves it, the
+// signals that say when it may be gone, and fencing. Recipes embed it in
+// their lease types.
+type Hold struct {
+	c    *Client
+	path string
+	sig  Signals
+
+	mu         sync.Mutex
+	isReleased bool
+	released   chan struct{} // made by the first Done call; closed on release
+	done       chan struct{} // made by the first Done call
+	doneClosed bool
+
+	tokenMu sync.Mutex
+	token   int64
+}
+
+// NewHold returns the hold proven by the node at path (a server path).
+func NewHold(c *Client, path string, sig Signals) *Hold {
+	return &Hold{c: c, path: path, sig: sig}
+}
+
+// Node returns the server path of the node that proves the hold.
+func (h *Hold) Node() string { return h.path }
+
+// Done returns a channel that closes when the hold may be gone: on LOST,
+// on SUSPENDED under the Standard error policy, when the client closes,
+// and when the hold is released.
+func (h *Hold) Done() <-chan struct{} {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.done == nil {
+		h.done = make(chan struct{})
+		if h.isReleased || isClosed(h.sig.Done) {
+			h.closeDone() // already over: closed before anyone can look
+		} else {
+			released := make(chan struct{})
+			h.released = released
+			go func() {
+				select {
+				case <-h.sig.Done:
+				case <-released:
+				}
+				h.mu.Lock()
+				h.closeDone()
+				h.mu.Unlock()
+			}()
+		}
+	}
+	return h.done
+}
+
+// closeDone closes done once; h.mu is held.
+func (h *Hold) closeDone() {
+	if !h.doneClosed {
+		h.doneClosed = true
+		close(h.done)
+	}
+}
+
+// IsLost reports whether the session that owned the hold was lost (or the
+// client closed) since the hold was acquired.
+func (h *Hold) IsLost() bool { return isClosed(h.sig.Lost) }
+
+// MarkReleased closes Done at once; recipes call it when the hold is
+// released.
+func (h *Hold) MarkReleased() {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.isReleased {
+		return
+	}
+	h.isReleased = true
+	if h.released != nil {
+		close(h.released)
+	}
+	if h.done != nil {
+		h.closeDone()
+	}
+}
+
+// Token returns the fencing token of the hold: the creation zxid (czxid)
+// of its node. Tokens strictly increase across successive holders of the
+// same path, even when the parent was deleted and recreated in between,
+// because every create gets a larger zxid. The first call reads the node
+// (one exists request); later calls return the cached value.
+func (h *Hold) Token(ctx context.Context) (int64, error) {
+	if h == nil || h.c == nil {
+		return 0, fmt.Errorf("%w: Hold not made by NewHold with a client", ErrInvalidArgument)
+	}
+	if ctx == nil {
+		return 0, fmt.Errorf("%w: nil context", ErrInvalidArgument)
+	}
+	h.tokenMu.Lock()
+	defer h.tokenMu.Unlock()
+	if h.token != 0 {
+		return h.token, nil
+	}
+	var st *zk.Stat
+	err := h.c.Retry(ctx, func() error {
+		ok, s, err := h.c.Exists(h.path)
+		if err == nil && !ok {
+			err = zk.ErrNoNode
+		}
+		st = s
+		return err
+	})
+	if errors.Is(err, zk.ErrNoNode) {
+		return 0, fmt.Errorf("%w: %s is gone", ErrLockLost, h.path)
+	}
+	if err != nil {
+		return 0, fmt.Errorf("zkrecipes: token of %s: %w", h.path, err)
+	}
+	h.token = st.Czxid
+	return h.token, nil
+}
+
+// Fenced runs ops (*zk.CreateRequest, *zk.SetDataRequest, *zk.DeleteRequest
+// or *zk.CheckVersionRequest, with server paths) as one transaction
+// together with a check that the hold's node still exists, so the server
+// refuses the writes of a holder that lost its hold. A refusal for that
+// reason, or because the hold was released, returns an error wrapping
+// ErrFenced; the responses returned are for ops only. A connection error is returned as is (IsRetryable): the
+// transaction may or may not have been applied.
+func (h *Hold) Fenced(ctx context.Context, ops ...any) ([]zk.MultiResponse, error) {
+	if h == nil || h.c == nil {
+		return nil, fmt.Errorf("%w: Hold not made by NewHold with a client", ErrInvalidArgument)
+	}
+	if ctx == nil {
+		return nil, fmt.Errorf("%w: nil context", ErrInvalidArgument)
+	}
+	for i, op := range ops {
+		switch op := op.(type) {
+		case *zk.CreateRequest, *zk.SetDataRequest, *zk.DeleteRequest, *zk.CheckVersionRequest:
+			if reflect.ValueOf(op).IsNil() {
+				return nil, fmt.Errorf("%w: fenced op %d is nil", ErrInvalidArgument, i)
+			}
+		default:
+			return nil, fmt.Errorf("%w: fenced op %d is a %T, not a *zk.CreateRequest, *zk.SetDataRequest, *zk.DeleteRequest or *zk.CheckVersionRequest", ErrInvalidArgument, i, op)
+		}
+	}
+	all := make([]any, 0, len(ops)+1)
+	all = append(all, &zk.CheckVersionRequest{Path: h.path, Version: -1})
+	all = append(all, ops...)
+	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("zkrecipes: fenced multi: %w", err)
+	}
+	h.mu.Lock()
+	released := h.isReleased
+	h.mu.Unlock()
+	if released { // its node may live on (a local hand-off): refuse here
+		return nil, fmt.Errorf("%w: %s was released", ErrFenced, h.path)
+	}
+	// Not retried: after a connection loss the transaction may have been
+	// applied, and the caller's writes need not be idempotent.
+	res, err := h.c.Multi(all...)
+	if len(res) > 0 {
+		if errors.Is(res[0].Error, zk.ErrNoNode) {
+			return res[1:], fmt.Errorf("%w: %s", ErrFenced, h.path)
+		}
+		res = res[1:]
+	}
+	if err != nil {
+		return res, fmt.Errorf("zkrecipes: fenced multi: %w", err)
+	}
+	return res, nil
+}
