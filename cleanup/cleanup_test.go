@@ -389,3 +389,41 @@ func TestBadInput(t *testing.T) {
 	_, err = cleanup.Scan(ctx, closed, "/x")
 	assert.ErrorIs(t, err, recipes.ErrClosed)
 }
+
+// A parent given before it exists is reaped under once it is created, to
+// WithDepth levels (a semaphore's <key>/locks and <key>/leases, then
+// <key>), and a key made again after its reaping is found and reaped
+// again.
+func TestReaperDepthAndLateParent(t *testing.T) {
+	zkc := zktest.Start(t)
+	ctx := context.Background()
+	c := connect(t, zkc.Servers(), recipes.WithoutContainers())
+	r, err := cleanup.New(c, cleanup.WithParents("/late"), cleanup.WithDepth(2),
+		cleanup.WithThreshold(40*time.Millisecond), cleanup.WithChecks(2))
+	require.NoError(t, err)
+	require.NoError(t, r.Start(ctx))
+	defer r.Close()
+	mk := func(paths ...string) {
+		t.Helper()
+		for _, p := range paths {
+			_, err := c.Create(p, nil, 0)
+			require.NoError(t, err)
+		}
+	}
+	gone := func(what string) {
+		t.Helper()
+		eventually(t, 10*time.Second, what, func() bool {
+			kids, _, err := c.Children("/late")
+			return err == nil && len(kids) == 0 && r.Tracked() == 0
+		})
+	}
+	mk("/late", "/late/k1", "/late/k1/locks", "/late/k1/leases", "/late/k2")
+	gone("every key and its parts reaped")
+	assert.Equal(t, uint64(4), r.Stats().Reaped)
+	mk("/late/k1", "/late/k1/leases")
+	gone("the key made again reaped again")
+	assert.Equal(t, uint64(6), r.Stats().Reaped)
+	ok, _, err := c.Exists("/late")
+	require.NoError(t, err)
+	assert.True(t, ok, "the watched parent itself stays")
+}

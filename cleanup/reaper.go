@@ -176,15 +176,14 @@ type Reaper struct {
 	parents map[string]*parent
 	started bool
 	closed  bool
-	wake    chan struct{} // a parent's children changed
 
 	checked, reaped, notEmpty, active atomic.Uint64
 
-	latch    *election.Latch
-	cancel   context.CancelFunc
-	done     chan struct{}
-	watchers sync.WaitGroup // awaitChange goroutines
-	next     time.Time      // rate limit: earliest next delete
+	latch     *election.Latch
+	cancel    context.CancelFunc
+	done      chan struct{}
+	followers sync.WaitGroup // one goroutine a followed parent
+	next      time.Time      // rate limit: earliest next delete
 }
 
 type entry struct {
@@ -196,8 +195,9 @@ type entry struct {
 }
 
 type parent struct {
-	depth int  // 0 for the parents given
-	dirty bool // its children must be listed (again)
+	depth  int                // 0 for the parents given
+	stop   context.CancelFunc // ends its follow; nil until it is followed
+	listed time.Time          // its last list (its follow's goroutine only)
 }
 
 // New returns a reaper; Start starts it. Paths are given as users see
@@ -214,7 +214,7 @@ func New(c *recipes.Client, opts ...Option) (*Reaper, error) {
 		o.log = c.Logger()
 	}
 	r := &Reaper{c: c, opts: o, log: o.log, interval: o.threshold / time.Duration(o.checks),
-		nodes: map[string]*entry{}, parents: map[string]*parent{}, wake: make(chan struct{}, 1), done: make(chan struct{})}
+		nodes: map[string]*entry{}, parents: map[string]*parent{}, done: make(chan struct{})}
 	if r.interval <= 0 {
 		r.interval = time.Millisecond
 	}
@@ -228,7 +228,7 @@ func New(c *recipes.Client, opts ...Option) (*Reaper, error) {
 		if err != nil {
 			return nil, err
 		}
-		r.parents[full] = &parent{dirty: true}
+		r.parents[full] = &parent{}
 	}
 	if o.latchPath != "" {
 		l, err := election.NewLatch(c, o.latchPath, o.latchID)
@@ -341,105 +341,130 @@ func (r *Reaper) Close() error {
 
 func (r *Reaper) run(ctx context.Context) {
 	defer close(r.done)
-	defer r.watchers.Wait()
+	defer r.followers.Wait()
 	t := time.NewTicker(r.interval)
 	defer t.Stop()
+	following := false
 	for {
 		if r.latch == nil || r.latch.HasLeadership() {
-			r.discover(ctx)
+			if !following {
+				following = true
+				r.followAll(ctx)
+			}
 			r.checkAll(ctx)
 		}
 		select {
 		case <-ctx.Done():
 			return
 		case <-t.C:
-		case <-r.wake:
-			// New children: list them now; they are checked at the tick.
-			r.discover(ctx)
-			select {
-			case <-ctx.Done():
-				return
-			case <-t.C:
-			}
 		}
 	}
 }
 
-// discover lists the children of every dirty parent, with a watch that
-// marks it dirty again when they change.
-func (r *Reaper) discover(ctx context.Context) {
-	r.mu.Lock()
-	var dirty []string
-	for p, pp := range r.parents {
-		if pp.dirty {
-			pp.dirty = false
-			dirty = append(dirty, p)
-		}
-	}
-	r.mu.Unlock()
-	for _, p := range dirty {
-		kids, _, watch, err := engine.Of(r.c).ChildrenW(p)
-		if err != nil {
-			if !errors.Is(err, zk.ErrNoNode) {
-				r.log.Warn("zkrecipes: reaper: listing failed", "path", p, "err", err)
-			}
-			r.markDirtyLater(ctx, p, err)
-			continue
-		}
-		r.watchers.Add(1)
-		go r.awaitChange(ctx, p, watch)
-		r.mu.Lock()
-		pp := r.parents[p]
-		if pp == nil {
-			r.mu.Unlock()
-			continue
-		}
-		for _, k := range kids {
-			cp := engine.JoinPath(p, k)
-			if r.nodes[cp] == nil {
-				r.nodes[cp] = &entry{depth: pp.depth + 1}
-			}
-			if pp.depth+1 < r.opts.depth && r.parents[cp] == nil {
-				r.parents[cp] = &parent{depth: pp.depth + 1, dirty: true}
-			}
-		}
-		r.mu.Unlock()
-	}
-}
-
-// markDirtyLater lists a parent again at a later round: a missing parent
-// is looked for again (it may be created), a failed list retried.
-func (r *Reaper) markDirtyLater(ctx context.Context, p string, err error) {
+// followAll starts following the children of every parent: from then on
+// (until Close) the candidates under them are tracked as they come.
+func (r *Reaper) followAll(ctx context.Context) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	pp := r.parents[p]
-	if pp == nil {
-		return
+	for p, pp := range r.parents {
+		if pp.stop == nil {
+			r.followLocked(ctx, p, pp)
+		}
 	}
-	if pp.depth > 0 && errors.Is(err, zk.ErrNoNode) {
-		delete(r.parents, p) // a child that went: its own entry goes too
-		return
-	}
-	pp.dirty = true
 }
 
-// awaitChange marks p dirty when its children watch fires.
-func (r *Reaper) awaitChange(ctx context.Context, p string, watch <-chan zk.Event) {
-	defer r.watchers.Done()
-	select {
-	case <-ctx.Done():
-		return
-	case <-watch:
+// followLocked follows pp's children, on a goroutine of its own, until
+// ctx ends or pp is forgotten (dropParentLocked); r.mu is held.
+func (r *Reaper) followLocked(ctx context.Context, p string, pp *parent) {
+	fctx, stop := context.WithCancel(ctx)
+	pp.stop = stop
+	r.followers.Add(1)
+	go func() {
+		defer r.followers.Done()
+		defer stop()
+		_ = engine.Of(r.c).Follow(fctx, "reaper: children of "+p, func(fctx context.Context, w *engine.Watches) error {
+			return r.list(ctx, fctx, p, pp, w)
+		})
+	}()
+}
+
+// list reads p's children into the candidates, leaving a children watch
+// under "c:" (none when one is still armed: they have not changed). A
+// parent given that is missing is watched, under "e:", until it is
+// created; a parent found below it that is gone is forgotten.
+//
+// A parent is listed at most once an interval: new candidates wait for
+// the next check anyway, and a busy parent (one whose children the
+// reaper itself is deleting, thousands of them) would otherwise be listed
+// again after every delete. ctx is the reaper's (for the parents found
+// below p), fctx p's follow's.
+func (r *Reaper) list(ctx, fctx context.Context, p string, pp *parent, w *engine.Watches) error {
+	ck, ek := "c:"+p, "e:"+p
+	for !w.Armed(ck) {
+		if !sleep(fctx, time.Until(pp.listed.Add(r.interval))) {
+			return nil
+		}
+		pp.listed = time.Now()
+		kids, _, ch, err := engine.Of(r.c).ChildrenW(p)
+		if err == nil {
+			w.Add(ck, ch)
+			r.found(ctx, p, pp, kids)
+			return nil
+		}
+		if !errors.Is(err, zk.ErrNoNode) {
+			return err
+		}
+		if pp.depth > 0 {
+			r.mu.Lock()
+			if r.parents[p] == pp {
+				r.dropParentLocked(p)
+			}
+			r.mu.Unlock()
+			return nil
+		}
+		if w.Armed(ek) {
+			return nil
+		}
+		ok, _, ch, err := engine.Of(r.c).ExistsW(p)
+		if err != nil {
+			return err
+		}
+		w.Add(ek, ch)
+		if !ok {
+			return nil
+		}
+		// created meanwhile: list it
 	}
+	return nil
+}
+
+// found tracks kids, the children of p (unless p was forgotten
+// meanwhile), and follows those that are parents in turn.
+func (r *Reaper) found(ctx context.Context, p string, pp *parent, kids []string) {
 	r.mu.Lock()
-	if pp := r.parents[p]; pp != nil {
-		pp.dirty = true
+	defer r.mu.Unlock()
+	if r.parents[p] != pp {
+		return
 	}
-	r.mu.Unlock()
-	select {
-	case r.wake <- struct{}{}:
-	default:
+	for _, k := range kids {
+		cp := engine.JoinPath(p, k)
+		if r.nodes[cp] == nil {
+			r.nodes[cp] = &entry{depth: pp.depth + 1}
+		}
+		if pp.depth+1 < r.opts.depth && r.parents[cp] == nil {
+			np := &parent{depth: pp.depth + 1}
+			r.parents[cp] = np
+			r.followLocked(ctx, cp, np)
+		}
 	}
+}
+
+// dropParentLocked stops following p's children; r.mu is held.
+func (r *Reaper) dropParentLocked(p string) {
+	if pp := r.parents[p]; pp != nil && pp.stop != nil {
+		pp.stop()
+	}
+	delete(r.parents, p)
 }
 
 // checkAll checks every candidate, up to checkers at a time.
@@ -547,7 +572,7 @@ func (r *Reaper) forgetLocked(p string, e *entry, byUs bool) {
 		}
 	}
 	delete(r.nodes, p)
-	delete(r.parents, p)
+	r.dropParentLocked(p)
 }
 
 // pace waits for the rate limit; false when ctx ended.
@@ -563,14 +588,20 @@ func (r *Reaper) pace(ctx context.Context) bool {
 	}
 	r.next = at.Add(time.Second / time.Duration(r.opts.rate))
 	r.mu.Unlock()
-	if d := time.Until(at); d > 0 {
-		t := time.NewTimer(d)
-		defer t.Stop()
-		select {
-		case <-t.C:
-		case <-ctx.Done():
-			return false
-		}
+	return sleep(ctx, time.Until(at))
+}
+
+// sleep waits for d; false when ctx ended first.
+func sleep(ctx context.Context, d time.Duration) bool {
+	if d <= 0 {
+		return true
 	}
-	return true
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-ctx.Done():
+		return false
+	}
 }

@@ -146,42 +146,30 @@ type LockSummary struct {
 }
 
 // reader makes the read requests of one inspection, retrying connection
-// losses. In watch mode (watches not nil) each read leaves a watch, unless
-// one from an earlier inspection is still pending on that node.
+// losses. In watch mode (watches not nil: -watch's Follow keeps them) each
+// read leaves a watch, unless one from an earlier inspection is still
+// armed on that node: one of each kind per node, however many times it is
+// drawn.
 type reader struct {
 	c       *recipes.Client
-	watches *watchSet
+	watches *engine.Watches
 	now     time.Time
 }
 
-// watchSet holds the watches -watch has pending, by kind and path: one of
-// each kind per node, however many times it is drawn.
-type watchSet struct {
-	pending map[watchKey]<-chan zk.Event
-}
-
-type watchKey struct {
-	kind byte // 'c'hildren, 'd'ata, 'e'xists
-	path string
-}
-
-func newWatchSet() *watchSet { return &watchSet{pending: map[watchKey]<-chan zk.Event{}} }
+// watchKey keys a watch of kind ('c'hildren, 'd'ata, 'e'xists) on path.
+func watchKey(kind byte, path string) string { return string(kind) + ":" + path }
 
 // need reports whether a watch of kind on path must be set.
 func (r *reader) need(kind byte, path string) bool {
-	if r.watches == nil {
-		return false
-	}
-	_, ok := r.watches.pending[watchKey{kind, path}]
-	return !ok
+	return r.watches != nil && !r.watches.Armed(watchKey(kind, path))
 }
 
 func (r *reader) keep(kind byte, path string, ch <-chan zk.Event) {
-	r.watches.pending[watchKey{kind, path}] = ch
+	r.watches.Add(watchKey(kind, path), ch)
 }
 
 // read makes one read of path, retried: watched, keeping the watch of the
-// given kind, when watch mode wants one there and none is pending; plain
+// given kind, when watch mode wants one there and none is armed; plain
 // otherwise.
 func read[T any](ctx context.Context, r *reader, kind byte, path string, plain func() (T, error), watched func() (T, <-chan zk.Event, error)) (T, error) {
 	var v T

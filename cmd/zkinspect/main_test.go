@@ -764,7 +764,7 @@ func TestWatch(t *testing.T) {
 }
 
 // TestWatchSetsEachWatchOnce: a redraw sets no watch where one is still
-// pending, so a long -watch does not pile up watches on nodes that do not
+// armed, so a long -watch does not pile up watches on nodes that do not
 // change.
 func TestWatchSetsEachWatchOnce(t *testing.T) {
 	runRoot := newRunRoot()
@@ -780,15 +780,15 @@ func TestWatchSetsEachWatchOnce(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer m.Unlock(ctx)
-	ws := newWatchSet()
+	ws := new(engine.Watches)
 	cfg := config{path: path}
 	before := c.Stats()
 	if _, err := inspect(ctx, &reader{c: c, watches: ws}, cfg); err != nil {
 		t.Fatal(err)
 	}
 	first := c.Stats().Sub(before)
-	if first.Watches != 2 || len(ws.pending) != 2 { // the children and the holder's data
-		t.Fatalf("first inspection set %d watches (%d pending), want 2", first.Watches, len(ws.pending))
+	if first.Watches != 2 || ws.Len() != 2 { // the children and the holder's data
+		t.Fatalf("first inspection set %d watches (%d armed), want 2", first.Watches, ws.Len())
 	}
 	mid := c.Stats()
 	if _, err := inspect(ctx, &reader{c: c, watches: ws}, cfg); err != nil {
@@ -884,5 +884,49 @@ func TestFormatAge(t *testing.T) {
 		if !reAge.MatchString(" " + formatAge(d)) {
 			t.Errorf("the test's age pattern misses %q", formatAge(d))
 		}
+	}
+}
+
+// TestWatchRetriesErrors: -watch draws an error that no watch will end (a
+// missing -count node) and reads again, drawing the report once the error
+// is gone; it returns ErrClosed when its client closes.
+func TestWatchRetriesErrors(t *testing.T) {
+	runRoot := newRunRoot()
+	zkc := zkServer(t)
+	ctx := testCtx(t)
+	path, countPath := runRoot+"/watch-sem", runRoot+"/watch-sem-count"
+	a, c := connectT(t, zkc), connectT(t, zkc)
+	s, err := semaphore.New(a, path, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	leases, err := s.Acquire(ctx, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer semaphore.ReturnAll(ctx, leases)
+	var out syncBuffer
+	cfg := config{path: path, count: countPath, timeout: 10 * time.Second}
+	done := lockAsync(t, func() error { return watchLoop(ctx, c, cfg, &out) })
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("zkinspect printed:\n%s", out.String())
+		}
+	})
+	zktest.Eventually(t, 30*time.Second, "the error drawn", func() bool {
+		return strings.Contains(out.String(), "error: -count "+countPath)
+	})
+	if _, err := a.Create(countPath, []byte{0, 0, 0, 3}, 0); err != nil {
+		t.Fatal(err)
+	}
+	zktest.Eventually(t, 30*time.Second, "the report drawn", func() bool {
+		s := out.String()
+		return strings.Contains(s[strings.LastIndex(s, "=== "):], "1 leases held (max 3)")
+	})
+	if err := c.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-done; !errors.Is(err, recipes.ErrClosed) {
+		t.Fatalf("watch after Close: got %v, want ErrClosed", err)
 	}
 }

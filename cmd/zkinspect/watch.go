@@ -6,75 +6,47 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"reflect"
 	"time"
 
+	"github.com/zkrecipes/zkrecipes/internal/engine"
 	"github.com/zkrecipes/zkrecipes/recipes"
 )
 
-// retryAfter is how long -watch waits before reading again after an error
-// that left no watch behind (a connection problem, say).
-const retryAfter = time.Second
-
 // watchLoop redraws the report every time a watched node or list changes,
-// until ctx ends (ctrl-C). Every read of an inspection leaves a watch:
-// the children of each queue, the data of each node, the existence of a
-// missing path. It returns nil when ctx ends.
+// until ctx ends (ctrl-C). Each redraw is one read of the client's Follow:
+// every read of an inspection leaves a watch (the children of each queue,
+// the data of each node, the existence of a missing path) unless one is
+// still armed there, and Follow reads again when one fires, after a
+// reconnection, and after a failed inspection (drawn, then retried with
+// backoff). It returns nil when ctx ends.
 func watchLoop(ctx context.Context, c *recipes.Client, cfg config, w io.Writer) error {
-	states, unsubscribe := c.Subscribe()
-	defer unsubscribe()
 	clearScreen := !cfg.json && isTerminal(w)
-	ws := newWatchSet()
-	for {
-		r := &reader{c: c, watches: ws}
+	ctx, stop := context.WithCancel(ctx)
+	defer stop()
+	var drawErr error
+	err := engine.Of(c).Follow(ctx, "zkinspect -watch "+cfg.path, func(ctx context.Context, ws *engine.Watches) error {
 		rctx, cancel := context.WithTimeout(ctx, cfg.timeout)
-		rep, err := inspect(rctx, r, cfg)
+		rep, err := inspect(rctx, &reader{c: c, watches: ws}, cfg)
 		cancel()
 		if ctx.Err() != nil {
 			return nil
 		}
-		if err := draw(w, rep, err, cfg, clearScreen); err != nil {
-			return err
-		}
-		cases := []reflect.SelectCase{
-			{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(ctx.Done())},
-			{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(states)},
-		}
-		keys := make([]watchKey, 0, len(ws.pending))
-		for k, ch := range ws.pending {
-			keys = append(keys, k)
-			cases = append(cases, reflect.SelectCase{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(ch)})
-		}
-		var t *time.Timer
-		if err != nil && !errors.Is(err, errNoNode) || len(ws.pending) == 0 {
-			t = time.NewTimer(retryAfter)
-			cases = append(cases, reflect.SelectCase{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(t.C)})
-		}
-		chosen, _, ok := reflect.Select(cases)
-		if t != nil {
-			t.Stop()
-		}
-		switch {
-		case chosen == 0:
+		if drawErr = draw(w, rep, err, cfg, clearScreen); drawErr != nil {
+			stop() // the output is gone: nothing more to draw on
 			return nil
-		case chosen == 1 && !ok:
-			return fmt.Errorf("watch %s: %w", cfg.path, recipes.ErrClosed)
-		case chosen >= 2 && chosen-2 < len(keys):
-			delete(ws.pending, keys[chosen-2]) // a watch fires once
 		}
-		// Forget every other watch that fired too (all of them, when the
-		// session expired), so that one redraw covers them.
-		for i, k := range keys {
-			if i == chosen-2 {
-				continue
-			}
-			select {
-			case <-ws.pending[k]:
-				delete(ws.pending, k)
-			default:
-			}
+		if errors.Is(err, errNoNode) {
+			return nil // its exists watch redraws when it appears
 		}
+		return err
+	})
+	switch {
+	case drawErr != nil:
+		return drawErr
+	case err != nil:
+		return fmt.Errorf("watch %s: %w", cfg.path, err)
 	}
+	return nil
 }
 
 // draw prints one redraw: the report, or the error that replaced it.
