@@ -73,23 +73,23 @@ type Term struct {
 }
 
 // Node returns the server path of the term's node.
-func (t *Term) Node() string { return t.hold.Node() }
+func (t *Term) Node() string { return t.h().Node() }
 
 // Done returns a channel that closes when the term may be gone: on LOST,
 // on SUSPENDED under the client's Standard error policy, when the client
 // closes, and when the term ends.
-func (t *Term) Done() <-chan struct{} { return t.hold.Done() }
+func (t *Term) Done() <-chan struct{} { return t.h().Done() }
 
 // IsLost reports whether the session that owned the term was lost (or
 // the client closed) since it began.
-func (t *Term) IsLost() bool { return t.hold.IsLost() }
+func (t *Term) IsLost() bool { return t.h().IsLost() }
 
 // Token returns the term's fencing token: the creation zxid (czxid) of
 // its node. Tokens strictly increase across successive holders of the same
 // path, even when the parent was deleted and recreated in between. The
 // first call reads the node (one request); later calls return the cached
 // value.
-func (t *Term) Token(ctx context.Context) (int64, error) { return t.hold.Token(ctx) }
+func (t *Term) Token(ctx context.Context) (int64, error) { return t.h().Token(ctx) }
 
 // Fenced runs ops (*zk.CreateRequest, *zk.SetDataRequest, *zk.DeleteRequest
 // or *zk.CheckVersionRequest, with server paths) as one transaction
@@ -99,7 +99,16 @@ func (t *Term) Token(ctx context.Context) (int64, error) { return t.hold.Token(c
 // only. A connection error is returned as it is (recipes.IsRetryable): the
 // transaction may or may not have been applied.
 func (t *Term) Fenced(ctx context.Context, ops ...any) ([]zk.MultiResponse, error) {
-	return t.hold.Fenced(ctx, ops...)
+	return t.h().Fenced(ctx, ops...)
+}
+
+// h returns the term's hold; a zero Term's is a nil one, whose methods
+// refuse with ErrInvalidArgument.
+func (t *Term) h() recipes.Hold {
+	if t == nil || t.hold == nil {
+		return (*engine.Hold)(nil)
+	}
+	return t.hold
 }
 
 func newTerm(h recipes.Hold, id string) *Term { return &Term{hold: h, id: id, start: time.Now()} }
@@ -124,23 +133,9 @@ type Leader struct {
 	Token int64  // its node's czxid
 }
 
-// sortKey orders latch and selector nodes alike, by the text after the
+// anyDriver orders latch and selector nodes alike, by the text after the
 // last lock name.
-func sortKey(child string) string { return engine.SortKey(child, LatchName, SelectorName) }
-
-var anyDriver = sortDriver{}
-
-type sortDriver struct{}
-
-func (sortDriver) SortKey(child string) string { return sortKey(child) }
-func (sortDriver) Check(q engine.Query) engine.Verdict {
-	if len(q.Below) == 0 {
-		return engine.Verdict{Held: true}
-	}
-	return engine.Verdict{Watch: q.Below[len(q.Below)-1]}
-}
-func (sortDriver) Blocks(_, _ engine.Contender) bool { return true }
-func (sortDriver) Relist(_ engine.Contender) bool    { return false }
+var anyDriver = &engine.Driver{Names: []string{LatchName, SelectorName}}
 
 // Participants returns the election's nodes at path (a latch's or a
 // selector's), in queue order, with their ids; the first leads. Nodes

@@ -93,7 +93,7 @@ func (l *Latch) ID() string { return l.id }
 // Path returns the latch path as given to NewLatch.
 func (l *Latch) Path() string { return l.path }
 
-var latchDriver = &engine.StandardDriver{LockName: LatchName, MaxLeases: 1}
+var latchDriver = &engine.Driver{Names: []string{LatchName}}
 
 // Start joins the election: it creates the latch node (waiting for that
 // within ctx) and keeps taking part in the background until Close.

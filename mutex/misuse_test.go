@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/zkrecipes/zkrecipes/internal/engine"
+	"github.com/zkrecipes/zkrecipes/internal/lockspec"
 	"github.com/zkrecipes/zkrecipes/internal/testutil"
 	"github.com/zkrecipes/zkrecipes/mutex"
 	"github.com/zkrecipes/zkrecipes/recipes"
@@ -55,39 +56,39 @@ func TestMisuse(t *testing.T) {
 
 	// Constructors.
 	add("NewInternal(nil client)", []error{recipes.ErrNilClient}, func() error {
-		_, err := mutex.NewInternal(nil, "/misuse/x", mutex.Internal{LockName: "x-", Driver: &engine.StandardDriver{LockName: "x-"}})
+		_, err := newInternal(nil, "/misuse/x", lockspec.Spec{LockName: "x-", Driver: &engine.Driver{Names: []string{"x-"}}})
 		return err
 	})
 	add("NewInternal(closed client)", []error{recipes.ErrClosed}, func() error {
-		_, err := mutex.NewInternal(closed, "/misuse/x", mutex.Internal{LockName: "x-", Driver: &engine.StandardDriver{LockName: "x-"}})
+		_, err := newInternal(closed, "/misuse/x", lockspec.Spec{LockName: "x-", Driver: &engine.Driver{Names: []string{"x-"}}})
 		return err
 	})
 	var subs []misuseSub
 	for _, p := range badPaths {
 		subs = append(subs, misuseSub{Name: fmt.Sprintf("%q", p), Call: func() error {
-			_, err := mutex.NewInternal(c, p, mutex.Internal{LockName: "x-", Driver: &engine.StandardDriver{LockName: "x-"}})
+			_, err := newInternal(c, p, lockspec.Spec{LockName: "x-", Driver: &engine.Driver{Names: []string{"x-"}}})
 			return err
 		}})
 	}
 	add("NewInternal(bad paths)", noError, misuseEach(invalidPath, subs))
-	add("NewInternal(zero Internal)", invalidArg, func() error { _, err := mutex.NewInternal(c, "/misuse/x", mutex.Internal{}); return err })
+	add("NewInternal(zero Spec)", invalidArg, func() error { _, err := newInternal(c, "/misuse/x", lockspec.Spec{}); return err })
 	add("NewInternal(no driver)", invalidArg, func() error {
-		_, err := mutex.NewInternal(c, "/misuse/x", mutex.Internal{LockName: "x-"})
+		_, err := newInternal(c, "/misuse/x", lockspec.Spec{LockName: "x-"})
 		return err
 	})
 	add("NewInternal(no lock name)", invalidArg, func() error {
-		_, err := mutex.NewInternal(c, "/misuse/x", mutex.Internal{Driver: &engine.StandardDriver{LockName: "x-"}})
+		_, err := newInternal(c, "/misuse/x", lockspec.Spec{Driver: &engine.Driver{Names: []string{"x-"}}})
 		return err
 	})
 	add("NewInternal(nil option)", invalidArg, func() error {
-		_, err := mutex.NewInternal(c, "/misuse/x", mutex.Internal{LockName: "x-", Driver: &engine.StandardDriver{LockName: "x-"}}, nil)
+		_, err := newInternal(c, "/misuse/x", lockspec.Spec{LockName: "x-", Driver: &engine.Driver{Names: []string{"x-"}}}, nil)
 		return err
 	})
 	for _, name := range []string{"a/b", "nul\x00"} {
 		// A lock name goes into every node name: refused when the lock is
 		// made, or at the latest by Lock, which must not wait for ever.
 		add(fmt.Sprintf("NewInternal(lock name %q) then Lock", name), []error{recipes.ErrInvalidArgument, recipes.ErrInvalidPath}, func() error {
-			m, err := mutex.NewInternal(c, "/misuse/lockname", mutex.Internal{LockName: name, Driver: &engine.StandardDriver{LockName: name}})
+			m, err := newInternal(c, "/misuse/lockname", lockspec.Spec{LockName: name, Driver: &engine.Driver{Names: []string{name}}})
 			if err != nil {
 				return err
 			}
@@ -273,7 +274,7 @@ func TestMisuse(t *testing.T) {
 			{Name: "Holder", Call: func() error { _, _, err := mm.m.Holder(ctx); return err }},
 		}))
 		add(mm.what+" queries", noError, func() error {
-			if mm.m.IsHeld(ctx) || mm.m.IsHeldInProcess() || mm.m.LeaseOf("x") != nil {
+			if mm.m.IsHeld(ctx) || mm.m.IsHeldInProcess() {
 				return errors.New("held")
 			}
 			return nil
@@ -393,3 +394,16 @@ var (
 	runMisuse  = testutil.RunMisuse
 	misuseEach = testutil.MisuseEach
 )
+
+// newInternal makes a Mutex with rules of its own, as the rwlock does.
+func newInternal(c *recipes.Client, path string, spec lockspec.Spec, opts ...mutex.Option) (*mutex.Mutex, error) {
+	anyOpts := make([]any, len(opts))
+	for i, o := range opts {
+		anyOpts[i] = o
+	}
+	m, err := lockspec.NewMutex(c, path, spec, anyOpts)
+	if err != nil {
+		return nil, err
+	}
+	return m.(*mutex.Mutex), nil
+}

@@ -65,15 +65,13 @@ package mutex
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"net"
 	"reflect"
 	"sync"
-	"time"
 
-	"github.com/go-zookeeper/zk"
 	"github.com/zkrecipes/zkrecipes/internal/engine"
+	"github.com/zkrecipes/zkrecipes/internal/lockspec"
 	"github.com/zkrecipes/zkrecipes/internal/recipeargs"
 	"github.com/zkrecipes/zkrecipes/recipes"
 )
@@ -165,7 +163,7 @@ type Mutex struct {
 	path     string // as given
 	full     string // on the server
 	opts     options
-	driver   engine.Driver
+	driver   *engine.Driver
 	lockName string
 	prepare  func(owner any) ([]engine.EnterOption, error)
 
@@ -189,37 +187,37 @@ func New(c *recipes.Client, path string, opts ...Option) (*Mutex, error) {
 		return nil, err
 	}
 	m.lockName = LockName
-	m.driver = &engine.StandardDriver{LockName: LockName, Extra: m.opts.extra, MaxLeases: 1}
+	m.driver = &engine.Driver{Names: append([]string{LockName}, m.opts.extra...)}
 	return m, nil
 }
 
-// Internal describes a lock that is a Mutex with other node names and
-// rules, as Curator builds its read/write lock's two locks on
-// InterProcessMutex (InternalInterProcessMutex). Recipes use it; most
-// users want New.
-type Internal struct {
-	// LockName is the name in the lock's node names (_c_<uuid>-<LockName><seq>).
-	LockName string
-	// Driver decides who holds; its Check sees the owner asking as
-	// Query.Owner (compare it with Mutex.LeaseOf).
-	Driver engine.Driver
-	// Prepare, if set, is called with the owner before it queues a new
-	// node (not when it re-enters a hold): it may refuse with an error or
-	// add options to the node's creation.
-	Prepare func(owner any) ([]engine.EnterOption, error)
+func init() {
+	lockspec.NewMutex = func(c *recipes.Client, path string, spec lockspec.Spec, opts []any) (any, error) {
+		mopts := make([]Option, len(opts))
+		for i, o := range opts {
+			mopts[i], _ = o.(Option)
+		}
+		return newInternal(c, path, spec, mopts)
+	}
+	lockspec.HeldBy = func(m any, owner any) (string, bool) {
+		if l := m.(*Mutex).leaseOf(owner); l != nil {
+			return l.Node(), true
+		}
+		return "", false
+	}
 }
 
-// NewInternal returns a Mutex at path that follows in's rules. Options
+// newInternal returns a Mutex at path that follows spec's rules. Options
 // apply as for New, except WithExtraLockNames (the driver decides).
-func NewInternal(c *recipes.Client, path string, in Internal, opts ...Option) (*Mutex, error) {
-	if in.LockName == "" || in.Driver == nil {
+func newInternal(c *recipes.Client, path string, spec lockspec.Spec, opts []Option) (*Mutex, error) {
+	if spec.LockName == "" || spec.Driver == nil {
 		return nil, fmt.Errorf("%w: an internal lock needs a lock name and a driver", recipes.ErrInvalidArgument)
 	}
 	m, err := newMutex(c, path, opts)
 	if err != nil {
 		return nil, err
 	}
-	m.lockName, m.driver, m.prepare = in.LockName, in.Driver, in.Prepare
+	m.lockName, m.driver, m.prepare = spec.LockName, spec.Driver, spec.Prepare
 	return m, nil
 }
 
@@ -238,9 +236,8 @@ func newMutex(c *recipes.Client, path string, opts []Option) (*Mutex, error) {
 	return &Mutex{c: c, e: engine.Of(c), path: path, full: full, opts: o, holds: map[any]*Lease{}}, nil
 }
 
-// LeaseOf returns the Lease held by owner, as a driver sees it in
-// Query.Owner, or nil.
-func (m *Mutex) LeaseOf(owner any) *Lease {
+// leaseOf returns the Lease held by owner, or nil.
+func (m *Mutex) leaseOf(owner any) *Lease {
 	if m == nil || owner == nil {
 		return nil
 	}
@@ -254,78 +251,6 @@ func (m *Mutex) Client() *recipes.Client { return m.c }
 
 // Path returns the lock path as given to New.
 func (m *Mutex) Path() string { return m.path }
-
-// Lease is one owner's hold on a Mutex. Locking again by the same owner
-// returns the same Lease. Its Unlock releases a hold from any goroutine.
-type Lease struct {
-	hold  *engine.Hold
-	m     *Mutex
-	ct    *engine.Contest
-	sig   engine.Signals
-	owner any
-	count int // guarded by m.mu
-
-	proc *procHold // WithLocalHandoff: the process's hold this lease is part of
-	seq  uint64    // its place among the process hold's local holders (0: the first)
-}
-
-// Node returns the server path of the lease's node.
-func (l *Lease) Node() string { return l.hold.Node() }
-
-// Done returns a channel that closes when the lease may be gone: on LOST,
-// on SUSPENDED under the client's Standard error policy, when the client
-// closes, and when the lease is fully released.
-func (l *Lease) Done() <-chan struct{} { return l.hold.Done() }
-
-// IsLost reports whether the session that owned the lease was lost (or
-// the client closed) since it began.
-func (l *Lease) IsLost() bool { return l.hold.IsLost() }
-
-// Token returns the lease's fencing token: the creation zxid (czxid) of
-// its node. Tokens strictly increase across successive holders of the same
-// path, even when the parent was deleted and recreated in between. The
-// first call reads the node (one request); later calls return the cached
-// value.
-func (l *Lease) Token(ctx context.Context) (int64, error) { return l.hold.Token(ctx) }
-
-// Fenced runs ops (*zk.CreateRequest, *zk.SetDataRequest, *zk.DeleteRequest
-// or *zk.CheckVersionRequest, with server paths) as one transaction
-// together with a check that the lease's node still exists, so the server
-// refuses the writes of a holder that lost it: the error then wraps
-// ErrFenced, as it does once the lease is fully released. The responses returned are for ops
-// only. A connection error is returned as it is (recipes.IsRetryable): the
-// transaction may or may not have been applied.
-func (l *Lease) Fenced(ctx context.Context, ops ...any) ([]zk.MultiResponse, error) {
-	return l.hold.Fenced(ctx, ops...)
-}
-
-// Count returns how many times the owner holds the lock through this
-// Lease: 0 once it is released.
-func (l *Lease) Count() int {
-	if l == nil || l.m == nil {
-		return 0
-	}
-	l.m.mu.Lock()
-	defer l.m.mu.Unlock()
-	return l.count
-}
-
-// Unlock releases one hold of the lease's owner, from any goroutine,
-// exactly as the owner's Mutex.Unlock would: the last one deletes the lock
-// node, and if the session was lost while the lock was held it drops the
-// whole hold and returns an error wrapping ErrLockLost. Once the lease is
-// fully released, Unlock returns ErrNotHeld and releases nothing, even if
-// the owner has locked again since (under a new Lease).
-func (l *Lease) Unlock(ctx context.Context) error {
-	if l == nil || l.m == nil {
-		return fmt.Errorf("%w: Lease not returned by Lock", recipes.ErrInvalidArgument)
-	}
-	if err := l.m.check(ctx); err != nil {
-		return err
-	}
-	l.m.mu.Lock()
-	return l.m.release(ctx, l)
-}
 
 // ownerKey types keep explicit owners apart from goroutine ids.
 type (
@@ -373,340 +298,6 @@ func (m *Mutex) check(ctx context.Context) error {
 		return fmt.Errorf("%w: nil context", recipes.ErrInvalidArgument)
 	}
 	return m.e.Check()
-}
-
-// Lock blocks until the owner holds the lock, ctx ends, or the session is
-// lost. A timed acquire is a ctx with a deadline. When ctx ends the
-// caller's node is removed and the error wraps ctx.Err(). If the owner
-// already holds the lock, Lock counts one more hold and returns at once.
-// If the owner's acquisition is in flight in another goroutine (an
-// explicit owner), Lock waits for it, within ctx, and then counts one more
-// hold on the Lease it won; if that attempt fails, Lock makes its own.
-func (m *Mutex) Lock(ctx context.Context) (*Lease, error) { return m.lock(ctx, true) }
-
-// TryLock makes one attempt and never waits for another holder: it returns
-// the lease, or an error wrapping ErrNotAcquired when someone else holds
-// the lock (leaving no node behind), or ErrNotConnected when the client
-// has no connection to a server. If the owner already holds the lock,
-// TryLock counts one more hold. If the owner's acquisition is in flight in
-// another goroutine: a TryLock in flight makes one attempt too, so TryLock
-// waits for its outcome (within ctx) and counts one more hold if it won,
-// or makes its own attempt if it did not; a Lock in flight may be queued
-// behind another holder, so TryLock returns ErrNotAcquired at once.
-func (m *Mutex) TryLock(ctx context.Context) (*Lease, error) { return m.lock(ctx, false) }
-
-func (m *Mutex) lock(ctx context.Context, wait bool) (*Lease, error) {
-	if err := m.check(ctx); err != nil {
-		return nil, err
-	}
-	owner, err := ownerOf(ctx)
-	if err != nil {
-		return nil, fmt.Errorf("mutex %s: %w", m.path, err)
-	}
-	a, l, err := m.join(ctx, owner, wait)
-	if a == nil {
-		return l, err
-	}
-	l, err = m.acquire(ctx, owner, wait)
-	m.mu.Lock()
-	delete(m.pending, owner)
-	if l != nil {
-		m.holds[owner] = l
-	}
-	close(a.done) // waiters look again: they re-enter l, or try themselves
-	m.mu.Unlock()
-	if l != nil && m.opts.onRevoke != nil {
-		go l.watchRevocation()
-	}
-	return l, err
-}
-
-// join settles a lock call against the owner's state in this Mutex: it
-// re-enters the owner's hold (returning the Lease), or waits for the
-// owner's acquisition in flight and looks again, or registers a new
-// attempt and returns it for the caller to make.
-func (m *Mutex) join(ctx context.Context, owner any, wait bool) (*attempt, *Lease, error) {
-	m.mu.Lock()
-	for {
-		if l := m.holds[owner]; l != nil {
-			defer m.mu.Unlock()
-			if l.IsLost() {
-				return nil, nil, fmt.Errorf("mutex %s: %w: unlock it first", m.path, ErrLockLost)
-			}
-			l.count++
-			return nil, l, nil
-		}
-		a := m.pending[owner]
-		if a == nil {
-			break
-		}
-		m.mu.Unlock()
-		if !wait && a.wait {
-			return nil, nil, fmt.Errorf("mutex %s: %w: the owner's Lock is still waiting", m.path, ErrNotAcquired)
-		}
-		select {
-		case <-a.done:
-		case <-ctx.Done():
-			return nil, nil, fmt.Errorf("mutex %s: waiting for the owner's acquisition in flight: %w", m.path, ctx.Err())
-		}
-		m.mu.Lock()
-	}
-	defer m.mu.Unlock()
-	a := &attempt{wait: wait, done: make(chan struct{})}
-	if m.pending == nil {
-		m.pending = map[any]*attempt{}
-	}
-	m.pending[owner] = a
-	return a, nil, nil
-}
-
-// acquire queues a node and waits (or, with wait false, checks once) until
-// it holds the lock.
-func (m *Mutex) acquire(ctx context.Context, owner any, wait bool) (*Lease, error) {
-	if m.opts.local > 0 {
-		return m.acquireLocal(ctx, owner, wait)
-	}
-	return m.acquireNode(ctx, owner, wait)
-}
-
-// acquireNode queues a node of the owner's in the ZooKeeper queue.
-func (m *Mutex) acquireNode(ctx context.Context, owner any, wait bool) (*Lease, error) {
-	if !wait && !m.c.State().IsConnected() {
-		// One attempt cannot succeed without a server: say so at once
-		// instead of retrying the create until ctx ends.
-		return nil, fmt.Errorf("mutex %s: %w (%v)", m.path, recipes.ErrNotConnected, m.c.State())
-	}
-	var eopts []engine.EnterOption
-	if m.prepare != nil {
-		var err error
-		if eopts, err = m.prepare(owner); err != nil {
-			return nil, fmt.Errorf("mutex %s: %w", m.path, err)
-		}
-	}
-	ct, err := m.e.Enter(ctx, m.full, m.lockName, m.opts.data, m.driver, eopts...)
-	if err != nil {
-		return nil, fmt.Errorf("mutex %s: %w", m.path, err)
-	}
-	held, sig, err := ct.Acquire(ctx, wait)
-	if err != nil {
-		return nil, fmt.Errorf("mutex %s: %w", m.path, err)
-	}
-	if !held {
-		return nil, fmt.Errorf("mutex %s: %w", m.path, ErrNotAcquired)
-	}
-	return &Lease{hold: engine.NewHold(m.e, ct.Path(), sig), m: m, ct: ct, sig: sig, owner: owner, count: 1}, nil
-}
-
-// Unlock releases one hold of the owner; the last one deletes the lock node
-// (retrying in the background through connection problems). Unlock by an
-// owner that does not hold the lock returns ErrNotOwner (someone else
-// holds it here) or ErrNotHeld and releases nothing. If the session was
-// lost while the lock was held, Unlock drops the whole hold, cleans up and
-// returns an error wrapping ErrLockLost: the lock may have been someone
-// else's for a while. Lease.Unlock does the same from any goroutine.
-func (m *Mutex) Unlock(ctx context.Context) error {
-	if err := m.check(ctx); err != nil {
-		return err
-	}
-	owner, err := ownerOf(ctx)
-	if err != nil {
-		return fmt.Errorf("mutex %s: %w", m.path, err)
-	}
-	m.mu.Lock()
-	l := m.holds[owner]
-	if l == nil {
-		others := len(m.holds)
-		m.mu.Unlock()
-		if others > 0 {
-			return fmt.Errorf("mutex %s: %w", m.path, ErrNotOwner)
-		}
-		return fmt.Errorf("mutex %s: %w", m.path, ErrNotHeld)
-	}
-	return m.release(ctx, l)
-}
-
-// release releases one hold of l, for Mutex.Unlock and Lease.Unlock alike.
-// m.mu is held on entry; release unlocks it.
-func (m *Mutex) release(ctx context.Context, l *Lease) error {
-	if l.count == 0 {
-		m.mu.Unlock()
-		return fmt.Errorf("mutex %s: %w: the lease was released", m.path, ErrNotHeld)
-	}
-	lost := l.IsLost()
-	if l.count--; l.count > 0 && !lost {
-		m.mu.Unlock()
-		return nil
-	}
-	l.count = 0
-	if m.holds[l.owner] == l {
-		delete(m.holds, l.owner)
-	}
-	if l.proc != nil && m.handOnLocked(l, lost) {
-		m.mu.Unlock()
-		l.hold.MarkReleased() // the node stays: a goroutine of this process holds it now
-		return nil
-	}
-	m.mu.Unlock()
-
-	l.hold.MarkReleased()
-	err := l.ct.Leave(ctx)
-	if lost {
-		return fmt.Errorf("mutex %s: %w", m.path, ErrLockLost)
-	}
-	if err != nil {
-		return fmt.Errorf("mutex %s: %w", m.path, err)
-	}
-	return nil
-}
-
-// Acquire is Lock without the lease, under Curator's name; with Release it
-// makes Mutex a Locker.
-func (m *Mutex) Acquire(ctx context.Context) error {
-	_, err := m.Lock(ctx)
-	return err
-}
-
-// Release is Unlock under Curator's name.
-func (m *Mutex) Release(ctx context.Context) error { return m.Unlock(ctx) }
-
-// IsHeld reports whether the owner named by ctx (or the calling goroutine)
-// holds the lock.
-func (m *Mutex) IsHeld(ctx context.Context) bool {
-	if m.check(ctx) != nil {
-		return false
-	}
-	owner, err := ownerOf(ctx)
-	if err != nil {
-		return false
-	}
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	return m.holds[owner] != nil
-}
-
-// IsHeldInProcess reports whether any owner in this process holds the lock
-// through this Mutex (Curator's isAcquiredInThisProcess).
-func (m *Mutex) IsHeldInProcess() bool {
-	if m == nil || m.c == nil {
-		return false
-	}
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	return len(m.holds) > 0
-}
-
-// Participant is one contender in the queue.
-type Participant struct {
-	Name string // node name
-	Path string // server path
-}
-
-// Participants returns the contenders for the lock in queue order: the
-// first holds it. Nodes of other clients with a recognised lock name are
-// included, as Curator includes them.
-func (m *Mutex) Participants(ctx context.Context) ([]Participant, error) {
-	if err := m.check(ctx); err != nil {
-		return nil, err
-	}
-	var kids []string
-	err := m.c.Retry(ctx, func() error {
-		var err error
-		kids, _, err = m.c.Children(m.full)
-		return err
-	})
-	if errors.Is(err, zk.ErrNoNode) {
-		return nil, nil
-	}
-	if err != nil {
-		return nil, fmt.Errorf("mutex %s: participants: %w", m.path, err)
-	}
-	sorted := engine.SortContenders(kids, m.driver)
-	out := make([]Participant, len(sorted))
-	for i, s := range sorted {
-		out[i] = Participant{Name: s.Name, Path: engine.JoinPath(m.full, s.Name)}
-	}
-	return out, nil
-}
-
-// Holder returns the node of the current holder and its data (by default
-// the holder's IP address). It returns ErrNotHeld when nobody holds the
-// lock.
-func (m *Mutex) Holder(ctx context.Context) (Participant, []byte, error) {
-	for {
-		ps, err := m.Participants(ctx)
-		if err != nil {
-			return Participant{}, nil, err
-		}
-		if len(ps) == 0 {
-			return Participant{}, nil, fmt.Errorf("mutex %s: %w", m.path, ErrNotHeld)
-		}
-		var data []byte
-		err = m.c.Retry(ctx, func() error {
-			var err error
-			data, _, err = m.c.Get(ps[0].Path)
-			return err
-		})
-		if errors.Is(err, zk.ErrNoNode) {
-			continue // released meanwhile: look again
-		}
-		if err != nil {
-			return Participant{}, nil, fmt.Errorf("mutex %s: holder: %w", m.path, err)
-		}
-		return ps[0], data, nil
-	}
-}
-
-// Revoke asks the holder of the lock node at nodePath (a server path, see
-// Participants) to release it, by writing RevokeMessage into the node.
-// Holders that registered a revocation listener are told.
-func Revoke(ctx context.Context, c *recipes.Client, nodePath string) error {
-	if err := recipeargs.Client(c); err != nil {
-		return err
-	}
-	if err := recipes.ValidatePath(nodePath); err != nil {
-		return err
-	}
-	if nodePath == "/" {
-		return fmt.Errorf("%w: the root is not a lock node", recipes.ErrInvalidPath)
-	}
-	err := c.Retry(ctx, func() error {
-		_, err := c.Set(nodePath, []byte(RevokeMessage), -1)
-		return err
-	})
-	if err != nil {
-		return fmt.Errorf("mutex: revoke %s: %w", nodePath, err)
-	}
-	return nil
-}
-
-// watchRevocation waits for RevokeMessage in our node's data. It ends when
-// the node is deleted (release) or the watch ends with the session.
-func (l *Lease) watchRevocation() {
-	c := l.m.e
-	for {
-		data, _, ch, err := c.GetW(l.Node())
-		if err != nil {
-			if !recipes.IsRetryable(err) {
-				return
-			}
-			t := time.NewTimer(50 * time.Millisecond)
-			select {
-			case <-l.Done():
-				t.Stop()
-				return
-			case <-t.C:
-			}
-			continue
-		}
-		if string(data) == RevokeMessage {
-			l.m.opts.onRevoke(l)
-			return
-		}
-		ev := <-ch
-		if ev.Type != zk.EventNodeDataChanged {
-			return
-		}
-	}
 }
 
 var (

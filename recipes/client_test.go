@@ -285,7 +285,7 @@ func TestInvalidPathsAndMisuse(t *testing.T) {
 	assert.ErrorIs(t, err, recipes.ErrClosed)
 	assert.ErrorIs(t, c.AddAuth("digest", []byte("a:b")), recipes.ErrClosed)
 	assert.ErrorIs(t, c.WaitConnected(context.Background()), recipes.ErrClosed)
-	_, err = engine.Of(c).Enter(context.Background(), "/x", "lock-", nil, &engine.StandardDriver{LockName: "lock-"})
+	_, err = engine.Of(c).Enter(context.Background(), "/x", "lock-", nil, &engine.Driver{Names: []string{"lock-"}})
 	assert.ErrorIs(t, err, recipes.ErrClosed)
 }
 

@@ -29,7 +29,7 @@ func TestMisuse(t *testing.T) {
 	servers := zkc.Servers()
 	c := connect(t, servers)
 	ctx := context.Background()
-	driver := &engine.StandardDriver{LockName: "lock-", MaxLeases: 1}
+	driver := &engine.Driver{Names: []string{"lock-"}}
 
 	closed, err := recipes.Connect(servers)
 	require.NoError(t, err)
@@ -491,11 +491,11 @@ func TestMisuse(t *testing.T) {
 		return nil
 	})
 	add("SortContenders(nil)", noError, func() error { engine.SortContenders(nil, driver); return nil })
-	add("zero StandardDriver", noError, func() error {
-		var d engine.StandardDriver
+	add("zero Driver", noError, func() error {
+		var d engine.Driver
 		_ = d.SortKey("_c_x-lock-0000000001")
-		_ = d.Check(engine.Query{})
-		_ = d.Check(engine.Query{Below: []engine.Contender{{Name: "a"}}})
+		_ = d.Decide(nil)
+		_ = d.Decide([]engine.Contender{{Name: "a"}})
 		return nil
 	})
 

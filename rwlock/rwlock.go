@@ -57,6 +57,7 @@ import (
 	"github.com/go-zookeeper/zk"
 
 	"github.com/zkrecipes/zkrecipes/internal/engine"
+	"github.com/zkrecipes/zkrecipes/internal/lockspec"
 	"github.com/zkrecipes/zkrecipes/mutex"
 	"github.com/zkrecipes/zkrecipes/recipes"
 )
@@ -88,23 +89,23 @@ func New(c *recipes.Client, path string, opts ...mutex.Option) (*RWLock, error) 
 		return nil, recipes.ErrNilClient
 	}
 	rw := &RWLock{c: c, path: path}
-	var err error
-	rw.write, err = mutex.NewInternal(c, path, mutex.Internal{
-		LockName: WriteLockName,
-		Driver:   writeDriver{},
-		Prepare:  rw.prepareWrite,
-	}, opts...)
+	anyOpts := make([]any, len(opts))
+	for i, o := range opts {
+		anyOpts[i] = o
+	}
+	write, err := lockspec.NewMutex(c, path, lockspec.Spec{
+		LockName: WriteLockName, Driver: writeDriver, Prepare: rw.prepareWrite,
+	}, anyOpts)
 	if err != nil {
 		return nil, err
 	}
-	rw.read, err = mutex.NewInternal(c, path, mutex.Internal{
-		LockName: ReadLockName,
-		Driver:   &readDriver{write: rw.write},
-		Prepare:  rw.prepareRead,
-	}, opts...)
+	read, err := lockspec.NewMutex(c, path, lockspec.Spec{
+		LockName: ReadLockName, Driver: readDriver, Prepare: rw.prepareRead,
+	}, anyOpts)
 	if err != nil {
 		return nil, err
 	}
+	rw.write, rw.read = write.(*mutex.Mutex), read.(*mutex.Mutex)
 	rw.full, _ = c.FullPath(path)
 	return rw, nil
 }
@@ -131,70 +132,40 @@ func (rw *RWLock) Path() string { return rw.path }
 
 // prepareWrite refuses an upgrade.
 func (rw *RWLock) prepareWrite(owner any) ([]engine.EnterOption, error) {
-	if rw.read.LeaseOf(owner) != nil {
+	if _, ok := lockspec.HeldBy(rw.read, owner); ok {
 		return nil, ErrUpgrade
 	}
 	return nil, nil
 }
 
-// prepareRead makes the write lock's owner's read node a downgrade node,
-// at the write node's sequence.
+// prepareRead decides the downgrade where the node is made: the write
+// lock's owner gets a read node at the write node's sequence, so that it
+// sorts where the write node is and writers queued behind keep waiting,
+// and that node holds at once.
 func (rw *RWLock) prepareRead(owner any) ([]engine.EnterOption, error) {
-	if w := rw.write.LeaseOf(owner); w != nil {
-		_, name := engine.SplitPath(w.Node())
+	if node, ok := lockspec.HeldBy(rw.write, owner); ok {
+		_, name := engine.SplitPath(node)
 		seq := engine.SortKey(name, WriteLockName)
-		return []engine.EnterOption{engine.EnterOwner(owner), engine.EnterAtSequence(seq)}, nil
+		return []engine.EnterOption{engine.EnterAtSequence(seq), engine.EnterGranted()}, nil
 	}
-	return []engine.EnterOption{engine.EnterOwner(owner)}, nil
+	return nil, nil
 }
-
-// sortKey orders both kinds of node by the text after the last lock name,
-// as Curator's SortingLockInternalsDriver does.
-func sortKey(child string) string { return engine.SortKey(child, ReadLockName, WriteLockName) }
 
 func isWriter(c engine.Contender) bool { return strings.Contains(c.Name, WriteLockName) }
 
-// writeDriver: a writer holds when its node is first, and watches the node
-// just ahead of it.
-type writeDriver struct{}
-
-func (writeDriver) SortKey(child string) string { return sortKey(child) }
-
-func (writeDriver) Check(q engine.Query) engine.Verdict {
-	if len(q.Below) == 0 {
-		return engine.Verdict{Held: true}
-	}
-	return engine.Verdict{Watch: q.Below[len(q.Below)-1]}
-}
-
-func (writeDriver) Blocks(_, _ engine.Contender) bool { return true }
-
-// Relist: a writer that goes may have downgraded, leaving a read node at
-// its sequence that we have not listed.
-func (writeDriver) Relist(gone engine.Contender) bool { return isWriter(gone) }
-
-// readDriver: a reader holds when no writer is ahead of it, or at once when
-// its owner holds the write lock (a downgrade); otherwise it watches the
-// nearest writer ahead. Readers do not block readers.
-type readDriver struct{ write *mutex.Mutex }
-
-func (d *readDriver) SortKey(child string) string { return sortKey(child) }
-
-func (d *readDriver) Check(q engine.Query) engine.Verdict {
-	if q.Owner != nil && d.write.LeaseOf(q.Owner) != nil {
-		return engine.Verdict{Held: true}
-	}
-	for i := len(q.Below) - 1; i >= 0; i-- {
-		if isWriter(q.Below[i]) {
-			return engine.Verdict{Watch: q.Below[i]}
-		}
-	}
-	return engine.Verdict{Held: true}
-}
-
-func (d *readDriver) Blocks(_, other engine.Contender) bool { return isWriter(other) }
-
-func (d *readDriver) Relist(gone engine.Contender) bool { return isWriter(gone) }
+// Both kinds of node sort by the text after the last lock name, as
+// Curator's SortingLockInternalsDriver does. A writer that goes may have
+// downgraded, leaving a read node at its sequence that was not listed:
+// its going calls for a new list (Relist).
+var (
+	// writeDriver: a writer holds when its node is first, and watches the
+	// node just ahead of it.
+	writeDriver = &engine.Driver{Names: []string{ReadLockName, WriteLockName}, Relist: isWriter}
+	// readDriver: a reader holds when no writer is ahead of it, and
+	// otherwise watches the nearest writer ahead. Readers do not block
+	// readers.
+	readDriver = &engine.Driver{Names: []string{ReadLockName, WriteLockName}, Blocks: isWriter, Relist: isWriter}
+)
 
 // Participant is one node in the lock's queue.
 type Participant struct {
@@ -228,7 +199,7 @@ func (rw *RWLock) Participants(ctx context.Context) ([]Participant, error) {
 		return nil, fmt.Errorf("rwlock %s: participants: %w", rw.path, err)
 	}
 	out := []Participant{}
-	for _, s := range engine.SortContenders(kids, writeDriver{}) {
+	for _, s := range engine.SortContenders(kids, writeDriver) {
 		if !strings.Contains(s.Name, ReadLockName) && !strings.Contains(s.Name, WriteLockName) {
 			continue // not a read/write lock node
 		}

@@ -91,7 +91,7 @@ type Semaphore struct {
 	opts   options
 }
 
-var leaseDriver = &engine.StandardDriver{LockName: LeaseName}
+var leaseDriver = &engine.Driver{Names: []string{LeaseName}}
 
 // New returns a semaphore at path with at most maxLeases leases held at
 // once. It does not touch ZooKeeper.

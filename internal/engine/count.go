@@ -37,73 +37,38 @@ func (ct *Contest) AwaitCount(ctx context.Context, limit Limit, wait bool) (Sign
 	if ctx == nil {
 		return Signals{}, fmt.Errorf("%w: nil context", ErrInvalidArgument)
 	}
-	c := ct.c
 	if limit == nil {
 		return Signals{}, fmt.Errorf("%w: nil limit", ErrInvalidArgument)
 	}
-	for {
-		if err := c.check(); err != nil {
-			return Signals{}, err
-		}
-		snap := c.Snapshot()
-		if snap.SessionID == ct.sid && snap.State == StateLost || snap.State.IsConnected() && snap.SessionID != ct.sid {
-			return Signals{}, fmt.Errorf("%w: waiting for %s", ErrSessionLost, ct.path)
-		}
-		if !snap.State.IsConnected() {
-			if !wait {
-				return Signals{}, fmt.Errorf("zkrecipes: lease %s: %w (%v)", ct.path, ErrNotConnected, snap.State)
-			}
-			if err := waitOn(ctx, c, snap.Changed, ct.path); err != nil {
-				return Signals{}, err
-			}
-			continue
-		}
+	var sig Signals
+	_, err := ct.c.Await(ctx, Wait{What: ct.path, Session: ct.sid, Once: !wait}, func(snap Snapshot, _ Wake) (Look, error) {
 		max, changed := limit()
-		kids, _, watch, err := c.ChildrenW(ct.parent)
+		kids, _, watch, err := ct.c.ChildrenW(ct.parent)
 		switch {
 		case errors.Is(err, zk.ErrNoNode):
-			return Signals{}, ct.nodeGone()
-		case IsRetryable(err):
-			if err := ct.pause(ctx, err); err != nil {
-				return Signals{}, err
-			}
-			continue
+			return Look{}, ct.nodeGone()
 		case err != nil:
-			return Signals{}, fmt.Errorf("zkrecipes: waiting for %s: %w", ct.path, err)
+			return Look{}, fmt.Errorf("zkrecipes: waiting for %s: %w", ct.path, err)
 		}
 		kids = ct.dropGhosts(kids)
 		if !slices.Contains(kids, ct.me.Name) {
-			return Signals{}, ct.nodeGone()
+			return Look{}, ct.nodeGone()
 		}
 		if len(kids) <= max {
-			if hold := c.HoldSignal(snap); !isClosed(hold) && !isClosed(snap.Changed) {
-				return Signals{Done: hold, Lost: snap.Lost}, nil
+			hold := ct.c.HoldSignal(snap)
+			if isClosed(hold) || isClosed(snap.Changed) {
+				return Look{Again: true}, nil // the connection blinked while we looked
 			}
-			continue // the connection blinked while we looked; look again
+			sig = Signals{Done: hold, Lost: snap.Lost}
+			return Look{Done: true}, nil
 		}
 		if !wait {
-			return Signals{}, fmt.Errorf("zkrecipes: %s: %d of %d leases taken: %w", ct.parent, len(kids)-1, max, ErrNotAcquired)
+			return Look{}, fmt.Errorf("zkrecipes: %s: %d of %d leases taken: %w", ct.parent, len(kids)-1, max, ErrNotAcquired)
 		}
-		select {
-		case <-watch:
-		case <-changed:
-		case <-snap.Changed:
-		case <-ctx.Done():
-			return Signals{}, fmt.Errorf("zkrecipes: waiting for %s: %w", ct.path, ctx.Err())
-		case <-c.closeCh:
-			return Signals{}, ErrClosed
-		}
+		return Look{Watch: watch, Also: changed}, nil
+	})
+	if err != nil {
+		return Signals{}, err
 	}
-}
-
-// waitOn waits for ch, ctx or the client's close.
-func waitOn(ctx context.Context, c *Client, ch <-chan struct{}, what string) error {
-	select {
-	case <-ch:
-		return nil
-	case <-ctx.Done():
-		return fmt.Errorf("zkrecipes: waiting for %s: %w", what, ctx.Err())
-	case <-c.closeCh:
-		return ErrClosed
-	}
+	return sig, nil
 }

@@ -19,50 +19,22 @@ import (
 	"github.com/zkrecipes/zkrecipes/recipes/zktest"
 )
 
-// readerDriver is a minimal read/write-lock reader, to exercise the
-// engine's extension points the way the rwlock recipe will: it holds when
-// no writer is ahead, or at once for the owner named writerOwner; readers
-// do not block it.
-type readerDriver struct {
-	writerOwner any
-	asked       []any
-	mu          sync.Mutex
-}
+// isWriter tells a write node, for a minimal read/write lock on the
+// engine, the way the rwlock recipe builds one.
+func isWriter(c engine.Contender) bool { return strings.Contains(c.Name, "__WRIT__") }
 
-func (d *readerDriver) SortKey(child string) string {
-	return engine.SortKey(child, "__READ__", "__WRIT__")
-}
+var (
+	writerDriver = &engine.Driver{Names: []string{"__READ__", "__WRIT__"}, Relist: isWriter}
+	readerDriver = &engine.Driver{Names: []string{"__READ__", "__WRIT__"}, Blocks: isWriter, Relist: isWriter}
+)
 
-func (d *readerDriver) Check(q engine.Query) engine.Verdict {
-	d.mu.Lock()
-	d.asked = append(d.asked, q.Owner)
-	d.mu.Unlock()
-	if q.Owner != nil && q.Owner == d.writerOwner {
-		return engine.Verdict{Held: true}
-	}
-	for _, c := range q.Below {
-		if strings.Contains(c.Name, "__WRIT__") {
-			return engine.Verdict{Watch: c}
-		}
-	}
-	return engine.Verdict{Held: true}
-}
-
-func (d *readerDriver) Blocks(_, other engine.Contender) bool {
-	return strings.Contains(other.Name, "__WRIT__")
-}
-
-func (d *readerDriver) Relist(gone engine.Contender) bool {
-	return strings.Contains(gone.Name, "__WRIT__")
-}
-
-// The engine's extension points: a node at a given sequence (the rwlock
-// downgrade), the owner seen by the driver, Blocks and Relist.
-func TestEngineFixedSequenceOwnerAndBlocks(t *testing.T) {
+// The engine's extension points: a node at a given sequence and granted
+// where it is made (the rwlock downgrade), Blocks and Relist.
+func TestEngineFixedSequenceGrantedAndBlocks(t *testing.T) {
 	zkc := zktest.Start(t)
 	c := connect(t, zkc.Servers())
 	ctx := context.Background()
-	writer := &engine.StandardDriver{LockName: "__WRIT__", Extra: []string{"__READ__"}, MaxLeases: 1}
+	writer := writerDriver
 	w, err := engine.Of(c).Enter(ctx, "/rw", "__WRIT__", nil, writer)
 	require.NoError(t, err)
 	held, _, err := w.Acquire(ctx, true)
@@ -71,22 +43,20 @@ func TestEngineFixedSequenceOwnerAndBlocks(t *testing.T) {
 	seq := w.Node().Key
 
 	// The write lock's owner asks for the read lock: a non-sequential node
-	// at the writer's sequence, granted at once through the owner.
-	d := &readerDriver{writerOwner: "writer"}
-	down, err := engine.Of(c).Enter(ctx, "/rw", "__READ__", nil, d, engine.EnterAtSequence(seq), engine.EnterOwner("writer"))
+	// at the writer's sequence, granted where it is made.
+	down, err := engine.Of(c).Enter(ctx, "/rw", "__READ__", nil, readerDriver, engine.EnterAtSequence(seq), engine.EnterGranted())
 	require.NoError(t, err)
 	assert.True(t, strings.HasSuffix(down.Path(), "-__READ__"+seq), down.Path())
 	assert.Equal(t, seq, down.Node().Key, "sorts where the write node is")
 	held, _, err = down.Acquire(ctx, false)
 	require.NoError(t, err)
 	assert.True(t, held)
-	assert.Equal(t, []any{"writer"}, d.asked)
 
 	// Another reader waits for the writer; when the writer leaves it
 	// lists again (Relist) and holds beside the downgraded reader.
-	other := &readerDriver{}
-	r, err := engine.Of(c).Enter(ctx, "/rw", "__READ__", nil, other)
+	r, err := engine.Of(c).Enter(ctx, "/rw", "__READ__", nil, readerDriver)
 	require.NoError(t, err)
+	watches := c.Stats().Watches
 	got := make(chan error, 1)
 	go func() {
 		held, _, err := r.Acquire(ctx, true)
@@ -95,10 +65,8 @@ func TestEngineFixedSequenceOwnerAndBlocks(t *testing.T) {
 		}
 		got <- err
 	}()
-	eventually(t, 5*time.Second, "reader checked", func() bool {
-		other.mu.Lock()
-		defer other.mu.Unlock()
-		return len(other.asked) > 0
+	eventually(t, 5*time.Second, "the reader watches the writer", func() bool {
+		return c.Stats().Watches > watches
 	})
 	select {
 	case err := <-got:
@@ -120,38 +88,13 @@ func TestEngineFixedSequenceOwnerAndBlocks(t *testing.T) {
 	require.NoError(t, r.Leave(ctx))
 }
 
-// A driver that answers with a contender not ahead of ours gets an error,
-// not a misused index.
-func TestEngineRejectsBadVerdict(t *testing.T) {
-	zkc := zktest.Start(t)
-	c := connect(t, zkc.Servers())
-	ctx := context.Background()
-	first, err := engine.Of(c).Enter(ctx, "/bad", "lock-", nil, lockDriver)
-	require.NoError(t, err)
-	ct, err := engine.Of(c).Enter(ctx, "/bad", "lock-", nil, &badDriver{})
-	require.NoError(t, err)
-	_, _, err = ct.Acquire(ctx, true)
-	assert.ErrorIs(t, err, recipes.ErrInvalidArgument)
-	require.NoError(t, first.Leave(ctx))
-	kids, _, err := c.Children("/bad")
-	require.NoError(t, err)
-	assert.Empty(t, kids, "the failed contest left")
-}
-
-type badDriver struct{ engine.StandardDriver }
-
-func (badDriver) SortKey(child string) string { return engine.SortKey(child, "lock-") }
-func (badDriver) Check(q engine.Query) engine.Verdict {
-	return engine.Verdict{Watch: engine.Contender{Name: "nobody"}}
-}
-
 // The semaphore's count-based wait: only the caller waits, on a children
 // watch, woken by a lease going or the maximum changing.
 func TestAwaitCount(t *testing.T) {
 	zkc := zktest.Start(t)
 	c := connect(t, zkc.Servers())
 	ctx := context.Background()
-	d := &engine.StandardDriver{LockName: "lease-"}
+	d := &engine.Driver{Names: []string{"lease-"}}
 	var cts []*engine.Contest
 	for i := 0; i < 3; i++ {
 		ct, err := engine.Of(c).Enter(ctx, "/sem/leases", "lease-", nil, d)
@@ -261,7 +204,7 @@ func participate(t *testing.T, c *recipes.Client, parent string) (*termLog, func
 	go func() {
 		done <- engine.Of(c).Participate(ctx, engine.Participation{
 			Parent: parent, LockName: "latch-", Data: []byte("id"),
-			Driver:  &engine.StandardDriver{LockName: "latch-", MaxLeases: 1},
+			Driver:  &engine.Driver{Names: []string{"latch-"}},
 			Options: []engine.EnterOption{engine.EnterVerifyOwner()},
 			OnNode:  l.onNode, OnTerm: l.onTerm,
 		})
@@ -357,7 +300,7 @@ func TestEngineVerifiesTheNodesOwner(t *testing.T) {
 	c := connect(t, zkc.Servers())
 	other := connect(t, zkc.Servers())
 	ctx := context.Background()
-	d := &engine.StandardDriver{LockName: "latch-", MaxLeases: 1}
+	d := &engine.Driver{Names: []string{"latch-"}}
 	ct, err := engine.Of(c).Enter(ctx, "/owner", "latch-", nil, d, engine.EnterVerifyOwner())
 	require.NoError(t, err)
 	// The same name, now owned by another session.

@@ -43,7 +43,7 @@ func TestSortContenders(t *testing.T) {
 		a = "_c_0f8b3c1e-5d2a-4b6f-9c7e-1a2b3c4d5e6f-"
 		b = "_c_9a8b7c6d-5e4f-4a3b-8c2d-1e0f9a8b7c6d-"
 	)
-	d := &StandardDriver{LockName: "__WRIT__", Extra: []string{"__READ__", "__lock__"}}
+	d := &Driver{Names: []string{"__WRIT__", "__READ__", "__lock__"}}
 	children := []string{
 		b + "__READ__0000000003", // a downgrade: the writer's sequence number
 		"zz-foreign",
@@ -67,42 +67,81 @@ func TestSortContenders(t *testing.T) {
 	assert.Empty(t, SortContenders(nil, d))
 }
 
-func TestStandardDriverCheck(t *testing.T) {
+func TestDriverDecide(t *testing.T) {
 	for _, tc := range []struct {
-		maxLeases, ours int // ours: how many contenders are ahead of ours
-		held            bool
-		watch           int // index in Below of the contender to watch
+		leases, ours int // ours: how many contenders are ahead of ours
+		held         bool
+		watch        int // index in below of the contender to watch
 	}{
 		{1, 0, true, 0},
 		{1, 1, false, 0},
 		{1, 5, false, 4}, // the one just ahead
-		{0, 0, true, 0},  // no MaxLeases means one
+		{0, 0, true, 0},  // no Leases means one
 		{0, 2, false, 1},
 		{-3, 1, false, 0},
 		{3, 0, true, 0},
 		{3, 2, true, 0},
-		{3, 3, false, 0}, // MaxLeases places ahead
+		{3, 3, false, 0}, // Leases places ahead
 		{3, 7, false, 4},
 	} {
-		d := &StandardDriver{LockName: "lock-", MaxLeases: tc.maxLeases}
 		below := make([]Contender, tc.ours)
 		for i := range below {
 			below[i] = Contender{Name: fmt.Sprintf("lock-%010d", i), Key: fmt.Sprintf("%010d", i)}
 		}
-		ours := Contender{Name: fmt.Sprintf("lock-%010d", tc.ours), Key: fmt.Sprintf("%010d", tc.ours)}
-		v := d.Check(Query{Below: below, Ours: ours})
-		assert.Equal(t, tc.held, v.Held, "MaxLeases %d, %d ahead", tc.maxLeases, tc.ours)
-		if !tc.held {
-			assert.Equal(t, below[tc.watch], v.Watch, "MaxLeases %d, %d ahead", tc.maxLeases, tc.ours)
+		all := func(Contender) bool { return true }
+		for _, d := range []*Driver{
+			{Names: []string{"lock-"}, Leases: tc.leases},
+			{Names: []string{"lock-"}, Leases: tc.leases, Blocks: all}, // the same, spelled out
+		} {
+			v := d.Decide(below)
+			assert.Equal(t, tc.held, v.Held, "Leases %d, %d ahead", tc.leases, tc.ours)
+			if !tc.held {
+				assert.Equal(t, tc.watch, v.Watch, "Leases %d, %d ahead", tc.leases, tc.ours)
+			}
 		}
-		assert.True(t, d.Blocks(ours, Contender{Name: "lock-x", Key: "x"}), "every contender ahead blocks")
 	}
 }
 
-func TestStandardDriverSortKeyAndRelist(t *testing.T) {
-	d := &StandardDriver{LockName: "lock-", Extra: []string{"__lock__"}, MaxLeases: 1}
+// Only the contenders that block count: a reader waits for the nearest
+// writer ahead, and holds beside readers.
+func TestDriverDecideBlocks(t *testing.T) {
+	writer := func(c Contender) bool { return c.Name[0] == 'w' }
+	d := &Driver{Names: []string{"r-", "w-"}, Blocks: writer}
+	q := func(names ...string) []Contender {
+		out := make([]Contender, len(names))
+		for i, n := range names {
+			out[i] = Contender{Name: n, Key: d.SortKey(n)}
+		}
+		return out
+	}
+	for _, tc := range []struct {
+		below []Contender
+		held  bool
+		watch int
+	}{
+		{nil, true, 0},
+		{q("r-01", "r-02"), true, 0},
+		{q("w-01"), false, 0},
+		{q("w-01", "r-02", "r-03"), false, 0},
+		{q("r-01", "w-02", "r-03", "w-04", "r-05"), false, 3},
+	} {
+		v := d.Decide(tc.below)
+		assert.Equal(t, tc.held, v.Held, "%v", tc.below)
+		if !tc.held {
+			assert.Equal(t, tc.watch, v.Watch, "%v", tc.below)
+		}
+	}
+	two := &Driver{Names: []string{"r-"}, Leases: 2, Blocks: writer}
+	assert.True(t, two.Decide(q("r-01", "w-02", "r-03")).Held, "one blocking contender, two leases")
+	assert.Equal(t, Verdict{Watch: 0}, two.Decide(q("w-01", "w-02", "r-03")), "the second blocking one back")
+}
+
+func TestDriverSortKeyAndRelist(t *testing.T) {
+	d := &Driver{Names: []string{"lock-", "__lock__"}}
 	assert.Equal(t, "0000000001", d.SortKey("_c_0f8b3c1e-5d2a-4b6f-9c7e-1a2b3c4d5e6f-lock-0000000001"))
 	assert.Equal(t, "0000000002", d.SortKey("4f1c2a9b8e7d6c5b4a39281706f5e4d3__lock__0000000002"))
 	assert.Equal(t, "other", d.SortKey("other"))
-	assert.False(t, d.Relist(Contender{Name: "x-lock-0000000001", Key: "0000000001"}))
+	assert.Equal(t, "other", (&Driver{}).SortKey("other"))
+	assert.False(t, d.relist(Contender{Name: "x-lock-0000000001", Key: "0000000001"}))
+	assert.True(t, d.blocks(Contender{Name: "x"}))
 }

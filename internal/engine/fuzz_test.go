@@ -136,7 +136,7 @@ var fuzzLockNames = []string{"lock-", "__READ__", "__WRIT__", "latch-", "lease-"
 // input — Curator's _c_<uuid>-<lock name><seq>, Kazoo's <32 hex>__lock__<seq>,
 // go-zookeeper's zk.Lock _c_<32 hex>-lock-<seq> — the key is the 10-digit
 // sequence, through SortKey with the lock names each recipe passes and
-// through StandardDriver, and contenders sort by sequence whatever their
+// through Driver, and contenders sort by sequence whatever their
 // uuids.
 func FuzzSortKey(f *testing.F) {
 	u := []byte("\x0f\x8b\x3c\x1e\x5d\x2a\x4b\x6f\x9c\x7e\x1a\x2b\x3c\x4d\x5e\x6f")
@@ -169,9 +169,9 @@ func FuzzSortKey(f *testing.F) {
 				if !strings.HasSuffix(name, key) {
 					t.Fatalf("SortKey(%q, %q, %q) = %q: not a suffix of the name", name, ln, ex, key)
 				}
-				d := &StandardDriver{LockName: ln, Extra: ex}
+				d := &Driver{Names: append([]string{ln}, ex...)}
 				if got := d.SortKey(name); got != key {
-					t.Fatalf("StandardDriver%+v.SortKey(%q) = %q, SortKey = %q", *d, name, got, key)
+					t.Fatalf("Driver%+v.SortKey(%q) = %q, SortKey = %q", *d, name, got, key)
 				}
 			}
 		}
@@ -211,7 +211,7 @@ func FuzzSortKey(f *testing.F) {
 		a := ProtectedPrefix + uuid + "-lock-" + seq10
 		z := ProtectedPrefix + fuzzUUID(r) + "-lock-" + next
 		k := hex.EncodeToString(r[:]) + "__lock__" + next
-		d := &StandardDriver{LockName: "lock-", Extra: []string{"__lock__"}, MaxLeases: 1}
+		d := &Driver{Names: []string{"lock-", "__lock__"}}
 		got := SortContenders([]string{z, k, a}, d)
 		if seq10 < next { // not wrapped around
 			if got[0].Name != a {

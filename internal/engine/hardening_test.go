@@ -24,7 +24,7 @@ import (
 	"github.com/zkrecipes/zkrecipes/recipes/zktest"
 )
 
-var lockDriver = &engine.StandardDriver{LockName: "lock-", MaxLeases: 1}
+var lockDriver = &engine.Driver{Names: []string{"lock-"}}
 
 // prefixOf returns the _c_<uuid>- prefix of a protected node's path.
 func prefixOf(t *testing.T, path string) string {

@@ -34,12 +34,20 @@ func NewHold(c *Client, path string, sig Signals) *Hold {
 }
 
 // Node returns the server path of the node that proves the hold.
-func (h *Hold) Node() string { return h.path }
+func (h *Hold) Node() string {
+	if h == nil {
+		return ""
+	}
+	return h.path
+}
 
 // Done returns a channel that closes when the hold may be gone: on LOST,
 // on SUSPENDED under the Standard error policy, when the client closes,
 // and when the hold is released.
 func (h *Hold) Done() <-chan struct{} {
+	if h == nil {
+		return closedCh // no hold: over before it began
+	}
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if h.done == nil {
@@ -73,7 +81,14 @@ func (h *Hold) closeDone() {
 
 // IsLost reports whether the session that owned the hold was lost (or the
 // client closed) since the hold was acquired.
-func (h *Hold) IsLost() bool { return isClosed(h.sig.Lost) }
+func (h *Hold) IsLost() bool { return h == nil || isClosed(h.sig.Lost) }
+
+// closedCh is a closed channel.
+var closedCh = func() chan struct{} {
+	ch := make(chan struct{})
+	close(ch)
+	return ch
+}()
 
 // MarkReleased closes Done at once; recipes call it when the hold is
 // released.

@@ -6,7 +6,7 @@ import (
 )
 
 // Benchmarks of the CPU-side hot paths of the contender engine, with
-// allocations: go test -run XXX -bench . -benchmem ./recipes/
+// allocations: go test -run XXX -bench . -benchmem ./internal/engine/
 
 // names returns n contender names as Curator and this package make them.
 func names(n int) []string {
@@ -34,7 +34,7 @@ func BenchmarkSortKey(b *testing.B) {
 }
 
 func BenchmarkSortContenders(b *testing.B) {
-	d := &StandardDriver{LockName: "lock-", MaxLeases: 1}
+	d := &Driver{Names: []string{"lock-"}}
 	for _, n := range []int{1, 10, 100, 1000} {
 		kids := names(n)
 		b.Run(fmt.Sprint(n), func(b *testing.B) {
@@ -46,19 +46,18 @@ func BenchmarkSortContenders(b *testing.B) {
 	}
 }
 
-// BenchmarkPredecessor is the waiter's decision: the driver's Check over
-// the contenders ahead, and finding the one to watch.
+// BenchmarkPredecessor is the waiter's decision: the driver's Decide over
+// the contenders ahead.
 func BenchmarkPredecessor(b *testing.B) {
-	d := &StandardDriver{LockName: "lock-", MaxLeases: 1}
+	d := &Driver{Names: []string{"lock-"}}
 	for _, n := range []int{10, 1000} {
 		sorted := SortContenders(names(n), d)
-		ours := sorted[n-1]
 		below := sorted[:n-1]
 		b.Run(fmt.Sprint(n), func(b *testing.B) {
 			b.ReportAllocs()
 			for i := 0; i < b.N; i++ {
-				v := d.Check(Query{Below: below, Ours: ours})
-				_ = indexOf(below, v.Watch.Name)
+				v := d.Decide(below)
+				_ = below[v.Watch]
 			}
 		})
 	}
@@ -86,7 +85,7 @@ func BenchmarkKnowledgePrune(b *testing.B) {
 	k.init()
 	p := k.enter("/bench/prune", 1)
 	defer k.leave(p)
-	d := &StandardDriver{LockName: "lock-", MaxLeases: 1}
+	d := &Driver{Names: []string{"lock-"}}
 	sorted := SortContenders(names(100), d)
 	for i, c := range sorted {
 		if i%2 == 0 {

@@ -15,7 +15,7 @@ type Participation struct {
 	Parent   string // server path of the queue
 	LockName string // e.g. "latch-"
 	Data     []byte
-	Driver   Driver
+	Driver   *Driver
 	Options  []EnterOption // EnterVerifyOwner, for a leader latch
 	// OnNode, if set, is called with the server path of each node made.
 	OnNode func(path string)
@@ -120,49 +120,27 @@ func (c *Client) participateWith(ctx context.Context, ct *Contest, p Participati
 	}
 }
 
-// watchTerm waits for the end of a term: gone when our node was deleted,
-// false when the hold's signal closed, an error when ctx ended or the
-// client closed.
+// watchTerm waits for the end of a term: gone when our node was deleted
+// (or its session is over: a new node is needed), false when the hold's
+// signal closed, an error when ctx ended or the client closed.
 func (c *Client) watchTerm(ctx context.Context, ct *Contest, sig Signals) (gone bool, err error) {
-	for {
+	_, err = c.Await(ctx, Wait{What: ct.path, Session: ct.sid, Until: sig.Done}, func(_ Snapshot, _ Wake) (Look, error) {
 		ok, _, watch, err := c.ExistsW(ct.path)
 		switch {
-		case err == nil && !ok:
-			return true, nil
-		case err != nil && !IsRetryable(err):
-			return !errors.Is(err, zk.ErrSessionExpired), nil
 		case err != nil:
-			watch = nil // the signal will tell, or we try again
-			if isClosed(sig.Done) {
-				return false, nil
-			}
-			if err := c.sleep(ctx, retryPause); err != nil {
-				return false, fmt.Errorf("zkrecipes: holding %s: %w", ct.path, err)
-			}
-			continue
+			return Look{}, fmt.Errorf("zkrecipes: holding %s: %w", ct.path, err)
+		case !ok:
+			return Look{Done: true}, nil // deleted
 		}
-		select {
-		case ev := <-watch:
-			if ev.Type == zk.EventNodeDeleted {
-				return true, nil
-			}
-			// data changed, or the watch ended with the connection: look again
-			if ev.Type == zk.EventNotWatching {
-				select {
-				case <-sig.Done:
-					return false, nil
-				case <-ctx.Done():
-					return false, fmt.Errorf("zkrecipes: holding %s: %w", ct.path, ctx.Err())
-				case <-c.closeCh:
-					return false, ErrClosed
-				}
-			}
-		case <-sig.Done:
-			return false, nil
-		case <-ctx.Done():
-			return false, fmt.Errorf("zkrecipes: holding %s: %w", ct.path, ctx.Err())
-		case <-c.closeCh:
-			return false, ErrClosed
-		}
+		return Look{Watch: watch}, nil // a data change, or the end of the connection: look again
+	})
+	switch {
+	case err == nil:
+		return true, nil
+	case errors.Is(err, ErrUntil):
+		return false, nil
+	case ctx.Err() != nil || errors.Is(err, ErrClosed):
+		return false, err
 	}
+	return true, nil // the session is over, or the node cannot be read: a new node
 }

@@ -1,0 +1,162 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/go-zookeeper/zk"
+)
+
+// Wait describes one Await: what it waits for and when it must give up.
+type Wait struct {
+	// What names what is awaited in errors ("waiting for <What>"): a node
+	// or a recipe path.
+	What string
+	// Session is the session the wait depends on (the one that owns the
+	// caller's node), or 0 when it depends on none. When that session is
+	// LOST, or the client is connected in another session, Await returns
+	// an error wrapping ErrSessionLost.
+	Session int64
+	// Once makes one look and never waits: Await returns false when the
+	// look is not Done, and ErrNotConnected when the client has no
+	// connection.
+	Once bool
+	// Until, when it closes, ends the wait with an error wrapping
+	// ErrUntil (a term whose hold signal closed, say).
+	Until <-chan struct{}
+}
+
+// Look is the answer of one look at ZooKeeper: done, or what to wait for
+// before the next look.
+type Look struct {
+	// Done ends the wait: the condition holds.
+	Done bool
+	// Again asks for another look at once.
+	Again bool
+	// Watch fires when another look may give another answer: the watch
+	// the look left (it stays armed across looks that return it again).
+	Watch <-chan zk.Event
+	// Also closes when another look may give another answer for a reason
+	// ZooKeeper does not tell (a semaphore's limit changed, say).
+	Also <-chan struct{}
+}
+
+// Wake says what ended the wait before a look. The first look, and a
+// look after a pause, have a zero Wake.
+type Wake struct {
+	// Event is the event the last look's Watch delivered, or nil. The
+	// watch has fired: a look that wants another must read again.
+	Event *zk.Event
+	// Also is true when the last look's Also closed.
+	Also bool
+	// State is true when the connection state changed.
+	State bool
+}
+
+// ErrUntil is returned by Await when Wait.Until closed.
+var ErrUntil = errors.New("zkrecipes: the wait was ended by its caller")
+
+// Await is the one way a recipe waits: until a condition over a watched
+// read holds, ctx ends, the client closes or the session is lost. It calls
+// look with the current connection snapshot whenever the client is
+// connected, and after each look that is not Done it waits for the look's
+// Watch or Also, a connection state change, Wait.Until, ctx or Close, then
+// looks again.
+//
+//   - The lost-session rule is here and nowhere else: with Wait.Session
+//     set, a LOST for that session, or a connection in another one, ends
+//     the wait with ErrSessionLost.
+//   - While the client is not connected it waits for the connection (with
+//     Wait.Once it returns ErrNotConnected).
+//   - A look that fails with a retryable error (IsRetryable) is tried again
+//     after a short pause; a session expiry ends the wait with
+//     ErrSessionLost; any other error ends it and is returned as it is.
+//
+// It returns true when a look was Done; false, with a nil error, only
+// when Wait.Once and the look was not Done.
+func (c *Client) Await(ctx context.Context, w Wait, look func(Snapshot, Wake) (Look, error)) (bool, error) {
+	if ctx == nil {
+		return false, fmt.Errorf("%w: nil context", ErrInvalidArgument)
+	}
+	var (
+		wake Wake
+		last Look
+	)
+	for {
+		if err := c.check(); err != nil {
+			return false, err
+		}
+		snap := c.Snapshot()
+		if sessionGone(snap, w.Session) {
+			return false, fmt.Errorf("%w: waiting for %s", ErrSessionLost, w.What)
+		}
+		if !snap.State.IsConnected() {
+			if w.Once {
+				return false, fmt.Errorf("zkrecipes: waiting for %s: %w (%v)", w.What, ErrNotConnected, snap.State)
+			}
+			if err := c.block(ctx, w, snap, Look{}, &wake); err != nil {
+				return false, err
+			}
+			continue
+		}
+		l, err := look(snap, wake)
+		wake = Wake{}
+		switch {
+		case err == nil:
+		case errors.Is(err, zk.ErrSessionExpired):
+			return false, fmt.Errorf("%w: waiting for %s", ErrSessionLost, w.What)
+		case IsRetryable(err):
+			if serr := c.sleep(ctx, retryPause); serr != nil {
+				return false, fmt.Errorf("zkrecipes: waiting for %s: %w", w.What, serr)
+			}
+			continue
+		default:
+			return false, err
+		}
+		switch {
+		case l.Done:
+			return true, nil
+		case l.Again:
+			continue
+		case w.Once:
+			return false, nil
+		}
+		last = l
+		if err := c.block(ctx, w, snap, last, &wake); err != nil {
+			return false, err
+		}
+	}
+}
+
+// sessionGone is the lost-session rule: a wait that depends on session
+// sid is over when sid is LOST, or when the client is connected in another
+// session. (The state machine may still be LOST for an older session when
+// sid is a newer one: then the wait goes on until it catches up.)
+func sessionGone(snap Snapshot, sid int64) bool {
+	if sid == 0 {
+		return false
+	}
+	return snap.SessionID == sid && snap.State == StateLost ||
+		snap.State.IsConnected() && snap.SessionID != sid
+}
+
+// block waits for what l names, a state change after snap, w.Until, ctx
+// or Close, and records in wake what ended it.
+func (c *Client) block(ctx context.Context, w Wait, snap Snapshot, l Look, wake *Wake) error {
+	select {
+	case ev := <-l.Watch:
+		wake.Event = &ev
+	case <-l.Also:
+		wake.Also = true
+	case <-snap.Changed:
+		wake.State = true
+	case <-w.Until:
+		return fmt.Errorf("zkrecipes: waiting for %s: %w", w.What, ErrUntil)
+	case <-ctx.Done():
+		return fmt.Errorf("zkrecipes: waiting for %s: %w", w.What, ctx.Err())
+	case <-c.closeCh:
+		return ErrClosed
+	}
+	return nil
+}

@@ -1,0 +1,128 @@
+package mutex
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/go-zookeeper/zk"
+
+	"github.com/zkrecipes/zkrecipes/internal/engine"
+	"github.com/zkrecipes/zkrecipes/internal/recipeargs"
+	"github.com/zkrecipes/zkrecipes/recipes"
+)
+
+// Participant is one contender in the queue.
+type Participant struct {
+	Name string // node name
+	Path string // server path
+}
+
+// Participants returns the contenders for the lock in queue order: the
+// first holds it. Nodes of other clients with a recognised lock name are
+// included, as Curator includes them.
+func (m *Mutex) Participants(ctx context.Context) ([]Participant, error) {
+	if err := m.check(ctx); err != nil {
+		return nil, err
+	}
+	var kids []string
+	err := m.c.Retry(ctx, func() error {
+		var err error
+		kids, _, err = m.c.Children(m.full)
+		return err
+	})
+	if errors.Is(err, zk.ErrNoNode) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("mutex %s: participants: %w", m.path, err)
+	}
+	sorted := engine.SortContenders(kids, m.driver)
+	out := make([]Participant, len(sorted))
+	for i, s := range sorted {
+		out[i] = Participant{Name: s.Name, Path: engine.JoinPath(m.full, s.Name)}
+	}
+	return out, nil
+}
+
+// Holder returns the node of the current holder and its data (by default
+// the holder's IP address). It returns ErrNotHeld when nobody holds the
+// lock.
+func (m *Mutex) Holder(ctx context.Context) (Participant, []byte, error) {
+	for {
+		ps, err := m.Participants(ctx)
+		if err != nil {
+			return Participant{}, nil, err
+		}
+		if len(ps) == 0 {
+			return Participant{}, nil, fmt.Errorf("mutex %s: %w", m.path, ErrNotHeld)
+		}
+		var data []byte
+		err = m.c.Retry(ctx, func() error {
+			var err error
+			data, _, err = m.c.Get(ps[0].Path)
+			return err
+		})
+		if errors.Is(err, zk.ErrNoNode) {
+			continue // released meanwhile: look again
+		}
+		if err != nil {
+			return Participant{}, nil, fmt.Errorf("mutex %s: holder: %w", m.path, err)
+		}
+		return ps[0], data, nil
+	}
+}
+
+// Revoke asks the holder of the lock node at nodePath (a server path, see
+// Participants) to release it, by writing RevokeMessage into the node.
+// Holders that registered a revocation listener are told.
+func Revoke(ctx context.Context, c *recipes.Client, nodePath string) error {
+	if err := recipeargs.Client(c); err != nil {
+		return err
+	}
+	if err := recipes.ValidatePath(nodePath); err != nil {
+		return err
+	}
+	if nodePath == "/" {
+		return fmt.Errorf("%w: the root is not a lock node", recipes.ErrInvalidPath)
+	}
+	err := c.Retry(ctx, func() error {
+		_, err := c.Set(nodePath, []byte(RevokeMessage), -1)
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("mutex: revoke %s: %w", nodePath, err)
+	}
+	return nil
+}
+
+// watchRevocation waits for RevokeMessage in our node's data. It ends when
+// the node is deleted (release) or the watch ends with the session.
+func (l *Lease) watchRevocation() {
+	c := l.m.e
+	for {
+		data, _, ch, err := c.GetW(l.Node())
+		if err != nil {
+			if !recipes.IsRetryable(err) {
+				return
+			}
+			t := time.NewTimer(50 * time.Millisecond)
+			select {
+			case <-l.Done():
+				t.Stop()
+				return
+			case <-t.C:
+			}
+			continue
+		}
+		if string(data) == RevokeMessage {
+			l.m.opts.onRevoke(l)
+			return
+		}
+		ev := <-ch
+		if ev.Type != zk.EventNodeDataChanged {
+			return
+		}
+	}
+}
