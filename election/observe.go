@@ -2,7 +2,6 @@ package election
 
 import (
 	"context"
-	"time"
 
 	"github.com/zkrecipes/zkrecipes/internal/engine"
 	"github.com/zkrecipes/zkrecipes/internal/recipeargs"
@@ -31,53 +30,22 @@ func Observe(ctx context.Context, c *recipes.Client, path string) (<-chan Leader
 	return ch, nil
 }
 
+// observe follows the leader until ctx ends or the client closes.
 func observe(ctx context.Context, c *recipes.Client, full string, post func(Leader)) {
-	states, stop := c.Subscribe()
-	defer stop()
 	var (
 		last  Leader
 		first = true
 	)
-	for {
+	_ = engine.Of(c).Follow(ctx, "election "+full, func(ctx context.Context, w *engine.Watches) error {
 		l, watch, err := readLeader(ctx, c, full, true)
 		if err != nil {
-			if ctx.Err() != nil || engine.Of(c).Check() != nil {
-				return
-			}
-			c.Logger().Warn("zkrecipes: election observer: read failed", "path", full, "err", err)
-			t := time.NewTimer(100 * time.Millisecond)
-			select {
-			case <-ctx.Done():
-				t.Stop()
-				return
-			case _, ok := <-states:
-				t.Stop()
-				if !ok {
-					return
-				}
-			case <-t.C:
-			}
-			continue
+			return err
 		}
+		w.Add("leader", watch)
 		if first || l != last {
 			post(l)
 			first, last = false, l
 		}
-		for waiting := true; waiting; {
-			select {
-			case <-ctx.Done():
-				return
-			case ev := <-watch:
-				waiting = false
-				_ = ev // any event: read again
-			case s, ok := <-states:
-				if !ok {
-					return
-				}
-				if s.IsConnected() {
-					waiting = false // watches may have been missed: read again
-				}
-			}
-		}
-	}
+		return nil
+	})
 }

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"math"
 	"sync"
-	"time"
 
 	"github.com/go-zookeeper/zk"
 
@@ -76,13 +75,12 @@ func NewSharedCount(ctx context.Context, c *recipes.Client, path string, seed in
 		return nil, fmt.Errorf("shared count %s: %w", path, err)
 	}
 	s := &SharedCount{c: c, path: path, full: full, changed: make(chan struct{}), done: make(chan struct{})}
-	watch, err := s.read(ctx)
-	if err != nil {
+	if err := s.refresh(ctx); err != nil {
 		return nil, err
 	}
 	wctx, cancel := context.WithCancel(context.Background())
 	s.cancel = cancel
-	go s.run(wctx, watch)
+	go s.run(wctx)
 	return s, nil
 }
 
@@ -103,44 +101,38 @@ func decodeCount(b []byte) (int, error) {
 	return int(int32(binary.BigEndian.Uint32(b))), nil
 }
 
-// read reads the node with a watch and applies what it finds. When the
-// node is missing (deleted by someone) it keeps the last value and returns
-// a watch that fires when the node is created again.
-func (s *SharedCount) read(ctx context.Context) (<-chan zk.Event, error) {
+// refresh reads the node once and applies what it finds.
+func (s *SharedCount) refresh(ctx context.Context) error {
 	var (
-		data  []byte
-		st    *zk.Stat
-		watch <-chan zk.Event
+		data []byte
+		st   *zk.Stat
 	)
 	err := s.c.Retry(ctx, func() error {
-		for {
-			var err error
-			data, st, watch, err = engine.Of(s.c).GetW(s.full)
-			if !errors.Is(err, zk.ErrNoNode) {
-				return err
-			}
-			var ok bool
-			ok, _, watch, err = engine.Of(s.c).ExistsW(s.full)
-			if err != nil || !ok {
-				st = nil
-				return err
-			}
-			// created again meanwhile: read it
-		}
+		var err error
+		data, st, err = s.c.Get(s.full)
+		return err
 	})
-	if err != nil {
-		return nil, fmt.Errorf("shared count %s: %w", s.path, err)
+	if errors.Is(err, zk.ErrNoNode) {
+		return nil // keep the last value; the follower says so
 	}
-	if st == nil {
+	if err != nil {
+		return fmt.Errorf("shared count %s: %w", s.path, err)
+	}
+	return s.view(engine.NodeView{Exists: true, Data: data, Stat: st})
+}
+
+// view applies what was read of the node.
+func (s *SharedCount) view(v engine.NodeView) error {
+	if !v.Exists {
 		s.c.Logger().Warn("zkrecipes: shared count: the node is gone; keeping the last value until it is back", "path", s.path)
-		return watch, nil
+		return nil
 	}
-	v, err := decodeCount(data)
+	n, err := decodeCount(v.Data)
 	if err != nil {
-		return watch, fmt.Errorf("shared count %s: %w", s.path, err)
+		return fmt.Errorf("shared count %s: %w", s.path, err)
 	}
-	s.apply(VersionedValue{Value: v, Version: st.Version}, st.Czxid)
-	return watch, nil
+	s.apply(VersionedValue{Value: n, Version: v.Stat.Version}, v.Stat.Czxid)
+	return nil
 }
 
 // apply records a value read from (or written to) the node created at
@@ -165,49 +157,15 @@ func (s *SharedCount) apply(v VersionedValue, czxid int64) {
 	}
 }
 
-// run keeps the cache current until Close: it re-reads at every change of
-// the node and after every reconnection.
-func (s *SharedCount) run(ctx context.Context, watch <-chan zk.Event) {
+// run keeps the cache current until Close: it follows the node (re-read
+// at every change and after every reconnection).
+func (s *SharedCount) run(ctx context.Context) {
 	defer close(s.done)
-	states, stop := s.c.Subscribe()
-	defer stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case ev, ok := <-watch:
-			if !ok {
-				watch = nil
-			}
-			_ = ev
-		case st, ok := <-states:
-			if !ok {
-				return // the client closed
-			}
-			if !st.IsConnected() {
-				continue
-			}
+	_ = engine.Of(s.c).FollowNode(ctx, s.full, func(v engine.NodeView) {
+		if err := s.view(v); err != nil {
+			s.c.Logger().Warn("zkrecipes: shared count: a value that is not a count", "path", s.path, "err", err)
 		}
-		var err error
-		watch, err = s.read(ctx)
-		for err != nil && ctx.Err() == nil {
-			s.c.Logger().Warn("zkrecipes: shared count: reading failed", "path", s.path, "err", err)
-			t := time.NewTimer(200 * time.Millisecond)
-			select {
-			case <-ctx.Done():
-				t.Stop()
-				return
-			case st, ok := <-states:
-				t.Stop()
-				if !ok {
-					return
-				}
-				_ = st
-			case <-t.C:
-			}
-			watch, err = s.read(ctx)
-		}
-	}
+	})
 }
 
 // Path returns the path as given to NewSharedCount.
@@ -250,7 +208,7 @@ func (s *SharedCount) TrySet(ctx context.Context, prev VersionedValue, v int) (b
 		return err
 	})
 	if errors.Is(err, zk.ErrBadVersion) {
-		if _, rerr := s.read(ctx); rerr != nil {
+		if rerr := s.refresh(ctx); rerr != nil {
 			s.c.Logger().Warn("zkrecipes: shared count: refresh after a stale version failed", "path", s.path, "err", rerr)
 		}
 		return false, nil
