@@ -25,94 +25,184 @@ func (c *Client) run() {
 // ev.State fired.
 const lostTimeout zk.EventType = -1000
 
+// machine is what the connection state machine decides from: the state,
+// the session it is about, and whether LOST was declared for it.
+type machine struct {
+	state     State
+	sessionID int64
+	lost      bool
+}
+
+// input is one thing that happens to the machine.
+type input struct {
+	// event is the go-zookeeper session event (its State), or lostTimeout.
+	event zk.Event
+	// session is the connection's session id when the event arrived (the
+	// session a StateHasSession event is for).
+	session int64
+	// remaining is, for lostTimeout, how long the session may still live
+	// on the server (the LOST timer fired early when it is positive).
+	remaining time.Duration
+}
+
+// effect is one thing the client does after a transition, in order.
+type effect struct {
+	do    action
+	state State // for notify: the state entered
+}
+
+type action int
+
+const (
+	stopTimer    action = iota // disarm the LOST timer
+	startTimer                 // arm it for the time the session may still live
+	suspend                    // SUSPENDED: close the suspend signal, note when
+	declareLost                // LOST for the current session: close the hold signals, keep the orphans
+	adoptSession               // a new session: it is the current one; the old one's orphans are gone
+	reapOrphans                // the session declared LOST came back: delete its lost holds' nodes
+	renew                      // fresh hold signals after a (re)connection
+	clearOrphans               // the server expired the session: its nodes are gone with it
+	notify                     // enter and publish state
+	authFailed                 // log it
+	logLost                    // log why we declare LOST ourselves
+)
+
+func do(a action) effect              { return effect{do: a} }
+func notifyOf(s State) effect         { return effect{do: notify, state: s} }
+func lostEffects() []effect           { return []effect{do(stopTimer), do(declareLost), notifyOf(StateLost)} }
+func appendLost(fx []effect) []effect { return append(fx, lostEffects()...) }
+
+// next is the state machine's transition function: pure, so that every
+// transition is tested from a table. It returns the machine after in and
+// the effects to carry out, in order.
+func next(m machine, in input) (machine, []effect) {
+	ev := in.event
+	if ev.Type == lostTimeout {
+		if m.state != StateSuspended || m.lost {
+			return m, nil
+		}
+		if in.remaining > 0 { // the server answered meanwhile
+			return m, []effect{do(startTimer)}
+		}
+		m.lost, m.state = true, StateLost
+		return m, appendLost([]effect{do(logLost)})
+	}
+	if ev.Type != zk.EventSession {
+		return m, nil
+	}
+	switch ev.State {
+	case zk.StateHasSession:
+		fx := []effect{do(stopTimer)}
+		switch {
+		case m.state == StateLatent:
+			m.sessionID, m.state = in.session, StateConnected
+			return m, append(fx, do(adoptSession), notifyOf(StateConnected))
+		case m.state == StateConnected || m.state == StateReconnected:
+			if in.session == m.sessionID {
+				return m, fx
+			}
+			// A new session without a disconnect seen: the old one is
+			// LOST, then the new one RECONNECTED.
+			fx = append(appendLost(fx), do(adoptSession))
+		default: // SUSPENDED, LOST, READ_ONLY
+			if in.session != m.sessionID {
+				if !m.lost {
+					fx = appendLost(fx)
+				}
+				fx = append(fx, do(adoptSession))
+			} else if m.lost {
+				// The session we declared LOST is alive after all. Its
+				// holders were told their holds are gone: remove the nodes
+				// that would otherwise keep blocking the queues.
+				fx = append(fx, do(reapOrphans))
+			}
+			fx = append(fx, do(renew))
+		}
+		m.sessionID, m.lost, m.state = in.session, false, StateReconnected
+		return m, append(fx, notifyOf(StateReconnected))
+	case zk.StateConnectedReadOnly:
+		if m.state == StateReadOnly {
+			return m, nil
+		}
+		m.state = StateReadOnly
+		return m, []effect{do(renew), notifyOf(StateReadOnly)}
+	case zk.StateDisconnected:
+		if !m.state.IsConnected() {
+			return m, nil
+		}
+		m.state = StateSuspended
+		return m, []effect{do(suspend), notifyOf(StateSuspended), do(startTimer)}
+	case zk.StateExpired:
+		fx := []effect{do(stopTimer)}
+		if !m.lost && m.state != StateLatent {
+			m.lost, m.state = true, StateLost
+			fx = appendLost(fx)
+		}
+		return m, append(fx, do(clearOrphans))
+	case zk.StateAuthFailed:
+		return m, []effect{do(authFailed)}
+	}
+	return m, nil
+}
+
+// apply feeds one event to the state machine and carries out its effects.
+// What the machine must know of the world (the connection's session, how
+// long the session may still live) is read here and passed in the input.
 func (c *Client) apply(ev zk.Event) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.closed {
 		return
 	}
-	if ev.Type == lostTimeout {
-		if uint64(ev.State) != c.timerGen || c.state != StateSuspended || c.lost {
-			return
+	in := input{event: ev}
+	switch {
+	case ev.Type == lostTimeout:
+		if uint64(ev.State) != c.timerGen {
+			return // a timer disarmed since
 		}
-		if d := c.lostDelay(); d > 0 { // bytes arrived meanwhile
+		in.remaining = c.lostDelay()
+	case ev.Type == zk.EventSession && ev.State == zk.StateHasSession:
+		in.session = c.conn.SessionID()
+	}
+	m, fx := next(machine{state: c.state, sessionID: c.sessionID, lost: c.lost}, in)
+	for _, f := range fx {
+		switch f.do {
+		case stopTimer:
+			c.stopTimer()
+		case startTimer:
 			c.startTimer()
-			return
-		}
-		c.log.Warn("zkrecipes: declaring session lost: a session timeout passed since the server was last heard",
-			"session", fmt.Sprintf("0x%x", c.sessionID), "timeout", c.SessionTimeout())
-		c.declareLost()
-		return
-	}
-	if ev.Type != zk.EventSession {
-		return
-	}
-	switch ev.State {
-	case zk.StateHasSession:
-		sid := c.conn.SessionID()
-		c.stopTimer()
-		switch {
-		case c.state == StateLatent:
-			c.sessionID = sid
-			c.transition(StateConnected)
-		case c.state == StateConnected || c.state == StateReconnected:
-			if sid != c.sessionID { // a new session without a disconnect seen
-				c.declareLost()
-				c.newSession(sid)
-				c.transition(StateReconnected)
-			}
-		default:
-			if sid != c.sessionID {
-				if !c.lost {
-					c.declareLost()
-				}
-				c.newSession(sid)
-			} else if c.lost {
-				// The session we declared LOST is alive after all. Its
-				// holders were told their holds are gone: remove the
-				// nodes that would otherwise keep blocking the queues.
-				c.lost = false
-				c.reapOrphans(sid)
-			}
-			c.renew()
-			c.transition(StateReconnected)
-		}
-	case zk.StateConnectedReadOnly:
-		if c.state != StateReadOnly {
-			c.renew()
-			c.transition(StateReadOnly)
-		}
-	case zk.StateDisconnected:
-		if c.state.IsConnected() {
+		case suspend:
 			closeIfOpen(c.suspendCh)
 			c.suspendedAt = time.Now()
-			c.transition(StateSuspended)
-			c.startTimer()
-		}
-	case zk.StateExpired:
-		c.stopTimer()
-		if !c.lost && c.state != StateLatent {
+		case declareLost:
 			c.declareLost()
+		case adoptSession:
+			c.sessionID, c.lost = m.sessionID, false
+			c.orphans = nil // they went with the old session
+		case reapOrphans:
+			c.lost = false
+			c.reapOrphans(c.sessionID)
+		case renew:
+			c.renew()
+		case clearOrphans:
+			c.orphans = nil
+		case notify:
+			c.transition(f.state)
+		case authFailed:
+			c.log.Error("zkrecipes: authentication failed")
+		case logLost:
+			c.log.Warn("zkrecipes: declaring session lost: a session timeout passed since the server last answered",
+				"session", fmt.Sprintf("0x%x", c.sessionID), "timeout", c.SessionTimeout())
 		}
-		c.orphans = nil // the server removed them with the session
-	case zk.StateAuthFailed:
-		c.log.Error("zkrecipes: authentication failed")
 	}
+	c.sessionID, c.lost, c.state = m.sessionID, m.lost, m.state
 }
 
-// newSession records a session other than the last one; c.mu is held.
-func (c *Client) newSession(sid int64) {
-	c.sessionID = sid
-	c.lost = false
-	c.orphans = nil // they went with the old session
-}
-
-// declareLost enters LOST; c.mu is held. The nodes contests hold in the
-// session become orphans: if the session turns out to be alive, they are
-// deleted (reapOrphans).
+// declareLost is LOST for the current session; c.mu is held. The nodes
+// contests hold in the session become orphans: if the session turns out
+// to be alive, they are deleted (reapOrphans).
 func (c *Client) declareLost() {
 	c.lost = true
-	c.stopTimer()
 	closeIfOpen(c.suspendCh)
 	closeIfOpen(c.lostCh)
 	c.knowledge.reset()
@@ -123,7 +213,6 @@ func (c *Client) declareLost() {
 		}
 	}
 	c.nodesMu.Unlock()
-	c.transition(StateLost)
 }
 
 // reapOrphans deletes, in the background, the nodes of holds and waits
