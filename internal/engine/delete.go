@@ -1,0 +1,197 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+
+	"github.com/go-zookeeper/zk"
+)
+
+// GuaranteedDelete deletes the node at path, which belongs to session sid
+// (0 for the current one), so that a released hold is never kept until
+// session expiry. It never blocks on a dead connection: when the client is
+// not connected, when the delete fails for a connection reason, or when
+// ctx ends first, the delete goes to a background worker that retries until
+// it succeeds, the node is gone, the session ends or the client closes
+// (Stats().PendingDeletes counts those). It returns nil when the node is
+// gone or the delete was handed to the worker, and the error of any other
+// failure.
+func (c *Client) GuaranteedDelete(ctx context.Context, path string, sid int64) error {
+	if err := c.check(); err != nil {
+		return err
+	}
+	if err := ValidatePath(path); err != nil {
+		return err
+	}
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	snap := c.Snapshot()
+	if sid == 0 {
+		sid = snap.SessionID
+	}
+	if snap.State.IsConnected() && snap.SessionID != sid {
+		return nil // a newer session: the node went with its own
+	}
+	if !snap.State.IsConnected() {
+		c.deleteInBackground(path, sid, nil)
+		return nil
+	}
+	if ctx.Done() == nil { // nothing to honour: no goroutine needed
+		return c.deleteNow(path, sid)
+	}
+	// go-zookeeper's requests cannot be abandoned, so the delete is made on
+	// another goroutine while we wait for it or for ctx: the client's
+	// delete goroutine when it is idle (it lives as long as the client: a
+	// goroutine per release costs its creation and a scheduler wake-up more
+	// on every release), else a goroutine of its own, so that concurrent
+	// releases are not queued behind one another.
+	if isClosed(c.closeCh) {
+		return ErrClosed
+	}
+	res := deleteResults.Get().(chan error)
+	c.stats.pendingDeletes.Add(1)
+	select {
+	case c.deletes <- deleteJob{path: path, sid: sid, res: res}: // unbuffered: taken by an idle deleteLoop
+	default:
+		c.stats.pendingDeletes.Add(-1)
+		if !c.deleteInBackground(path, sid, res) {
+			return ErrClosed
+		}
+	}
+	select {
+	case err := <-res:
+		deleteResults.Put(res) // drained: reusable
+		return err
+	case <-ctx.Done():
+		return nil // the delete goes on
+	case <-c.closeCh:
+		return nil // the session ends with the client, and its nodes with it
+	}
+}
+
+// deleteResults recycles the channels GuaranteedDelete waits on. Only a
+// drained channel goes back: one whose caller stopped waiting may still
+// receive its result.
+var deleteResults = sync.Pool{New: func() any { return make(chan error, 1) }}
+
+// deleteJob is a delete handed to the client's delete goroutine.
+type deleteJob struct {
+	path string
+	sid  int64
+	res  chan<- error // receives the outcome of the first attempt (buffered)
+}
+
+// deleteLoop is the client's delete goroutine: it makes the deletes that
+// GuaranteedDelete callers with a ctx wait for, one attempt each, and hands
+// those that fail for a connection reason to a retrying background
+// goroutine (deleteNow). It ends when the client closes.
+func (c *Client) deleteLoop() {
+	defer c.wg.Done()
+	for {
+		select {
+		case j := <-c.deletes:
+			if cur := c.conn.SessionID(); cur != 0 && cur != j.sid {
+				j.res <- nil // the node went with its session
+			} else {
+				j.res <- c.deleteNow(j.path, j.sid)
+			}
+			c.stats.pendingDeletes.Add(-1)
+		case <-c.closeCh:
+			return
+		}
+	}
+}
+
+// deleteNow tries once and hands a connection failure to the worker.
+func (c *Client) deleteNow(path string, sid int64) error {
+	err := c.deleteOnce(path)
+	switch {
+	case err == nil || errors.Is(err, zk.ErrSessionExpired):
+		return nil
+	case IsRetryable(err):
+		c.deleteInBackground(path, sid, nil)
+		return nil
+	default:
+		return fmt.Errorf("zkrecipes: delete %s: %w", path, explain(err))
+	}
+}
+
+// deleteInBackground deletes path on a goroutine Close waits for, retrying
+// connection failures; res, if not nil, receives the first attempt's
+// outcome as deleteNow reports it. It reports false when the client is
+// closed.
+func (c *Client) deleteInBackground(path string, sid int64, res chan<- error) bool {
+	c.stats.pendingDeletes.Add(1)
+	ok := c.background(func() {
+		defer c.stats.pendingDeletes.Add(-1)
+		first := true
+		c.retryForever(sid, func() error {
+			err := c.deleteOnce(path)
+			if first && res != nil {
+				first = false
+				switch {
+				case err == nil || errors.Is(err, zk.ErrSessionExpired) || IsRetryable(err):
+					res <- nil
+				default:
+					res <- fmt.Errorf("zkrecipes: delete %s: %w", path, explain(err))
+				}
+			}
+			return err
+		})
+	})
+	if !ok {
+		c.stats.pendingDeletes.Add(-1)
+	}
+	return ok
+}
+
+// deleteOnce deletes path; a missing node counts as success.
+func (c *Client) deleteOnce(path string) error {
+	err := c.Delete(path, -1)
+	if err == nil || errors.Is(err, zk.ErrNoNode) {
+		parent, name := SplitPath(path)
+		bury(parent, name, name[max(0, len(name)-10):]) // the sequence suffix orders eviction
+		return nil
+	}
+	return err
+}
+
+// retryForever runs op with backoff while it fails with retryable errors,
+// until session sid is gone or the client closes.
+func (c *Client) retryForever(sid int64, op func() error) {
+	retry := DefaultRetryPolicy(0)
+	for {
+		err := op()
+		if err == nil || !IsRetryable(err) {
+			if err != nil && !errors.Is(err, zk.ErrSessionExpired) {
+				c.log.Warn("zkrecipes: background cleanup failed", "err", err)
+			}
+			return
+		}
+		if err := c.sleep(context.Background(), retry.NextBackOff()); err != nil {
+			return
+		}
+		if cur := c.conn.SessionID(); sid != 0 && cur != 0 && cur != sid {
+			return // the session that owned the node has ended
+		}
+	}
+}
+
+// background runs fn on a goroutine Close waits for; it reports false (and
+// does not run fn) when the client is already closed.
+func (c *Client) background(fn func()) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.closed {
+		return false
+	}
+	c.wg.Add(1)
+	go func() {
+		defer c.wg.Done()
+		fn()
+	}()
+	return true
+}

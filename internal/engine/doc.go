@@ -1,0 +1,52 @@
+// Package engine is the core every recipe drives, hidden from users:
+// package recipes is its public face (Client, options, connection states,
+// errors), and the recipe packages reach the engine behind a
+// *recipes.Client with Of.
+//
+// What lives here:
+//
+//   - The client machinery: the go-zookeeper connection, its session events
+//     drained at once and turned into Curator's connection states by the
+//     state machine, LOST declared one negotiated session timeout after
+//     the server last answered (the Wire reads both from the protocol),
+//     counted requests, the retry policy.
+//   - Protected ephemeral(-sequential) creates (_c_<uuid>-<name>, found
+//     again after a lost reply, ghosts of our own node deleted on sight),
+//     container parents recreated when reaped between two calls, and
+//     guaranteed deletes that never block on a dead connection.
+//   - The contender queue (Contest) every lock-like recipe drives, with its
+//     Driver: how nodes sort, how many may hold, which contenders block
+//     and when to list again. Decide is the one check; the knowledge of
+//     gone nodes spares waiters a list per hand-off.
+//   - Holds (token, fenced writes, Done) and long-lived participation in a
+//     queue (a leader latch's terms).
+//   - The two primitives every recipe waits and watches through:
+//     Await, to wait until a condition over a watched read holds (with the
+//     lost-session rule written once), and Follow, to keep what a read
+//     sees current (re-read on every watch, on reconnection, after a new
+//     session, with backoff), with FollowNode and FollowChildren on top.
+//
+// # Adding a recipe
+//
+// A new recipe is one new package that imports recipes and this package,
+// and touches nothing here. A lock-like recipe declares a Driver (its lock
+// names, its number of leases, which contenders block it) and queues with
+// Client.Enter and Contest.Acquire; fencing and Done come from the Hold it
+// builds on the node. Anything else is a condition or a view:
+//
+//   - A barrier waits with Await: DistributedBarrier's look is an exists
+//     with a watch (Done when the node is gone); DistributedDoubleBarrier's
+//     is a children list with a watch (Done at N children to enter, at none
+//     to leave), with Wait.Session set to the session of its own node so
+//     that a lost session ends the wait.
+//   - A cache follows with Follow: NodeCache is FollowNode, PathChildrenCache
+//     is FollowChildren plus a FollowNode per child, and a tree cache is the
+//     same one level further at a time, each node keeping one standard
+//     watch (Watches.Armed) since go-zookeeper has no persistent or
+//     recursive watches. SharedValue and a SharedCount are a FollowNode
+//     with a versioned write.
+//   - Persistent nodes and group membership re-create their node from a
+//     Follow of it, and service discovery is a cache of JSON instances.
+//
+// Each of those is its own package next to mutex and election.
+package engine
