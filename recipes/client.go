@@ -2,8 +2,9 @@ package recipes
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"log/slog"
-	"sync"
 	"time"
 
 	"github.com/go-zookeeper/zk"
@@ -150,61 +151,132 @@ func (c *Client) Listen(fn func(State)) (remove func()) {
 // order. Transitions queue without bound while the reader is slow. The
 // channel is closed by the returned function or when the client closes.
 func (c *Client) Subscribe() (<-chan State, func()) {
-	in, stop := c.eng().Subscribe()
-	out := make(chan State)
-	done := make(chan struct{})
-	go func() {
-		defer close(out)
-		for s := range in {
-			select {
-			case out <- State(s):
-			case <-done:
-				return
-			}
-		}
-	}()
-	var once sync.Once
-	return out, func() { once.Do(func() { close(done); stop() }) }
+	return engine.SubscribeStates(c.eng(), func(s engine.State) State { return State(s) })
 }
 
 // Stats returns the request counters.
 func (c *Client) Stats() Stats { return Stats(c.eng().Stats()) }
 
 // The methods below are the node operations, counted in Stats. Paths are
-// server paths (the namespace is not applied; see FullPath). On a nil
-// Client they return ErrNilClient, on a closed one ErrClosed.
+// recipe paths: the namespace is applied, as it is to every path a recipe
+// takes (see FullPath), and paths returned are without it. On a nil Client
+// they return ErrNilClient, on a closed one ErrClosed. Each returns when
+// its reply arrives or ctx ends, whichever comes first, even while the
+// request is in flight on a stalled link (the reply is then dropped, and a
+// node a create made is deleted); the error then wraps ctx.Err(). Errors
+// name the operation and the full path.
 
-// Create creates a node with the ACL the client's provider gives for it.
-func (c *Client) Create(path string, data []byte, flags int32) (string, error) {
-	return c.eng().Create(path, data, flags)
+// Create creates a node with the ACL the client's provider gives for it,
+// and returns its path (with the sequence number a sequential node gets).
+func (c *Client) Create(ctx context.Context, path string, data []byte, flags int32) (string, error) {
+	full, err := c.FullPath(path)
+	if err != nil {
+		return "", err
+	}
+	p, err := c.eng().Create(ctx, full, data, flags)
+	if err != nil {
+		return "", opError("create", full, err)
+	}
+	return c.eng().StripNamespace(p), nil
 }
 
 // Delete deletes a node (version -1 for any).
-func (c *Client) Delete(path string, version int32) error { return c.eng().Delete(path, version) }
+func (c *Client) Delete(ctx context.Context, path string, version int32) error {
+	full, err := c.FullPath(path)
+	if err != nil {
+		return err
+	}
+	return opError("delete", full, c.eng().Delete(ctx, full, version))
+}
 
 // Get reads a node's data.
-func (c *Client) Get(path string) ([]byte, *zk.Stat, error) { return c.eng().Get(path) }
+func (c *Client) Get(ctx context.Context, path string) ([]byte, *zk.Stat, error) {
+	full, err := c.FullPath(path)
+	if err != nil {
+		return nil, nil, err
+	}
+	d, st, err := c.eng().Get(ctx, full)
+	return d, st, opError("get", full, err)
+}
 
 // Exists reports whether a node exists.
-func (c *Client) Exists(path string) (bool, *zk.Stat, error) { return c.eng().Exists(path) }
+func (c *Client) Exists(ctx context.Context, path string) (bool, *zk.Stat, error) {
+	full, err := c.FullPath(path)
+	if err != nil {
+		return false, nil, err
+	}
+	ok, st, err := c.eng().Exists(ctx, full)
+	return ok, st, opError("exists", full, err)
+}
 
 // Children lists a node's children; the Stat is the parent's.
-func (c *Client) Children(path string) ([]string, *zk.Stat, error) { return c.eng().Children(path) }
+func (c *Client) Children(ctx context.Context, path string) ([]string, *zk.Stat, error) {
+	full, err := c.FullPath(path)
+	if err != nil {
+		return nil, nil, err
+	}
+	kids, st, err := c.eng().Children(ctx, full)
+	return kids, st, opError("children", full, err)
+}
 
 // Set writes a node's data.
-func (c *Client) Set(path string, data []byte, version int32) (*zk.Stat, error) {
-	return c.eng().Set(path, data, version)
+func (c *Client) Set(ctx context.Context, path string, data []byte, version int32) (*zk.Stat, error) {
+	full, err := c.FullPath(path)
+	if err != nil {
+		return nil, err
+	}
+	st, err := c.eng().Set(ctx, full, data, version)
+	return st, opError("set", full, err)
 }
 
 // Sync asks the server the client is connected to to catch up with the
 // leader on path, so that a read after it sees every write committed
 // before it (a follower may lag behind).
-func (c *Client) Sync(path string) error { return c.eng().Sync(path) }
+func (c *Client) Sync(ctx context.Context, path string) error {
+	full, err := c.FullPath(path)
+	if err != nil {
+		return err
+	}
+	return opError("sync", full, c.eng().Sync(ctx, full))
+}
 
-// Multi runs ops as one transaction. When the server refuses the
-// transaction, the returned error is the first failing operation's error
-// (go-zookeeper reports only a generic one), and the responses say which.
-func (c *Client) Multi(ops ...any) ([]zk.MultiResponse, error) { return c.eng().Multi(ops...) }
+// Multi runs ops (*zk.CreateRequest, *zk.SetDataRequest, *zk.DeleteRequest
+// or *zk.CheckVersionRequest, on recipe paths) as one transaction. When the
+// server refuses the transaction, the error names the first failing op and
+// its full path and wraps the server's error for it (go-zookeeper reports
+// only a generic one), and the responses say which. When ctx ends first
+// the transaction may or may not have been applied.
+func (c *Client) Multi(ctx context.Context, ops ...any) ([]zk.MultiResponse, error) {
+	e := c.eng()
+	if err := e.Check(); err != nil {
+		return nil, err
+	}
+	full, paths, err := e.NamespaceOps("multi", ops)
+	if err != nil {
+		return nil, err
+	}
+	res, err := e.Multi(ctx, full...)
+	for i := range res {
+		res[i].String = e.StripNamespace(res[i].String)
+	}
+	if err != nil {
+		return res, engine.MultiError("multi", full, paths, res, err)
+	}
+	return res, nil
+}
+
+// opError names the operation and the path in err, leaving the client's
+// own sentinels (nil or closed client, a bad argument) as they are.
+func opError(op, path string, err error) error {
+	if err == nil || isSentinel(err) {
+		return err
+	}
+	return fmt.Errorf("zkrecipes: %s %s: %w", op, path, err)
+}
+
+func isSentinel(err error) bool {
+	return err == ErrNilClient || err == ErrClosed || errors.Is(err, ErrInvalidArgument)
+}
 
 // Retry runs op until it succeeds, fails with an error that IsRetryable
 // does not accept, the retry policy gives up, ctx ends or the client is

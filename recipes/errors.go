@@ -44,5 +44,6 @@ var (
 // which the same request may be tried again: connection loss, no server
 // reachable, a moved session, and every transport error go-zookeeper may
 // pass through as it is (a reset, a broken pipe, EOF, a timeout, a closed
-// socket). NoNode, NodeExists, session expiry and the like are not.
+// socket). NoNode, NodeExists, session expiry, an ended ctx and the like
+// are not.
 func IsRetryable(err error) bool { return engine.IsRetryable(err) }

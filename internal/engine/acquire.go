@@ -55,10 +55,10 @@ func (ct *Contest) acquire(ctx context.Context, wait bool) (bool, Signals, error
 			ct.woke(&q, *wk.Event)
 		}
 		if ct.granted {
-			return ct.grant(snap, &q, &sig)
+			return ct.grant(ctx, snap, &q, &sig)
 		}
 		if !q.listed {
-			if err := ct.list(&q); err != nil {
+			if err := ct.list(ctx, &q); err != nil {
 				return Look{}, err
 			}
 		}
@@ -69,11 +69,11 @@ func (ct *Contest) acquire(ctx context.Context, wait bool) (bool, Signals, error
 		v := ct.driver.Decide(q.below)
 		switch {
 		case v.Held:
-			return ct.grant(snap, &q, &sig)
+			return ct.grant(ctx, snap, &q, &sig)
 		case !wait:
 			return Look{}, nil
 		}
-		return ct.watchAhead(&q, v.Watch)
+		return ct.watchAhead(ctx, &q, v.Watch)
 	})
 	if err != nil || !held {
 		return false, Signals{}, err
@@ -82,8 +82,8 @@ func (ct *Contest) acquire(ctx context.Context, wait bool) (bool, Signals, error
 }
 
 // list reads the queue: the contenders ahead of ours, in order.
-func (ct *Contest) list(q *queueView) error {
-	kids, pstat, err := ct.c.Children(ct.parent)
+func (ct *Contest) list(ctx context.Context, q *queueView) error {
+	kids, pstat, err := ct.c.Children(ctx, ct.parent)
 	if errors.Is(err, zk.ErrNoNode) {
 		return ct.nodeGone()
 	}
@@ -119,9 +119,9 @@ func (ct *Contest) list(q *queueView) error {
 // owns the node when asked to (EnterVerifyOwner), and takes the hold's
 // signals from the snapshot the look was made in, unless the connection
 // blinked meanwhile (then it looks again).
-func (ct *Contest) grant(snap Snapshot, q *queueView, sig *Signals) (Look, error) {
+func (ct *Contest) grant(ctx context.Context, snap Snapshot, q *queueView, sig *Signals) (Look, error) {
 	if ct.verifyOwner {
-		if err := ct.confirmOwner(snap); err != nil {
+		if err := ct.confirmOwner(ctx, snap); err != nil {
 			return Look{}, err
 		}
 	}
@@ -148,7 +148,7 @@ func (ct *Contest) grant(snap Snapshot, q *queueView, sig *Signals) (Look, error
 // keeps the one already there). When that contender is already gone it
 // looks again at once, after a new list if more contenders of unknown fate
 // block ours.
-func (ct *Contest) watchAhead(q *queueView, w int) (Look, error) {
+func (ct *Contest) watchAhead(ctx context.Context, q *queueView, w int) (Look, error) {
 	if ct.know == nil { // about to wait: record what goes
 		ct.know = ct.c.knowledge.enter(ct.parent, q.czxid)
 	}
@@ -156,7 +156,7 @@ func (ct *Contest) watchAhead(q *queueView, w int) (Look, error) {
 	if next.Name == q.target && q.watch != nil {
 		return Look{Watch: q.watch}, nil
 	}
-	_, _, ch, err := ct.c.GetW(JoinPath(ct.parent, next.Name))
+	_, _, ch, err := ct.c.GetW(ctx, JoinPath(ct.parent, next.Name))
 	switch {
 	case err == nil:
 		q.target, q.watch = next.Name, ch

@@ -26,18 +26,22 @@ func TestAwaitChildrenCondition(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	require.NoError(t, e.EnsureContainers(ctx, "/await"))
-	_, err := c.Create("/await/a", nil, 0)
+	_, err := c.Create(ctx, "/await/a", nil, 0)
 	require.NoError(t, err)
 
-	looks := make(chan engine.Wake, 10)
+	type look struct {
+		wake engine.Wake
+		kids int
+	}
+	looks := make(chan look, 10)
 	done := make(chan error, 1)
 	go func() {
 		held, err := e.Await(ctx, engine.Wait{What: "/await"}, func(_ engine.Snapshot, wk engine.Wake) (engine.Look, error) {
-			looks <- wk
-			kids, _, watch, err := e.ChildrenW("/await")
+			kids, _, watch, err := e.ChildrenW(ctx, "/await")
 			if err != nil {
 				return engine.Look{}, err
 			}
+			looks <- look{wk, len(kids)} // after the read: the test's create comes after it
 			if len(kids) >= 2 {
 				return engine.Look{Done: true}, nil
 			}
@@ -49,18 +53,15 @@ func TestAwaitChildrenCondition(t *testing.T) {
 		done <- err
 	}()
 	first := <-looks
-	assert.Nil(t, first.Event, "the first look has no wake")
-	select {
-	case err := <-done:
-		t.Fatalf("done with one child: %v", err)
-	default:
-	}
-	_, err = c.Create("/await/b", nil, 0)
+	assert.Nil(t, first.wake.Event, "the first look has no wake")
+	assert.Equal(t, 1, first.kids)
+	_, err = c.Create(ctx, "/await/b", nil, 0)
 	require.NoError(t, err)
 	require.NoError(t, <-done)
 	second := <-looks
-	require.NotNil(t, second.Event, "woken by the watch")
-	assert.Equal(t, zk.EventNodeChildrenChanged, second.Event.Type)
+	require.NotNil(t, second.wake.Event, "woken by the watch")
+	assert.Equal(t, zk.EventNodeChildrenChanged, second.wake.Event.Type)
+	assert.Equal(t, 2, second.kids)
 }
 
 // Once makes one look; Also wakes a look; Until and ctx end the wait with

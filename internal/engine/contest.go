@@ -246,8 +246,8 @@ func (ct *Contest) unknownBlocking(cs []Contender) int {
 
 // confirmOwner checks that our node's ephemeralOwner is the current
 // session.
-func (ct *Contest) confirmOwner(snap Snapshot) error {
-	ok, st, err := ct.c.Exists(ct.path)
+func (ct *Contest) confirmOwner(ctx context.Context, snap Snapshot) error {
+	ok, st, err := ct.c.Exists(ctx, ct.path)
 	switch {
 	case err != nil:
 		return err

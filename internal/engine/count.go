@@ -43,7 +43,7 @@ func (ct *Contest) AwaitCount(ctx context.Context, limit Limit, wait bool) (Sign
 	var sig Signals
 	_, err := ct.c.Await(ctx, Wait{What: ct.path, Session: ct.sid, Once: !wait}, func(snap Snapshot, _ Wake) (Look, error) {
 		max, changed := limit()
-		kids, _, watch, err := ct.c.ChildrenW(ct.parent)
+		kids, _, watch, err := ct.c.ChildrenW(ctx, ct.parent)
 		switch {
 		case errors.Is(err, zk.ErrNoNode):
 			return Look{}, ct.nodeGone()

@@ -58,9 +58,9 @@ func (c *Client) EnsureContainers(ctx context.Context, dir string) error {
 		err := c.Retry(ctx, func() error {
 			var err error
 			if c.cfg.noContainers {
-				_, err = c.Create(dir, nil, 0)
+				_, err = c.Create(ctx, dir, nil, 0)
 			} else {
-				_, err = c.CreateContainer(dir)
+				_, err = c.CreateContainer(ctx, dir)
 			}
 			return err
 		})
@@ -147,8 +147,11 @@ func (c *Client) createProtected(ctx context.Context, parent, uuid, name string,
 			return "", 0, lostReply, err
 		}
 		if searching {
-			found, err := c.findProtected(parent, prefix, name)
+			found, err := c.findProtected(ctx, parent, prefix, name)
 			switch {
+			case ctx.Err() != nil:
+				c.cleanupProtected(parent, prefix, sid) // a copy of ours may exist
+				return "", 0, lostReply, fmt.Errorf("zkrecipes: create in %s: %w", parent, ctx.Err())
 			case err == nil:
 				searching = false
 				if found != "" {
@@ -178,7 +181,7 @@ func (c *Client) createProtected(ctx context.Context, parent, uuid, name string,
 			target, prefix = protectedPath(parent, uuid, name)
 		}
 		sid = c.conn.SessionID()
-		p, err := c.Create(target, data, flags)
+		p, err := c.Create(ctx, target, data, flags)
 		if err == nil && c.conn.SessionID() != sid {
 			// go-zookeeper queues a request made while disconnected and
 			// sends it on the next connection, in whatever session that
@@ -199,6 +202,13 @@ func (c *Client) createProtected(ctx context.Context, parent, uuid, name string,
 		switch {
 		case err == nil:
 			return p, sid, lostReply, nil
+		case ctx.Err() != nil && errors.Is(err, ctx.Err()):
+			// Abandoned in flight: a late reply deletes what it made, and
+			// a copy from an earlier lost reply is swept for.
+			if lostReply {
+				c.cleanupProtected(parent, prefix, sid)
+			}
+			return "", 0, lostReply, fmt.Errorf("zkrecipes: create in %s: %w", parent, err)
 		case errors.Is(err, zk.ErrNoNode):
 			if err := c.EnsureContainers(ctx, parent); err != nil {
 				return "", 0, lostReply, err
@@ -257,7 +267,7 @@ func protectedPath(parent, uuid, name string) (path, prefix string) {
 func (c *Client) ownerOf(ctx context.Context, path string) (int64, error) {
 	var st *zk.Stat
 	err := c.Retry(ctx, func() error {
-		ok, s, err := c.Exists(path)
+		ok, s, err := c.Exists(ctx, path)
 		if err == nil && !ok {
 			return zk.ErrNoNode
 		}
@@ -276,14 +286,14 @@ func (c *Client) ownerOf(ctx context.Context, path string) (int64, error) {
 // in the same session: a ghost that blocks the queue). If it finds more
 // than one node with the prefix, it keeps the first in queue order and
 // deletes the others. It returns "" when there is none (or no parent).
-func (c *Client) findProtected(parent, prefix, name string) (string, error) {
-	if err := c.Sync(parent); err != nil {
+func (c *Client) findProtected(ctx context.Context, parent, prefix, name string) (string, error) {
+	if err := c.Sync(ctx, parent); err != nil {
 		if errors.Is(err, zk.ErrNoNode) {
 			return "", nil
 		}
 		return "", err
 	}
-	kids, _, err := c.Children(parent)
+	kids, _, err := c.Children(ctx, parent)
 	if errors.Is(err, zk.ErrNoNode) {
 		return "", nil
 	}
@@ -325,13 +335,13 @@ func findPrefixed(kids []string, prefix string) []string {
 func (c *Client) cleanupProtected(parent, prefix string, sid int64) {
 	c.background(func() {
 		c.retryForever(sid, func() error {
-			if err := c.Sync(parent); err != nil {
+			if err := c.Sync(context.Background(), parent); err != nil {
 				if errors.Is(err, zk.ErrNoNode) {
 					return nil
 				}
 				return err
 			}
-			kids, _, err := c.Children(parent)
+			kids, _, err := c.Children(context.Background(), parent)
 			if err != nil {
 				if errors.Is(err, zk.ErrNoNode) {
 					return nil

@@ -150,7 +150,7 @@ func (c *Client) deleteInBackground(path string, sid int64, res chan<- error) bo
 
 // deleteOnce deletes path; a missing node counts as success.
 func (c *Client) deleteOnce(path string) error {
-	err := c.Delete(path, -1)
+	err := c.Delete(context.Background(), path, -1)
 	if err == nil || errors.Is(err, zk.ErrNoNode) {
 		parent, name := SplitPath(path)
 		bury(parent, name, name[max(0, len(name)-10):]) // the sequence suffix orders eviction

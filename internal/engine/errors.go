@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -54,8 +55,8 @@ var (
 // pass through as it is (a reset, a broken pipe, EOF, a timeout, a closed
 // socket). NoNode, NodeExists, session expiry and the like are not.
 func IsRetryable(err error) bool {
-	if err == nil {
-		return false
+	if err == nil || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+		return false // the caller's ctx ended (DeadlineExceeded is also a net.Error)
 	}
 	if errors.Is(err, zk.ErrConnectionClosed) || errors.Is(err, zk.ErrNoServer) ||
 		errors.Is(err, zk.ErrSessionMoved) || errors.Is(err, ErrNotConnected) {

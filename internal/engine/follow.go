@@ -195,8 +195,8 @@ func (c *Client) FollowNode(ctx context.Context, path string, fn func(NodeView))
 		last  NodeView
 		first = true
 	)
-	return c.Follow(ctx, path, func(_ context.Context, w *Watches) error {
-		v, err := c.readNode(path, w)
+	return c.Follow(ctx, path, func(ctx context.Context, w *Watches) error {
+		v, err := c.readNode(ctx, path, w)
 		if err != nil {
 			return err
 		}
@@ -217,11 +217,11 @@ func nodeChanged(a, b NodeView) bool {
 
 // readNode reads path's data, leaving one watch under "d:"+path: on the
 // data, or on the path's creation when it does not exist.
-func (c *Client) readNode(path string, w *Watches) (NodeView, error) {
+func (c *Client) readNode(ctx context.Context, path string, w *Watches) (NodeView, error) {
 	key := "d:" + path
 	for {
 		if w.Armed(key) {
-			data, st, err := c.Get(path)
+			data, st, err := c.Get(ctx, path)
 			switch {
 			case err == nil:
 				return NodeView{Exists: true, Data: data, Stat: st}, nil
@@ -230,7 +230,7 @@ func (c *Client) readNode(path string, w *Watches) (NodeView, error) {
 			}
 			return NodeView{}, err
 		}
-		data, st, ch, err := c.GetW(path)
+		data, st, ch, err := c.GetW(ctx, path)
 		if err == nil {
 			w.Add(key, ch)
 			return NodeView{Exists: true, Data: data, Stat: st}, nil
@@ -238,7 +238,7 @@ func (c *Client) readNode(path string, w *Watches) (NodeView, error) {
 		if !errors.Is(err, zk.ErrNoNode) {
 			return NodeView{}, err
 		}
-		ok, _, ch, err := c.ExistsW(path)
+		ok, _, ch, err := c.ExistsW(ctx, path)
 		if err != nil {
 			return NodeView{}, err
 		}
@@ -266,8 +266,8 @@ func (c *Client) FollowChildren(ctx context.Context, path string, fn func(Childr
 		last  ChildrenView
 		first = true
 	)
-	return c.Follow(ctx, path, func(_ context.Context, w *Watches) error {
-		v, err := c.readChildren(path, w)
+	return c.Follow(ctx, path, func(ctx context.Context, w *Watches) error {
+		v, err := c.readChildren(ctx, path, w)
 		if err != nil {
 			return err
 		}
@@ -289,11 +289,11 @@ func childrenChanged(a, b ChildrenView) bool {
 // readChildren lists path's children, leaving one watch: on the children
 // (under "c:"+path), or, when path does not exist, on its creation (under
 // "e:"+path: an exists watch does not fire on a child's change).
-func (c *Client) readChildren(path string, w *Watches) (ChildrenView, error) {
+func (c *Client) readChildren(ctx context.Context, path string, w *Watches) (ChildrenView, error) {
 	ckey, ekey := "c:"+path, "e:"+path
 	for {
 		if w.Armed(ckey) {
-			kids, st, err := c.Children(path)
+			kids, st, err := c.Children(ctx, path)
 			switch {
 			case err == nil:
 				return ChildrenView{Exists: true, Children: kids, Stat: st}, nil
@@ -302,7 +302,7 @@ func (c *Client) readChildren(path string, w *Watches) (ChildrenView, error) {
 			}
 			return ChildrenView{}, err
 		}
-		kids, st, ch, err := c.ChildrenW(path)
+		kids, st, ch, err := c.ChildrenW(ctx, path)
 		if err == nil {
 			w.Add(ckey, ch)
 			return ChildrenView{Exists: true, Children: kids, Stat: st}, nil
@@ -313,7 +313,7 @@ func (c *Client) readChildren(path string, w *Watches) (ChildrenView, error) {
 		if w.Armed(ekey) {
 			return ChildrenView{}, nil
 		}
-		ok, _, ch, err := c.ExistsW(path)
+		ok, _, ch, err := c.ExistsW(ctx, path)
 		if err != nil {
 			return ChildrenView{}, err
 		}

@@ -37,7 +37,7 @@ func prefixOf(t *testing.T, path string) string {
 // withPrefix lists the children of parent that start with prefix.
 func withPrefix(t *testing.T, c *recipes.Client, parent, prefix string) []string {
 	t.Helper()
-	kids, _, err := c.Children(parent)
+	kids, _, err := c.Children(context.Background(), parent)
 	if errors.Is(err, zk.ErrNoNode) {
 		return nil
 	}
@@ -67,13 +67,13 @@ func TestGhostOfOwnNodeIsDeleted(t *testing.T) {
 
 	// Plant a ghost: our uuid prefix, ordered ahead of our node.
 	ghost := "/ghost/" + prefixOf(t, ct.Path()) + "lock-0000000000"
-	_, err = c.Create(ghost, nil, zk.FlagEphemeral)
+	_, err = c.Create(ctx, ghost, nil, zk.FlagEphemeral)
 	require.NoError(t, err)
 
 	held, _, err := ct.Acquire(ctx, false)
 	require.NoError(t, err)
 	assert.True(t, held, "our own ghost must not block us")
-	ok, _, err := c.Exists(ghost)
+	ok, _, err := c.Exists(ctx, ghost)
 	require.NoError(t, err)
 	assert.False(t, ok, "the ghost was deleted")
 	require.NoError(t, ct.Leave(ctx))
@@ -232,7 +232,7 @@ func TestSessionBackAfterLocalLostDeletesLostHolds(t *testing.T) {
 
 	b := connect(t, zkc.Servers())
 	eventually(t, 10*time.Second, "the lost hold's node deleted", func() bool {
-		ok, _, err := b.Exists(ct.Path())
+		ok, _, err := b.Exists(ctx, ct.Path())
 		return err == nil && !ok
 	})
 	bctx, cancel := context.WithTimeout(ctx, 10*time.Second)
@@ -282,7 +282,7 @@ func TestReleaseDoesNotBlockWhileDisconnected(t *testing.T) {
 	assert.GreaterOrEqual(t, c.Stats().PendingDeletes, int64(1))
 	proxy.Restore()
 	eventually(t, 10*time.Second, "both nodes deleted by the worker", func() bool {
-		kids, _, err := direct.Children("/release")
+		kids, _, err := direct.Children(ctx, "/release")
 		return err == nil && len(kids) == 0 && c.Stats().PendingDeletes == 0
 	})
 }
@@ -298,7 +298,8 @@ func TestTransportErrorsAreRetryable(t *testing.T) {
 	} {
 		assert.True(t, recipes.IsRetryable(err), "%v", err)
 	}
-	for _, err := range []error{nil, zk.ErrNoNode, zk.ErrNodeExists, zk.ErrSessionExpired, zk.ErrNoAuth, context.Canceled, recipes.ErrClosed} {
+	for _, err := range []error{nil, zk.ErrNoNode, zk.ErrNodeExists, zk.ErrSessionExpired, zk.ErrNoAuth, context.Canceled, context.DeadlineExceeded,
+		fmt.Errorf("zkrecipes: get /x: %w", context.DeadlineExceeded), recipes.ErrClosed} {
 		assert.False(t, recipes.IsRetryable(err), "%v", err)
 	}
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"reflect"
 	"sync"
 
 	"github.com/go-zookeeper/zk"
@@ -124,9 +123,15 @@ func (h *Hold) Token(ctx context.Context) (int64, error) {
 	if h.token != 0 {
 		return h.token, nil
 	}
+	h.mu.Lock()
+	released := h.isReleased
+	h.mu.Unlock()
+	if released {
+		return 0, fmt.Errorf("%w: %s was released before its token was read", ErrNotHeld, h.path)
+	}
 	var st *zk.Stat
 	err := h.c.Retry(ctx, func() error {
-		ok, s, err := h.c.Exists(h.path)
+		ok, s, err := h.c.Exists(ctx, h.path)
 		if err == nil && !ok {
 			err = zk.ErrNoNode
 		}
@@ -144,12 +149,14 @@ func (h *Hold) Token(ctx context.Context) (int64, error) {
 }
 
 // Fenced runs ops (*zk.CreateRequest, *zk.SetDataRequest, *zk.DeleteRequest
-// or *zk.CheckVersionRequest, with server paths) as one transaction
-// together with a check that the hold's node still exists, so the server
-// refuses the writes of a holder that lost its hold. A refusal for that
-// reason, or because the hold was released, returns an error wrapping
-// ErrFenced; the responses returned are for ops only. A connection error is returned as is (IsRetryable): the
-// transaction may or may not have been applied.
+// or *zk.CheckVersionRequest, on recipe paths: the client's namespace is
+// applied) as one transaction together with a check that the hold's node
+// still exists, so the server refuses the writes of a holder that lost its
+// hold. A refusal for that reason, or because the hold was released,
+// returns an error wrapping ErrFenced; another refusal names the op and
+// its path. The responses returned are for ops only. A connection error is
+// returned as is (IsRetryable): the transaction may or may not have been
+// applied.
 func (h *Hold) Fenced(ctx context.Context, ops ...any) ([]zk.MultiResponse, error) {
 	if h == nil || h.c == nil {
 		return nil, fmt.Errorf("%w: Hold not made by NewHold with a client", ErrInvalidArgument)
@@ -157,21 +164,15 @@ func (h *Hold) Fenced(ctx context.Context, ops ...any) ([]zk.MultiResponse, erro
 	if ctx == nil {
 		return nil, fmt.Errorf("%w: nil context", ErrInvalidArgument)
 	}
-	for i, op := range ops {
-		switch op := op.(type) {
-		case *zk.CreateRequest, *zk.SetDataRequest, *zk.DeleteRequest, *zk.CheckVersionRequest:
-			if reflect.ValueOf(op).IsNil() {
-				return nil, fmt.Errorf("%w: fenced op %d is nil", ErrInvalidArgument, i)
-			}
-		default:
-			return nil, fmt.Errorf("%w: fenced op %d is a %T, not a *zk.CreateRequest, *zk.SetDataRequest, *zk.DeleteRequest or *zk.CheckVersionRequest", ErrInvalidArgument, i, op)
-		}
+	ops, paths, err := h.c.NamespaceOps("fenced", ops)
+	if err != nil {
+		return nil, err
 	}
 	all := make([]any, 0, len(ops)+1)
 	all = append(all, &zk.CheckVersionRequest{Path: h.path, Version: -1})
 	all = append(all, ops...)
 	if err := ctx.Err(); err != nil {
-		return nil, fmt.Errorf("zkrecipes: fenced multi: %w", err)
+		return nil, fmt.Errorf("zkrecipes: fenced multi on %s: %w", h.path, err)
 	}
 	h.mu.Lock()
 	released := h.isReleased
@@ -181,15 +182,21 @@ func (h *Hold) Fenced(ctx context.Context, ops ...any) ([]zk.MultiResponse, erro
 	}
 	// Not retried: after a connection loss the transaction may have been
 	// applied, and the caller's writes need not be idempotent.
-	res, err := h.c.Multi(all...)
+	res, err := h.c.Multi(ctx, all...)
 	if len(res) > 0 {
 		if errors.Is(res[0].Error, zk.ErrNoNode) {
 			return res[1:], fmt.Errorf("%w: %s", ErrFenced, h.path)
 		}
 		res = res[1:]
 	}
+	for i := range res {
+		res[i].String = h.c.StripNamespace(res[i].String)
+	}
 	if err != nil {
-		return res, fmt.Errorf("zkrecipes: fenced multi: %w", err)
+		if len(res) > 0 {
+			return res, MultiError("fenced multi", ops, paths, res, err)
+		}
+		return res, fmt.Errorf("zkrecipes: fenced multi on %s: %w", h.path, err)
 	}
 	return res, nil
 }

@@ -6,16 +6,56 @@ import (
 	"time"
 )
 
-// Listen registers fn to be called with every state transition, in order,
-// on a goroutine of its own: a slow fn delays only its own later calls,
-// never the client. The returned function removes the listener; it, and
-// Close, wait up to 5s for a call in progress to return.
-func (c *Client) Listen(fn func(State)) (remove func()) { return c.listeners.Listen(fn) }
+// Listen registers fn to be called with the current state (unless the
+// client is still LATENT), then with every state transition, in order, on
+// a goroutine of its own: a slow fn delays only its own later calls, never
+// the client. The returned function removes the listener; it, and Close,
+// wait up to 5s for a call in progress to return.
+func (c *Client) Listen(fn func(State)) (remove func()) {
+	if fn == nil {
+		return func() {}
+	}
+	l := newListener(fn, nil, nil)
+	l.drain = true
+	return c.addStateListener(l)
+}
 
-// Subscribe returns a channel that receives every state transition in
-// order. Transitions queue without bound while the reader is slow. The
-// channel is closed by the returned function or when the client closes.
-func (c *Client) Subscribe() (<-chan State, func()) { return c.listeners.Subscribe() }
+// Subscribe returns a channel that receives the current state (unless the
+// client is still LATENT), then every state transition, in order.
+// Transitions queue without bound while the reader is slow. The channel is
+// closed by the returned function or when the client closes.
+func (c *Client) Subscribe() (<-chan State, func()) {
+	return SubscribeStates(c, func(s State) State { return s })
+}
+
+// SubscribeStates is Client.Subscribe with each state converted by conv
+// (to package recipes' State), without a goroutine of its own.
+func SubscribeStates[T any](c *Client, conv func(State) T) (<-chan T, func()) {
+	ch := make(chan T)
+	done := make(chan struct{})
+	l := newListener(func(s State) {
+		select {
+		case ch <- conv(s):
+		case <-done:
+		}
+	}, done, func() { close(ch) })
+	return ch, c.addStateListener(l)
+}
+
+// addStateListener registers l with the current state queued first: under
+// c.mu, so that no transition comes between the two.
+func (c *Client) addStateListener(l *listener[State]) (remove func()) {
+	if c == nil {
+		l.stop()
+		return func() {}
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.state != StateLatent {
+		l.q.push(c.state)
+	}
+	return c.listeners.add(l)
+}
 
 // Listeners delivers values, in order, to callbacks and channels, each fed
 // from an unbounded queue of its own by a goroutine of its own: Post never
@@ -47,6 +87,12 @@ func (ls *Listeners[T]) Listen(fn func(T)) (remove func()) {
 // on, in order; values queue without bound while the reader is slow. The
 // channel is closed by the returned function or by Close.
 func (ls *Listeners[T]) Subscribe() (<-chan T, func()) {
+	ch, l := newSubscription[T]()
+	return ch, ls.add(l)
+}
+
+// newSubscription returns a channel and the listener that feeds it.
+func newSubscription[T any]() (<-chan T, *listener[T]) {
 	ch := make(chan T)
 	done := make(chan struct{})
 	l := newListener(func(v T) {
@@ -55,7 +101,7 @@ func (ls *Listeners[T]) Subscribe() (<-chan T, func()) {
 		case <-done:
 		}
 	}, done, func() { close(ch) })
-	return ch, ls.add(l)
+	return ch, l
 }
 
 // Post queues v for every listener. It never blocks.

@@ -3,6 +3,7 @@ package engine
 import (
 	"context"
 	"fmt"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -53,138 +54,239 @@ func (s Stats) Sub(o Stats) Stats {
 // The methods below are the go-zookeeper calls recipes use, counted. Paths
 // are server paths (namespace already applied, see FullPath). On a nil
 // Client they return ErrNilClient, on a closed one ErrClosed.
+//
+// Each returns when its reply arrives or ctx ends, whichever comes first,
+// even while the request is in flight on a stalled link: go-zookeeper
+// cannot cancel a request, so a goroutine of the client's waits for the
+// reply and drops it. A create whose reply comes after ctx ended deletes
+// the node it made, so that a caller told "ctx ended" is left nothing.
+// When ctx ends the error is ctx.Err() itself (the caller says what it
+// was doing).
+
+// send runs req, a go-zookeeper request, and returns its reply, or
+// ctx.Err() when ctx ends first (late then gets the reply, if it is not
+// nil). With a ctx that never ends it makes the request in the caller's
+// goroutine.
+func send[T any](c *Client, ctx context.Context, req func() (T, error), late func(T, error)) (T, error) {
+	var zero T
+	if err := c.check(); err != nil {
+		return zero, err
+	}
+	if ctx == nil {
+		return zero, fmt.Errorf("%w: nil context", ErrInvalidArgument)
+	}
+	if ctx.Done() == nil {
+		return req()
+	}
+	if err := ctx.Err(); err != nil {
+		return zero, err
+	}
+	r := &inflight[T]{done: make(chan struct{})}
+	if !c.background(func() { r.run(req, late) }) {
+		return zero, ErrClosed
+	}
+	select {
+	case <-r.done:
+		return r.v, r.err
+	case <-ctx.Done():
+		if v, err, ok := r.abandon(); ok {
+			return v, err // the reply came first after all
+		}
+		return zero, ctx.Err()
+	}
+}
+
+// inflight is a request a caller may stop waiting for.
+type inflight[T any] struct {
+	mu        sync.Mutex
+	done      chan struct{}
+	v         T
+	err       error
+	replied   bool
+	abandoned bool
+}
+
+func (r *inflight[T]) run(req func() (T, error), late func(T, error)) {
+	v, err := req()
+	r.mu.Lock()
+	if r.abandoned {
+		r.mu.Unlock()
+		if late != nil {
+			late(v, err)
+		}
+		return
+	}
+	r.v, r.err, r.replied = v, err, true
+	r.mu.Unlock()
+	close(r.done)
+}
+
+// abandon gives the request up, unless its reply is in: then it returns
+// the reply and true.
+func (r *inflight[T]) abandon() (T, error, bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.replied {
+		return r.v, r.err, true
+	}
+	r.abandoned = true
+	var zero T
+	return zero, nil, false
+}
+
+// pair and triple carry multi-value replies through send.
+type (
+	pair[A, B any] struct {
+		a A
+		b B
+	}
+	triple[A, B, C any] struct {
+		a A
+		b B
+		c C
+	}
+)
 
 // Create creates a node with the ACL the client's provider gives for it.
-func (c *Client) Create(path string, data []byte, flags int32) (string, error) {
-	if err := c.check(); err != nil {
-		return "", err
-	}
-	c.stats.creates.Add(1)
-	return c.conn.Create(path, data, flags, c.ACL(path))
+// A create whose reply arrives after ctx ended deletes what it made.
+func (c *Client) Create(ctx context.Context, path string, data []byte, flags int32) (string, error) {
+	return send(c, ctx, func() (string, error) {
+		c.stats.creates.Add(1)
+		return c.conn.Create(path, data, flags, c.ACL(path))
+	}, c.undoCreate)
 }
 
 // CreateContainer creates a container node.
-func (c *Client) CreateContainer(path string) (string, error) {
-	if err := c.check(); err != nil {
-		return "", err
+func (c *Client) CreateContainer(ctx context.Context, path string) (string, error) {
+	return send(c, ctx, func() (string, error) {
+		c.stats.creates.Add(1)
+		return c.conn.CreateContainer(path, nil, zk.FlagContainer, c.ACL(path))
+	}, nil) // an empty container goes by itself
+}
+
+// undoCreate deletes a node whose create was abandoned.
+func (c *Client) undoCreate(path string, err error) {
+	if err != nil {
+		return
 	}
-	c.stats.creates.Add(1)
-	return c.conn.CreateContainer(path, nil, zk.FlagContainer, c.ACL(path))
+	c.log.Warn("zkrecipes: deleting a node whose create was abandoned (ctx ended before the reply)", "path", path)
+	_ = c.GuaranteedDelete(context.Background(), path, c.conn.SessionID())
 }
 
 // Delete deletes a node (version -1 for any).
-func (c *Client) Delete(path string, version int32) error {
-	if err := c.check(); err != nil {
-		return err
-	}
-	c.stats.deletes.Add(1)
-	return c.conn.Delete(path, version)
+func (c *Client) Delete(ctx context.Context, path string, version int32) error {
+	_, err := send(c, ctx, func() (struct{}, error) {
+		c.stats.deletes.Add(1)
+		return struct{}{}, c.conn.Delete(path, version)
+	}, nil)
+	return err
 }
 
 // Get reads a node's data.
-func (c *Client) Get(path string) ([]byte, *zk.Stat, error) {
-	if err := c.check(); err != nil {
-		return nil, nil, err
-	}
-	c.stats.getData.Add(1)
-	return c.conn.Get(path)
+func (c *Client) Get(ctx context.Context, path string) ([]byte, *zk.Stat, error) {
+	r, err := send(c, ctx, func() (pair[[]byte, *zk.Stat], error) {
+		c.stats.getData.Add(1)
+		d, st, err := c.conn.Get(path)
+		return pair[[]byte, *zk.Stat]{d, st}, err
+	}, nil)
+	return r.a, r.b, err
 }
 
 // GetW reads a node's data and leaves a watch on it.
-func (c *Client) GetW(path string) ([]byte, *zk.Stat, <-chan zk.Event, error) {
-	if err := c.check(); err != nil {
-		return nil, nil, nil, err
-	}
-	c.stats.getData.Add(1)
-	d, st, ch, err := c.conn.GetW(path)
-	if err == nil {
-		c.stats.watches.Add(1)
-	}
-	return d, st, ch, err
+func (c *Client) GetW(ctx context.Context, path string) ([]byte, *zk.Stat, <-chan zk.Event, error) {
+	r, err := send(c, ctx, func() (triple[[]byte, *zk.Stat, <-chan zk.Event], error) {
+		c.stats.getData.Add(1)
+		d, st, ch, err := c.conn.GetW(path)
+		if err == nil {
+			c.stats.watches.Add(1)
+		}
+		return triple[[]byte, *zk.Stat, <-chan zk.Event]{d, st, ch}, err
+	}, nil)
+	return r.a, r.b, r.c, err
 }
 
 // Exists reports whether a node exists.
-func (c *Client) Exists(path string) (bool, *zk.Stat, error) {
-	if err := c.check(); err != nil {
-		return false, nil, err
-	}
-	c.stats.exists.Add(1)
-	return c.conn.Exists(path)
+func (c *Client) Exists(ctx context.Context, path string) (bool, *zk.Stat, error) {
+	r, err := send(c, ctx, func() (pair[bool, *zk.Stat], error) {
+		c.stats.exists.Add(1)
+		ok, st, err := c.conn.Exists(path)
+		return pair[bool, *zk.Stat]{ok, st}, err
+	}, nil)
+	return r.a, r.b, err
 }
 
 // ExistsW reports whether a node exists and leaves a watch on it.
-func (c *Client) ExistsW(path string) (bool, *zk.Stat, <-chan zk.Event, error) {
-	if err := c.check(); err != nil {
-		return false, nil, nil, err
-	}
-	c.stats.exists.Add(1)
-	ok, st, ch, err := c.conn.ExistsW(path)
-	if err == nil {
-		c.stats.watches.Add(1)
-	}
-	return ok, st, ch, err
+func (c *Client) ExistsW(ctx context.Context, path string) (bool, *zk.Stat, <-chan zk.Event, error) {
+	r, err := send(c, ctx, func() (triple[bool, *zk.Stat, <-chan zk.Event], error) {
+		c.stats.exists.Add(1)
+		ok, st, ch, err := c.conn.ExistsW(path)
+		if err == nil {
+			c.stats.watches.Add(1)
+		}
+		return triple[bool, *zk.Stat, <-chan zk.Event]{ok, st, ch}, err
+	}, nil)
+	return r.a, r.b, r.c, err
 }
 
 // Children lists a node's children; the Stat is the parent's.
-func (c *Client) Children(path string) ([]string, *zk.Stat, error) {
-	if err := c.check(); err != nil {
-		return nil, nil, err
-	}
-	c.stats.children.Add(1)
-	return c.conn.Children(path)
+func (c *Client) Children(ctx context.Context, path string) ([]string, *zk.Stat, error) {
+	r, err := send(c, ctx, func() (pair[[]string, *zk.Stat], error) {
+		c.stats.children.Add(1)
+		kids, st, err := c.conn.Children(path)
+		return pair[[]string, *zk.Stat]{kids, st}, err
+	}, nil)
+	return r.a, r.b, err
 }
 
 // ChildrenW lists a node's children and leaves a watch on the list.
-func (c *Client) ChildrenW(path string) ([]string, *zk.Stat, <-chan zk.Event, error) {
-	if err := c.check(); err != nil {
-		return nil, nil, nil, err
-	}
-	c.stats.children.Add(1)
-	ch, st, w, err := c.conn.ChildrenW(path)
-	if err == nil {
-		c.stats.watches.Add(1)
-	}
-	return ch, st, w, err
+func (c *Client) ChildrenW(ctx context.Context, path string) ([]string, *zk.Stat, <-chan zk.Event, error) {
+	r, err := send(c, ctx, func() (triple[[]string, *zk.Stat, <-chan zk.Event], error) {
+		c.stats.children.Add(1)
+		kids, st, ch, err := c.conn.ChildrenW(path)
+		if err == nil {
+			c.stats.watches.Add(1)
+		}
+		return triple[[]string, *zk.Stat, <-chan zk.Event]{kids, st, ch}, err
+	}, nil)
+	return r.a, r.b, r.c, err
 }
 
 // Set writes a node's data.
-func (c *Client) Set(path string, data []byte, version int32) (*zk.Stat, error) {
-	if err := c.check(); err != nil {
-		return nil, err
-	}
-	c.stats.setData.Add(1)
-	return c.conn.Set(path, data, version)
+func (c *Client) Set(ctx context.Context, path string, data []byte, version int32) (*zk.Stat, error) {
+	return send(c, ctx, func() (*zk.Stat, error) {
+		c.stats.setData.Add(1)
+		return c.conn.Set(path, data, version)
+	}, nil)
 }
 
 // Sync asks the server the client is connected to to catch up with the
 // leader on path, so that a read after it sees every write committed
 // before it (a follower may lag behind).
-func (c *Client) Sync(path string) error {
-	if err := c.check(); err != nil {
-		return err
-	}
-	c.stats.syncs.Add(1)
-	_, err := c.conn.Sync(path)
+func (c *Client) Sync(ctx context.Context, path string) error {
+	_, err := send(c, ctx, func() (string, error) {
+		c.stats.syncs.Add(1)
+		return c.conn.Sync(path)
+	}, nil)
 	return err
 }
 
 // Multi runs ops as one transaction. When the server refuses the
 // transaction, the returned error is the first failing operation's error
 // (go-zookeeper reports only a generic one), and the responses say which.
-func (c *Client) Multi(ops ...any) ([]zk.MultiResponse, error) {
-	if err := c.check(); err != nil {
-		return nil, err
-	}
-	c.stats.multis.Add(1)
-	res, err := c.conn.Multi(ops...)
-	if err != nil {
-		for _, r := range res {
-			if r.Error != nil { // earlier ops report OK, later ones runtime inconsistency
-				return res, r.Error
+// When ctx ends first the transaction may or may not be applied.
+func (c *Client) Multi(ctx context.Context, ops ...any) ([]zk.MultiResponse, error) {
+	return send(c, ctx, func() ([]zk.MultiResponse, error) {
+		c.stats.multis.Add(1)
+		res, err := c.conn.Multi(ops...)
+		if err != nil {
+			for _, r := range res {
+				if r.Error != nil { // earlier ops report OK, later ones runtime inconsistency
+					return res, r.Error
+				}
 			}
 		}
-	}
-	return res, err
+		return res, err
+	}, nil)
 }
 
 // Retry runs op until it succeeds, fails with an error that IsRetryable

@@ -125,7 +125,7 @@ func (c *Client) participateWith(ctx context.Context, ct *Contest, p Participati
 // signal closed, an error when ctx ended or the client closed.
 func (c *Client) watchTerm(ctx context.Context, ct *Contest, sig Signals) (gone bool, err error) {
 	_, err = c.Await(ctx, Wait{What: ct.path, Session: ct.sid, Until: sig.Done}, func(_ Snapshot, _ Wake) (Look, error) {
-		ok, _, watch, err := c.ExistsW(ct.path)
+		ok, _, watch, err := c.ExistsW(ctx, ct.path)
 		switch {
 		case err != nil:
 			return Look{}, fmt.Errorf("zkrecipes: holding %s: %w", ct.path, err)

@@ -1,0 +1,96 @@
+package recipes_test
+
+import (
+	"context"
+	"testing"
+
+	"github.com/go-zookeeper/zk"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/zkrecipes/zkrecipes/mutex"
+	"github.com/zkrecipes/zkrecipes/recipes"
+	"github.com/zkrecipes/zkrecipes/recipes/zktest"
+)
+
+// One path rule: every path a user passes, to a recipe or to a Client
+// method (fenced ops included), is inside the namespace; paths returned
+// are without it; errors name the full path.
+func TestNamespaceAppliesToEveryClientMethod(t *testing.T) {
+	zkc := zktest.Start(t)
+	c := connect(t, zkc.Servers(), recipes.WithNamespace("ns"))
+	admin := connect(t, zkc.Servers())
+	ctx := context.Background()
+	at := func(p string) bool {
+		ok, _, err := admin.Exists(ctx, p)
+		require.NoError(t, err)
+		return ok
+	}
+
+	_, err := admin.Create(ctx, "/ns", nil, 0)
+	require.NoError(t, err)
+	p, err := c.Create(ctx, "/a", []byte("1"), 0)
+	require.NoError(t, err)
+	assert.Equal(t, "/a", p, "the path returned is without the namespace")
+	assert.True(t, at("/ns/a"))
+	assert.False(t, at("/a"), "nothing at the root")
+	seq, err := c.Create(ctx, "/s-", nil, zk.FlagSequence)
+	require.NoError(t, err)
+	assert.Regexp(t, `^/s-\d{10}$`, seq)
+
+	data, _, err := c.Get(ctx, "/a")
+	require.NoError(t, err)
+	assert.Equal(t, "1", string(data))
+	ok, _, err := c.Exists(ctx, "/a")
+	require.NoError(t, err)
+	assert.True(t, ok)
+	kids, _, err := c.Children(ctx, "/")
+	require.NoError(t, err)
+	assert.ElementsMatch(t, []string{"a", seq[1:]}, kids, "the namespace's root")
+	_, err = c.Set(ctx, "/a", []byte("2"), -1)
+	require.NoError(t, err)
+	data, _, err = admin.Get(ctx, "/ns/a")
+	require.NoError(t, err)
+	assert.Equal(t, "2", string(data))
+	require.NoError(t, c.Sync(ctx, "/a"))
+
+	res, err := c.Multi(ctx, &zk.CreateRequest{Path: "/b", Acl: zk.WorldACL(zk.PermAll)},
+		&zk.CheckVersionRequest{Path: "/a", Version: -1})
+	require.NoError(t, err)
+	assert.Equal(t, "/b", res[0].String)
+	assert.True(t, at("/ns/b"))
+	_, err = c.Multi(ctx, &zk.CheckVersionRequest{Path: "/a", Version: -1}, &zk.DeleteRequest{Path: "/missing", Version: -1})
+	assert.ErrorIs(t, err, zk.ErrNoNode)
+	assert.ErrorContains(t, err, "delete /ns/missing", "the failing op and its full path")
+	_, err = c.Multi(ctx, &zk.DeleteRequest{Path: "relative", Version: -1})
+	assert.ErrorIs(t, err, recipes.ErrInvalidPath)
+
+	require.NoError(t, c.Delete(ctx, "/b", -1))
+	assert.False(t, at("/ns/b"))
+	_, _, err = c.Get(ctx, "/missing")
+	assert.ErrorIs(t, err, zk.ErrNoNode)
+	assert.ErrorContains(t, err, "/ns/missing")
+	_, err = c.Create(ctx, "relative", nil, 0)
+	assert.ErrorIs(t, err, recipes.ErrInvalidPath)
+
+	// Fenced ops are on recipe paths too, and their errors name the path.
+	m, err := mutex.New(c, "/lock")
+	require.NoError(t, err)
+	lease, err := m.Lock(ctx)
+	require.NoError(t, err)
+	assert.Contains(t, lease.Node(), "/ns/lock/", "Node is the server path")
+	_, err = lease.Fenced(ctx, &zk.SetDataRequest{Path: "/a", Data: []byte("3"), Version: -1})
+	require.NoError(t, err)
+	data, _, err = admin.Get(ctx, "/ns/a")
+	require.NoError(t, err)
+	assert.Equal(t, "3", string(data))
+	_, err = lease.Fenced(ctx, &zk.SetDataRequest{Path: "/nowhere", Version: -1})
+	assert.ErrorIs(t, err, zk.ErrNoNode)
+	assert.NotErrorIs(t, err, recipes.ErrFenced)
+	assert.ErrorContains(t, err, "set /ns/nowhere")
+	_, err = lease.Fenced(ctx, &zk.SetDataRequest{Path: "relative", Version: -1})
+	assert.ErrorIs(t, err, recipes.ErrInvalidPath)
+	require.NoError(t, lease.Unlock(ctx))
+	_, err = lease.Fenced(ctx, &zk.SetDataRequest{Path: "/a", Version: -1})
+	assert.ErrorIs(t, err, recipes.ErrFenced)
+}
