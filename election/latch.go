@@ -119,10 +119,11 @@ func (l *Latch) Start(ctx context.Context) error {
 	l.started = true
 	pctx, cancel := context.WithCancel(context.Background())
 	l.cancel = cancel
+	done, nodeCh := l.done, l.nodeCh
 	l.mu.Unlock()
 
 	go func() {
-		defer close(l.done)
+		defer close(done)
 		err := engine.Of(l.c).Participate(pctx, engine.Participation{
 			Parent:    l.full,
 			LockName:  LatchName,
@@ -141,13 +142,33 @@ func (l *Latch) Start(ctx context.Context) error {
 		l.mu.Unlock()
 	}()
 	select {
-	case <-l.nodeCh:
+	case <-nodeCh:
 		return nil
-	case <-l.done:
-		return l.stopped()
+	case <-done:
+		err := l.stopped()
+		l.unstart()
+		return err
 	case <-ctx.Done():
-		return fmt.Errorf("leader latch %s: waiting for the latch node: %w (the latch keeps trying until Close)", l.path, ctx.Err())
+		// A failed Start leaves nothing behind: the participation ends
+		// (its requests honour their ctx, so at once), its node, if made,
+		// is deleted, and the latch may be started again.
+		cancel()
+		<-done
+		l.unstart()
+		return fmt.Errorf("leader latch %s: waiting for the latch node: %w", l.path, ctx.Err())
 	}
+}
+
+// unstart returns the latch to its state before Start, once its
+// participation has ended.
+func (l *Latch) unstart() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.closed {
+		return
+	}
+	l.started, l.cancel, l.node, l.term, l.stopErr = false, nil, "", nil, nil
+	l.nodeCh, l.done = make(chan struct{}), make(chan struct{})
 }
 
 // stopped says why the participation ended: its error, else ErrClosed.
@@ -224,7 +245,7 @@ func (l *Latch) Await(ctx context.Context) (*Term, error) {
 	}
 	for {
 		l.mu.Lock()
-		started, closed, t, ch := l.started, l.closed, l.term, l.changed
+		started, closed, t, ch, done := l.started, l.closed, l.term, l.changed, l.done
 		l.mu.Unlock()
 		switch {
 		case closed:
@@ -236,7 +257,7 @@ func (l *Latch) Await(ctx context.Context) (*Term, error) {
 		}
 		select {
 		case <-ch: // a term started or ended: look again
-		case <-l.done:
+		case <-done:
 			return nil, l.stopped()
 		case <-ctx.Done():
 			return nil, fmt.Errorf("leader latch %s: %w", l.path, ctx.Err())
@@ -298,12 +319,12 @@ func (l *Latch) Close(ctx context.Context) error {
 	}
 	l.closed = true
 	l.silent = l.opts.closeMode == CloseSilent
-	started, cancel := l.started, l.cancel
+	started, cancel, done := l.started, l.cancel, l.done
 	l.mu.Unlock()
 	if started {
 		cancel()
 		select {
-		case <-l.done:
+		case <-done:
 		case <-ctx.Done():
 			return fmt.Errorf("leader latch %s: close: %w", l.path, ctx.Err())
 		}

@@ -55,6 +55,7 @@ type Selector struct {
 	queued    bool // an attempt to lead is under way or asked for
 	leading   *Term
 	interrupt context.CancelFunc // of the running LeadFunc
+	leadGID   uint64             // the goroutine running LeadFunc (0: none)
 	wake      chan struct{}      // Requeue
 	ctx       context.Context    // cancelled by Close
 	cancel    context.CancelFunc
@@ -88,10 +89,17 @@ func NewSelector(c *recipes.Client, path, id string, fn LeadFunc, opts ...Select
 func (s *Selector) ID() string { return s.id }
 
 // Start queues for leadership and returns; the selector works in the
-// background until Close.
-func (s *Selector) Start() error {
+// background until Close. It makes no request itself: ctx is for the
+// same lifecycle as every long-lived recipe (Start(ctx), Close(ctx)).
+func (s *Selector) Start(ctx context.Context) error {
 	if s == nil || s.c == nil {
 		return fmt.Errorf("%w: Selector not made by NewSelector", recipes.ErrInvalidArgument)
+	}
+	if ctx == nil {
+		return fmt.Errorf("%w: nil context", recipes.ErrInvalidArgument)
+	}
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("leader selector %s: %w", s.path, err)
 	}
 	if err := engine.Of(s.c).Check(); err != nil {
 		return err
@@ -239,11 +247,17 @@ func (s *Selector) leadOnce(owner context.Context) (led bool, _ error) {
 	return true, errors.Join(ferr, uerr)
 }
 
+// runFn runs the LeadFunc. A panic in it is not recovered: it is the
+// caller's bug, and crashes the process as in any goroutine, with its
+// stack.
 func (s *Selector) runFn(ctx context.Context, t *Term) (err error) {
+	s.mu.Lock()
+	s.leadGID = engine.GoroutineID()
+	s.mu.Unlock()
 	defer func() {
-		if r := recover(); r != nil {
-			err = fmt.Errorf("leader selector %s: LeadFunc panicked: %v", s.path, r)
-		}
+		s.mu.Lock()
+		s.leadGID = 0
+		s.mu.Unlock()
 	}()
 	if err := s.fn(ctx, t); err != nil {
 		return fmt.Errorf("leader selector %s: LeadFunc: %w", s.path, err)
@@ -275,7 +289,9 @@ func (s *Selector) Leader(ctx context.Context) (Participant, error) {
 
 // Close stops the selector: a running LeadFunc's ctx is cancelled, the
 // selector waits (within ctx) for it to return and for its node to go. It
-// is safe to call more than once.
+// is safe to call more than once. Called from the LeadFunc itself (as
+// Curator allows), it does not wait for that function: it cancels its ctx
+// and returns, and the node goes once the function has returned.
 func (s *Selector) Close(ctx context.Context) error {
 	if s == nil || s.c == nil {
 		return fmt.Errorf("%w: Selector not made by NewSelector", recipes.ErrInvalidArgument)
@@ -290,11 +306,15 @@ func (s *Selector) Close(ctx context.Context) error {
 	}
 	s.closed = true
 	started, cancel := s.started, s.cancel
+	inside := s.leadGID != 0 && s.leadGID == engine.GoroutineID()
 	s.mu.Unlock()
 	if !started {
 		return nil
 	}
 	cancel()
+	if inside {
+		return nil // waiting would wait for the caller itself
+	}
 	select {
 	case <-s.done:
 		return nil

@@ -34,7 +34,7 @@ func (m *Mutex) lock(ctx context.Context, wait bool) (*Lease, error) {
 	}
 	owner, err := ownerOf(ctx)
 	if err != nil {
-		return nil, fmt.Errorf("mutex %s: %w", m.path, err)
+		return nil, fmt.Errorf("%s: %w", m.what(), err)
 	}
 	a, l, err := m.join(ctx, owner, wait)
 	if a == nil {
@@ -64,7 +64,7 @@ func (m *Mutex) join(ctx context.Context, owner any, wait bool) (*attempt, *Leas
 		if l := m.holds[owner]; l != nil {
 			defer m.mu.Unlock()
 			if l.IsLost() {
-				return nil, nil, fmt.Errorf("mutex %s: %w: unlock it first", m.path, ErrLockLost)
+				return nil, nil, fmt.Errorf("%s: %w: unlock it first", m.what(), ErrLockLost)
 			}
 			l.count++
 			return nil, l, nil
@@ -75,12 +75,12 @@ func (m *Mutex) join(ctx context.Context, owner any, wait bool) (*attempt, *Leas
 		}
 		m.mu.Unlock()
 		if !wait && a.wait {
-			return nil, nil, fmt.Errorf("mutex %s: %w: the owner's Lock is still waiting", m.path, ErrNotAcquired)
+			return nil, nil, fmt.Errorf("%s: %w: the owner's Lock is still waiting", m.what(), ErrNotAcquired)
 		}
 		select {
 		case <-a.done:
 		case <-ctx.Done():
-			return nil, nil, fmt.Errorf("mutex %s: waiting for the owner's acquisition in flight: %w", m.path, ctx.Err())
+			return nil, nil, fmt.Errorf("%s: waiting for the owner's acquisition in flight: %w", m.what(), ctx.Err())
 		}
 		m.mu.Lock()
 	}
@@ -107,25 +107,25 @@ func (m *Mutex) acquireNode(ctx context.Context, owner any, wait bool) (*Lease, 
 	if !wait && !m.c.State().IsConnected() {
 		// One attempt cannot succeed without a server: say so at once
 		// instead of retrying the create until ctx ends.
-		return nil, fmt.Errorf("mutex %s: %w (%v)", m.path, recipes.ErrNotConnected, m.c.State())
+		return nil, fmt.Errorf("%s: %w (%v)", m.what(), recipes.ErrNotConnected, m.c.State())
 	}
 	var eopts []engine.EnterOption
 	if m.prepare != nil {
 		var err error
 		if eopts, err = m.prepare(owner); err != nil {
-			return nil, fmt.Errorf("mutex %s: %w", m.path, err)
+			return nil, fmt.Errorf("%s: %w", m.what(), err)
 		}
 	}
 	ct, err := m.e.Enter(ctx, m.full, m.lockName, m.opts.data, m.driver, eopts...)
 	if err != nil {
-		return nil, fmt.Errorf("mutex %s: %w", m.path, err)
+		return nil, fmt.Errorf("%s: %w", m.what(), err)
 	}
 	held, sig, err := ct.Acquire(ctx, wait)
 	if err != nil {
-		return nil, fmt.Errorf("mutex %s: %w", m.path, err)
+		return nil, fmt.Errorf("%s: %w", m.what(), err)
 	}
 	if !held {
-		return nil, fmt.Errorf("mutex %s: %w", m.path, ErrNotAcquired)
+		return nil, fmt.Errorf("%s: %w", m.what(), ErrNotAcquired)
 	}
 	return &Lease{hold: engine.NewHold(m.e, ct.Path(), sig), m: m, ct: ct, sig: sig, owner: owner, count: 1}, nil
 }
@@ -143,7 +143,7 @@ func (m *Mutex) Unlock(ctx context.Context) error {
 	}
 	owner, err := ownerOf(ctx)
 	if err != nil {
-		return fmt.Errorf("mutex %s: %w", m.path, err)
+		return fmt.Errorf("%s: %w", m.what(), err)
 	}
 	m.mu.Lock()
 	l := m.holds[owner]
@@ -151,9 +151,9 @@ func (m *Mutex) Unlock(ctx context.Context) error {
 		others := len(m.holds)
 		m.mu.Unlock()
 		if others > 0 {
-			return fmt.Errorf("mutex %s: %w", m.path, ErrNotOwner)
+			return fmt.Errorf("%s: %w: the lock is held by another owner than this goroutine (release from another goroutine with the Lease's own Unlock, or name an explicit owner with mutex.WithOwner)", m.what(), ErrNotOwner)
 		}
-		return fmt.Errorf("mutex %s: %w", m.path, ErrNotHeld)
+		return fmt.Errorf("%s: %w", m.what(), ErrNotHeld)
 	}
 	return m.release(ctx, l)
 }
@@ -163,7 +163,7 @@ func (m *Mutex) Unlock(ctx context.Context) error {
 func (m *Mutex) release(ctx context.Context, l *Lease) error {
 	if l.count == 0 {
 		m.mu.Unlock()
-		return fmt.Errorf("mutex %s: %w: the lease was released", m.path, ErrNotHeld)
+		return fmt.Errorf("%s: %w: the lease was released", m.what(), ErrNotHeld)
 	}
 	lost := l.IsLost()
 	if l.count--; l.count > 0 && !lost {
@@ -184,10 +184,10 @@ func (m *Mutex) release(ctx context.Context, l *Lease) error {
 	l.hold.MarkReleased()
 	err := l.ct.Leave(ctx)
 	if lost {
-		return fmt.Errorf("mutex %s: %w", m.path, ErrLockLost)
+		return fmt.Errorf("%s: %w", m.what(), ErrLockLost)
 	}
 	if err != nil {
-		return fmt.Errorf("mutex %s: %w", m.path, err)
+		return fmt.Errorf("%s: %w", m.what(), err)
 	}
 	return nil
 }

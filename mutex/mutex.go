@@ -66,7 +66,6 @@ package mutex
 import (
 	"context"
 	"fmt"
-	"net"
 	"reflect"
 	"sync"
 
@@ -165,6 +164,7 @@ type Mutex struct {
 	opts     options
 	driver   *engine.Driver
 	lockName string
+	kind     string // names it in errors: "mutex", or the rwlock's "rwlock ... write lock"
 	prepare  func(owner any) ([]engine.EnterOption, error)
 
 	mu      sync.Mutex
@@ -217,7 +217,7 @@ func newInternal(c *recipes.Client, path string, spec lockspec.Spec, opts []Opti
 	if err != nil {
 		return nil, err
 	}
-	m.lockName, m.driver, m.prepare = spec.LockName, spec.Driver, spec.Prepare
+	m.lockName, m.driver, m.prepare, m.kind = spec.LockName, spec.Driver, spec.Prepare, spec.Kind
 	return m, nil
 }
 
@@ -231,7 +231,7 @@ func newMutex(c *recipes.Client, path string, opts []Option) (*Mutex, error) {
 		return nil, err
 	}
 	if o.data == nil {
-		o.data = []byte(localIP())
+		o.data = []byte(engine.LocalIP())
 	}
 	return &Mutex{c: c, e: engine.Of(c), path: path, full: full, opts: o, holds: map[any]*Lease{}}, nil
 }
@@ -248,6 +248,14 @@ func (m *Mutex) leaseOf(owner any) *Lease {
 
 // Client returns the client the mutex was made with.
 func (m *Mutex) Client() *recipes.Client { return m.c }
+
+// what names the lock in errors: the recipe and its path.
+func (m *Mutex) what() string {
+	if m.kind != "" {
+		return fmt.Sprintf(m.kind, m.path)
+	}
+	return "mutex " + m.path
+}
 
 // Path returns the lock path as given to New.
 func (m *Mutex) Path() string { return m.path }
@@ -298,28 +306,4 @@ func (m *Mutex) check(ctx context.Context) error {
 		return fmt.Errorf("%w: nil context", recipes.ErrInvalidArgument)
 	}
 	return m.e.Check()
-}
-
-var (
-	localIPOnce sync.Once
-	localIPText string
-)
-
-// localIP returns this host's first non-loopback IPv4 address as text
-// (Curator stores the local address in lock nodes), else "127.0.0.1".
-func localIP() string {
-	localIPOnce.Do(func() {
-		localIPText = "127.0.0.1"
-		addrs, err := net.InterfaceAddrs()
-		if err != nil {
-			return
-		}
-		for _, a := range addrs {
-			if ipn, ok := a.(*net.IPNet); ok && !ipn.IP.IsLoopback() && ipn.IP.To4() != nil {
-				localIPText = ipn.IP.String()
-				return
-			}
-		}
-	})
-	return localIPText
 }

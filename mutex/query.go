@@ -29,14 +29,14 @@ func (m *Mutex) Participants(ctx context.Context) ([]Participant, error) {
 	var kids []string
 	err := m.c.Retry(ctx, func() error {
 		var err error
-		kids, _, err = m.c.Children(m.full)
+		kids, _, err = engine.Of(m.c).Children(ctx, m.full)
 		return err
 	})
 	if errors.Is(err, zk.ErrNoNode) {
 		return nil, nil
 	}
 	if err != nil {
-		return nil, fmt.Errorf("mutex %s: participants: %w", m.path, err)
+		return nil, fmt.Errorf("%s: participants: %w", m.what(), err)
 	}
 	sorted := engine.SortContenders(kids, m.driver)
 	out := make([]Participant, len(sorted))
@@ -56,19 +56,19 @@ func (m *Mutex) Holder(ctx context.Context) (Participant, []byte, error) {
 			return Participant{}, nil, err
 		}
 		if len(ps) == 0 {
-			return Participant{}, nil, fmt.Errorf("mutex %s: %w", m.path, ErrNotHeld)
+			return Participant{}, nil, fmt.Errorf("%s: %w", m.what(), ErrNotHeld)
 		}
 		var data []byte
 		err = m.c.Retry(ctx, func() error {
 			var err error
-			data, _, err = m.c.Get(ps[0].Path)
+			data, _, err = engine.Of(m.c).Get(ctx, ps[0].Path)
 			return err
 		})
 		if errors.Is(err, zk.ErrNoNode) {
 			continue // released meanwhile: look again
 		}
 		if err != nil {
-			return Participant{}, nil, fmt.Errorf("mutex %s: holder: %w", m.path, err)
+			return Participant{}, nil, fmt.Errorf("%s: holder: %w", m.what(), err)
 		}
 		return ps[0], data, nil
 	}
@@ -88,7 +88,7 @@ func Revoke(ctx context.Context, c *recipes.Client, nodePath string) error {
 		return fmt.Errorf("%w: the root is not a lock node", recipes.ErrInvalidPath)
 	}
 	err := c.Retry(ctx, func() error {
-		_, err := c.Set(nodePath, []byte(RevokeMessage), -1)
+		_, err := engine.Of(c).Set(ctx, nodePath, []byte(RevokeMessage), -1)
 		return err
 	})
 	if err != nil {
@@ -102,7 +102,7 @@ func Revoke(ctx context.Context, c *recipes.Client, nodePath string) error {
 func (l *Lease) watchRevocation() {
 	c := l.m.e
 	for {
-		data, _, ch, err := c.GetW(l.Node())
+		data, _, ch, err := c.GetW(context.Background(), l.Node())
 		if err != nil {
 			if !recipes.IsRetryable(err) {
 				return

@@ -94,13 +94,13 @@ func New(c *recipes.Client, path string, opts ...mutex.Option) (*RWLock, error) 
 		anyOpts[i] = o
 	}
 	write, err := lockspec.NewMutex(c, path, lockspec.Spec{
-		LockName: WriteLockName, Driver: writeDriver, Prepare: rw.prepareWrite,
+		Kind: "rwlock %s (write lock)", LockName: WriteLockName, Driver: writeDriver, Prepare: rw.prepareWrite,
 	}, anyOpts)
 	if err != nil {
 		return nil, err
 	}
 	read, err := lockspec.NewMutex(c, path, lockspec.Spec{
-		LockName: ReadLockName, Driver: readDriver, Prepare: rw.prepareRead,
+		Kind: "rwlock %s (read lock)", LockName: ReadLockName, Driver: readDriver, Prepare: rw.prepareRead,
 	}, anyOpts)
 	if err != nil {
 		return nil, err
@@ -189,7 +189,7 @@ func (rw *RWLock) Participants(ctx context.Context) ([]Participant, error) {
 	var kids []string
 	err := rw.c.Retry(ctx, func() error {
 		var err error
-		kids, _, err = rw.c.Children(rw.full)
+		kids, _, err = engine.Of(rw.c).Children(ctx, rw.full)
 		return err
 	})
 	if errors.Is(err, zk.ErrNoNode) {

@@ -72,7 +72,7 @@ type options struct {
 }
 
 // WithData sets the data of every lease node (Curator's nodeData). The
-// default is none.
+// default, as in Curator, is this host's IP address as text.
 func WithData(data []byte) Option {
 	return func(o *options) error {
 		o.data = append([]byte(nil), data...)
@@ -127,6 +127,9 @@ func newSemaphore(c *recipes.Client, path string, limit engine.Limit, opts []Opt
 	var o options
 	if err := recipeargs.Options(&o, opts); err != nil {
 		return nil, err
+	}
+	if o.data == nil {
+		o.data = []byte(engine.LocalIP())
 	}
 	lock, err := mutex.New(c, engine.JoinPath(path, LockParent))
 	if err != nil {
@@ -250,7 +253,7 @@ func (s *Semaphore) Participants(ctx context.Context) ([]Participant, error) {
 	var kids []string
 	err := s.c.Retry(ctx, func() error {
 		var err error
-		kids, _, err = s.c.Children(s.leases)
+		kids, _, err = engine.Of(s.c).Children(ctx, s.leases)
 		return err
 	})
 	if errors.Is(err, zk.ErrNoNode) {
@@ -265,7 +268,7 @@ func (s *Semaphore) Participants(ctx context.Context) ([]Participant, error) {
 		var data []byte
 		err := s.c.Retry(ctx, func() error {
 			var err error
-			data, _, err = s.c.Get(p)
+			data, _, err = engine.Of(s.c).Get(ctx, p)
 			return err
 		})
 		if errors.Is(err, zk.ErrNoNode) {
@@ -310,7 +313,7 @@ func (l *Lease) IsLost() bool { return l.hold.IsLost() }
 func (l *Lease) Token(ctx context.Context) (int64, error) { return l.hold.Token(ctx) }
 
 // Fenced runs ops (*zk.CreateRequest, *zk.SetDataRequest, *zk.DeleteRequest
-// or *zk.CheckVersionRequest, with server paths) as one transaction
+// or *zk.CheckVersionRequest, on recipe paths: the client's namespace is applied) as one transaction
 // together with a check that the lease's node still exists, so the server
 // refuses the writes of a holder that lost it: the error then wraps
 // ErrFenced, as it does once the lease is returned. The responses returned are for ops
@@ -365,7 +368,7 @@ func (l *Lease) Data(ctx context.Context) ([]byte, error) {
 	var data []byte
 	err := l.s.c.Retry(ctx, func() error {
 		var err error
-		data, _, err = l.s.c.Get(l.Node())
+		data, _, err = engine.Of(l.s.c).Get(ctx, l.Node())
 		return err
 	})
 	if errors.Is(err, zk.ErrNoNode) {

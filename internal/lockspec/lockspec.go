@@ -11,6 +11,9 @@ import (
 
 // Spec is a lock's own rules.
 type Spec struct {
+	// Kind names the lock in errors, a format with one %s for its path:
+	// "rwlock %s (write lock)", say. Empty: "mutex %s".
+	Kind string
 	// LockName is the name in the lock's node names (_c_<uuid>-<LockName><seq>).
 	LockName string
 	// Driver decides who holds.

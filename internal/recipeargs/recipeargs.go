@@ -7,6 +7,7 @@ package recipeargs
 import (
 	"context"
 	"fmt"
+	"strings"
 
 	"github.com/zkrecipes/zkrecipes/internal/engine"
 	"github.com/zkrecipes/zkrecipes/recipes"
@@ -29,9 +30,13 @@ func Engine(c *recipes.Client) (*engine.Client, error) {
 	return engine.Of(c), nil
 }
 
+// reserved is the server's own tree (quotas, configuration).
+const reserved = "/zookeeper"
+
 // Path checks c (as Client does) and path, and returns path with the
-// client's namespace applied. The root is refused (recipes.ErrInvalidPath)
-// with what, the role of the path, in the message: "a lock path", say.
+// client's namespace applied. The root and the server's reserved tree
+// (/zookeeper and below) are refused (recipes.ErrInvalidPath) with what,
+// the role of the path, in the message: "a lock path", say.
 func Path(c *recipes.Client, path, what string) (string, error) {
 	if err := Client(c); err != nil {
 		return "", err
@@ -42,6 +47,9 @@ func Path(c *recipes.Client, path, what string) (string, error) {
 	}
 	if full == "/" {
 		return "", fmt.Errorf("%w: the root cannot be %s", recipes.ErrInvalidPath, what)
+	}
+	if full == reserved || strings.HasPrefix(full, reserved+"/") {
+		return "", fmt.Errorf("%w: %s is in the server's reserved tree %s and cannot be %s", recipes.ErrInvalidPath, full, reserved, what)
 	}
 	return full, nil
 }
