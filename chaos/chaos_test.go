@@ -79,12 +79,12 @@ func TestChaos(t *testing.T) {
 	}
 	t.Cleanup(func() { _ = admin.Close() })
 	for _, p := range []string{root, root + "/locks", root + "/rec", root + "/hist", root + "/lead", histMutex, histRW, gaugePath, leadSel, leadLatch} {
-		if _, err := admin.Create(p, nil, 0); err != nil {
+		if _, err := admin.Create(context.Background(), p, nil, 0); err != nil {
 			t.Fatalf("create %s: %v", p, err)
 		}
 	}
 	for _, p := range []string{recMutex, recRW} {
-		if _, err := admin.Create(p, []byte("0 init"), 0); err != nil {
+		if _, err := admin.Create(context.Background(), p, []byte("0 init"), 0); err != nil {
 			t.Fatalf("create %s: %v", p, err)
 		}
 	}
@@ -428,7 +428,7 @@ func (h *harness) checkLeftovers(admin *recipes.Client, d time.Duration) []strin
 			left = append(left, "error: "+err.Error())
 			return false
 		}
-		kids, _, err := admin.Children(gaugePath)
+		kids, _, err := admin.Children(ctx, gaugePath)
 		if err != nil {
 			left = append(left, "error: "+err.Error())
 			return false
@@ -445,7 +445,7 @@ func (h *harness) checkLeftovers(admin *recipes.Client, d time.Duration) []strin
 }
 
 func walkEphemerals(c *recipes.Client, p string, out *[]string) error {
-	kids, _, err := c.Children(p)
+	kids, _, err := c.Children(context.Background(), p)
 	if errors.Is(err, zk.ErrNoNode) {
 		return nil
 	}
@@ -454,7 +454,7 @@ func walkEphemerals(c *recipes.Client, p string, out *[]string) error {
 	}
 	for _, k := range kids {
 		child := p + "/" + k
-		ok, st, err := c.Exists(child)
+		ok, st, err := c.Exists(context.Background(), child)
 		if err != nil {
 			return err
 		}

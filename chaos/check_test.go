@@ -4,6 +4,7 @@ package chaos
 
 import (
 	"bufio"
+	"context"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -410,7 +411,7 @@ func (h *harness) checkLeader(rep *report, admin *recipes.Client, role, rec stri
 		}
 	}
 	var st *zk.Stat
-	if err := retryZK(func() (err error) { _, st, err = admin.Get(rec); return err }); err != nil {
+	if err := retryZK(func() (err error) { _, st, err = admin.Get(context.Background(), rec); return err }); err != nil {
 		rep.violation("%s: read %s: %v", role, rec, err)
 	} else if n := len(hbs); n > 0 && int64(st.Version) < hbs[n-1].ver {
 		rep.violation("%s: the leader record is at version %d, below the acknowledged %d", role, st.Version, hbs[n-1].ver)
@@ -556,16 +557,16 @@ func (h *harness) replicas() ([]*recipes.Client, error) {
 // nonce -> value, with the record's data and stat.
 func readHistory(c *recipes.Client, rec, hist string) (map[string]int64, []byte, *zk.Stat, error) {
 	landed := map[string]int64{}
-	if err := retryZK(func() error { return c.Sync(hist) }); err != nil {
+	if err := retryZK(func() error { return c.Sync(context.Background(), hist) }); err != nil {
 		return nil, nil, nil, err
 	}
 	var dirs []string
-	if err := retryZK(func() (err error) { dirs, _, err = c.Children(hist); return err }); err != nil {
+	if err := retryZK(func() (err error) { dirs, _, err = c.Children(context.Background(), hist); return err }); err != nil {
 		return nil, nil, nil, err
 	}
 	for _, d := range dirs {
 		var kids []string
-		if err := retryZK(func() (err error) { kids, _, err = c.Children(hist + "/" + d); return err }); err != nil {
+		if err := retryZK(func() (err error) { kids, _, err = c.Children(context.Background(), hist+"/"+d); return err }); err != nil {
 			return nil, nil, nil, err
 		}
 		for _, k := range kids {
@@ -575,7 +576,7 @@ func readHistory(c *recipes.Client, rec, hist string) (map[string]int64, []byte,
 	}
 	var data []byte
 	var st *zk.Stat
-	if err := retryZK(func() (err error) { data, st, err = c.Get(rec); return err }); err != nil {
+	if err := retryZK(func() (err error) { data, st, err = c.Get(context.Background(), rec); return err }); err != nil {
 		return nil, nil, nil, err
 	}
 	return landed, data, st, nil

@@ -3,6 +3,7 @@
 package chaos
 
 import (
+	"context"
 	"encoding/binary"
 	"fmt"
 	"sort"
@@ -483,7 +484,7 @@ func (h *harness) diagnose(f *fault) []*proc {
 				h.t.Logf("zk%d: %v", i+1, err)
 				continue
 			}
-			if err := c.Sync(root + "/locks"); err != nil {
+			if err := c.Sync(context.Background(), root+"/locks"); err != nil {
 				h.t.Logf("zk%d: sync: %v", i+1, err)
 			}
 			if pass == 0 {
@@ -543,14 +544,14 @@ func (h *harness) diagnose(f *fault) []*proc {
 }
 
 func (h *harness) dumpTree(c *recipes.Client, p string, paths *[]string, show bool, owners map[string]string) {
-	kids, _, err := c.Children(p)
+	kids, _, err := c.Children(context.Background(), p)
 	if err != nil {
 		h.t.Logf("  %s: %v", p, err)
 		return
 	}
 	for _, k := range kids {
 		child := p + "/" + k
-		data, st, err := c.Get(child)
+		data, st, err := c.Get(context.Background(), child)
 		if err != nil {
 			if show {
 				h.t.Logf("  %s: %v", child, err)

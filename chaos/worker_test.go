@@ -360,10 +360,10 @@ func isClosed(ch <-chan struct{}) bool {
 
 // readRecord syncs and reads a record "value nonce".
 func (w *worker) readRecord(rec string) (int, string, *zk.Stat, error) {
-	if err := w.c.Sync(rec); err != nil {
+	if err := w.c.Sync(context.Background(), rec); err != nil {
 		return 0, "", nil, err
 	}
-	data, st, err := w.c.Get(rec)
+	data, st, err := w.c.Get(context.Background(), rec)
 	if err != nil {
 		return 0, "", nil, err
 	}
@@ -405,7 +405,7 @@ func (w *worker) unlock(lease *mutex.Lease) {
 func (w *worker) runRecordWriter(lk *mutex.Mutex, rec, hist string) error {
 	dir := fmt.Sprintf("%s/%s.%d", hist, w.name, w.seg)
 	if err := w.retry(2*time.Minute, func() error {
-		_, err := w.c.Create(dir, nil, 0)
+		_, err := w.c.Create(context.Background(), dir, nil, 0)
 		if errors.Is(err, zk.ErrNodeExists) {
 			return nil
 		}
@@ -484,7 +484,7 @@ func (w *worker) writeUnlocked(rec, dir string) {
 	val := v + 1
 	nonce := fmt.Sprintf("%s.%d.%d", w.name, w.seg, n)
 	w.log.printf("attempt %d %s", val, nonce)
-	res, err := w.c.Multi(
+	res, err := w.c.Multi(context.Background(),
 		&zk.SetDataRequest{Path: rec, Data: []byte(fmt.Sprintf("%d %s", val, nonce)), Version: -1},
 		&zk.CreateRequest{Path: fmt.Sprintf("%s/%d-%d", dir, n, val), Acl: zk.WorldACL(zk.PermAll)})
 	if err == nil {
@@ -500,10 +500,10 @@ func (w *worker) resolve(rec, histNode string, val int, nonce string, cause erro
 	w.log.printf("ambiguous %s %s", nonce, oneLine(cause))
 	var out string
 	err := w.retry(time.Minute, func() error {
-		if err := w.c.Sync(path.Dir(histNode)); err != nil {
+		if err := w.c.Sync(context.Background(), path.Dir(histNode)); err != nil {
 			return err
 		}
-		ok, _, err := w.c.Exists(histNode)
+		ok, _, err := w.c.Exists(context.Background(), histNode)
 		if err != nil {
 			return err
 		}
@@ -512,7 +512,7 @@ func (w *worker) resolve(rec, histNode string, val int, nonce string, cause erro
 			return nil
 		}
 		ver := int32(-1) // landed, but overwritten since: version unknown
-		if data, st, err := w.c.Get(rec); err == nil && strings.HasSuffix(string(data), " "+nonce) {
+		if data, st, err := w.c.Get(context.Background(), rec); err == nil && strings.HasSuffix(string(data), " "+nonce) {
 			ver = st.Version
 		}
 		out = fmt.Sprintf("landed %d %d %s", val, ver, nonce)
@@ -666,15 +666,15 @@ func (w *worker) semHold(l *semaphore.Lease) {
 // lease node that exists after the listing existed at the listing, so more
 // than semMax live entries means more than semMax granted leases at once.
 func (w *worker) countGauge() (live, raw int, err error) {
-	if err := w.c.Sync(gaugePath); err != nil {
+	if err := w.c.Sync(context.Background(), gaugePath); err != nil {
 		return 0, 0, err
 	}
-	kids, _, err := w.c.Children(gaugePath)
+	kids, _, err := w.c.Children(context.Background(), gaugePath)
 	if err != nil {
 		return 0, 0, err
 	}
 	for _, k := range kids {
-		ok, _, err := w.c.Exists(pathSem + "/" + semaphore.LeaseParent + "/" + k)
+		ok, _, err := w.c.Exists(context.Background(), pathSem+"/"+semaphore.LeaseParent+"/"+k)
 		if err != nil {
 			return 0, 0, err
 		}
@@ -689,7 +689,7 @@ func (w *worker) countGauge() (live, raw int, err error) {
 // lower the count), until it is gone.
 func (w *worker) removeEntry(entry string) {
 	err := w.retry(2*time.Minute, func() error {
-		err := w.c.Delete(entry, -1)
+		err := w.c.Delete(context.Background(), entry, -1)
 		if errors.Is(err, zk.ErrNoNode) {
 			return nil
 		}
@@ -707,7 +707,7 @@ func (w *worker) runSelector() error {
 	if err != nil {
 		return err
 	}
-	if err := sel.Start(); err != nil {
+	if err := sel.Start(context.Background()); err != nil {
 		return err
 	}
 	<-w.ctx.Done()
@@ -766,7 +766,7 @@ func (w *worker) staleHeartbeat(h recipes.Hold) {
 	}
 	w.sleep(150*time.Millisecond, 150*time.Millisecond)
 	cnt := w.seq.Add(1)
-	st, err := w.c.Set(leadLatch, []byte(fmt.Sprintf("%d %s %d", tok, w.name, cnt)), -1)
+	st, err := w.c.Set(context.Background(), leadLatch, []byte(fmt.Sprintf("%d %s %d", tok, w.name, cnt)), -1)
 	if err == nil {
 		w.log.printf("hb %d %d %d", tok, st.Version, cnt)
 	}

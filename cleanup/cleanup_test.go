@@ -120,7 +120,7 @@ func TestNoGrowth(t *testing.T) {
 		zkc := zktest.Start(t)
 		c := connect(t, zkc.Servers())
 		require.NoError(t, engine.Of(c).EnsureContainers(context.Background(), "/growth"))
-		_, err := c.Create("/growth/anchor", nil, 0) // keeps the parent itself
+		_, err := c.Create(context.Background(), "/growth/anchor", nil, 0) // keeps the parent itself
 		require.NoError(t, err)
 		base := znodes(t, zkc)
 		start := time.Now()
@@ -134,7 +134,7 @@ func TestNoGrowth(t *testing.T) {
 		zkc := zktest.Start(t)
 		c := connect(t, zkc.Servers(), recipes.WithoutContainers())
 		require.False(t, engine.Of(c).UsesContainers())
-		_, err := c.Create("/growth", nil, 0)
+		_, err := c.Create(context.Background(), "/growth", nil, 0)
 		require.NoError(t, err)
 		base := znodes(t, zkc)
 		start := time.Now()
@@ -148,12 +148,12 @@ func TestNoGrowth(t *testing.T) {
 			cleanup.WithThreshold(200*time.Millisecond), cleanup.WithChecks(2))
 		require.NoError(t, err)
 		require.NoError(t, r.Start(context.Background()))
-		defer r.Close()
+		defer r.Close(context.Background())
 		eventually(t, 60*time.Second, "back to the baseline", func() bool { return znodes(t, zkc) <= base })
 		t.Logf("reaper: znodes %d before, %d at the peak of %d keys (%v), back to %d %v later; %+v",
 			base, peak, keys, done.Sub(start).Round(time.Millisecond), znodes(t, zkc), time.Since(done).Round(time.Millisecond), r.Stats())
 		assert.Equal(t, uint64(keys), r.Stats().Reaped)
-		ok, _, err := c.Exists("/growth")
+		ok, _, err := c.Exists(context.Background(), "/growth")
 		require.NoError(t, err)
 		assert.True(t, ok, "the watched parent itself stays")
 	})
@@ -167,12 +167,12 @@ func TestReaperRacesLockers(t *testing.T) {
 	zkc := zktest.Start(t)
 	ctx := context.Background()
 	c := connect(t, zkc.Servers(), recipes.WithoutContainers())
-	_, err := c.Create("/race", nil, 0)
+	_, err := c.Create(ctx, "/race", nil, 0)
 	require.NoError(t, err)
 	r, err := cleanup.New(c, cleanup.WithParents("/race"), cleanup.WithThreshold(20*time.Millisecond), cleanup.WithChecks(2))
 	require.NoError(t, err)
 	require.NoError(t, r.Start(ctx))
-	defer r.Close()
+	defer r.Close(ctx)
 
 	const keys, workers, ops = 50, 8, 150
 	var holders [keys]atomic.Int32
@@ -214,7 +214,7 @@ func TestReaperRacesLockers(t *testing.T) {
 	}
 	assert.Zero(t, overlaps.Load(), "mutual exclusion per key")
 	eventually(t, 10*time.Second, "every key reaped", func() bool {
-		kids, _, err := c.Children("/race")
+		kids, _, err := c.Children(ctx, "/race")
 		return err == nil && len(kids) == 0
 	})
 	st := r.Stats()
@@ -258,7 +258,7 @@ func TestForeignParentsAreReaped(t *testing.T) {
 		cleanup.WithThreshold(100*time.Millisecond), cleanup.WithChecks(2))
 	require.NoError(t, err)
 	require.NoError(t, r.Start(ctx))
-	defer r.Close()
+	defer r.Close(ctx)
 	eventually(t, 10*time.Second, "foreign parents reaped", func() bool {
 		res, err := cleanup.Scan(ctx, c, "/foreign")
 		return err == nil && res.EmptyParents == 2-boolInt(kazoo == 0) // the watched parents themselves stay
@@ -281,7 +281,7 @@ func TestReapersElectOne(t *testing.T) {
 	zkc := zktest.Start(t)
 	ctx := context.Background()
 	c := connect(t, zkc.Servers())
-	_, err := c.Create("/elect", nil, 0)
+	_, err := c.Create(ctx, "/elect", nil, 0)
 	require.NoError(t, err)
 	mk := func(id string) *cleanup.Reaper {
 		rc := connect(t, zkc.Servers())
@@ -293,21 +293,21 @@ func TestReapersElectOne(t *testing.T) {
 	}
 	a := mk("a")
 	eventually(t, 5*time.Second, "a leads", func() bool {
-		l, _, err := c.Children("/reapers")
+		l, _, err := c.Children(ctx, "/reapers")
 		return err == nil && len(l) == 1
 	})
 	b := mk("b")
-	defer b.Close()
+	defer b.Close(ctx)
 	orphan := func(name string) {
-		_, err := c.Create("/elect/"+name, nil, 0)
+		_, err := c.Create(ctx, "/elect/"+name, nil, 0)
 		require.NoError(t, err)
 	}
 	orphan("one")
 	eventually(t, 5*time.Second, "a reaps", func() bool { return a.Stats().Reaped == 1 })
 	assert.Zero(t, b.Stats().Reaped, "the follower deletes nothing")
 	assert.Zero(t, b.Stats().Checked, "the follower does not even look")
-	require.NoError(t, a.Close())
-	require.NoError(t, a.Close(), "Close twice")
+	require.NoError(t, a.Close(ctx))
+	require.NoError(t, a.Close(ctx), "Close twice")
 	orphan("two")
 	eventually(t, 10*time.Second, "b took over", func() bool { return b.Stats().Reaped == 1 })
 }
@@ -318,23 +318,23 @@ func TestReaperPathsAndModes(t *testing.T) {
 	ctx := context.Background()
 	c := connect(t, zkc.Servers())
 	for _, p := range []string{"/modes", "/modes/forever", "/modes/once", "/modes/busy", "/modes/busy/child"} {
-		_, err := c.Create(p, nil, 0)
+		_, err := c.Create(ctx, p, nil, 0)
 		require.NoError(t, err)
 	}
 	r, err := cleanup.New(c, cleanup.WithPaths("/modes/once", "/modes/busy"), cleanup.WithMode(cleanup.ReapUntilDelete),
 		cleanup.WithThreshold(40*time.Millisecond), cleanup.WithChecks(2))
 	require.NoError(t, err)
 	require.NoError(t, r.Start(ctx))
-	defer r.Close()
+	defer r.Close(ctx)
 	eventually(t, 5*time.Second, "once reaped", func() bool {
-		ok, _, err := c.Exists("/modes/once")
+		ok, _, err := c.Exists(ctx, "/modes/once")
 		return err == nil && !ok
 	})
 	eventually(t, 5*time.Second, "dropped after its delete", func() bool { return r.Tracked() == 1 })
-	ok, _, err := c.Exists("/modes/busy")
+	ok, _, err := c.Exists(ctx, "/modes/busy")
 	require.NoError(t, err)
 	assert.True(t, ok, "a node with a child stays")
-	ok, _, err = c.Exists("/modes/forever")
+	ok, _, err = c.Exists(ctx, "/modes/forever")
 	require.NoError(t, err)
 	assert.True(t, ok, "a node nobody asked about stays")
 }
@@ -372,7 +372,7 @@ func TestBadInput(t *testing.T) {
 	assert.ErrorIs(t, err, recipes.ErrInvalidPath)
 	var zero cleanup.Reaper
 	assert.ErrorIs(t, zero.Start(ctx), recipes.ErrInvalidArgument)
-	assert.ErrorIs(t, zero.Close(), recipes.ErrInvalidArgument)
+	assert.ErrorIs(t, zero.Close(ctx), recipes.ErrInvalidArgument)
 	_, err = cleanup.Scan(nil, c, "/x") //nolint:staticcheck // the nil context is the point
 	assert.ErrorIs(t, err, recipes.ErrInvalidArgument)
 
@@ -380,7 +380,7 @@ func TestBadInput(t *testing.T) {
 	require.NoError(t, err)
 	require.NoError(t, r.Start(ctx))
 	assert.ErrorIs(t, r.Start(ctx), recipes.ErrInvalidArgument, "started twice")
-	require.NoError(t, r.Close())
+	require.NoError(t, r.Close(ctx))
 	assert.ErrorIs(t, r.Start(ctx), recipes.ErrClosed)
 	closed := connect(t, zkc.Servers())
 	require.NoError(t, closed.Close())
@@ -402,18 +402,18 @@ func TestReaperDepthAndLateParent(t *testing.T) {
 		cleanup.WithThreshold(40*time.Millisecond), cleanup.WithChecks(2))
 	require.NoError(t, err)
 	require.NoError(t, r.Start(ctx))
-	defer r.Close()
+	defer r.Close(ctx)
 	mk := func(paths ...string) {
 		t.Helper()
 		for _, p := range paths {
-			_, err := c.Create(p, nil, 0)
+			_, err := c.Create(ctx, p, nil, 0)
 			require.NoError(t, err)
 		}
 	}
 	gone := func(what string) {
 		t.Helper()
 		eventually(t, 10*time.Second, what, func() bool {
-			kids, _, err := c.Children("/late")
+			kids, _, err := c.Children(ctx, "/late")
 			return err == nil && len(kids) == 0 && r.Tracked() == 0
 		})
 	}
@@ -423,7 +423,7 @@ func TestReaperDepthAndLateParent(t *testing.T) {
 	mk("/late/k1", "/late/k1/leases")
 	gone("the key made again reaped again")
 	assert.Equal(t, uint64(6), r.Stats().Reaped)
-	ok, _, err := c.Exists("/late")
+	ok, _, err := c.Exists(ctx, "/late")
 	require.NoError(t, err)
 	assert.True(t, ok, "the watched parent itself stays")
 }

@@ -67,14 +67,14 @@ func TestMisuse(t *testing.T) {
 	// AddPath.
 	r, err := cleanup.New(c, cleanup.WithThreshold(time.Hour))
 	require.NoError(t, err)
-	t.Cleanup(func() { r.Close() })
+	t.Cleanup(func() { r.Close(ctx) })
 	pathRow("AddPath", []string{"", "rel", "/trail/", "/a//b", "/a/./b", "/a/../b", "/nul\x00", "/"}, r.AddPath)
 	add("AddPath after Close", closedErr, func() error {
 		r, err := cleanup.New(c)
 		if err != nil {
 			return err
 		}
-		if err := r.Close(); err != nil {
+		if err := r.Close(ctx); err != nil {
 			return err
 		}
 		return r.AddPath("/misuse/x")
@@ -86,7 +86,7 @@ func TestMisuse(t *testing.T) {
 		if err != nil {
 			return err
 		}
-		defer r.Close()
+		defer r.Close(ctx)
 		return r.Start(nilCtx)
 	})
 	add("Start(nil ctx) with leader election", invalidArg, func() error {
@@ -94,7 +94,7 @@ func TestMisuse(t *testing.T) {
 		if err != nil {
 			return err
 		}
-		defer r.Close()
+		defer r.Close(ctx)
 		return r.Start(nilCtx)
 	})
 	add("Close twice", noError, func() error {
@@ -105,10 +105,10 @@ func TestMisuse(t *testing.T) {
 		if err := r.Start(ctx); err != nil {
 			return err
 		}
-		if err := r.Close(); err != nil {
+		if err := r.Close(ctx); err != nil {
 			return err
 		}
-		return r.Close()
+		return r.Close(ctx)
 	})
 	add("Close after a failed Start", noError, func() error {
 		r, err := cleanup.New(c, cleanup.WithThreshold(time.Hour), cleanup.WithLeaderElection("/misuse/reapers", "id"))
@@ -118,10 +118,10 @@ func TestMisuse(t *testing.T) {
 		sctx, cancel := context.WithCancel(ctx)
 		cancel()
 		if err := r.Start(sctx); err == nil {
-			_ = r.Close()
+			_ = r.Close(ctx)
 			return errors.New("Start with a cancelled ctx succeeded")
 		}
-		return r.Close()
+		return r.Close(ctx)
 	})
 	add("Start after the client closed", closedErr, func() error {
 		cc := connect(t, servers)
@@ -129,7 +129,7 @@ func TestMisuse(t *testing.T) {
 		if err != nil {
 			return err
 		}
-		defer r.Close()
+		defer r.Close(ctx)
 		if err := cc.Close(); err != nil {
 			return err
 		}
@@ -141,7 +141,7 @@ func TestMisuse(t *testing.T) {
 		if err != nil {
 			return err
 		}
-		defer r.Close()
+		defer r.Close(ctx)
 		if err := cc.Close(); err != nil {
 			return err
 		}
@@ -152,7 +152,7 @@ func TestMisuse(t *testing.T) {
 	var nilR *cleanup.Reaper
 	add("nil Reaper calls", noError, misuseEach(invalidArg, []misuseSub{
 		{Name: "Start", Call: func() error { return nilR.Start(ctx) }},
-		{Name: "Close", Call: func() error { return nilR.Close() }},
+		{Name: "Close", Call: func() error { return nilR.Close(ctx) }},
 		{Name: "AddPath", Call: func() error { return nilR.AddPath("/misuse/x") }},
 	}))
 	add("zero Reaper.AddPath", invalidArg, func() error { return new(cleanup.Reaper).AddPath("/misuse/x") })

@@ -317,9 +317,12 @@ func (r *Reaper) Tracked() int {
 
 // Close stops the reaper (and leaves the election). It is safe to call
 // more than once.
-func (r *Reaper) Close() error {
+func (r *Reaper) Close(ctx context.Context) error {
 	if r == nil || r.c == nil {
 		return fmt.Errorf("%w: Reaper not made by New", recipes.ErrInvalidArgument)
+	}
+	if ctx == nil {
+		return fmt.Errorf("%w: nil context", recipes.ErrInvalidArgument)
 	}
 	r.mu.Lock()
 	if r.closed {
@@ -331,10 +334,14 @@ func (r *Reaper) Close() error {
 	r.mu.Unlock()
 	if started {
 		r.cancel()
-		<-r.done
+		select {
+		case <-r.done:
+		case <-ctx.Done():
+			return fmt.Errorf("cleanup: reaper: close: %w", ctx.Err())
+		}
 	}
 	if r.latch != nil {
-		return r.latch.Close(context.Background())
+		return r.latch.Close(ctx)
 	}
 	return nil
 }
@@ -405,7 +412,7 @@ func (r *Reaper) list(ctx, fctx context.Context, p string, pp *parent, w *engine
 			return nil
 		}
 		pp.listed = time.Now()
-		kids, _, ch, err := engine.Of(r.c).ChildrenW(p)
+		kids, _, ch, err := engine.Of(r.c).ChildrenW(ctx, p)
 		if err == nil {
 			w.Add(ck, ch)
 			r.found(ctx, p, pp, kids)
@@ -425,7 +432,7 @@ func (r *Reaper) list(ctx, fctx context.Context, p string, pp *parent, w *engine
 		if w.Armed(ek) {
 			return nil
 		}
-		ok, _, ch, err := engine.Of(r.c).ExistsW(p)
+		ok, _, ch, err := engine.Of(r.c).ExistsW(ctx, p)
 		if err != nil {
 			return err
 		}
@@ -496,7 +503,7 @@ func (r *Reaper) checkAll(ctx context.Context) {
 // check looks at one candidate and deletes it once it has been seen empty
 // and unchanged on enough consecutive checks.
 func (r *Reaper) check(ctx context.Context, p string) {
-	ok, st, err := r.c.Exists(p)
+	ok, st, err := engine.Of(r.c).Exists(ctx, p)
 	r.checked.Add(1)
 	if err != nil {
 		return // tried again at the next round
@@ -533,7 +540,7 @@ func (r *Reaper) check(ctx context.Context, p string) {
 	}
 	// The server refuses to delete a node that has children, and the
 	// version makes it refuse a node deleted and made again meanwhile.
-	err = r.c.Delete(p, st.Version)
+	err = engine.Of(r.c).Delete(ctx, p, st.Version)
 	switch {
 	case err == nil:
 		r.reaped.Add(1)

@@ -92,7 +92,7 @@ func (t *Term) IsLost() bool { return t.h().IsLost() }
 func (t *Term) Token(ctx context.Context) (int64, error) { return t.h().Token(ctx) }
 
 // Fenced runs ops (*zk.CreateRequest, *zk.SetDataRequest, *zk.DeleteRequest
-// or *zk.CheckVersionRequest, with server paths) as one transaction
+// or *zk.CheckVersionRequest, on recipe paths: the client's namespace is applied) as one transaction
 // together with a check that the term's node still exists, so the server
 // refuses the writes of a holder that lost it: the error then wraps
 // ErrFenced, as it does once the term ends. The responses returned are for ops
@@ -152,7 +152,7 @@ func participants(ctx context.Context, c *recipes.Client, full string) ([]Partic
 	var kids []string
 	err := c.Retry(ctx, func() error {
 		var err error
-		kids, _, err = c.Children(full)
+		kids, _, err = engine.Of(c).Children(ctx, full)
 		return err
 	})
 	if errors.Is(err, zk.ErrNoNode) {
@@ -167,7 +167,7 @@ func participants(ctx context.Context, c *recipes.Client, full string) ([]Partic
 		var data []byte
 		err := c.Retry(ctx, func() error {
 			var err error
-			data, _, err = c.Get(p)
+			data, _, err = engine.Of(c).Get(ctx, p)
 			return err
 		})
 		if errors.Is(err, zk.ErrNoNode) {
@@ -209,13 +209,13 @@ func readLeader(ctx context.Context, c *recipes.Client, full string, watch bool)
 		if err := ctx.Err(); err != nil {
 			return Leader{}, nil, err
 		}
-		kids, _, err := c.Children(full)
+		kids, _, err := engine.Of(c).Children(ctx, full)
 		switch {
 		case errors.Is(err, zk.ErrNoNode):
 			if !watch {
 				return Leader{}, nil, nil
 			}
-			ok, _, ch, err := engine.Of(c).ExistsW(full)
+			ok, _, ch, err := engine.Of(c).ExistsW(ctx, full)
 			if err != nil {
 				return Leader{}, nil, err
 			}
@@ -229,7 +229,7 @@ func readLeader(ctx context.Context, c *recipes.Client, full string, watch bool)
 			if !watch {
 				return Leader{}, nil, nil
 			}
-			kids, _, ch, err := engine.Of(c).ChildrenW(full)
+			kids, _, ch, err := engine.Of(c).ChildrenW(ctx, full)
 			if errors.Is(err, zk.ErrNoNode) {
 				continue
 			}
@@ -249,9 +249,9 @@ func readLeader(ctx context.Context, c *recipes.Client, full string, watch bool)
 			ch   <-chan zk.Event
 		)
 		if watch {
-			data, st, ch, err = engine.Of(c).GetW(p)
+			data, st, ch, err = engine.Of(c).GetW(ctx, p)
 		} else {
-			data, st, err = c.Get(p)
+			data, st, err = engine.Of(c).Get(ctx, p)
 		}
 		if errors.Is(err, zk.ErrNoNode) {
 			continue // gone meanwhile: look again

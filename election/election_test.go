@@ -220,7 +220,7 @@ func TestLatchSilentClose(t *testing.T) {
 		t.Fatalf("silent close notified %v", b)
 	default:
 	}
-	kids, _, err := c.Children("/election/silent")
+	kids, _, err := c.Children(ctx, "/election/silent")
 	if err == nil {
 		assert.Empty(t, kids, "the node went with Close")
 	}
@@ -368,7 +368,7 @@ func TestSelectorAutoRequeue(t *testing.T) {
 			return err
 		}, election.AutoRequeue())
 		require.NoError(t, err)
-		require.NoError(t, s.Start())
+		require.NoError(t, s.Start(ctx))
 		sels = append(sels, s)
 	}
 	select {
@@ -407,8 +407,8 @@ func TestSelectorInterruptAndRequeue(t *testing.T) {
 	ok, err := s.Requeue()
 	assert.ErrorIs(t, err, election.ErrNotStarted)
 	assert.False(t, ok)
-	require.NoError(t, s.Start())
-	assert.ErrorIs(t, s.Start(), election.ErrAlreadyStarted)
+	require.NoError(t, s.Start(ctx))
+	assert.ErrorIs(t, s.Start(ctx), election.ErrAlreadyStarted)
 	var term *election.Term
 	select {
 	case term = <-led:
@@ -472,7 +472,7 @@ func TestBadInput(t *testing.T) {
 	assert.ErrorIs(t, zero.Start(ctx), recipes.ErrInvalidArgument)
 	assert.False(t, zero.HasLeadership())
 	var zs election.Selector
-	assert.ErrorIs(t, zs.Start(), recipes.ErrInvalidArgument)
+	assert.ErrorIs(t, zs.Start(ctx), recipes.ErrInvalidArgument)
 	_, err = election.CurrentLeader(ctx, c, "/election/nobody")
 	assert.ErrorIs(t, err, election.ErrNoLeader)
 	_, err = election.Observe(ctx, nil, "/x")
@@ -493,7 +493,7 @@ func TestLatchNodeDeletedAndForeignOwner(t *testing.T) {
 	term, err := l.Await(ctx)
 	require.NoError(t, err)
 	first := l.Node()
-	require.NoError(t, admin.Delete(first, -1))
+	require.NoError(t, admin.Delete(ctx, first, -1))
 	select {
 	case <-term.Done():
 	case <-time.After(10 * time.Second):
@@ -503,7 +503,7 @@ func TestLatchNodeDeletedAndForeignOwner(t *testing.T) {
 	require.NoError(t, err)
 	assert.NotEqual(t, first, l.Node(), "a new node")
 	assert.NotEqual(t, term.Node(), term2.Node())
-	ok, _, err := admin.Exists(first)
+	ok, _, err := admin.Exists(ctx, first)
 	require.NoError(t, err)
 	assert.False(t, ok)
 }

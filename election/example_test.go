@@ -106,7 +106,7 @@ func ExampleSelector() {
 		fmt.Println(err)
 		return
 	}
-	if err := s.Start(); err != nil {
+	if err := s.Start(ctx); err != nil {
 		fmt.Println(err)
 		return
 	}

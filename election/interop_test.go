@@ -440,7 +440,7 @@ func interopSelectorHandOff(t *testing.T, zkc *zktest.Cluster, dir string) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if err := s.Start(); err != nil {
+			if err := s.Start(ctx); err != nil {
 				t.Fatal(err)
 			}
 			t.Cleanup(func() { _ = s.Close(context.Background()) })
@@ -622,7 +622,7 @@ func interopSelectorMutualExclusion(t *testing.T, zkc *zktest.Cluster, dir strin
 		if err != nil {
 			t.Fatal(err)
 		}
-		if err := s.Start(); err != nil {
+		if err := s.Start(ctx); err != nil {
 			t.Fatal(err)
 		}
 		closers.Add(1)

@@ -78,7 +78,7 @@ func TestMisuse(t *testing.T) {
 		{Name: "Latch.Start", Call: func() error { return closedLatch.Start(ctx) }},
 		{Name: "Latch.Participants", Call: func() error { _, err := closedLatch.Participants(ctx); return err }},
 		{Name: "Latch.Leader", Call: func() error { _, err := closedLatch.Leader(ctx); return err }},
-		{Name: "Selector.Start", Call: func() error { return closedSel.Start() }},
+		{Name: "Selector.Start", Call: func() error { return closedSel.Start(ctx) }},
 		{Name: "Selector.Participants", Call: func() error { _, err := closedSel.Participants(ctx); return err }},
 		{Name: "Selector.Leader", Call: func() error { _, err := closedSel.Leader(ctx); return err }},
 	}))
@@ -202,10 +202,10 @@ func TestMisuse(t *testing.T) {
 	}
 	add("Selector.Start twice", []error{election.ErrAlreadyStarted}, func() error {
 		s := newS("/misuse/sel/twice")
-		if err := s.Start(); err != nil {
+		if err := s.Start(ctx); err != nil {
 			return err
 		}
-		return s.Start()
+		return s.Start(ctx)
 	})
 	add("Selector.Requeue before Start", []error{election.ErrNotStarted}, func() error {
 		_, err := newS("/misuse/sel/requeue").Requeue()
@@ -213,7 +213,7 @@ func TestMisuse(t *testing.T) {
 	})
 	add("Selector.Requeue after Close", closedErr, func() error {
 		s := newS("/misuse/sel/requeueclosed")
-		if err := s.Start(); err != nil {
+		if err := s.Start(ctx); err != nil {
 			return err
 		}
 		if err := s.Close(ctx); err != nil {
@@ -227,11 +227,11 @@ func TestMisuse(t *testing.T) {
 		if err := s.Close(ctx); err != nil {
 			return err
 		}
-		return s.Start()
+		return s.Start(ctx)
 	})
 	add("Selector.Close twice", noError, func() error {
 		s := newS("/misuse/sel/closetwice")
-		if err := s.Start(); err != nil {
+		if err := s.Start(ctx); err != nil {
 			return err
 		}
 		if err := s.Close(ctx); err != nil {
@@ -241,7 +241,7 @@ func TestMisuse(t *testing.T) {
 	})
 	tolerate("Selector.Close(nil ctx)", invalidArg, func() error {
 		s := newS("/misuse/sel/nilclose")
-		if err := s.Start(); err != nil {
+		if err := s.Start(ctx); err != nil {
 			return err
 		}
 		return s.Close(nilCtx)
@@ -260,7 +260,7 @@ func TestMisuse(t *testing.T) {
 		s    *election.Selector
 	}{{"nil Selector", nilS}, {"zero Selector", new(election.Selector)}} {
 		add(ss.what+" calls", noError, misuseEach(invalidArg, []misuseSub{
-			{Name: "Start", Call: func() error { return ss.s.Start() }},
+			{Name: "Start", Call: func() error { return ss.s.Start(ctx) }},
 			{Name: "Requeue", Call: func() error { _, err := ss.s.Requeue(); return err }},
 			{Name: "Close", Call: func() error { return ss.s.Close(ctx) }},
 			{Name: "Participants", Call: func() error { _, err := ss.s.Participants(ctx); return err }},

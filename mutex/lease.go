@@ -44,7 +44,7 @@ func (l *Lease) IsLost() bool { return l.hold.IsLost() }
 func (l *Lease) Token(ctx context.Context) (int64, error) { return l.hold.Token(ctx) }
 
 // Fenced runs ops (*zk.CreateRequest, *zk.SetDataRequest, *zk.DeleteRequest
-// or *zk.CheckVersionRequest, with server paths) as one transaction
+// or *zk.CheckVersionRequest, on recipe paths: the client's namespace is applied) as one transaction
 // together with a check that the lease's node still exists, so the server
 // refuses the writes of a holder that lost it: the error then wraps
 // ErrFenced, as it does once the lease is fully released. The responses returned are for ops

@@ -148,7 +148,7 @@ func TestLocalHandoffFencingAndCancel(t *testing.T) {
 	b := connect(t, zkc.Servers())
 	am := newMutex(t, a, path, mutex.WithLocalHandoff(10))
 	bm := newMutex(t, b, path)
-	_, err := b.Create("/local-target", []byte("0"), 0)
+	_, err := b.Create(ctx, "/local-target", []byte("0"), 0)
 	require.NoError(t, err)
 
 	first, err := am.Lock(mutex.WithOwner(ctx, "first"))

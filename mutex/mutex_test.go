@@ -352,7 +352,7 @@ func TestSessionLoss(t *testing.T) {
 
 			lease, err := am.Lock(ctx)
 			require.NoError(t, err)
-			_, err = b.Create("/fence-target", []byte("0"), 0)
+			_, err = b.Create(ctx, "/fence-target", []byte("0"), 0)
 			require.NoError(t, err)
 
 			type result struct {
@@ -394,7 +394,7 @@ func TestSessionLoss(t *testing.T) {
 			require.NoError(t, a.WaitConnected(ctx))
 			_, err = lease.Fenced(ctx, &zk.SetDataRequest{Path: "/fence-target", Data: []byte("stale"), Version: -1})
 			assert.ErrorIs(t, err, mutex.ErrFenced, "the stale holder's write is refused")
-			data, _, err := b.Get("/fence-target")
+			data, _, err := b.Get(ctx, "/fence-target")
 			require.NoError(t, err)
 			assert.Equal(t, "0", string(data))
 			_, err = r.lease.Fenced(ctx, &zk.SetDataRequest{Path: "/fence-target", Data: []byte("fresh"), Version: -1})
@@ -579,7 +579,7 @@ func TestTokensIncreaseAcrossHoldersAndRecreatedParent(t *testing.T) {
 	for i := 0; i < 100; i++ {
 		if i == 50 { // let the server reap the empty parent, then go on
 			eventually(t, 15*time.Second, "parent reaped", func() bool {
-				ok, _, err := cs[0].Exists(path)
+				ok, _, err := cs[0].Exists(ctx, path)
 				return err == nil && !ok
 			})
 		}
@@ -666,7 +666,7 @@ func TestIntrospection(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, ps[0], h)
 	assert.Equal(t, "worker-a", string(data))
-	d, _, err := b.Get(ps[1].Path)
+	d, _, err := b.Get(ctx, ps[1].Path)
 	require.NoError(t, err)
 	assert.NotEmpty(t, string(d), "default data is the local IP address")
 	require.NoError(t, am.Unlock(ctx))

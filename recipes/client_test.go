@@ -100,11 +100,13 @@ func TestStateReconnectedAfterLeaderKill(t *testing.T) {
 	got := log.WaitFor(t, 0, 20*time.Second, recipes.StateSuspended, recipes.StateReconnected)
 	assert.NotContains(t, got, recipes.StateLost)
 	assert.Equal(t, sid, c.SessionID(), "the session survives a leader change")
-	_, err = c.Create("/after-failover", nil, 0)
+	_, err = c.Create(context.Background(), "/after-failover", nil, 0)
 	require.NoError(t, err)
 	require.NoError(t, zkc.Restart(leader))
 }
 
+// A listener registered after Connect hears the current state first, then
+// every transition: the natural Connect-then-Listen never misses CONNECTED.
 func TestListenersGetEveryTransitionInOrderAndSlowOnesDoNotBlock(t *testing.T) {
 	zkc := zktest.Start(t)
 	proxy := zktest.NewProxy(t, zkc.Servers()[0])
@@ -129,8 +131,9 @@ func TestListenersGetEveryTransitionInOrderAndSlowOnesDoNotBlock(t *testing.T) {
 		proxy.Cut()
 		fast.WaitFor(t, n, 10*time.Second, recipes.StateSuspended, recipes.StateReconnected)
 	}
-	close(block) // the slow listener catches up with all six
+	close(block) // the slow listener catches up with the current state, then all six
 	want := []recipes.State{
+		recipes.StateConnected, // the state when it registered
 		recipes.StateSuspended, recipes.StateReconnected, recipes.StateSuspended,
 		recipes.StateReconnected, recipes.StateSuspended, recipes.StateReconnected,
 	}
@@ -167,7 +170,7 @@ func TestProtectedCreateRecoversLostReply(t *testing.T) {
 	assert.GreaterOrEqual(t, d.Children, uint64(1), "the lost reply forced a search")
 	t.Logf("requests for the recovered create: %+v", d)
 
-	kids, _, err := c.Children("/protected")
+	kids, _, err := c.Children(ctx, "/protected")
 	require.NoError(t, err)
 	require.Len(t, kids, 1, "exactly one node")
 	assert.Equal(t, "/protected/"+kids[0], path)
@@ -190,13 +193,13 @@ func TestContainerParentsAreReapedAndRecreated(t *testing.T) {
 	require.NoError(t, engine.Of(c).GuaranteedDelete(ctx, path, sid))
 	// The server reaps empty containers bottom-up, one level per check.
 	eventually(t, 15*time.Second, "containers reaped", func() bool {
-		ok, _, err := c.Exists("/reap")
+		ok, _, err := c.Exists(ctx, "/reap")
 		return err == nil && !ok
 	})
 
 	// A parent deleted between two calls is recreated.
 	require.NoError(t, engine.Of(c).EnsureContainers(ctx, "/reap2/x"))
-	require.NoError(t, c.Delete("/reap2/x", -1))
+	require.NoError(t, c.Delete(ctx, "/reap2/x", -1))
 	_, _, err = engine.Of(c).CreateProtected(ctx, "/reap2/x", "lock-", nil)
 	require.NoError(t, err)
 
@@ -225,12 +228,12 @@ func TestGuaranteedDeleteSurvivesConnectionBlip(t *testing.T) {
 	proxy.Blackhole()
 	require.NoError(t, engine.Of(c).GuaranteedDelete(ctx, path, sid)) // fails for a connection reason, goes to background
 	assert.Equal(t, int64(1), c.Stats().PendingDeletes)
-	ok, _, err := direct.Exists(path)
+	ok, _, err := direct.Exists(ctx, path)
 	require.NoError(t, err)
 	assert.True(t, ok, "not deleted while black-holed")
 	proxy.Restore()
 	eventually(t, 10*time.Second, "background delete", func() bool {
-		ok, _, err := direct.Exists(path)
+		ok, _, err := direct.Exists(ctx, path)
 		return err == nil && !ok && c.Stats().PendingDeletes == 0
 	})
 	assert.Equal(t, sid, c.SessionID(), "the session survived: the delete, not expiry, removed the node")
@@ -309,10 +312,13 @@ func TestAdoptedConnectionNamespaceAndAuth(t *testing.T) {
 
 	// Another session without the credentials cannot read the node.
 	other := connect(t, zkc.Servers())
-	_, _, err = other.Get(p)
+	_, _, err = other.Get(context.Background(), p)
 	assert.ErrorIs(t, err, zk.ErrNoAuth)
-	data, _, err := c.Get(p)
+	data, _, err := engine.Of(c).Get(context.Background(), p)
 	require.NoError(t, err)
+	assert.Equal(t, "hi", string(data))
+	data, _, err = c.Get(context.Background(), strings.TrimPrefix(p, "/ns"))
+	require.NoError(t, err, "the Client's own methods apply the namespace")
 	assert.Equal(t, "hi", string(data))
 }
 

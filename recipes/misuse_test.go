@@ -158,18 +158,18 @@ func TestMisuse(t *testing.T) {
 		} // a zero Client's panics on a goroutine of its own: tried in a child process, below
 		m("Retry(an op that fails with a connection loss)", func(c *recipes.Client) error { return c.Retry(ctx, retryable) })
 		add(cl.what+": go-zookeeper calls", noError, misuseEach(cl.want, []misuseSub{
-			{Name: "Create", Call: func() error { _, err := cl.c().Create("/misuse", nil, 0); return err }},
-			{Name: "CreateContainer", Call: func() error { _, err := engine.Of(cl.c()).CreateContainer("/misuse"); return err }},
-			{Name: "Delete", Call: func() error { return cl.c().Delete("/misuse", -1) }},
-			{Name: "Get", Call: func() error { _, _, err := cl.c().Get("/"); return err }},
-			{Name: "GetW", Call: func() error { _, _, _, err := engine.Of(cl.c()).GetW("/"); return err }},
-			{Name: "Exists", Call: func() error { _, _, err := cl.c().Exists("/"); return err }},
-			{Name: "ExistsW", Call: func() error { _, _, _, err := engine.Of(cl.c()).ExistsW("/"); return err }},
-			{Name: "Children", Call: func() error { _, _, err := cl.c().Children("/"); return err }},
-			{Name: "ChildrenW", Call: func() error { _, _, _, err := engine.Of(cl.c()).ChildrenW("/"); return err }},
-			{Name: "Set", Call: func() error { _, err := cl.c().Set("/misuse", nil, -1); return err }},
-			{Name: "Sync", Call: func() error { return cl.c().Sync("/") }},
-			{Name: "Multi", Call: func() error { _, err := cl.c().Multi(&zk.CheckVersionRequest{Path: "/", Version: -1}); return err }},
+			{Name: "Create", Call: func() error { _, err := cl.c().Create(ctx, "/misuse", nil, 0); return err }},
+			{Name: "CreateContainer", Call: func() error { _, err := engine.Of(cl.c()).CreateContainer(ctx, "/misuse"); return err }},
+			{Name: "Delete", Call: func() error { return cl.c().Delete(ctx, "/misuse", -1) }},
+			{Name: "Get", Call: func() error { _, _, err := cl.c().Get(ctx, "/"); return err }},
+			{Name: "GetW", Call: func() error { _, _, _, err := engine.Of(cl.c()).GetW(ctx, "/"); return err }},
+			{Name: "Exists", Call: func() error { _, _, err := cl.c().Exists(ctx, "/"); return err }},
+			{Name: "ExistsW", Call: func() error { _, _, _, err := engine.Of(cl.c()).ExistsW(ctx, "/"); return err }},
+			{Name: "Children", Call: func() error { _, _, err := cl.c().Children(ctx, "/"); return err }},
+			{Name: "ChildrenW", Call: func() error { _, _, _, err := engine.Of(cl.c()).ChildrenW(ctx, "/"); return err }},
+			{Name: "Set", Call: func() error { _, err := cl.c().Set(ctx, "/misuse", nil, -1); return err }},
+			{Name: "Sync", Call: func() error { return cl.c().Sync(ctx, "/") }},
+			{Name: "Multi", Call: func() error { _, err := cl.c().Multi(ctx, &zk.CheckVersionRequest{Path: "/", Version: -1}); return err }},
 		}))
 	}
 	add("closed Client.Listen", noError, func() error {

@@ -237,7 +237,7 @@ func TestSessionLossOfReaderAndWriter(t *testing.T) {
 			a := connect(t, []string{proxy.Addr()}, recipes.WithSessionTimeout(2*time.Second))
 			b := connect(t, zkc.Servers())
 			arw, brw := newRW(t, a, path), newRW(t, b, path)
-			_, err := b.Create("/fence-"+kind, []byte("0"), 0)
+			_, err := b.Create(ctx, "/fence-"+kind, []byte("0"), 0)
 			require.NoError(t, err)
 
 			lk := arw.ReadLock()

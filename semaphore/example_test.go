@@ -133,7 +133,7 @@ func ExampleNewWithCount() {
 		fmt.Println(err)
 		return
 	}
-	defer count.Close()
+	defer count.Close(ctx)
 	s, err := semaphore.NewWithCount(c, "/semaphores/reports", count)
 	if err != nil {
 		fmt.Println(err)
@@ -188,7 +188,7 @@ func ExampleSharedCount() {
 		fmt.Println(err)
 		return
 	}
-	defer watcher.Close()
+	defer watcher.Close(ctx)
 	changes, stop := watcher.Subscribe()
 	defer stop()
 
@@ -197,7 +197,7 @@ func ExampleSharedCount() {
 		fmt.Println(err)
 		return
 	}
-	defer setter.Close()
+	defer setter.Close(ctx)
 	fmt.Println("setter reads:", setter.Get())
 	if err := setter.Set(ctx, 5); err != nil {
 		fmt.Println(err)
@@ -205,7 +205,7 @@ func ExampleSharedCount() {
 	}
 	select {
 	case v := <-changes:
-		fmt.Println("watcher sees:", v, watcher.Get())
+		fmt.Println("watcher sees:", v.Value, watcher.Get())
 	case <-time.After(10 * time.Second):
 		fmt.Println("no change seen")
 	}

@@ -349,7 +349,7 @@ func interopSharedCount(t *testing.T, zkc *zktest.Cluster, dir string) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		defer sc.Close()
+		defer sc.Close(ctx)
 		if w.doSet {
 			if err := sc.Set(ctx, w.set); err != nil {
 				t.Fatal(err)
@@ -373,8 +373,8 @@ func interopSharedCount(t *testing.T, zkc *zktest.Cluster, dir string) {
 	}
 	select {
 	case got := <-changes:
-		if got != -1000 {
-			t.Errorf("Go's watching SharedCount saw %d after Curator set -1000", got)
+		if got.Value != -1000 {
+			t.Errorf("Go's watching SharedCount saw %+v after Curator set -1000", got)
 		}
 	case <-ctx.Done():
 		t.Fatalf("Go's watching SharedCount never saw Curator's -1000: %v", ctx.Err())
@@ -386,7 +386,7 @@ func interopSharedCount(t *testing.T, zkc *zktest.Cluster, dir string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer other.Close()
+	defer other.Close(ctx)
 	if a, b := other.GetVersioned(), sc.GetVersioned(); a != b || a.Value != -1000 || a.Version != want[0].Version+1 {
 		t.Errorf("a new Go SharedCount reads %+v, the watching one %+v; want -1000 at version %d", a, b, want[0].Version+1)
 	}
@@ -394,7 +394,7 @@ func interopSharedCount(t *testing.T, zkc *zktest.Cluster, dir string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer fc.Close()
+	defer fc.Close(ctx)
 	if got := fc.GetVersioned(); got.Value != 12345 || got.Version != 1 {
 		t.Errorf("Go reads the count Curator created as %+v, want 12345 at version 1 (seeded, then set)", got)
 	}

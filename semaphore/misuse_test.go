@@ -36,7 +36,7 @@ func TestMisuse(t *testing.T) {
 
 	count, err := semaphore.NewSharedCount(ctx, c, "/misuse/count", 2)
 	require.NoError(t, err)
-	t.Cleanup(func() { count.Close() })
+	t.Cleanup(func() { count.Close(ctx) })
 
 	closed, err := recipes.Connect(servers)
 	require.NoError(t, err)
@@ -71,7 +71,7 @@ func TestMisuse(t *testing.T) {
 	pathRow("NewSharedCount", func(p string) error {
 		s, err := semaphore.NewSharedCount(ctx, c, p, 1)
 		if err == nil {
-			s.Close()
+			s.Close(ctx)
 		}
 		return err
 	})
@@ -318,14 +318,14 @@ func TestMisuse(t *testing.T) {
 	// Shared counts.
 	var nilCount *semaphore.SharedCount
 	zeroCount := new(semaphore.SharedCount)
-	add("nil SharedCount.Close", invalidArg, func() error { return nilCount.Close() })
+	add("nil SharedCount.Close", invalidArg, func() error { return nilCount.Close(ctx) })
 	add("zero SharedCount writes", noError, misuseEach(invalidArg, []misuseSub{
 		{Name: "Set", Call: func() error { return zeroCount.Set(ctx, 1) }},
 		{Name: "TrySet", Call: func() error { _, err := zeroCount.TrySet(ctx, semaphore.VersionedValue{}, 1); return err }},
 	}))
 	add("zero SharedCount queries", noError, func() error {
 		_, _, _ = zeroCount.Get(), zeroCount.GetVersioned(), zeroCount.Path()
-		zeroCount.Listen(func(int) {})()
+		zeroCount.Listen(func(semaphore.VersionedValue) {})()
 		_, cancel := zeroCount.Subscribe()
 		cancel()
 		return nil
@@ -347,7 +347,7 @@ func TestMisuse(t *testing.T) {
 		if err != nil {
 			return err
 		}
-		defer pcount.Close()
+		defer pcount.Close(ctx)
 		return lostReply("/misuse/count/lost", func() error { return pcount.Set(nilCtx, 2) })
 	})
 	add("SharedCount.Close twice", noError, func() error {
@@ -355,17 +355,17 @@ func TestMisuse(t *testing.T) {
 		if err != nil {
 			return err
 		}
-		if err := sc.Close(); err != nil {
+		if err := sc.Close(ctx); err != nil {
 			return err
 		}
-		return sc.Close()
+		return sc.Close(ctx)
 	})
 	add("SharedCount writes after Close", noError, func() error {
 		sc, err := semaphore.NewSharedCount(ctx, c, "/misuse/count/afterclose", 1)
 		if err != nil {
 			return err
 		}
-		if err := sc.Close(); err != nil {
+		if err := sc.Close(ctx); err != nil {
 			return err
 		}
 		return misuseEach(closedErr, []misuseSub{
@@ -390,7 +390,7 @@ var misuseChildren = testutil.MisuseChildren{
 		ctx := context.Background()
 		sc, err := semaphore.NewSharedCount(ctx, c, "/misuse/child/count", 1)
 		require.NoError(t, err)
-		defer sc.Close()
+		defer sc.Close(ctx)
 		sc.Listen(nil)
 		ch, cancel := sc.Subscribe()
 		defer cancel()

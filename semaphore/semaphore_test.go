@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/zkrecipes/zkrecipes/internal/engine"
 	"github.com/zkrecipes/zkrecipes/internal/testutil"
 	"github.com/zkrecipes/zkrecipes/mutex"
 	"github.com/zkrecipes/zkrecipes/recipes"
@@ -36,7 +37,7 @@ func newSem(t testing.TB, c *recipes.Client, path string, max int, opts ...semap
 
 func leaseCount(t testing.TB, c *recipes.Client, path string) int {
 	t.Helper()
-	kids, _, err := c.Children(path + "/leases")
+	kids, _, err := c.Children(context.Background(), path+"/leases")
 	if err != nil {
 		return 0
 	}
@@ -114,7 +115,7 @@ func TestNeverMoreThanMax(t *testing.T) {
 	require.Len(t, ps, 2)
 	assert.Equal(t, ls[0].Node(), ps[0].Path)
 	assert.Equal(t, "data", string(ps[1].Data))
-	kids, _, err := c.Children(path + "/locks")
+	kids, _, err := c.Children(ctx, path+"/locks")
 	require.NoError(t, err)
 	assert.Empty(t, kids, "the internal mutex is free once the leases are held")
 	require.NoError(t, semaphore.ReturnAll(ctx, ls))
@@ -157,7 +158,7 @@ func TestSharedCountMaximumChanges(t *testing.T) {
 	c := connect(t, zkc.Servers())
 	count, err := semaphore.NewSharedCount(ctx, c, "/sem/count", 4)
 	require.NoError(t, err)
-	defer count.Close()
+	defer count.Close(ctx)
 	s, err := semaphore.NewWithCount(c, "/sem/dyn", count)
 	require.NoError(t, err)
 
@@ -193,7 +194,7 @@ func TestSharedCountMaximumChanges(t *testing.T) {
 	other := connect(t, zkc.Servers()) // the change comes from another client
 	ocount, err := semaphore.NewSharedCount(ctx, other, "/sem/count", 99)
 	require.NoError(t, err)
-	defer ocount.Close()
+	defer ocount.Close(ctx)
 	assert.Equal(t, 2, ocount.Get(), "the seed does not overwrite")
 	require.NoError(t, ocount.Set(ctx, 6))
 	select {
@@ -216,7 +217,7 @@ func TestSharedCountTrySetOneWinnerPerVersion(t *testing.T) {
 		c := connect(t, zkc.Servers())
 		sc, err := semaphore.NewSharedCount(ctx, c, "/sem/trycount", 0)
 		require.NoError(t, err)
-		defer sc.Close()
+		defer sc.Close(ctx)
 		counts[i] = sc
 	}
 	changes, stop := counts[0].Subscribe()
@@ -249,14 +250,14 @@ func TestSharedCountTrySetOneWinnerPerVersion(t *testing.T) {
 		assert.Equal(t, int32(1), wins.Load(), "round %d: one winner", r)
 		select {
 		case v := <-changes:
-			assert.Equal(t, prev.Value+1, v)
+			assert.Equal(t, semaphore.VersionedValue{Value: prev.Value + 1, Version: prev.Version + 1}, v, "the listener gets the version it can TrySet from")
 		case <-time.After(5 * time.Second):
 			t.Fatalf("round %d: no change notification", r)
 		}
 	}
 	assert.Equal(t, rounds, counts[0].Get())
-	require.NoError(t, counts[0].Close())
-	require.NoError(t, counts[0].Close(), "Close twice")
+	require.NoError(t, counts[0].Close(ctx))
+	require.NoError(t, counts[0].Close(ctx), "Close twice")
 }
 
 // A holder black-holed past its session timeout: Done closes, the server
@@ -431,12 +432,12 @@ func TestBadInput(t *testing.T) {
 	var zm semaphore.Mutex
 	assert.ErrorIs(t, zm.Unlock(ctx), recipes.ErrInvalidArgument)
 	var zc semaphore.SharedCount
-	assert.ErrorIs(t, zc.Close(), recipes.ErrInvalidArgument)
+	assert.ErrorIs(t, zc.Close(ctx), recipes.ErrInvalidArgument)
 	_, err = semaphore.NewSharedCount(ctx, c, "/sem/big", 1<<40)
 	assert.ErrorIs(t, err, recipes.ErrInvalidArgument)
 
 	// A node that is not a shared count.
-	_, err = c.Create("/notcount", []byte("hello"), 0)
+	_, err = c.Create(ctx, "/notcount", []byte("hello"), 0)
 	require.NoError(t, err)
 	_, err = semaphore.NewSharedCount(ctx, c, "/notcount", 1)
 	assert.ErrorIs(t, err, recipes.ErrInvalidArgument)
@@ -461,7 +462,7 @@ func TestSharedCountNodeDeletedAndZeroMaximum(t *testing.T) {
 	admin := connect(t, zkc.Servers())
 	count, err := semaphore.NewSharedCount(ctx, c, "/sem/zero", 0)
 	require.NoError(t, err)
-	defer count.Close()
+	defer count.Close(ctx)
 	s, err := semaphore.NewWithCount(c, "/sem/zeroed", count)
 	require.NoError(t, err)
 	got := make(chan error, 1)
@@ -474,15 +475,15 @@ func TestSharedCountNodeDeletedAndZeroMaximum(t *testing.T) {
 	}()
 	eventually(t, 5*time.Second, "waiting", func() bool { return leaseCount(t, c, "/sem/zeroed") == 1 })
 
-	require.NoError(t, admin.Delete("/sem/zero", -1))
+	require.NoError(t, admin.Delete(ctx, "/sem/zero", -1))
 	changes, stop := count.Subscribe()
 	defer stop()
 	assert.Equal(t, 0, count.Get(), "the last value is kept")
-	_, err = admin.Create("/sem/zero", []byte{0, 0, 0, 1}, 0)
+	_, err = admin.Create(ctx, "/sem/zero", []byte{0, 0, 0, 1}, 0)
 	require.NoError(t, err)
 	select {
 	case v := <-changes:
-		assert.Equal(t, 1, v)
+		assert.Equal(t, 1, v.Value)
 	case <-time.After(10 * time.Second):
 		t.Fatal("the recreated node was not seen")
 	}
@@ -492,4 +493,29 @@ func TestSharedCountNodeDeletedAndZeroMaximum(t *testing.T) {
 	case <-time.After(10 * time.Second):
 		t.Fatal("the waiter did not get the lease")
 	}
+}
+
+// A lease node carries this host's address by default, as Curator's do
+// (its framework's default data), and WithData's bytes when given.
+func TestLeaseDataDefaultsToTheHostAddress(t *testing.T) {
+	zkc := zktest.Start(t)
+	c := connect(t, zkc.Servers())
+	ctx := context.Background()
+	s, err := semaphore.New(c, "/semdata", 2)
+	require.NoError(t, err)
+	leases, err := s.Acquire(ctx, 1)
+	require.NoError(t, err)
+	data, err := leases[0].Data(ctx)
+	require.NoError(t, err)
+	assert.Equal(t, engine.LocalIP(), string(data))
+	require.NoError(t, semaphore.ReturnAll(ctx, leases))
+
+	s, err = semaphore.New(c, "/semdata", 2, semaphore.WithData([]byte("mine")))
+	require.NoError(t, err)
+	leases, err = s.Acquire(ctx, 1)
+	require.NoError(t, err)
+	data, err = leases[0].Data(ctx)
+	require.NoError(t, err)
+	assert.Equal(t, "mine", string(data))
+	require.NoError(t, semaphore.ReturnAll(ctx, leases))
 }

@@ -36,7 +36,7 @@ type SharedCount struct {
 	czxid   int64         // of the node val was read from (0: none yet)
 	changed chan struct{} // closed at the next change
 
-	listeners engine.Listeners[int]
+	listeners engine.Listeners[VersionedValue]
 	cancel    context.CancelFunc
 	done      chan struct{}
 	closeOnce sync.Once
@@ -61,13 +61,13 @@ func NewSharedCount(ctx context.Context, c *recipes.Client, path string, seed in
 		return nil, err
 	}
 	err = c.Retry(ctx, func() error {
-		_, err := c.Create(full, data, 0)
+		_, err := engine.Of(c).Create(ctx, full, data, 0)
 		if errors.Is(err, zk.ErrNoNode) {
 			parent, _ := engine.SplitPath(full)
 			if err := engine.Of(c).EnsureContainers(ctx, parent); err != nil {
 				return err
 			}
-			_, err = c.Create(full, data, 0)
+			_, err = engine.Of(c).Create(ctx, full, data, 0)
 		}
 		return err
 	})
@@ -109,7 +109,7 @@ func (s *SharedCount) refresh(ctx context.Context) error {
 	)
 	err := s.c.Retry(ctx, func() error {
 		var err error
-		data, st, err = s.c.Get(s.full)
+		data, st, err = engine.Of(s.c).Get(ctx, s.full)
 		return err
 	})
 	if errors.Is(err, zk.ErrNoNode) {
@@ -153,7 +153,7 @@ func (s *SharedCount) apply(v VersionedValue, czxid int64) {
 	}
 	s.mu.Unlock()
 	if changed {
-		s.listeners.Post(v.Value)
+		s.listeners.Post(v)
 	}
 }
 
@@ -204,7 +204,7 @@ func (s *SharedCount) TrySet(ctx context.Context, prev VersionedValue, v int) (b
 	var st *zk.Stat
 	err = s.c.Retry(ctx, func() error {
 		var err error
-		st, err = s.c.Set(s.full, data, prev.Version)
+		st, err = engine.Of(s.c).Set(ctx, s.full, data, prev.Version)
 		return err
 	})
 	if errors.Is(err, zk.ErrBadVersion) {
@@ -232,7 +232,7 @@ func (s *SharedCount) Set(ctx context.Context, v int) error {
 	var st *zk.Stat
 	err = s.c.Retry(ctx, func() error {
 		var err error
-		st, err = s.c.Set(s.full, data, -1)
+		st, err = engine.Of(s.c).Set(ctx, s.full, data, -1)
 		return err
 	})
 	if err != nil {
@@ -256,25 +256,40 @@ func (s *SharedCount) writable() error {
 	return engine.Of(s.c).Check()
 }
 
-// Listen calls fn with every new value, in order, on a goroutine of its
-// own (a slow fn never blocks the count or the client). The returned
-// function removes the listener.
-func (s *SharedCount) Listen(fn func(int)) (remove func()) { return s.listeners.Listen(fn) }
+// Listen calls fn with every new value, with the version it was read
+// from (what TrySet wants), in order, on a goroutine of its own (a slow fn
+// never blocks the count or the client). The returned function removes
+// the listener.
+func (s *SharedCount) Listen(fn func(VersionedValue)) (remove func()) {
+	return s.listeners.Listen(fn)
+}
 
 // Subscribe returns a channel of the new values, in order, queued without
 // bound; the returned function (or Close) closes it.
-func (s *SharedCount) Subscribe() (<-chan int, func()) { return s.listeners.Subscribe() }
+func (s *SharedCount) Subscribe() (<-chan VersionedValue, func()) {
+	return s.listeners.Subscribe()
+}
 
-// Close stops watching and removes the listeners. The node stays. It is
-// safe to call more than once.
-func (s *SharedCount) Close() error {
+// Close stops watching and removes the listeners, waiting for that within
+// ctx. The node stays. It is safe to call more than once.
+func (s *SharedCount) Close(ctx context.Context) error {
 	if s == nil || s.cancel == nil {
 		return fmt.Errorf("%w: SharedCount not made by NewSharedCount", recipes.ErrInvalidArgument)
 	}
+	if ctx == nil {
+		return fmt.Errorf("%w: nil context", recipes.ErrInvalidArgument)
+	}
+	var err error
 	s.closeOnce.Do(func() {
 		s.cancel()
-		<-s.done
+		select {
+		case <-s.done:
+		case <-ctx.Done():
+			err = fmt.Errorf("shared count %s: close: %w", s.path, ctx.Err())
+			go func() { <-s.done; s.listeners.Close() }()
+			return
+		}
 		s.listeners.Close()
 	})
-	return nil
+	return err
 }

@@ -190,9 +190,9 @@ func read[T any](ctx context.Context, r *reader, kind byte, path string, plain f
 
 func (r *reader) children(ctx context.Context, path string) ([]string, error) {
 	return read(ctx, r, 'c', path,
-		func() ([]string, error) { kids, _, err := r.c.Children(path); return kids, err },
+		func() ([]string, error) { kids, _, err := r.c.Children(ctx, path); return kids, err },
 		func() ([]string, <-chan zk.Event, error) {
-			kids, _, ch, err := engine.Of(r.c).ChildrenW(path)
+			kids, _, ch, err := engine.Of(r.c).ChildrenW(ctx, path)
 			return kids, ch, err
 		})
 }
@@ -205,9 +205,9 @@ type dataStat struct {
 
 func (r *reader) get(ctx context.Context, path string) ([]byte, *zk.Stat, error) {
 	n, err := read(ctx, r, 'd', path,
-		func() (dataStat, error) { data, st, err := r.c.Get(path); return dataStat{data, st}, err },
+		func() (dataStat, error) { data, st, err := r.c.Get(ctx, path); return dataStat{data, st}, err },
 		func() (dataStat, <-chan zk.Event, error) {
-			data, st, ch, err := engine.Of(r.c).GetW(path)
+			data, st, ch, err := engine.Of(r.c).GetW(ctx, path)
 			return dataStat{data, st}, ch, err
 		})
 	return n.data, n.st, err
@@ -216,9 +216,9 @@ func (r *reader) get(ctx context.Context, path string) ([]byte, *zk.Stat, error)
 // exists leaves a watch (in watch mode) on a node that may not exist yet.
 func (r *reader) exists(ctx context.Context, path string) (bool, error) {
 	return read(ctx, r, 'e', path,
-		func() (bool, error) { ok, _, err := r.c.Exists(path); return ok, err },
+		func() (bool, error) { ok, _, err := r.c.Exists(ctx, path); return ok, err },
 		func() (bool, <-chan zk.Event, error) {
-			ok, _, ch, err := engine.Of(r.c).ExistsW(path)
+			ok, _, ch, err := engine.Of(r.c).ExistsW(ctx, path)
 			return ok, ch, err
 		})
 }

@@ -106,7 +106,7 @@ func waitChildren(t *testing.T, c *recipes.Client, path string, n int) {
 	t.Helper()
 	var last []string
 	zktest.Eventually(t, 30*time.Second, fmt.Sprintf("%d children under %s (have %v)", n, path, &last), func() bool {
-		kids, _, err := c.Children(path)
+		kids, _, err := c.Children(context.Background(), path)
 		last = kids
 		return err == nil && len(kids) == n
 	})
@@ -245,7 +245,7 @@ func treeStats(t *testing.T, c *recipes.Client, path string) map[string]zk.Stat 
 	out := map[string]zk.Stat{}
 	var walk func(p string)
 	walk = func(p string) {
-		kids, st, err := c.Children(p)
+		kids, st, err := c.Children(context.Background(), p)
 		if errors.Is(err, zk.ErrNoNode) {
 			return
 		}
@@ -397,7 +397,7 @@ func TestGoSemaphore(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer count.Close()
+	defer count.Close(ctx)
 	newSem := func(c *recipes.Client, data string) *semaphore.Semaphore {
 		s, err := semaphore.New(c, path, 2, semaphore.WithData([]byte(data)))
 		if err != nil {
@@ -613,10 +613,10 @@ func TestSummary(t *testing.T) {
 	if _, err := held2.Lock(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := a.Create(root+"/orders/3", nil, 0); err != nil {
+	if _, err := a.Create(ctx, root+"/orders/3", nil, 0); err != nil {
 		t.Fatal(err)
 	}
-	defer a.Delete(root+"/orders/3", -1)
+	defer a.Delete(ctx, root+"/orders/3", -1)
 	s, err := semaphore.New(a, root+"/jobs/sem", 5)
 	if err != nil {
 		t.Fatal(err)
@@ -717,7 +717,7 @@ func TestWatch(t *testing.T) {
 				return strings.Contains(out.String(), `"first"`) || strings.Contains(out.String(), `"data":"first"`)
 			})
 			n := draws()
-			if _, err := a.Set(lease.Node(), []byte("second"), -1); err != nil {
+			if _, err := a.Set(ctx, lease.Node(), []byte("second"), -1); err != nil {
 				t.Fatal(err)
 			}
 			waitDraws(n+1, "a draw after the data changed")
@@ -916,7 +916,7 @@ func TestWatchRetriesErrors(t *testing.T) {
 	zktest.Eventually(t, 30*time.Second, "the error drawn", func() bool {
 		return strings.Contains(out.String(), "error: -count "+countPath)
 	})
-	if _, err := a.Create(countPath, []byte{0, 0, 0, 3}, 0); err != nil {
+	if _, err := a.Create(ctx, countPath, []byte{0, 0, 0, 3}, 0); err != nil {
 		t.Fatal(err)
 	}
 	zktest.Eventually(t, 30*time.Second, "the report drawn", func() bool {

@@ -153,7 +153,7 @@ func run(ctx context.Context, servers []string) error {
 	if err != nil {
 		return err
 	}
-	if _, err := admin.Create(ledgerPath, data, 0); err != nil {
+	if _, err := admin.Create(ctx, ledgerPath, data, 0); err != nil {
 		return err
 	}
 	defer demo.DeleteTree(admin, base)
@@ -373,7 +373,7 @@ func (b *bank) await(ctx context.Context, what string, cond func() bool) error {
 // who, which held the lock when the parent did what.
 func (b *bank) watch(node, who, what string) {
 	since := time.Now()
-	ok, _, ch, err := engine.Of(b.admin).ExistsW(node)
+	ok, _, ch, err := engine.Of(b.admin).ExistsW(context.Background(), node)
 	if err != nil || !ok {
 		return
 	}
@@ -485,10 +485,10 @@ func (b *bank) killAll() {
 
 // verdict reads the ledger, audits it and prints the verdict.
 func (b *bank) verdict() error {
-	if err := b.admin.Sync(ledgerPath); err != nil {
+	if err := b.admin.Sync(context.Background(), ledgerPath); err != nil {
 		return err
 	}
-	data, _, err := b.admin.Get(ledgerPath)
+	data, _, err := b.admin.Get(context.Background(), ledgerPath)
 	if err != nil {
 		return err
 	}

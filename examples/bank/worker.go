@@ -139,7 +139,7 @@ func (w *worker) transfer(ctx context.Context, lease *mutex.Lease) (bool, error)
 		return false, nil
 	}
 	var data []byte
-	if err := w.c.Retry(ctx, func() (err error) { data, _, err = w.c.Get(ledgerPath); return err }); err != nil {
+	if err := w.c.Retry(ctx, func() (err error) { data, _, err = w.c.Get(ctx, ledgerPath); return err }); err != nil {
 		return false, fmt.Errorf("read the ledger: %w", err)
 	}
 	l, err := parseLedger(data)
@@ -213,7 +213,7 @@ func (w *worker) write(ctx context.Context, lease *mutex.Lease, token int64, dat
 				return false, err
 			}
 			var now []byte
-			if err := w.c.Retry(ctx, func() (err error) { now, _, err = w.c.Get(ledgerPath); return err }); err != nil {
+			if err := w.c.Retry(ctx, func() (err error) { now, _, err = w.c.Get(ctx, ledgerPath); return err }); err != nil {
 				return false, fmt.Errorf("read the ledger: %w", err)
 			}
 			l, perr := parseLedger(now)

@@ -464,7 +464,7 @@ func electionWorker(kind string, servers []string, path string, timeout time.Dur
 			return err
 		}
 		emit("READY %v", c.SessionTimeout())
-		if err := s.Start(); err != nil {
+		if err := s.Start(ctx); err != nil {
 			return err
 		}
 		defer s.Close(ctx)

@@ -49,7 +49,7 @@ func run(ctx context.Context, servers []string) error {
 		return err
 	}
 	defer admin.Close()
-	if _, err := admin.Create(balancePath, []byte("100"), 0); err != nil {
+	if _, err := admin.Create(ctx, balancePath, []byte("100"), 0); err != nil {
 		return err
 	}
 	defer demo.DeleteTree(admin, base)
@@ -166,7 +166,7 @@ func run(ctx context.Context, servers []string) error {
 }
 
 func readBalance(c *recipes.Client) (int, error) {
-	data, _, err := c.Get(balancePath)
+	data, _, err := c.Get(context.Background(), balancePath)
 	if err != nil {
 		return 0, err
 	}

@@ -107,7 +107,7 @@ func run(ctx context.Context, servers []string) error {
 		return err
 	}
 	defer admin.Close()
-	if _, err := admin.Create(jobsPath, []byte("0"), 0); err != nil {
+	if _, err := admin.Create(ctx, jobsPath, []byte("0"), 0); err != nil {
 		return err
 	}
 	defer demo.DeleteTree(admin, base)
@@ -231,7 +231,7 @@ func run(ctx context.Context, servers []string) error {
 	// A number the counter passed that no leader confirmed must be one
 	// whose write had an unknown outcome: it landed, and its reply was
 	// lost.
-	data, _, err := admin.Get(jobsPath)
+	data, _, err := admin.Get(ctx, jobsPath)
 	if err != nil {
 		return err
 	}
@@ -367,7 +367,7 @@ func (s *scheduler) runJobs(ctx context.Context, t *election.Term, rec *record) 
 		// go-zookeeper holds a request made while the connection is down
 		// until it is back: a cut-off leader is stuck here, and its job is
 		// refused when it gets through.
-		data, st, err := s.c.Get(jobsPath)
+		data, st, err := s.c.Get(ctx, jobsPath)
 		if err != nil {
 			continue // a connection problem: Done says whether the term goes on
 		}

@@ -103,7 +103,7 @@ func run(ctx context.Context, servers []string) error {
 	if err := r.Start(ctx); err != nil {
 		return err
 	}
-	defer r.Close()
+	defer r.Close(ctx)
 	demo.Say("reaper started: deletes the children of %s that stay empty for %v (2 checks)", orders, *threshold)
 	var mid cleanup.ScanResult
 	if err := waitScan(ctx, app, func(s cleanup.ScanResult) bool { mid = s; return s.EmptyParents == 0 }); err != nil {
@@ -113,7 +113,7 @@ func run(ctx context.Context, servers []string) error {
 	if _, err := scan(ctx, app, "after the reaper"); err != nil {
 		return err
 	}
-	ok, st, err := app.Exists(keepLease.Node())
+	ok, st, err := app.Exists(ctx, keepLease.Node())
 	if err != nil {
 		return err
 	}

@@ -68,10 +68,10 @@ func run(ctx context.Context, servers []string) error {
 	if err := demo.EnsurePath(admin, base+"/config"); err != nil {
 		return err
 	}
-	if _, err := admin.Create(versionPath, []byte("0"), 0); err != nil {
+	if _, err := admin.Create(ctx, versionPath, []byte("0"), 0); err != nil {
 		return err
 	}
-	if _, err := admin.Create(bodyPath, body(0), 0); err != nil {
+	if _, err := admin.Create(ctx, bodyPath, body(0), 0); err != nil {
 		return err
 	}
 	defer demo.DeleteTree(admin, base)
@@ -135,11 +135,11 @@ func body(v int) []byte {
 
 // readConfig reads both znodes and reports whether they agree.
 func readConfig(c *recipes.Client) (version int, b string, consistent bool, err error) {
-	vb, _, err := c.Get(versionPath)
+	vb, _, err := c.Get(context.Background(), versionPath)
 	if err != nil {
 		return 0, "", false, err
 	}
-	bb, _, err := c.Get(bodyPath)
+	bb, _, err := c.Get(context.Background(), bodyPath)
 	if err != nil {
 		return 0, "", false, err
 	}
@@ -200,9 +200,9 @@ func writer(ctx context.Context, name string, rw *rwlock.RWLock, st *stats) erro
 			v++
 			// Two writes, one after the other: a reader without the lock
 			// could see the first without the second.
-			if _, err = c.Set(versionPath, []byte(strconv.Itoa(v)), -1); err == nil {
+			if _, err = c.Set(ctx, versionPath, []byte(strconv.Itoa(v)), -1); err == nil {
 				time.Sleep(20 * time.Millisecond) // demo pacing: widen the gap
-				_, err = c.Set(bodyPath, body(v), -1)
+				_, err = c.Set(ctx, bodyPath, body(v), -1)
 			}
 		}
 		if err != nil {

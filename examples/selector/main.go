@@ -108,7 +108,7 @@ func run(ctx context.Context, servers []string) error {
 		if err != nil {
 			return err
 		}
-		if err := s.Start(); err != nil {
+		if err := s.Start(ctx); err != nil {
 			return err
 		}
 		selectors = append(selectors, s)

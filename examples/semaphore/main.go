@@ -89,7 +89,7 @@ func run(ctx context.Context, servers []string) error {
 	if err != nil {
 		return err
 	}
-	defer limit.Close()
+	defer limit.Close(ctx)
 	demo.Say("%d workers call a service through the semaphore %s; the limit (%s) is %d", *workers, semPath, limitPath, *maxCalls)
 
 	runCtx, stop := context.WithTimeout(ctx, *duration)
@@ -107,7 +107,7 @@ func run(ctx context.Context, servers []string) error {
 		if err != nil {
 			return err
 		}
-		defer count.Close()
+		defer count.Close(ctx)
 		sem, err := semaphore.NewWithCount(c, semPath, count, semaphore.WithData([]byte(name)))
 		if err != nil {
 			return err

@@ -142,16 +142,16 @@ func TestAwaitCount(t *testing.T) {
 
 	// A ghost of ours is deleted, not counted.
 	ghost := "/sem/leases/" + prefixOf(t, ours.Path()) + "lease-0000000000"
-	_, err = c.Create(ghost, nil, zk.FlagEphemeral)
+	_, err = c.Create(ctx, ghost, nil, zk.FlagEphemeral)
 	require.NoError(t, err)
 	_, err = ours.AwaitCount(ctx, engine.FixedLimit(2), false)
 	require.NoError(t, err, "two leases, the ghost aside")
-	ok, _, err := c.Exists(ghost)
+	ok, _, err := c.Exists(ctx, ghost)
 	require.NoError(t, err)
 	assert.False(t, ok)
 
 	// Our lease gone: an error, not a wait.
-	require.NoError(t, c.Delete(ours.Path(), -1))
+	require.NoError(t, c.Delete(ctx, ours.Path(), -1))
 	_, err = ours.AwaitCount(ctx, engine.FixedLimit(5), true)
 	assert.ErrorIs(t, err, recipes.ErrLockLost)
 	require.NoError(t, ours.Leave(ctx))
@@ -245,7 +245,7 @@ func TestParticipantTermsAndRecreation(t *testing.T) {
 	require.NoError(t, err)
 
 	// Someone deletes a's node: a's term ends, b leads, a queues again.
-	require.NoError(t, admin.Delete(first.Node(), -1))
+	require.NoError(t, admin.Delete(context.Background(), first.Node(), -1))
 	eventually(t, 5*time.Second, "b leads", func() bool { n, _ := lb.count(); return n == 1 })
 	assertClosedWithin(t, first.Done(), "a's term ended")
 	eventually(t, 5*time.Second, "a made a new node", func() bool { _, n := la.count(); return n == 2 })
@@ -270,12 +270,12 @@ func TestParticipantTermsAndRecreation(t *testing.T) {
 	assert.Equal(t, 2, nodes)
 
 	// The whole latch path deleted: a recreates it and leads.
-	kids, _, err := admin.Children("/latch")
+	kids, _, err := admin.Children(context.Background(), "/latch")
 	require.NoError(t, err)
 	for _, k := range kids {
-		require.NoError(t, admin.Delete("/latch/"+k, -1))
+		require.NoError(t, admin.Delete(context.Background(), "/latch/"+k, -1))
 	}
-	err = admin.Delete("/latch", -1)
+	err = admin.Delete(context.Background(), "/latch", -1)
 	if err != nil && !errors.Is(err, zk.ErrNoNode) {
 		require.NoError(t, err)
 	}
@@ -304,8 +304,8 @@ func TestEngineVerifiesTheNodesOwner(t *testing.T) {
 	ct, err := engine.Of(c).Enter(ctx, "/owner", "latch-", nil, d, engine.EnterVerifyOwner())
 	require.NoError(t, err)
 	// The same name, now owned by another session.
-	require.NoError(t, c.Delete(ct.Path(), -1))
-	_, err = other.Create(ct.Path(), nil, zk.FlagEphemeral)
+	require.NoError(t, c.Delete(ctx, ct.Path(), -1))
+	_, err = other.Create(ctx, ct.Path(), nil, zk.FlagEphemeral)
 	require.NoError(t, err)
 	held, _, err := ct.Acquire(ctx, true)
 	assert.False(t, held)

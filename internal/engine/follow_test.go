@@ -66,7 +66,7 @@ func TestFollowNode(t *testing.T) {
 	assert.False(t, v.all()[0].Exists)
 
 	require.NoError(t, e.EnsureContainers(context.Background(), "/follow"))
-	_, err := c.Create("/follow/node", []byte("one"), 0)
+	_, err := c.Create(context.Background(), "/follow/node", []byte("one"), 0)
 	require.NoError(t, err)
 	seen := func(n int, data string) func() bool {
 		return func() bool {
@@ -75,7 +75,7 @@ func TestFollowNode(t *testing.T) {
 		}
 	}
 	eventually(t, 5*time.Second, "created", seen(2, "one"))
-	_, err = c.Set("/follow/node", []byte("two"), -1)
+	_, err = c.Set(context.Background(), "/follow/node", []byte("two"), -1)
 	require.NoError(t, err)
 	eventually(t, 5*time.Second, "written", seen(3, "two"))
 	assert.Equal(t, int32(1), v.all()[2].Stat.Version)
@@ -83,7 +83,7 @@ func TestFollowNode(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, 1, watches, "one standard watch on the node")
 
-	require.NoError(t, c.Delete("/follow/node", -1))
+	require.NoError(t, c.Delete(context.Background(), "/follow/node", -1))
 	eventually(t, 5*time.Second, "deleted", func() bool {
 		last, _ := v.last()
 		return len(v.all()) == 4 && !last.Exists
@@ -104,7 +104,7 @@ func TestFollowChildren(t *testing.T) {
 	assert.True(t, v.all()[0].Exists)
 	assert.Empty(t, v.all()[0].Children)
 
-	_, err := c.Create("/follow/kids/a", nil, 0)
+	_, err := c.Create(context.Background(), "/follow/kids/a", nil, 0)
 	require.NoError(t, err)
 	eventually(t, 5*time.Second, "a", func() bool {
 		last, _ := v.last()
@@ -119,7 +119,7 @@ func TestFollowChildren(t *testing.T) {
 	log.WaitFor(t, 0, 10*time.Second, recipes.StateSuspended, recipes.StateReconnected)
 	eventually(t, 5*time.Second, "read again after the reconnection", func() bool { return c.Stats().Children > before })
 	assert.Len(t, v.all(), 2, "nothing new")
-	_, err = c.Create("/follow/kids/b", nil, 0)
+	_, err = c.Create(context.Background(), "/follow/kids/b", nil, 0)
 	require.NoError(t, err)
 	eventually(t, 5*time.Second, "b", func() bool {
 		last, _ := v.last()

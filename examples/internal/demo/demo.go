@@ -117,7 +117,7 @@ func Verdict(ok bool, format string, args ...any) error {
 // DeleteTree deletes path and everything under it (a demo's own data from
 // an earlier run); a missing path is fine.
 func DeleteTree(c *recipes.Client, path string) error {
-	kids, _, err := c.Children(path)
+	kids, _, err := c.Children(context.Background(), path)
 	if errors.Is(err, zk.ErrNoNode) {
 		return nil
 	}
@@ -129,7 +129,7 @@ func DeleteTree(c *recipes.Client, path string) error {
 			return err
 		}
 	}
-	if err := c.Delete(path, -1); err != nil && !errors.Is(err, zk.ErrNoNode) {
+	if err := c.Delete(context.Background(), path, -1); err != nil && !errors.Is(err, zk.ErrNoNode) {
 		return err
 	}
 	return nil
@@ -163,7 +163,7 @@ func EnsurePath(c *recipes.Client, path string) error {
 	if err := EnsurePath(c, parent); err != nil {
 		return err
 	}
-	if _, err := c.Create(path, nil, 0); err != nil && !errors.Is(err, zk.ErrNodeExists) {
+	if _, err := c.Create(context.Background(), path, nil, 0); err != nil && !errors.Is(err, zk.ErrNodeExists) {
 		return err
 	}
 	return nil
