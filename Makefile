@@ -75,11 +75,11 @@ deps-39:
 	bash scripts/install-deps.sh zk39
 
 test-39: deps deps-39
-	eval "$$(bash scripts/zk39-env.sh)" && echo "ZK_TEST_VERSION=$$ZK_TEST_VERSION CURATOR_CLASSPATH=$$CURATOR_CLASSPATH" && \
+	env39="$$(bash scripts/zk39-env.sh)" && eval "$$env39" && echo "ZK_TEST_VERSION=$$ZK_TEST_VERSION CURATOR_CLASSPATH=$$CURATOR_CLASSPATH" && \
 		$(GO) test $(TEST_FLAGS) $(RECIPE_PKGS)
 
 chaos-all-39: deps-demo deps-39
-	eval "$$(bash scripts/zk39-env.sh)" && \
+	env39="$$(bash scripts/zk39-env.sh)" && eval "$$env39" && \
 		$(GO) test -tags chaos -race=false -count=1 -timeout 30m -v -run TestChaos ./chaos/ -args $(CHAOS_FLAGS) -faults all
 
 # One target per go test run (-fuzz takes one). An input that fails is
