@@ -19,7 +19,8 @@
 // without an attempt, semaphore over its maximum, leader token going
 // backwards, reader seeing a write under its lock, lock unavailable longer
 // than the session timeout + 2 s after a fault heals, or node left behind.
-// It prints one summary line starting with "CHAOS SUMMARY".
+// It prints one summary line starting with "CHAOS SUMMARY", which names the
+// server's version (server=3.9.6).
 //
 // By default the ZooKeeper member kills (zk-leader-kill, zk-restart-all) are
 // not injected: Debian's ZooKeeper 3.8.0 loses committed transactions on
