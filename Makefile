@@ -16,6 +16,13 @@
 #                needs a ZooKeeper without ZOOKEEPER-4712/4785 (Debian's
 #                3.8.0 loses committed transactions under them, see
 #                chaos/faults_test.go)
+#   make test-39 the recipe packages' tests (RECIPE_PKGS) on ZooKeeper 3.9
+#                with the Curator 5.7 interop, both from Debian's unstable
+#                suite as `scripts/install-deps.sh zk39` unpacks them into a
+#                cache (scripts/zk39-env.sh sets ZK_TEST_VERSION=3.9 and
+#                CURATOR_CLASSPATH)
+#   make chaos-all-39  `make chaos-all` on ZooKeeper 3.9 (member kills and
+#                ensemble restarts included)
 #   make fuzz    run each fuzz target of ./internal/engine for FUZZ_TIME (default 20s)
 #   make vet / make fmt
 
@@ -54,12 +61,26 @@ bench: deps-demo
 
 CHAOS_FLAGS ?= -duration 5m -seed 1
 
-.PHONY: chaos chaos-all
+# The packages of the recipes themselves, which `make test-39` runs on 3.9.
+RECIPE_PKGS ?= ./recipes/... ./internal/engine/... ./internal/interop/... ./mutex/... ./rwlock/... ./semaphore/... ./election/... ./cleanup/...
+
+.PHONY: chaos chaos-all deps-39 test-39 chaos-all-39
 chaos: deps-demo
 	$(GO) test -tags chaos -race=false -count=1 -timeout 30m -v -run TestChaos ./chaos/ -args $(CHAOS_FLAGS)
 
 chaos-all: deps-demo
 	$(GO) test -tags chaos -race=false -count=1 -timeout 30m -v -run TestChaos ./chaos/ -args $(CHAOS_FLAGS) -faults all
+
+deps-39:
+	bash scripts/install-deps.sh zk39
+
+test-39: deps deps-39
+	env39="$$(bash scripts/zk39-env.sh)" && eval "$$env39" && echo "ZK_TEST_VERSION=$$ZK_TEST_VERSION CURATOR_CLASSPATH=$$CURATOR_CLASSPATH" && \
+		$(GO) test $(TEST_FLAGS) $(RECIPE_PKGS)
+
+chaos-all-39: deps-demo deps-39
+	env39="$$(bash scripts/zk39-env.sh)" && eval "$$env39" && \
+		$(GO) test -tags chaos -race=false -count=1 -timeout 30m -v -run TestChaos ./chaos/ -args $(CHAOS_FLAGS) -faults all
 
 # One target per go test run (-fuzz takes one). An input that fails is
 # written to internal/engine/testdata/fuzz/<target>/ and runs with every go test.

@@ -494,7 +494,7 @@ func (h *harness) checkUnavailability(rep *report) {
 
 func (r *report) summary(h *harness, faulting, total time.Duration) string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "CHAOS SUMMARY seed=%d faults-for=%v total=%v ops:", h.seed, faulting.Round(time.Second), total.Round(time.Second))
+	fmt.Fprintf(&b, "CHAOS SUMMARY server=%s seed=%d faults-for=%v total=%v ops:", h.zkc.Version(), h.seed, faulting.Round(time.Second), total.Round(time.Second))
 	for _, role := range roles {
 		fmt.Fprintf(&b, " %s=%d", role, len(r.ops[role]))
 	}

@@ -19,12 +19,15 @@
 // without an attempt, semaphore over its maximum, leader token going
 // backwards, reader seeing a write under its lock, lock unavailable longer
 // than the session timeout + 2 s after a fault heals, or node left behind.
-// It prints one summary line starting with "CHAOS SUMMARY".
+// It prints one summary line starting with "CHAOS SUMMARY", which names the
+// server's version (server=3.9.6).
 //
 // By default the ZooKeeper member kills (zk-leader-kill, zk-restart-all) are
 // not injected: Debian's ZooKeeper 3.8.0 loses committed transactions on
 // some replicas under them (ZOOKEEPER-4712, ZOOKEEPER-4785; fixed upstream
 // after 3.8.0), which the checker proves and reports as the server's
 // violations. -faults all (`make chaos-all`) injects them too, for a server
-// with those fixes.
+// with those fixes: ZooKeeper 3.9.4 or later, which `make chaos-all-39` runs
+// (ZK_TEST_VERSION=3.9: Debian unstable's 3.9.6, as scripts/install-deps.sh
+// zk39 unpacks it). CI runs that for 5 minutes and wants 80 faults or more.
 package chaos

@@ -122,9 +122,11 @@ func (h *harness) dur(lo, hi time.Duration) time.Duration {
 const recoveryWait = unavailBound + 8*time.Second
 
 // runFaults injects one fault after another until until. The next fault
-// starts 2-4 s after the previous one started, but not before every role
-// has completed an operation since it healed (or recoveryWait has passed),
-// so that each stretch of unavailability has one cause.
+// starts 1-2 s after the previous one started, but not before every role
+// has completed an operation since it healed (or recoveryWait has passed)
+// and 50-150 ms more have gone by, so that each stretch of unavailability
+// has one cause. (With 2-4 s and 0.3-1 s a 5-minute -faults all run on a
+// 2-core machine injected about 70 faults; this pacing gives 80 or more.)
 func (h *harness) runFaults(until time.Time) {
 	runStart := time.Now()
 	rel := func(t time.Time) string {
@@ -133,7 +135,7 @@ func (h *harness) runFaults(until time.Time) {
 		}
 		return fmt.Sprintf("+%.3fs", t.Sub(runStart).Seconds())
 	}
-	next := time.Now().Add(h.dur(2*time.Second, 4*time.Second))
+	next := time.Now().Add(h.dur(time.Second, 2*time.Second))
 	for next.Before(until) {
 		time.Sleep(time.Until(next))
 		kind := h.pickFault()
@@ -168,8 +170,8 @@ func (h *harness) runFaults(until time.Time) {
 		}
 		h.t.Logf("fault #%d %s %s: start %s heal %s (%.3fs), every recipe served again %s%s",
 			f.n, f.kind, f.target, rel(f.start), rel(f.heal), f.heal.Sub(f.start).Seconds(), rel(f.recovered), note)
-		next = f.start.Add(h.dur(2*time.Second, 4*time.Second))
-		if soon := time.Now().Add(h.dur(300*time.Millisecond, time.Second)); soon.After(next) {
+		next = f.start.Add(h.dur(time.Second, 2*time.Second))
+		if soon := time.Now().Add(h.dur(50*time.Millisecond, 150*time.Millisecond)); soon.After(next) {
 			next = soon
 		}
 	}
@@ -205,7 +207,7 @@ func (h *harness) inject(kind string) (*fault, error) {
 			return nil, nil
 		}
 		f.target = fmt.Sprintf("%s.%d", p.name, seg)
-		d := workerSession + h.dur(500*time.Millisecond, 1500*time.Millisecond)
+		d := workerSession + h.dur(pastSessionMin, pastSessionMax)
 		f.start = time.Now()
 		if err := p.signal(syscall.SIGSTOP); err != nil {
 			return nil, err
@@ -223,7 +225,7 @@ func (h *harness) inject(kind string) (*fault, error) {
 			return nil, nil
 		}
 		f.target = fmt.Sprintf("%s.%d", p.name, seg)
-		d := workerSession + h.dur(500*time.Millisecond, 1500*time.Millisecond)
+		d := workerSession + h.dur(pastSessionMin, pastSessionMax)
 		f.start = time.Now()
 		for _, px := range p.proxies {
 			px.Blackhole()
@@ -279,7 +281,7 @@ func (h *harness) inject(kind string) (*fault, error) {
 		spared := h.params.IntN(3)
 		a, b := (spared+1)%3, (spared+2)%3
 		f.target = fmt.Sprintf("zk%d+zk%d", a+1, b+1)
-		d := workerSession + h.dur(500*time.Millisecond, 1500*time.Millisecond)
+		d := workerSession + h.dur(pastSessionMin, pastSessionMax)
 		f.start = time.Now()
 		for _, i := range []int{a, b} {
 			if err := h.zkc.Pause(i); err != nil {
@@ -296,7 +298,7 @@ func (h *harness) inject(kind string) (*fault, error) {
 
 	case fRestartAll:
 		f.target = "zk1+zk2+zk3"
-		d := h.dur(200*time.Millisecond, time.Second)
+		d := h.dur(100*time.Millisecond, 500*time.Millisecond)
 		f.start = time.Now()
 		for i := range h.zkc.Len() {
 			if err := h.zkc.Kill(i); err != nil {
@@ -375,11 +377,27 @@ func createPattern(parent, lockName string) []byte {
 	return append(b, prefix...)
 }
 
+// followerCreateWait is how long followerCreate waits for a mutex create to
+// go out through a follower before it pauses a follower anyway.
+const followerCreateWait = 2 * time.Second
+
+// A holder paused or black-holed, or a quorum paused, stays so for the
+// workers' session timeout plus pastSessionMin to pastSessionMax: long
+// enough for the server to expire the session (it does so within a
+// tickTime, 200 ms, of the timeout), short enough that a 5-minute run
+// injects 80 faults or more.
+const (
+	pastSessionMin = 300 * time.Millisecond
+	pastSessionMax = 1000 * time.Millisecond
+)
+
 // followerCreate pauses a follower just as a mutex worker's lock-node create
 // has reached it (before it could answer): the proxy forwards the request,
 // the follower is stopped, and the worker's connection is cut, so its
 // protected create must find out by itself whether its node was made. If no
-// create reaches a follower within 5 s, it pauses a follower anyway.
+// create reaches a follower within followerCreateWait, it pauses a follower
+// anyway.
+
 func (h *harness) followerCreate(f *fault) error {
 	l, err := h.zkc.Leader()
 	if err != nil {
@@ -416,7 +434,7 @@ func (h *harness) followerCreate(f *fault) error {
 	var got string
 	select {
 	case got = <-fired:
-	case <-time.After(5 * time.Second):
+	case <-time.After(followerCreateWait):
 	}
 	for _, px := range armed {
 		px.CutAfterClientSends(neverPattern)
@@ -432,7 +450,7 @@ func (h *harness) followerCreate(f *fault) error {
 	switch {
 	case got == "":
 		fol = (l + 1 + h.params.IntN(2)) % 3
-		f.note = "no create reached a follower within 5s: plain pause"
+		f.note = fmt.Sprintf("no create reached a follower within %v: plain pause", followerCreateWait)
 		f.start = time.Now()
 		if err := h.zkc.Pause(fol); err != nil {
 			return err
@@ -448,7 +466,7 @@ func (h *harness) followerCreate(f *fault) error {
 		f.note = "create of " + who + " in flight"
 	}
 	f.target = fmt.Sprintf("zk%d", fol+1)
-	time.Sleep(h.dur(time.Second, 3500*time.Millisecond))
+	time.Sleep(h.dur(time.Second, 2500*time.Millisecond))
 	if err := h.zkc.Resume(fol); err != nil {
 		return err
 	}

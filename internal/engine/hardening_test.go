@@ -127,10 +127,10 @@ func TestLostCreateReplyThroughPausedFollower(t *testing.T) {
 	}
 }
 
-// LOST comes one negotiated session timeout after the last byte received,
-// not after go-zookeeper's Disconnected event (which itself comes 2/3 of
-// the timeout after the last byte).
-func TestLostDeclaredOneTimeoutAfterLastByte(t *testing.T) {
+// LOST comes one negotiated session timeout after the client sent the last
+// request whose reply arrived, not after go-zookeeper's Disconnected event
+// (which itself comes 2/3 of the timeout after the last byte).
+func TestLostDeclaredOneTimeoutAfterLastAnswer(t *testing.T) {
 	zkc := zktest.Start(t)
 	proxy := zktest.NewProxy(t, zkc.Servers()[0])
 	c := connect(t, []string{proxy.Addr()}, recipes.WithSessionTimeout(2*time.Second))
@@ -155,10 +155,10 @@ func TestLostDeclaredOneTimeoutAfterLastByte(t *testing.T) {
 	case <-time.After(4 * T):
 		t.Fatal("no LOST")
 	}
-	last, ok := engine.Of(c).LastReceived()
+	last, ok := engine.Of(c).LastAnswered()
 	require.True(t, ok)
 	sinceLast, sinceCut := lostAt.Sub(last), lostAt.Sub(start)
-	t.Logf("session timeout %v: LOST %v after the last byte, %v after the black-hole began", T, sinceLast, sinceCut)
+	t.Logf("session timeout %v: LOST %v after the last answered request was sent, %v after the black-hole began", T, sinceLast, sinceCut)
 	assert.GreaterOrEqual(t, sinceLast, T-5*time.Millisecond, "never before the server may expire the session")
 	assert.Less(t, sinceLast, T+300*time.Millisecond, "LOST on time")
 	assert.Less(t, sinceCut, T+300*time.Millisecond, "not 5/3 of the timeout")

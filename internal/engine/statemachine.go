@@ -259,14 +259,15 @@ func (c *Client) transition(s State) {
 }
 
 // lostDelay is how long from now the session may still live on the
-// server: one session timeout after the last byte received. Without a
-// Wire the last byte is unknown; go-zookeeper reports a disconnect at most
-// 2/3 of the timeout after it, so 1/3 after SUSPENDED is never late.
-// c.mu is held.
+// server: one session timeout after we sent the last request whose reply
+// arrived (Wire.LastAnswered), since the server heard from us no earlier.
+// Without a Wire that is unknown; go-zookeeper reports a disconnect at
+// most 2/3 of the timeout after the last byte received, so 1/3 after
+// SUSPENDED is never late. c.mu is held.
 func (c *Client) lostDelay() time.Duration {
 	t := c.SessionTimeout()
-	if last, ok := c.LastReceived(); ok {
-		return time.Until(last.Add(t))
+	if sent, ok := c.LastAnswered(); ok {
+		return time.Until(sent.Add(t))
 	}
 	return time.Until(c.suspendedAt.Add(t / 3))
 }

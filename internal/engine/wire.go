@@ -3,19 +3,33 @@ package engine
 import (
 	"encoding/binary"
 	"net"
+	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/go-zookeeper/zk"
 )
 
-// Wire watches the bytes go-zookeeper receives, to learn what go-zookeeper
-// does not make visible: the session timeout the server granted, read from
-// each connection's ConnectResponse (the first frame the server sends:
-// length, protocolVersion int32, timeOut int32, sessionId int64, passwd),
-// and the time the last byte arrived from a server that holds our session.
-// The Client declares LOST one negotiated session timeout after that last
-// byte: that is when the server may expire the session.
+// Wire watches the bytes go-zookeeper sends and receives, to learn what
+// go-zookeeper does not make visible: the session timeout the server
+// granted, read from each connection's ConnectResponse (the first frame the
+// server sends: length, protocolVersion int32, timeOut int32, sessionId
+// int64, passwd), and how long the server may still hold the session.
+//
+// The server expires a session one session timeout after the last packet
+// it received from the client. The client cannot see that moment, but it
+// has a lower bound: when a reply (or a ping's answer) arrives, the server
+// had received the request it answers, so the server last heard from us no
+// earlier than when we sent that request. Wire records the send time of
+// each request frame it sees go out (client→server frames: length, xid
+// int32, type int32, ...; pings have xid -2), and when a reply frame
+// arrives (server→client: length, xid int32, zxid int64, err int32, ...)
+// takes the send time of that xid. LastAnswered is the latest such send
+// time, and the Client declares LOST one negotiated session timeout after
+// it: never after the server may have expired the session, however slow
+// the link. (Timing from the last byte received, as before, is late by the
+// reply's one-way latency.) Watch events (xid -1) answer no request and
+// leave it unchanged.
 //
 // Connect always dials through a Wire (around the WithDialer dialer, if
 // given). To give NewClient the same knowledge for a connection you make
@@ -30,6 +44,7 @@ type Wire struct {
 	negotiated atomic.Int64 // nanoseconds; 0 until the first session
 	session    atomic.Int64 // session id of the last handshake that granted one
 	lastRecv   atomic.Int64 // monotonic nanoseconds since wireEpoch; 0 = never
+	lastAcked  atomic.Int64 // send time of the last answered request, as lastRecv
 	handshakes atomic.Uint64
 }
 
@@ -47,13 +62,16 @@ func NewWire(dial zk.Dialer) *Wire {
 }
 
 // Dial is a zk.Dialer: it dials with the wrapped dialer and watches the
-// connection's incoming bytes.
+// connection's frames.
 func (w *Wire) Dial(network, address string, timeout time.Duration) (net.Conn, error) {
 	conn, err := w.dial(network, address, timeout)
 	if err != nil {
 		return nil, err
 	}
-	return &wireConn{Conn: conn, w: w}, nil
+	c := &wireConn{Conn: conn, w: w}
+	c.out.init(4, reqHeaderLen)             // the ConnectRequest: only its length
+	c.in.init(handshakeLen, replyHeaderLen) // the ConnectResponse, then replies
+	return c, nil
 }
 
 // SessionTimeout returns the session timeout the server granted in the
@@ -63,60 +81,274 @@ func (w *Wire) SessionTimeout() time.Duration { return time.Duration(w.negotiate
 // LastReceived returns when the last byte arrived on a connection whose
 // handshake granted a session (the handshake's own reply included), and
 // false before the first.
-func (w *Wire) LastReceived() (time.Time, bool) {
-	n := w.lastRecv.Load()
+func (w *Wire) LastReceived() (time.Time, bool) { return wireTime(w.lastRecv.Load()) }
+
+// LastAnswered returns when we sent the last request whose reply arrived
+// (pings and the handshake's ConnectRequest included) on a connection
+// whose handshake granted a session, and false before the first. The
+// server heard from us no earlier than that, so it cannot expire the
+// session before LastAnswered plus the session timeout.
+func (w *Wire) LastAnswered() (time.Time, bool) { return wireTime(w.lastAcked.Load()) }
+
+// Handshakes counts the handshakes seen that granted a session.
+func (w *Wire) Handshakes() uint64 { return w.handshakes.Load() }
+
+func wireTime(n int64) (time.Time, bool) {
 	if n == 0 {
 		return time.Time{}, false
 	}
 	return wireEpoch.Add(time.Duration(n)), true
 }
 
-// Handshakes counts the handshakes seen that granted a session.
-func (w *Wire) Handshakes() uint64 { return w.handshakes.Load() }
+func wireNow() int64 { return max(int64(time.Since(wireEpoch)), 1) }
 
-func (w *Wire) touch() {
-	w.lastRecv.Store(max(int64(time.Since(wireEpoch)), 1))
+// acked advances lastAcked to sent (never backwards: connections of one
+// Wire follow each other, but a late reply on a closing one may race).
+func (w *Wire) acked(sent int64) {
+	for {
+		old := w.lastAcked.Load()
+		if sent <= old || w.lastAcked.CompareAndSwap(old, sent) {
+			return
+		}
+	}
 }
 
-// handshakeLen is the part of the ConnectResponse frame we read: the
-// length prefix, protocolVersion, timeOut and sessionId.
-const handshakeLen = 4 + 4 + 4 + 8
+// Frame header sizes: the length prefix and the fields read after it.
+const (
+	handshakeLen   = 4 + 4 + 4 + 8 // ConnectResponse: protocolVersion, timeOut, sessionId
+	reqHeaderLen   = 4 + 4         // request: xid (type follows, unread)
+	replyHeaderLen = 4 + 4         // reply: xid (zxid and err follow, unread)
+)
 
-// wireConn is one connection seen by a Wire.
+// Special xids.
+const (
+	xidWatchEvent = -1 // a watch notification: it answers no request
+)
+
+// frameParser splits a byte stream into ZooKeeper frames (a big-endian
+// int32 length, then that many bytes) and hands out the first bytes of
+// each, however the frames are split or coalesced across reads or writes.
+// The first frame's header is firstLen bytes, every later one's nextLen
+// (a frame shorter than that gives all it has). It does not allocate.
+type frameParser struct {
+	hdr      [handshakeLen]byte
+	n        int   // bytes of hdr filled
+	want     int   // header bytes wanted for the current frame; 0 = length not known yet
+	size     int64 // 4 + the current frame's length, once known
+	skip     int64 // bytes of the last frame still to pass over
+	frames   uint64
+	firstLen int
+	nextLen  int
+}
+
+func (f *frameParser) init(firstLen, nextLen int) {
+	f.firstLen, f.nextLen = firstLen, nextLen
+}
+
+// next consumes p up to the end of the next frame header and returns that
+// header (length prefix included; valid until the next call), the frame's
+// index on the stream, and the rest of p. ok is false when p ran out first.
+func (f *frameParser) next(p []byte) (hdr []byte, index uint64, rest []byte, ok bool) {
+	for len(p) > 0 {
+		if f.skip > 0 {
+			k := int64(len(p))
+			if k > f.skip {
+				k = f.skip
+			}
+			f.skip -= k
+			p = p[k:]
+			continue
+		}
+		limit := 4
+		if f.want > 0 {
+			limit = f.want
+		}
+		k := copy(f.hdr[f.n:limit], p)
+		f.n += k
+		p = p[k:]
+		if f.n < limit {
+			continue
+		}
+		if f.want == 0 { // the length prefix is in
+			size := int64(int32(binary.BigEndian.Uint32(f.hdr[:4])))
+			if size < 0 {
+				size = 0
+			}
+			want := f.nextLen
+			if f.frames == 0 {
+				want = f.firstLen
+			}
+			if int64(want) > 4+size {
+				want = int(4 + size)
+			}
+			f.want, f.size = want, 4+size
+			if f.n < f.want {
+				continue
+			}
+		}
+		f.skip = f.size - int64(f.n)
+		hdr, index = f.hdr[:f.n], f.frames
+		f.frames++
+		f.n, f.want = 0, 0
+		return hdr, index, p, true
+	}
+	return nil, 0, nil, false
+}
+
+// pendingMax bounds the requests remembered per connection. Replies come
+// in request order, so the ring is emptied as they arrive; when more
+// requests than this await replies, the oldest are forgotten, and a reply
+// to one of them then advances nothing (LOST can only come earlier).
+const pendingMax = 256
+
+// pending is a ring of the requests sent and not yet answered.
+type pending struct {
+	xid  [pendingMax]int32
+	sent [pendingMax]int64
+	head int // index of the oldest
+	n    int
+}
+
+func (r *pending) push(xid int32, sent int64) {
+	if r.n == pendingMax {
+		r.head = (r.head + 1) % pendingMax
+		r.n--
+	}
+	i := (r.head + r.n) % pendingMax
+	r.xid[i], r.sent[i] = xid, sent
+	r.n++
+}
+
+// answer finds the request xid, drops it and every older one (the server
+// answers in order), and returns its send time; 0 when it is not there.
+func (r *pending) answer(xid int32) int64 {
+	for k := 0; k < r.n; k++ {
+		i := (r.head + k) % pendingMax
+		if r.xid[i] == xid {
+			sent := r.sent[i]
+			r.head = (i + 1) % pendingMax
+			r.n -= k + 1
+			return sent
+		}
+	}
+	return 0
+}
+
+// wireConn is one connection seen by a Wire. go-zookeeper writes from one
+// goroutine and reads from another; each side's parser is used by its own
+// side only, and mu guards what they share.
 type wireConn struct {
 	net.Conn
-	w      *Wire
-	hdr    [handshakeLen]byte
-	n      int  // bytes of hdr filled
-	active bool // the handshake granted a session: bytes now count
+	w   *Wire
+	out frameParser // client → server
+	in  frameParser // server → client
+
+	mu          sync.Mutex
+	pend        pending
+	connectSent int64 // when the ConnectRequest went out
+	active      bool  // the handshake granted a session: replies now count
+}
+
+// Write records the request frames in p before writing them, so that a
+// reply read meanwhile finds its request. A failed write ends the
+// connection, and with it any hope of replies.
+func (c *wireConn) Write(p []byte) (int, error) {
+	c.sent(p, wireNow())
+	return c.Conn.Write(p)
+}
+
+// sent records the request frames in p, sent at now.
+func (c *wireConn) sent(p []byte, now int64) {
+	for {
+		hdr, index, rest, ok := c.out.next(p)
+		if !ok {
+			return
+		}
+		p = rest
+		c.mu.Lock()
+		if index == 0 {
+			c.connectSent = now // the ConnectRequest has no xid
+		} else if len(hdr) >= reqHeaderLen {
+			c.pend.push(int32(binary.BigEndian.Uint32(hdr[4:8])), now)
+		}
+		c.mu.Unlock()
+	}
 }
 
 func (c *wireConn) Read(p []byte) (int, error) {
 	n, err := c.Conn.Read(p)
 	if n > 0 {
-		if c.active {
-			c.w.touch()
-		} else if c.n < handshakeLen {
-			c.n += copy(c.hdr[c.n:], p[:n])
-			if c.n == handshakeLen {
-				c.handshake()
-			}
-		}
+		c.received(p[:n])
 	}
 	return n, err
 }
 
+// received reads the reply frames in p.
+func (c *wireConn) received(p []byte) {
+	c.mu.Lock()
+	active := c.active
+	c.mu.Unlock()
+	if active {
+		c.w.lastRecv.Store(wireNow())
+	}
+	for {
+		hdr, index, rest, ok := c.in.next(p)
+		if !ok {
+			return
+		}
+		p = rest
+		if index == 0 {
+			if len(hdr) == handshakeLen {
+				c.handshake(hdr)
+			}
+			continue
+		}
+		if len(hdr) < replyHeaderLen {
+			continue
+		}
+		xid := int32(binary.BigEndian.Uint32(hdr[4:8]))
+		if xid == xidWatchEvent {
+			continue
+		}
+		c.mu.Lock()
+		sent, active := c.pend.answer(xid), c.active
+		c.mu.Unlock()
+		if active && sent != 0 {
+			c.w.acked(sent)
+		}
+	}
+}
+
 // handshake reads the ConnectResponse's fields. A session id of 0 means
 // the server refused our session (expired); it says nothing of the timeout.
-func (c *wireConn) handshake() {
-	timeout := int32(binary.BigEndian.Uint32(c.hdr[8:12]))
-	session := int64(binary.BigEndian.Uint64(c.hdr[12:20]))
+func (c *wireConn) handshake(hdr []byte) {
+	timeout := int32(binary.BigEndian.Uint32(hdr[8:12]))
+	session := int64(binary.BigEndian.Uint64(hdr[12:20]))
 	if session == 0 || timeout <= 0 {
 		return
 	}
 	c.w.negotiated.Store(int64(time.Duration(timeout) * time.Millisecond))
 	c.w.session.Store(session)
+	c.mu.Lock()
 	c.active = true
-	c.w.touch()
+	sent := c.connectSent
+	c.mu.Unlock()
+	c.w.lastRecv.Store(wireNow())
+	if sent != 0 {
+		c.w.acked(sent)
+	}
 	c.w.handshakes.Add(1)
+}
+
+// LastAnswered returns when the client sent the last request whose reply
+// arrived (pings included; see Wire), and false when that is unknown
+// (before the first session, or for an adopted connection without a
+// Wire). The server heard from the client no earlier, so it cannot expire
+// the session before LastAnswered plus SessionTimeout; LOST is declared
+// then.
+func (c *Client) LastAnswered() (time.Time, bool) {
+	if c.wire == nil {
+		return time.Time{}, false
+	}
+	return c.wire.LastAnswered()
 }

@@ -22,6 +22,9 @@ func containerImage() string {
 	if img := os.Getenv(EnvImage); img != "" {
 		return img
 	}
+	if v := requestedVersion(); v != "" {
+		return "zookeeper:" + v
+	}
 	return defaultImage
 }
 

@@ -35,9 +35,11 @@
 //     should skip themselves when Controllable is false.
 //  2. A local installation, started as child java processes (java from
 //     JAVA_HOME, else PATH): the jars of an unpacked Apache ZooKeeper
-//     release in ZOOKEEPER_HOME (lib/*.jar and *.jar), else those of Debian's
-//     zookeeper package in /usr/share/java ("apt-get install zookeeper"; 3.8
-//     at the time of writing). Each member gets free ports on 127.0.0.1 (a
+//     release in ZOOKEEPER_HOME (lib/*.jar and *.jar, zookeeper-jute first),
+//     else those of Debian's zookeeper package in /usr/share/java ("apt-get
+//     install zookeeper"; 3.8.0 on Debian 12), or with ZK_TEST_VERSION=3.9
+//     the ZooKeeper 3.9 jars that "scripts/install-deps.sh zk39" unpacked
+//     from Debian's unstable suite (see below). Each member gets free ports on 127.0.0.1 (a
 //     client port, and quorum and election ports in an ensemble), a private
 //     temporary data directory and log file (removed by Close), its own
 //     process group, and on Linux a parent-death signal, so no server
@@ -49,6 +51,37 @@
 //
 // Otherwise the test fails (Launch returns an error wrapping ErrUnavailable)
 // with a message saying how to get ZooKeeper.
+//
+// # Which version
+//
+// Launch asks the servers their version ("srvr": "Zookeeper version:
+// 3.9.6-2, ..."); Cluster.Version returns it, and Start and StartEnsemble
+// log it with t.Logf, so every test's output names the server it ran
+// against. The environment chooses it:
+//
+//   - ZK_TEST_VERSION: "3.8" or "3.9" (or a full release, "3.9.6"). With
+//     3.9 the local backend runs the jars that "scripts/install-deps.sh zk39"
+//     unpacked from Debian's unstable suite: zookeeper-jute and zookeeper
+//     from that tree, in that order (the 3.9 zookeeper jar's manifest names
+//     /usr/share/java/zookeeper-jute.jar, which is Debian 12's 3.8.0, and
+//     the wrong order dies with NoSuchMethodError StatPersisted.copyFrom),
+//     the libraries (netty, slf4j, metrics-core, commons-cli, snappy) from
+//     /usr/share/java. Whatever the backend, a server reporting another
+//     version fails Launch, and so does a missing 3.9 tree (Start fails the
+//     test; it is never a skip). ZOOKEEPER_HOME and ZK_TEST_SERVERS still
+//     take precedence over the unpacked tree; the version check applies to
+//     them too. Unset: whichever server is found, no check.
+//   - ZK_DEBIAN_SID_DIR: where install-deps.sh unpacks Debian unstable's
+//     packages (ZooKeeper 3.9, Curator 5.7, Kazoo 2.11) and where this
+//     package looks for them, under root/usr/share/java; default
+//     ${XDG_CACHE_HOME:-$HOME/.cache}/zkrecipes/debian-sid.
+//   - ZK_TEST_IMAGE: the container image (default zookeeper:3.8, or
+//     zookeeper:<ZK_TEST_VERSION>).
+//
+// The interop tests take Curator's class path from CURATOR_CLASSPATH when
+// it is set; scripts/zk39-env.sh prints the settings (ZK_TEST_VERSION=3.9
+// and a CURATOR_CLASSPATH of the unpacked Curator 5.7.1) that
+// "make test-39" uses.
 //
 // # Server settings
 //

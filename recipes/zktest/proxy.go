@@ -31,6 +31,7 @@ type Proxy struct {
 	blackhole bool
 	armed     []byte // CutAfterClientSends pattern; nil when not armed
 	onFire    func() // called when the armed pattern has gone to the server
+	latency   time.Duration
 	closed    bool
 }
 
@@ -126,6 +127,17 @@ func (p *Proxy) Restore() {
 	for _, l := range bh {
 		l.close()
 	}
+}
+
+// SetLatency delays every chunk of bytes by d in each direction (d one way,
+// 2d a round trip), as a slow link would; 0 ends it. Order is kept. Bytes
+// still on their way when a Blackhole begins are lost with the rest. A
+// link keeps delaying its bytes (by the current latency) once it has begun
+// to.
+func (p *Proxy) SetLatency(d time.Duration) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.latency = max(d, 0)
 }
 
 // CutAfterClientSends arms a one-shot fault: the next chunk of bytes a
@@ -256,12 +268,15 @@ func (l *link) dial() {
 func (l *link) pipe(src, dst net.Conn, up bool) {
 	p := l.p
 	defer p.wg.Done()
+	var dl *delayLine // once latency was asked for
+	defer func() { dl.flush() }()
 	buf := make([]byte, proxyBufSize)
 	for {
 		n, err := src.Read(buf)
 		if n > 0 {
 			data := buf[:n]
 			p.mu.Lock()
+			latency := p.latency
 			drop := l.blackholed || l.closed || (!up && l.frozen)
 			fire := false
 			var onFire func()
@@ -285,7 +300,12 @@ func (l *link) pipe(src, dst net.Conn, up bool) {
 				l.tail = nil
 			}
 			p.mu.Unlock()
-			if !drop {
+			if !drop && (latency > 0 || dl != nil) {
+				if dl == nil {
+					dl = newDelayLine(l, dst)
+				}
+				dl.push(data, time.Now().Add(latency))
+			} else if !drop {
 				if _, werr := dst.Write(data); werr != nil {
 					p.mu.Lock()
 					frozen := l.frozen
@@ -307,6 +327,7 @@ func (l *link) pipe(src, dst net.Conn, up bool) {
 			}
 		}
 		if err != nil {
+			dl.flush() // what is on its way arrives before the end
 			p.mu.Lock()
 			blackholed, frozen := l.blackholed, l.frozen
 			last := false
@@ -374,5 +395,61 @@ func (l *link) close() {
 	l.client.Close()
 	if s != nil {
 		s.Close()
+	}
+}
+
+// delayLine delivers one direction's chunks after their due time, in order.
+type delayLine struct {
+	l    *link
+	dst  net.Conn
+	ch   chan delayed
+	done chan struct{}
+	once sync.Once
+}
+
+type delayed struct {
+	data []byte
+	due  time.Time
+}
+
+func newDelayLine(l *link, dst net.Conn) *delayLine {
+	d := &delayLine{l: l, dst: dst, ch: make(chan delayed, 1024), done: make(chan struct{})}
+	go d.run()
+	return d
+}
+
+func (d *delayLine) push(data []byte, due time.Time) {
+	d.ch <- delayed{data: append([]byte(nil), data...), due: due}
+}
+
+// flush waits until everything pushed is delivered or dropped; nil-safe
+// and idempotent.
+func (d *delayLine) flush() {
+	if d == nil {
+		return
+	}
+	d.once.Do(func() { close(d.ch) })
+	<-d.done
+}
+
+func (d *delayLine) run() {
+	defer close(d.done)
+	p := d.l.p
+	failed := false
+	for c := range d.ch {
+		if failed {
+			continue
+		}
+		time.Sleep(time.Until(c.due))
+		p.mu.Lock()
+		drop := d.l.blackholed || d.l.closed
+		p.mu.Unlock()
+		if drop {
+			continue
+		}
+		if _, err := d.dst.Write(c.data); err != nil {
+			failed = true
+			d.l.close()
+		}
 	}
 }

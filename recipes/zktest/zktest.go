@@ -83,6 +83,18 @@ const (
 	modeContainer
 )
 
+func (m mode) String() string {
+	switch m {
+	case modeExternal:
+		return EnvServers
+	case modeLocal:
+		return "local"
+	case modeContainer:
+		return "container"
+	}
+	return "?"
+}
+
 // Cluster is a ZooKeeper server or ensemble for tests. It is safe for
 // concurrent use. Member i (0-based) has client address Servers()[i]; its
 // ZooKeeper server id (myid) is i+1.
@@ -93,6 +105,8 @@ type Cluster struct {
 
 	local *localCluster     // modeLocal
 	ctr   *containerCluster // modeContainer
+
+	version string // the release the servers report, set by Launch
 
 	closeOnce sync.Once
 	closeErr  error
@@ -121,6 +135,7 @@ func StartEnsemble(t testing.TB, n int, opts ...Option) *Cluster {
 		t.Fatalf("zktest: %v", err)
 		return nil
 	}
+	t.Logf("zktest: ZooKeeper %s, %d member(s) at %s (%s)", c.Version(), c.Len(), c.ConnectString(), c.mode)
 	t.Cleanup(func() {
 		if t.Failed() {
 			c.logTails(t)
@@ -147,6 +162,18 @@ func Launch(n int, opts ...Option) (*Cluster, error) {
 		}
 	}
 
+	c, err := launch(n, cfg)
+	if err != nil {
+		return nil, err
+	}
+	if err := c.learnVersion(); err != nil {
+		_ = c.Close()
+		return nil, err
+	}
+	return c, nil
+}
+
+func launch(n int, cfg config) (*Cluster, error) {
 	if env := strings.TrimSpace(os.Getenv(EnvServers)); env != "" {
 		return launchExternal(env, cfg)
 	}
