@@ -33,8 +33,9 @@
 // that strictly increases from one holder to the next, and a Done channel
 // that closes, on this process's clock, no later than the moment the server
 // may expire the session (LOST is declared one negotiated session timeout
-// after the last byte received), and also at SUSPENDED under the Standard
-// error policy.
+// after we sent the last request the server answered: the server heard
+// from us no earlier), and also at SUSPENDED under the Standard error
+// policy.
 //
 // What they do not guarantee, and nothing built on ZooKeeper can:
 //
@@ -57,9 +58,9 @@
 //     Session policy to wait for LOST instead, and accept that a hold is
 //     then trusted for up to one session timeout without contact.
 //   - Exact timing against the server's own clock: the server times expiry
-//     from the last packet it received, one one-way latency before our
-//     last byte, rounded up to its tick; Done can close that much late.
-//     Fencing covers it.
+//     from the last packet it received, on its own clock and rounded up to
+//     its tick; LOST comes before it, by up to one round trip, but a clock
+//     that runs slow, or a process paused, moves that. Fencing covers it.
 //   - Order or safety when recipes from other libraries share a path in
 //     ways those libraries do not agree on (Curator and Kazoo on one mutex,
 //     for one: see package mutex).
