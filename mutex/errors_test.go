@@ -3,10 +3,13 @@ package mutex_test
 import (
 	"context"
 	"testing"
+	"time"
 
+	"github.com/go-zookeeper/zk"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/zkrecipes/zkrecipes/internal/engine"
 	"github.com/zkrecipes/zkrecipes/mutex"
 	"github.com/zkrecipes/zkrecipes/recipes"
 	"github.com/zkrecipes/zkrecipes/recipes/zktest"
@@ -51,4 +54,28 @@ func TestErrorsSayWhatHappened(t *testing.T) {
 	assert.ErrorContains(t, err, "rwlock /errs/rw (write lock): ")
 	assert.NotContains(t, err.Error(), "mutex")
 	require.NoError(t, r.Unlock(ctx))
+}
+
+// CURATOR-41: a failed delete of one's own node hid the original error.
+// A Lock whose ctx ends while it waits, and whose node then cannot be
+// deleted (the parent's ACL grants no delete), says its ctx ended.
+func TestFailedCleanupKeepsTheOriginalError(t *testing.T) {
+	zkc := zktest.Start(t)
+	holder := connect(t, zkc.Servers())
+	waiter := connect(t, zkc.Servers())
+	ctx := context.Background()
+	_, err := engine.Of(holder).Conn().Create("/acl41", nil, 0, zk.WorldACL(zk.PermRead|zk.PermCreate))
+	require.NoError(t, err)
+	hm, err := mutex.New(holder, "/acl41")
+	require.NoError(t, err)
+	_, err = hm.Lock(ctx)
+	require.NoError(t, err)
+
+	wm, err := mutex.New(waiter, "/acl41")
+	require.NoError(t, err)
+	wctx, cancel := context.WithTimeout(ctx, 300*time.Millisecond)
+	defer cancel()
+	_, err = wm.Lock(wctx)
+	assert.ErrorIs(t, err, context.DeadlineExceeded, "the original error")
+	assert.NotErrorIs(t, err, zk.ErrNoAuth)
 }

@@ -140,7 +140,7 @@ func (s *SharedCount) view(v engine.NodeView) error {
 // (whose versions start afresh).
 func (s *SharedCount) apply(v VersionedValue, czxid int64) {
 	s.mu.Lock()
-	if czxid < s.czxid || czxid == s.czxid && v.Version <= s.val.Version {
+	if czxid < s.czxid || czxid == s.czxid && !versionAfter(v.Version, s.val.Version) {
 		s.mu.Unlock()
 		return
 	}
@@ -156,6 +156,12 @@ func (s *SharedCount) apply(v VersionedValue, czxid int64) {
 		s.listeners.Post(v)
 	}
 }
+
+// versionAfter reports whether node version a comes after b. Versions are
+// int32 and wrap from MaxInt32 to MinInt32 (CURATOR-688: a count whose
+// version wrapped stopped updating), so a is after b when it is less than
+// 2^31 steps ahead of it.
+func versionAfter(a, b int32) bool { return int32(uint32(a)-uint32(b)) > 0 }
 
 // run keeps the cache current until Close: it follows the node (re-read
 // at every change and after every reconnection).
