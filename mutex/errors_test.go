@@ -2,6 +2,7 @@ package mutex_test
 
 import (
 	"context"
+	"net"
 	"testing"
 	"time"
 
@@ -78,4 +79,25 @@ func TestFailedCleanupKeepsTheOriginalError(t *testing.T) {
 	_, err = wm.Lock(wctx)
 	assert.ErrorIs(t, err, context.DeadlineExceeded, "the original error")
 	assert.NotErrorIs(t, err, zk.ErrNoAuth)
+}
+
+// Lock on a client that never connected (nothing listens at its address,
+// and it was told not to wait for a session) fails with ErrNotConnected
+// once the retry policy gives up, instead of blocking for ever.
+func TestLockWithoutEverConnecting(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	addr := ln.Addr().String()
+	require.NoError(t, ln.Close()) // a port nobody listens on
+	c, err := recipes.Connect([]string{addr}, recipes.WithConnectTimeout(0),
+		recipes.WithSessionTimeout(time.Second)) // the retry policy gives up after 2 s
+	require.NoError(t, err)
+	defer c.Close()
+	m, err := mutex.New(c, "/never")
+	require.NoError(t, err)
+	start := time.Now()
+	_, err = m.Lock(context.Background())
+	assert.ErrorIs(t, err, recipes.ErrNotConnected)
+	assert.Less(t, time.Since(start), 10*time.Second)
+	t.Logf("%v after %v", err, time.Since(start).Round(time.Millisecond))
 }

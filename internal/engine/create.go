@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/cenkalti/backoff/v4"
 	"github.com/go-zookeeper/zk"
@@ -174,6 +175,12 @@ func (c *Client) createProtected(ctx context.Context, parent, uuid, name string,
 		if err := ctx.Err(); err != nil {
 			return "", 0, lostReply, fmt.Errorf("zkrecipes: create in %s: %w", parent, explain(err))
 		}
+		if err := c.awaitConnection(ctx, &retry); err != nil {
+			if lostReply {
+				c.cleanupProtected(parent, prefix, sid)
+			}
+			return "", 0, lostReply, fmt.Errorf("zkrecipes: create in %s: %w", parent, err)
+		}
 		if cur := c.conn.SessionID(); sid != 0 && cur != sid {
 			// A new session: a new name, so that a name once seen gone
 			// never exists again (the engine's knowledge relies on it).
@@ -229,6 +236,38 @@ func (c *Client) createProtected(ctx context.Context, parent, uuid, name string,
 		default:
 			return "", 0, lostReply, fmt.Errorf("zkrecipes: create %s: %w", target, explain(err))
 		}
+	}
+}
+
+// awaitConnection returns once the client is connected, waiting no longer
+// than the retry policy allows (*retry, made on first use): a create on a
+// client that never connects fails with ErrNotConnected instead of waiting
+// for ever in go-zookeeper's queue.
+func (c *Client) awaitConnection(ctx context.Context, retry *backoff.BackOff) error {
+	for {
+		snap := c.Snapshot()
+		if snap.State.IsConnected() {
+			return nil
+		}
+		if *retry == nil {
+			*retry = c.cfg.retry()
+		}
+		d := (*retry).NextBackOff()
+		if d == backoff.Stop {
+			return fmt.Errorf("%w (%v): no connection before the retry policy gave up", ErrNotConnected, snap.State)
+		}
+		t := time.NewTimer(d)
+		select {
+		case <-snap.Changed:
+		case <-t.C:
+		case <-ctx.Done():
+			t.Stop()
+			return ctx.Err()
+		case <-c.closeCh:
+			t.Stop()
+			return ErrClosed
+		}
+		t.Stop()
 	}
 }
 
