@@ -259,7 +259,7 @@ func (r *Reaper) AddPath(path string) error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.closed {
-		return recipes.ErrClosed
+		return fmt.Errorf("cleanup: reaper: %w", recipes.ErrClosed)
 	}
 	if e := r.nodes[full]; e == nil {
 		r.nodes[full] = &entry{explicit: true}
@@ -282,7 +282,7 @@ func (r *Reaper) Start(ctx context.Context) error {
 	switch {
 	case r.closed:
 		r.mu.Unlock()
-		return recipes.ErrClosed
+		return fmt.Errorf("cleanup: reaper: %w", recipes.ErrClosed)
 	case r.started:
 		r.mu.Unlock()
 		return fmt.Errorf("%w: reaper already started", recipes.ErrInvalidArgument)

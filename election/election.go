@@ -60,7 +60,8 @@ var (
 	ErrAlreadyStarted = errors.New("zkrecipes: election: already started")
 	// ErrNoLeader is returned by Leader when nobody leads.
 	ErrNoLeader = errors.New("zkrecipes: election: no leader")
-	// ErrClosed is returned by a Latch or Selector after Close.
+	// ErrClosed is returned by a Latch or Selector after Close (and when
+	// its client is closed: the message says which).
 	ErrClosed = recipes.ErrClosed
 )
 

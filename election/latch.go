@@ -111,7 +111,7 @@ func (l *Latch) Start(ctx context.Context) error {
 	switch {
 	case l.closed:
 		l.mu.Unlock()
-		return ErrClosed
+		return fmt.Errorf("leader latch %s: %w", l.path, ErrClosed)
 	case l.started:
 		l.mu.Unlock()
 		return ErrAlreadyStarted
@@ -249,7 +249,7 @@ func (l *Latch) Await(ctx context.Context) (*Term, error) {
 		l.mu.Unlock()
 		switch {
 		case closed:
-			return nil, ErrClosed
+			return nil, fmt.Errorf("leader latch %s: %w", l.path, ErrClosed)
 		case !started:
 			return nil, ErrNotStarted
 		case t != nil && !isClosed(t.Done()):

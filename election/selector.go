@@ -108,7 +108,7 @@ func (s *Selector) Start(ctx context.Context) error {
 	defer s.mu.Unlock()
 	switch {
 	case s.closed:
-		return ErrClosed
+		return fmt.Errorf("leader selector %s: %w", s.path, ErrClosed)
 	case s.started:
 		return ErrAlreadyStarted
 	}
@@ -128,7 +128,7 @@ func (s *Selector) Requeue() (bool, error) {
 	defer s.mu.Unlock()
 	switch {
 	case s.closed:
-		return false, ErrClosed
+		return false, fmt.Errorf("leader selector %s: %w", s.path, ErrClosed)
 	case !s.started:
 		return false, ErrNotStarted
 	case s.queued:

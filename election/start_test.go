@@ -51,3 +51,28 @@ func TestLatchFailedStartLeavesNothing(t *testing.T) {
 	assert.Equal(t, "other", ps[0].ID)
 	assert.Equal(t, "zombie", ps[1].ID)
 }
+
+// A closed latch or selector says it is closed, not that its client is.
+func TestClosedRecipeSaysSo(t *testing.T) {
+	zkc := zktest.Start(t)
+	c := testutil.Connect(t, zkc.Servers())
+	ctx := context.Background()
+	l, err := election.NewLatch(c, "/closed/latch", "me")
+	require.NoError(t, err)
+	require.NoError(t, l.Close(ctx))
+	err = l.Start(ctx)
+	assert.ErrorIs(t, err, election.ErrClosed)
+	assert.ErrorContains(t, err, "leader latch /closed/latch")
+	assert.NotContains(t, err.Error(), "client")
+	s, err := election.NewSelector(c, "/closed/sel", "me", func(context.Context, *election.Term) error { return nil })
+	require.NoError(t, err)
+	require.NoError(t, s.Close(ctx))
+	err = s.Start(ctx)
+	assert.ErrorIs(t, err, election.ErrClosed)
+	assert.NotContains(t, err.Error(), "client")
+
+	require.NoError(t, c.Close())
+	_, _, err = c.Get(ctx, "/")
+	assert.ErrorIs(t, err, election.ErrClosed)
+	assert.ErrorContains(t, err, "the client was closed")
+}

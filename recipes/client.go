@@ -275,7 +275,7 @@ func opError(op, path string, err error) error {
 }
 
 func isSentinel(err error) bool {
-	return err == ErrNilClient || err == ErrClosed || errors.Is(err, ErrInvalidArgument)
+	return errors.Is(err, ErrNilClient) || errors.Is(err, ErrClosed) || errors.Is(err, ErrInvalidArgument)
 }
 
 // Retry runs op until it succeeds, fails with an error that IsRetryable

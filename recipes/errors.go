@@ -7,7 +7,9 @@ import "github.com/zkrecipes/zkrecipes/internal/engine"
 var (
 	// ErrNilClient is returned when a recipe is given a nil *Client.
 	ErrNilClient = engine.ErrNilClient
-	// ErrClosed is returned by operations on a Client (or recipe) that has been closed.
+	// ErrClosed is returned by operations on a Client, or on a recipe (a
+	// latch, a selector, a reaper, a shared count), that has been closed;
+	// the message says which.
 	ErrClosed = engine.ErrClosed
 	// ErrInvalidPath is returned for an empty, relative, trailing-slash, "." or
 	// "..", NUL-containing or otherwise malformed ZooKeeper path.

@@ -276,7 +276,7 @@ func (c *Client) check() error {
 	}
 	select {
 	case <-c.closeCh:
-		return ErrClosed
+		return errClientClosed
 	default:
 		return nil
 	}
@@ -308,7 +308,7 @@ func (c *Client) WaitConnected(ctx context.Context) error {
 		case <-ctx.Done():
 			return fmt.Errorf("zkrecipes: waiting for connection (state %v): %w", snap.State, ctx.Err())
 		case <-c.closeCh:
-			return ErrClosed
+			return errClientClosed
 		}
 	}
 }

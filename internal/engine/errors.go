@@ -16,8 +16,11 @@ import (
 var (
 	// ErrNilClient is returned when a recipe is given a nil *Client.
 	ErrNilClient = errors.New("zkrecipes: nil client")
-	// ErrClosed is returned by operations on a Client (or recipe) that has been closed.
-	ErrClosed = errors.New("zkrecipes: client closed")
+	// ErrClosed is returned by operations on a Client, or on a recipe,
+	// that has been closed; the message says which.
+	ErrClosed = errors.New("zkrecipes: closed")
+	// errClientClosed is ErrClosed for the client itself.
+	errClientClosed = fmt.Errorf("%w: the client was closed", ErrClosed)
 	// ErrInvalidPath is returned for an empty, relative, trailing-slash, "." or
 	// "..", NUL-containing or otherwise malformed ZooKeeper path.
 	ErrInvalidPath = errors.New("zkrecipes: invalid path")
