@@ -22,7 +22,8 @@
 #                cache (scripts/zk39-env.sh sets ZK_TEST_VERSION=3.9 and
 #                CURATOR_CLASSPATH)
 #   make chaos-all-39  `make chaos-all` on ZooKeeper 3.9 (member kills and
-#                ensemble restarts included)
+#                ensemble restarts included), faults paced densely (-pace
+#                dense: 80 or more in 5 minutes)
 #   make fuzz    run each fuzz target of ./internal/engine for FUZZ_TIME (default 20s)
 #   make vet / make fmt
 
@@ -80,7 +81,7 @@ test-39: deps deps-39
 
 chaos-all-39: deps-demo deps-39
 	env39="$$(bash scripts/zk39-env.sh)" && eval "$$env39" && \
-		$(GO) test -tags chaos -race=false -count=1 -timeout 30m -v -run TestChaos ./chaos/ -args $(CHAOS_FLAGS) -faults all
+		$(GO) test -tags chaos -race=false -count=1 -timeout 30m -v -run TestChaos ./chaos/ -args $(CHAOS_FLAGS) -faults all -pace dense
 
 # One target per go test run (-fuzz takes one). An input that fails is
 # written to internal/engine/testdata/fuzz/<target>/ and runs with every go test.

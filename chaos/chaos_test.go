@@ -32,6 +32,7 @@ var (
 	flagSeed     = flag.Uint64("seed", 1, "seed of the fault schedule (math/rand/v2 PCG)")
 	flagKeep     = flag.Bool("keep", false, "keep the worker logs even when the run passes")
 	flagFaults   = flag.String("faults", "", "fault kinds to inject: comma-separated names, or \"all\" (default: every kind but the ZooKeeper member kills, zk-leader-kill and zk-restart-all; see faultKinds)")
+	flagPace     = flag.String("pace", "normal", "fault pacing: normal, or dense (80+ faults in 5 minutes of -faults all; see pacings)")
 	flagSabotage = flag.Bool("sabotage", false, "make some workers break the rules on purpose (mutex writes without the lock, latch heartbeats after the term): the run must then fail")
 )
 
@@ -53,6 +54,11 @@ func TestChaos(t *testing.T) {
 		t.Skip("worker process")
 	}
 	began := time.Now()
+	p, ok := pacings[*flagPace]
+	if !ok {
+		t.Fatalf("-pace %q: want normal or dense", *flagPace)
+	}
+	faultPace = p
 	enabled, err := parseFaults(*flagFaults)
 	if err != nil {
 		t.Fatal(err)

@@ -29,5 +29,6 @@
 // violations. -faults all (`make chaos-all`) injects them too, for a server
 // with those fixes: ZooKeeper 3.9.4 or later, which `make chaos-all-39` runs
 // (ZK_TEST_VERSION=3.9: Debian unstable's 3.9.6, as scripts/install-deps.sh
-// zk39 unpacks it). CI runs that for 5 minutes and wants 80 faults or more.
+// zk39 unpacks it), with -pace dense. CI runs that for 5 minutes and wants
+// 80 faults or more.
 package chaos

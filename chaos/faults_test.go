@@ -122,11 +122,10 @@ func (h *harness) dur(lo, hi time.Duration) time.Duration {
 const recoveryWait = unavailBound + 8*time.Second
 
 // runFaults injects one fault after another until until. The next fault
-// starts 1-2 s after the previous one started, but not before every role
-// has completed an operation since it healed (or recoveryWait has passed)
-// and 50-150 ms more have gone by, so that each stretch of unavailability
-// has one cause. (With 2-4 s and 0.3-1 s a 5-minute -faults all run on a
-// 2-core machine injected about 70 faults; this pacing gives 80 or more.)
+// starts a while after the previous one started (faultPace.start*), but not
+// before every role has completed an operation since it healed (or
+// recoveryWait has passed) and faultPace.quiet* more have gone by, so that
+// each stretch of unavailability has one cause.
 func (h *harness) runFaults(until time.Time) {
 	runStart := time.Now()
 	rel := func(t time.Time) string {
@@ -135,7 +134,7 @@ func (h *harness) runFaults(until time.Time) {
 		}
 		return fmt.Sprintf("+%.3fs", t.Sub(runStart).Seconds())
 	}
-	next := time.Now().Add(h.dur(time.Second, 2*time.Second))
+	next := time.Now().Add(h.dur(faultPace.startMin, faultPace.startMax))
 	for next.Before(until) {
 		time.Sleep(time.Until(next))
 		kind := h.pickFault()
@@ -170,8 +169,8 @@ func (h *harness) runFaults(until time.Time) {
 		}
 		h.t.Logf("fault #%d %s %s: start %s heal %s (%.3fs), every recipe served again %s%s",
 			f.n, f.kind, f.target, rel(f.start), rel(f.heal), f.heal.Sub(f.start).Seconds(), rel(f.recovered), note)
-		next = f.start.Add(h.dur(time.Second, 2*time.Second))
-		if soon := time.Now().Add(h.dur(50*time.Millisecond, 150*time.Millisecond)); soon.After(next) {
+		next = f.start.Add(h.dur(faultPace.startMin, faultPace.startMax))
+		if soon := time.Now().Add(h.dur(faultPace.quietMin, faultPace.quietMax)); soon.After(next) {
 			next = soon
 		}
 	}
@@ -207,7 +206,7 @@ func (h *harness) inject(kind string) (*fault, error) {
 			return nil, nil
 		}
 		f.target = fmt.Sprintf("%s.%d", p.name, seg)
-		d := workerSession + h.dur(pastSessionMin, pastSessionMax)
+		d := workerSession + h.dur(faultPace.pastSessionMin, faultPace.pastSessionMax)
 		f.start = time.Now()
 		if err := p.signal(syscall.SIGSTOP); err != nil {
 			return nil, err
@@ -225,7 +224,7 @@ func (h *harness) inject(kind string) (*fault, error) {
 			return nil, nil
 		}
 		f.target = fmt.Sprintf("%s.%d", p.name, seg)
-		d := workerSession + h.dur(pastSessionMin, pastSessionMax)
+		d := workerSession + h.dur(faultPace.pastSessionMin, faultPace.pastSessionMax)
 		f.start = time.Now()
 		for _, px := range p.proxies {
 			px.Blackhole()
@@ -281,7 +280,7 @@ func (h *harness) inject(kind string) (*fault, error) {
 		spared := h.params.IntN(3)
 		a, b := (spared+1)%3, (spared+2)%3
 		f.target = fmt.Sprintf("zk%d+zk%d", a+1, b+1)
-		d := workerSession + h.dur(pastSessionMin, pastSessionMax)
+		d := workerSession + h.dur(faultPace.pastSessionMin, faultPace.pastSessionMax)
 		f.start = time.Now()
 		for _, i := range []int{a, b} {
 			if err := h.zkc.Pause(i); err != nil {
@@ -298,7 +297,7 @@ func (h *harness) inject(kind string) (*fault, error) {
 
 	case fRestartAll:
 		f.target = "zk1+zk2+zk3"
-		d := h.dur(100*time.Millisecond, 500*time.Millisecond)
+		d := h.dur(faultPace.downMin, faultPace.downMax)
 		f.start = time.Now()
 		for i := range h.zkc.Len() {
 			if err := h.zkc.Kill(i); err != nil {
@@ -377,26 +376,54 @@ func createPattern(parent, lockName string) []byte {
 	return append(b, prefix...)
 }
 
-// followerCreateWait is how long followerCreate waits for a mutex create to
-// go out through a follower before it pauses a follower anyway.
-const followerCreateWait = 2 * time.Second
+// faultPacing sets how long faults last and how closely they follow each
+// other; -pace picks one.
+type faultPacing struct {
+	startMin, startMax             time.Duration // next fault's start after the last one's start
+	quietMin, quietMax             time.Duration // ... and after every recipe served again
+	pastSessionMin, pastSessionMax time.Duration // holder pause/black-hole, quorum pause: session + this
+	createWait                     time.Duration // follower-create: wait for a create through a follower
+	createHoldMin, createHoldMax   time.Duration // follower-create: how long the follower stays paused
+	downMin, downMax               time.Duration // restart-all: how long the members stay down
+}
 
-// A holder paused or black-holed, or a quorum paused, stays so for the
-// workers' session timeout plus pastSessionMin to pastSessionMax: long
-// enough for the server to expire the session (it does so within a
-// tickTime, 200 ms, of the timeout), short enough that a 5-minute run
-// injects 80 faults or more.
-const (
-	pastSessionMin = 300 * time.Millisecond
-	pastSessionMax = 1000 * time.Millisecond
-)
+// pacings are the -pace values. "normal" is the schedule the default suite
+// has always run. "dense" gets 80 or more faults into 5 minutes of -faults
+// all on a 2-core machine (normal: about 70): each pause or black-hole
+// still outlasts the session (the server expires it within a tickTime,
+// 200 ms, of the timeout), and each fault still waits until every recipe
+// served again. On Debian's ZooKeeper 3.8.0 dense also loses transactions
+// under follower pauses: a run with seed 3 had a follower paused 1.2 s
+// (past syncLimit, 1 s) lose 5 committed writes, which the checker reports
+// as the server's violation; so CI runs dense only on 3.9.
+var pacings = map[string]faultPacing{
+	"normal": {
+		startMin: 2 * time.Second, startMax: 4 * time.Second,
+		quietMin: 300 * time.Millisecond, quietMax: time.Second,
+		pastSessionMin: 500 * time.Millisecond, pastSessionMax: 1500 * time.Millisecond,
+		createWait:    5 * time.Second,
+		createHoldMin: time.Second, createHoldMax: 3500 * time.Millisecond,
+		downMin: 200 * time.Millisecond, downMax: time.Second,
+	},
+	"dense": {
+		startMin: time.Second, startMax: 2 * time.Second,
+		quietMin: 50 * time.Millisecond, quietMax: 150 * time.Millisecond,
+		pastSessionMin: 300 * time.Millisecond, pastSessionMax: time.Second,
+		createWait:    2 * time.Second,
+		createHoldMin: time.Second, createHoldMax: 2500 * time.Millisecond,
+		downMin: 100 * time.Millisecond, downMax: 500 * time.Millisecond,
+	},
+}
+
+// faultPace is the one -pace chose; TestChaos sets it.
+var faultPace = pacings["normal"]
 
 // followerCreate pauses a follower just as a mutex worker's lock-node create
 // has reached it (before it could answer): the proxy forwards the request,
 // the follower is stopped, and the worker's connection is cut, so its
 // protected create must find out by itself whether its node was made. If no
-// create reaches a follower within followerCreateWait, it pauses a follower
-// anyway.
+// create reaches a follower within faultPace.createWait, it pauses a
+// follower anyway.
 
 func (h *harness) followerCreate(f *fault) error {
 	l, err := h.zkc.Leader()
@@ -434,7 +461,7 @@ func (h *harness) followerCreate(f *fault) error {
 	var got string
 	select {
 	case got = <-fired:
-	case <-time.After(followerCreateWait):
+	case <-time.After(faultPace.createWait):
 	}
 	for _, px := range armed {
 		px.CutAfterClientSends(neverPattern)
@@ -450,7 +477,7 @@ func (h *harness) followerCreate(f *fault) error {
 	switch {
 	case got == "":
 		fol = (l + 1 + h.params.IntN(2)) % 3
-		f.note = fmt.Sprintf("no create reached a follower within %v: plain pause", followerCreateWait)
+		f.note = fmt.Sprintf("no create reached a follower within %v: plain pause", faultPace.createWait)
 		f.start = time.Now()
 		if err := h.zkc.Pause(fol); err != nil {
 			return err
@@ -466,7 +493,7 @@ func (h *harness) followerCreate(f *fault) error {
 		f.note = "create of " + who + " in flight"
 	}
 	f.target = fmt.Sprintf("zk%d", fol+1)
-	time.Sleep(h.dur(time.Second, 2500*time.Millisecond))
+	time.Sleep(h.dur(faultPace.createHoldMin, faultPace.createHoldMax))
 	if err := h.zkc.Resume(fol); err != nil {
 		return err
 	}
