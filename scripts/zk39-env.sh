@@ -47,6 +47,7 @@ if ((${#missing[@]} > 0)); then
 	exit 1
 fi
 printf 'export ZK_TEST_VERSION=3.9\n'
+printf 'export ZKRECIPES_KAZOO_PATH=%q\n' "$sid_dir/root/usr/lib/python3/dist-packages"
 printf 'export CURATOR_CLASSPATH=%q\n' "$(
 	IFS=:
 	echo "${cp[*]}"

@@ -233,8 +233,9 @@ func (c *Client) SessionTimeout() time.Duration {
 
 // LastReceived returns when the last byte arrived from a server that holds
 // the session, and false when that is unknown (before the first session,
-// or for an adopted connection without a Wire). The server may expire the
-// session one SessionTimeout after it.
+// or for an adopted connection without a Wire). LOST is timed from
+// LastAnswered, which is earlier: the server may expire the session one
+// SessionTimeout after the last packet it received from us.
 func (c *Client) LastReceived() (time.Time, bool) {
 	if c.wire == nil {
 		return time.Time{}, false

@@ -192,10 +192,17 @@ func javaBinary() (string, error) {
 	return p, nil
 }
 
+// kazooImport imports kazoo as kazoo_recipes.py does: from
+// ZKRECIPES_KAZOO_PATH when it is set (Debian unstable's Kazoo 2.11, see
+// scripts/zk39-env.sh), else the system's python3-kazoo.
+const kazooImport = `import os, sys
+if os.environ.get("ZKRECIPES_KAZOO_PATH"): sys.path.insert(0, os.environ["ZKRECIPES_KAZOO_PATH"])
+import kazoo`
+
 // KazooAvailable reports whether /usr/bin/python3 can import kazoo; the
 // error wraps ErrUnavailable and names the python3-kazoo package.
 func KazooAvailable() error {
-	out, err := exec.Command(Python, "-I", "-c", "import kazoo").CombinedOutput()
+	out, err := exec.Command(Python, "-I", "-c", kazooImport).CombinedOutput()
 	if err != nil {
 		return fmt.Errorf("%w: %s cannot import kazoo (apt-get install python3-kazoo): %w: %s",
 			ErrUnavailable, Python, err, bytes.TrimSpace(out))

@@ -49,6 +49,11 @@ import sys
 import time
 import traceback
 
+# ZKRECIPES_KAZOO_PATH names another Kazoo (Debian unstable's 2.11, unpacked
+# by scripts/install-deps.sh zk39): -I ignores PYTHONPATH, not os.environ.
+if os.environ.get("ZKRECIPES_KAZOO_PATH"):
+    sys.path.insert(0, os.environ["ZKRECIPES_KAZOO_PATH"])
+
 from kazoo.client import KazooClient
 from kazoo.recipe.lock import Lock
 
