@@ -1224,14 +1224,37 @@ func zookeeper(flagServers string) ([]string, string, func(), error) {
 		}
 	}
 	if len(servers) > 0 {
-		return servers, "server " + strings.Join(servers, ","), func() {}, nil
+		return servers, "server " + strings.Join(servers, ",") + " (ZooKeeper " + srvrVersion(servers[0]) + ")", func() {}, nil
 	}
 	fmt.Println("no -servers and no ZK_SERVERS: starting a local ZooKeeper...")
 	cl, err := zktest.Launch(1)
 	if err != nil {
 		return nil, "", nil, err
 	}
-	return cl.Servers(), "local server " + cl.ConnectString() + " (started by zktest.Launch)", func() { cl.Close() }, nil
+	return cl.Servers(), "local server " + cl.ConnectString() + " (ZooKeeper " + cl.Version() + ", started by zktest.Launch)", func() { cl.Close() }, nil
+}
+
+// srvrVersion asks the server at addr for its release with the srvr
+// four-letter word ("3.9.6"), or says it is unknown.
+func srvrVersion(addr string) string {
+	conn, err := net.DialTimeout("tcp", addr, 2*time.Second)
+	if err != nil {
+		return "version unknown"
+	}
+	defer conn.Close()
+	_ = conn.SetDeadline(time.Now().Add(2 * time.Second))
+	if _, err := conn.Write([]byte("srvr")); err != nil {
+		return "version unknown"
+	}
+	out, _ := io.ReadAll(conn)
+	line, _, _ := strings.Cut(string(out), "\n")
+	v, ok := strings.CutPrefix(strings.TrimSpace(line), "Zookeeper version: ")
+	if !ok {
+		return "version unknown (srvr refused?)"
+	}
+	v, _, _ = strings.Cut(v, "-")
+	v, _, _ = strings.Cut(v, ",")
+	return v
 }
 
 // cleanup removes what the benchmark left: zk.Lock's persistent parent and
