@@ -11,6 +11,9 @@ import (
 	"github.com/zkrecipes/zkrecipes/internal/engine"
 )
 
+// run is the reaper's loop: while it leads (or always, without an
+// election) it follows the tracked parents' children and checks every
+// candidate once an interval, until Close.
 func (r *Reaper) run(ctx context.Context) {
 	defer close(r.done)
 	defer r.followers.Wait()
