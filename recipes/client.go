@@ -136,10 +136,11 @@ func (c *Client) AddAuth(scheme string, auth []byte) error { return c.eng().AddA
 // RECONNECTED or READ_ONLY), ctx ends or the client is closed.
 func (c *Client) WaitConnected(ctx context.Context) error { return c.eng().WaitConnected(ctx) }
 
-// Listen registers fn to be called with every state transition, in order,
-// on a goroutine of its own: a slow fn delays only its own later calls,
-// never the client. The returned function removes the listener; it, and
-// Close, wait up to 5s for a call in progress to return.
+// Listen registers fn to be called with the current state (unless the
+// client has not had a session yet), then with every state transition, in
+// order, on a goroutine of its own: a slow fn delays only its own later
+// calls, never the client. The returned function removes the listener; it,
+// and Close, wait up to 5s for a call in progress to return.
 func (c *Client) Listen(fn func(State)) (remove func()) {
 	if fn == nil {
 		return func() {}
@@ -147,7 +148,8 @@ func (c *Client) Listen(fn func(State)) (remove func()) {
 	return c.eng().Listen(func(s engine.State) { fn(State(s)) })
 }
 
-// Subscribe returns a channel that receives every state transition in
+// Subscribe returns a channel that receives the current state (unless the
+// client has not had a session yet), then every state transition, in
 // order. Transitions queue without bound while the reader is slow. The
 // channel is closed by the returned function or when the client closes.
 func (c *Client) Subscribe() (<-chan State, func()) {
