@@ -9,8 +9,10 @@ import (
 )
 
 // Lock blocks until the owner holds the lock, ctx ends, or the session is
-// lost. A timed acquire is a ctx with a deadline. When ctx ends the
-// caller's node is removed and the error wraps ctx.Err(). If the owner
+// lost. A timed acquire is a ctx with a deadline. When ctx ends Lock
+// returns at once, even with a request in flight, the error wraps
+// ctx.Err(), and the caller's node is removed: at once, or, when its
+// create was still in flight, as soon as the late reply comes. If the owner
 // already holds the lock, Lock counts one more hold and returns at once.
 // If the owner's acquisition is in flight in another goroutine (an
 // explicit owner), Lock waits for it, within ctx, and then counts one more
