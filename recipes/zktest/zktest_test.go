@@ -169,7 +169,9 @@ func TestStandalonePauseResume(t *testing.T) {
 	if err := c.Restart(0); err == nil {
 		t.Fatal("Restart of a running member succeeded")
 	}
-	waitFor(t, 10*time.Second, "node after restart", func() bool {
+	// The client's session may have expired while the member was down; it
+	// reconnects on its own. A loaded machine makes all of that slow.
+	waitFor(t, 30*time.Second, "node after restart", func() bool {
 		data, _, err := cl.Get("/zktest-persist")
 		return err == nil && string(data) == "v"
 	})
