@@ -220,7 +220,7 @@ func (l *Latch) onTermEnd(*engine.Hold) {
 // its Done not closed.
 func (l *Latch) HasLeadership() bool {
 	t := l.Term()
-	return t != nil && !isClosed(t.Done())
+	return t != nil && !engine.IsClosed(t.Done())
 }
 
 // Term returns the current term, or nil when the latch does not lead.
@@ -252,7 +252,7 @@ func (l *Latch) Await(ctx context.Context) (*Term, error) {
 			return nil, fmt.Errorf("leader latch %s: %w", l.path, ErrClosed)
 		case !started:
 			return nil, ErrNotStarted
-		case t != nil && !isClosed(t.Done()):
+		case t != nil && !engine.IsClosed(t.Done()):
 			return t, nil
 		}
 		select {
@@ -331,13 +331,4 @@ func (l *Latch) Close(ctx context.Context) error {
 	}
 	l.listeners.Close()
 	return nil
-}
-
-func isClosed(ch <-chan struct{}) bool {
-	select {
-	case <-ch:
-		return true
-	default:
-		return false
-	}
 }

@@ -163,7 +163,7 @@ func (s *Selector) HasLeadership() bool {
 	s.mu.Lock()
 	t := s.leading
 	s.mu.Unlock()
-	return t != nil && !isClosed(t.Done())
+	return t != nil && !engine.IsClosed(t.Done())
 }
 
 func (s *Selector) run() {

@@ -159,7 +159,7 @@ func (m *Mutex) handOnLocked(l *Lease, lost bool) bool {
 	if ls.proc != p {
 		return false
 	}
-	if len(ls.queue) == 0 || lost || p.handoffs >= m.opts.local || isDone(l.sig.Done) {
+	if len(ls.queue) == 0 || lost || p.handoffs >= m.opts.local || engine.IsClosed(l.sig.Done) {
 		ls.proc = nil
 		m.nextAcquirerLocked()
 		return false
@@ -173,15 +173,6 @@ func (m *Mutex) handOnLocked(l *Lease, lost bool) bool {
 	m.holds[w.owner] = nl
 	w.ch <- localTurn{lease: nl}
 	return true
-}
-
-func isDone(ch <-chan struct{}) bool {
-	select {
-	case <-ch:
-		return true
-	default:
-		return false
-	}
 }
 
 // FenceToken is a fencing token that orders every successive holder of a
