@@ -1,6 +1,7 @@
 package zktest
 
 import (
+	"fmt"
 	"os"
 	"sync"
 	"testing"
@@ -87,6 +88,33 @@ func (c *client) resetStates() {
 
 // waitFor is Eventually, under the name these tests use.
 var waitFor = Eventually
+
+// waitExplained is Eventually whose failure also says what explain returns
+// then (the last error seen, the client's states), so that a failure on a
+// busy machine leaves its cause in the log.
+func waitExplained(t *testing.T, timeout time.Duration, what string, cond func() bool, explain func() string) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out after %v waiting for %s: %s", timeout, what, explain())
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// statesSeen returns a copy of the session states recorded so far.
+func (c *client) statesSeen() []zk.State {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return append([]zk.State(nil), c.states...)
+}
+
+// probe says what one ruok to member 0 answers now.
+func probe(c *Cluster) string {
+	out, err := c.FourLetter(0, "ruok")
+	return fmt.Sprintf("%q, %v", out, err)
+}
 
 // requireLocal skips a test that needs to control the server processes.
 func requireLocal(t *testing.T, c *Cluster) {

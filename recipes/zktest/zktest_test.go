@@ -3,6 +3,7 @@ package zktest
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"strings"
 	"sync"
 	"testing"
@@ -144,10 +145,12 @@ func TestStandalonePauseResume(t *testing.T) {
 	}
 	// A resumed JVM on a loaded machine may take longer than one probe to
 	// answer: the server must come back, not within one probe's timeout.
-	Eventually(t, 15*time.Second, "ruok answered after Resume", func() bool {
+	var last string // what the last probe saw, for the failure message
+	waitExplained(t, 15*time.Second, "ruok answered after Resume", func() bool {
 		out, err := c.FourLetter(0, "ruok")
+		last = fmt.Sprintf("%q, %v", out, err)
 		return err == nil && out == "imok"
-	})
+	}, func() string { return "last probe: " + last })
 
 	// Kill and Restart keep the data.
 	cl := connect(t, c.Servers(), 4*time.Second)
@@ -171,9 +174,12 @@ func TestStandalonePauseResume(t *testing.T) {
 	}
 	// The client's session may have expired while the member was down; it
 	// reconnects on its own. A loaded machine makes all of that slow.
-	waitFor(t, 30*time.Second, "node after restart", func() bool {
+	waitExplained(t, 30*time.Second, "node after restart", func() bool {
 		data, _, err := cl.Get("/zktest-persist")
+		last = fmt.Sprintf("%q, %v", data, err)
 		return err == nil && string(data) == "v"
+	}, func() string {
+		return fmt.Sprintf("last Get: %s; client states %v; ruok %s", last, cl.statesSeen(), probe(c))
 	})
 }
 
