@@ -79,11 +79,11 @@ func TestChaos(t *testing.T) {
 	if !zkc.Controllable() {
 		t.Skip("the chaos suite injects faults into the servers: it needs a local ZooKeeper installation, not ZK_TEST_SERVERS")
 	}
-	admin, err := recipes.Connect(zkc.Servers(), recipes.WithSessionTimeout(4*time.Second))
+	admin, err := recipes.Connect(context.Background(), zkc.Servers(), recipes.WithSessionTimeout(4*time.Second))
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { _ = admin.Close() })
+	t.Cleanup(func() { _ = admin.Close(context.Background()) })
 	for _, p := range []string{root, root + "/locks", root + "/rec", root + "/hist", root + "/lead", histMutex, histRW, gaugePath, leadSel, leadLatch} {
 		if _, err := admin.Create(context.Background(), p, nil, 0); err != nil {
 			t.Fatalf("create %s: %v", p, err)

@@ -177,7 +177,7 @@ func (h *harness) check(admin *recipes.Client, leftovers []string) *report {
 	}
 	defer func() {
 		for _, c := range reps {
-			c.Close()
+			c.Close(context.Background())
 		}
 	}()
 	h.checkZnodeCounts(rep)
@@ -541,10 +541,10 @@ func (r *report) summary(h *harness, faulting, total time.Duration) string {
 func (h *harness) replicas() ([]*recipes.Client, error) {
 	var out []*recipes.Client
 	for _, addr := range h.zkc.Servers() {
-		c, err := recipes.Connect([]string{addr}, recipes.WithSessionTimeout(4*time.Second))
+		c, err := recipes.Connect(context.Background(), []string{addr}, recipes.WithSessionTimeout(4*time.Second))
 		if err != nil {
 			for _, o := range out {
-				o.Close()
+				o.Close(context.Background())
 			}
 			return nil, fmt.Errorf("%s: %w", addr, err)
 		}

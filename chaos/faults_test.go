@@ -524,7 +524,7 @@ func (h *harness) diagnose(f *fault) []*proc {
 	for pass := range 2 {
 		present := map[string]int{} // path -> bit set of the servers that have it
 		for i, addr := range h.zkc.Servers() {
-			c, err := recipes.Connect([]string{addr}, recipes.WithSessionTimeout(4*time.Second))
+			c, err := recipes.Connect(context.Background(), []string{addr}, recipes.WithSessionTimeout(4*time.Second))
 			if err != nil {
 				h.t.Logf("zk%d: %v", i+1, err)
 				continue
@@ -540,7 +540,7 @@ func (h *harness) diagnose(f *fault) []*proc {
 				f.seen = map[string]string{}
 			}
 			h.dumpTree(c, root+"/locks", &paths, pass == 0, f.seen)
-			c.Close()
+			c.Close(context.Background())
 			for _, p := range paths {
 				present[p] |= 1 << i
 			}

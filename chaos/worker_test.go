@@ -214,7 +214,7 @@ func runWorker(role string) error {
 	case roleLatch:
 		err = w.runLatch()
 	}
-	cerr := c.Close()
+	cerr := c.Close(context.Background())
 	w.log.printf("stop")
 	w.say("BYE")
 	return errors.Join(err, cerr)
@@ -225,7 +225,7 @@ func runWorker(role string) error {
 func (w *worker) connect(servers []string) (*recipes.Client, error) {
 	deadline := time.Now().Add(3 * time.Minute)
 	for {
-		c, err := recipes.Connect(servers, recipes.WithSessionTimeout(workerSession), recipes.WithConnectTimeout(10*time.Second))
+		c, err := recipes.Connect(context.Background(), servers, recipes.WithSessionTimeout(workerSession), recipes.WithConnectTimeout(10*time.Second))
 		if err == nil {
 			return c, nil
 		}

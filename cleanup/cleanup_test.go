@@ -383,7 +383,7 @@ func TestBadInput(t *testing.T) {
 	require.NoError(t, r.Close(ctx))
 	assert.ErrorIs(t, r.Start(ctx), recipes.ErrClosed)
 	closed := connect(t, zkc.Servers())
-	require.NoError(t, closed.Close())
+	require.NoError(t, closed.Close(context.Background()))
 	_, err = cleanup.New(closed)
 	assert.ErrorIs(t, err, recipes.ErrClosed)
 	_, err = cleanup.Scan(ctx, closed, "/x")

@@ -17,12 +17,12 @@ func ExampleReaper() {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	servers := testutil.ExampleServers() // e.g. []string{"127.0.0.1:2181"}
-	c, err := recipes.Connect(servers)
+	c, err := recipes.Connect(context.Background(), servers)
 	if err != nil {
 		fmt.Println(err)
 		return
 	}
-	defer c.Close()
+	defer c.Close(context.Background())
 
 	// What go-zookeeper's zk.Lock or Kazoo leaves: persistent parents.
 	for _, p := range []string{"/locks", "/locks/orders", "/locks/orders/41", "/locks/orders/42"} {

@@ -130,7 +130,7 @@ func TestMisuse(t *testing.T) {
 			return err
 		}
 		defer r.Close(ctx)
-		if err := cc.Close(); err != nil {
+		if err := cc.Close(context.Background()); err != nil {
 			return err
 		}
 		return r.Start(ctx)
@@ -142,7 +142,7 @@ func TestMisuse(t *testing.T) {
 			return err
 		}
 		defer r.Close(ctx)
-		if err := cc.Close(); err != nil {
+		if err := cc.Close(context.Background()); err != nil {
 			return err
 		}
 		return r.AddPath("/misuse/x")

@@ -25,12 +25,12 @@ func ExampleLatch() {
 
 	var latches []*election.Latch
 	for _, id := range []string{"billing-1", "billing-2"} {
-		c, err := recipes.Connect(servers)
+		c, err := recipes.Connect(context.Background(), servers)
 		if err != nil {
 			fmt.Println(err)
 			return
 		}
-		defer c.Close()
+		defer c.Close(context.Background())
 		l, err := election.NewLatch(c, "/services/billing/leader", id)
 		if err != nil {
 			fmt.Println(err)
@@ -87,12 +87,12 @@ func ExampleLatch() {
 func ExampleSelector() {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	c, err := recipes.Connect(exampleServers()) // e.g. []string{"127.0.0.1:2181"}
+	c, err := recipes.Connect(context.Background(), exampleServers()) // e.g. []string{"127.0.0.1:2181"}
 	if err != nil {
 		fmt.Println(err)
 		return
 	}
-	defer c.Close()
+	defer c.Close(context.Background())
 
 	led := make(chan string, 1)
 	s, err := election.NewSelector(c, "/services/reports/leader", "reports-1",
@@ -127,12 +127,12 @@ func ExampleSelector() {
 func ExampleObserve() {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	c, err := recipes.Connect(exampleServers()) // e.g. []string{"127.0.0.1:2181"}
+	c, err := recipes.Connect(context.Background(), exampleServers()) // e.g. []string{"127.0.0.1:2181"}
 	if err != nil {
 		fmt.Println(err)
 		return
 	}
-	defer c.Close()
+	defer c.Close(context.Background())
 
 	octx, stop := context.WithCancel(ctx)
 	defer stop()

@@ -34,13 +34,13 @@ func TestMisuse(t *testing.T) {
 	noError := []error(nil)
 	lead := func(ctx context.Context, _ *election.Term) error { <-ctx.Done(); return nil }
 
-	closed, err := recipes.Connect(servers)
+	closed, err := recipes.Connect(context.Background(), servers)
 	require.NoError(t, err)
 	closedLatch, err := election.NewLatch(closed, "/misuse/closed", "id")
 	require.NoError(t, err)
 	closedSel, err := election.NewSelector(closed, "/misuse/closedsel", "id", lead)
 	require.NoError(t, err)
-	require.NoError(t, closed.Close())
+	require.NoError(t, closed.Close(context.Background()))
 
 	var cases misuseTable
 	add, tolerate := cases.Add, cases.Tolerate
@@ -160,7 +160,7 @@ func TestMisuse(t *testing.T) {
 		if _, err := l.Await(ctx); err != nil {
 			return err
 		}
-		if err := cc.Close(); err != nil {
+		if err := cc.Close(context.Background()); err != nil {
 			return err
 		}
 		actx, cancel := context.WithTimeout(ctx, 5*time.Second)
@@ -303,9 +303,9 @@ func TestMisuse(t *testing.T) {
 
 var misuseChildren = testutil.MisuseChildren{
 	"latch-listen-nil": func(t *testing.T, servers []string) {
-		c, err := recipes.Connect(servers)
+		c, err := recipes.Connect(context.Background(), servers)
 		require.NoError(t, err)
-		defer c.Close()
+		defer c.Close(context.Background())
 		ctx := context.Background()
 		l, err := election.NewLatch(c, "/misuse/child/latch", "id")
 		require.NoError(t, err)

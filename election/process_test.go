@@ -103,7 +103,7 @@ func peHelperLatches() error {
 		m := members[id]
 		delete(members, id)
 		err := m.l.Close(ctx)
-		m.c.Close()
+		m.c.Close(context.Background())
 		return err
 	}
 
@@ -127,13 +127,13 @@ loop:
 			if members[id] != nil {
 				return fmt.Errorf("%s joined twice", id)
 			}
-			c, err := recipes.Connect(servers, recipes.WithSessionTimeout(peSession))
+			c, err := recipes.Connect(context.Background(), servers, recipes.WithSessionTimeout(peSession))
 			if err != nil {
 				return err
 			}
 			l, err := election.NewLatch(c, path, id)
 			if err != nil {
-				c.Close()
+				c.Close(context.Background())
 				return err
 			}
 			var last *election.Term // only the listener's goroutine uses it

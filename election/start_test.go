@@ -71,7 +71,7 @@ func TestClosedRecipeSaysSo(t *testing.T) {
 	assert.ErrorIs(t, err, election.ErrClosed)
 	assert.NotContains(t, err.Error(), "client")
 
-	require.NoError(t, c.Close())
+	require.NoError(t, c.Close(context.Background()))
 	_, _, err = c.Get(ctx, "/")
 	assert.ErrorIs(t, err, election.ErrClosed)
 	assert.ErrorContains(t, err, "the client was closed")

@@ -89,10 +89,10 @@ func TestLockWithoutEverConnecting(t *testing.T) {
 	require.NoError(t, err)
 	addr := ln.Addr().String()
 	require.NoError(t, ln.Close()) // a port nobody listens on
-	c, err := recipes.Connect([]string{addr}, recipes.WithConnectTimeout(0),
+	c, err := recipes.Connect(context.Background(), []string{addr}, recipes.WithConnectTimeout(0),
 		recipes.WithSessionTimeout(time.Second)) // the retry policy gives up after 2 s
 	require.NoError(t, err)
-	defer c.Close()
+	defer c.Close(context.Background())
 	m, err := mutex.New(c, "/never")
 	require.NoError(t, err)
 	start := time.Now()

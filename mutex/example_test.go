@@ -14,12 +14,12 @@ import (
 // Example takes the lock, does fenced work under it and releases it.
 func Example() {
 	ctx := context.Background()
-	c, err := recipes.Connect(exampleServers()) // e.g. []string{"127.0.0.1:2181"}
+	c, err := recipes.Connect(context.Background(), exampleServers()) // e.g. []string{"127.0.0.1:2181"}
 	if err != nil {
 		fmt.Println(err)
 		return
 	}
-	defer c.Close()
+	defer c.Close(context.Background())
 
 	m, err := mutex.New(c, "/locks/orders")
 	if err != nil {
@@ -54,12 +54,12 @@ func Example() {
 // runs on a goroutine of its own, so it releases through the lease.
 func ExampleWithRevocationListener() {
 	ctx := context.Background()
-	c, err := recipes.Connect(exampleServers()) // e.g. []string{"127.0.0.1:2181"}
+	c, err := recipes.Connect(context.Background(), exampleServers()) // e.g. []string{"127.0.0.1:2181"}
 	if err != nil {
 		fmt.Println(err)
 		return
 	}
-	defer c.Close()
+	defer c.Close(context.Background())
 
 	released := make(chan error, 1)
 	m, err := mutex.New(c, "/locks/reports", mutex.WithRevocationListener(func(lease *mutex.Lease) {

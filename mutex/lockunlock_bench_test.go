@@ -34,11 +34,11 @@ func BenchmarkLockUnlock(b *testing.B) {
 
 func benchLockUnlock(b *testing.B, ctx context.Context) {
 	zkc := zktest.Start(b)
-	c, err := recipes.Connect(zkc.Servers(), recipes.WithSessionTimeout(4*time.Second))
+	c, err := recipes.Connect(context.Background(), zkc.Servers(), recipes.WithSessionTimeout(4*time.Second))
 	if err != nil {
 		b.Fatal(err)
 	}
-	defer c.Close()
+	defer c.Close(context.Background())
 	m := newMutex(b, c, "/bench/lockunlock")
 	b.ReportAllocs()
 	defer reportCPU(b)()

@@ -36,10 +36,10 @@ func TestMisuse(t *testing.T) {
 	invalidArg := []error{recipes.ErrInvalidArgument}
 	noError := []error(nil)
 
-	closed, err := recipes.Connect(servers)
+	closed, err := recipes.Connect(context.Background(), servers)
 	require.NoError(t, err)
 	closedM := newMutex(t, closed, "/misuse/closed")
-	require.NoError(t, closed.Close())
+	require.NoError(t, closed.Close(context.Background()))
 
 	// A client behind a proxy that can lose the reply to one request.
 	proxy := zktest.NewProxy(t, servers[0])
@@ -350,7 +350,7 @@ func TestMisuse(t *testing.T) {
 		if _, err := cm.Lock(ctx); err != nil {
 			return err
 		}
-		if err := cc.Close(); err != nil {
+		if err := cc.Close(context.Background()); err != nil {
 			return err
 		}
 		return cm.Unlock(ctx)
@@ -362,7 +362,7 @@ func TestMisuse(t *testing.T) {
 		if err != nil {
 			return err
 		}
-		if err := cc.Close(); err != nil {
+		if err := cc.Close(context.Background()); err != nil {
 			return err
 		}
 		return l.Unlock(ctx)
@@ -374,7 +374,7 @@ func TestMisuse(t *testing.T) {
 		if err != nil {
 			return err
 		}
-		if err := cc.Close(); err != nil {
+		if err := cc.Close(context.Background()); err != nil {
 			return err
 		}
 		_, err = l.Token(ctx)

@@ -745,10 +745,10 @@ func TestBadInput(t *testing.T) {
 	assert.ErrorIs(t, err, recipes.ErrInvalidArgument)
 	assert.False(t, nilM.IsHeldInProcess())
 
-	closed, err := recipes.Connect(zkc.Servers())
+	closed, err := recipes.Connect(context.Background(), zkc.Servers())
 	require.NoError(t, err)
 	cm := newMutex(t, closed, "/locks/closed")
-	require.NoError(t, closed.Close())
+	require.NoError(t, closed.Close(context.Background()))
 	_, err = cm.Lock(context.Background())
 	assert.ErrorIs(t, err, recipes.ErrClosed)
 	_, err = mutex.New(closed, "/locks/closed")

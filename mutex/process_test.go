@@ -66,11 +66,11 @@ func helperContend() error {
 	ctx, cancel := context.WithTimeout(context.Background(), 45*time.Second)
 	defer cancel()
 
-	c, err := recipes.Connect(servers, recipes.WithSessionTimeout(4*time.Second))
+	c, err := recipes.Connect(context.Background(), servers, recipes.WithSessionTimeout(4*time.Second))
 	if err != nil {
 		return err
 	}
-	defer c.Close()
+	defer c.Close(context.Background())
 	var opts []mutex.Option
 	if os.Getenv(helperEnvLocal) != "" {
 		bound, err := testutil.EnvInt(helperEnvLocal)
@@ -189,7 +189,7 @@ func helperHold() error {
 	servers := strings.Split(os.Getenv(helperEnvServers), ",")
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	c, err := recipes.Connect(servers, recipes.WithSessionTimeout(2*time.Second))
+	c, err := recipes.Connect(context.Background(), servers, recipes.WithSessionTimeout(2*time.Second))
 	if err != nil {
 		return err
 	}
@@ -215,11 +215,11 @@ func helperHold() error {
 // of the test.
 func procConnect(t *testing.T, servers []string, opts ...recipes.Option) *recipes.Client {
 	t.Helper()
-	c, err := recipes.Connect(servers, append([]recipes.Option{recipes.WithSessionTimeout(4 * time.Second)}, opts...)...)
+	c, err := recipes.Connect(context.Background(), servers, append([]recipes.Option{recipes.WithSessionTimeout(4 * time.Second)}, opts...)...)
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { _ = c.Close() })
+	t.Cleanup(func() { _ = c.Close(context.Background()) })
 	return c
 }
 

@@ -33,14 +33,15 @@ type Client struct {
 }
 
 // Connect dials the given servers ("host:port" each) and waits until the
-// first session is established or the connect timeout (WithConnectTimeout)
-// passes. The returned Client owns the connection. Every connection is
+// first session is established, ctx ends or the connect timeout
+// (WithConnectTimeout, 15s by default) passes; ctx bounds the WithAuth
+// requests too. The returned Client owns the connection. Every connection is
 // dialled through a Wire (around the WithDialer dialer, if given), which
 // reads the negotiated session timeout from the server's handshake reply
 // and the times of the requests the server answered, from which LOST is
 // timed.
-func Connect(servers []string, opts ...Option) (*Client, error) {
-	e, err := engine.Connect(servers, engineOptions(opts)...)
+func Connect(ctx context.Context, servers []string, opts ...Option) (*Client, error) {
+	e, err := engine.Connect(ctx, servers, engineOptions(opts)...)
 	if err != nil {
 		return nil, err
 	}
@@ -51,7 +52,8 @@ func Connect(servers []string, opts ...Option) (*Client, error) {
 // event channel zk.Connect returned for it. The Client drains that channel
 // from now on and takes ownership of the connection: Close closes it.
 // Events go-zookeeper dropped before the call are lost; the Client starts
-// from the connection's current state. Options that configure dialing
+// from the connection's current state. Like Connect, it waits for a
+// session until ctx ends or the connect timeout passes. Options that configure dialing
 // (WithDialer, WithHostProvider, WithZKLogger, WithMaxBufferSize) have no
 // effect here.
 //
@@ -65,8 +67,8 @@ func Connect(servers []string, opts ...Option) (*Client, error) {
 // timeout after the last byte, declares LOST 1/3 of that timeout after
 // SUSPENDED: never after the server may expire the session, but possibly
 // before, for a session that then comes back (see RECONNECTED).
-func NewClient(conn *zk.Conn, events <-chan zk.Event, opts ...Option) (*Client, error) {
-	e, err := engine.NewClient(conn, events, engineOptions(opts)...)
+func NewClient(ctx context.Context, conn *zk.Conn, events <-chan zk.Event, opts ...Option) (*Client, error) {
+	e, err := engine.NewClient(ctx, conn, events, engineOptions(opts)...)
 	if err != nil {
 		return nil, err
 	}
@@ -93,8 +95,15 @@ func (c *Client) eng() *engine.Client {
 }
 
 // Close ends the session and stops every goroutine the client started. It
-// is safe to call more than once.
-func (c *Client) Close() error { return c.eng().Close() }
+// asks the server to close the session, so that the client's ephemeral
+// nodes (its locks, leases and election nodes) go at once, and waits for
+// the reply until ctx ends (go-zookeeper itself waits at most 1s). When ctx
+// ends first the connection is cut instead, the server expires the session
+// after its timeout, and the error wraps ctx.Err(); go-zookeeper's own Close
+// then gives up on its reply within a second, in the background. Every
+// other goroutine of the client has ended when Close returns. It is safe to
+// call more than once; later calls return nil.
+func (c *Client) Close(ctx context.Context) error { return c.eng().Close(ctx) }
 
 // Done returns a channel that is closed when the client is closed.
 func (c *Client) Done() <-chan struct{} { return c.eng().Done() }
@@ -129,8 +138,10 @@ func (c *Client) SessionID() int64 { return c.eng().SessionID() }
 
 // AddAuth adds authentication info (for example scheme "digest" with
 // "user:password") to the session; go-zookeeper sends it again after every
-// reconnect.
-func (c *Client) AddAuth(scheme string, auth []byte) error { return c.eng().AddAuth(scheme, auth) }
+// reconnect. It returns when the server has answered or ctx ends.
+func (c *Client) AddAuth(ctx context.Context, scheme string, auth []byte) error {
+	return c.eng().AddAuth(ctx, scheme, auth)
+}
 
 // WaitConnected blocks until the client has a session (CONNECTED,
 // RECONNECTED or READ_ONLY), ctx ends or the client is closed.

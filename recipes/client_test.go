@@ -252,11 +252,11 @@ func TestInvalidPathsAndMisuse(t *testing.T) {
 	_, err := nilClient.FullPath("/x")
 	assert.ErrorIs(t, err, recipes.ErrNilClient)
 	assert.ErrorIs(t, engine.Of(nilClient).Check(), recipes.ErrNilClient)
-	assert.ErrorIs(t, nilClient.Close(), recipes.ErrNilClient)
+	assert.ErrorIs(t, nilClient.Close(context.Background()), recipes.ErrNilClient)
 
-	_, err = recipes.NewClient(nil, nil)
+	_, err = recipes.NewClient(context.Background(), nil, nil)
 	assert.ErrorIs(t, err, recipes.ErrInvalidArgument)
-	_, err = recipes.Connect(nil)
+	_, err = recipes.Connect(context.Background(), nil)
 	assert.ErrorIs(t, err, recipes.ErrInvalidArgument)
 	for name, opt := range map[string]recipes.Option{
 		"session":   recipes.WithSessionTimeout(0),
@@ -269,24 +269,24 @@ func TestInvalidPathsAndMisuse(t *testing.T) {
 		"policy":    recipes.WithErrorPolicy(7),
 		"nil":       nil,
 	} {
-		_, err := recipes.Connect([]string{"127.0.0.1:1"}, opt)
+		_, err := recipes.Connect(context.Background(), []string{"127.0.0.1:1"}, opt)
 		assert.ErrorIs(t, err, recipes.ErrInvalidArgument, name)
 	}
 
 	zkc := zktest.Start(t)
-	c, err := recipes.Connect(zkc.Servers(), recipes.WithNamespace("app"))
+	c, err := recipes.Connect(context.Background(), zkc.Servers(), recipes.WithNamespace("app"))
 	require.NoError(t, err)
 	full, err := c.FullPath("/locks/a")
 	require.NoError(t, err)
 	assert.Equal(t, "/app/locks/a", full)
 	_, err = c.FullPath("locks")
 	assert.ErrorIs(t, err, recipes.ErrInvalidPath)
-	require.NoError(t, c.Close())
-	require.NoError(t, c.Close(), "Close twice is fine")
+	require.NoError(t, c.Close(context.Background()))
+	require.NoError(t, c.Close(context.Background()), "Close twice is fine")
 	assert.ErrorIs(t, engine.Of(c).Check(), recipes.ErrClosed)
 	_, _, err = engine.Of(c).CreateProtected(context.Background(), "/x", "lock-", nil)
 	assert.ErrorIs(t, err, recipes.ErrClosed)
-	assert.ErrorIs(t, c.AddAuth("digest", []byte("a:b")), recipes.ErrClosed)
+	assert.ErrorIs(t, c.AddAuth(context.Background(), "digest", []byte("a:b")), recipes.ErrClosed)
 	assert.ErrorIs(t, c.WaitConnected(context.Background()), recipes.ErrClosed)
 	_, err = engine.Of(c).Enter(context.Background(), "/x", "lock-", nil, &engine.Driver{Names: []string{"lock-"}})
 	assert.ErrorIs(t, err, recipes.ErrClosed)
@@ -296,13 +296,13 @@ func TestAdoptedConnectionNamespaceAndAuth(t *testing.T) {
 	zkc := zktest.Start(t)
 	conn, events, err := zk.Connect(zkc.Servers(), 4*time.Second, zk.WithLogInfo(false))
 	require.NoError(t, err)
-	c, err := recipes.NewClient(conn, events, recipes.WithNamespace("/ns"),
+	c, err := recipes.NewClient(context.Background(), conn, events, recipes.WithNamespace("/ns"),
 		recipes.WithAuth("digest", []byte("user:secret")),
 		recipes.WithACLProvider(recipes.ACLProviderFunc(func(string) []zk.ACL {
 			return zk.DigestACL(zk.PermAll, "user", "secret")
 		})))
 	require.NoError(t, err)
-	defer c.Close()
+	defer c.Close(context.Background())
 	assert.Equal(t, recipes.StateConnected, c.State())
 	full, err := c.FullPath("/locks/x")
 	require.NoError(t, err)
@@ -343,14 +343,14 @@ func TestCloseLeavesNoGoroutines(t *testing.T) {
 	zkc := zktest.Start(t)
 	opt := goleak.IgnoreCurrent()
 	for i := 0; i < 3; i++ {
-		c, err := recipes.Connect(zkc.Servers())
+		c, err := recipes.Connect(context.Background(), zkc.Servers())
 		require.NoError(t, err)
 		c.Listen(func(recipes.State) {})
 		ch, _ := c.Subscribe()
 		_ = ch
 		_, _, err = engine.Of(c).CreateProtected(context.Background(), fmt.Sprintf("/leak/%d", i), "lock-", nil)
 		require.NoError(t, err)
-		require.NoError(t, c.Close())
+		require.NoError(t, c.Close(context.Background()))
 	}
 	goleak.VerifyNone(t, opt)
 }

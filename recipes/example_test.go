@@ -1,6 +1,7 @@
 package recipes_test
 
 import (
+	"context"
 	"fmt"
 	"time"
 
@@ -10,12 +11,12 @@ import (
 // ExampleConnect connects, follows the connection states and closes.
 func ExampleConnect() {
 	servers := exampleServers() // e.g. []string{"127.0.0.1:2181"}
-	c, err := recipes.Connect(servers, recipes.WithSessionTimeout(10*time.Second), recipes.WithNamespace("myapp"))
+	c, err := recipes.Connect(context.Background(), servers, recipes.WithSessionTimeout(10*time.Second), recipes.WithNamespace("myapp"))
 	if err != nil {
 		fmt.Println(err)
 		return
 	}
-	defer c.Close()
+	defer c.Close(context.Background())
 	remove := c.Listen(func(s recipes.State) {
 		if s == recipes.StateLost {
 			fmt.Println("session lost: every hold is gone")

@@ -94,6 +94,16 @@ func TestCtxHonouredInFlight(t *testing.T) {
 			return err
 		}},
 		{"Client.Delete", func(ctx context.Context) error { return c.Delete(ctx, "/inflight/count", -1) }},
+		{"Client.AddAuth", func(ctx context.Context) error {
+			return c.AddAuth(ctx, "digest", []byte("user:secret"))
+		}},
+		{"Connect", func(ctx context.Context) error {
+			c2, err := recipes.Connect(ctx, []string{proxy.Addr()}, recipes.WithSessionTimeout(20*time.Second))
+			if err == nil {
+				_ = c2.Close(context.Background())
+			}
+			return err
+		}},
 		{"Client.Multi", func(ctx context.Context) error {
 			_, err := c.Multi(ctx, &zk.CheckVersionRequest{Path: "/inflight/count", Version: -1})
 			return err
@@ -175,4 +185,47 @@ func TestAbandonedCreateIsUndone(t *testing.T) {
 		ok, _, err := admin.Exists(ctx, "/late/node")
 		return err == nil && !ok && c.Stats().PendingDeletes == 0
 	})
+}
+
+// Close asks the server to end the session and waits for the reply until
+// its ctx ends; on a stalled link it then cuts the connection, returns an
+// error that wraps the ctx's, and still leaves no goroutine behind (the
+// package's TestMain checks with goleak). The server expires the session.
+func TestCloseHonoursCtx(t *testing.T) {
+	zkc := zktest.Start(t)
+	proxy := zktest.NewProxy(t, zkc.Servers()[0])
+	c, err := recipes.Connect(context.Background(), []string{proxy.Addr()}, recipes.WithSessionTimeout(4*time.Second))
+	require.NoError(t, err)
+	admin := connect(t, zkc.Servers())
+	ctx := context.Background()
+	_, err = c.Create(ctx, "/closing", nil, zk.FlagEphemeral)
+	require.NoError(t, err)
+
+	proxy.Blackhole()
+	cctx, cancel := context.WithTimeout(ctx, 200*time.Millisecond)
+	defer cancel()
+	start := time.Now()
+	err = c.Close(cctx)
+	took := time.Since(start)
+	require.ErrorIs(t, err, context.DeadlineExceeded)
+	assert.Less(t, took, 700*time.Millisecond, "Close returned after %v", took)
+	assert.NoError(t, c.Close(ctx), "a second Close")
+	_, _, err = c.Get(ctx, "/closing")
+	assert.ErrorIs(t, err, recipes.ErrClosed)
+
+	// The session was not closed on the server: it expires, and its
+	// ephemeral node goes with it.
+	testutil.Eventually(t, 15*time.Second, "the session expired on the server", func() bool {
+		ok, _, err := admin.Exists(ctx, "/closing")
+		return err == nil && !ok
+	})
+
+	// On a healthy link Close ends the session at once.
+	c2 := connect(t, zkc.Servers())
+	_, err = c2.Create(ctx, "/closing2", nil, zk.FlagEphemeral)
+	require.NoError(t, err)
+	require.NoError(t, c2.Close(ctx))
+	ok, _, err := admin.Exists(ctx, "/closing2")
+	require.NoError(t, err)
+	assert.False(t, ok, "the ephemeral node of a closed session")
 }

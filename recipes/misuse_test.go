@@ -31,9 +31,9 @@ func TestMisuse(t *testing.T) {
 	ctx := context.Background()
 	driver := &engine.Driver{Names: []string{"lock-"}}
 
-	closed, err := recipes.Connect(servers)
+	closed, err := recipes.Connect(context.Background(), servers)
 	require.NoError(t, err)
-	require.NoError(t, closed.Close())
+	require.NoError(t, closed.Close(context.Background()))
 	var nilClient *recipes.Client
 
 	badPaths := []string{"", "rel", "/trailing/", "/a//b", "/a/./b", "/a/../b", "/nul\x00"}
@@ -93,7 +93,7 @@ func TestMisuse(t *testing.T) {
 			return err
 		}
 		defer conn.Close()
-		_, err = recipes.NewClient(conn, nil)
+		_, err = recipes.NewClient(context.Background(), conn, nil)
 		return err
 	})
 	add("NewClient(conn, events, nil option)", invalidArg, func() error {
@@ -102,7 +102,7 @@ func TestMisuse(t *testing.T) {
 			return err
 		}
 		defer conn.Close()
-		_, err = recipes.NewClient(conn, events, nil)
+		_, err = recipes.NewClient(context.Background(), conn, events, nil)
 		return err
 	})
 
@@ -126,10 +126,10 @@ func TestMisuse(t *testing.T) {
 		}
 		if cl.what == "zero Client" {
 			m("Check", func(c *recipes.Client) error { return engine.Of(c).Check() })
-			m("Close", func(c *recipes.Client) error { return c.Close() })
+			m("Close", func(c *recipes.Client) error { return c.Close(context.Background()) })
 		}
 		if cl.what != "closed Client" { // these three are in TestInvalidPathsAndMisuse
-			m("AddAuth", func(c *recipes.Client) error { return c.AddAuth("digest", []byte("a:b")) })
+			m("AddAuth", func(c *recipes.Client) error { return c.AddAuth(context.Background(), "digest", []byte("a:b")) })
 			m("WaitConnected", func(c *recipes.Client) error { return c.WaitConnected(ctx) })
 			m("CreateProtected", func(c *recipes.Client) error {
 				_, _, err := engine.Of(c).CreateProtected(ctx, "/misuse", "lock-", nil)
@@ -509,9 +509,9 @@ func TestMisuse(t *testing.T) {
 
 // connectErr connects and closes at once, returning Connect's error.
 func connectErr(servers []string, opts ...recipes.Option) error {
-	c, err := recipes.Connect(servers, opts...)
+	c, err := recipes.Connect(context.Background(), servers, opts...)
 	if err == nil {
-		c.Close()
+		c.Close(context.Background())
 	}
 	return err
 }
@@ -537,9 +537,9 @@ var misuseChildren = testutil.MisuseChildren{
 	},
 	"client-listen-nil": func(t *testing.T, servers []string) {
 		proxy := zktest.NewProxy(t, servers[0])
-		c, err := recipes.Connect([]string{proxy.Addr()})
+		c, err := recipes.Connect(context.Background(), []string{proxy.Addr()})
 		require.NoError(t, err)
-		defer c.Close()
+		defer c.Close(context.Background())
 		c.Listen(nil)
 		states, cancel := c.Subscribe()
 		defer cancel()

@@ -323,10 +323,10 @@ func TestSecurityAuthNeverLogged(t *testing.T) {
 	}
 
 	proxy := zktest.NewProxy(t, servers[0])
-	c, err := recipes.Connect([]string{proxy.Addr()}, recipes.WithAuth("digest", []byte(aliceAuth)),
+	c, err := recipes.Connect(context.Background(), []string{proxy.Addr()}, recipes.WithAuth("digest", []byte(aliceAuth)),
 		creatorOnly, recipes.WithLogger(logger), recipes.WithSessionTimeout(4*time.Second))
 	require.NoError(t, err)
-	defer c.Close()
+	defer c.Close(context.Background())
 	states, stop := c.Subscribe()
 	defer stop()
 
@@ -351,14 +351,14 @@ func TestSecurityAuthNeverLogged(t *testing.T) {
 	lease, err = m.Lock(lctx)
 	require.NoError(t, err, "locking under the creator-only parent after the reconnect")
 	require.NoError(t, lease.Unlock(ctx))
-	require.NoError(t, c.Close())
+	require.NoError(t, c.Close(context.Background()))
 	stop()
 
 	// Errors that involve the credentials do not carry them either.
-	err = c.AddAuth("digest", []byte(aliceAuth))
+	err = c.AddAuth(context.Background(), "digest", []byte(aliceAuth))
 	require.ErrorIs(t, err, recipes.ErrClosed)
 	noSecret("AddAuth's error on a closed client", err.Error())
-	_, err = recipes.Connect(servers, recipes.WithAuth("no-such-scheme", []byte(aliceAuth)),
+	_, err = recipes.Connect(context.Background(), servers, recipes.WithAuth("no-such-scheme", []byte(aliceAuth)),
 		recipes.WithLogger(logger), recipes.WithConnectTimeout(10*time.Second))
 	require.Error(t, err, "an unknown auth scheme is refused")
 	t.Logf("unknown scheme: %v", err)

@@ -20,12 +20,12 @@ var exampleServers = testutil.ExampleServers
 func Example() {
 	ctx := context.Background()
 	servers := exampleServers() // e.g. []string{"127.0.0.1:2181"}
-	c, err := recipes.Connect(servers)
+	c, err := recipes.Connect(context.Background(), servers)
 	if err != nil {
 		fmt.Println(err)
 		return
 	}
-	defer c.Close()
+	defer c.Close(context.Background())
 	rw, err := rwlock.New(c, "/locks/catalog")
 	if err != nil {
 		fmt.Println(err)
@@ -59,12 +59,12 @@ func Example() {
 	fmt.Println("still reading:", rw.ReadLock().IsHeldInProcess())
 
 	// Another process's writer stays out until the reader is done.
-	other, err := recipes.Connect(servers)
+	other, err := recipes.Connect(context.Background(), servers)
 	if err != nil {
 		fmt.Println(err)
 		return
 	}
-	defer other.Close()
+	defer other.Close(context.Background())
 	rw2, err := rwlock.New(other, "/locks/catalog")
 	if err != nil {
 		fmt.Println(err)

@@ -32,11 +32,11 @@ func TestMisuse(t *testing.T) {
 	invalidArg := []error{recipes.ErrInvalidArgument}
 	noError := []error(nil)
 
-	closed, err := recipes.Connect(servers)
+	closed, err := recipes.Connect(context.Background(), servers)
 	require.NoError(t, err)
 	closedRW, err := rwlock.New(closed, "/misuse/closed")
 	require.NoError(t, err)
-	require.NoError(t, closed.Close())
+	require.NoError(t, closed.Close(context.Background()))
 
 	proxy := zktest.NewProxy(t, servers[0])
 	pc := connect(t, []string{proxy.Addr()})

@@ -114,11 +114,11 @@ func rwHelperRecord() error {
 	ctx, cancel := context.WithTimeout(context.Background(), 45*time.Second)
 	defer cancel()
 
-	c, err := recipes.Connect(servers, recipes.WithSessionTimeout(4*time.Second))
+	c, err := recipes.Connect(context.Background(), servers, recipes.WithSessionTimeout(4*time.Second))
 	if err != nil {
 		return err
 	}
-	defer c.Close()
+	defer c.Close(context.Background())
 	rw, err := rwlock.New(c, path)
 	if err != nil {
 		return err

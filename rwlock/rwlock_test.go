@@ -372,7 +372,7 @@ func TestBadInput(t *testing.T) {
 
 	other := connect(t, zkc.Servers())
 	orw := newRW(t, other, "/rw/bad")
-	require.NoError(t, other.Close())
+	require.NoError(t, other.Close(context.Background()))
 	_, err = orw.ReadLock().Lock(ctx)
 	assert.ErrorIs(t, err, recipes.ErrClosed)
 	_, err = rwlock.New(other, "/x")

@@ -23,12 +23,12 @@ var exampleServers = sync.OnceValue(testutil.ExampleServers)
 // third is not to be had, does a fenced write and returns the leases.
 func ExampleSemaphore() {
 	ctx := context.Background()
-	c, err := recipes.Connect(exampleServers()) // e.g. []string{"127.0.0.1:2181"}
+	c, err := recipes.Connect(context.Background(), exampleServers()) // e.g. []string{"127.0.0.1:2181"}
 	if err != nil {
 		fmt.Println(err)
 		return
 	}
-	defer c.Close()
+	defer c.Close(context.Background())
 
 	s, err := semaphore.New(c, "/semaphores/exports", 2)
 	if err != nil {
@@ -75,12 +75,12 @@ func ExampleSemaphore() {
 // than three at work.
 func ExampleSemaphore_Acquire() {
 	ctx := context.Background()
-	c, err := recipes.Connect(exampleServers()) // e.g. []string{"127.0.0.1:2181"}
+	c, err := recipes.Connect(context.Background(), exampleServers()) // e.g. []string{"127.0.0.1:2181"}
 	if err != nil {
 		fmt.Println(err)
 		return
 	}
-	defer c.Close()
+	defer c.Close(context.Background())
 
 	s, err := semaphore.New(c, "/semaphores/crawlers", 3)
 	if err != nil {
@@ -119,12 +119,12 @@ func ExampleSemaphore_Acquire() {
 // which any process can change: here from 1 to 2.
 func ExampleNewWithCount() {
 	ctx := context.Background()
-	c, err := recipes.Connect(exampleServers()) // e.g. []string{"127.0.0.1:2181"}
+	c, err := recipes.Connect(context.Background(), exampleServers()) // e.g. []string{"127.0.0.1:2181"}
 	if err != nil {
 		fmt.Println(err)
 		return
 	}
-	defer c.Close()
+	defer c.Close(context.Background())
 
 	// The node holds Curator's format: 4 bytes, big-endian. The seed is
 	// written only if the node does not exist yet.
@@ -170,18 +170,18 @@ func ExampleNewWithCount() {
 func ExampleSharedCount() {
 	ctx := context.Background()
 	servers := exampleServers() // e.g. []string{"127.0.0.1:2181"}
-	a, err := recipes.Connect(servers)
+	a, err := recipes.Connect(context.Background(), servers)
 	if err != nil {
 		fmt.Println(err)
 		return
 	}
-	defer a.Close()
-	b, err := recipes.Connect(servers)
+	defer a.Close(context.Background())
+	b, err := recipes.Connect(context.Background(), servers)
 	if err != nil {
 		fmt.Println(err)
 		return
 	}
-	defer b.Close()
+	defer b.Close(context.Background())
 
 	watcher, err := semaphore.NewSharedCount(ctx, a, "/config/replicas", 3)
 	if err != nil {
@@ -218,12 +218,12 @@ func ExampleSharedCount() {
 // reentrant and has no owner: any goroutine can release it.
 func ExampleMutex() {
 	ctx := context.Background()
-	c, err := recipes.Connect(exampleServers()) // e.g. []string{"127.0.0.1:2181"}
+	c, err := recipes.Connect(context.Background(), exampleServers()) // e.g. []string{"127.0.0.1:2181"}
 	if err != nil {
 		fmt.Println(err)
 		return
 	}
-	defer c.Close()
+	defer c.Close(context.Background())
 
 	m, err := semaphore.NewMutex(c, "/locks/nightly-job")
 	if err != nil {

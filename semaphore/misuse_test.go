@@ -38,14 +38,14 @@ func TestMisuse(t *testing.T) {
 	require.NoError(t, err)
 	t.Cleanup(func() { count.Close(ctx) })
 
-	closed, err := recipes.Connect(servers)
+	closed, err := recipes.Connect(context.Background(), servers)
 	require.NoError(t, err)
 	closedSem := newSem(t, closed, "/misuse/closed", 2)
 	closedMutex, err := semaphore.NewMutex(closed, "/misuse/closedmutex")
 	require.NoError(t, err)
 	closedCount, err := semaphore.NewSharedCount(ctx, closed, "/misuse/closedcount", 1)
 	require.NoError(t, err)
-	require.NoError(t, closed.Close())
+	require.NoError(t, closed.Close(context.Background()))
 
 	proxy := zktest.NewProxy(t, servers[0])
 	pc := connect(t, []string{proxy.Addr()})
@@ -214,7 +214,7 @@ func TestMisuse(t *testing.T) {
 		if err != nil {
 			return err
 		}
-		if err := cc.Close(); err != nil {
+		if err := cc.Close(context.Background()); err != nil {
 			return err
 		}
 		_, err = l.Data(ctx)
@@ -226,7 +226,7 @@ func TestMisuse(t *testing.T) {
 		if err != nil {
 			return err
 		}
-		if err := cc.Close(); err != nil {
+		if err := cc.Close(context.Background()); err != nil {
 			return err
 		}
 		return l.Close(ctx)
@@ -384,9 +384,9 @@ func TestMisuse(t *testing.T) {
 
 var misuseChildren = testutil.MisuseChildren{
 	"sharedcount-listen-nil": func(t *testing.T, servers []string) {
-		c, err := recipes.Connect(servers)
+		c, err := recipes.Connect(context.Background(), servers)
 		require.NoError(t, err)
-		defer c.Close()
+		defer c.Close(context.Background())
 		ctx := context.Background()
 		sc, err := semaphore.NewSharedCount(ctx, c, "/misuse/child/count", 1)
 		require.NoError(t, err)

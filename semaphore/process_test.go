@@ -117,11 +117,11 @@ func helperContend() error {
 	ctx, cancel := context.WithTimeout(context.Background(), 45*time.Second)
 	defer cancel()
 
-	c, err := recipes.Connect(servers, recipes.WithSessionTimeout(4*time.Second))
+	c, err := recipes.Connect(context.Background(), servers, recipes.WithSessionTimeout(4*time.Second))
 	if err != nil {
 		return err
 	}
-	defer c.Close()
+	defer c.Close(context.Background())
 	s, err := semaphore.New(c, path, maxLeases)
 	if err != nil {
 		return err
@@ -208,7 +208,7 @@ func helperHold() error {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	c, err := recipes.Connect(servers, recipes.WithSessionTimeout(2*time.Second))
+	c, err := recipes.Connect(context.Background(), servers, recipes.WithSessionTimeout(2*time.Second))
 	if err != nil {
 		return err
 	}

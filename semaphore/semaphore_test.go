@@ -444,7 +444,7 @@ func TestBadInput(t *testing.T) {
 
 	closed := connect(t, zkc.Servers())
 	cs := newSem(t, closed, "/sem/bad", 2)
-	require.NoError(t, closed.Close())
+	require.NoError(t, closed.Close(context.Background()))
 	_, err = cs.Acquire(ctx, 1)
 	assert.ErrorIs(t, err, recipes.ErrClosed)
 	_, err = semaphore.New(closed, "/x", 1)

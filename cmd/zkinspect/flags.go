@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"flag"
 	"fmt"
@@ -86,7 +87,7 @@ func parseFlags(args []string, envServers string) (config, error) {
 
 // connect opens a session; zkinspect sends read requests only.
 func connect(cfg config) (*recipes.Client, error) {
-	c, err := recipes.Connect(cfg.servers,
+	c, err := recipes.Connect(context.Background(), cfg.servers,
 		recipes.WithSessionTimeout(10*time.Second),
 		recipes.WithConnectTimeout(cfg.connectTimeout))
 	if err != nil {

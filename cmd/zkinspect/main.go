@@ -91,7 +91,7 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 	if err != nil {
 		return err
 	}
-	defer c.Close()
+	defer c.Close(context.Background())
 	if cfg.watch {
 		return watchLoop(ctx, c, cfg, stdout)
 	}

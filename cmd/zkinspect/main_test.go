@@ -923,7 +923,7 @@ func TestWatchRetriesErrors(t *testing.T) {
 		s := out.String()
 		return strings.Contains(s[strings.LastIndex(s, "=== "):], "1 leases held (max 3)")
 	})
-	if err := c.Close(); err != nil {
+	if err := c.Close(context.Background()); err != nil {
 		t.Fatal(err)
 	}
 	if err := <-done; !errors.Is(err, recipes.ErrClosed) {

@@ -148,7 +148,7 @@ func run(ctx context.Context, servers []string) error {
 	if err != nil {
 		return err
 	}
-	defer admin.Close()
+	defer admin.Close(context.Background())
 	data, err := json.Marshal(newLedger())
 	if err != nil {
 		return err

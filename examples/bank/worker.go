@@ -67,7 +67,7 @@ func runWorker(name string) error {
 	if err != nil {
 		return err
 	}
-	defer c.Close()
+	defer c.Close(context.Background())
 	m, err := mutex.New(c, lockPath, mutex.WithData([]byte(name)))
 	if err != nil {
 		return err

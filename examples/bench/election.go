@@ -90,11 +90,11 @@ func (b *bench) failover(ctx context.Context) (string, error) {
 	fmt.Printf("\n== failover: %d participants (OS processes, a session each, each through a proxy of its own) in one election; the leader's term ends %d times each way: %s\n",
 		electionN, failovers, strings.Join(failoverModes, ", "))
 	fmt.Println("   figure: time from the end of the leader's term to the next leader's term start, against the session timeout")
-	pc, err := recipes.Connect(b.servers, recipes.WithSessionTimeout(f.sessionTimeout))
+	pc, err := recipes.Connect(context.Background(), b.servers, recipes.WithSessionTimeout(f.sessionTimeout))
 	if err != nil {
 		return "", err
 	}
-	defer pc.Close()
+	defer pc.Close(context.Background())
 	var lines []string
 	tw := table("recipe", "way", "n", "failover median", "max", "median/session timeout", "max/session timeout", "old leader stepped down after (median)", "overlaps")
 	for _, recipe := range []string{"latch", "selector"} {
@@ -415,11 +415,11 @@ func electionWorker(kind string, servers []string, path string, timeout time.Dur
 		out.Flush()
 		mu.Unlock()
 	}
-	c, err := recipes.Connect(servers, recipes.WithSessionTimeout(timeout))
+	c, err := recipes.Connect(context.Background(), servers, recipes.WithSessionTimeout(timeout))
 	if err != nil {
 		return err
 	}
-	defer c.Close()
+	defer c.Close(context.Background())
 	ctx := context.Background()
 	id := os.Getenv(envID)
 	resign := make(chan struct{})

@@ -326,11 +326,11 @@ func (b *bench) uncontended(ctx context.Context) (string, bool, error) {
 	fmt.Printf("\n== uncontended: Lock+Unlock on one path, one session, %d ops per side per round, in alternating chunks of %d\n", f.ops, f.chunk)
 	fmt.Println("   baseline: go-zookeeper Create(ephemeral-sequential, container parent) + Children + Delete")
 
-	c, err := recipes.Connect(b.servers, recipes.WithSessionTimeout(f.sessionTimeout))
+	c, err := recipes.Connect(context.Background(), b.servers, recipes.WithSessionTimeout(f.sessionTimeout))
 	if err != nil {
 		return "", false, err
 	}
-	defer c.Close()
+	defer c.Close(context.Background())
 	m, err := mutex.New(c, b.root+"/uncontended/ours", mutex.WithData(lockData))
 	if err != nil {
 		return "", false, err
@@ -694,13 +694,13 @@ func newOursInProc(ctx context.Context, n int, servers []string, path string, ti
 		locks   []*mutex.Mutex
 	)
 	for range n {
-		c, err := recipes.Connect(servers, recipes.WithSessionTimeout(timeout))
+		c, err := recipes.Connect(context.Background(), servers, recipes.WithSessionTimeout(timeout))
 		if err != nil {
 			s.close()
 			return nil, err
 		}
 		clients = append(clients, c)
-		s.closers = append(s.closers, func() { c.Close() })
+		s.closers = append(s.closers, func() { c.Close(context.Background()) })
 		m, err := mutex.New(c, path, mutex.WithData(lockData))
 		if err != nil {
 			s.close()
@@ -966,11 +966,11 @@ func workerMain(kind string) error {
 	)
 	switch kind {
 	case "ours":
-		c, err := recipes.Connect(servers, recipes.WithSessionTimeout(timeout))
+		c, err := recipes.Connect(context.Background(), servers, recipes.WithSessionTimeout(timeout))
 		if err != nil {
 			return err
 		}
-		defer c.Close()
+		defer c.Close(context.Background())
 		m, err := mutex.New(c, path, mutex.WithData(lockData))
 		if err != nil {
 			return err

@@ -399,11 +399,11 @@ func (b *bench) peers(ctx context.Context) ([]string, bool, error) {
 	clients := make([]*recipes.Client, 0, sessions)
 	defer func() {
 		for _, c := range clients {
-			c.Close()
+			c.Close(context.Background())
 		}
 	}()
 	for range sessions {
-		c, err := recipes.Connect(b.servers, recipes.WithSessionTimeout(f.sessionTimeout))
+		c, err := recipes.Connect(context.Background(), b.servers, recipes.WithSessionTimeout(f.sessionTimeout))
 		if err != nil {
 			return nil, false, err
 		}

@@ -94,14 +94,14 @@ func (b *bench) keys(ctx context.Context) (string, bool, error) {
 	)
 	defer func() {
 		for _, c := range clients {
-			c.Close()
+			c.Close(context.Background())
 		}
 		for _, r := range raws {
 			r.Close()
 		}
 	}()
 	for i := range keysN {
-		c, err := recipes.Connect(b.servers, recipes.WithSessionTimeout(f.sessionTimeout))
+		c, err := recipes.Connect(context.Background(), b.servers, recipes.WithSessionTimeout(f.sessionTimeout))
 		if err != nil {
 			return "", false, err
 		}
@@ -234,11 +234,11 @@ func (b *bench) local(ctx context.Context) (string, bool, error) {
 	f := b.f
 	fmt.Printf("\n== local: %d goroutines share one Client and one Mutex with WithLocalHandoff(%d) on one path, %v per side per round\n", localN, localBound, f.duration)
 	fmt.Printf("   reference: the contended mutex (%d sessions of this process, one path) in the same rounds\n", f.sessions)
-	c, err := recipes.Connect(b.servers, recipes.WithSessionTimeout(f.sessionTimeout))
+	c, err := recipes.Connect(context.Background(), b.servers, recipes.WithSessionTimeout(f.sessionTimeout))
 	if err != nil {
 		return "", false, err
 	}
-	defer c.Close()
+	defer c.Close(context.Background())
 	path := b.root + "/local/lock"
 	m, err := mutex.New(c, path, mutex.WithData(lockData), mutex.WithLocalHandoff(localBound))
 	if err != nil {
@@ -318,11 +318,11 @@ func (b *bench) local(ctx context.Context) (string, bool, error) {
 	fmt.Printf("local, requests per acquisition: %s\n", per)
 
 	// A remote waiter: a second Client, no option, on the same path.
-	rc, err := recipes.Connect(b.servers, recipes.WithSessionTimeout(f.sessionTimeout))
+	rc, err := recipes.Connect(context.Background(), b.servers, recipes.WithSessionTimeout(f.sessionTimeout))
 	if err != nil {
 		return "", false, err
 	}
-	defer rc.Close()
+	defer rc.Close(context.Background())
 	rm, err := mutex.New(rc, path, mutex.WithData(lockData))
 	if err != nil {
 		return "", false, err
@@ -435,12 +435,12 @@ func (b *bench) herd(ctx context.Context) (string, bool, error) {
 	var clients []*recipes.Client
 	defer func() {
 		for _, c := range clients {
-			c.Close()
+			c.Close(context.Background())
 		}
 	}()
 	var locks []*mutex.Mutex
 	for range herdN + 1 {
-		c, err := recipes.Connect(b.servers, recipes.WithSessionTimeout(max(f.sessionTimeout, 10*time.Second)))
+		c, err := recipes.Connect(context.Background(), b.servers, recipes.WithSessionTimeout(max(f.sessionTimeout, 10*time.Second)))
 		if err != nil {
 			return "", false, err
 		}
@@ -635,14 +635,14 @@ func (b *bench) queue(ctx context.Context) (string, bool, error) {
 	)
 	defer func() {
 		for _, c := range cls {
-			c.Close()
+			c.Close(context.Background())
 		}
 		for _, c := range conns {
 			c.Close()
 		}
 	}()
 	for range queueConns {
-		c, err := recipes.Connect(b.servers, recipes.WithSessionTimeout(max(f.sessionTimeout, 10*time.Second)), recipes.WithDialer(ours.Dial))
+		c, err := recipes.Connect(context.Background(), b.servers, recipes.WithSessionTimeout(max(f.sessionTimeout, 10*time.Second)), recipes.WithDialer(ours.Dial))
 		if err != nil {
 			return "", false, err
 		}
@@ -881,11 +881,11 @@ func (b *bench) waitWatching(w0 int, werr error, n int) error {
 func (b *bench) held(ctx context.Context) (string, bool, error) {
 	f := b.f
 	fmt.Printf("\n== held: %d distinct locks held by one Client\n", heldN)
-	c, err := recipes.Connect(b.servers, recipes.WithSessionTimeout(max(f.sessionTimeout, 10*time.Second)))
+	c, err := recipes.Connect(context.Background(), b.servers, recipes.WithSessionTimeout(max(f.sessionTimeout, 10*time.Second)))
 	if err != nil {
 		return "", false, err
 	}
-	defer c.Close()
+	defer c.Close(context.Background())
 	measure := func() (uint64, int) {
 		var ms runtime.MemStats
 		runtime.GC()

@@ -31,11 +31,11 @@ func (b *bench) semaphoreScenario(ctx context.Context) (string, error) {
 		semMaxLeases, f.ops, f.chunk)
 	fmt.Println("   reference: the mutex's Lock+Unlock on the same session (uncontended)")
 
-	c, err := recipes.Connect(b.servers, recipes.WithSessionTimeout(f.sessionTimeout))
+	c, err := recipes.Connect(context.Background(), b.servers, recipes.WithSessionTimeout(f.sessionTimeout))
 	if err != nil {
 		return "", err
 	}
-	defer c.Close()
+	defer c.Close(context.Background())
 	s, err := semaphore.New(c, b.root+"/semaphore/sem", semMaxLeases, semaphore.WithData(lockData))
 	if err != nil {
 		return "", err

@@ -38,7 +38,7 @@ type pop struct {
 
 func (p *pop) close() {
 	for _, c := range p.clients {
-		c.Close()
+		c.Close(context.Background())
 	}
 }
 
@@ -54,10 +54,10 @@ func (p *pop) stats() recipes.Stats {
 func (b *bench) connectN(n int) ([]*recipes.Client, error) {
 	var cs []*recipes.Client
 	for range n {
-		c, err := recipes.Connect(b.servers, recipes.WithSessionTimeout(b.f.sessionTimeout))
+		c, err := recipes.Connect(context.Background(), b.servers, recipes.WithSessionTimeout(b.f.sessionTimeout))
 		if err != nil {
 			for _, c := range cs {
-				c.Close()
+				c.Close(context.Background())
 			}
 			return nil, err
 		}

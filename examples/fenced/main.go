@@ -48,7 +48,7 @@ func run(ctx context.Context, servers []string) error {
 	if err != nil {
 		return err
 	}
-	defer admin.Close()
+	defer admin.Close(context.Background())
 	if _, err := admin.Create(ctx, balancePath, []byte("100"), 0); err != nil {
 		return err
 	}
@@ -63,12 +63,12 @@ func run(ctx context.Context, servers []string) error {
 	if err != nil {
 		return err
 	}
-	defer a.Close()
+	defer a.Close(context.Background())
 	b, err := demo.Connect(servers, *sessionTimeout)
 	if err != nil {
 		return err
 	}
-	defer b.Close()
+	defer b.Close(context.Background())
 	unlisten := a.Listen(func(s recipes.State) { demo.Say("worker-a: connection %v (session 0x%x)", s, a.SessionID()) })
 	defer unlisten()
 	ma, err := mutex.New(a, lockPath, mutex.WithData([]byte("worker-a")))

@@ -106,7 +106,7 @@ func run(ctx context.Context, servers []string) error {
 	if err != nil {
 		return err
 	}
-	defer admin.Close()
+	defer admin.Close(context.Background())
 	if _, err := admin.Create(ctx, jobsPath, []byte("0"), 0); err != nil {
 		return err
 	}
@@ -138,7 +138,7 @@ func run(ctx context.Context, servers []string) error {
 			for _, s := range scheds {
 				s.unlisten()
 				s.latch.Close(context.Background())
-				s.c.Close()
+				s.c.Close(context.Background())
 				s.proxy.Close()
 			}
 		})
@@ -157,7 +157,7 @@ func run(ctx context.Context, servers []string) error {
 			err = s.latch.Start(ctx)
 		}
 		if err != nil {
-			s.c.Close()
+			s.c.Close(context.Background())
 			s.proxy.Close()
 			return err
 		}

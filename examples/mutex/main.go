@@ -57,7 +57,7 @@ func run(ctx context.Context, servers []string) error {
 	)
 	defer func() {
 		for _, c := range clients {
-			c.Close()
+			c.Close(context.Background())
 		}
 	}()
 	for i := 1; i <= workers; i++ {
@@ -66,7 +66,7 @@ func run(ctx context.Context, servers []string) error {
 		if i == 1 {
 			addrs = []string{proxy.Addr()}
 		}
-		c, err := recipes.Connect(addrs, recipes.WithSessionTimeout(4*time.Second))
+		c, err := recipes.Connect(context.Background(), addrs, recipes.WithSessionTimeout(4*time.Second))
 		if err != nil {
 			return fmt.Errorf("%s: %w", name, err)
 		}

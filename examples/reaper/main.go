@@ -52,7 +52,7 @@ func run(ctx context.Context, servers []string) error {
 	if err != nil {
 		return err
 	}
-	defer app.Close()
+	defer app.Close(context.Background())
 	if err := demo.DeleteTree(app, base); err != nil {
 		return err
 	}
@@ -61,7 +61,7 @@ func run(ctx context.Context, servers []string) error {
 	if err != nil {
 		return err
 	}
-	defer other.Close()
+	defer other.Close(context.Background())
 
 	// Someone holds the lock of order-7 for the whole demo.
 	keep, err := mutex.New(other, orders+"/"+held)

@@ -64,7 +64,7 @@ func run(ctx context.Context, servers []string) error {
 	if err != nil {
 		return err
 	}
-	defer admin.Close()
+	defer admin.Close(context.Background())
 	if err := demo.EnsurePath(admin, base+"/config"); err != nil {
 		return err
 	}
@@ -89,14 +89,14 @@ func run(ctx context.Context, servers []string) error {
 		}
 		rw, err := rwlock.New(c, lockPath, mutex.WithData([]byte(name)))
 		if err != nil {
-			c.Close()
+			c.Close(context.Background())
 			errs <- err
 			return
 		}
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			defer c.Close()
+			defer c.Close(context.Background())
 			if err := fn(runCtx, name, rw, &st); err != nil && runCtx.Err() == nil {
 				errs <- fmt.Errorf("%s: %w", name, err)
 				stop()

@@ -54,7 +54,7 @@ func run(ctx context.Context, servers []string) error {
 	if err != nil {
 		return err
 	}
-	defer admin.Close()
+	defer admin.Close(context.Background())
 	defer demo.DeleteTree(admin, base)
 
 	obsCtx, stopObs := context.WithCancel(ctx)
@@ -103,7 +103,7 @@ func run(ctx context.Context, servers []string) error {
 		if err != nil {
 			return err
 		}
-		defer c.Close()
+		defer c.Close(context.Background())
 		s, err := election.NewSelector(c, selectorPath, fmt.Sprintf("leader-%d", i), lead, election.AutoRequeue())
 		if err != nil {
 			return err

@@ -80,7 +80,7 @@ func run(ctx context.Context, servers []string) error {
 	if err != nil {
 		return err
 	}
-	defer admin.Close()
+	defer admin.Close(context.Background())
 	defer demo.DeleteTree(admin, base)
 
 	svc := &service{}
@@ -102,7 +102,7 @@ func run(ctx context.Context, servers []string) error {
 		if err != nil {
 			return err
 		}
-		defer c.Close()
+		defer c.Close(context.Background())
 		count, err := semaphore.NewSharedCount(ctx, c, limitPath, *maxCalls)
 		if err != nil {
 			return err

@@ -2,6 +2,7 @@ package engine
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -56,12 +57,17 @@ type Client struct {
 }
 
 // Connect dials the given servers ("host:port" each) and waits until the
-// first session is established or the connect timeout (WithConnectTimeout)
-// passes. The returned Client owns the connection. Every connection is
-// dialled through a Wire (around the WithDialer dialer, if given), which
+// first session is established, ctx ends or the connect timeout
+// (WithConnectTimeout) passes. The returned Client owns the connection.
+// Every connection is dialled through a Wire (around the WithDialer
+// dialer, if given), which
 // reads the negotiated session timeout from the server's handshake reply
-// and times LOST from the last byte received.
-func Connect(servers []string, opts ...Option) (*Client, error) {
+// and the send times of the requests the server answered, from which LOST
+// is timed.
+func Connect(ctx context.Context, servers []string, opts ...Option) (*Client, error) {
+	if ctx == nil {
+		return nil, fmt.Errorf("%w: nil context", ErrInvalidArgument)
+	}
 	cfg, err := buildConfig(opts)
 	if err != nil {
 		return nil, err
@@ -93,8 +99,8 @@ func Connect(servers []string, opts ...Option) (*Client, error) {
 	}
 	c.conn = conn
 	c.start(events, false)
-	if err := c.afterStart(); err != nil {
-		c.Close()
+	if err := c.afterStart(ctx); err != nil {
+		c.shut()
 		return nil, err
 	}
 	return c, nil
@@ -121,15 +127,17 @@ func allOf(opts []func(*zk.Conn)) func(*zk.Conn) {
 // What the Client knows of an adopted connection depends on how it was
 // dialled. Dialled through a Wire (zk.WithDialer(w.Dial)) and given
 // WithWire(w), it knows what Connect knows: the negotiated session timeout
-// and the time of the last byte received, so LOST comes one session
-// timeout after that byte. Otherwise go-zookeeper keeps both to itself:
-// the Client takes WithSessionTimeout's value (give it the timeout the
+// and when the server last answered. Otherwise go-zookeeper keeps both to
+// itself: the Client takes WithSessionTimeout's value (give it the timeout the
 // connection was dialled with; the server may have granted less) and,
 // since go-zookeeper reports a disconnect at most 2/3 of the session
 // timeout after the last byte, declares LOST 1/3 of that timeout after
 // SUSPENDED: never after the server may expire the session, but possibly
 // before, for a session that then comes back (see RECONNECTED).
-func NewClient(conn *zk.Conn, events <-chan zk.Event, opts ...Option) (*Client, error) {
+func NewClient(ctx context.Context, conn *zk.Conn, events <-chan zk.Event, opts ...Option) (*Client, error) {
+	if ctx == nil {
+		return nil, fmt.Errorf("%w: nil context", ErrInvalidArgument)
+	}
 	if conn == nil {
 		return nil, fmt.Errorf("%w: nil *zk.Conn", ErrInvalidArgument)
 	}
@@ -147,8 +155,8 @@ func NewClient(conn *zk.Conn, events <-chan zk.Event, opts ...Option) (*Client, 
 	if conn.State() == zk.StateHasSession {
 		c.inbox.push(zk.Event{Type: zk.EventSession, State: zk.StateHasSession})
 	}
-	if err := c.afterStart(); err != nil {
-		c.Close()
+	if err := c.afterStart(ctx); err != nil {
+		c.shut()
 		return nil, err
 	}
 	return c, nil
@@ -187,16 +195,21 @@ func (c *Client) start(events <-chan zk.Event, forward bool) {
 }
 
 // afterStart waits for the first session and applies the auth options.
-func (c *Client) afterStart() error {
+// afterStart waits for the first session (unless WithConnectTimeout(0)
+// asked not to) and adds the WithAuth credentials.
+func (c *Client) afterStart(ctx context.Context) error {
 	if c.cfg.connectTimeout > 0 {
-		ctx, cancel := context.WithTimeout(context.Background(), c.cfg.connectTimeout)
+		wctx, cancel := context.WithTimeout(ctx, c.cfg.connectTimeout)
 		defer cancel()
-		if err := c.WaitConnected(ctx); err != nil {
+		if err := c.WaitConnected(wctx); err != nil {
+			if ctx.Err() != nil { // the caller's ctx, not the connect timeout
+				return fmt.Errorf("zkrecipes: connect: no session yet: %w", ctx.Err())
+			}
 			return fmt.Errorf("zkrecipes: no session within %v (is ZooKeeper running at the addresses given, and reachable from here?): %w", c.cfg.connectTimeout, err)
 		}
 	}
 	for _, a := range c.cfg.auth {
-		if err := c.AddAuth(a.scheme, a.auth); err != nil {
+		if err := c.AddAuth(ctx, a.scheme, a.auth); err != nil {
 			return err
 		}
 	}
@@ -260,14 +273,14 @@ func (c *Client) SessionID() int64 {
 // AddAuth adds authentication info (for example scheme "digest" with
 // "user:password") to the session; go-zookeeper sends it again after every
 // reconnect.
-func (c *Client) AddAuth(scheme string, auth []byte) error {
-	if err := c.check(); err != nil {
-		return err
-	}
-	if err := c.conn.AddAuth(scheme, auth); err != nil {
+func (c *Client) AddAuth(ctx context.Context, scheme string, auth []byte) error {
+	_, err := send(c, ctx, func() (struct{}, error) {
+		return struct{}{}, c.conn.AddAuth(scheme, auth)
+	}, nil)
+	if err != nil && !errors.Is(err, ErrNilClient) && !errors.Is(err, ErrClosed) && !errors.Is(err, ErrInvalidArgument) {
 		return fmt.Errorf("zkrecipes: add auth %q: %w", scheme, err)
 	}
-	return nil
+	return err
 }
 
 // check returns ErrNilClient or ErrClosed when the client cannot be used.
@@ -344,36 +357,80 @@ func (c *Client) HoldSignal(s Snapshot) <-chan struct{} {
 }
 
 // Close ends the session and stops every goroutine the client started. It
-// is safe to call more than once.
-func (c *Client) Close() error {
+// asks the server to close the session, so that its ephemeral nodes go at
+// once, and waits for the reply until ctx ends (go-zookeeper itself waits
+// at most 1s). When ctx ends first the connection is cut instead, the
+// server expires the session after its timeout, and the error wraps
+// ctx.Err(); go-zookeeper's Close then gives up on its reply within a
+// second, in the background. Every other goroutine of the client has ended
+// when Close returns. It is safe to call more than once; later calls
+// return nil.
+func (c *Client) Close(ctx context.Context) error {
 	if c == nil || c.conn == nil {
 		return ErrNilClient
 	}
-	c.closeOnce.Do(func() {
-		c.mu.Lock()
-		c.closed = true
-		close(c.closeCh)
-		closeIfOpen(c.suspendCh)
-		closeIfOpen(c.lostCh)
-		closeIfOpen(c.changeCh)
-		if c.timer != nil {
-			c.timer.Stop()
+	if ctx == nil {
+		return fmt.Errorf("%w: nil context", ErrInvalidArgument)
+	}
+	var err error
+	c.closeOnce.Do(func() { err = c.shutdown(ctx) })
+	return err
+}
+
+// shut closes the client that could not start (a failed Connect): there is
+// no session worth a close request, so the connection is cut at once.
+func (c *Client) shut() {
+	c.closeOnce.Do(func() { _ = c.shutdown(nil) })
+}
+
+// shutdown closes the client. A nil ctx cuts the connection at once.
+func (c *Client) shutdown(ctx context.Context) error {
+	c.mu.Lock()
+	c.closed = true
+	close(c.closeCh)
+	closeIfOpen(c.suspendCh)
+	closeIfOpen(c.lostCh)
+	closeIfOpen(c.changeCh)
+	if c.timer != nil {
+		c.timer.Stop()
+	}
+	c.mu.Unlock()
+	c.listeners.Close()
+	closed := make(chan struct{})
+	go func() {
+		defer close(closed)
+		c.conn.Close() // tells go-zookeeper to quit, then sends the close request
+	}()
+	var err error
+	abort := ctx == nil
+	if !abort {
+		select {
+		case <-closed:
+		case <-ctx.Done():
+			abort = true
+			err = fmt.Errorf("zkrecipes: close: the session was not closed on the server, which expires it after its timeout: %w", ctx.Err())
 		}
-		c.mu.Unlock()
-		c.listeners.Close()
-		if c.conn != nil {
-			c.conn.Close()
-			// go-zookeeper closes its event channel once its loop has ended.
-			select {
-			case <-c.pumpDone:
-			case <-time.After(10 * time.Second):
-				c.log.Warn("zkrecipes: go-zookeeper did not stop within 10s")
-			}
+	}
+	if abort {
+		if c.wire != nil {
+			// go-zookeeper's loops end with the connection. Its Close
+			// still waits out its own 1s for a reply to the close request
+			// it could not send, then returns: the one goroutine a Close
+			// cut short leaves behind, for at most that second.
+			c.wire.stop()
+		} else {
+			<-closed // go-zookeeper's own limits: 1s (2s to queue the request)
 		}
-		c.inbox.close()
-		c.wg.Wait()
-	})
-	return nil
+	}
+	// go-zookeeper closes its event channel once its loop has ended.
+	select {
+	case <-c.pumpDone:
+	case <-time.After(10 * time.Second):
+		c.log.Warn("zkrecipes: go-zookeeper did not stop within 10s")
+	}
+	c.inbox.close()
+	c.wg.Wait()
+	return err
 }
 
 func closeIfOpen(ch chan struct{}) {

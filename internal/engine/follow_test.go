@@ -131,7 +131,7 @@ func TestFollowChildren(t *testing.T) {
 // ends with ErrClosed when the client closes.
 func TestFollowRetriesAndClose(t *testing.T) {
 	zkc := zktest.Start(t)
-	c, err := recipes.Connect(zkc.Servers(), recipes.WithSessionTimeout(4*time.Second))
+	c, err := recipes.Connect(context.Background(), zkc.Servers(), recipes.WithSessionTimeout(4*time.Second))
 	require.NoError(t, err)
 	e := engine.Of(c)
 	var reads int
@@ -152,6 +152,6 @@ func TestFollowRetriesAndClose(t *testing.T) {
 		defer mu.Unlock()
 		return reads == 3
 	})
-	require.NoError(t, c.Close())
+	require.NoError(t, c.Close(context.Background()))
 	assert.ErrorIs(t, <-done, recipes.ErrClosed)
 }

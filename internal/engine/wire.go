@@ -2,6 +2,7 @@ package engine
 
 import (
 	"encoding/binary"
+	"errors"
 	"net"
 	"sync"
 	"sync/atomic"
@@ -46,6 +47,8 @@ type Wire struct {
 	lastRecv   atomic.Int64 // monotonic nanoseconds since wireEpoch; 0 = never
 	lastAcked  atomic.Int64 // send time of the last answered request, as lastRecv
 	handshakes atomic.Uint64
+	current    atomic.Pointer[wireConn] // the connection dialled last
+	shut       atomic.Bool              // stop: refuse dials, the last one cut
 }
 
 // wireEpoch anchors the monotonic times a Wire stores.
@@ -64,6 +67,9 @@ func NewWire(dial zk.Dialer) *Wire {
 // Dial is a zk.Dialer: it dials with the wrapped dialer and watches the
 // connection's frames.
 func (w *Wire) Dial(network, address string, timeout time.Duration) (net.Conn, error) {
+	if w.shut.Load() {
+		return nil, errWireShut
+	}
 	conn, err := w.dial(network, address, timeout)
 	if err != nil {
 		return nil, err
@@ -71,7 +77,23 @@ func (w *Wire) Dial(network, address string, timeout time.Duration) (net.Conn, e
 	c := &wireConn{Conn: conn, w: w}
 	c.out.init(4, reqHeaderLen)             // the ConnectRequest: only its length
 	c.in.init(handshakeLen, replyHeaderLen) // the ConnectResponse, then replies
+	w.current.Store(c)
+	if w.shut.Load() { // stop raced with this dial
+		_ = conn.Close()
+	}
 	return c, nil
+}
+
+var errWireShut = errors.New("zkrecipes: the client is closing")
+
+// stop makes the Wire refuse new dials and closes the connection dialled
+// last, so that go-zookeeper's loops, told to quit, end at once instead of
+// waiting on a stalled link or a handshake that never comes.
+func (w *Wire) stop() {
+	w.shut.Store(true)
+	if c := w.current.Load(); c != nil {
+		_ = c.Conn.Close()
+	}
 }
 
 // SessionTimeout returns the session timeout the server granted in the

@@ -4,6 +4,7 @@
 package testutil
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"sync"
@@ -56,9 +57,9 @@ func ExampleServers() []string {
 // Connect returns a client that is closed at the end of the test.
 func Connect(t testing.TB, servers []string, opts ...recipes.Option) *recipes.Client {
 	t.Helper()
-	c, err := recipes.Connect(servers, opts...)
+	c, err := recipes.Connect(context.Background(), servers, opts...)
 	require.NoError(t, err)
-	t.Cleanup(func() { c.Close() })
+	t.Cleanup(func() { c.Close(context.Background()) })
 	return c
 }
 

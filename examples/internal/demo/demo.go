@@ -80,7 +80,7 @@ func ZooKeeper() ([]string, func(), error) {
 // processes would).
 func Connect(servers []string, sessionTimeout time.Duration, opts ...recipes.Option) (*recipes.Client, error) {
 	opts = append([]recipes.Option{recipes.WithSessionTimeout(sessionTimeout)}, opts...)
-	return recipes.Connect(servers, opts...)
+	return recipes.Connect(context.Background(), servers, opts...)
 }
 
 var (
@@ -144,11 +144,11 @@ func Setup(servers []string, base string) (*recipes.Client, error) {
 		return nil, err
 	}
 	if err := DeleteTree(admin, base); err != nil {
-		admin.Close()
+		admin.Close(context.Background())
 		return nil, err
 	}
 	if err := EnsurePath(admin, base); err != nil {
-		admin.Close()
+		admin.Close(context.Background())
 		return nil, err
 	}
 	return admin, nil
