@@ -446,8 +446,8 @@ func (w *worker) writeOnce(lease *mutex.Lease, rec, dir string) {
 	histNode := fmt.Sprintf("%s/%d-%d", dir, n, val)
 	w.log.printf("attempt %d %s", val, nonce)
 	res, err := lease.Fenced(context.Background(),
-		&zk.SetDataRequest{Path: rec, Data: []byte(fmt.Sprintf("%d %s", val, nonce)), Version: -1},
-		&zk.CreateRequest{Path: histNode, Acl: zk.WorldACL(zk.PermAll)})
+		recipes.SetOp(rec, []byte(fmt.Sprintf("%d %s", val, nonce)), -1),
+		recipes.CreateOp(histNode, nil, 0))
 	if err == nil && w.stallPoint("commit") {
 		stalled = true
 	}
@@ -485,8 +485,8 @@ func (w *worker) writeUnlocked(rec, dir string) {
 	nonce := fmt.Sprintf("%s.%d.%d", w.name, w.seg, n)
 	w.log.printf("attempt %d %s", val, nonce)
 	res, err := w.c.Multi(context.Background(),
-		&zk.SetDataRequest{Path: rec, Data: []byte(fmt.Sprintf("%d %s", val, nonce)), Version: -1},
-		&zk.CreateRequest{Path: fmt.Sprintf("%s/%d-%d", dir, n, val), Acl: zk.WorldACL(zk.PermAll)})
+		recipes.SetOp(rec, []byte(fmt.Sprintf("%d %s", val, nonce)), -1),
+		recipes.CreateOp(fmt.Sprintf("%s/%d-%d", dir, n, val), nil, 0))
 	if err == nil {
 		w.log.printf("ok %d %d %s", val, res[0].Stat.Version, nonce)
 	} else {
@@ -618,7 +618,7 @@ func (w *worker) runSemaphore(s *semaphore.Semaphore) error {
 func (w *worker) semHold(l *semaphore.Lease) {
 	lease := path.Base(l.Node())
 	entry := gaugePath + "/" + lease
-	_, err := l.Fenced(context.Background(), &zk.CreateRequest{Path: entry, Data: []byte(w.name), Flags: zk.FlagEphemeral, Acl: zk.WorldACL(zk.PermAll)})
+	_, err := l.Fenced(context.Background(), recipes.CreateOp(entry, []byte(w.name), zk.FlagEphemeral))
 	switch {
 	case errors.Is(err, recipes.ErrFenced):
 		w.log.printf("refused %s", lease)
@@ -640,7 +640,7 @@ func (w *worker) semHold(l *semaphore.Lease) {
 	}
 	stalled := w.stallPoint("hold")
 	w.sleep(w.p.holdMin, w.p.holdMax)
-	_, err = l.Fenced(context.Background(), &zk.DeleteRequest{Path: entry, Version: -1})
+	_, err = l.Fenced(context.Background(), recipes.DeleteOp(entry, -1))
 	outcome := "delok"
 	switch {
 	case errors.Is(err, recipes.ErrFenced):
@@ -795,7 +795,7 @@ func (w *worker) lead(ctx context.Context, h recipes.Hold, rec string) error {
 		// the fence alone must refuse it if the term is over.
 		stalled := w.stallPoint("hold")
 		cnt := w.seq.Add(1)
-		res, err := h.Fenced(context.Background(), &zk.SetDataRequest{Path: rec, Data: []byte(fmt.Sprintf("%d %s %d", tok, w.name, cnt)), Version: -1})
+		res, err := h.Fenced(context.Background(), recipes.SetOp(rec, []byte(fmt.Sprintf("%d %s %d", tok, w.name, cnt)), -1))
 		outcome := "hb"
 		switch {
 		case err == nil:

@@ -92,14 +92,14 @@ func (t *Term) IsLost() bool { return t.h().IsLost() }
 // value.
 func (t *Term) Token(ctx context.Context) (int64, error) { return t.h().Token(ctx) }
 
-// Fenced runs ops (*zk.CreateRequest, *zk.SetDataRequest, *zk.DeleteRequest
-// or *zk.CheckVersionRequest, on recipe paths: the client's namespace is applied) as one transaction
+// Fenced runs ops (recipes.CreateOp, SetOp, DeleteOp, CheckOp, on recipe
+// paths: the client's namespace is applied) as one transaction
 // together with a check that the term's node still exists, so the server
 // refuses the writes of a holder that lost it: the error then wraps
 // ErrFenced, as it does once the term ends. The responses returned are for ops
 // only. A connection error is returned as it is (recipes.IsRetryable): the
 // transaction may or may not have been applied.
-func (t *Term) Fenced(ctx context.Context, ops ...any) ([]zk.MultiResponse, error) {
+func (t *Term) Fenced(ctx context.Context, ops ...recipes.Op) ([]zk.MultiResponse, error) {
 	return t.h().Fenced(ctx, ops...)
 }
 

@@ -5,8 +5,6 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/go-zookeeper/zk"
-
 	"github.com/zkrecipes/zkrecipes/mutex"
 	"github.com/zkrecipes/zkrecipes/recipes"
 )
@@ -34,7 +32,7 @@ func Example() {
 	token, _ := lease.Token(ctx) // strictly increases across holders
 
 	// A write that the server applies only while we still hold the lock.
-	_, err = lease.Fenced(ctx, &zk.CreateRequest{Path: "/orders-owner", Data: []byte(fmt.Sprint(token)), Acl: zk.WorldACL(zk.PermAll)})
+	_, err = lease.Fenced(ctx, recipes.CreateOp("/orders-owner", []byte(fmt.Sprint(token)), 0))
 	fmt.Println("fenced write:", err)
 
 	select {

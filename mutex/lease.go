@@ -43,14 +43,14 @@ func (l *Lease) IsLost() bool { return l.hold.IsLost() }
 // value.
 func (l *Lease) Token(ctx context.Context) (int64, error) { return l.hold.Token(ctx) }
 
-// Fenced runs ops (*zk.CreateRequest, *zk.SetDataRequest, *zk.DeleteRequest
-// or *zk.CheckVersionRequest, on recipe paths: the client's namespace is applied) as one transaction
+// Fenced runs ops (recipes.CreateOp, SetOp, DeleteOp, CheckOp, on recipe
+// paths: the client's namespace is applied) as one transaction
 // together with a check that the lease's node still exists, so the server
 // refuses the writes of a holder that lost it: the error then wraps
 // ErrFenced, as it does once the lease is fully released. The responses returned are for ops
 // only. A connection error is returned as it is (recipes.IsRetryable): the
 // transaction may or may not have been applied.
-func (l *Lease) Fenced(ctx context.Context, ops ...any) ([]zk.MultiResponse, error) {
+func (l *Lease) Fenced(ctx context.Context, ops ...recipes.Op) ([]zk.MultiResponse, error) {
 	return l.hold.Fenced(ctx, ops...)
 }
 

@@ -9,7 +9,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/go-zookeeper/zk"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -176,9 +175,9 @@ func TestLocalHandoffFencingAndCancel(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, ftok.Czxid, stok.Czxid, "the same node")
 	assert.Equal(t, 1, stok.Compare(ftok))
-	_, err = first.Fenced(ctx, &zk.SetDataRequest{Path: "/local-target", Data: []byte("stale"), Version: -1})
+	_, err = first.Fenced(ctx, recipes.SetOp("/local-target", []byte("stale"), -1))
 	assert.ErrorIs(t, err, mutex.ErrFenced, "a released lease is fenced even though its node lives on")
-	_, err = second.Fenced(ctx, &zk.SetDataRequest{Path: "/local-target", Data: []byte("1"), Version: -1})
+	_, err = second.Fenced(ctx, recipes.SetOp("/local-target", []byte("1"), -1))
 	require.NoError(t, err)
 	assert.Len(t, children(t, b, path), 1, "one node for the process")
 
@@ -194,7 +193,7 @@ func TestLocalHandoffFencingAndCancel(t *testing.T) {
 	require.NoError(t, <-bGot)
 	proxy.Restore()
 	require.NoError(t, a.WaitConnected(ctx))
-	_, err = second.Fenced(ctx, &zk.SetDataRequest{Path: "/local-target", Data: []byte("lost"), Version: -1})
+	_, err = second.Fenced(ctx, recipes.SetOp("/local-target", []byte("lost"), -1))
 	assert.ErrorIs(t, err, mutex.ErrFenced)
 	assert.ErrorIs(t, second.Unlock(ctx), mutex.ErrLockLost)
 	require.NoError(t, bm.Unlock(mutex.WithOwner(ctx, "b")))

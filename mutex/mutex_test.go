@@ -399,12 +399,12 @@ func TestSessionLoss(t *testing.T) {
 
 			proxy.Restore()
 			require.NoError(t, a.WaitConnected(ctx))
-			_, err = lease.Fenced(ctx, &zk.SetDataRequest{Path: "/fence-target", Data: []byte("stale"), Version: -1})
+			_, err = lease.Fenced(ctx, recipes.SetOp("/fence-target", []byte("stale"), -1))
 			assert.ErrorIs(t, err, mutex.ErrFenced, "the stale holder's write is refused")
 			data, _, err := b.Get(ctx, "/fence-target")
 			require.NoError(t, err)
 			assert.Equal(t, "0", string(data))
-			_, err = r.lease.Fenced(ctx, &zk.SetDataRequest{Path: "/fence-target", Data: []byte("fresh"), Version: -1})
+			_, err = r.lease.Fenced(ctx, recipes.SetOp("/fence-target", []byte("fresh"), -1))
 			assert.NoError(t, err, "the current holder's write goes through")
 
 			unlock := func() error { return am.Unlock(ctx) }

@@ -142,7 +142,7 @@ func contendOnce(ctx context.Context, c *recipes.Client, m *mutex.Mutex, counter
 			if tok.Compare(last) <= 0 {
 				err = fmt.Errorf("fencing token %v does not follow %v", tok, last)
 			} else {
-				_, err = lease.Fenced(ctx, &zk.SetDataRequest{Path: counter, Data: []byte(fmt.Sprintf("%d %v", n+1, tok)), Version: -1})
+				_, err = lease.Fenced(ctx, recipes.SetOp(counter, []byte(fmt.Sprintf("%d %v", n+1, tok)), -1))
 			}
 		}
 	}

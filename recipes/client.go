@@ -253,18 +253,19 @@ func (c *Client) Sync(ctx context.Context, path string) error {
 	return opError("sync", full, c.eng().Sync(ctx, full))
 }
 
-// Multi runs ops (*zk.CreateRequest, *zk.SetDataRequest, *zk.DeleteRequest
-// or *zk.CheckVersionRequest, on recipe paths) as one transaction. When the
-// server refuses the transaction, the error names the first failing op and
-// its full path and wraps the server's error for it (go-zookeeper reports
-// only a generic one), and the responses say which. When ctx ends first
-// the transaction may or may not have been applied.
-func (c *Client) Multi(ctx context.Context, ops ...any) ([]zk.MultiResponse, error) {
+// Multi runs ops (on recipe paths: the client's namespace is applied) as
+// one transaction; creates get the ACL the client's provider gives. A zero
+// Op is refused (ErrInvalidArgument). When the server refuses the
+// transaction, the error names the first failing op and its full path and
+// wraps the server's error for it (go-zookeeper reports only a generic
+// one), and the responses say which; their paths are recipe paths. When
+// ctx ends first the transaction may or may not have been applied.
+func (c *Client) Multi(ctx context.Context, ops ...Op) ([]zk.MultiResponse, error) {
 	e := c.eng()
 	if err := e.Check(); err != nil {
 		return nil, err
 	}
-	full, paths, err := e.NamespaceOps("multi", ops)
+	full, err := e.NamespaceOps("multi", ops)
 	if err != nil {
 		return nil, err
 	}
@@ -273,7 +274,7 @@ func (c *Client) Multi(ctx context.Context, ops ...any) ([]zk.MultiResponse, err
 		res[i].String = e.StripNamespace(res[i].String)
 	}
 	if err != nil {
-		return res, engine.MultiError("multi", full, paths, res, err)
+		return res, engine.MultiError("multi", full, res, err)
 	}
 	return res, nil
 }

@@ -23,8 +23,8 @@ type Hold interface {
 	// Token returns the fencing token: the creation zxid of the node, which
 	// strictly increases across successive holders of the same path.
 	Token(ctx context.Context) (int64, error)
-	// Fenced runs ZooKeeper writes as one transaction together with a check
-	// that the hold's node still exists; the server refuses them (ErrFenced)
-	// once it is gone.
-	Fenced(ctx context.Context, ops ...any) ([]zk.MultiResponse, error)
+	// Fenced runs ops (CreateOp, SetOp, DeleteOp, CheckOp) as one
+	// transaction together with a check that the hold's node still exists;
+	// the server refuses them (ErrFenced) once it is gone.
+	Fenced(ctx context.Context, ops ...Op) ([]zk.MultiResponse, error)
 }

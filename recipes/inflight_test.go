@@ -63,7 +63,7 @@ func TestCtxHonouredInFlight(t *testing.T) {
 		{"Mutex.TryLock", func(ctx context.Context) error { _, err := try.TryLock(ctx); return err }},
 		{"Lease.Token", func(ctx context.Context) error { _, err := lease.Token(ctx); return err }},
 		{"Lease.Fenced", func(ctx context.Context) error {
-			_, err := lease.Fenced(ctx, &zk.SetDataRequest{Path: "/inflight/count", Data: []byte{0, 0, 0, 2}, Version: -1})
+			_, err := lease.Fenced(ctx, recipes.SetOp("/inflight/count", []byte{0, 0, 0, 2}, -1))
 			return err
 		}},
 		{"Mutex.Participants", func(ctx context.Context) error { _, err := held.Participants(ctx); return err }},
@@ -105,7 +105,7 @@ func TestCtxHonouredInFlight(t *testing.T) {
 			return err
 		}},
 		{"Client.Multi", func(ctx context.Context) error {
-			_, err := c.Multi(ctx, &zk.CheckVersionRequest{Path: "/inflight/count", Version: -1})
+			_, err := c.Multi(ctx, recipes.CheckOp("/inflight/count", -1))
 			return err
 		}},
 	}

@@ -169,7 +169,7 @@ func TestMisuse(t *testing.T) {
 			{Name: "ChildrenW", Call: func() error { _, _, _, err := engine.Of(cl.c()).ChildrenW(ctx, "/"); return err }},
 			{Name: "Set", Call: func() error { _, err := cl.c().Set(ctx, "/misuse", nil, -1); return err }},
 			{Name: "Sync", Call: func() error { return cl.c().Sync(ctx, "/") }},
-			{Name: "Multi", Call: func() error { _, err := cl.c().Multi(ctx, &zk.CheckVersionRequest{Path: "/", Version: -1}); return err }},
+			{Name: "Multi", Call: func() error { _, err := cl.c().Multi(ctx, recipes.CheckOp("/", -1)); return err }},
 		}))
 	}
 	add("closed Client.Listen", noError, func() error {
@@ -443,12 +443,12 @@ func TestMisuse(t *testing.T) {
 		_, err := h.Fenced(nilCtx)
 		return err
 	}))
-	add("Hold.Fenced(nil op)", invalidArg, withHold("/misuse/hold/nilop", func(h *engine.Hold) error {
-		_, err := h.Fenced(ctx, nil)
+	add("Hold.Fenced(a zero Op)", invalidArg, withHold("/misuse/hold/zeroop", func(h *engine.Hold) error {
+		_, err := h.Fenced(ctx, recipes.Op{})
 		return err
 	}))
-	add("Hold.Fenced(an op of another type)", invalidArg, withHold("/misuse/hold/badop", func(h *engine.Hold) error {
-		_, err := h.Fenced(ctx, "set /x")
+	add("Hold.Fenced(a zero Op after a good one)", invalidArg, withHold("/misuse/hold/zeroop2", func(h *engine.Hold) error {
+		_, err := h.Fenced(ctx, recipes.CheckOp("/", -1), recipes.Op{})
 		return err
 	}))
 

@@ -2,6 +2,8 @@ package recipes_test
 
 import (
 	"context"
+	"strings"
+	"sync"
 	"testing"
 
 	"github.com/go-zookeeper/zk"
@@ -54,16 +56,19 @@ func TestNamespaceAppliesToEveryClientMethod(t *testing.T) {
 	assert.Equal(t, "2", string(data))
 	require.NoError(t, c.Sync(ctx, "/a"))
 
-	res, err := c.Multi(ctx, &zk.CreateRequest{Path: "/b", Acl: zk.WorldACL(zk.PermAll)},
-		&zk.CheckVersionRequest{Path: "/a", Version: -1})
+	res, err := c.Multi(ctx, recipes.CreateOp("/b", nil, 0),
+		recipes.CheckOp("/a", -1))
 	require.NoError(t, err)
 	assert.Equal(t, "/b", res[0].String)
 	assert.True(t, at("/ns/b"))
-	_, err = c.Multi(ctx, &zk.CheckVersionRequest{Path: "/a", Version: -1}, &zk.DeleteRequest{Path: "/missing", Version: -1})
+	_, err = c.Multi(ctx, recipes.CheckOp("/a", -1), recipes.DeleteOp("/missing", -1))
 	assert.ErrorIs(t, err, zk.ErrNoNode)
 	assert.ErrorContains(t, err, "delete /ns/missing", "the failing op and its full path")
-	_, err = c.Multi(ctx, &zk.DeleteRequest{Path: "relative", Version: -1})
+	_, err = c.Multi(ctx, recipes.DeleteOp("relative", -1))
 	assert.ErrorIs(t, err, recipes.ErrInvalidPath)
+	_, err = c.Multi(ctx, recipes.CheckOp("/a", -1), recipes.Op{})
+	assert.ErrorIs(t, err, recipes.ErrInvalidArgument)
+	assert.ErrorContains(t, err, "multi op 1 is the zero Op")
 
 	require.NoError(t, c.Delete(ctx, "/b", -1))
 	assert.False(t, at("/ns/b"))
@@ -79,18 +84,63 @@ func TestNamespaceAppliesToEveryClientMethod(t *testing.T) {
 	lease, err := m.Lock(ctx)
 	require.NoError(t, err)
 	assert.Contains(t, lease.Node(), "/ns/lock/", "Node is the server path")
-	_, err = lease.Fenced(ctx, &zk.SetDataRequest{Path: "/a", Data: []byte("3"), Version: -1})
+	_, err = lease.Fenced(ctx, recipes.SetOp("/a", []byte("3"), -1))
 	require.NoError(t, err)
 	data, _, err = admin.Get(ctx, "/ns/a")
 	require.NoError(t, err)
 	assert.Equal(t, "3", string(data))
-	_, err = lease.Fenced(ctx, &zk.SetDataRequest{Path: "/nowhere", Version: -1})
+	_, err = lease.Fenced(ctx, recipes.SetOp("/nowhere", nil, -1))
 	assert.ErrorIs(t, err, zk.ErrNoNode)
 	assert.NotErrorIs(t, err, recipes.ErrFenced)
 	assert.ErrorContains(t, err, "set /ns/nowhere")
-	_, err = lease.Fenced(ctx, &zk.SetDataRequest{Path: "relative", Version: -1})
+	_, err = lease.Fenced(ctx, recipes.SetOp("relative", nil, -1))
 	assert.ErrorIs(t, err, recipes.ErrInvalidPath)
+	_, err = lease.Fenced(ctx, recipes.Op{})
+	assert.ErrorIs(t, err, recipes.ErrInvalidArgument)
+	assert.ErrorContains(t, err, "fenced op 0 is the zero Op")
 	require.NoError(t, lease.Unlock(ctx))
-	_, err = lease.Fenced(ctx, &zk.SetDataRequest{Path: "/a", Version: -1})
+	_, err = lease.Fenced(ctx, recipes.SetOp("/a", nil, -1))
 	assert.ErrorIs(t, err, recipes.ErrFenced)
+}
+
+// A create in a transaction, plain or fenced, gets the ACL the client's
+// provider gives for its server path, as Client.Create does.
+func TestMultiCreatesUseTheACLProvider(t *testing.T) {
+	zkc := zktest.Start(t)
+	readOnly := zk.WorldACL(zk.PermRead)
+	var asked []string
+	var mu sync.Mutex
+	c := connect(t, zkc.Servers(), recipes.WithNamespace("ns"), recipes.WithACLProvider(recipes.ACLProviderFunc(func(p string) []zk.ACL {
+		mu.Lock()
+		asked = append(asked, p)
+		mu.Unlock()
+		if strings.HasPrefix(p, "/ns/ro") {
+			return readOnly
+		}
+		return zk.WorldACL(zk.PermAll)
+	})))
+	admin := connect(t, zkc.Servers())
+	ctx := context.Background()
+	_, err := admin.Create(ctx, "/ns", nil, 0)
+	require.NoError(t, err)
+
+	_, err = c.Multi(ctx, recipes.CreateOp("/ro-multi", []byte("m"), 0))
+	require.NoError(t, err)
+	m, err := mutex.New(c, "/lock")
+	require.NoError(t, err)
+	lease, err := m.Lock(ctx)
+	require.NoError(t, err)
+	_, err = lease.Fenced(ctx, recipes.CreateOp("/ro-fenced", []byte("f"), 0))
+	require.NoError(t, err)
+	require.NoError(t, lease.Unlock(ctx))
+
+	for _, p := range []string{"/ns/ro-multi", "/ns/ro-fenced"} {
+		acl, _, err := admin.Conn().GetACL(p)
+		require.NoError(t, err, p)
+		assert.Equal(t, readOnly, acl, p)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	assert.Contains(t, asked, "/ns/ro-multi", "the provider is asked for the server path")
+	assert.Contains(t, asked, "/ns/ro-fenced")
 }

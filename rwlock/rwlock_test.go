@@ -10,7 +10,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/go-zookeeper/zk"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -265,7 +264,7 @@ func TestSessionLossOfReaderAndWriter(t *testing.T) {
 			}
 			proxy.Restore()
 			require.NoError(t, a.WaitConnected(ctx))
-			_, err = lease.Fenced(ctx, &zk.SetDataRequest{Path: "/fence-" + kind, Data: []byte("stale"), Version: -1})
+			_, err = lease.Fenced(ctx, recipes.SetOp("/fence-"+kind, []byte("stale"), -1))
 			assert.ErrorIs(t, err, mutex.ErrFenced)
 			assert.ErrorIs(t, lease.Unlock(ctx), mutex.ErrLockLost)
 			require.NoError(t, brw.WriteLock().Unlock(mutex.WithOwner(ctx, "b")))

@@ -8,8 +8,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/go-zookeeper/zk"
-
 	"github.com/zkrecipes/zkrecipes/internal/testutil"
 	"github.com/zkrecipes/zkrecipes/recipes"
 	"github.com/zkrecipes/zkrecipes/semaphore"
@@ -51,7 +49,7 @@ func ExampleSemaphore() {
 
 	// A write the server applies only while the lease is still held.
 	token, _ := leases[0].Token(ctx) // strictly increases across leases
-	_, err = leases[0].Fenced(ctx, &zk.CreateRequest{Path: "/exports-batch", Data: []byte(fmt.Sprint(token)), Acl: zk.WorldACL(zk.PermAll)})
+	_, err = leases[0].Fenced(ctx, recipes.CreateOp("/exports-batch", []byte(fmt.Sprint(token)), 0))
 	fmt.Println("fenced write:", err)
 
 	select {

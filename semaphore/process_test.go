@@ -84,7 +84,7 @@ func gaugeAdd(ctx context.Context, c *recipes.Client, lease *semaphore.Lease, ga
 		if delta > 0 {
 			g.total++
 		}
-		_, err = lease.Fenced(ctx, &zk.SetDataRequest{Path: gauge, Data: g.bytes(), Version: st.Version})
+		_, err = lease.Fenced(ctx, recipes.SetOp(gauge, g.bytes(), st.Version))
 		if errors.Is(err, zk.ErrBadVersion) {
 			continue // another holder moved it: read again
 		}

@@ -12,8 +12,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/go-zookeeper/zk"
-
 	"github.com/zkrecipes/zkrecipes/examples/internal/demo"
 	"github.com/zkrecipes/zkrecipes/mutex"
 	"github.com/zkrecipes/zkrecipes/recipes"
@@ -204,7 +202,7 @@ func (w *worker) transfer(ctx context.Context, lease *mutex.Lease) (bool, error)
 func (w *worker) write(ctx context.Context, lease *mutex.Lease, token int64, data []byte) (bool, error) {
 	unsure := false
 	for {
-		_, err := lease.Fenced(ctx, &zk.SetDataRequest{Path: ledgerPath, Data: data, Version: -1})
+		_, err := lease.Fenced(ctx, recipes.SetOp(ledgerPath, data, -1))
 		switch {
 		case err == nil:
 			return true, nil

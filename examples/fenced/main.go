@@ -22,8 +22,6 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/go-zookeeper/zk"
-
 	"github.com/zkrecipes/zkrecipes/examples/internal/demo"
 	"github.com/zkrecipes/zkrecipes/mutex"
 	"github.com/zkrecipes/zkrecipes/recipes"
@@ -128,7 +126,7 @@ func run(ctx context.Context, servers []string) error {
 	if err != nil {
 		return err
 	}
-	if _, err := leaseB.Fenced(ctx, &zk.SetDataRequest{Path: balancePath, Data: []byte(strconv.Itoa(balanceB + 50)), Version: -1}); err != nil {
+	if _, err := leaseB.Fenced(ctx, recipes.SetOp(balancePath, []byte(strconv.Itoa(balanceB+50)), -1)); err != nil {
 		return fmt.Errorf("worker-b: fenced write: %w", err)
 	}
 	demo.Say("worker-b: adds 50: balance %d -> %d (fenced write)", balanceB, balanceB+50)
@@ -143,7 +141,7 @@ func run(ctx context.Context, servers []string) error {
 		return err
 	}
 	demo.Say("worker-a: writes its result %d (a fenced write: only while its lock node exists)", balance+10)
-	_, errA := leaseA.Fenced(ctx, &zk.SetDataRequest{Path: balancePath, Data: []byte(strconv.Itoa(balance + 10)), Version: -1})
+	_, errA := leaseA.Fenced(ctx, recipes.SetOp(balancePath, []byte(strconv.Itoa(balance+10)), -1))
 	switch {
 	case errors.Is(errA, mutex.ErrFenced):
 		demo.Say("worker-a: write REFUSED: %v", errA)

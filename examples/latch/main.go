@@ -379,7 +379,7 @@ func (s *scheduler) runJobs(ctx context.Context, t *election.Term, rec *record) 
 			s.cutAfter(next, at)
 		default:
 		}
-		_, err = t.Fenced(ctx, &zk.SetDataRequest{Path: jobsPath, Data: next, Version: st.Version})
+		_, err = t.Fenced(ctx, recipes.SetOp(jobsPath, next, st.Version))
 		switch {
 		case err == nil:
 			rec.add(job{n: n, by: s.name, when: time.Now()})

@@ -25,8 +25,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/go-zookeeper/zk"
-
 	"github.com/zkrecipes/zkrecipes/examples/internal/demo"
 	"github.com/zkrecipes/zkrecipes/mutex"
 	"github.com/zkrecipes/zkrecipes/recipes"
@@ -119,7 +117,7 @@ func run(ctx context.Context, servers []string) error {
 	if err := m.Unlock(ctx); err != nil {
 		return err
 	}
-	_, err = lease.Fenced(ctx, &zk.SetDataRequest{Path: resourcePath, Data: []byte("stale write"), Version: -1})
+	_, err = lease.Fenced(ctx, recipes.SetOp(resourcePath, []byte("stale write"), -1))
 	if !errors.Is(err, mutex.ErrFenced) {
 		return fmt.Errorf("stale fenced write: want ErrFenced, got %w", err)
 	}
@@ -171,11 +169,11 @@ func holdOnce(ctx context.Context, name string, c *recipes.Client, m *mutex.Mute
 
 	// The write is applied only if our lock node still exists.
 	data := []byte(fmt.Sprintf("last written by %s holding token %d", name, token))
-	var op any = &zk.SetDataRequest{Path: resourcePath, Data: data, Version: -1}
+	op := recipes.SetOp(resourcePath, data, -1)
 	if ok, _, err := c.Conn().Exists(resourcePath); err != nil {
 		return err
 	} else if !ok {
-		op = &zk.CreateRequest{Path: resourcePath, Data: data, Acl: zk.WorldACL(zk.PermAll)}
+		op = recipes.CreateOp(resourcePath, data, 0)
 	}
 	if _, err := lease.Fenced(ctx, op); err != nil {
 		return fmt.Errorf("fenced write: %w", err)

@@ -148,28 +148,27 @@ func (h *Hold) Token(ctx context.Context) (int64, error) {
 	return h.token, nil
 }
 
-// Fenced runs ops (*zk.CreateRequest, *zk.SetDataRequest, *zk.DeleteRequest
-// or *zk.CheckVersionRequest, on recipe paths: the client's namespace is
-// applied) as one transaction together with a check that the hold's node
-// still exists, so the server refuses the writes of a holder that lost its
+// Fenced runs ops (on recipe paths: the client's namespace is applied) as
+// one transaction together with a check that the hold's node still
+// exists, so the server refuses the writes of a holder that lost its
 // hold. A refusal for that reason, or because the hold was released,
 // returns an error wrapping ErrFenced; another refusal names the op and
-// its path. The responses returned are for ops only. A connection error is
-// returned as is (IsRetryable): the transaction may or may not have been
-// applied.
-func (h *Hold) Fenced(ctx context.Context, ops ...any) ([]zk.MultiResponse, error) {
+// its path. The responses returned are for ops only. A zero Op is refused
+// (ErrInvalidArgument). A connection error is returned as is
+// (IsRetryable): the transaction may or may not have been applied.
+func (h *Hold) Fenced(ctx context.Context, ops ...Op) ([]zk.MultiResponse, error) {
 	if h == nil || h.c == nil {
 		return nil, fmt.Errorf("%w: Hold not made by NewHold with a client", ErrInvalidArgument)
 	}
 	if ctx == nil {
 		return nil, fmt.Errorf("%w: nil context", ErrInvalidArgument)
 	}
-	ops, paths, err := h.c.NamespaceOps("fenced", ops)
+	ops, err := h.c.NamespaceOps("fenced", ops)
 	if err != nil {
 		return nil, err
 	}
-	all := make([]any, 0, len(ops)+1)
-	all = append(all, &zk.CheckVersionRequest{Path: h.path, Version: -1})
+	all := make([]Op, 0, len(ops)+1)
+	all = append(all, CheckOp(h.path, -1))
 	all = append(all, ops...)
 	if err := ctx.Err(); err != nil {
 		return nil, fmt.Errorf("zkrecipes: fenced multi on %s: %w", h.path, err)
@@ -194,7 +193,7 @@ func (h *Hold) Fenced(ctx context.Context, ops ...any) ([]zk.MultiResponse, erro
 	}
 	if err != nil {
 		if len(res) > 0 {
-			return res, MultiError("fenced multi", ops, paths, res, err)
+			return res, MultiError("fenced multi", ops, res, err)
 		}
 		return res, fmt.Errorf("zkrecipes: fenced multi on %s: %w", h.path, err)
 	}

@@ -2,48 +2,126 @@ package engine
 
 import (
 	"fmt"
-	"reflect"
 	"strings"
 
 	"github.com/go-zookeeper/zk"
 )
 
-// NamespaceOps returns copies of ops, transaction operations on recipe
-// paths (*zk.CreateRequest, *zk.SetDataRequest, *zk.DeleteRequest,
-// *zk.CheckVersionRequest), with the namespace applied to their paths, and
-// those server paths, one per op. A nil op, another type or a bad path is
-// refused.
-func (c *Client) NamespaceOps(what string, ops []any) ([]any, []string, error) {
-	out := make([]any, len(ops))
-	paths := make([]string, len(ops))
-	for i, op := range ops {
-		if op == nil || reflect.ValueOf(op).Kind() == reflect.Pointer && reflect.ValueOf(op).IsNil() {
-			return nil, nil, fmt.Errorf("%w: %s op %d is nil", ErrInvalidArgument, what, i)
-		}
-		var p *string
-		switch op := op.(type) {
-		case *zk.CreateRequest:
-			cp := *op
-			out[i], p = &cp, &cp.Path
-		case *zk.SetDataRequest:
-			cp := *op
-			out[i], p = &cp, &cp.Path
-		case *zk.DeleteRequest:
-			cp := *op
-			out[i], p = &cp, &cp.Path
-		case *zk.CheckVersionRequest:
-			cp := *op
-			out[i], p = &cp, &cp.Path
-		default:
-			return nil, nil, fmt.Errorf("%w: %s op %d is a %T, not a *zk.CreateRequest, *zk.SetDataRequest, *zk.DeleteRequest or *zk.CheckVersionRequest", ErrInvalidArgument, what, i, op)
-		}
-		full, err := c.FullPath(*p)
-		if err != nil {
-			return nil, nil, fmt.Errorf("%s op %d: %w", what, i, err)
-		}
-		*p, paths[i] = full, full
+// Op is one operation of a transaction (Client.Multi, Hold.Fenced): a
+// create, a set, a delete or a version check of one node. Make one with
+// CreateOp, SetOp, DeleteOp or CheckOp; the zero Op is refused. Package
+// recipes exports it as recipes.Op.
+type Op struct {
+	kind    opKind
+	path    string
+	data    []byte
+	flags   int32
+	version int32
+}
+
+type opKind uint8
+
+const (
+	opNone opKind = iota
+	opCreate
+	opSet
+	opDelete
+	opCheck
+)
+
+func (k opKind) String() string {
+	switch k {
+	case opCreate:
+		return "create"
+	case opSet:
+		return "set"
+	case opDelete:
+		return "delete"
+	case opCheck:
+		return "check"
 	}
-	return out, paths, nil
+	return "zero op"
+}
+
+// CreateOp creates the node path with data and flags (zk.FlagEphemeral,
+// zk.FlagSequence, ...), with the ACL the client's provider gives for it.
+func CreateOp(path string, data []byte, flags int32) Op {
+	return Op{kind: opCreate, path: path, data: data, flags: flags}
+}
+
+// SetOp writes data to the node path if its version is version (-1 for
+// any).
+func SetOp(path string, data []byte, version int32) Op {
+	return Op{kind: opSet, path: path, data: data, version: version}
+}
+
+// DeleteOp deletes the node path if its version is version (-1 for any).
+func DeleteOp(path string, version int32) Op {
+	return Op{kind: opDelete, path: path, version: version}
+}
+
+// CheckOp fails the transaction unless the node path exists and, when
+// version is not -1, has that version.
+func CheckOp(path string, version int32) Op {
+	return Op{kind: opCheck, path: path, version: version}
+}
+
+// String returns the op's kind and path, as errors name them.
+func (o Op) String() string {
+	if o.kind == opNone {
+		return o.kind.String()
+	}
+	return o.kind.String() + " " + o.path
+}
+
+// request returns the go-zookeeper request for o, on o's path as it is;
+// a create gets the ACL the client's provider gives for that path.
+func (c *Client) request(o Op) any {
+	switch o.kind {
+	case opCreate:
+		return &zk.CreateRequest{Path: o.path, Data: o.data, Flags: o.flags, Acl: c.ACL(o.path)}
+	case opSet:
+		return &zk.SetDataRequest{Path: o.path, Data: o.data, Version: o.version}
+	case opDelete:
+		return &zk.DeleteRequest{Path: o.path, Version: o.version}
+	case opCheck:
+		return &zk.CheckVersionRequest{Path: o.path, Version: o.version}
+	}
+	return nil
+}
+
+// requests returns the go-zookeeper requests for ops, refusing a zero Op.
+func (c *Client) requests(what string, ops []Op) ([]any, error) {
+	reqs := make([]any, len(ops))
+	for i, o := range ops {
+		if reqs[i] = c.request(o); reqs[i] == nil {
+			return nil, zeroOp(what, i)
+		}
+	}
+	return reqs, nil
+}
+
+func zeroOp(what string, i int) error {
+	return fmt.Errorf("%w: %s op %d is the zero Op (make ops with CreateOp, SetOp, DeleteOp or CheckOp)", ErrInvalidArgument, what, i)
+}
+
+// NamespaceOps returns copies of ops, transaction operations on recipe
+// paths, with the namespace applied to their paths. A zero Op or a bad
+// path is refused, naming the op's index.
+func (c *Client) NamespaceOps(what string, ops []Op) ([]Op, error) {
+	out := make([]Op, len(ops))
+	for i, o := range ops {
+		if o.kind == opNone {
+			return nil, zeroOp(what, i)
+		}
+		full, err := c.FullPath(o.path)
+		if err != nil {
+			return nil, fmt.Errorf("%s op %d: %w", what, i, err)
+		}
+		o.path = full
+		out[i] = o
+	}
+	return out, nil
 }
 
 // StripNamespace returns the server path p as a recipe path: without the
@@ -62,26 +140,13 @@ func (c *Client) StripNamespace(p string) string {
 }
 
 // MultiError names the op that failed a transaction: its kind and server
-// path, with the error the server gave. paths are the ops' paths, in order.
-func MultiError(what string, ops []any, paths []string, res []zk.MultiResponse, err error) error {
+// path, with the error the server gave. ops are the transaction's ops on
+// server paths, in order.
+func MultiError(what string, ops []Op, res []zk.MultiResponse, err error) error {
 	for i, r := range res {
 		if r.Error != nil && i < len(ops) {
-			return fmt.Errorf("zkrecipes: %s: %s %s: %w", what, opKind(ops[i]), paths[i], r.Error)
+			return fmt.Errorf("zkrecipes: %s: %s: %w", what, ops[i], r.Error)
 		}
 	}
 	return fmt.Errorf("zkrecipes: %s: %w", what, err)
-}
-
-func opKind(op any) string {
-	switch op.(type) {
-	case *zk.CreateRequest:
-		return "create"
-	case *zk.SetDataRequest:
-		return "set"
-	case *zk.DeleteRequest:
-		return "delete"
-	case *zk.CheckVersionRequest:
-		return "check"
-	}
-	return "op"
 }

@@ -270,14 +270,23 @@ func (c *Client) Sync(ctx context.Context, path string) error {
 	return err
 }
 
-// Multi runs ops as one transaction. When the server refuses the
-// transaction, the returned error is the first failing operation's error
-// (go-zookeeper reports only a generic one), and the responses say which.
-// When ctx ends first the transaction may or may not be applied.
-func (c *Client) Multi(ctx context.Context, ops ...any) ([]zk.MultiResponse, error) {
+// Multi runs ops, on server paths, as one transaction; creates get the
+// ACL the client's provider gives. A zero Op is refused. When the server
+// refuses the transaction, the returned error is the first failing
+// operation's error (go-zookeeper reports only a generic one), and the
+// responses say which. When ctx ends first the transaction may or may not
+// be applied.
+func (c *Client) Multi(ctx context.Context, ops ...Op) ([]zk.MultiResponse, error) {
+	if err := c.check(); err != nil {
+		return nil, err
+	}
+	reqs, err := c.requests("multi", ops)
+	if err != nil {
+		return nil, err
+	}
 	return send(c, ctx, func() ([]zk.MultiResponse, error) {
 		c.stats.multis.Add(1)
-		res, err := c.conn.Multi(ops...)
+		res, err := c.conn.Multi(reqs...)
 		if err != nil {
 			for _, r := range res {
 				if r.Error != nil { // earlier ops report OK, later ones runtime inconsistency
