@@ -85,12 +85,12 @@ func (t *Term) Done() <-chan struct{} { return t.h().Done() }
 // the client closed) since it began.
 func (t *Term) IsLost() bool { return t.h().IsLost() }
 
-// Token returns the term's fencing token: the creation zxid (czxid) of
-// its node. Tokens strictly increase across successive holders of the same
+// Token returns the term's fencing token (recipes.FenceToken): the
+// creation zxid (czxid) of its node. Tokens strictly increase across successive holders of the same
 // path, even when the parent was deleted and recreated in between. The
 // first call reads the node (one request); later calls return the cached
 // value.
-func (t *Term) Token(ctx context.Context) (int64, error) { return t.h().Token(ctx) }
+func (t *Term) Token(ctx context.Context) (recipes.FenceToken, error) { return t.h().Token(ctx) }
 
 // Fenced runs ops (recipes.CreateOp, SetOp, DeleteOp, CheckOp, on recipe
 // paths: the client's namespace is applied) as one transaction
@@ -107,9 +107,18 @@ func (t *Term) Fenced(ctx context.Context, ops ...recipes.Op) ([]zk.MultiRespons
 // refuse with ErrInvalidArgument.
 func (t *Term) h() recipes.Hold {
 	if t == nil || t.hold == nil {
-		return (*engine.Hold)(nil)
+		return nodeHold{}
 	}
 	return t.hold
+}
+
+// nodeHold is the latch's hold on its node as a recipes.Hold, with the
+// node's czxid as the token.
+type nodeHold struct{ *engine.Hold }
+
+func (h nodeHold) Token(ctx context.Context) (recipes.FenceToken, error) {
+	z, err := h.Hold.Token(ctx)
+	return recipes.FenceToken{Czxid: z}, err
 }
 
 func newTerm(h recipes.Hold, id string) *Term { return &Term{hold: h, id: id, start: time.Now()} }

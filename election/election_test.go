@@ -65,9 +65,9 @@ func (r *recorder) record(t *testing.T, term *election.Term) {
 	}
 	r.open[term.ID()] = term
 	r.mu.Unlock()
-	tok, err := term.Token(context.Background())
-	if err != nil {
-		tok = -1 // the node went before we asked: the term is over
+	var tok int64 = -1 // -1: the node went before we asked, the term is over
+	if t, err := term.Token(context.Background()); err == nil {
+		tok = t.Czxid
 	}
 	r.wg.Add(1)
 	go func() {
@@ -356,7 +356,7 @@ func TestSelectorAutoRequeue(t *testing.T) {
 			mu.Lock()
 			active--
 			counts[id]++
-			terms = append(terms, interval{id: id, start: start, token: tok})
+			terms = append(terms, interval{id: id, start: start, token: tok.Czxid})
 			total := len(terms)
 			mu.Unlock()
 			if total == n*each {

@@ -195,7 +195,7 @@ func (l *Latch) onNode(p string) {
 
 func (l *Latch) onTerm(h *engine.Hold) {
 	l.mu.Lock()
-	l.term = newTerm(h, l.id)
+	l.term = newTerm(nodeHold{h}, l.id)
 	close(l.changed)
 	l.changed = make(chan struct{})
 	notify := !l.silent

@@ -36,12 +36,19 @@ func (l *Lease) Done() <-chan struct{} { return l.hold.Done() }
 // the client closed) since it began.
 func (l *Lease) IsLost() bool { return l.hold.IsLost() }
 
-// Token returns the lease's fencing token: the creation zxid (czxid) of
-// its node. Tokens strictly increase across successive holders of the same
-// path, even when the parent was deleted and recreated in between. The
-// first call reads the node (one request); later calls return the cached
-// value.
-func (l *Lease) Token(ctx context.Context) (int64, error) { return l.hold.Token(ctx) }
+// Token returns the lease's fencing token (recipes.FenceToken): the
+// creation zxid (czxid) of its node and, under WithLocalHandoff, the
+// lease's place among the owners that shared that node. Tokens strictly
+// increase across successive holders of the same path, even when the
+// parent was deleted and recreated in between. The first call reads the
+// node (one request); later calls return the cached value.
+func (l *Lease) Token(ctx context.Context) (recipes.FenceToken, error) {
+	z, err := l.hold.Token(ctx)
+	if err != nil {
+		return recipes.FenceToken{}, err
+	}
+	return recipes.FenceToken{Czxid: z, Local: l.seq}, nil
+}
 
 // Fenced runs ops (recipes.CreateOp, SetOp, DeleteOp, CheckOp, on recipe
 // paths: the client's namespace is applied) as one transaction

@@ -20,8 +20,8 @@ import (
 // SUSPENDED/LOST of the session that owns the node) and Fenced (the
 // process's node must still exist; a released lease's Fenced is refused
 // locally). What changes: the local holders of one process hold share its
-// node, so Token (the node's czxid) is the same for them; FenceToken,
-// which adds the local hand-off count, strictly increases across every
+// node, so the czxid of their Token is the same; its Local part, the
+// local hand-off count, makes the token strictly increase across every
 // successive holder. Fairness is per process: the local queue is FIFO,
 // but the process keeps the lock for up to bound hand-offs while others
 // wait.
@@ -173,40 +173,4 @@ func (m *Mutex) handOnLocked(l *Lease, lost bool) bool {
 	m.holds[w.owner] = nl
 	w.ch <- localTurn{lease: nl}
 	return true
-}
-
-// FenceToken is a fencing token that orders every successive holder of a
-// lock, local hand-offs included: the lock node's czxid, then the local
-// hand-off sequence within that node (0 without WithLocalHandoff).
-type FenceToken struct {
-	Czxid int64
-	Local uint64
-}
-
-// Compare returns -1, 0 or +1 as t orders before, with or after o.
-func (t FenceToken) Compare(o FenceToken) int {
-	switch {
-	case t.Czxid < o.Czxid:
-		return -1
-	case t.Czxid > o.Czxid:
-		return 1
-	case t.Local < o.Local:
-		return -1
-	case t.Local > o.Local:
-		return 1
-	}
-	return 0
-}
-
-// String formats the token as "czxid.local".
-func (t FenceToken) String() string { return fmt.Sprintf("%d.%d", t.Czxid, t.Local) }
-
-// FenceToken returns the lease's fencing token (see FenceToken): Token's
-// czxid with the local hand-off sequence.
-func (l *Lease) FenceToken(ctx context.Context) (FenceToken, error) {
-	z, err := l.Token(ctx)
-	if err != nil {
-		return FenceToken{}, err
-	}
-	return FenceToken{Czxid: z, Local: l.seq}, nil
 }

@@ -30,7 +30,7 @@ func TestLocalHandoffExclusionAndTokens(t *testing.T) {
 		inside atomic.Int32
 		worst  atomic.Int32
 		mu     sync.Mutex
-		tokens []mutex.FenceToken
+		tokens []recipes.FenceToken
 		wg     sync.WaitGroup
 	)
 	before := c.Stats()
@@ -47,7 +47,7 @@ func TestLocalHandoffExclusionAndTokens(t *testing.T) {
 				if n := inside.Add(1); n > worst.Load() {
 					worst.Store(n)
 				}
-				tok, err := l.FenceToken(ctx)
+				tok, err := l.Token(ctx)
 				assert.NoError(t, err)
 				mu.Lock()
 				tokens = append(tokens, tok)
@@ -167,11 +167,11 @@ func TestLocalHandoffFencingAndCancel(t *testing.T) {
 		assert.NoError(t, err)
 		got <- l
 	}()
-	ftok, err := first.FenceToken(ctx)
+	ftok, err := first.Token(ctx)
 	require.NoError(t, err)
 	require.NoError(t, first.Unlock(ctx))
 	second := <-got
-	stok, err := second.FenceToken(ctx)
+	stok, err := second.Token(ctx)
 	require.NoError(t, err)
 	assert.Equal(t, ftok.Czxid, stok.Czxid, "the same node")
 	assert.Equal(t, 1, stok.Compare(ftok))

@@ -595,8 +595,8 @@ func TestTokensIncreaseAcrossHoldersAndRecreatedParent(t *testing.T) {
 		require.NoError(t, err)
 		tok, err := l.Token(ctx)
 		require.NoError(t, err)
-		require.Greater(t, tok, last, "acquisition %d", i)
-		last = tok
+		require.Greater(t, tok.Czxid, last, "acquisition %d", i)
+		last = tok.Czxid
 		require.NoError(t, m.Unlock(ctx))
 	}
 }

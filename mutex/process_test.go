@@ -130,19 +130,19 @@ func contendOnce(ctx context.Context, c *recipes.Client, m *mutex.Mutex, counter
 	start := time.Now().UnixNano()
 	// The counter holds "<count> <fence token of its last writer>": each
 	// holder checks that its token is larger, and writes through Fenced.
-	tok, err := lease.FenceToken(ctx)
+	tok, err := lease.Token(ctx)
 	var data []byte
 	if err == nil {
 		data, _, err = c.Conn().Get(counter)
 	}
 	if err == nil {
 		var n int
-		var last mutex.FenceToken
+		var last recipes.FenceToken
 		if n, last, err = parseCounter(data); err == nil {
 			if tok.Compare(last) <= 0 {
 				err = fmt.Errorf("fencing token %v does not follow %v", tok, last)
 			} else {
-				_, err = lease.Fenced(ctx, recipes.SetOp(counter, []byte(fmt.Sprintf("%d %v", n+1, tok)), -1))
+				_, err = lease.Fenced(ctx, recipes.SetOp(counter, []byte(fmt.Sprintf("%d %d.%d", n+1, tok.Czxid, tok.Local)), -1))
 			}
 		}
 	}
@@ -167,8 +167,8 @@ func contendOnce(ctx context.Context, c *recipes.Client, m *mutex.Mutex, counter
 }
 
 // parseCounter reads "<count> <czxid>.<local>" (or a bare count).
-func parseCounter(data []byte) (int, mutex.FenceToken, error) {
-	var t mutex.FenceToken
+func parseCounter(data []byte) (int, recipes.FenceToken, error) {
+	var t recipes.FenceToken
 	fields := strings.Fields(string(data))
 	if len(fields) == 0 {
 		return 0, t, fmt.Errorf("empty counter")
@@ -205,7 +205,7 @@ func helperHold() error {
 	if err != nil {
 		return err
 	}
-	testutil.PrintHolder(lease.Node(), tok, c.SessionTimeout(), "LOCKED")
+	testutil.PrintHolder(lease.Node(), tok.Czxid, c.SessionTimeout(), "LOCKED")
 	_, _ = io.Copy(io.Discard, os.Stdin)
 	// The parent is gone: the caller exits without releasing, like a crash.
 	return errors.New("stdin closed: the parent is gone")
@@ -396,8 +396,8 @@ func TestHolderKilledNextWaiterAcquires(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if tok <= dead.Token {
-		t.Errorf("token %d of the new holder is not above the dead holder's %d", tok, dead.Token)
+	if tok.Czxid <= dead.Token {
+		t.Errorf("token %v of the new holder is not above the dead holder's 0x%x", tok, dead.Token)
 	}
 	if ps := procWaitParticipants(ctx, t, m, 1); ps[0].Path != lease.Node() {
 		t.Errorf("participants = %v, want only %s", ps, lease.Node())

@@ -20,9 +20,9 @@ type Hold interface {
 	// IsLost reports whether the session that owned the hold was lost (or
 	// the client closed) since the hold was acquired.
 	IsLost() bool
-	// Token returns the fencing token: the creation zxid of the node, which
-	// strictly increases across successive holders of the same path.
-	Token(ctx context.Context) (int64, error)
+	// Token returns the fencing token (see FenceToken), which strictly
+	// increases across successive holders of the same path.
+	Token(ctx context.Context) (FenceToken, error)
 	// Fenced runs ops (CreateOp, SetOp, DeleteOp, CheckOp) as one
 	// transaction together with a check that the hold's node still exists;
 	// the server refuses them (ErrFenced) once it is gone.

@@ -47,7 +47,7 @@ func Example() {
 		return
 	}
 	token, _ := lease.Token(ctx) // strictly increases across holders
-	fmt.Println("writing, token > 0:", token > 0)
+	fmt.Println("writing, token > 0:", token.Czxid > 0)
 
 	// Downgrade: the write lock's owner gets the read lock at once...
 	if _, err := rw.ReadLock().Lock(ctx); err != nil {

@@ -224,7 +224,7 @@ func helperHold() error {
 	if err != nil {
 		return err
 	}
-	testutil.PrintHolder(ls[0].Node(), tok, c.SessionTimeout(), "LEASED")
+	testutil.PrintHolder(ls[0].Node(), tok.Czxid, c.SessionTimeout(), "LEASED")
 	_, _ = io.Copy(io.Discard, os.Stdin)
 	// The parent is gone: exit without returning the lease, like a crash.
 	return errors.New("stdin closed: the parent is gone")
@@ -421,8 +421,8 @@ func TestProcessKilledHolderLeaseFreed(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if tok <= dead.Token {
-		t.Errorf("token %d of the new holder is not above the dead holder's %d", tok, dead.Token)
+	if tok.Czxid <= dead.Token {
+		t.Errorf("token %v of the new holder is not above the dead holder's 0x%x", tok, dead.Token)
 	}
 	ps, err = s.Participants(ctx)
 	if err != nil || len(ps) != 2 {

@@ -131,7 +131,8 @@ func (w *worker) transfer(ctx context.Context, lease *mutex.Lease) (bool, error)
 			w.note("unlock: %v", err)
 		}
 	}()
-	token, err := lease.Token(ctx)
+	tok, err := lease.Token(ctx) // the ledger keeps its czxid (no local hand-offs here)
+	token := tok.Czxid
 	if err != nil {
 		w.note("lost the lock before reading its token: %v", err)
 		return false, nil

@@ -91,7 +91,7 @@ func run(ctx context.Context, servers []string) error {
 	if err != nil {
 		return err
 	}
-	demo.Say("worker-a: holds the lock (token %d), reads balance %d, starts adding 10", tokenA, balance)
+	demo.Say("worker-a: holds the lock (token %v), reads balance %d, starts adding 10", tokenA, balance)
 
 	// worker-b queues for the lock.
 	type result struct {
@@ -121,7 +121,7 @@ func run(ctx context.Context, servers []string) error {
 	if err != nil {
 		return err
 	}
-	demo.Say("worker-b: holds the lock %.1fs later, after worker-a's session expired (token %d)", time.Since(paused).Seconds(), tokenB)
+	demo.Say("worker-b: holds the lock %.1fs later, after worker-a's session expired (token %v)", time.Since(paused).Seconds(), tokenB)
 	balanceB, err := readBalance(b)
 	if err != nil {
 		return err
@@ -150,7 +150,7 @@ func run(ctx context.Context, servers []string) error {
 	default:
 		return fmt.Errorf("worker-a: fenced write: %w", errA)
 	}
-	demo.Say("worker-a: its token %d is below worker-b's %d: a store that keeps the largest token seen would refuse it too", tokenA, tokenB)
+	demo.Say("worker-a: its token %v is below worker-b's %v: a store that keeps the largest token seen would refuse it too", tokenA, tokenB)
 	if err := ma.Unlock(ctx); err != nil {
 		demo.Say("worker-a: unlock: %v", err)
 	}
@@ -159,8 +159,8 @@ func run(ctx context.Context, servers []string) error {
 		return err
 	}
 	unlisten() // no state lines after the verdict
-	return demo.Verdict(errors.Is(errA, mutex.ErrFenced) && final == balanceB+50 && tokenB > tokenA,
-		"the paused holder's stale write was refused with ErrFenced; the balance is %d (worker-b's), tokens %d < %d", final, tokenA, tokenB)
+	return demo.Verdict(errors.Is(errA, mutex.ErrFenced) && final == balanceB+50 && tokenB.Compare(tokenA) > 0,
+		"the paused holder's stale write was refused with ErrFenced; the balance is %d (worker-b's), tokens %v < %v", final, tokenA, tokenB)
 }
 
 func readBalance(c *recipes.Client) (int, error) {

@@ -323,7 +323,7 @@ func (s *scheduler) schedule(ctx context.Context, rec *record) error {
 		last = t
 		start := time.Now()
 		token, _ := t.Token(ctx)
-		demo.Say("%s: LEADER now (term token %d): runs the jobs", s.name, token)
+		demo.Say("%s: LEADER now (term token %v): runs the jobs", s.name, token)
 		// The term ends when Done closes, even while a request of the
 		// leader's is stuck on the lost connection: from then on its
 		// writes are refused (fenced).

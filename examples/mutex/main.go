@@ -165,10 +165,10 @@ func holdOnce(ctx context.Context, name string, c *recipes.Client, m *mutex.Mute
 		return err
 	}
 	node := lease.Node()[strings.LastIndex(lease.Node(), "/")+1:]
-	fmt.Printf("%s: HOLDS the lock: token %d, node %s\n", name, token, node)
+	fmt.Printf("%s: HOLDS the lock: token %v, node %s\n", name, token, node)
 
 	// The write is applied only if our lock node still exists.
-	data := []byte(fmt.Sprintf("last written by %s holding token %d", name, token))
+	data := []byte(fmt.Sprintf("last written by %s holding token %v", name, token))
 	op := recipes.SetOp(resourcePath, data, -1)
 	if ok, _, err := c.Conn().Exists(resourcePath); err != nil {
 		return err

@@ -211,7 +211,7 @@ func writer(ctx context.Context, name string, rw *rwlock.RWLock, st *stats) erro
 		}
 		token, _ := lease.Token(ctx)
 		st.writes.Add(1)
-		demo.Say("%s: WRITE lock (token %d): wrote version %d", name, token, v)
+		demo.Say("%s: WRITE lock (token %v): wrote version %d", name, token, v)
 		if name != "writer-1" {
 			if err := rw.WriteLock().Unlock(ctx); err != nil {
 				return err

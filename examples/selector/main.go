@@ -21,6 +21,7 @@ import (
 
 	"github.com/zkrecipes/zkrecipes/election"
 	"github.com/zkrecipes/zkrecipes/examples/internal/demo"
+	"github.com/zkrecipes/zkrecipes/recipes"
 )
 
 const (
@@ -45,7 +46,7 @@ func main() {
 // turnRecord is one turn, by this process's clock.
 type turnRecord struct {
 	by         string
-	token      int64
+	token      recipes.FenceToken
 	start, end time.Time
 }
 
@@ -71,7 +72,7 @@ func run(ctx context.Context, servers []string) error {
 			if l.Node == "" {
 				demo.Say("observer: nobody leads")
 			} else {
-				demo.Say("observer: %s leads (token %d)", l.ID, l.Token)
+				demo.Say("observer: %s leads (token %v)", l.ID, l.Token)
 			}
 		}
 	}()
@@ -84,7 +85,7 @@ func run(ctx context.Context, servers []string) error {
 	lead := func(ctx context.Context, t *election.Term) error {
 		rec := turnRecord{by: t.ID(), start: time.Now()}
 		rec.token, _ = t.Token(ctx)
-		demo.Say("%s: takes its turn (token %d)", t.ID(), rec.token)
+		demo.Say("%s: takes its turn (token %v)", t.ID(), rec.token)
 		select { // the turn's work; stop at once if the leadership may be lost
 		case <-time.After(*turn):
 		case <-ctx.Done():
@@ -142,8 +143,8 @@ func run(ctx context.Context, servers []string) error {
 			ok, why = false, fmt.Sprintf("%s started before %s had finished; ", r.by, prev.by)
 		case r.by == prev.by:
 			ok, why = false, fmt.Sprintf("%s led twice in a row; ", r.by)
-		case r.token <= prev.token:
-			ok, why = false, fmt.Sprintf("token %d of %s not above %d; ", r.token, r.by, prev.token)
+		case r.token.Compare(prev.token) <= 0:
+			ok, why = false, fmt.Sprintf("token %v of %s not above %v; ", r.token, r.by, prev.token)
 		}
 	}
 	if len(led) != participants {
