@@ -143,7 +143,7 @@ func (r *Reaper) Start(ctx context.Context) error {
 		return fmt.Errorf("cleanup: reaper: %w", recipes.ErrClosed)
 	case r.started:
 		r.mu.Unlock()
-		return fmt.Errorf("%w: reaper already started", recipes.ErrInvalidArgument)
+		return fmt.Errorf("cleanup: reaper: %w", recipes.ErrAlreadyStarted)
 	}
 	r.started = true
 	rctx, cancel := context.WithCancel(context.Background())
@@ -151,8 +151,12 @@ func (r *Reaper) Start(ctx context.Context) error {
 	r.mu.Unlock()
 	if r.latch != nil {
 		if err := r.latch.Start(ctx); err != nil {
+			// Nothing is left behind (the latch's failed Start leaves no
+			// node): the Reaper may be started again.
 			cancel()
-			close(r.done)
+			r.mu.Lock()
+			r.started, r.cancel = false, nil
+			r.mu.Unlock()
 			return fmt.Errorf("cleanup: reaper election: %w", err)
 		}
 	}

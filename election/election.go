@@ -55,9 +55,9 @@ const (
 // Sentinel errors.
 var (
 	// ErrNotStarted is returned by a Latch or Selector used before Start.
-	ErrNotStarted = errors.New("zkrecipes: election: not started")
+	ErrNotStarted = recipes.ErrNotStarted
 	// ErrAlreadyStarted is returned by a second Start.
-	ErrAlreadyStarted = errors.New("zkrecipes: election: already started")
+	ErrAlreadyStarted = recipes.ErrAlreadyStarted
 	// ErrNoLeader is returned by Leader when nobody leads.
 	ErrNoLeader = errors.New("zkrecipes: election: no leader")
 	// ErrClosed is returned by a Latch or Selector after Close (and when

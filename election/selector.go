@@ -126,6 +126,9 @@ func (s *Selector) Requeue() (bool, error) {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if err := engine.Of(s.c).Check(); err != nil {
+		return false, fmt.Errorf("leader selector %s: %w", s.path, err) // a closed client
+	}
 	switch {
 	case s.closed:
 		return false, fmt.Errorf("leader selector %s: %w", s.path, ErrClosed)

@@ -7,10 +7,15 @@ import "github.com/zkrecipes/zkrecipes/internal/engine"
 var (
 	// ErrNilClient is returned when a recipe is given a nil *Client.
 	ErrNilClient = engine.ErrNilClient
-	// ErrClosed is returned by operations on a Client, or on a recipe (a
-	// latch, a selector, a reaper, a shared count), that has been closed;
-	// the message says which.
+	// ErrClosed is returned by operations on a recipe (a latch, a
+	// selector, a reaper, a shared count) that has been closed, and on
+	// anything whose Client has been closed.
 	ErrClosed = engine.ErrClosed
+	// ErrClientClosed is returned when the Client itself has been closed,
+	// by its own methods and by every recipe on it. It matches ErrClosed
+	// too: errors.Is(err, ErrClientClosed) tells a closed client apart
+	// from a recipe closed on its own, whose errors match ErrClosed only.
+	ErrClientClosed = engine.ErrClientClosed
 	// ErrInvalidPath is returned for an empty, relative, trailing-slash, "." or
 	// "..", NUL-containing or otherwise malformed ZooKeeper path.
 	ErrInvalidPath = engine.ErrInvalidPath
@@ -40,6 +45,12 @@ var (
 	// (a TryLock, say) while the client has no connection to a server. It
 	// is retryable (IsRetryable).
 	ErrNotConnected = engine.ErrNotConnected
+	// ErrNotStarted is returned by a recipe with a Start (a latch, a
+	// selector, a reaper) used before Start.
+	ErrNotStarted = engine.ErrNotStarted
+	// ErrAlreadyStarted is returned by a second Start. A Start that failed
+	// left nothing behind and may be called again.
+	ErrAlreadyStarted = engine.ErrAlreadyStarted
 )
 
 // IsRetryable reports whether err is a transient connection problem after

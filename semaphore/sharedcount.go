@@ -254,12 +254,15 @@ func (s *SharedCount) writable() error {
 	if s == nil || s.c == nil || s.cancel == nil {
 		return fmt.Errorf("%w: SharedCount not made by NewSharedCount", recipes.ErrInvalidArgument)
 	}
+	if err := engine.Of(s.c).Check(); err != nil {
+		return fmt.Errorf("shared count %s: %w", s.path, err) // a closed client: ErrClientClosed
+	}
 	select {
 	case <-s.done:
 		return fmt.Errorf("shared count %s: %w", s.path, recipes.ErrClosed)
 	default:
 	}
-	return engine.Of(s.c).Check()
+	return nil
 }
 
 // Listen calls fn with every new value, with the version it was read

@@ -156,7 +156,7 @@ func (c *Client) block(ctx context.Context, w Wait, snap Snapshot, l Look, wake 
 	case <-ctx.Done():
 		return fmt.Errorf("zkrecipes: waiting for %s: %w", w.What, ctx.Err())
 	case <-c.closeCh:
-		return errClientClosed
+		return ErrClientClosed
 	}
 	return nil
 }

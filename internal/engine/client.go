@@ -290,7 +290,7 @@ func (c *Client) check() error {
 	}
 	select {
 	case <-c.closeCh:
-		return errClientClosed
+		return ErrClientClosed
 	default:
 		return nil
 	}
@@ -322,7 +322,7 @@ func (c *Client) WaitConnected(ctx context.Context) error {
 		case <-ctx.Done():
 			return fmt.Errorf("zkrecipes: waiting for connection (state %v): %w", snap.State, ctx.Err())
 		case <-c.closeCh:
-			return errClientClosed
+			return ErrClientClosed
 		}
 	}
 }

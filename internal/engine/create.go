@@ -265,7 +265,7 @@ func (c *Client) awaitConnection(ctx context.Context, retry *backoff.BackOff) er
 			return ctx.Err()
 		case <-c.closeCh:
 			t.Stop()
-			return errClientClosed
+			return ErrClientClosed
 		}
 		t.Stop()
 	}

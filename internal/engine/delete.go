@@ -49,7 +49,7 @@ func (c *Client) GuaranteedDelete(ctx context.Context, path string, sid int64) e
 	// on every release), else a goroutine of its own, so that concurrent
 	// releases are not queued behind one another.
 	if isClosed(c.closeCh) {
-		return errClientClosed
+		return ErrClientClosed
 	}
 	res := deleteResults.Get().(chan error)
 	c.stats.pendingDeletes.Add(1)
@@ -58,7 +58,7 @@ func (c *Client) GuaranteedDelete(ctx context.Context, path string, sid int64) e
 	default:
 		c.stats.pendingDeletes.Add(-1)
 		if !c.deleteInBackground(path, sid, res) {
-			return errClientClosed
+			return ErrClientClosed
 		}
 	}
 	select {

@@ -17,10 +17,11 @@ var (
 	// ErrNilClient is returned when a recipe is given a nil *Client.
 	ErrNilClient = errors.New("zkrecipes: nil client")
 	// ErrClosed is returned by operations on a Client, or on a recipe,
-	// that has been closed; the message says which.
+	// that has been closed.
 	ErrClosed = errors.New("zkrecipes: closed")
-	// errClientClosed is ErrClosed for the client itself.
-	errClientClosed = fmt.Errorf("%w: the client was closed", ErrClosed)
+	// ErrClientClosed is returned when the Client itself was closed. It
+	// matches ErrClosed too; a recipe's own Close gives ErrClosed alone.
+	ErrClientClosed = fmt.Errorf("%w: the client was closed", ErrClosed)
 	// ErrInvalidPath is returned for an empty, relative, trailing-slash, "." or
 	// "..", NUL-containing or otherwise malformed ZooKeeper path.
 	ErrInvalidPath = errors.New("zkrecipes: invalid path")
@@ -50,6 +51,11 @@ var (
 	// (a TryLock, say) while the client has no connection to a server. It
 	// is retryable (IsRetryable).
 	ErrNotConnected = errors.New("zkrecipes: not connected")
+	// ErrNotStarted is returned by a recipe with a Start (a latch, a
+	// selector, a reaper) used before Start.
+	ErrNotStarted = errors.New("zkrecipes: not started")
+	// ErrAlreadyStarted is returned by a second Start.
+	ErrAlreadyStarted = errors.New("zkrecipes: already started")
 )
 
 // IsRetryable reports whether err is a transient connection problem after

@@ -150,7 +150,7 @@ func (c *Client) followWait(ctx context.Context, w *Watches, changed <-chan stru
 			case <-ctx.Done():
 				return nil
 			case <-c.closeCh:
-				return errClientClosed
+				return ErrClientClosed
 			}
 		}
 		cases := make([]reflect.SelectCase, 0, w.Len()+4)
@@ -164,7 +164,7 @@ func (c *Client) followWait(ctx context.Context, w *Watches, changed <-chan stru
 		case 0:
 			return nil
 		case 1:
-			return errClientClosed
+			return ErrClientClosed
 		case 2:
 			if c.State().IsConnected() {
 				return nil

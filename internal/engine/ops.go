@@ -83,7 +83,7 @@ func send[T any](c *Client, ctx context.Context, req func() (T, error), late fun
 	}
 	r := &inflight[T]{done: make(chan struct{})}
 	if !c.background(func() { r.run(req, late) }) {
-		return zero, errClientClosed
+		return zero, ErrClientClosed
 	}
 	select {
 	case <-r.done:
@@ -344,6 +344,6 @@ func (c *Client) sleep(ctx context.Context, d time.Duration) error {
 	case <-ctx.Done():
 		return ctx.Err()
 	case <-c.closeCh:
-		return errClientClosed
+		return ErrClientClosed
 	}
 }
