@@ -74,7 +74,7 @@ func (m *Mutex) acquireLocal(ctx context.Context, owner any, wait bool) (*Lease,
 	}
 	if !wait {
 		m.mu.Unlock()
-		return nil, fmt.Errorf("%s: %w: held in this process", m.what(), ErrNotAcquired)
+		return nil, m.errorf("%w: held in this process", ErrNotAcquired)
 	}
 	w := &localWaiter{owner: owner, ch: make(chan localTurn, 1)}
 	ls.queue = append(ls.queue, w)
@@ -86,7 +86,7 @@ func (m *Mutex) acquireLocal(ctx context.Context, owner any, wait bool) (*Lease,
 		m.mu.Lock()
 		if m.dropWaiterLocked(w) { // not handed anything: just leave
 			m.mu.Unlock()
-			return nil, fmt.Errorf("%s: waiting in this process: %w", m.what(), ctx.Err())
+			return nil, m.errorf("waiting in this process: %w", ctx.Err())
 		}
 		m.mu.Unlock()
 		turn = <-w.ch // handed a turn as we gave up: pass it on
@@ -98,7 +98,7 @@ func (m *Mutex) acquireLocal(ctx context.Context, owner any, wait bool) (*Lease,
 			m.nextAcquirerLocked()
 			m.mu.Unlock()
 		}
-		return nil, fmt.Errorf("%s: waiting in this process: %w", m.what(), ctx.Err())
+		return nil, m.errorf("waiting in this process: %w", ctx.Err())
 	}
 	if turn.lease != nil {
 		return turn.lease, nil

@@ -2,7 +2,6 @@ package mutex
 
 import (
 	"context"
-	"fmt"
 
 	"github.com/zkrecipes/zkrecipes/internal/engine"
 	"github.com/zkrecipes/zkrecipes/recipes"
@@ -36,7 +35,7 @@ func (m *Mutex) lock(ctx context.Context, wait bool) (*Lease, error) {
 	}
 	owner, err := ownerOf(ctx)
 	if err != nil {
-		return nil, fmt.Errorf("%s: %w", m.what(), err)
+		return nil, m.errorf("%w", err)
 	}
 	a, l, err := m.join(ctx, owner, wait)
 	if a == nil {
@@ -66,7 +65,7 @@ func (m *Mutex) join(ctx context.Context, owner any, wait bool) (*attempt, *Leas
 		if l := m.holds[owner]; l != nil {
 			defer m.mu.Unlock()
 			if l.IsLost() {
-				return nil, nil, fmt.Errorf("%s: %w: unlock it first", m.what(), ErrLockLost)
+				return nil, nil, m.errorf("%w: unlock it first", ErrLockLost)
 			}
 			l.count++
 			return nil, l, nil
@@ -77,12 +76,12 @@ func (m *Mutex) join(ctx context.Context, owner any, wait bool) (*attempt, *Leas
 		}
 		m.mu.Unlock()
 		if !wait && a.wait {
-			return nil, nil, fmt.Errorf("%s: %w: the owner's Lock is still waiting", m.what(), ErrNotAcquired)
+			return nil, nil, m.errorf("%w: the owner's Lock is still waiting", ErrNotAcquired)
 		}
 		select {
 		case <-a.done:
 		case <-ctx.Done():
-			return nil, nil, fmt.Errorf("%s: waiting for the owner's acquisition in flight: %w", m.what(), ctx.Err())
+			return nil, nil, m.errorf("waiting for the owner's acquisition in flight: %w", ctx.Err())
 		}
 		m.mu.Lock()
 	}
@@ -109,25 +108,25 @@ func (m *Mutex) acquireNode(ctx context.Context, owner any, wait bool) (*Lease, 
 	if !wait && !m.c.State().IsConnected() {
 		// One attempt cannot succeed without a server: say so at once
 		// instead of retrying the create until ctx ends.
-		return nil, fmt.Errorf("%s: %w (%v)", m.what(), recipes.ErrNotConnected, m.c.State())
+		return nil, m.errorf("%w (%v)", recipes.ErrNotConnected, m.c.State())
 	}
 	var eopts []engine.EnterOption
 	if m.prepare != nil {
 		var err error
 		if eopts, err = m.prepare(owner); err != nil {
-			return nil, fmt.Errorf("%s: %w", m.what(), err)
+			return nil, m.errorf("%w", err)
 		}
 	}
 	ct, err := m.e.Enter(ctx, m.full, m.lockName, m.opts.data, m.driver, eopts...)
 	if err != nil {
-		return nil, fmt.Errorf("%s: %w", m.what(), err)
+		return nil, m.errorf("%w", err)
 	}
 	held, sig, err := ct.Acquire(ctx, wait)
 	if err != nil {
-		return nil, fmt.Errorf("%s: %w", m.what(), err)
+		return nil, m.errorf("%w", err)
 	}
 	if !held {
-		return nil, fmt.Errorf("%s: %w", m.what(), ErrNotAcquired)
+		return nil, m.errorf("%w", ErrNotAcquired)
 	}
 	return &Lease{hold: engine.NewHold(m.e, ct.Path(), sig), m: m, ct: ct, sig: sig, owner: owner, count: 1}, nil
 }
@@ -145,7 +144,7 @@ func (m *Mutex) Unlock(ctx context.Context) error {
 	}
 	owner, err := ownerOf(ctx)
 	if err != nil {
-		return fmt.Errorf("%s: %w", m.what(), err)
+		return m.errorf("%w", err)
 	}
 	m.mu.Lock()
 	l := m.holds[owner]
@@ -153,9 +152,9 @@ func (m *Mutex) Unlock(ctx context.Context) error {
 		others := len(m.holds)
 		m.mu.Unlock()
 		if others > 0 {
-			return fmt.Errorf("%s: %w: the lock is held by another owner than this goroutine (release from another goroutine with the Lease's own Unlock, or name an explicit owner with mutex.WithOwner)", m.what(), ErrNotOwner)
+			return m.errorf("%w: the lock is held by another owner than this goroutine (release from another goroutine with the Lease's own Unlock, or name an explicit owner with mutex.WithOwner)", ErrNotOwner)
 		}
-		return fmt.Errorf("%s: %w", m.what(), ErrNotHeld)
+		return m.errorf("%w", ErrNotHeld)
 	}
 	return m.release(ctx, l)
 }
@@ -165,7 +164,7 @@ func (m *Mutex) Unlock(ctx context.Context) error {
 func (m *Mutex) release(ctx context.Context, l *Lease) error {
 	if l.count == 0 {
 		m.mu.Unlock()
-		return fmt.Errorf("%s: %w: the lease was released", m.what(), ErrNotHeld)
+		return m.errorf("%w: the lease was released", ErrNotHeld)
 	}
 	lost := l.IsLost()
 	if l.count--; l.count > 0 && !lost {
@@ -186,10 +185,10 @@ func (m *Mutex) release(ctx context.Context, l *Lease) error {
 	l.hold.MarkReleased()
 	err := l.ct.Leave(ctx)
 	if lost {
-		return fmt.Errorf("%s: %w", m.what(), ErrLockLost)
+		return m.errorf("%w", ErrLockLost)
 	}
 	if err != nil {
-		return fmt.Errorf("%s: %w", m.what(), err)
+		return m.errorf("%w", err)
 	}
 	return nil
 }

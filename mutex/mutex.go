@@ -307,3 +307,8 @@ func (m *Mutex) check(ctx context.Context) error {
 	}
 	return m.e.Check()
 }
+
+// errorf names the Mutex in an error, once (engine.Named).
+func (m *Mutex) errorf(format string, args ...any) error {
+	return engine.Named(m.what(), fmt.Errorf(format, args...))
+}

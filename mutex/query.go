@@ -36,7 +36,7 @@ func (m *Mutex) Participants(ctx context.Context) ([]Participant, error) {
 		return nil, nil
 	}
 	if err != nil {
-		return nil, fmt.Errorf("%s: participants: %w", m.what(), err)
+		return nil, m.errorf("participants: %w", err)
 	}
 	sorted := engine.SortContenders(kids, m.driver)
 	out := make([]Participant, len(sorted))
@@ -56,7 +56,7 @@ func (m *Mutex) Holder(ctx context.Context) (Participant, []byte, error) {
 			return Participant{}, nil, err
 		}
 		if len(ps) == 0 {
-			return Participant{}, nil, fmt.Errorf("%s: %w", m.what(), ErrNotHeld)
+			return Participant{}, nil, m.errorf("%w", ErrNotHeld)
 		}
 		var data []byte
 		err = m.c.Retry(ctx, func() error {
@@ -68,7 +68,7 @@ func (m *Mutex) Holder(ctx context.Context) (Participant, []byte, error) {
 			continue // released meanwhile: look again
 		}
 		if err != nil {
-			return Participant{}, nil, fmt.Errorf("%s: holder: %w", m.what(), err)
+			return Participant{}, nil, m.errorf("holder: %w", err)
 		}
 		return ps[0], data, nil
 	}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"strings"
 	"syscall"
 
 	"github.com/go-zookeeper/zk"
@@ -104,4 +105,39 @@ func explain(err error) error {
 		return fmt.Errorf("%w (the server refused the credentials given with WithAuth)", err)
 	}
 	return err
+}
+
+// Named returns err as the error of one recipe instance, what ("mutex
+// /locks/a", "semaphore /s"): its message is "zkrecipes: <what>: <detail>",
+// with the module's prefix once and the recipe named once. The detail is
+// err's message without the "zkrecipes: " prefixes of the errors it wraps,
+// and without the name of a recipe err itself comes from (a semaphore's
+// internal lock): the outermost recipe is the one the caller used. err
+// stays in the chain (errors.Is and errors.As see it). A nil err gives nil.
+func Named(what string, err error) error {
+	if err == nil {
+		return nil
+	}
+	return &namedError{what: what, err: err}
+}
+
+// Namedf is Named(what, fmt.Errorf(format, args...)).
+func Namedf(what, format string, args ...any) error {
+	return Named(what, fmt.Errorf(format, args...))
+}
+
+type namedError struct {
+	what string
+	err  error
+}
+
+func (e *namedError) Error() string { return "zkrecipes: " + e.what + ": " + e.detail() }
+
+func (e *namedError) Unwrap() error { return e.err }
+
+func (e *namedError) detail() string {
+	if in, ok := e.err.(*namedError); ok {
+		return in.detail()
+	}
+	return strings.ReplaceAll(e.err.Error(), "zkrecipes: ", "")
 }
