@@ -10,6 +10,10 @@
 // data: the id), runs the caller's function while it holds it, and
 // releases it when the function returns, requeueing if asked to.
 //
+// A Latch that resigns (Resign) steps down and leaves the election but
+// stays usable: Start joins again with a new node at the back of the
+// queue, as etcd's Resign and Campaign do. Close is final.
+//
 // # Terms
 //
 // Each stretch of leadership is a Term. Its Done channel closes when the
