@@ -10,6 +10,10 @@
 // data: the id), runs the caller's function while it holds it, and
 // releases it when the function returns, requeueing if asked to.
 //
+// A Latch that resigns (Resign) steps down and leaves the election but
+// stays usable: Start joins again with a new node at the back of the
+// queue, as etcd's Resign and Campaign do. Close is final.
+//
 // # Terms
 //
 // Each stretch of leadership is a Term. Its Done channel closes when the
@@ -129,18 +133,14 @@ func (t *Term) ID() string { return t.id }
 // Started returns when the term began, by this process's clock.
 func (t *Term) Started() time.Time { return t.start }
 
-// Participant is one node of an election.
+// Participant is one node of an election: what Participants lists, what
+// Latch.Leader, Selector.Leader and CurrentLeader return, and what Observe
+// sends. The zero Participant (empty Node) stands for "nobody leads". A
+// leader's fencing token is its Term's (Term.Token), not an observer's.
 type Participant struct {
 	ID       string // the participant's id (its node's data)
 	Node     string // server path of its node
-	IsLeader bool
-}
-
-// Leader is an election's leader as an observer sees it.
-type Leader struct {
-	ID    string // the leader's id
-	Node  string // server path of its node ("" when nobody leads)
-	Token int64  // its node's czxid
+	IsLeader bool   // its node is first in the queue
 }
 
 // anyDriver orders latch and selector nodes alike, by the text after the
@@ -192,83 +192,83 @@ func participants(ctx context.Context, c *recipes.Client, full string) ([]Partic
 }
 
 // CurrentLeader reads the leader of the election at path once: the first
-// node's id, node and token. It returns ErrNoLeader when there is none.
-// (The leader may have changed by the time it returns; Observe follows
-// the changes.)
-func CurrentLeader(ctx context.Context, c *recipes.Client, path string) (Leader, error) {
+// node's id and node, with IsLeader set. It returns the zero Participant
+// and ErrNoLeader when there is none. (The leader may have changed by the
+// time it returns; Observe follows the changes.)
+func CurrentLeader(ctx context.Context, c *recipes.Client, path string) (Participant, error) {
 	full, err := recipeargs.ReadPath(ctx, c, path)
 	if err != nil {
-		return Leader{}, err
+		return Participant{}, err
 	}
 	l, _, err := readLeader(ctx, c, full, false)
 	if err != nil {
-		return Leader{}, err
+		return Participant{}, err
 	}
 	if l.Node == "" {
-		return Leader{}, fmt.Errorf("election %s: %w", path, ErrNoLeader)
+		return Participant{}, fmt.Errorf("election %s: %w", path, ErrNoLeader)
 	}
 	return l, nil
 }
 
-// readLeader reads the first node's id and czxid. With watch it also
+// readLeader reads the first node's id (the zero Participant when there
+// is none). With watch it also
 // leaves one watch and returns its channel: on the leader node (a join
 // behind it wakes nobody), or, when there is none, on the children, or on
 // the path when it does not exist.
-func readLeader(ctx context.Context, c *recipes.Client, full string, watch bool) (Leader, <-chan zk.Event, error) {
+func readLeader(ctx context.Context, c *recipes.Client, full string, watch bool) (Participant, <-chan zk.Event, error) {
 	for {
 		if err := ctx.Err(); err != nil {
-			return Leader{}, nil, err
+			return Participant{}, nil, err
 		}
 		kids, _, err := engine.Of(c).Children(ctx, full)
 		switch {
 		case errors.Is(err, zk.ErrNoNode):
 			if !watch {
-				return Leader{}, nil, nil
+				return Participant{}, nil, nil
 			}
 			ok, _, ch, err := engine.Of(c).ExistsW(ctx, full)
 			if err != nil {
-				return Leader{}, nil, err
+				return Participant{}, nil, err
 			}
 			if ok {
 				continue // created meanwhile
 			}
-			return Leader{}, ch, nil
+			return Participant{}, ch, nil
 		case err != nil:
-			return Leader{}, nil, err
+			return Participant{}, nil, err
 		case len(kids) == 0:
 			if !watch {
-				return Leader{}, nil, nil
+				return Participant{}, nil, nil
 			}
 			kids, _, ch, err := engine.Of(c).ChildrenW(ctx, full)
 			if errors.Is(err, zk.ErrNoNode) {
 				continue
 			}
 			if err != nil {
-				return Leader{}, nil, err
+				return Participant{}, nil, err
 			}
 			if len(kids) > 0 {
 				continue // joined meanwhile; the children watch fires, harmlessly
 			}
-			return Leader{}, ch, nil
+			return Participant{}, ch, nil
 		}
 		first := engine.SortContenders(kids, anyDriver)[0]
 		p := engine.JoinPath(full, first.Name)
 		var (
 			data []byte
-			st   *zk.Stat
 			ch   <-chan zk.Event
 		)
 		if watch {
-			data, st, ch, err = engine.Of(c).GetW(ctx, p)
+			data, _, ch, err = engine.Of(c).GetW(ctx, p)
 		} else {
-			data, st, err = engine.Of(c).Get(ctx, p)
+			data, _, err = engine.Of(c).Get(ctx, p)
 		}
 		if errors.Is(err, zk.ErrNoNode) {
 			continue // gone meanwhile: look again
 		}
 		if err != nil {
-			return Leader{}, nil, err
+			return Participant{}, nil, err
 		}
-		return Leader{ID: string(data), Node: p, Token: st.Czxid}, ch, nil
+		return Participant{ID: string(data), Node: p, IsLeader: true}, ch, nil
 	}
 }

@@ -127,7 +127,7 @@ func TestLatchOneLeaderAndGracefulFailover(t *testing.T) {
 	changes, err := election.Observe(octx, obsC, path)
 	require.NoError(t, err)
 	first := <-changes
-	assert.Empty(t, first.Node, "nobody leads yet")
+	assert.Equal(t, election.Participant{}, first, "nobody leads yet")
 
 	var ls []*election.Latch
 	rec := newRecorder()
@@ -161,10 +161,9 @@ func TestLatchOneLeaderAndGracefulFailover(t *testing.T) {
 	assert.Equal(t, []string{"p0"}, leaders(ls))
 	leader, err := election.CurrentLeader(ctx, obsC, path)
 	require.NoError(t, err)
-	assert.Equal(t, "p0", leader.ID)
+	assert.Equal(t, election.Participant{ID: "p0", Node: ls[0].Node(), IsLeader: true}, leader)
 	got := <-changes
-	assert.Equal(t, "p0", got.ID)
-	assert.Equal(t, ls[0].Node(), got.Node)
+	assert.Equal(t, election.Participant{ID: "p0", Node: ls[0].Node(), IsLeader: true}, got)
 
 	tctx, cancel := context.WithTimeout(ctx, 100*time.Millisecond)
 	_, err = ls[1].Await(tctx)

@@ -82,6 +82,72 @@ func ExampleLatch() {
 	// leader: billing-2
 }
 
+// ExampleLatch_Resign steps down without closing: the other participant
+// leads, and a later Start rejoins at the back of the queue.
+func ExampleLatch_Resign() {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	c, err := recipes.Connect(exampleServers()) // e.g. []string{"127.0.0.1:2181"}
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer c.Close()
+
+	var latches []*election.Latch
+	for _, id := range []string{"cron-1", "cron-2"} {
+		l, err := election.NewLatch(c, "/services/cron/leader", id)
+		if err != nil {
+			fmt.Println(err)
+			return
+		}
+		if err := l.Start(ctx); err != nil {
+			fmt.Println(err)
+			return
+		}
+		defer l.Close(ctx)
+		latches = append(latches, l)
+	}
+	first, second := latches[0], latches[1]
+	term, err := first.Await(ctx)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	fmt.Println("leader:", term.ID())
+
+	// Step down: the term ends and the other participant leads.
+	if err := first.Resign(ctx); err != nil {
+		fmt.Println(err)
+		return
+	}
+	<-term.Done()
+	if term, err = second.Await(ctx); err != nil {
+		fmt.Println(err)
+		return
+	}
+	fmt.Println("leader:", term.ID())
+
+	// Rejoin, at the back of the queue.
+	if err := first.Start(ctx); err != nil {
+		fmt.Println(err)
+		return
+	}
+	ps, err := first.Participants(ctx)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	for _, p := range ps {
+		fmt.Println("queue:", p.ID, p.IsLeader)
+	}
+	// Output:
+	// leader: cron-1
+	// leader: cron-2
+	// queue: cron-2 true
+	// queue: cron-1 false
+}
+
 // ExampleSelector runs a function while it leads; returning from it
 // gives leadership up (with AutoRequeue the selector would queue again).
 func ExampleSelector() {

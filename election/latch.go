@@ -42,15 +42,19 @@ func WithCloseMode(m CloseMode) LatchOption {
 }
 
 // Latch is Curator's LeaderLatch: a participant that, once started, stays
-// in the election at its path until closed, leading whenever its node is
-// first and belongs to its current session. Leadership comes in terms
-// (see Term); listeners hear of each start and end, in order.
+// in the election at its path until it resigns or closes, leading whenever
+// its node is first and belongs to its current session. Leadership comes
+// in terms (see Term); listeners hear of each start and end, in order.
 //
 // On SUSPENDED (Standard policy) or LOST the term ends. When the
 // connection comes back the latch checks again: with the same session and
 // its node still there it keeps its place (and leads again if first);
 // when the node is gone (deleted by someone, with the latch path, or with
 // a lost session) it makes a new one at the back of the queue.
+//
+// Resign steps down and leaves the election but keeps the latch usable
+// (etcd's Resign): a later Start joins again, at the back of the queue.
+// Close is final.
 type Latch struct {
 	c    *recipes.Client
 	path string
@@ -59,17 +63,23 @@ type Latch struct {
 	opts latchOptions
 
 	mu        sync.Mutex
-	started   bool
 	closed    bool
+	run       *latchRun       // the participation since Start; nil when not started
+	leaving   <-chan struct{} // the done of the participation Resign ended, which Start waits for
 	term      *Term
-	changed   chan struct{} // closed when a term starts or ends, then replaced
+	changed   chan struct{} // closed when a term starts or ends, or the latch resigns or closes, then replaced
 	node      string
-	nodeCh    chan struct{} // closed when the first node is made
-	cancel    context.CancelFunc
-	done      chan struct{}
 	listeners engine.Listeners[bool]
-	silent    bool  // closing silently: no more notifications
-	stopErr   error // why the participation stopped, set before done closes
+}
+
+// latchRun is one participation in the election, from Start to Resign or
+// Close.
+type latchRun struct {
+	cancel context.CancelFunc
+	nodeCh chan struct{} // closed when its first node is made
+	done   chan struct{} // closed when it has ended: its term over, its node deleted
+	err    error         // why it ended, set before done closes
+	silent bool          // closing silently: no more notifications
 }
 
 // NewLatch returns a latch at path for the participant id (its node's
@@ -83,8 +93,7 @@ func NewLatch(c *recipes.Client, path, id string, opts ...LatchOption) (*Latch, 
 	if err := recipeargs.Options(&o, opts); err != nil {
 		return nil, err
 	}
-	return &Latch{c: c, path: path, full: full, id: id, opts: o,
-		changed: make(chan struct{}), nodeCh: make(chan struct{}), done: make(chan struct{})}, nil
+	return &Latch{c: c, path: path, full: full, id: id, opts: o, changed: make(chan struct{})}, nil
 }
 
 // ID returns the participant id.
@@ -96,7 +105,10 @@ func (l *Latch) Path() string { return l.path }
 var latchDriver = &engine.Driver{Names: []string{LatchName}}
 
 // Start joins the election: it creates the latch node (waiting for that
-// within ctx) and keeps taking part in the background until Close.
+// within ctx) and keeps taking part in the background until Resign or
+// Close. After Resign it joins again with a new node, at the back of the
+// queue (first waiting, within ctx, for the resigned participation to
+// end if it has not yet). After Close it returns ErrClosed.
 func (l *Latch) Start(ctx context.Context) error {
 	if l == nil || l.c == nil {
 		return fmt.Errorf("%w: Latch not made by NewLatch", recipes.ErrInvalidArgument)
@@ -108,109 +120,135 @@ func (l *Latch) Start(ctx context.Context) error {
 		return err
 	}
 	l.mu.Lock()
-	switch {
-	case l.closed:
+	for {
+		switch {
+		case l.closed:
+			l.mu.Unlock()
+			return fmt.Errorf("leader latch %s: %w", l.path, ErrClosed)
+		case l.run != nil:
+			l.mu.Unlock()
+			return ErrAlreadyStarted
+		}
+		leaving := l.leaving
+		if leaving == nil || engine.IsClosed(leaving) {
+			break
+		}
 		l.mu.Unlock()
-		return fmt.Errorf("leader latch %s: %w", l.path, ErrClosed)
-	case l.started:
-		l.mu.Unlock()
-		return ErrAlreadyStarted
-	}
-	l.started = true
-	pctx, cancel := context.WithCancel(context.Background())
-	l.cancel = cancel
-	done, nodeCh := l.done, l.nodeCh
-	l.mu.Unlock()
-
-	go func() {
-		defer close(done)
-		err := engine.Of(l.c).Participate(pctx, engine.Participation{
-			Parent:    l.full,
-			LockName:  LatchName,
-			Data:      []byte(l.id),
-			Driver:    latchDriver,
-			Options:   []engine.EnterOption{engine.EnterVerifyOwner()},
-			OnNode:    l.onNode,
-			OnTerm:    l.onTerm,
-			OnTermEnd: l.onTermEnd,
-		})
-		if err != nil && pctx.Err() == nil && !errors.Is(err, recipes.ErrClosed) {
-			l.c.Logger().Error("zkrecipes: leader latch stopped", "path", l.path, "err", err)
+		select {
+		case <-leaving:
+		case <-ctx.Done():
+			return fmt.Errorf("leader latch %s: waiting for the resigned participation to end: %w", l.path, ctx.Err())
 		}
 		l.mu.Lock()
-		l.stopErr = err
-		l.mu.Unlock()
-	}()
+	}
+	pctx, cancel := context.WithCancel(context.Background())
+	r := &latchRun{cancel: cancel, nodeCh: make(chan struct{}), done: make(chan struct{})}
+	l.run, l.leaving = r, nil
+	l.mu.Unlock()
+
+	go l.participate(pctx, r)
 	select {
-	case <-nodeCh:
+	case <-r.nodeCh:
 		return nil
-	case <-done:
-		err := l.stopped()
-		l.unstart()
+	case <-r.done:
+		err := l.stopped(r)
+		l.unstart(r)
 		return err
 	case <-ctx.Done():
 		// A failed Start leaves nothing behind: the participation ends
 		// (its requests honour their ctx, so at once), its node, if made,
 		// is deleted, and the latch may be started again.
 		cancel()
-		<-done
-		l.unstart()
+		<-r.done
+		l.unstart(r)
 		return fmt.Errorf("leader latch %s: waiting for the latch node: %w", l.path, ctx.Err())
 	}
 }
 
-// unstart returns the latch to its state before Start, once its
-// participation has ended.
-func (l *Latch) unstart() {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if l.closed {
-		return
+// participate runs r until its ctx ends (Resign, Close, a failed Start)
+// or the client closes; when it returns, r's term is over and its node
+// deleted (or handed to the engine's guaranteed delete).
+func (l *Latch) participate(ctx context.Context, r *latchRun) {
+	defer close(r.done)
+	err := engine.Of(l.c).Participate(ctx, engine.Participation{
+		Parent:    l.full,
+		LockName:  LatchName,
+		Data:      []byte(l.id),
+		Driver:    latchDriver,
+		Options:   []engine.EnterOption{engine.EnterVerifyOwner()},
+		OnNode:    func(p string) { l.onNode(r, p) },
+		OnTerm:    func(h *engine.Hold) { l.onTerm(r, h) },
+		OnTermEnd: func(*engine.Hold) { l.onTermEnd(r) },
+	})
+	if err != nil && ctx.Err() == nil && !errors.Is(err, recipes.ErrClosed) {
+		l.c.Logger().Error("zkrecipes: leader latch stopped", "path", l.path, "err", err)
 	}
-	l.started, l.cancel, l.node, l.term, l.stopErr = false, nil, "", nil, nil
-	l.nodeCh, l.done = make(chan struct{}), make(chan struct{})
+	l.mu.Lock()
+	r.err = err
+	l.mu.Unlock()
 }
 
-// stopped says why the participation ended: its error, else ErrClosed.
-func (l *Latch) stopped() error {
+// unstart returns the latch to its state before Start, once r, its
+// participation, has ended.
+func (l *Latch) unstart(r *latchRun) {
 	l.mu.Lock()
-	err := l.stopErr
+	defer l.mu.Unlock()
+	if l.run == r {
+		l.run, l.node = nil, ""
+	}
+}
+
+// stopped says why r ended: ErrClosed after Close, ErrNotStarted after
+// Resign, else its error, else ErrClosed.
+func (l *Latch) stopped(r *latchRun) error {
+	l.mu.Lock()
+	closed, current, err := l.closed, l.run == r, r.err
 	l.mu.Unlock()
-	if err != nil && !errors.Is(err, context.Canceled) {
+	switch {
+	case closed:
+		return fmt.Errorf("leader latch %s: %w", l.path, ErrClosed)
+	case !current:
+		return fmt.Errorf("leader latch %s: resigned: %w", l.path, ErrNotStarted)
+	case err != nil && !errors.Is(err, context.Canceled):
 		return fmt.Errorf("leader latch %s: %w", l.path, err)
 	}
 	return fmt.Errorf("leader latch %s: %w", l.path, ErrClosed)
 }
 
-func (l *Latch) onNode(p string) {
+// broadcast wakes every Await; l.mu is held.
+func (l *Latch) broadcast() {
+	close(l.changed)
+	l.changed = make(chan struct{})
+}
+
+func (l *Latch) onNode(r *latchRun, p string) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	l.node = p
+	if l.run == r {
+		l.node = p
+	}
 	select {
-	case <-l.nodeCh:
+	case <-r.nodeCh:
 	default:
-		close(l.nodeCh)
+		close(r.nodeCh)
 	}
 }
 
-func (l *Latch) onTerm(h *engine.Hold) {
+func (l *Latch) onTerm(r *latchRun, h *engine.Hold) {
 	l.mu.Lock()
 	l.term = newTerm(nodeHold{h}, l.id)
-	close(l.changed)
-	l.changed = make(chan struct{})
-	notify := !l.silent
-	if notify {
+	l.broadcast()
+	if !r.silent {
 		l.listeners.Post(true)
 	}
 	l.mu.Unlock()
 }
 
-func (l *Latch) onTermEnd(*engine.Hold) {
+func (l *Latch) onTermEnd(r *latchRun) {
 	l.mu.Lock()
 	l.term = nil
-	close(l.changed)
-	l.changed = make(chan struct{})
-	if !l.silent {
+	l.broadcast()
+	if !r.silent {
 		l.listeners.Post(false)
 	}
 	l.mu.Unlock()
@@ -235,7 +273,8 @@ func (l *Latch) Term() *Term {
 
 // Await blocks until the latch leads and returns the term, or returns an
 // error wrapping ctx.Err() when ctx ends first (a timed wait is a ctx with
-// a deadline), ErrNotStarted before Start and ErrClosed after Close.
+// a deadline), ErrNotStarted before Start and after Resign, and ErrClosed
+// after Close.
 func (l *Latch) Await(ctx context.Context) (*Term, error) {
 	if l == nil || l.c == nil {
 		return nil, fmt.Errorf("%w: Latch not made by NewLatch", recipes.ErrInvalidArgument)
@@ -245,20 +284,20 @@ func (l *Latch) Await(ctx context.Context) (*Term, error) {
 	}
 	for {
 		l.mu.Lock()
-		started, closed, t, ch, done := l.started, l.closed, l.term, l.changed, l.done
+		closed, r, t, ch := l.closed, l.run, l.term, l.changed
 		l.mu.Unlock()
 		switch {
 		case closed:
 			return nil, fmt.Errorf("leader latch %s: %w", l.path, ErrClosed)
-		case !started:
+		case r == nil:
 			return nil, ErrNotStarted
 		case t != nil && !engine.IsClosed(t.Done()):
 			return t, nil
 		}
 		select {
-		case <-ch: // a term started or ended: look again
-		case <-done:
-			return nil, l.stopped()
+		case <-ch: // a term started or ended, or the latch resigned or closed: look again
+		case <-r.done:
+			return nil, l.stopped(r)
 		case <-ctx.Done():
 			return nil, fmt.Errorf("leader latch %s: %w", l.path, ctx.Err())
 		}
@@ -294,17 +333,55 @@ func (l *Latch) Leader(ctx context.Context) (Participant, error) {
 }
 
 // Node returns the server path of the latch's current node ("" before
-// the first).
+// the first, and after Resign).
 func (l *Latch) Node() string {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.node
 }
 
-// Close leaves the election: the term ends, the node is deleted, the
-// background work stops (waiting for it within ctx), and, in
-// CloseNotifyLeader mode, the listeners hear that leadership ended. It is
-// safe to call more than once.
+// Resign steps down and leaves the election, keeping the latch usable:
+// the term ends (its Done closes), the listeners hear that leadership
+// ended, and the node is deleted with the engine's guaranteed delete (so
+// another participant leads at once), waiting for that within ctx. A later
+// Start joins again with a new node at the back of the queue. Resign
+// returns ErrNotStarted when the latch is not started and ErrClosed after
+// Close. If ctx ends first it returns an error wrapping ctx.Err() and the
+// leaving completes in the background (a later Start waits for it).
+func (l *Latch) Resign(ctx context.Context) error {
+	if l == nil || l.c == nil {
+		return fmt.Errorf("%w: Latch not made by NewLatch", recipes.ErrInvalidArgument)
+	}
+	if ctx == nil {
+		return fmt.Errorf("%w: nil context", recipes.ErrInvalidArgument)
+	}
+	l.mu.Lock()
+	r := l.run
+	switch {
+	case l.closed:
+		l.mu.Unlock()
+		return fmt.Errorf("leader latch %s: %w", l.path, ErrClosed)
+	case r == nil:
+		l.mu.Unlock()
+		return ErrNotStarted
+	}
+	l.run, l.node, l.leaving = nil, "", r.done
+	l.broadcast()
+	l.mu.Unlock()
+	r.cancel()
+	select {
+	case <-r.done:
+		return nil
+	case <-ctx.Done():
+		return fmt.Errorf("leader latch %s: resign: %w", l.path, ctx.Err())
+	}
+}
+
+// Close leaves the election for good: the term ends, the node is deleted,
+// the background work stops (waiting for it within ctx), and, in
+// CloseNotifyLeader mode, the listeners hear that leadership ended. A
+// closed latch cannot be started again (see Resign to step down and stay
+// usable). It is safe to call more than once.
 func (l *Latch) Close(ctx context.Context) error {
 	if l == nil || l.c == nil {
 		return fmt.Errorf("%w: Latch not made by NewLatch", recipes.ErrInvalidArgument)
@@ -318,11 +395,19 @@ func (l *Latch) Close(ctx context.Context) error {
 		return nil
 	}
 	l.closed = true
-	l.silent = l.opts.closeMode == CloseSilent
-	started, cancel, done := l.started, l.cancel, l.done
+	r, leaving := l.run, l.leaving
+	if r != nil {
+		r.silent = l.opts.closeMode == CloseSilent
+	}
+	l.broadcast()
 	l.mu.Unlock()
-	if started {
-		cancel()
+	if r != nil {
+		r.cancel()
+	}
+	for _, done := range []<-chan struct{}{runDone(r), leaving} {
+		if done == nil {
+			continue
+		}
 		select {
 		case <-done:
 		case <-ctx.Done():
@@ -331,4 +416,12 @@ func (l *Latch) Close(ctx context.Context) error {
 	}
 	l.listeners.Close()
 	return nil
+}
+
+// runDone returns r's done, nil for no run.
+func runDone(r *latchRun) <-chan struct{} {
+	if r == nil {
+		return nil
+	}
+	return r.done
 }

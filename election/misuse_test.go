@@ -107,7 +107,21 @@ func TestMisuse(t *testing.T) {
 		{Name: "Await", Call: func() error { _, err := newL("/misuse/latch/nilawait").Await(nilCtx); return err }},
 		{Name: "Participants", Call: func() error { _, err := newL("/misuse/latch/nilps").Participants(nilCtx); return err }},
 		{Name: "Leader", Call: func() error { _, err := newL("/misuse/latch/nilleader").Leader(nilCtx); return err }},
+		{Name: "Resign", Call: func() error { return newL("/misuse/latch/nilresign").Resign(nilCtx) }},
 	}))
+	add("Latch.Resign before Start", []error{election.ErrNotStarted}, func() error {
+		return newL("/misuse/latch/resignfirst").Resign(ctx)
+	})
+	add("Latch.Resign after Close", closedErr, func() error {
+		l := newL("/misuse/latch/resignclosed")
+		if err := l.Start(ctx); err != nil {
+			return err
+		}
+		if err := l.Close(ctx); err != nil {
+			return err
+		}
+		return l.Resign(ctx)
+	})
 	tolerate("Latch.Close(nil ctx)", invalidArg, func() error {
 		l := newL("/misuse/latch/nilclose")
 		if err := l.Start(ctx); err != nil {
@@ -176,6 +190,7 @@ func TestMisuse(t *testing.T) {
 		add(ll.what+" calls", noError, misuseEach(invalidArg, []misuseSub{
 			{Name: "Await", Call: func() error { _, err := ll.l.Await(ctx); return err }},
 			{Name: "Close", Call: func() error { return ll.l.Close(ctx) }},
+			{Name: "Resign", Call: func() error { return ll.l.Resign(ctx) }},
 			{Name: "Participants", Call: func() error { _, err := ll.l.Participants(ctx); return err }},
 			{Name: "Leader", Call: func() error { _, err := ll.l.Leader(ctx); return err }},
 		}))

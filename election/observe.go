@@ -10,18 +10,19 @@ import (
 
 // Observe follows the election at path (a latch's or a selector's)
 // without taking part, as etcd's Election.Observe does: the returned
-// channel receives the leader first, then every change, in order (a
-// Leader with an empty Node when nobody leads). It watches only the
+// channel receives the leader first, then every change, in order, as a
+// Participant with IsLeader set (the zero Participant, with an empty Node,
+// when nobody leads). It watches only the
 // leader's node (a participant joining behind it wakes nobody), and reads
 // again after each reconnection. The channel is closed when ctx ends or
 // the client closes. Changes queue without bound while the reader is
 // slow, so the observer never holds anything up.
-func Observe(ctx context.Context, c *recipes.Client, path string) (<-chan Leader, error) {
+func Observe(ctx context.Context, c *recipes.Client, path string) (<-chan Participant, error) {
 	full, err := recipeargs.ReadPath(ctx, c, path)
 	if err != nil {
 		return nil, err
 	}
-	var out engine.Listeners[Leader]
+	var out engine.Listeners[Participant]
 	ch, _ := out.Subscribe()
 	go func() {
 		defer out.Close()
@@ -31,9 +32,9 @@ func Observe(ctx context.Context, c *recipes.Client, path string) (<-chan Leader
 }
 
 // observe follows the leader until ctx ends or the client closes.
-func observe(ctx context.Context, c *recipes.Client, full string, post func(Leader)) {
+func observe(ctx context.Context, c *recipes.Client, full string, post func(Participant)) {
 	var (
-		last  Leader
+		last  Participant
 		first = true
 	)
 	_ = engine.Of(c).Follow(ctx, "election "+full, func(ctx context.Context, w *engine.Watches) error {

@@ -76,3 +76,89 @@ func TestClosedRecipeSaysSo(t *testing.T) {
 	assert.ErrorIs(t, err, election.ErrClosed)
 	assert.ErrorContains(t, err, "the client was closed")
 }
+
+// A leader that resigns steps down and stays usable: its term's Done
+// closes, its listeners hear the end, its node goes and the other
+// participant leads; Start rejoins at the back of the queue and it leads
+// again once the other closes. A follower blocked in Await when it resigns
+// is told it is not started. Resign before Start is ErrNotStarted; after
+// Close, Resign and Start say closed.
+func TestLatchResignAndRejoin(t *testing.T) {
+	zkc := zktest.Start(t)
+	c := testutil.Connect(t, zkc.Servers())
+	other := testutil.Connect(t, zkc.Servers())
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	const path = "/resign"
+
+	a, err := election.NewLatch(c, path, "a")
+	require.NoError(t, err)
+	defer a.Close(ctx)
+	require.ErrorIs(t, a.Resign(ctx), election.ErrNotStarted, "Resign before Start")
+	events := make(chan bool, 8)
+	a.Listen(func(b bool) { events <- b })
+	require.NoError(t, a.Start(ctx))
+	term, err := a.Await(ctx)
+	require.NoError(t, err)
+	require.True(t, <-events)
+	node := a.Node()
+
+	b, err := election.NewLatch(other, path, "b")
+	require.NoError(t, err)
+	defer b.Close(ctx)
+	require.NoError(t, b.Start(ctx))
+
+	require.NoError(t, a.Resign(ctx))
+	assert.True(t, testutil.IsClosed(term.Done()), "the resigned term's Done is closed when Resign returns")
+	assert.False(t, a.HasLeadership())
+	assert.Nil(t, a.Term())
+	assert.Empty(t, a.Node())
+	assert.False(t, <-events, "the listeners hear that leadership ended")
+	ok, _, err := c.Exists(ctx, node)
+	require.NoError(t, err)
+	assert.False(t, ok, "the resigned node is gone")
+	bt, err := b.Await(ctx)
+	require.NoError(t, err, "the other participant leads")
+	assert.Equal(t, "b", bt.ID())
+	_, err = a.Await(ctx)
+	assert.ErrorIs(t, err, election.ErrNotStarted, "Await after Resign")
+	require.ErrorIs(t, a.Resign(ctx), election.ErrNotStarted, "Resign twice")
+
+	// Rejoin: a new node at the back of the queue.
+	require.NoError(t, a.Start(ctx))
+	assert.NotEqual(t, node, a.Node())
+	ps, err := a.Participants(ctx)
+	require.NoError(t, err)
+	require.Len(t, ps, 2)
+	assert.Equal(t, election.Participant{ID: "b", Node: b.Node(), IsLeader: true}, ps[0])
+	assert.Equal(t, election.Participant{ID: "a", Node: a.Node()}, ps[1])
+	assert.False(t, a.HasLeadership())
+	assert.ErrorIs(t, a.Start(ctx), election.ErrAlreadyStarted)
+
+	// A follower waiting in Await when it resigns.
+	awaited := make(chan error, 1)
+	go func() { _, err := a.Await(ctx); awaited <- err }()
+	require.NoError(t, a.Resign(ctx))
+	select {
+	case err := <-awaited:
+		assert.ErrorIs(t, err, election.ErrNotStarted, "Await interrupted by Resign")
+	case <-ctx.Done():
+		t.Fatal("Await did not return after Resign")
+	}
+	ps, err = a.Participants(ctx)
+	require.NoError(t, err)
+	assert.Len(t, ps, 1, "a follower's Resign removes its node")
+
+	// Once more, then the other closes: a leads.
+	require.NoError(t, a.Start(ctx))
+	require.NoError(t, b.Close(ctx))
+	term, err = a.Await(ctx)
+	require.NoError(t, err, "the rejoined latch leads after the other closes")
+	assert.Equal(t, a.Node(), term.Node())
+	assert.True(t, <-events)
+
+	// Close is final.
+	require.NoError(t, a.Close(ctx))
+	assert.ErrorIs(t, a.Start(ctx), election.ErrClosed, "Start after Close")
+	assert.ErrorIs(t, a.Resign(ctx), election.ErrClosed, "Resign after Close")
+}

@@ -269,8 +269,8 @@ func interopQueueOrder(t *testing.T, zkc *zktest.Cluster, dir string, lib intero
 	if !strings.Contains(libNode.Name, lib.marker) {
 		t.Fatalf("4th contender %s is not a %s node; queue %v", libNode.Name, lib.name, ps)
 	}
-	if ps[0].Path != l0.Node() {
-		t.Fatalf("queue head %s, want go0's %s", ps[0].Path, l0.Node())
+	if ps[0].Node != l0.Node() {
+		t.Fatalf("queue head %s, want go0's %s", ps[0].Node, l0.Node())
 	}
 	go3 := queue("go3")
 	ps = procWaitParticipants(ctx, t, m, 5)
@@ -288,7 +288,7 @@ func interopQueueOrder(t *testing.T, zkc *zktest.Cluster, dir string, lib intero
 	}
 	ours := make([]string, len(ps))
 	for i, p := range ps {
-		ours[i] = p.Path
+		ours[i] = p.Node
 	}
 	if !slices.Equal(theirs, ours) {
 		t.Fatalf("%s lists the contenders as\n\t%s\nGo as\n\t%s", lib.name,
@@ -308,16 +308,16 @@ func interopQueueOrder(t *testing.T, zkc *zktest.Cluster, dir string, lib intero
 		}
 	}
 	unlock(go0)
-	if l := holds(go1); l.Node() != ps[1].Path {
-		t.Errorf("go1 holds with %s, want %s", l.Node(), ps[1].Path)
+	if l := holds(go1); l.Node() != ps[1].Node {
+		t.Errorf("go1 holds with %s, want %s", l.Node(), ps[1].Node)
 	}
 	notYet(go2, go3)
 	if printed(holder, "ACQUIRED") {
 		t.Fatalf("%s acquired while go1 held the lock", lib.name)
 	}
 	unlock(go1)
-	if l := holds(go2); l.Node() != ps[2].Path {
-		t.Errorf("go2 holds with %s, want %s", l.Node(), ps[2].Path)
+	if l := holds(go2); l.Node() != ps[2].Node {
+		t.Errorf("go2 holds with %s, want %s", l.Node(), ps[2].Node)
 	}
 	notYet(go3)
 	if printed(holder, "ACQUIRED") {
@@ -327,8 +327,8 @@ func interopQueueOrder(t *testing.T, zkc *zktest.Cluster, dir string, lib intero
 	if err := holder.WaitLine(ctx, "ACQUIRED"); err != nil {
 		t.Fatal(err)
 	}
-	if hp, _, err := m.Holder(ctx); err != nil || hp.Path != libNode.Path {
-		t.Errorf("Holder() = %v, %v; want %s's %s", hp, err, lib.name, libNode.Path)
+	if hp, _, err := m.Holder(ctx); err != nil || hp.Node != libNode.Node {
+		t.Errorf("Holder() = %v, %v; want %s's %s", hp, err, lib.name, libNode.Node)
 	}
 	notYet(go3)
 	if err := holder.Send("release"); err != nil {
@@ -337,8 +337,8 @@ func interopQueueOrder(t *testing.T, zkc *zktest.Cluster, dir string, lib intero
 	if err := holder.WaitLine(ctx, "RELEASED"); err != nil {
 		t.Fatal(err)
 	}
-	if l := holds(go3); l.Node() != ps[4].Path {
-		t.Errorf("go3 holds with %s, want %s", l.Node(), ps[4].Path)
+	if l := holds(go3); l.Node() != ps[4].Node {
+		t.Errorf("go3 holds with %s, want %s", l.Node(), ps[4].Node)
 	}
 	unlock(go3)
 	if err := holder.Wait(); err != nil {

@@ -369,7 +369,7 @@ func TestHolderKilledNextWaiterAcquires(t *testing.T) {
 
 	c := procConnect(t, zkc.Servers())
 	m := procNewMutex(t, c, path)
-	if ps := procWaitParticipants(ctx, t, m, 1); ps[0].Path != dead.Node {
+	if ps := procWaitParticipants(ctx, t, m, 1); ps[0].Node != dead.Node {
 		t.Fatalf("participants = %v, want the helper's %s", ps, dead.Node)
 	}
 
@@ -381,7 +381,7 @@ func TestHolderKilledNextWaiterAcquires(t *testing.T) {
 		got <- testutil.Acquired[*mutex.Lease]{Value: l, Err: err, At: time.Now()}
 	}()
 	ps := procWaitParticipants(ctx, t, m, 2) // the waiter is queued behind the helper
-	if ps[0].Path != dead.Node {
+	if ps[0].Node != dead.Node {
 		t.Fatalf("participants = %v, want the helper's %s first", ps, dead.Node)
 	}
 	select {
@@ -399,7 +399,7 @@ func TestHolderKilledNextWaiterAcquires(t *testing.T) {
 	if tok.Czxid <= dead.Token {
 		t.Errorf("token %v of the new holder is not above the dead holder's 0x%x", tok, dead.Token)
 	}
-	if ps := procWaitParticipants(ctx, t, m, 1); ps[0].Path != lease.Node() {
+	if ps := procWaitParticipants(ctx, t, m, 1); ps[0].Node != lease.Node() {
 		t.Errorf("participants = %v, want only %s", ps, lease.Node())
 	}
 	if err := m.Unlock(owner); err != nil {

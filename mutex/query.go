@@ -16,7 +16,7 @@ import (
 // Participant is one contender in the queue.
 type Participant struct {
 	Name string // node name
-	Path string // server path
+	Node string // server path
 }
 
 // Participants returns the contenders for the lock in queue order: the
@@ -41,7 +41,7 @@ func (m *Mutex) Participants(ctx context.Context) ([]Participant, error) {
 	sorted := engine.SortContenders(kids, m.driver)
 	out := make([]Participant, len(sorted))
 	for i, s := range sorted {
-		out[i] = Participant{Name: s.Name, Path: engine.JoinPath(m.full, s.Name)}
+		out[i] = Participant{Name: s.Name, Node: engine.JoinPath(m.full, s.Name)}
 	}
 	return out, nil
 }
@@ -61,7 +61,7 @@ func (m *Mutex) Holder(ctx context.Context) (Participant, []byte, error) {
 		var data []byte
 		err = m.c.Retry(ctx, func() error {
 			var err error
-			data, _, err = engine.Of(m.c).Get(ctx, ps[0].Path)
+			data, _, err = engine.Of(m.c).Get(ctx, ps[0].Node)
 			return err
 		})
 		if errors.Is(err, zk.ErrNoNode) {

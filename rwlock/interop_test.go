@@ -447,18 +447,18 @@ func interopQueueOrder(t *testing.T, zkc *zktest.Cluster, dir string) {
 			t.Fatalf("participant %d is %+v; want writer=%t; queue %v", i, p, wantWriter[i], ps)
 		}
 	}
-	if ps[0].Path != l0.Node() {
-		t.Fatalf("queue head %s, want go-w0's %s", ps[0].Path, l0.Node())
+	if ps[0].Node != l0.Node() {
+		t.Fatalf("queue head %s, want go-w0's %s", ps[0].Node, l0.Node())
 	}
 
 	// Curator's view of the mixed queue.
 	var ours, ourReads, ourWrites []string
 	for _, p := range ps {
-		ours = append(ours, p.Path)
+		ours = append(ours, p.Node)
 		if p.Writer {
-			ourWrites = append(ourWrites, p.Path)
+			ourWrites = append(ourWrites, p.Node)
 		} else {
-			ourReads = append(ourReads, p.Path)
+			ourReads = append(ourReads, p.Node)
 		}
 	}
 	reads, writes, all := ioCuratorList(ctx, t, zkc, dir, path)
@@ -488,8 +488,8 @@ func interopQueueOrder(t *testing.T, zkc *zktest.Cluster, dir string) {
 	if err := r1.WaitLine(ctx, "ACQUIRED"); err != nil {
 		t.Fatal(err)
 	}
-	if l := r2.holds(ctx, t); l.Node() != ps[2].Path {
-		t.Errorf("go-r2 holds with %s, want %s", l.Node(), ps[2].Path)
+	if l := r2.holds(ctx, t); l.Node() != ps[2].Node {
+		t.Errorf("go-r2 holds with %s, want %s", l.Node(), ps[2].Node)
 	}
 	r4.notYet(t)
 	w5.notYet(t)
@@ -520,13 +520,13 @@ func interopQueueOrder(t *testing.T, zkc *zktest.Cluster, dir string) {
 	if err := w3.WaitLine(ctx, "RELEASED"); err != nil {
 		t.Fatal(err)
 	}
-	if l := r4.holds(ctx, t); l.Node() != ps[4].Path {
-		t.Errorf("go-r4 holds with %s, want %s", l.Node(), ps[4].Path)
+	if l := r4.holds(ctx, t); l.Node() != ps[4].Node {
+		t.Errorf("go-r4 holds with %s, want %s", l.Node(), ps[4].Node)
 	}
 	w5.notYet(t)
 	r4.unlock(t)
-	if l := w5.holds(ctx, t); l.Node() != ps[5].Path {
-		t.Errorf("go-w5 holds with %s, want %s", l.Node(), ps[5].Path)
+	if l := w5.holds(ctx, t); l.Node() != ps[5].Node {
+		t.Errorf("go-w5 holds with %s, want %s", l.Node(), ps[5].Node)
 	}
 	w5.unlock(t)
 	for _, p := range []*interop.Proc{r1, w3} {
@@ -563,10 +563,10 @@ func interopDowngrade(t *testing.T, zkc *zktest.Cluster, dir string) {
 	cw := testutil.Curator(t, ctx, dir, "rwholder", zkc.ConnectString(), path, "write")
 	session := ioWaitPrefix(ctx, t, cw, "SESSION ")
 	ps := ioWaitParticipants(ctx, t, rw, 2)
-	if ps[0].Path != wl.Node() || !ps[1].Writer {
+	if ps[0].Node != wl.Node() || !ps[1].Writer {
 		t.Fatalf("queue %v; want our write node %s, then Curator's writer", ps, wl.Node())
 	}
-	curNode := ps[1].Path
+	curNode := ps[1].Node
 	ioWaitWatch(ctx, t, zkc, session, wl.Node(), cw, "ACQUIRED") // Curator waits on our write node
 
 	rl, err := rw.ReadLock().Lock(own) // the downgrade: at once
@@ -670,7 +670,7 @@ func interopCuratorDowngrade(t *testing.T, zkc *zktest.Cluster, dir string) {
 		// Curator 5.4: the Go writer is now first in the queue.
 		l := w.holds(ctx, t)
 		ps = ioWaitParticipants(ctx, t, rw, 2)
-		if ps[0].Path != l.Node() || ps[1].Writer {
+		if ps[0].Node != l.Node() || ps[1].Writer {
 			t.Fatalf("queue %v; want the Go writer %s, then Curator's downgraded reader", ps, l.Node())
 		}
 		if ioPrinted(cd, "RELEASED") {

@@ -170,7 +170,7 @@ var (
 // Participant is one node in the lock's queue.
 type Participant struct {
 	Name   string // node name
-	Path   string // server path
+	Node   string // server path
 	Writer bool   // a write lock's node
 }
 
@@ -203,7 +203,7 @@ func (rw *RWLock) Participants(ctx context.Context) ([]Participant, error) {
 		if !strings.Contains(s.Name, ReadLockName) && !strings.Contains(s.Name, WriteLockName) {
 			continue // not a read/write lock node
 		}
-		out = append(out, Participant{Name: s.Name, Path: engine.JoinPath(rw.full, s.Name), Writer: isWriter(s)})
+		out = append(out, Participant{Name: s.Name, Node: engine.JoinPath(rw.full, s.Name), Writer: isWriter(s)})
 	}
 	return out, nil
 }

@@ -406,7 +406,7 @@ func TestProcessKilledHolderLeaseFreed(t *testing.T) {
 	// The waiter has made its lease node and waits on the lease list.
 	eventually(t, 10*time.Second, "the waiter's lease node", func() bool { return leaseCount(t, c, path) == 3 })
 	ps, err := s.Participants(ctx)
-	if err != nil || len(ps) != 3 || ps[0].Path != dead.Node {
+	if err != nil || len(ps) != 3 || ps[0].Node != dead.Node {
 		t.Fatalf("participants = %v, %v; want the helper's %s first of 3", ps, err, dead.Node)
 	}
 	select {
@@ -429,7 +429,7 @@ func TestProcessKilledHolderLeaseFreed(t *testing.T) {
 		t.Fatalf("participants after the expiry = %v, %v; want our 2", ps, err)
 	}
 	for _, p := range ps {
-		if p.Path == dead.Node {
+		if p.Node == dead.Node {
 			t.Errorf("the dead holder's %s is still there", dead.Node)
 		}
 	}

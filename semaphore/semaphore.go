@@ -236,7 +236,7 @@ func (s *Semaphore) acquireOne(ctx context.Context, wait bool) (*Lease, error) {
 // Participant is a lease node.
 type Participant struct {
 	Name string // node name
-	Path string // server path
+	Node string // server path
 	Data []byte // the lease's data (WithData)
 }
 
@@ -277,7 +277,7 @@ func (s *Semaphore) Participants(ctx context.Context) ([]Participant, error) {
 		if err != nil {
 			return nil, fmt.Errorf("semaphore %s: participants: %w", s.path, err)
 		}
-		out = append(out, Participant{Name: k.Name, Path: p, Data: data})
+		out = append(out, Participant{Name: k.Name, Node: p, Data: data})
 	}
 	return out, nil
 }

@@ -113,7 +113,7 @@ func TestNeverMoreThanMax(t *testing.T) {
 	ps, err := s.Participants(ctx)
 	require.NoError(t, err)
 	require.Len(t, ps, 2)
-	assert.Equal(t, ls[0].Node(), ps[0].Path)
+	assert.Equal(t, ls[0].Node(), ps[0].Node)
 	assert.Equal(t, "data", string(ps[1].Data))
 	kids, _, err := c.Children(ctx, path+"/locks")
 	require.NoError(t, err)

@@ -15,6 +15,7 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"path"
 	"strings"
 	"sync"
 	"time"
@@ -72,7 +73,7 @@ func run(ctx context.Context, servers []string) error {
 			if l.Node == "" {
 				demo.Say("observer: nobody leads")
 			} else {
-				demo.Say("observer: %s leads (token %v)", l.ID, l.Token)
+				demo.Say("observer: %s leads (node %s)", l.ID, path.Base(l.Node))
 			}
 		}
 	}()

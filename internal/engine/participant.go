@@ -39,6 +39,12 @@ type Participation struct {
 // (deleted by someone, with the whole queue path, or with a lost session)
 // it makes a new one, recreating the parents. When it returns, its node is
 // deleted and the last term's Hold is done.
+//
+// Ending ctx is how a participant leaves: the term's Done closes and
+// OnTermEnd runs before the node is deleted (GuaranteedDelete, so leaving
+// never blocks on a dead connection). A Participation keeps no state
+// between runs: running it again enters with a new node, at the back of
+// the queue (a leader latch's Resign, then Start).
 func (c *Client) Participate(ctx context.Context, p Participation) error {
 	if err := c.check(); err != nil {
 		return err
