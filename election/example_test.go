@@ -87,12 +87,12 @@ func ExampleLatch() {
 func ExampleLatch_Resign() {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	c, err := recipes.Connect(exampleServers()) // e.g. []string{"127.0.0.1:2181"}
+	c, err := recipes.Connect(ctx, exampleServers()) // e.g. []string{"127.0.0.1:2181"}
 	if err != nil {
 		fmt.Println(err)
 		return
 	}
-	defer c.Close()
+	defer c.Close(context.Background())
 
 	var latches []*election.Latch
 	for _, id := range []string{"cron-1", "cron-2"} {
