@@ -25,7 +25,6 @@ package cleanup
 import (
 	"context"
 	"errors"
-	"fmt"
 	"math"
 
 	"github.com/go-zookeeper/zk"
@@ -86,7 +85,7 @@ func Scan(ctx context.Context, c *recipes.Client, path string) (ScanResult, erro
 			continue // gone while we walked
 		}
 		if err != nil {
-			return res, fmt.Errorf("cleanup: scan %s: %w", p, err)
+			return res, engine.Namedf("cleanup scan "+p, "%w", err)
 		}
 		if p != full {
 			res.Nodes++

@@ -117,7 +117,7 @@ func (r *Reaper) AddPath(path string) error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.closed {
-		return fmt.Errorf("cleanup: reaper: %w", recipes.ErrClosed)
+		return engine.Namedf("reaper", "%w", recipes.ErrClosed)
 	}
 	if e := r.nodes[full]; e == nil {
 		r.nodes[full] = &entry{explicit: true}
@@ -140,10 +140,10 @@ func (r *Reaper) Start(ctx context.Context) error {
 	switch {
 	case r.closed:
 		r.mu.Unlock()
-		return fmt.Errorf("cleanup: reaper: %w", recipes.ErrClosed)
+		return engine.Namedf("reaper", "%w", recipes.ErrClosed)
 	case r.started:
 		r.mu.Unlock()
-		return fmt.Errorf("cleanup: reaper: %w", recipes.ErrAlreadyStarted)
+		return engine.Namedf("reaper", "%w", recipes.ErrAlreadyStarted)
 	}
 	r.started = true
 	rctx, cancel := context.WithCancel(context.Background())
@@ -157,7 +157,7 @@ func (r *Reaper) Start(ctx context.Context) error {
 			r.mu.Lock()
 			r.started, r.cancel = false, nil
 			r.mu.Unlock()
-			return fmt.Errorf("cleanup: reaper election: %w", err)
+			return engine.Namedf("reaper", "election: %w", err)
 		}
 	}
 	go r.run(rctx)
@@ -199,7 +199,7 @@ func (r *Reaper) Close(ctx context.Context) error {
 		select {
 		case <-r.done:
 		case <-ctx.Done():
-			return fmt.Errorf("cleanup: reaper: close: %w", ctx.Err())
+			return engine.Namedf("reaper", "close: %w", ctx.Err())
 		}
 	}
 	if r.latch != nil {

@@ -40,7 +40,6 @@ package election
 import (
 	"context"
 	"errors"
-	"fmt"
 	"time"
 
 	"github.com/go-zookeeper/zk"
@@ -63,7 +62,7 @@ var (
 	// ErrAlreadyStarted is returned by a second Start.
 	ErrAlreadyStarted = recipes.ErrAlreadyStarted
 	// ErrNoLeader is returned by Leader when nobody leads.
-	ErrNoLeader = errors.New("zkrecipes: election: no leader")
+	ErrNoLeader = errors.New("zkrecipes: no leader")
 	// ErrClosed is returned by a Latch or Selector after Close (and when
 	// its client is closed: the message says which).
 	ErrClosed = recipes.ErrClosed
@@ -169,7 +168,7 @@ func participants(ctx context.Context, c *recipes.Client, full string) ([]Partic
 		return nil, nil
 	}
 	if err != nil {
-		return nil, fmt.Errorf("election %s: participants: %w", full, err)
+		return nil, engine.Namedf("election "+full, "participants: %w", err)
 	}
 	out := make([]Participant, 0, len(kids))
 	for _, k := range engine.SortContenders(kids, anyDriver) {
@@ -184,7 +183,7 @@ func participants(ctx context.Context, c *recipes.Client, full string) ([]Partic
 			continue
 		}
 		if err != nil {
-			return nil, fmt.Errorf("election %s: participants: %w", full, err)
+			return nil, engine.Namedf("election "+full, "participants: %w", err)
 		}
 		out = append(out, Participant{ID: string(data), Node: p, IsLeader: len(out) == 0})
 	}
@@ -205,7 +204,7 @@ func CurrentLeader(ctx context.Context, c *recipes.Client, path string) (Partici
 		return Participant{}, err
 	}
 	if l.Node == "" {
-		return Participant{}, fmt.Errorf("election %s: %w", path, ErrNoLeader)
+		return Participant{}, engine.Namedf("election "+path, "%w", ErrNoLeader)
 	}
 	return l, nil
 }

@@ -124,7 +124,7 @@ func (l *Latch) Start(ctx context.Context) error {
 		switch {
 		case l.closed:
 			l.mu.Unlock()
-			return fmt.Errorf("leader latch %s: %w", l.path, ErrClosed)
+			return engine.Namedf("leader latch "+l.path, "%w", ErrClosed)
 		case l.run != nil:
 			l.mu.Unlock()
 			return ErrAlreadyStarted
@@ -137,7 +137,7 @@ func (l *Latch) Start(ctx context.Context) error {
 		select {
 		case <-leaving:
 		case <-ctx.Done():
-			return fmt.Errorf("leader latch %s: waiting for the resigned participation to end: %w", l.path, ctx.Err())
+			return engine.Namedf("leader latch "+l.path, "waiting for the resigned participation to end: %w", ctx.Err())
 		}
 		l.mu.Lock()
 	}
@@ -161,7 +161,7 @@ func (l *Latch) Start(ctx context.Context) error {
 		cancel()
 		<-r.done
 		l.unstart(r)
-		return fmt.Errorf("leader latch %s: waiting for the latch node: %w", l.path, ctx.Err())
+		return engine.Namedf("leader latch "+l.path, "waiting for the latch node: %w", ctx.Err())
 	}
 }
 
@@ -206,13 +206,13 @@ func (l *Latch) stopped(r *latchRun) error {
 	l.mu.Unlock()
 	switch {
 	case closed:
-		return fmt.Errorf("leader latch %s: %w", l.path, ErrClosed)
+		return engine.Namedf("leader latch "+l.path, "%w", ErrClosed)
 	case !current:
-		return fmt.Errorf("leader latch %s: resigned: %w", l.path, ErrNotStarted)
+		return engine.Namedf("leader latch "+l.path, "resigned: %w", ErrNotStarted)
 	case err != nil && !errors.Is(err, context.Canceled):
-		return fmt.Errorf("leader latch %s: %w", l.path, err)
+		return engine.Namedf("leader latch "+l.path, "%w", err)
 	}
-	return fmt.Errorf("leader latch %s: %w", l.path, ErrClosed)
+	return engine.Namedf("leader latch "+l.path, "%w", ErrClosed)
 }
 
 // broadcast wakes every Await; l.mu is held.
@@ -288,7 +288,7 @@ func (l *Latch) Await(ctx context.Context) (*Term, error) {
 		l.mu.Unlock()
 		switch {
 		case closed:
-			return nil, fmt.Errorf("leader latch %s: %w", l.path, ErrClosed)
+			return nil, engine.Namedf("leader latch "+l.path, "%w", ErrClosed)
 		case r == nil:
 			return nil, ErrNotStarted
 		case t != nil && !engine.IsClosed(t.Done()):
@@ -299,7 +299,7 @@ func (l *Latch) Await(ctx context.Context) (*Term, error) {
 		case <-r.done:
 			return nil, l.stopped(r)
 		case <-ctx.Done():
-			return nil, fmt.Errorf("leader latch %s: %w", l.path, ctx.Err())
+			return nil, engine.Namedf("leader latch "+l.path, "%w", ctx.Err())
 		}
 	}
 }
@@ -327,7 +327,7 @@ func (l *Latch) Leader(ctx context.Context) (Participant, error) {
 		return Participant{}, err
 	}
 	if len(ps) == 0 {
-		return Participant{}, fmt.Errorf("leader latch %s: %w", l.path, ErrNoLeader)
+		return Participant{}, engine.Namedf("leader latch "+l.path, "%w", ErrNoLeader)
 	}
 	return ps[0], nil
 }
@@ -360,7 +360,7 @@ func (l *Latch) Resign(ctx context.Context) error {
 	switch {
 	case l.closed:
 		l.mu.Unlock()
-		return fmt.Errorf("leader latch %s: %w", l.path, ErrClosed)
+		return engine.Namedf("leader latch "+l.path, "%w", ErrClosed)
 	case r == nil:
 		l.mu.Unlock()
 		return ErrNotStarted
@@ -373,7 +373,7 @@ func (l *Latch) Resign(ctx context.Context) error {
 	case <-r.done:
 		return nil
 	case <-ctx.Done():
-		return fmt.Errorf("leader latch %s: resign: %w", l.path, ctx.Err())
+		return engine.Namedf("leader latch "+l.path, "resign: %w", ctx.Err())
 	}
 }
 
@@ -411,7 +411,7 @@ func (l *Latch) Close(ctx context.Context) error {
 		select {
 		case <-done:
 		case <-ctx.Done():
-			return fmt.Errorf("leader latch %s: close: %w", l.path, ctx.Err())
+			return engine.Namedf("leader latch "+l.path, "close: %w", ctx.Err())
 		}
 	}
 	l.listeners.Close()

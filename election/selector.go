@@ -99,7 +99,7 @@ func (s *Selector) Start(ctx context.Context) error {
 		return fmt.Errorf("%w: nil context", recipes.ErrInvalidArgument)
 	}
 	if err := ctx.Err(); err != nil {
-		return fmt.Errorf("leader selector %s: %w", s.path, err)
+		return engine.Namedf("leader selector "+s.path, "%w", err)
 	}
 	if err := engine.Of(s.c).Check(); err != nil {
 		return err
@@ -108,7 +108,7 @@ func (s *Selector) Start(ctx context.Context) error {
 	defer s.mu.Unlock()
 	switch {
 	case s.closed:
-		return fmt.Errorf("leader selector %s: %w", s.path, ErrClosed)
+		return engine.Namedf("leader selector "+s.path, "%w", ErrClosed)
 	case s.started:
 		return ErrAlreadyStarted
 	}
@@ -127,11 +127,11 @@ func (s *Selector) Requeue() (bool, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if err := engine.Of(s.c).Check(); err != nil {
-		return false, fmt.Errorf("leader selector %s: %w", s.path, err) // a closed client
+		return false, engine.Namedf("leader selector "+s.path, "%w", err) // a closed client
 	}
 	switch {
 	case s.closed:
-		return false, fmt.Errorf("leader selector %s: %w", s.path, ErrClosed)
+		return false, engine.Namedf("leader selector "+s.path, "%w", ErrClosed)
 	case !s.started:
 		return false, ErrNotStarted
 	case s.queued:
@@ -263,7 +263,7 @@ func (s *Selector) runFn(ctx context.Context, t *Term) (err error) {
 		s.mu.Unlock()
 	}()
 	if err := s.fn(ctx, t); err != nil {
-		return fmt.Errorf("leader selector %s: LeadFunc: %w", s.path, err)
+		return engine.Namedf("leader selector "+s.path, "LeadFunc: %w", err)
 	}
 	return nil
 }
@@ -285,7 +285,7 @@ func (s *Selector) Leader(ctx context.Context) (Participant, error) {
 		return Participant{}, err
 	}
 	if len(ps) == 0 {
-		return Participant{}, fmt.Errorf("leader selector %s: %w", s.path, ErrNoLeader)
+		return Participant{}, engine.Namedf("leader selector "+s.path, "%w", ErrNoLeader)
 	}
 	return ps[0], nil
 }
@@ -322,6 +322,6 @@ func (s *Selector) Close(ctx context.Context) error {
 	case <-s.done:
 		return nil
 	case <-ctx.Done():
-		return fmt.Errorf("leader selector %s: close: %w", s.path, ctx.Err())
+		return engine.Namedf("leader selector "+s.path, "close: %w", ctx.Err())
 	}
 }

@@ -70,7 +70,7 @@ const (
 
 // ErrUpgrade is returned when an owner that holds the read lock asks for
 // the write lock: it would wait for itself forever.
-var ErrUpgrade = errors.New("zkrecipes: rwlock: the read lock's owner cannot take the write lock (upgrade)")
+var ErrUpgrade = errors.New("zkrecipes: the read lock's owner cannot take the write lock (upgrade)")
 
 // RWLock is a read/write lock at one path.
 type RWLock struct {
@@ -196,7 +196,7 @@ func (rw *RWLock) Participants(ctx context.Context) ([]Participant, error) {
 		return nil, nil
 	}
 	if err != nil {
-		return nil, fmt.Errorf("rwlock %s: participants: %w", rw.path, err)
+		return nil, engine.Namedf("rwlock "+rw.path, "participants: %w", err)
 	}
 	out := []Participant{}
 	for _, s := range engine.SortContenders(kids, writeDriver) {

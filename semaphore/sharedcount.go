@@ -72,7 +72,7 @@ func NewSharedCount(ctx context.Context, c *recipes.Client, path string, seed in
 		return err
 	})
 	if err != nil && !errors.Is(err, zk.ErrNodeExists) {
-		return nil, fmt.Errorf("shared count %s: %w", path, err)
+		return nil, engine.Namedf("shared count "+path, "%w", err)
 	}
 	s := &SharedCount{c: c, path: path, full: full, changed: make(chan struct{}), done: make(chan struct{})}
 	if err := s.refresh(ctx); err != nil {
@@ -116,7 +116,7 @@ func (s *SharedCount) refresh(ctx context.Context) error {
 		return nil // keep the last value; the follower says so
 	}
 	if err != nil {
-		return fmt.Errorf("shared count %s: %w", s.path, err)
+		return engine.Namedf("shared count "+s.path, "%w", err)
 	}
 	return s.view(engine.NodeView{Exists: true, Data: data, Stat: st})
 }
@@ -129,7 +129,7 @@ func (s *SharedCount) view(v engine.NodeView) error {
 	}
 	n, err := decodeCount(v.Data)
 	if err != nil {
-		return fmt.Errorf("shared count %s: %w", s.path, err)
+		return engine.Namedf("shared count "+s.path, "%w", err)
 	}
 	s.apply(VersionedValue{Value: n, Version: v.Stat.Version}, v.Stat.Czxid)
 	return nil
@@ -220,7 +220,7 @@ func (s *SharedCount) TrySet(ctx context.Context, prev VersionedValue, v int) (b
 		return false, nil
 	}
 	if err != nil {
-		return false, fmt.Errorf("shared count %s: %w", s.path, err)
+		return false, engine.Namedf("shared count "+s.path, "%w", err)
 	}
 	s.apply(VersionedValue{Value: v, Version: st.Version}, st.Czxid)
 	return true, nil
@@ -242,7 +242,7 @@ func (s *SharedCount) Set(ctx context.Context, v int) error {
 		return err
 	})
 	if err != nil {
-		return fmt.Errorf("shared count %s: %w", s.path, err)
+		return engine.Namedf("shared count "+s.path, "%w", err)
 	}
 	s.apply(VersionedValue{Value: v, Version: st.Version}, st.Czxid)
 	return nil
@@ -255,11 +255,11 @@ func (s *SharedCount) writable() error {
 		return fmt.Errorf("%w: SharedCount not made by NewSharedCount", recipes.ErrInvalidArgument)
 	}
 	if err := engine.Of(s.c).Check(); err != nil {
-		return fmt.Errorf("shared count %s: %w", s.path, err) // a closed client: ErrClientClosed
+		return engine.Namedf("shared count "+s.path, "%w", err) // a closed client: ErrClientClosed
 	}
 	select {
 	case <-s.done:
-		return fmt.Errorf("shared count %s: %w", s.path, recipes.ErrClosed)
+		return engine.Namedf("shared count "+s.path, "%w", recipes.ErrClosed)
 	default:
 	}
 	return nil
@@ -294,7 +294,7 @@ func (s *SharedCount) Close(ctx context.Context) error {
 		select {
 		case <-s.done:
 		case <-ctx.Done():
-			err = fmt.Errorf("shared count %s: close: %w", s.path, ctx.Err())
+			err = engine.Namedf("shared count "+s.path, "close: %w", ctx.Err())
 			go func() { <-s.done; s.listeners.Close() }()
 			return
 		}
