@@ -127,7 +127,7 @@ func (l *Latch) Start(ctx context.Context) error {
 			return engine.Namedf("leader latch "+l.path, "%w", ErrClosed)
 		case l.run != nil:
 			l.mu.Unlock()
-			return ErrAlreadyStarted
+			return engine.Named("leader latch "+l.path, ErrAlreadyStarted)
 		}
 		leaving := l.leaving
 		if leaving == nil || engine.IsClosed(leaving) {
@@ -290,7 +290,7 @@ func (l *Latch) Await(ctx context.Context) (*Term, error) {
 		case closed:
 			return nil, engine.Namedf("leader latch "+l.path, "%w", ErrClosed)
 		case r == nil:
-			return nil, ErrNotStarted
+			return nil, engine.Named("leader latch "+l.path, ErrNotStarted)
 		case t != nil && !engine.IsClosed(t.Done()):
 			return t, nil
 		}
@@ -363,7 +363,7 @@ func (l *Latch) Resign(ctx context.Context) error {
 		return engine.Namedf("leader latch "+l.path, "%w", ErrClosed)
 	case r == nil:
 		l.mu.Unlock()
-		return ErrNotStarted
+		return engine.Named("leader latch "+l.path, ErrNotStarted)
 	}
 	l.run, l.node, l.leaving = nil, "", r.done
 	l.broadcast()

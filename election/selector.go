@@ -110,7 +110,7 @@ func (s *Selector) Start(ctx context.Context) error {
 	case s.closed:
 		return engine.Namedf("leader selector "+s.path, "%w", ErrClosed)
 	case s.started:
-		return ErrAlreadyStarted
+		return engine.Named("leader selector "+s.path, ErrAlreadyStarted)
 	}
 	s.started, s.queued = true, true
 	s.ctx, s.cancel = context.WithCancel(context.Background())
@@ -133,7 +133,7 @@ func (s *Selector) Requeue() (bool, error) {
 	case s.closed:
 		return false, engine.Namedf("leader selector "+s.path, "%w", ErrClosed)
 	case !s.started:
-		return false, ErrNotStarted
+		return false, engine.Named("leader selector "+s.path, ErrNotStarted)
 	case s.queued:
 		return false, nil
 	}

@@ -74,7 +74,7 @@ func TestClosedRecipeSaysSo(t *testing.T) {
 	require.NoError(t, c.Close(context.Background()))
 	_, _, err = c.Get(ctx, "/")
 	assert.ErrorIs(t, err, election.ErrClosed)
-	assert.ErrorContains(t, err, "the client was closed")
+	assert.ErrorContains(t, err, "the client is closed")
 }
 
 // A leader that resigns steps down and stays usable: its term's Done

@@ -182,7 +182,7 @@ func (c *Client) Stats() Stats { return Stats(c.eng().Stats()) }
 // Create creates a node with the ACL the client's provider gives for it,
 // and returns its path (with the sequence number a sequential node gets).
 func (c *Client) Create(ctx context.Context, path string, data []byte, flags int32) (string, error) {
-	full, err := c.FullPath(path)
+	full, err := c.eng().WritablePath(path)
 	if err != nil {
 		return "", err
 	}
@@ -195,7 +195,7 @@ func (c *Client) Create(ctx context.Context, path string, data []byte, flags int
 
 // Delete deletes a node (version -1 for any).
 func (c *Client) Delete(ctx context.Context, path string, version int32) error {
-	full, err := c.FullPath(path)
+	full, err := c.eng().WritablePath(path)
 	if err != nil {
 		return err
 	}
@@ -234,7 +234,7 @@ func (c *Client) Children(ctx context.Context, path string) ([]string, *zk.Stat,
 
 // Set writes a node's data.
 func (c *Client) Set(ctx context.Context, path string, data []byte, version int32) (*zk.Stat, error) {
-	full, err := c.FullPath(path)
+	full, err := c.eng().WritablePath(path)
 	if err != nil {
 		return nil, err
 	}

@@ -203,9 +203,9 @@ func (c *Client) afterStart(ctx context.Context) error {
 		defer cancel()
 		if err := c.WaitConnected(wctx); err != nil {
 			if ctx.Err() != nil { // the caller's ctx, not the connect timeout
-				return fmt.Errorf("zkrecipes: connect: no session yet: %w", ctx.Err())
+				return Namedf("connect", "no session yet: %w", ctx.Err())
 			}
-			return fmt.Errorf("zkrecipes: no session within %v (is ZooKeeper running at the addresses given, and reachable from here?): %w", c.cfg.connectTimeout, err)
+			return Namedf("connect", "no session within %v (is ZooKeeper running at the addresses given, and reachable from here?): %w", c.cfg.connectTimeout, err)
 		}
 	}
 	for _, a := range c.cfg.auth {

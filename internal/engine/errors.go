@@ -22,7 +22,7 @@ var (
 	ErrClosed = errors.New("zkrecipes: closed")
 	// ErrClientClosed is returned when the Client itself was closed. It
 	// matches ErrClosed too; a recipe's own Close gives ErrClosed alone.
-	ErrClientClosed = fmt.Errorf("%w: the client was closed", ErrClosed)
+	ErrClientClosed error = clientClosed{}
 	// ErrInvalidPath is returned for an empty, relative, trailing-slash, "." or
 	// "..", NUL-containing or otherwise malformed ZooKeeper path.
 	ErrInvalidPath = errors.New("zkrecipes: invalid path")
@@ -141,3 +141,10 @@ func (e *namedError) detail() string {
 	}
 	return strings.ReplaceAll(e.err.Error(), "zkrecipes: ", "")
 }
+
+// clientClosed is ErrClientClosed: its own message, and ErrClosed for
+// errors.Is.
+type clientClosed struct{}
+
+func (clientClosed) Error() string        { return "zkrecipes: the client is closed" }
+func (clientClosed) Is(target error) bool { return target == ErrClosed }

@@ -114,7 +114,10 @@ func (c *Client) NamespaceOps(what string, ops []Op) ([]Op, error) {
 		if o.kind == opNone {
 			return nil, zeroOp(what, i)
 		}
-		full, err := c.FullPath(o.path)
+		full, err := c.WritablePath(o.path)
+		if o.kind == opCheck { // a read: the reserved tree may be checked
+			full, err = c.FullPath(o.path)
+		}
 		if err != nil {
 			return nil, fmt.Errorf("%s op %d: %w", what, i, err)
 		}

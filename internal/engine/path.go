@@ -91,3 +91,25 @@ func (c *Client) FullPath(p string) (string, error) {
 	}
 	return c.cfg.namespace + p, nil
 }
+
+// Reserved is the server's own tree (quotas, configuration).
+const Reserved = "/zookeeper"
+
+// IsReserved reports whether the server path full is the server's own
+// tree or under it, where nothing of ours may be written.
+func IsReserved(full string) bool {
+	return full == Reserved || strings.HasPrefix(full, Reserved+"/")
+}
+
+// WritablePath is FullPath for a write: the server's reserved tree is
+// refused with ErrInvalidPath.
+func (c *Client) WritablePath(p string) (string, error) {
+	full, err := c.FullPath(p)
+	if err != nil {
+		return "", err
+	}
+	if IsReserved(full) {
+		return "", fmt.Errorf("%w: %s is in the server's reserved tree %s", ErrInvalidPath, full, Reserved)
+	}
+	return full, nil
+}

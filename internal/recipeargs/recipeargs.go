@@ -7,7 +7,6 @@ package recipeargs
 import (
 	"context"
 	"fmt"
-	"strings"
 
 	"github.com/zkrecipes/zkrecipes/internal/engine"
 	"github.com/zkrecipes/zkrecipes/recipes"
@@ -30,9 +29,6 @@ func Engine(c *recipes.Client) (*engine.Client, error) {
 	return engine.Of(c), nil
 }
 
-// reserved is the server's own tree (quotas, configuration).
-const reserved = "/zookeeper"
-
 // Path checks c (as Client does) and path, and returns path with the
 // client's namespace applied. The root and the server's reserved tree
 // (/zookeeper and below) are refused (recipes.ErrInvalidPath) with what,
@@ -48,8 +44,8 @@ func Path(c *recipes.Client, path, what string) (string, error) {
 	if full == "/" {
 		return "", fmt.Errorf("%w: the root cannot be %s", recipes.ErrInvalidPath, what)
 	}
-	if full == reserved || strings.HasPrefix(full, reserved+"/") {
-		return "", fmt.Errorf("%w: %s is in the server's reserved tree %s and cannot be %s", recipes.ErrInvalidPath, full, reserved, what)
+	if engine.IsReserved(full) {
+		return "", fmt.Errorf("%w: %s is in the server's reserved tree %s and cannot be %s", recipes.ErrInvalidPath, full, engine.Reserved, what)
 	}
 	return full, nil
 }

@@ -1,0 +1,187 @@
+package recipes_test
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"os"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/zkrecipes/zkrecipes/cleanup"
+	"github.com/zkrecipes/zkrecipes/election"
+	"github.com/zkrecipes/zkrecipes/mutex"
+	"github.com/zkrecipes/zkrecipes/recipes"
+	"github.com/zkrecipes/zkrecipes/recipes/zktest"
+	"github.com/zkrecipes/zkrecipes/rwlock"
+	"github.com/zkrecipes/zkrecipes/semaphore"
+)
+
+var updateMessages = flag.Bool("update-messages", false, "rewrite testdata/messages.txt from this run")
+
+// TestErrorMessages is the table of the messages users read: each row
+// makes one error happen for real and the whole table is compared with
+// testdata/messages.txt, so a changed message shows in review. Every
+// message starts with "zkrecipes: " once and names the recipe and its path
+// once. Node names, sequence numbers and addresses are replaced by
+// placeholders. go test -run TestErrorMessages ./recipes/ -update-messages
+// rewrites the file.
+func TestErrorMessages(t *testing.T) {
+	zkc := zktest.Start(t)
+	c := connect(t, zkc.Servers())
+	other := connect(t, zkc.Servers())
+	ctx := context.Background()
+	ended, cancel := context.WithCancel(ctx)
+	cancel()
+
+	type row struct {
+		name string
+		err  error
+	}
+	var rows []row
+	add := func(name string, err error) { rows = append(rows, row{name, err}) }
+	must := func(err error) {
+		t.Helper()
+		require.NoError(t, err)
+	}
+
+	// The client.
+	var nilClient *recipes.Client
+	_, _, err := nilClient.Get(ctx, "/a")
+	add("Client.Get on a nil client", err)
+	_, _, err = c.Get(ctx, "/messages/none")
+	add("Client.Get of a missing node", err)
+	_, err = c.Create(ctx, "relative", nil, 0)
+	add("Client.Create of a relative path", err)
+	_, err = c.Create(ctx, "/zookeeper/quota/x", nil, 0)
+	add("Client.Create under /zookeeper", err)
+	_, err = c.Multi(ctx, recipes.CheckOp("/messages", -1), recipes.DeleteOp("/messages/none", -1))
+	add("Client.Multi whose op fails", err)
+	_, err = c.Multi(ctx, recipes.Op{})
+	add("Client.Multi of a zero Op", err)
+	_, _, err = c.Get(ended, "/a")
+	add("Client.Get with an ended ctx", err)
+	closed, err := recipes.Connect(ctx, zkc.Servers())
+	must(err)
+	must(closed.Close(ctx))
+	_, _, err = closed.Get(ctx, "/a")
+	add("Client.Get on a closed client", err)
+	_, err = recipes.Connect(ctx, []string{"127.0.0.1:1"}, recipes.WithConnectTimeout(200*time.Millisecond))
+	add("Connect with nobody listening", err)
+
+	// The mutex.
+	m, err := mutex.New(c, "/messages/lock")
+	must(err)
+	add("Mutex.Unlock not held", m.Unlock(ctx))
+	lease, err := m.Lock(ctx)
+	must(err)
+	done := make(chan error, 1)
+	go func() { done <- m.Unlock(ctx) }()
+	add("Mutex.Unlock from another goroutine", <-done)
+	m2, err := mutex.New(other, "/messages/lock")
+	must(err)
+	_, err = m2.TryLock(ctx)
+	add("Mutex.TryLock while held", err)
+	_, err = m2.Lock(ended)
+	add("Mutex.Lock with an ended ctx", err)
+	must(lease.Unlock(ctx))
+	add("Lease.Unlock twice", lease.Unlock(ctx))
+	_, err = lease.Token(ctx)
+	add("Lease.Token after Unlock", err)
+	_, err = lease.Fenced(ctx, recipes.SetOp("/messages", nil, -1))
+	add("Lease.Fenced after Unlock", err)
+	_, _, err = m.Holder(ctx)
+	add("Mutex.Holder when nobody holds", err)
+	_, err = mutex.New(c, "/")
+	add("mutex.New at the root", err)
+
+	// The read/write lock.
+	rw, err := rwlock.New(c, "/messages/rw")
+	must(err)
+	_, err = rw.ReadLock().Lock(ctx)
+	must(err)
+	_, err = rw.WriteLock().Lock(ctx)
+	add("RWLock write lock by the read lock's owner", err)
+	must(rw.ReadLock().Unlock(ctx))
+	add("RWLock read lock Unlock not held", rw.ReadLock().Unlock(ctx))
+
+	// The shared count.
+	sc, err := semaphore.NewSharedCount(ctx, c, "/messages/count", 1)
+	must(err)
+	must(sc.Close(ctx))
+	add("SharedCount.Set after Close", sc.Set(ctx, 2))
+
+	// The election.
+	latch, err := election.NewLatch(c, "/messages/latch", "me")
+	must(err)
+	_, err = latch.Await(ctx)
+	add("Latch.Await before Start", err)
+	must(latch.Start(ctx))
+	add("Latch.Start twice", latch.Start(ctx))
+	must(latch.Close(ctx))
+	_, err = latch.Await(ctx)
+	add("Latch.Await after Close", err)
+	_, err = election.CurrentLeader(ctx, c, "/messages/latch")
+	add("CurrentLeader when nobody leads", err)
+	sel, err := election.NewSelector(c, "/messages/selector", "me", func(context.Context, *election.Term) error { return nil })
+	must(err)
+	must(sel.Close(ctx))
+	_, err = sel.Requeue()
+	add("Selector.Requeue after Close", err)
+
+	// The reaper.
+	r, err := cleanup.New(c)
+	must(err)
+	must(r.Start(ctx))
+	add("Reaper.Start twice", r.Start(ctx))
+	must(r.Close(ctx))
+	add("Reaper.AddPath after Close", r.AddPath("/messages/x"))
+
+	// Errors after the client closed, through a recipe.
+	_, err = mutex.New(closed, "/messages/lock")
+	add("mutex.New on a closed client", err)
+
+	var b strings.Builder
+	for _, r := range rows {
+		msg := "<nil>"
+		if r.err != nil {
+			msg = normalize(r.err.Error())
+		}
+		fmt.Fprintf(&b, "%s\n\t%s\n", r.name, msg)
+		if r.err != nil {
+			if n := strings.Count(r.err.Error(), "zkrecipes: "); n != 1 || !strings.HasPrefix(r.err.Error(), "zkrecipes: ") {
+				t.Errorf("%s: %q: the module's prefix %d times, want once, first", r.name, r.err, n)
+			}
+		} else {
+			t.Errorf("%s: no error", r.name)
+		}
+	}
+	const file = "testdata/messages.txt"
+	if *updateMessages {
+		must(os.MkdirAll("testdata", 0o755))
+		must(os.WriteFile(file, []byte(b.String()), 0o644))
+		return
+	}
+	want, err := os.ReadFile(file)
+	require.NoError(t, err, "run with -update-messages to create it")
+	require.Equal(t, string(want), b.String(), "the messages changed: review, then rewrite %s with -update-messages", file)
+}
+
+var (
+	reNode   = regexp.MustCompile(`_c_[0-9a-f-]{36}-`)
+	reSeq    = regexp.MustCompile(`\d{10}`)
+	reAddr   = regexp.MustCompile(`127\.0\.0\.1:\d+`)
+	reGorout = regexp.MustCompile(`goroutine \d+`)
+)
+
+// normalize replaces what differs from run to run.
+func normalize(s string) string {
+	s = reNode.ReplaceAllString(s, "_c_<uuid>-")
+	s = reSeq.ReplaceAllString(s, "<seq>")
+	s = reAddr.ReplaceAllString(s, "<server>")
+	return reGorout.ReplaceAllString(s, "goroutine <id>")
+}
