@@ -590,7 +590,7 @@ func (w *worker) runSemaphore(s *semaphore.Semaphore) error {
 		go func() {
 			defer wg.Done()
 			for w.ctx.Err() == nil {
-				ls, err := s.Acquire(w.ctx, 1)
+				lease, err := s.Acquire(w.ctx)
 				if err != nil {
 					if w.ctx.Err() == nil {
 						w.log.printf("acquireerr %s", oneLine(err))
@@ -598,9 +598,9 @@ func (w *worker) runSemaphore(s *semaphore.Semaphore) error {
 					}
 					continue
 				}
-				w.semHold(ls[0])
+				w.semHold(lease)
 				ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-				if err := ls[0].Close(ctx); err != nil {
+				if err := lease.Close(ctx); err != nil {
 					w.log.printf("closeerr %s", oneLine(err))
 				}
 				cancel()

@@ -68,7 +68,7 @@ func TestCtxHonouredInFlight(t *testing.T) {
 		}},
 		{"Mutex.Participants", func(ctx context.Context) error { _, err := held.Participants(ctx); return err }},
 		{"Mutex.Holder", func(ctx context.Context) error { _, _, err := held.Holder(ctx); return err }},
-		{"Semaphore.Acquire", func(ctx context.Context) error { _, err := sem.Acquire(ctx, 1); return err }},
+		{"Semaphore.Acquire", func(ctx context.Context) error { _, err := sem.Acquire(ctx); return err }},
 		{"NewSharedCount", func(ctx context.Context) error {
 			sc, err := semaphore.NewSharedCount(ctx, c, "/inflight/count", 5)
 			if err == nil {

@@ -130,9 +130,9 @@ func TestACLCreatorOnly(t *testing.T) {
 	t.Run("semaphore", func(t *testing.T) {
 		as, err := semaphore.New(alice, "/secure/sem", 1)
 		require.NoError(t, err)
-		leases, err := as.Acquire(ctx, 1)
+		lease, err := as.Acquire(ctx)
 		require.NoError(t, err)
-		bobTamper(t, alice, bob, leases[0].Node())
+		bobTamper(t, alice, bob, lease.Node())
 
 		// bob believes the maximum is 2: were he able to create a lease,
 		// two would be held.
@@ -140,23 +140,23 @@ func TestACLCreatorOnly(t *testing.T) {
 		require.NoError(t, err)
 		actx, cancel := context.WithTimeout(ctx, 10*time.Second)
 		start := time.Now()
-		got, err := bs.Acquire(actx, 1)
+		got, err := bs.Acquire(actx)
 		cancel()
 		if err == nil {
-			_ = semaphore.ReturnAll(ctx, got)
+			_ = got.Close(ctx)
 		}
 		notAuthorized(t, "bob's Acquire", err, start)
 		start = time.Now()
-		_, err = bs.TryAcquire(ctx, 1)
+		_, err = bs.TryAcquire(ctx)
 		notAuthorized(t, "bob's TryAcquire", err, start)
 
 		ps, err := as.Participants(ctx)
 		require.NoError(t, err)
 		assert.Len(t, ps, 1, "one lease, alice's")
-		data, err := leases[0].Data(ctx)
+		data, err := lease.Data(ctx)
 		require.NoError(t, err)
 		assert.NotEqual(t, "bob was here", string(data))
-		require.NoError(t, semaphore.ReturnAll(ctx, leases))
+		require.NoError(t, lease.Close(ctx))
 	})
 
 	t.Run("latch", func(t *testing.T) {
@@ -242,13 +242,13 @@ func TestSecurityNamespacesKeepApplicationsApart(t *testing.T) {
 	require.NoError(t, err)
 	s2, err := semaphore.New(app2, "/sem/shared", 1)
 	require.NoError(t, err)
-	ls1, err := s1.Acquire(ctx, 1)
+	sl1, err := s1.Acquire(ctx)
 	require.NoError(t, err)
-	ls2, err := s2.TryAcquire(ctx, 1)
+	sl2, err := s2.TryAcquire(ctx)
 	require.NoError(t, err, "app2's semaphore is not app1's")
 	s1again, err := semaphore.New(app1again, "/sem/shared", 1)
 	require.NoError(t, err)
-	_, err = s1again.TryAcquire(ctx, 1)
+	_, err = s1again.TryAcquire(ctx)
 	assert.ErrorIs(t, err, semaphore.ErrNotAcquired)
 
 	var terms []*election.Term
@@ -273,7 +273,7 @@ func TestSecurityNamespacesKeepApplicationsApart(t *testing.T) {
 
 	require.NoError(t, l1.Unlock(ctx))
 	require.NoError(t, l2.Unlock(ctx))
-	require.NoError(t, semaphore.ReturnAll(ctx, append(ls1, ls2...)))
+	require.NoError(t, semaphore.ReturnAll(ctx, []*semaphore.Lease{sl1, sl2}))
 }
 
 // syncBuffer is a bytes.Buffer safe for the concurrent writes of a logger.

@@ -33,18 +33,18 @@ func ExampleSemaphore() {
 		fmt.Println(err)
 		return
 	}
-	leases, err := s.Acquire(ctx, 2) // all or nothing
+	leases, err := s.AcquireN(ctx, 2) // two, all or nothing (Acquire takes one)
 	if err != nil {
 		fmt.Println(err)
 		return
 	}
 	fmt.Println("holding:", len(leases))
 
-	_, err = s.TryAcquire(ctx, 1)
+	_, err = s.TryAcquire(ctx)
 	fmt.Println("a third at once:", errors.Is(err, semaphore.ErrNotAcquired))
 	tctx, cancel := context.WithTimeout(ctx, 100*time.Millisecond)
 	defer cancel()
-	_, err = s.Acquire(tctx, 1) // a timed acquire is a context with a deadline
+	_, err = s.Acquire(tctx) // a timed acquire is a context with a deadline
 	fmt.Println("a third within 100ms:", errors.Is(err, context.DeadlineExceeded))
 
 	// A write the server applies only while the lease is still held.
@@ -93,12 +93,12 @@ func ExampleSemaphore_Acquire() {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			leases, err := s.Acquire(ctx, 1)
+			lease, err := s.Acquire(ctx) // one lease
 			if err != nil {
 				fmt.Println(err)
 				return
 			}
-			defer leases[0].Close(ctx) // Close returns the lease, from any goroutine
+			defer lease.Close(ctx) // Close returns the lease, from any goroutine
 
 			n := busy.Add(1)
 			for m := most.Load(); n > m && !most.CompareAndSwap(m, n); m = most.Load() {
@@ -137,12 +137,12 @@ func ExampleNewWithCount() {
 		fmt.Println(err)
 		return
 	}
-	first, err := s.Acquire(ctx, 1)
+	first, err := s.Acquire(ctx)
 	if err != nil {
 		fmt.Println(err)
 		return
 	}
-	_, err = s.TryAcquire(ctx, 1)
+	_, err = s.TryAcquire(ctx)
 	fmt.Println("max", s.MaxLeases(), "- a second lease:", errors.Is(err, semaphore.ErrNotAcquired))
 
 	// TrySet succeeds only from the current version: of several processes
@@ -153,9 +153,9 @@ func ExampleNewWithCount() {
 	won, err = count.TrySet(ctx, prev, prev.Value+1) // prev is stale now
 	fmt.Println("raised from a stale version:", won, err)
 
-	second, err := s.TryAcquire(ctx, 1)
+	second, err := s.TryAcquire(ctx)
 	fmt.Println("max", s.MaxLeases(), "- a second lease:", err)
-	fmt.Println("returned:", semaphore.ReturnAll(ctx, append(first, second...)))
+	fmt.Println("returned:", semaphore.ReturnAll(ctx, []*semaphore.Lease{first, second}))
 	// Output:
 	// max 1 - a second lease: true
 	// raised: true <nil>
@@ -232,14 +232,14 @@ func ExampleMutex() {
 		fmt.Println(err)
 		return
 	}
-	fmt.Println("held:", m.IsHeld())
+	fmt.Println("held:", m.IsHeld(ctx))
 	_, err = m.TryLock(ctx) // the same goroutine too must wait
 	fmt.Println("again:", errors.Is(err, semaphore.ErrNotAcquired))
 
 	done := make(chan error)
 	go func() { done <- m.Unlock(ctx) }() // released by another goroutine
 	fmt.Println("unlock:", <-done)
-	fmt.Println("held:", m.IsHeld())
+	fmt.Println("held:", m.IsHeld(ctx))
 	// Output:
 	// held: true
 	// again: true

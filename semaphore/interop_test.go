@@ -125,7 +125,7 @@ func interopSemaphoreMaximum(t *testing.T, zkc *zktest.Cluster, dir string) {
 		go func() {
 			defer wg.Done()
 			for i := range goIters {
-				ls, err := s.Acquire(ctx, 1)
+				lease, err := s.Acquire(ctx)
 				if err != nil {
 					t.Errorf("go%d iteration %d: acquire: %v", g, i, err)
 					return
@@ -133,12 +133,12 @@ func interopSemaphoreMaximum(t *testing.T, zkc *zktest.Cluster, dir string) {
 				st := time.Now().UnixNano()
 				time.Sleep(hold)
 				select {
-				case <-ls[0].Done():
+				case <-lease.Done():
 					t.Errorf("go%d iteration %d: the lease may have been lost", g, i)
 				default:
 				}
 				e := time.Now().UnixNano()
-				if err := ls[0].Close(ctx); err != nil {
+				if err := lease.Close(ctx); err != nil {
 					t.Errorf("go%d iteration %d: close: %v", g, i, err)
 					return
 				}
@@ -237,7 +237,7 @@ func interopSemaphoreWaits(t *testing.T, zkc *zktest.Cluster, dir string) {
 	if !slices.Equal(ours, theirs) {
 		t.Fatalf("Go lists the leases as %v, Curator holds %v", ours, theirs)
 	}
-	if _, err := s.TryAcquire(ctx, 1); !errors.Is(err, semaphore.ErrNotAcquired) {
+	if _, err := s.TryAcquire(ctx); !errors.Is(err, semaphore.ErrNotAcquired) {
 		t.Fatalf("TryAcquire while Curator holds every lease = %v, want ErrNotAcquired", err)
 	}
 	type result struct {
@@ -246,7 +246,7 @@ func interopSemaphoreWaits(t *testing.T, zkc *zktest.Cluster, dir string) {
 	}
 	got := make(chan result, 1)
 	go func() {
-		ls, err := s.Acquire(ctx, maxLeases)
+		ls, err := s.AcquireN(ctx, maxLeases)
 		got <- result{ls, err}
 	}()
 	ioWaitLeases(ctx, t, c, path, maxLeases+1, nil, "") // Go's first lease node waits over the maximum
@@ -286,7 +286,7 @@ func interopSemaphoreWaits(t *testing.T, zkc *zktest.Cluster, dir string) {
 	if err := waiter.WaitLine(ctx, "ACQUIRED"); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.TryAcquire(ctx, 1); !errors.Is(err, semaphore.ErrNotAcquired) {
+	if _, err := s.TryAcquire(ctx); !errors.Is(err, semaphore.ErrNotAcquired) {
 		t.Errorf("TryAcquire while Go and Curator hold every lease = %v, want ErrNotAcquired", err)
 	}
 	if err := waiter.Send("release"); err != nil {

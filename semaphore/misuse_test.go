@@ -104,9 +104,9 @@ func TestMisuse(t *testing.T) {
 		}
 		actx, cancel := context.WithTimeout(ctx, 3*time.Second)
 		defer cancel()
-		ls, err := s.Acquire(actx, 1)
+		l, err := s.Acquire(actx)
 		if err == nil {
-			_ = semaphore.ReturnAll(ctx, ls)
+			_ = l.Close(ctx)
 		}
 		return err
 	})
@@ -114,13 +114,14 @@ func TestMisuse(t *testing.T) {
 	// Semaphore.
 	s := newSem(t, c, "/misuse/sem", 2)
 	for _, n := range []int{0, -1, 3, math.MinInt} {
-		add(fmt.Sprintf("TryAcquire(%d)", n), invalidArg, func() error { _, err := s.TryAcquire(ctx, n); return err })
+		add(fmt.Sprintf("TryAcquireN(%d)", n), invalidArg, func() error { _, err := s.TryAcquireN(ctx, n); return err })
 	}
-	add("TryAcquire(nil ctx)", invalidArg, func() error { _, err := s.TryAcquire(nilCtx, 1); return err })
+	add("TryAcquire(nil ctx)", invalidArg, func() error { _, err := s.TryAcquire(nilCtx); return err })
+	add("TryAcquireN(nil ctx)", invalidArg, func() error { _, err := s.TryAcquireN(nilCtx, 1); return err })
 	withCount, err := semaphore.NewWithCount(c, "/misuse/withcount", count)
 	require.NoError(t, err)
 	for _, n := range []int{0, -1} {
-		add(fmt.Sprintf("NewWithCount: Acquire(%d)", n), invalidArg, func() error { _, err := withCount.Acquire(ctx, n); return err })
+		add(fmt.Sprintf("NewWithCount: AcquireN(%d)", n), invalidArg, func() error { _, err := withCount.AcquireN(ctx, n); return err })
 	}
 	tolerate("Participants(nil ctx)", invalidArg, func() error { _, err := s.Participants(nilCtx); return err })
 	tolerate("Participants(nil ctx) with the reply lost", invalidArg, func() error {
@@ -134,25 +135,22 @@ func TestMisuse(t *testing.T) {
 		s    *semaphore.Semaphore
 	}{{"nil Semaphore", nilSem}, {"zero Semaphore", &zeroSem}} {
 		add(sm.what+" calls", noError, misuseEach(invalidArg, []misuseSub{
-			{Name: "Acquire", Call: func() error { _, err := sm.s.Acquire(ctx, 1); return err }},
-			{Name: "TryAcquire", Call: func() error { _, err := sm.s.TryAcquire(ctx, 1); return err }},
+			{Name: "Acquire", Call: func() error { _, err := sm.s.Acquire(ctx); return err }},
+			{Name: "TryAcquire", Call: func() error { _, err := sm.s.TryAcquire(ctx); return err }},
+			{Name: "AcquireN", Call: func() error { _, err := sm.s.AcquireN(ctx, 1); return err }},
+			{Name: "TryAcquireN", Call: func() error { _, err := sm.s.TryAcquireN(ctx, 1); return err }},
 			{Name: "Participants", Call: func() error { _, err := sm.s.Participants(ctx); return err }},
 		}))
 	}
 	add("zero Semaphore queries", noError, func() error { _, _ = zeroSem.Path(), zeroSem.MaxLeases(); return nil })
 	add("closed client: Semaphore calls", noError, misuseEach(closedErr, []misuseSub{
-		{Name: "TryAcquire", Call: func() error { _, err := closedSem.TryAcquire(ctx, 1); return err }},
+		{Name: "TryAcquire", Call: func() error { _, err := closedSem.TryAcquire(ctx); return err }},
+		{Name: "TryAcquireN", Call: func() error { _, err := closedSem.TryAcquireN(ctx, 2); return err }},
 		{Name: "Participants", Call: func() error { _, err := closedSem.Participants(ctx); return err }},
 	}))
 
 	// Leases.
-	acquire := func(sem *semaphore.Semaphore) (*semaphore.Lease, error) {
-		ls, err := sem.Acquire(ctx, 1)
-		if err != nil {
-			return nil, err
-		}
-		return ls[0], nil
-	}
+	acquire := func(sem *semaphore.Semaphore) (*semaphore.Lease, error) { return sem.Acquire(ctx) }
 	add("Lease.Close twice", []error{semaphore.ErrNotHeld}, func() error {
 		l, err := acquire(s)
 		if err != nil {
@@ -242,7 +240,7 @@ func TestMisuse(t *testing.T) {
 	add("ReturnAll(nil leases)", noError, func() error { return semaphore.ReturnAll(ctx, []*semaphore.Lease{nil, nil}) })
 	add("ReturnAll(a zero lease)", invalidArg, func() error { return semaphore.ReturnAll(ctx, []*semaphore.Lease{new(semaphore.Lease)}) })
 	add("ReturnAll twice", []error{semaphore.ErrNotHeld}, func() error {
-		ls, err := s.Acquire(ctx, 2)
+		ls, err := s.AcquireN(ctx, 2)
 		if err != nil {
 			return err
 		}
@@ -252,7 +250,7 @@ func TestMisuse(t *testing.T) {
 		return semaphore.ReturnAll(ctx, ls)
 	})
 	tolerate("ReturnAll(nil ctx)", invalidArg, func() error {
-		ls, err := s.Acquire(ctx, 1)
+		ls, err := s.AcquireN(ctx, 1)
 		if err != nil {
 			return err
 		}
@@ -276,7 +274,7 @@ func TestMisuse(t *testing.T) {
 			{Name: "Release", Call: func() error { return mm.m.Release(ctx) }},
 		}))
 		add(mm.what+".IsHeld", noError, func() error {
-			if mm.m.IsHeld() {
+			if mm.m.IsHeld(ctx) || mm.m.IsHeldInProcess() {
 				return errors.New("held")
 			}
 			return nil

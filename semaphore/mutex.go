@@ -76,8 +76,14 @@ func (m *Mutex) Acquire(ctx context.Context) error {
 // Release is Unlock.
 func (m *Mutex) Release(ctx context.Context) error { return m.Unlock(ctx) }
 
-// IsHeld reports whether the lock is held through this Mutex.
-func (m *Mutex) IsHeld() bool {
+// IsHeld reports whether the lock is held through this Mutex, and not
+// lost. It has mutex.Mutex.IsHeld's shape, but this lock has no owner, so
+// ctx names none and is not read: it answers as IsHeldInProcess does.
+func (m *Mutex) IsHeld(ctx context.Context) bool { return m.IsHeldInProcess() }
+
+// IsHeldInProcess reports whether the lock is held through this Mutex,
+// and not lost (Curator's isAcquiredInThisProcess).
+func (m *Mutex) IsHeldInProcess() bool {
 	if m == nil {
 		return false
 	}

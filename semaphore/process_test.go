@@ -93,7 +93,7 @@ func gaugeAdd(ctx context.Context, c *recipes.Client, lease *semaphore.Lease, ga
 }
 
 // helperContend runs ZKS_WORKERS goroutines sharing one Client and one
-// Semaphore of ZKS_MAX leases. Each does ZKS_ITERS times: Acquire(1);
+// Semaphore of ZKS_MAX leases. Each does ZKS_ITERS times: Acquire;
 // raise the gauge znode by a fenced compare-and-set (failing if it goes
 // over the maximum); hold for ZKS_HOLD; lower the gauge; Close; and records
 // the hold in ZKS_OUT as "start end" (start taken after Acquire returned,
@@ -139,11 +139,10 @@ func helperContend() error {
 		errs   []error
 	)
 	once := func(g int) error {
-		ls, err := s.Acquire(ctx, 1)
+		l, err := s.Acquire(ctx)
 		if err != nil {
 			return err
 		}
-		l := ls[0]
 		start := time.Now().UnixNano()
 		v, err := gaugeAdd(ctx, c, l, gauge, +1)
 		if err == nil && v.cur > maxLeases {
@@ -216,15 +215,15 @@ func helperHold() error {
 	if err != nil {
 		return err
 	}
-	ls, err := s.Acquire(ctx, 1)
+	lease, err := s.Acquire(ctx)
 	if err != nil {
 		return err
 	}
-	tok, err := ls[0].Token(ctx)
+	tok, err := lease.Token(ctx)
 	if err != nil {
 		return err
 	}
-	testutil.PrintHolder(ls[0].Node(), tok.Czxid, c.SessionTimeout(), "LEASED")
+	testutil.PrintHolder(lease.Node(), tok.Czxid, c.SessionTimeout(), "LEASED")
 	_, _ = io.Copy(io.Discard, os.Stdin)
 	// The parent is gone: exit without returning the lease, like a crash.
 	return errors.New("stdin closed: the parent is gone")
@@ -390,18 +389,18 @@ func TestProcessKilledHolderLeaseFreed(t *testing.T) {
 
 	c := connect(t, zkc.Servers())
 	s := newSem(t, c, path, maxLeases)
-	mine, err := s.Acquire(ctx, 1) // the second lease: now the semaphore is full
+	mine, err := s.Acquire(ctx) // the second lease: now the semaphore is full
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.TryAcquire(ctx, 1); !errors.Is(err, semaphore.ErrNotAcquired) {
+	if _, err := s.TryAcquire(ctx); !errors.Is(err, semaphore.ErrNotAcquired) {
 		t.Fatalf("TryAcquire on a full semaphore = %v, want ErrNotAcquired", err)
 	}
 
-	got := make(chan testutil.Acquired[[]*semaphore.Lease], 1)
+	got := make(chan testutil.Acquired[*semaphore.Lease], 1)
 	go func() {
-		ls, err := s.Acquire(ctx, 1)
-		got <- testutil.Acquired[[]*semaphore.Lease]{Value: ls, Err: err, At: time.Now()}
+		l, err := s.Acquire(ctx)
+		got <- testutil.Acquired[*semaphore.Lease]{Value: l, Err: err, At: time.Now()}
 	}()
 	// The waiter has made its lease node and waits on the lease list.
 	eventually(t, 10*time.Second, "the waiter's lease node", func() bool { return leaseCount(t, c, path) == 3 })
@@ -415,9 +414,9 @@ func TestProcessKilledHolderLeaseFreed(t *testing.T) {
 	default:
 	}
 
-	leases := testutil.KillHolder(t, h, dead.SessionTimeout, got)
+	lease := testutil.KillHolder(t, h, dead.SessionTimeout, got)
 
-	tok, err := leases[0].Token(ctx)
+	tok, err := lease.Token(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -433,7 +432,7 @@ func TestProcessKilledHolderLeaseFreed(t *testing.T) {
 			t.Errorf("the dead holder's %s is still there", dead.Node)
 		}
 	}
-	if err := semaphore.ReturnAll(ctx, append(mine, leases...)); err != nil {
+	if err := semaphore.ReturnAll(ctx, []*semaphore.Lease{mine, lease}); err != nil {
 		t.Error(err)
 	}
 	if n := leaseCount(t, c, path); n != 0 {

@@ -161,26 +161,48 @@ func (s *Semaphore) check(ctx context.Context, n int) error {
 		return fmt.Errorf("%w: %d leases", recipes.ErrInvalidArgument, n)
 	}
 	if max := s.MaxLeases(); s.fixed && n > max {
-		// With a shared count the maximum may grow: Acquire waits for it.
+		// With a shared count the maximum may grow: AcquireN waits for it.
 		return fmt.Errorf("%w: %d leases of at most %d", recipes.ErrInvalidArgument, n, max)
 	}
 	return engine.Of(s.c).Check()
 }
 
-// Acquire blocks until it holds n leases, and returns them. It is all or
-// nothing: when ctx ends (a timed acquire is a ctx with a deadline), the
-// session is lost or anything else fails, every lease taken so far is
-// returned, no node is left behind, and the error says why (wrapping
-// ctx.Err() when ctx ended).
-func (s *Semaphore) Acquire(ctx context.Context, n int) ([]*Lease, error) {
+// Acquire blocks until it holds one lease, and returns it (Curator's
+// acquire()). When ctx ends (a timed acquire is a ctx with a deadline),
+// the session is lost or anything else fails, no node is left behind and
+// the error says why (wrapping ctx.Err() when ctx ended).
+func (s *Semaphore) Acquire(ctx context.Context) (*Lease, error) {
+	ls, err := s.acquire(ctx, 1, true)
+	if err != nil {
+		return nil, err
+	}
+	return ls[0], nil
+}
+
+// AcquireN blocks until it holds n leases, and returns them (Curator's
+// acquire(qty)). It is all or nothing: when ctx ends, the session is lost
+// or anything else fails, every lease taken so far is returned, no node is
+// left behind, and the error says why (wrapping ctx.Err() when ctx ended).
+func (s *Semaphore) AcquireN(ctx context.Context, n int) ([]*Lease, error) {
 	return s.acquire(ctx, n, true)
 }
 
-// TryAcquire makes one attempt at n leases, all or nothing: it returns an
-// error wrapping ErrNotAcquired when there are not enough free leases, or
-// when another acquirer holds the internal lock (one is waiting, or about
-// to take a lease), as Curator's zero-wait tryAcquire does.
-func (s *Semaphore) TryAcquire(ctx context.Context, n int) ([]*Lease, error) {
+// TryAcquire makes one attempt at one lease: it returns an error wrapping
+// ErrNotAcquired when no lease is free, or when another acquirer holds
+// the internal lock (one is waiting, or about to take a lease), as
+// Curator's zero-wait tryAcquire does.
+func (s *Semaphore) TryAcquire(ctx context.Context) (*Lease, error) {
+	ls, err := s.acquire(ctx, 1, false)
+	if err != nil {
+		return nil, err
+	}
+	return ls[0], nil
+}
+
+// TryAcquireN makes one attempt at n leases, all or nothing, as
+// TryAcquire does for one: ErrNotAcquired when there are not enough free
+// leases or the internal lock is held.
+func (s *Semaphore) TryAcquireN(ctx context.Context, n int) ([]*Lease, error) {
 	return s.acquire(ctx, n, false)
 }
 

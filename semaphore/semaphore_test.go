@@ -76,7 +76,7 @@ func TestNeverMoreThanMax(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			for r := 0; r < rounds; r++ {
-				ls, err := s.Acquire(ctx, 1)
+				l, err := s.Acquire(ctx)
 				if err != nil {
 					errs <- err
 					return
@@ -84,7 +84,7 @@ func TestNeverMoreThanMax(t *testing.T) {
 				g.in()
 				time.Sleep(2 * time.Millisecond) // hold: the holders overlap
 				g.out()
-				if err := ls[0].Close(ctx); err != nil {
+				if err := l.Close(ctx); err != nil {
 					errs <- err
 					return
 				}
@@ -102,7 +102,7 @@ func TestNeverMoreThanMax(t *testing.T) {
 
 	c := connect(t, zkc.Servers())
 	s := newSem(t, c, path, max, semaphore.WithData([]byte("data")))
-	ls, err := s.Acquire(ctx, 2)
+	ls, err := s.AcquireN(ctx, 2)
 	require.NoError(t, err)
 	for _, l := range ls {
 		assert.Regexp(t, `^/sem/gauge/leases/_c_[0-9a-f-]{36}-lease-\d{10}$`, l.Node())
@@ -121,7 +121,7 @@ func TestNeverMoreThanMax(t *testing.T) {
 	require.NoError(t, semaphore.ReturnAll(ctx, ls))
 }
 
-// Acquire(n) is all or nothing: at the deadline every lease it took goes
+// AcquireN is all or nothing: at the deadline every lease it took goes
 // back, and no lease node is left.
 func TestAcquireAllOrNothing(t *testing.T) {
 	zkc := zktest.Start(t)
@@ -130,19 +130,19 @@ func TestAcquireAllOrNothing(t *testing.T) {
 	a := connect(t, zkc.Servers())
 	b := connect(t, zkc.Servers())
 	sa, sb := newSem(t, a, path, 4), newSem(t, b, path, 4)
-	held, err := sa.Acquire(ctx, 2)
+	held, err := sa.AcquireN(ctx, 2)
 	require.NoError(t, err)
 
 	tctx, cancel := context.WithTimeout(ctx, 300*time.Millisecond)
 	defer cancel()
-	_, err = sb.Acquire(tctx, 3) // two are free, the third never comes
+	_, err = sb.AcquireN(tctx, 3) // two are free, the third never comes
 	assert.ErrorIs(t, err, context.DeadlineExceeded)
 	eventually(t, 5*time.Second, "no orphan leases", func() bool { return leaseCount(t, a, path) == 2 })
-	_, err = sb.TryAcquire(ctx, 3)
+	_, err = sb.TryAcquireN(ctx, 3)
 	assert.ErrorIs(t, err, semaphore.ErrNotAcquired)
 	assert.Equal(t, 2, leaseCount(t, a, path))
 
-	got, err := sb.Acquire(ctx, 2)
+	got, err := sb.AcquireN(ctx, 2)
 	require.NoError(t, err, "the two free leases")
 	require.NoError(t, semaphore.ReturnAll(ctx, append(held, got...)))
 	assert.Equal(t, 0, leaseCount(t, a, path))
@@ -162,19 +162,19 @@ func TestSharedCountMaximumChanges(t *testing.T) {
 	s, err := semaphore.NewWithCount(c, "/sem/dyn", count)
 	require.NoError(t, err)
 
-	four, err := s.Acquire(ctx, 4)
+	four, err := s.AcquireN(ctx, 4)
 	require.NoError(t, err)
-	_, err = s.TryAcquire(ctx, 1)
+	_, err = s.TryAcquire(ctx)
 	assert.ErrorIs(t, err, semaphore.ErrNotAcquired)
 
 	require.NoError(t, count.Set(ctx, 2))
 	eventually(t, 5*time.Second, "max 2", func() bool { return s.MaxLeases() == 2 })
 	require.NoError(t, four[0].Close(ctx))
 	require.NoError(t, four[1].Close(ctx))
-	_, err = s.TryAcquire(ctx, 1)
+	_, err = s.TryAcquire(ctx)
 	assert.ErrorIs(t, err, semaphore.ErrNotAcquired, "2 held of 2")
 	require.NoError(t, four[2].Close(ctx))
-	one, err := s.TryAcquire(ctx, 1)
+	one, err := s.TryAcquire(ctx)
 	require.NoError(t, err, "1 held of 2")
 
 	// Grow to 6 while a waiter waits for 3 more.
@@ -182,7 +182,7 @@ func TestSharedCountMaximumChanges(t *testing.T) {
 	var more []*semaphore.Lease
 	go func() {
 		var err error
-		more, err = s.Acquire(ctx, 2)
+		more, err = s.AcquireN(ctx, 2)
 		got <- err
 	}()
 	eventually(t, 5*time.Second, "waiter queued", func() bool { return leaseCount(t, c, "/sem/dyn") == 3 })
@@ -204,7 +204,7 @@ func TestSharedCountMaximumChanges(t *testing.T) {
 		t.Fatal("a larger maximum did not wake the waiter")
 	}
 	assert.Equal(t, 4, leaseCount(t, c, "/sem/dyn"))
-	require.NoError(t, semaphore.ReturnAll(ctx, append(append(more, one[0]), four[3])))
+	require.NoError(t, semaphore.ReturnAll(ctx, append(more, one, four[3])))
 }
 
 // Concurrent TrySet from several clients: exactly one wins per version.
@@ -270,20 +270,20 @@ func TestHolderSessionLost(t *testing.T) {
 	a := connect(t, []string{proxy.Addr()}, recipes.WithSessionTimeout(2*time.Second), recipes.WithErrorPolicy(recipes.PolicySession))
 	b := connect(t, zkc.Servers())
 	sa, sb := newSem(t, a, path, 1), newSem(t, b, path, 1)
-	ls, err := sa.Acquire(ctx, 1)
+	lease, err := sa.Acquire(ctx)
 	require.NoError(t, err)
 	got := make(chan error, 1)
 	go func() {
-		ls, err := sb.Acquire(ctx, 1)
+		l, err := sb.Acquire(ctx)
 		if err == nil {
-			err = semaphore.ReturnAll(ctx, ls)
+			err = l.Close(ctx)
 		}
 		got <- err
 	}()
 	eventually(t, 5*time.Second, "waiter queued", func() bool { return leaseCount(t, b, path) == 2 })
 	proxy.Blackhole()
 	select {
-	case <-ls[0].Done():
+	case <-lease.Done():
 	case <-time.After(10 * time.Second):
 		t.Fatal("Done of the lost lease did not close")
 	}
@@ -294,7 +294,7 @@ func TestHolderSessionLost(t *testing.T) {
 		t.Fatal("the waiter did not proceed")
 	}
 	proxy.Restore()
-	assert.ErrorIs(t, ls[0].Close(ctx), semaphore.ErrLockLost)
+	assert.ErrorIs(t, lease.Close(ctx), semaphore.ErrLockLost)
 }
 
 // Herd: with many waiters queued, a lease release is answered by the
@@ -307,7 +307,7 @@ func TestReleaseWakesOnlyTheNextWaiters(t *testing.T) {
 	const path, n = "/sem/herd", 20
 	hc := connect(t, zkc.Servers())
 	hs := newSem(t, hc, path, 1)
-	held, err := hs.Acquire(ctx, 1)
+	held, err := hs.Acquire(ctx)
 	require.NoError(t, err)
 
 	clients := make([]*recipes.Client, n)
@@ -318,14 +318,14 @@ func TestReleaseWakesOnlyTheNextWaiters(t *testing.T) {
 		s := newSem(t, clients[i], path, 1)
 		release[i] = make(chan struct{})
 		go func(i int) {
-			ls, err := s.Acquire(ctx, 1)
+			l, err := s.Acquire(ctx)
 			if err != nil {
 				t.Error(err)
 				return
 			}
 			got <- i
 			<-release[i]
-			_ = semaphore.ReturnAll(ctx, ls)
+			_ = l.Close(ctx)
 		}(i)
 		eventually(t, 5*time.Second, "queued and watching", func() bool {
 			return clients[i].Stats().Watches >= 1
@@ -337,7 +337,7 @@ func TestReleaseWakesOnlyTheNextWaiters(t *testing.T) {
 			before[i] = c.Stats()
 		}
 		if round == 0 {
-			require.NoError(t, held[0].Close(ctx))
+			require.NoError(t, held.Close(ctx))
 		} else {
 			close(release[round-1])
 		}
@@ -376,9 +376,22 @@ func TestSemaphoreMutex(t *testing.T) {
 	m, err := semaphore.NewMutex(c, "/sem/mutex")
 	require.NoError(t, err)
 	var _ mutex.Locker = m
+	// The same query shape as mutex.Mutex.
+	type heldQueries interface {
+		IsHeld(context.Context) bool
+		IsHeldInProcess() bool
+	}
+	var _ heldQueries = m
+	var _ heldQueries = (*mutex.Mutex)(nil)
+	assert.False(t, m.IsHeld(ctx))
+	assert.False(t, m.IsHeldInProcess())
 	_, err = m.Lock(ctx)
 	require.NoError(t, err)
-	assert.True(t, m.IsHeld())
+	assert.True(t, m.IsHeld(ctx))
+	assert.True(t, m.IsHeldInProcess())
+	other := make(chan bool, 1)
+	go func() { other <- m.IsHeld(ctx) }()
+	assert.True(t, <-other, "no owner: held through this Mutex, for every goroutine")
 
 	tctx, cancel := context.WithTimeout(ctx, 200*time.Millisecond)
 	defer cancel()
@@ -390,7 +403,8 @@ func TestSemaphoreMutex(t *testing.T) {
 	done := make(chan error, 1)
 	go func() { done <- m.Unlock(ctx) }()
 	require.NoError(t, <-done, "released from another goroutine")
-	assert.False(t, m.IsHeld())
+	assert.False(t, m.IsHeld(ctx))
+	assert.False(t, m.IsHeldInProcess())
 	assert.ErrorIs(t, m.Unlock(ctx), semaphore.ErrNotHeld)
 	require.NoError(t, m.Acquire(ctx))
 	require.NoError(t, m.Release(ctx))
@@ -419,13 +433,13 @@ func TestBadInput(t *testing.T) {
 
 	s := newSem(t, c, "/sem/bad", 2)
 	for _, n := range []int{0, -1, 3} {
-		_, err := s.Acquire(ctx, n)
+		_, err := s.AcquireN(ctx, n)
 		assert.ErrorIs(t, err, recipes.ErrInvalidArgument, "n %d", n)
 	}
-	_, err = s.Acquire(nil, 1) //nolint:staticcheck // the nil context is the point
+	_, err = s.Acquire(nil) //nolint:staticcheck // the nil context is the point
 	assert.ErrorIs(t, err, recipes.ErrInvalidArgument)
 	var zero semaphore.Semaphore
-	_, err = zero.Acquire(ctx, 1)
+	_, err = zero.Acquire(ctx)
 	assert.ErrorIs(t, err, recipes.ErrInvalidArgument)
 	var zl semaphore.Lease
 	assert.ErrorIs(t, zl.Close(ctx), recipes.ErrInvalidArgument)
@@ -445,7 +459,7 @@ func TestBadInput(t *testing.T) {
 	closed := connect(t, zkc.Servers())
 	cs := newSem(t, closed, "/sem/bad", 2)
 	require.NoError(t, closed.Close(context.Background()))
-	_, err = cs.Acquire(ctx, 1)
+	_, err = cs.Acquire(ctx)
 	assert.ErrorIs(t, err, recipes.ErrClosed)
 	_, err = semaphore.New(closed, "/x", 1)
 	assert.True(t, errors.Is(err, recipes.ErrClosed))
@@ -467,9 +481,9 @@ func TestSharedCountNodeDeletedAndZeroMaximum(t *testing.T) {
 	require.NoError(t, err)
 	got := make(chan error, 1)
 	go func() {
-		ls, err := s.Acquire(ctx, 1)
+		l, err := s.Acquire(ctx)
 		if err == nil {
-			err = semaphore.ReturnAll(ctx, ls)
+			err = l.Close(ctx)
 		}
 		got <- err
 	}()
@@ -503,19 +517,19 @@ func TestLeaseDataDefaultsToTheHostAddress(t *testing.T) {
 	ctx := context.Background()
 	s, err := semaphore.New(c, "/semdata", 2)
 	require.NoError(t, err)
-	leases, err := s.Acquire(ctx, 1)
+	lease, err := s.Acquire(ctx)
 	require.NoError(t, err)
-	data, err := leases[0].Data(ctx)
+	data, err := lease.Data(ctx)
 	require.NoError(t, err)
 	assert.Equal(t, engine.LocalIP(), string(data))
-	require.NoError(t, semaphore.ReturnAll(ctx, leases))
+	require.NoError(t, lease.Close(ctx))
 
 	s, err = semaphore.New(c, "/semdata", 2, semaphore.WithData([]byte("mine")))
 	require.NoError(t, err)
-	leases, err = s.Acquire(ctx, 1)
+	lease, err = s.Acquire(ctx)
 	require.NoError(t, err)
-	data, err = leases[0].Data(ctx)
+	data, err = lease.Data(ctx)
 	require.NoError(t, err)
 	assert.Equal(t, "mine", string(data))
-	require.NoError(t, semaphore.ReturnAll(ctx, leases))
+	require.NoError(t, lease.Close(ctx))
 }

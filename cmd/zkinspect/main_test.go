@@ -407,18 +407,18 @@ func TestGoSemaphore(t *testing.T) {
 	}
 	var leases []*semaphore.Lease
 	for _, name := range []string{"lease-a", "lease-b"} {
-		ls, err := newSem(connectT(t, zkc), name).Acquire(ctx, 1)
+		lease, err := newSem(connectT(t, zkc), name).Acquire(ctx)
 		if err != nil {
 			t.Fatal(err)
 		}
-		leases = append(leases, ls...)
+		leases = append(leases, lease)
 	}
 	wctx, cancelW := context.WithCancel(ctx)
 	defer cancelW()
 	sc, sd := newSem(connectT(t, zkc), "lease-c"), newSem(connectT(t, zkc), "lease-d")
-	cdone := lockAsync(t, func() error { _, err := sc.Acquire(wctx, 1); return err })
+	cdone := lockAsync(t, func() error { _, err := sc.Acquire(wctx); return err })
 	waitChildren(t, a, path+"/leases", 3)
-	ddone := lockAsync(t, func() error { _, err := sd.Acquire(wctx, 1); return err })
+	ddone := lockAsync(t, func() error { _, err := sd.Acquire(wctx); return err })
 	waitChildren(t, a, path+"/locks", 2)
 
 	goldenBoth(t, zkc, "semaphore", path)
@@ -621,7 +621,7 @@ func TestSummary(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	leases, err := s.Acquire(ctx, 1)
+	lease, err := s.Acquire(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -640,7 +640,7 @@ func TestSummary(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if err := semaphore.ReturnAll(ctx, leases); err != nil {
+	if err := lease.Close(ctx); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -900,11 +900,11 @@ func TestWatchRetriesErrors(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	leases, err := s.Acquire(ctx, 1)
+	lease, err := s.Acquire(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer semaphore.ReturnAll(ctx, leases)
+	defer lease.Close(ctx)
 	var out syncBuffer
 	cfg := config{path: path, count: countPath, timeout: 10 * time.Second}
 	done := lockAsync(t, func() error { return watchLoop(ctx, c, cfg, &out) })

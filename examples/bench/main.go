@@ -33,7 +33,7 @@
 //     (as for mixed and semcontended, see workload.go); reported as read
 //     acquisitions/s over the mutex's, with the wait p50/p99, client CPU
 //     and requests per acquisition of both; no target.
-//   - semaphore: one session runs Acquire(1)+Close on one semaphore path
+//   - semaphore: one session runs Acquire+Close on one semaphore path
 //     and, in alternating chunks of -chunk on the same session, the mutex's
 //     Lock+Unlock on another path, -ops times each per round (the
 //     uncontended scenario's style). Reported as the semaphore's rate over
@@ -66,7 +66,7 @@
 //     one rwlock path, against the contended mutex on as many sessions:
 //     read and write acquisitions/s, the writers' wait p50/p99, and
 //     (reads+writes)/s over the mutex's; exclusion checked; no target.
-//   - semcontended: -sessions sessions loop Acquire(1);Close on one
+//   - semcontended: -sessions sessions loop Acquire;Close on one
 //     semaphore of 4 leases, against the contended mutex on as many
 //     sessions: acquisitions/s, wait p50/p99, requests per acquisition;
 //     then a round with each lease held 20ms, which must fill all 4; more

@@ -940,7 +940,7 @@ func (w *peerWork) timed(row peerRow, round func(time.Duration) (peerFig, error)
 
 func (w *peerWork) semaphore() ([]string, bool, error) {
 	f := w.b.f
-	fmt.Printf("\n-- peers semaphore: %d sessions loop Acquire(1);release on one semaphore of %d leases, %v per side per round (acquisitions/s)\n", f.sessions, peerSemLeases, f.duration)
+	fmt.Printf("\n-- peers semaphore: %d sessions loop Acquire;release on one semaphore of %d leases, %v per side per round (acquisitions/s)\n", f.sessions, peerSemLeases, f.duration)
 	fmt.Println("   Curator: InterProcessSemaphoreV2; Kazoo: its Semaphore recipe (its own layout)")
 	path := w.path("semaphore", "ours")
 	sems := make([]*semaphore.Semaphore, f.sessions)
@@ -952,11 +952,11 @@ func (w *peerWork) semaphore() ([]string, bool, error) {
 	}
 	round := func(d time.Duration) (peerFig, error) {
 		return peerLoop(f.sessions, d, peerSemLeases, func(i int) (func() error, error) {
-			ls, err := sems[i].Acquire(w.ctx, 1)
+			lease, err := sems[i].Acquire(w.ctx)
 			if err != nil {
 				return nil, err
 			}
-			return func() error { return ls[0].Close(w.ctx) }, nil
+			return func() error { return lease.Close(w.ctx) }, nil
 		})
 	}
 	cmd := func(key string, d time.Duration) string {

@@ -18,7 +18,7 @@ import (
 const semMaxLeases = 4
 
 // semaphoreScenario is the uncontended semaphore scenario: one session
-// runs Acquire(1)+Close on one semaphore path and, in alternating chunks
+// runs Acquire+Close on one semaphore path and, in alternating chunks
 // on the same session, Lock+Unlock on one mutex path, -ops times each per
 // round. The figure is the semaphore's rate as a ratio to the mutex's
 // measured in the same run, with the requests per acquire+release from
@@ -27,7 +27,7 @@ const semMaxLeases = 4
 // 3, so a ratio near 0.5 is what round trips alone predict. No target.
 func (b *bench) semaphoreScenario(ctx context.Context) (string, error) {
 	f := b.f
-	fmt.Printf("\n== semaphore: Acquire(1)+Close on one path (max %d), one session, %d ops per side per round, in alternating chunks of %d\n",
+	fmt.Printf("\n== semaphore: Acquire+Close on one path (max %d), one session, %d ops per side per round, in alternating chunks of %d\n",
 		semMaxLeases, f.ops, f.chunk)
 	fmt.Println("   reference: the mutex's Lock+Unlock on the same session (uncontended)")
 
@@ -46,11 +46,11 @@ func (b *bench) semaphoreScenario(ctx context.Context) (string, error) {
 	}
 	semLoop := func(n int) error {
 		for range n {
-			ls, err := s.Acquire(ctx, 1)
+			lease, err := s.Acquire(ctx)
 			if err != nil {
 				return err
 			}
-			if err := ls[0].Close(ctx); err != nil {
+			if err := lease.Close(ctx); err != nil {
 				return err
 			}
 		}
@@ -134,7 +134,7 @@ func (b *bench) semaphoreScenario(ctx context.Context) (string, error) {
 	fmt.Fprintf(tw, "median\t%.0f\t%.0f\t%.3f\t(no target; 3/6 requests predict about 0.5)\n", median(sems), median(mutexes), ratio)
 	tw.Flush()
 	per, mper := perOp(semReq, semOps), perOp(mutexReq, mutexOps)
-	fmt.Printf("semaphore, requests per Acquire(1)+Close: %s\n", per)
+	fmt.Printf("semaphore, requests per Acquire+Close: %s\n", per)
 	fmt.Printf("mutex, requests per Lock+Unlock: %s\n", mper)
 	fmt.Printf("server packets received per op (pings included): semaphore %s, mutex %s\n", semPkts, mutexPkts)
 	total := float64(f.rounds * f.ops)

@@ -12,7 +12,7 @@ import (
 // --------------------------------------------------------------- semcontended
 
 // semcontended: -sessions sessions (separate Clients of this process) loop
-// Acquire(1);Close on one semaphore of semMaxLeases leases for -duration
+// Acquire;Close on one semaphore of semMaxLeases leases for -duration
 // per round, against the contended mutex on as many sessions in the same
 // rounds. Every acquisition, semaphore or mutex, goes through one queue
 // (the semaphore's internal mutex under locks/), so the ratio of their
@@ -28,7 +28,7 @@ const semHold = 20 * time.Millisecond
 
 func (b *bench) semContended(ctx context.Context) (string, error) {
 	f := b.f
-	fmt.Printf("\n== semcontended: %d sessions (goroutines of this process, a session each) loop Acquire(1);Close on one semaphore of %d leases, %v per side per round\n",
+	fmt.Printf("\n== semcontended: %d sessions (goroutines of this process, a session each) loop Acquire;Close on one semaphore of %d leases, %v per side per round\n",
 		f.sessions, semMaxLeases, f.duration)
 	fmt.Printf("   baseline: the contended mutex on %d sessions (one path), in the same rounds\n", f.sessions)
 	cs, err := b.connectN(f.sessions)
@@ -49,7 +49,7 @@ func (b *bench) semContended(ctx context.Context) (string, error) {
 	)
 	ours.op = func(i int) (int, time.Duration, error) {
 		start := time.Now()
-		ls, err := sems[i].Acquire(ctx, 1)
+		lease, err := sems[i].Acquire(ctx)
 		if err != nil {
 			return 0, 0, fmt.Errorf("acquire: %w", err)
 		}
@@ -64,7 +64,7 @@ func (b *bench) semContended(ctx context.Context) (string, error) {
 		if h > semMaxLeases {
 			return 0, 0, fmt.Errorf("%d leases held at once on a semaphore of %d", h, semMaxLeases)
 		}
-		if err := ls[0].Close(ctx); err != nil {
+		if err := lease.Close(ctx); err != nil {
 			return 0, 0, fmt.Errorf("close: %w", err)
 		}
 		return 0, wait, nil
@@ -97,10 +97,10 @@ func (b *bench) semContended(ctx context.Context) (string, error) {
 		semMaxLeases, loopMost, holdMost, semHold, float64(hr.windowAll())/f.duration.Seconds())
 	fmt.Printf("wait p50/p99: semaphore %s/%s; mutex %s/%s\n", ms(so.p50[0]), ms(so.p99[0]), ms(sb.p50[0]), ms(sb.p99[0]))
 	fmt.Printf("client CPU per acquisition: semaphore %.0fµs, mutex %.0fµs\n", so.cpuUs, sb.cpuUs)
-	fmt.Printf("semaphore, requests per Acquire(1)+Close: %s\n", so.req)
+	fmt.Printf("semaphore, requests per Acquire+Close: %s\n", so.req)
 	fmt.Printf("mutex, requests per acquisition: %s\n", sb.req)
 	addReport(reportRow{
-		workload: fmt.Sprintf("semaphore: %d sessions, %d leases, Acquire(1);Close", f.sessions, semMaxLeases),
+		workload: fmt.Sprintf("semaphore: %d sessions, %d leases, Acquire;Close", f.sessions, semMaxLeases),
 		ours:     fmt.Sprintf("%.0f acq/s; wait p50 %s, p99 %s", so.rateAll, ms(so.p50[0]), ms(so.p99[0])),
 		base:     fmt.Sprintf("%.0f acq/s; wait p50 %s, p99 %s (mutex, %d sessions)", sb.rateAll, ms(sb.p50[0]), ms(sb.p99[0]), f.sessions),
 		ratio:    ratio,

@@ -116,7 +116,7 @@ func run(ctx context.Context, servers []string) error {
 		go func() {
 			defer wg.Done()
 			for runCtx.Err() == nil {
-				leases, err := sem.Acquire(runCtx, 1)
+				lease, err := sem.Acquire(runCtx)
 				if err != nil {
 					if runCtx.Err() == nil {
 						errs <- fmt.Errorf("%s: %w", name, err)
@@ -125,7 +125,7 @@ func run(ctx context.Context, servers []string) error {
 					return
 				}
 				svc.call(name)
-				if err := semaphore.ReturnAll(context.Background(), leases); err != nil {
+				if err := lease.Close(context.Background()); err != nil {
 					errs <- fmt.Errorf("%s: %w", name, err)
 					stop()
 					return
