@@ -127,6 +127,7 @@ import (
 	"github.com/zkrecipes/zkrecipes/mutex"
 	"github.com/zkrecipes/zkrecipes/recipes"
 	"github.com/zkrecipes/zkrecipes/recipes/zktest"
+	_ "github.com/zkrecipes/zkrecipes/recipes/zktest/zkdocker" // Launch may start a container
 )
 
 const (

@@ -17,10 +17,12 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/zkrecipes/zkrecipes/recipes/zktest"
+	_ "github.com/zkrecipes/zkrecipes/recipes/zktest/zkdocker" // Launch may start a container
 )
 
 // The package's tests share one standalone ZooKeeper server from
-// recipes/zktest (ZK_TEST_SERVERS, else Debian's jars, else Docker),
+// recipes/zktest (ZK_TEST_SERVERS, else Debian's jars, else Docker
+// through zkdocker),
 // started by TestMain. Each test works under a path of its own.
 var (
 	zkConnect string // connect string, empty when no server

@@ -15,6 +15,7 @@ import (
 
 	"github.com/zkrecipes/zkrecipes/recipes"
 	"github.com/zkrecipes/zkrecipes/recipes/zktest"
+	_ "github.com/zkrecipes/zkrecipes/recipes/zktest/zkdocker" // no local ZooKeeper: a container
 )
 
 var (

@@ -44,13 +44,18 @@
 //     temporary data directory and log file (removed by Close), its own
 //     process group, and on Linux a parent-death signal, so no server
 //     outlives the test binary even when it is killed.
-//  3. A Docker engine, if testcontainers-go finds one: a standalone server
-//     from the official image (zookeeper:3.8, or ZK_TEST_IMAGE). Ensembles
-//     of more than one member are not offered in this mode, and the server
-//     is not Controllable.
+//  3. A Docker engine, when the test binary imports package zkdocker
+//     (import _ "github.com/zkrecipes/zkrecipes/recipes/zktest/zkdocker")
+//     and testcontainers-go finds an engine: a standalone server from the
+//     official image (zookeeper:3.8, or ZK_TEST_IMAGE). Ensembles of more
+//     than one member are not offered in this mode, and the server is not
+//     Controllable. This package itself imports nothing of Docker, so a
+//     module that uses only the first two ways does not get testcontainers'
+//     modules (Docker's client, OpenTelemetry) in its go.mod.
 //
 // Otherwise the test fails (Launch returns an error wrapping ErrUnavailable)
-// with a message saying how to get ZooKeeper.
+// with a message saying how to get ZooKeeper, zkdocker's import among the
+// ways when it is not imported.
 //
 // # Which version
 //
@@ -75,8 +80,8 @@
 //     packages (ZooKeeper 3.9, Curator 5.7, Kazoo 2.11) and where this
 //     package looks for them, under root/usr/share/java; default
 //     ${XDG_CACHE_HOME:-$HOME/.cache}/zkrecipes/debian-sid.
-//   - ZK_TEST_IMAGE: the container image (default zookeeper:3.8, or
-//     zookeeper:<ZK_TEST_VERSION>).
+//   - ZK_TEST_IMAGE: the container image zkdocker starts (default
+//     zookeeper:3.8, or zookeeper:<ZK_TEST_VERSION>).
 //
 // The interop tests take Curator's class path from CURATOR_CLASSPATH when
 // it is set; scripts/zk39-env.sh prints the settings (ZK_TEST_VERSION=3.9

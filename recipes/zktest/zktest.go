@@ -11,17 +11,21 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/zkrecipes/zkrecipes/recipes/zktest/internal/launcher"
 )
 
 // ErrNotControllable is returned (wrapped) by Kill, Restart, Pause and Resume
 // on a Cluster whose server processes this package did not start: an
-// ensemble named by ZK_TEST_SERVERS, or a server running in a container.
+// ensemble named by ZK_TEST_SERVERS, or a server running in a container
+// (package zkdocker).
 // Tests that inject faults should check Controllable and skip otherwise.
 var ErrNotControllable = errors.New("zktest: cluster is not controllable")
 
 // ErrUnavailable is returned (wrapped) by Launch when no ZooKeeper could be
-// found: ZK_TEST_SERVERS is unset, no local installation exists and no
-// Docker engine answers. Start and StartEnsemble fail the test instead.
+// found: ZK_TEST_SERVERS is unset, no local installation exists, and either
+// package zkdocker is not imported or no Docker engine answers. Start and
+// StartEnsemble fail the test instead.
 var ErrUnavailable = errors.New("zktest: no ZooKeeper available")
 
 // DefaultTickTime is the tickTime of servers this package starts unless
@@ -38,10 +42,10 @@ const (
 	// EnvZooKeeperHome points at an unpacked Apache ZooKeeper release whose
 	// jars (lib/*.jar and *.jar) are used instead of Debian's.
 	EnvZooKeeperHome = "ZOOKEEPER_HOME"
-	// EnvImage overrides the container image used when a server is started
-	// with Docker (default "zookeeper:3.8").
-	EnvImage = "ZK_TEST_IMAGE"
 )
+
+// dockerPackage is the package that lets Launch start a server in Docker.
+const dockerPackage = "github.com/zkrecipes/zkrecipes/recipes/zktest/zkdocker"
 
 // logTailLines is how many lines of each server log are reported through
 // t.Log when a test using the cluster fails.
@@ -103,8 +107,8 @@ type Cluster struct {
 	servers []string
 	tick    time.Duration
 
-	local *localCluster     // modeLocal
-	ctr   *containerCluster // modeContainer
+	local *localCluster   // modeLocal
+	ctr   launcher.Server // modeContainer, started by zkdocker
 
 	version string // the release the servers report, set by Launch
 
@@ -188,24 +192,51 @@ func launch(n int, cfg config) (*Cluster, error) {
 	}
 	localErr := err
 
-	if dockerAvailable() {
+	l := launcher.Registered()
+	if l != nil && l.Available() {
 		if n > 1 {
 			return nil, fmt.Errorf("zktest: an ensemble of %d members needs a local ZooKeeper installation "+
 				"(apt-get install zookeeper, or set %s); with Docker only a standalone server is started: %w",
 				n, EnvZooKeeperHome, ErrUnavailable)
 		}
-		cc, err := launchContainer(cfg)
-		if err != nil {
-			return nil, err
-		}
-		return &Cluster{mode: modeContainer, servers: []string{cc.addr}, tick: cfg.tick, ctr: cc}, nil
+		return launchContainer(l, cfg)
 	}
 
+	docker := fmt.Sprintf("import _ %q in a test file and run a Docker engine "+
+		"(DOCKER_HOST names one off the default socket) to start the official zookeeper image "+
+		"in a container (ZK_TEST_IMAGE chooses the image)", dockerPackage)
+	if l != nil {
+		docker = l.Unavailable()
+	}
 	return nil, fmt.Errorf("%w (%v): install ZooKeeper (apt-get install zookeeper), "+
 		"or set %s to an unpacked Apache ZooKeeper release, "+
 		"or set %s=host:port[,host:port...] to use a running ensemble, "+
-		"or run a Docker engine so the %q image can be started",
-		ErrUnavailable, localErr, EnvZooKeeperHome, EnvServers, containerImage())
+		"or %s",
+		ErrUnavailable, localErr, EnvZooKeeperHome, EnvServers, docker)
+}
+
+// launchContainer starts a standalone server through l (zkdocker's
+// container) and waits until it serves.
+func launchContainer(l launcher.Launcher, cfg config) (*Cluster, error) {
+	srv, err := l.Start(launcher.Spec{TickTime: cfg.tick})
+	if err != nil {
+		return nil, err
+	}
+	deadline := time.Now().Add(startTimeout)
+	for {
+		out, err := fourLetter(srv.Addr(), "srvr", probeTimeout)
+		if err == nil {
+			if mode, _ := parseKV(out, "Mode", ':'); mode == "standalone" {
+				return &Cluster{mode: modeContainer, servers: []string{srv.Addr()}, tick: cfg.tick, ctr: srv}, nil
+			}
+		}
+		if time.Now().After(deadline) {
+			err := fmt.Errorf("zktest: the container at %s is not serving after %v; last lines of its log:\n%s",
+				srv.Addr(), startTimeout, tail(srv.Log(), 30))
+			return nil, errors.Join(err, srv.Close())
+		}
+		time.Sleep(pollInterval)
+	}
 }
 
 // launchExternal builds a non-controllable Cluster from ZK_TEST_SERVERS.
@@ -256,7 +287,7 @@ func (c *Cluster) Close() error {
 		case modeLocal:
 			c.closeErr = c.local.close()
 		case modeContainer:
-			c.closeErr = c.ctr.close()
+			c.closeErr = c.ctr.Close()
 		}
 	})
 	return c.closeErr
@@ -430,7 +461,7 @@ func (c *Cluster) LogContains(i int, substr string) bool {
 	case modeLocal:
 		data = c.local.readLog(i)
 	case modeContainer:
-		data = c.ctr.readLog()
+		data = c.ctr.Log()
 	default:
 		return false
 	}
@@ -446,7 +477,7 @@ func (c *Cluster) logTails(t testing.TB) {
 		case modeLocal:
 			data = c.local.readLog(i)
 		case modeContainer:
-			data = c.ctr.readLog()
+			data = c.ctr.Log()
 		default:
 			return
 		}

@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/go-zookeeper/zk"
+
+	"github.com/zkrecipes/zkrecipes/recipes/zktest/internal/launcher"
 )
 
 func TestStandalone(t *testing.T) {
@@ -402,5 +404,24 @@ func TestCloseWhilePaused(t *testing.T) {
 	}
 	if _, err := fourLetter(c.Servers()[0], "ruok", 300*time.Millisecond); err == nil {
 		t.Fatal("server answers after Close")
+	}
+}
+
+// TestUnavailableNamesZkdocker checks that without a local installation
+// and without package zkdocker, the error tells how to get a server in
+// Docker: import zkdocker (which this package does not, so that its users
+// do not get testcontainers' modules).
+func TestUnavailableNamesZkdocker(t *testing.T) {
+	if launcher.Registered() != nil {
+		t.Fatal("a launcher is registered in zktest's own tests")
+	}
+	t.Setenv(EnvServers, "")
+	t.Setenv(EnvZooKeeperHome, t.TempDir())
+	_, err := Launch(1)
+	if !errors.Is(err, ErrUnavailable) {
+		t.Fatalf("Launch without a local installation = %v, want ErrUnavailable", err)
+	}
+	if want := `import _ "github.com/zkrecipes/zkrecipes/recipes/zktest/zkdocker"`; !strings.Contains(err.Error(), want) {
+		t.Fatalf("the error does not say %s: %v", want, err)
 	}
 }

@@ -1,7 +1,8 @@
 // Package demo holds the start-up code the recipe examples share: finding
-// a ZooKeeper (ZK_SERVERS, else a local server started with
-// zktest.Launch), connecting sessions, printing with a timestamp, and the
-// one-line verdict every example ends with.
+// a ZooKeeper (ZK_SERVERS, else a server started with zktest.Launch: a
+// local one, or one in Docker through zkdocker), connecting sessions,
+// printing with a timestamp, and the one-line verdict every example ends
+// with.
 package demo
 
 import (
@@ -21,6 +22,7 @@ import (
 	"github.com/zkrecipes/zkrecipes/internal/engine"
 	"github.com/zkrecipes/zkrecipes/recipes"
 	"github.com/zkrecipes/zkrecipes/recipes/zktest"
+	_ "github.com/zkrecipes/zkrecipes/recipes/zktest/zkdocker" // Launch may start a container
 )
 
 // VerdictOK and VerdictFailed start an example's last line.
