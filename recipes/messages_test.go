@@ -109,6 +109,25 @@ func TestErrorMessages(t *testing.T) {
 	must(rw.ReadLock().Unlock(ctx))
 	add("RWLock read lock Unlock not held", rw.ReadLock().Unlock(ctx))
 
+	// The semaphore.
+	sem, err := semaphore.New(c, "/messages/sem", 1)
+	must(err)
+	sl, err := sem.Acquire(ctx)
+	must(err)
+	sem2, err := semaphore.New(other, "/messages/sem", 1)
+	must(err)
+	_, err = sem2.TryAcquire(ctx)
+	add("Semaphore.TryAcquire when full", err)
+	_, err = sem2.Acquire(ended)
+	add("Semaphore.Acquire with an ended ctx", err)
+	_, err = sem2.AcquireN(ctx, 2)
+	add("Semaphore.AcquireN of more than the maximum", err)
+	must(sl.Close(ctx))
+	add("Lease.Close twice", sl.Close(ctx))
+	smu, err := semaphore.NewMutex(c, "/messages/semmutex")
+	must(err)
+	add("semaphore.Mutex.Unlock not held", smu.Unlock(ctx))
+
 	// The shared count.
 	sc, err := semaphore.NewSharedCount(ctx, c, "/messages/count", 1)
 	must(err)

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"sync"
 
+	"github.com/zkrecipes/zkrecipes/internal/engine"
 	"github.com/zkrecipes/zkrecipes/recipes"
 )
 
@@ -61,7 +62,7 @@ func (m *Mutex) Unlock(ctx context.Context) error {
 	m.lease = nil
 	m.mu.Unlock()
 	if l == nil {
-		return fmt.Errorf("semaphore mutex %s: %w", m.s.path, ErrNotHeld)
+		return engine.Namedf("semaphore mutex "+m.s.path, "%w", ErrNotHeld)
 	}
 	return l.Close(ctx)
 }

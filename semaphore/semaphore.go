@@ -215,7 +215,10 @@ func (s *Semaphore) acquire(ctx context.Context, n int, wait bool) ([]*Lease, er
 		l, err := s.acquireOne(ctx, wait)
 		if err != nil {
 			rerr := ReturnAll(context.WithoutCancel(ctx), out)
-			return nil, errors.Join(fmt.Errorf("semaphore %s: %w", s.path, err), rerr)
+			if rerr != nil {
+				err = errors.Join(err, rerr)
+			}
+			return nil, engine.Named("semaphore "+s.path, err)
 		}
 		out = append(out, l)
 	}
@@ -282,7 +285,7 @@ func (s *Semaphore) Participants(ctx context.Context) ([]Participant, error) {
 		return nil, nil
 	}
 	if err != nil {
-		return nil, fmt.Errorf("semaphore %s: participants: %w", s.path, err)
+		return nil, engine.Namedf("semaphore "+s.path, "participants: %w", err)
 	}
 	out := make([]Participant, 0, len(kids))
 	for _, k := range engine.SortContenders(kids, leaseDriver) {
@@ -297,7 +300,7 @@ func (s *Semaphore) Participants(ctx context.Context) ([]Participant, error) {
 			continue // returned meanwhile
 		}
 		if err != nil {
-			return nil, fmt.Errorf("semaphore %s: participants: %w", s.path, err)
+			return nil, engine.Namedf("semaphore "+s.path, "participants: %w", err)
 		}
 		out = append(out, Participant{Name: k.Name, Node: p, Data: data})
 	}
@@ -360,7 +363,7 @@ func (l *Lease) Close(ctx context.Context) error {
 	l.mu.Lock()
 	if l.closed {
 		l.mu.Unlock()
-		return fmt.Errorf("semaphore %s: %w: lease already returned", l.s.path, ErrNotHeld)
+		return engine.Namedf("semaphore "+l.s.path, "%w: lease already returned", ErrNotHeld)
 	}
 	l.closed = true
 	l.mu.Unlock()
@@ -371,10 +374,10 @@ func (l *Lease) Close(ctx context.Context) error {
 	}
 	err := l.ct.Leave(ctx)
 	if lost {
-		return fmt.Errorf("semaphore %s: %w", l.s.path, ErrLockLost)
+		return engine.Namedf("semaphore "+l.s.path, "%w", ErrLockLost)
 	}
 	if err != nil {
-		return fmt.Errorf("semaphore %s: %w", l.s.path, err)
+		return engine.Namedf("semaphore "+l.s.path, "%w", err)
 	}
 	return nil
 }
@@ -397,10 +400,10 @@ func (l *Lease) Data(ctx context.Context) ([]byte, error) {
 		return err
 	})
 	if errors.Is(err, zk.ErrNoNode) {
-		return nil, fmt.Errorf("semaphore %s: %w: %s is gone", l.s.path, ErrLockLost, l.Node())
+		return nil, engine.Namedf("semaphore "+l.s.path, "%w: %s is gone", ErrLockLost, l.Node())
 	}
 	if err != nil {
-		return nil, fmt.Errorf("semaphore %s: lease data: %w", l.s.path, err)
+		return nil, engine.Namedf("semaphore "+l.s.path, "lease data: %w", err)
 	}
 	return data, nil
 }

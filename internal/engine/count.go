@@ -63,7 +63,7 @@ func (ct *Contest) AwaitCount(ctx context.Context, limit Limit, wait bool) (Sign
 			return Look{Done: true}, nil
 		}
 		if !wait {
-			return Look{}, fmt.Errorf("zkrecipes: %s: %d of %d leases taken: %w", ct.parent, len(kids)-1, max, ErrNotAcquired)
+			return Look{}, fmt.Errorf("%w: %d of %d leases taken", ErrNotAcquired, len(kids)-1, max)
 		}
 		return Look{Watch: watch, Also: changed}, nil
 	})
