@@ -34,7 +34,7 @@ type Contest struct {
 	sweep       bool // a create reply was lost: a late copy may still land
 	know        *parentKnowledge
 	done        bool
-	met         *contestMetrics // nil without metrics
+	met         contestMetrics // measures nothing without metrics
 }
 
 // EnterOption configures Enter.
@@ -116,7 +116,7 @@ func (c *Client) Enter(ctx context.Context, parent, lockName string, data []byte
 		name += cfg.fixed
 	}
 	path, sid, lostReply, err := c.createProtected(ctx, parent, NewUUID(), name, data, !cfg.hasFixed)
-	var met *contestMetrics
+	var met contestMetrics
 	if c.met != nil {
 		met = c.startContest(lockName, parent, since)
 		if err != nil {

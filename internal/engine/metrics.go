@@ -360,7 +360,8 @@ func (c *Client) stateEntered(s State) {
 	}
 }
 
-// contestMetrics is what a Contest measures: nil without metrics.
+// contestMetrics is what a Contest measures; in is nil without metrics.
+// It lives in the Contest, so measuring allocates nothing.
 type contestMetrics struct {
 	in     *recipeInstruments
 	since  time.Time // the wait began
@@ -369,13 +370,13 @@ type contestMetrics struct {
 }
 
 // startContest returns the measurements of a contest whose wait began at since.
-func (c *Client) startContest(lockName, parent string, since time.Time) *contestMetrics {
-	return &contestMetrics{in: c.recipeInstruments(lockName, parent), since: since}
+func (c *Client) startContest(lockName, parent string, since time.Time) contestMetrics {
+	return contestMetrics{in: c.recipeInstruments(lockName, parent), since: since}
 }
 
 // queue records the contenders ahead at the first look.
 func (m *contestMetrics) queue(ahead int) {
-	if m != nil && !m.queued {
+	if m.in != nil && !m.queued {
 		m.queued = true
 		m.in.queue.Observe(float64(ahead))
 	}
@@ -383,7 +384,7 @@ func (m *contestMetrics) queue(ahead int) {
 
 // acquired records the outcome of an acquisition.
 func (m *contestMetrics) acquired(held bool, err error) {
-	if m == nil {
+	if m.in == nil {
 		return
 	}
 	m.in.acquires[acquireResult(held, err)].Add(1)
@@ -397,7 +398,7 @@ func (m *contestMetrics) acquired(held bool, err error) {
 
 // released records the end of a hold; the next wait begins now.
 func (m *contestMetrics) released() {
-	if m == nil || m.heldAt.IsZero() {
+	if m.in == nil || m.heldAt.IsZero() {
 		return
 	}
 	now := time.Now()
