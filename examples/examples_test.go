@@ -32,6 +32,7 @@ var examples = []struct {
 	{"selector", []string{"-duration", "2s"}},
 	{"reaper", []string{"-threshold", "1s"}},
 	{"fenced", []string{"-session-timeout", "1s"}},
+	{"metrics", nil},
 }
 
 // example is the directory, and the binary, of the example a run runs.

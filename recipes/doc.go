@@ -68,6 +68,55 @@
 // Recipe paths are given as users see them; Client.FullPath validates them
 // and applies the namespace. Every other Client method takes server paths.
 //
+// # Metrics
+//
+// WithMetrics makes a Client report to a Metrics sink; adapters for
+// Prometheus (metrics/prommetrics) and OpenTelemetry (metrics/otelmetrics)
+// live in packages of their own. The engine measures, so every recipe
+// reports alike. The fixed set (Prometheus names in brackets, as the
+// Prometheus adapter and OpenTelemetry's Prometheus exporter write them):
+//
+//	name (Prometheus name)                          kind       labels              meaning
+//	zkrecipes.connection.state_changes              counter    state               transitions, by the state entered:
+//	  (zkrecipes_connection_state_changes_total)                                   CONNECTED, SUSPENDED, RECONNECTED,
+//	                                                                               LOST (a session expired or declared
+//	                                                                               lost), READ_ONLY
+//	zkrecipes.connection.suspended                  counter s  -                   time spent SUSPENDED, added when the
+//	  (zkrecipes_connection_suspended_seconds_total)                               suspension ends
+//	zkrecipes.requests                              counter    op, result          requests sent; op: create, delete,
+//	  (zkrecipes_requests_total)                                                   get_data, exists, get_children,
+//	                                                                               set_data, multi, sync, add_auth;
+//	                                                                               result: ok, connection, no_node,
+//	                                                                               node_exists, bad_version,
+//	                                                                               session_expired, ctx_done, other
+//	zkrecipes.retries                               counter    -                   pauses before another attempt after
+//	  (zkrecipes_retries_total)                                                    a connection error (Retry, a recipe's
+//	                                                                               wait, a background delete)
+//	zkrecipes.deletes.pending                       gauge      -                   guaranteed deletes in progress
+//	  (zkrecipes_deletes_pending)                                                  (Stats.PendingDeletes)
+//	zkrecipes.recipe.acquires                       counter    recipe, path,       acquisitions that queued a node;
+//	  (zkrecipes_recipe_acquires_total)                        result              result: acquired, not_acquired,
+//	                                                                               ctx_done, lost, error; a latch
+//	                                                                               counts each term it starts
+//	zkrecipes.recipe.wait                           hist. s    recipe, path        queueing (before the create) to
+//	  (zkrecipes_recipe_wait_seconds)                                              holding, acquisitions that held
+//	zkrecipes.recipe.hold                           hist. s    recipe, path        holding to release (a term: to its end)
+//	  (zkrecipes_recipe_hold_seconds)
+//	zkrecipes.recipe.queue                          histogram  recipe, path        contenders ahead (a semaphore: leases
+//	  (zkrecipes_recipe_queue)                                                     taken) at the first look
+//	zkrecipes.recipe.held                           gauge      recipe, path        holds held now (locks, leases, terms)
+//	  (zkrecipes_recipe_held)
+//
+// The recipe label is mutex, rwlock_read, rwlock_write, semaphore or
+// latch; path is the recipe path as given (without the namespace). A
+// LeaderSelector holds a mutex at its path, and a semaphore takes its
+// internal mutex at <path>/locks before it waits for a lease: those show
+// as recipe mutex (the semaphore's wait is the wait for the count once it
+// holds that mutex). What is measured is the node: a reentrant Lock, or a
+// hand-off within the process (mutex.WithLocalHandoff), queues no node
+// and is not an acquisition of its own. Every recipe path is a series:
+// with many paths (a lock per user id, say) expect as many series.
+//
 // Nodes are laid out exactly as Curator lays them out, so Go and Java
 // processes can share locks and elections.
 package recipes

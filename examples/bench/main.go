@@ -158,6 +158,7 @@ type flags struct {
 	strict         bool
 	procs          bool
 	cpuprofile     string
+	metrics        bool
 }
 
 func main() {
@@ -182,6 +183,7 @@ func main() {
 	flag.BoolVar(&f.procs, "procs", false, "contended: run every session in an OS process of its own (this binary re-run as a worker) instead of a goroutine, so that sessions share no state, as with separate services")
 	flag.StringVar(&f.cpuprofile, "cpuprofile", "", "write a CPU profile of this process to `file`")
 	flag.BoolVar(&f.strict, "strict", false, "exit with status 3 when a median ratio misses its target")
+	flag.BoolVar(&f.metrics, "metrics", false, "uncontended: also run Lock+Unlock on a client with recipes.WithMetrics (Prometheus, metrics/prommetrics) as a third side of the same rounds, and report its client CPU per op against ours without metrics")
 	flag.Parse()
 
 	code, err := run(f)
@@ -342,6 +344,13 @@ func (b *bench) uncontended(ctx context.Context) (string, bool, error) {
 	}
 	defer raw.Close()
 	base := &rawLoop{conn: raw.conn, parent: b.root + "/uncontended/base"}
+	var met *metricsSide
+	if f.metrics {
+		if met, err = newMetricsSide(ctx, b.servers, f.sessionTimeout, b.root+"/uncontended/metrics"); err != nil {
+			return "", false, err
+		}
+		defer met.close()
+	}
 
 	oursLoop := func(n int) error {
 		for range n {
@@ -361,6 +370,11 @@ func (b *bench) uncontended(ctx context.Context) (string, bool, error) {
 		if err := base.run(f.warmup); err != nil {
 			return "", false, fmt.Errorf("baseline: %w", err)
 		}
+		if met != nil {
+			if err := met.loop(f.warmup); err != nil {
+				return "", false, fmt.Errorf("ours with metrics: %w", err)
+			}
+		}
 	}
 
 	var (
@@ -377,8 +391,8 @@ func (b *bench) uncontended(ctx context.Context) (string, bool, error) {
 		// turns (and turns at going first), so that noise lasting more than
 		// a few milliseconds hits both sides alike.
 		var (
-			oursTime, baseTime time.Duration
-			oursCPU, baseCPU   time.Duration // this process's CPU time while each side ran
+			oursTime, baseTime, metTime time.Duration
+			oursCPU, baseCPU, metCPU    time.Duration // this process's CPU time while each side ran
 		)
 		sides := []func(n int) error{
 			func(n int) error {
@@ -406,10 +420,22 @@ func (b *bench) uncontended(ctx context.Context) (string, bool, error) {
 				return nil
 			},
 		}
+		if met != nil {
+			sides = append(sides, func(n int) error {
+				start, cpu := time.Now(), cpuTime()
+				if err := met.loop(n); err != nil {
+					return fmt.Errorf("ours with metrics: %w", err)
+				}
+				metTime += time.Since(start)
+				metCPU += cpuTime() - cpu
+				return nil
+			})
+		}
 		for done, k := 0, 0; done < f.ops; k++ {
 			n := min(f.chunk, f.ops-done)
-			first := (r + k) % 2
-			for _, side := range []func(int) error{sides[first], sides[1-first]} {
+			first := (r + k) % len(sides)
+			for i := range sides {
+				side := sides[(first+i)%len(sides)]
 				if err := ctx.Err(); err != nil {
 					return "", false, err
 				}
@@ -423,6 +449,9 @@ func (b *bench) uncontended(ctx context.Context) (string, bool, error) {
 		ours, bases, ratios = append(ours, or), append(bases, br), append(ratios, or/br)
 		oc, bc := cpuPerOp(oursCPU, f.ops), cpuPerOp(baseCPU, f.ops)
 		oursCPUs, baseCPUs, cpuRatios = append(oursCPUs, oc), append(baseCPUs, bc), append(cpuRatios, oc/bc)
+		if met != nil {
+			met.round(float64(f.ops)/metTime.Seconds(), cpuPerOp(metCPU, f.ops), or, oc)
+		}
 		fmt.Fprintf(tw, "%d\t%.0f\t%.0f\t%.3f\t%.0f\t%.0f\t%.3f\n", r+1, or, br, or/br, oc, bc, oc/bc)
 	}
 	ratio := median(ratios)
@@ -454,6 +483,9 @@ func (b *bench) uncontended(ctx context.Context) (string, bool, error) {
 	line := fmt.Sprintf("RESULT scenario=uncontended ours_ops=%.1f base_ops=%.1f ratio=%.4f target=%.2f pass=%t rounds=%d ops=%d %s server_pkts_per_op_ours=%s server_pkts_per_op_base=%s cpu_us_per_op_ours=%.1f cpu_us_per_op_base=%.1f cpu_ratio=%.4f cpu_target=%.2f cpu_pass=%t",
 		median(ours), median(bases), ratio, uncontendedTarget, ok, f.rounds, f.ops, per.kv("op"), oursPkts.kv(), basePkts.kv(),
 		median(oursCPUs), median(baseCPUs), cpuRatio, uncontendedCPUTarget, cpuOK)
+	if met != nil {
+		line += "\n" + met.report()
+	}
 	return line, ok, nil
 }
 

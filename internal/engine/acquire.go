@@ -24,6 +24,7 @@ func (ct *Contest) Acquire(ctx context.Context, wait bool) (held bool, sig Signa
 		return false, Signals{}, fmt.Errorf("%w: nil context", ErrInvalidArgument)
 	}
 	held, sig, err = ct.acquire(ctx, wait)
+	ct.met.acquired(held, err)
 	if !held {
 		if lerr := ct.Leave(context.WithoutCancel(ctx)); lerr != nil && err == nil {
 			err = lerr
@@ -108,6 +109,7 @@ func (ct *Contest) list(ctx context.Context, q *queueView) error {
 		return ct.nodeGone()
 	}
 	q.below, q.listed, q.czxid = sorted[:ours:ours], true, pstat.Czxid
+	ct.met.queue(ours)
 	q.target, q.watch = "", nil
 	if ct.know == nil && len(q.below) > 0 {
 		ct.know = ct.c.knowledge.enter(ct.parent, q.czxid)

@@ -54,6 +54,7 @@ type Client struct {
 
 	stats     counters
 	knowledge knowledge
+	met       *instruments // nil without WithMetrics: every measurement checks
 }
 
 // Connect dials the given servers ("host:port" each) and waits until the
@@ -176,6 +177,9 @@ func newClient(cfg Config) *Client {
 		pumpDone:  make(chan struct{}),
 	}
 	c.knowledge.init()
+	if cfg.metrics != nil {
+		c.met = newInstruments(cfg.metrics)
+	}
 	return c
 }
 
@@ -274,7 +278,7 @@ func (c *Client) SessionID() int64 {
 // "user:password") to the session; go-zookeeper sends it again after every
 // reconnect.
 func (c *Client) AddAuth(ctx context.Context, scheme string, auth []byte) error {
-	_, err := send(c, ctx, func() (struct{}, error) {
+	_, err := send(c, ctx, reqAddAuth, func() (struct{}, error) {
 		return struct{}{}, c.conn.AddAuth(scheme, auth)
 	}, nil)
 	if err != nil && !errors.Is(err, ErrNilClient) && !errors.Is(err, ErrClosed) && !errors.Is(err, ErrInvalidArgument) {

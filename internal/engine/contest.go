@@ -34,6 +34,7 @@ type Contest struct {
 	sweep       bool // a create reply was lost: a late copy may still land
 	know        *parentKnowledge
 	done        bool
+	met         contestMetrics // measures nothing without metrics
 }
 
 // EnterOption configures Enter.
@@ -99,6 +100,10 @@ func (c *Client) Enter(ctx context.Context, parent, lockName string, data []byte
 	if lockName == "" {
 		return nil, fmt.Errorf("%w: empty lock name", ErrInvalidArgument)
 	}
+	var since time.Time
+	if c.met != nil {
+		since = time.Now()
+	}
 	var cfg enterConfig
 	if len(opts) > 0 {
 		cfg = applyEnterOptions(opts)
@@ -111,6 +116,13 @@ func (c *Client) Enter(ctx context.Context, parent, lockName string, data []byte
 		name += cfg.fixed
 	}
 	path, sid, lostReply, err := c.createProtected(ctx, parent, NewUUID(), name, data, !cfg.hasFixed)
+	var met contestMetrics
+	if c.met != nil {
+		met = c.startContest(lockName, parent, since)
+		if err != nil {
+			met.acquired(false, err)
+		}
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -121,6 +133,7 @@ func (c *Client) Enter(ctx context.Context, parent, lockName string, data []byte
 		granted: cfg.granted, verifyOwner: cfg.verifyOwner, sweep: lostReply,
 		me:     Contender{Name: name, Key: d.SortKey(name)},
 		prefix: protectedPrefixOf(name),
+		met:    met,
 	}, nil
 }
 
@@ -293,6 +306,7 @@ func (ct *Contest) Leave(ctx context.Context) error {
 		ctx = context.Background()
 	}
 	ct.done = true
+	ct.met.released()
 	if ct.know != nil {
 		// Before the delete: when no other contest in this process uses
 		// the incarnation, its record goes now and the delete need not

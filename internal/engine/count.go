@@ -54,6 +54,7 @@ func (ct *Contest) AwaitCount(ctx context.Context, limit Limit, wait bool) (Sign
 		if !slices.Contains(kids, ct.me.Name) {
 			return Look{}, ct.nodeGone()
 		}
+		ct.met.queue(len(kids) - 1)
 		if len(kids) <= max {
 			hold := ct.c.HoldSignal(snap)
 			if isClosed(hold) || isClosed(snap.Changed) {
@@ -67,6 +68,7 @@ func (ct *Contest) AwaitCount(ctx context.Context, limit Limit, wait bool) (Sign
 		}
 		return Look{Watch: watch, Also: changed}, nil
 	})
+	ct.met.acquired(err == nil, err)
 	if err != nil {
 		return Signals{}, err
 	}

@@ -52,11 +52,11 @@ func (c *Client) GuaranteedDelete(ctx context.Context, path string, sid int64) e
 		return ErrClientClosed
 	}
 	res := deleteResults.Get().(chan error)
-	c.stats.pendingDeletes.Add(1)
+	c.addPendingDeletes(1)
 	select {
 	case c.deletes <- deleteJob{path: path, sid: sid, res: res}: // unbuffered: taken by an idle deleteLoop
 	default:
-		c.stats.pendingDeletes.Add(-1)
+		c.addPendingDeletes(-1)
 		if !c.deleteInBackground(path, sid, res) {
 			return ErrClientClosed
 		}
@@ -98,7 +98,7 @@ func (c *Client) deleteLoop() {
 			} else {
 				j.res <- c.deleteNow(j.path, j.sid)
 			}
-			c.stats.pendingDeletes.Add(-1)
+			c.addPendingDeletes(-1)
 		case <-c.closeCh:
 			return
 		}
@@ -124,9 +124,9 @@ func (c *Client) deleteNow(path string, sid int64) error {
 // outcome as deleteNow reports it. It reports false when the client is
 // closed.
 func (c *Client) deleteInBackground(path string, sid int64, res chan<- error) bool {
-	c.stats.pendingDeletes.Add(1)
+	c.addPendingDeletes(1)
 	ok := c.background(func() {
-		defer c.stats.pendingDeletes.Add(-1)
+		defer c.addPendingDeletes(-1)
 		first := true
 		c.retryForever(sid, func() error {
 			err := c.deleteOnce(path)
@@ -143,7 +143,7 @@ func (c *Client) deleteInBackground(path string, sid int64, res chan<- error) bo
 		})
 	})
 	if !ok {
-		c.stats.pendingDeletes.Add(-1)
+		c.addPendingDeletes(-1)
 	}
 	return ok
 }
@@ -171,6 +171,7 @@ func (c *Client) retryForever(sid int64, op func() error) {
 			}
 			return
 		}
+		c.countRetry()
 		if err := c.sleep(context.Background(), retry.NextBackOff()); err != nil {
 			return
 		}

@@ -67,7 +67,7 @@ func (s Stats) Sub(o Stats) Stats {
 // ctx.Err() when ctx ends first (late then gets the reply, if it is not
 // nil). With a ctx that never ends it makes the request in the caller's
 // goroutine.
-func send[T any](c *Client, ctx context.Context, req func() (T, error), late func(T, error)) (T, error) {
+func send[T any](c *Client, ctx context.Context, op reqOp, req func() (T, error), late func(T, error)) (T, error) {
 	var zero T
 	if err := c.check(); err != nil {
 		return zero, err
@@ -76,7 +76,9 @@ func send[T any](c *Client, ctx context.Context, req func() (T, error), late fun
 		return zero, fmt.Errorf("%w: nil context", ErrInvalidArgument)
 	}
 	if ctx.Done() == nil {
-		return req()
+		v, err := req()
+		c.countRequest(op, err)
+		return v, err
 	}
 	if err := ctx.Err(); err != nil {
 		return zero, err
@@ -87,11 +89,14 @@ func send[T any](c *Client, ctx context.Context, req func() (T, error), late fun
 	}
 	select {
 	case <-r.done:
+		c.countRequest(op, r.err)
 		return r.v, r.err
 	case <-ctx.Done():
 		if v, err, ok := r.abandon(); ok {
+			c.countRequest(op, err)
 			return v, err // the reply came first after all
 		}
+		c.countRequest(op, ctx.Err())
 		return zero, ctx.Err()
 	}
 }
@@ -150,7 +155,7 @@ type (
 // Create creates a node with the ACL the client's provider gives for it.
 // A create whose reply arrives after ctx ended deletes what it made.
 func (c *Client) Create(ctx context.Context, path string, data []byte, flags int32) (string, error) {
-	return send(c, ctx, func() (string, error) {
+	return send(c, ctx, reqCreate, func() (string, error) {
 		c.stats.creates.Add(1)
 		return c.conn.Create(path, data, flags, c.ACL(path))
 	}, c.undoCreate)
@@ -158,7 +163,7 @@ func (c *Client) Create(ctx context.Context, path string, data []byte, flags int
 
 // CreateContainer creates a container node.
 func (c *Client) CreateContainer(ctx context.Context, path string) (string, error) {
-	return send(c, ctx, func() (string, error) {
+	return send(c, ctx, reqCreate, func() (string, error) {
 		c.stats.creates.Add(1)
 		return c.conn.CreateContainer(path, nil, zk.FlagContainer, c.ACL(path))
 	}, nil) // an empty container goes by itself
@@ -175,7 +180,7 @@ func (c *Client) undoCreate(path string, err error) {
 
 // Delete deletes a node (version -1 for any).
 func (c *Client) Delete(ctx context.Context, path string, version int32) error {
-	_, err := send(c, ctx, func() (struct{}, error) {
+	_, err := send(c, ctx, reqDelete, func() (struct{}, error) {
 		c.stats.deletes.Add(1)
 		return struct{}{}, c.conn.Delete(path, version)
 	}, nil)
@@ -184,7 +189,7 @@ func (c *Client) Delete(ctx context.Context, path string, version int32) error {
 
 // Get reads a node's data.
 func (c *Client) Get(ctx context.Context, path string) ([]byte, *zk.Stat, error) {
-	r, err := send(c, ctx, func() (pair[[]byte, *zk.Stat], error) {
+	r, err := send(c, ctx, reqGetData, func() (pair[[]byte, *zk.Stat], error) {
 		c.stats.getData.Add(1)
 		d, st, err := c.conn.Get(path)
 		return pair[[]byte, *zk.Stat]{d, st}, err
@@ -194,7 +199,7 @@ func (c *Client) Get(ctx context.Context, path string) ([]byte, *zk.Stat, error)
 
 // GetW reads a node's data and leaves a watch on it.
 func (c *Client) GetW(ctx context.Context, path string) ([]byte, *zk.Stat, <-chan zk.Event, error) {
-	r, err := send(c, ctx, func() (triple[[]byte, *zk.Stat, <-chan zk.Event], error) {
+	r, err := send(c, ctx, reqGetData, func() (triple[[]byte, *zk.Stat, <-chan zk.Event], error) {
 		c.stats.getData.Add(1)
 		d, st, ch, err := c.conn.GetW(path)
 		if err == nil {
@@ -207,7 +212,7 @@ func (c *Client) GetW(ctx context.Context, path string) ([]byte, *zk.Stat, <-cha
 
 // Exists reports whether a node exists.
 func (c *Client) Exists(ctx context.Context, path string) (bool, *zk.Stat, error) {
-	r, err := send(c, ctx, func() (pair[bool, *zk.Stat], error) {
+	r, err := send(c, ctx, reqExists, func() (pair[bool, *zk.Stat], error) {
 		c.stats.exists.Add(1)
 		ok, st, err := c.conn.Exists(path)
 		return pair[bool, *zk.Stat]{ok, st}, err
@@ -217,7 +222,7 @@ func (c *Client) Exists(ctx context.Context, path string) (bool, *zk.Stat, error
 
 // ExistsW reports whether a node exists and leaves a watch on it.
 func (c *Client) ExistsW(ctx context.Context, path string) (bool, *zk.Stat, <-chan zk.Event, error) {
-	r, err := send(c, ctx, func() (triple[bool, *zk.Stat, <-chan zk.Event], error) {
+	r, err := send(c, ctx, reqExists, func() (triple[bool, *zk.Stat, <-chan zk.Event], error) {
 		c.stats.exists.Add(1)
 		ok, st, ch, err := c.conn.ExistsW(path)
 		if err == nil {
@@ -230,7 +235,7 @@ func (c *Client) ExistsW(ctx context.Context, path string) (bool, *zk.Stat, <-ch
 
 // Children lists a node's children; the Stat is the parent's.
 func (c *Client) Children(ctx context.Context, path string) ([]string, *zk.Stat, error) {
-	r, err := send(c, ctx, func() (pair[[]string, *zk.Stat], error) {
+	r, err := send(c, ctx, reqChildren, func() (pair[[]string, *zk.Stat], error) {
 		c.stats.children.Add(1)
 		kids, st, err := c.conn.Children(path)
 		return pair[[]string, *zk.Stat]{kids, st}, err
@@ -240,7 +245,7 @@ func (c *Client) Children(ctx context.Context, path string) ([]string, *zk.Stat,
 
 // ChildrenW lists a node's children and leaves a watch on the list.
 func (c *Client) ChildrenW(ctx context.Context, path string) ([]string, *zk.Stat, <-chan zk.Event, error) {
-	r, err := send(c, ctx, func() (triple[[]string, *zk.Stat, <-chan zk.Event], error) {
+	r, err := send(c, ctx, reqChildren, func() (triple[[]string, *zk.Stat, <-chan zk.Event], error) {
 		c.stats.children.Add(1)
 		kids, st, ch, err := c.conn.ChildrenW(path)
 		if err == nil {
@@ -253,7 +258,7 @@ func (c *Client) ChildrenW(ctx context.Context, path string) ([]string, *zk.Stat
 
 // Set writes a node's data.
 func (c *Client) Set(ctx context.Context, path string, data []byte, version int32) (*zk.Stat, error) {
-	return send(c, ctx, func() (*zk.Stat, error) {
+	return send(c, ctx, reqSetData, func() (*zk.Stat, error) {
 		c.stats.setData.Add(1)
 		return c.conn.Set(path, data, version)
 	}, nil)
@@ -263,7 +268,7 @@ func (c *Client) Set(ctx context.Context, path string, data []byte, version int3
 // leader on path, so that a read after it sees every write committed
 // before it (a follower may lag behind).
 func (c *Client) Sync(ctx context.Context, path string) error {
-	_, err := send(c, ctx, func() (string, error) {
+	_, err := send(c, ctx, reqSync, func() (string, error) {
 		c.stats.syncs.Add(1)
 		return c.conn.Sync(path)
 	}, nil)
@@ -284,7 +289,7 @@ func (c *Client) Multi(ctx context.Context, ops ...Op) ([]zk.MultiResponse, erro
 	if err != nil {
 		return nil, err
 	}
-	return send(c, ctx, func() ([]zk.MultiResponse, error) {
+	return send(c, ctx, reqMulti, func() ([]zk.MultiResponse, error) {
 		c.stats.multis.Add(1)
 		res, err := c.conn.Multi(reqs...)
 		if err != nil {
@@ -325,6 +330,7 @@ func (c *Client) Retry(ctx context.Context, op func() error) error {
 		if d == backoff.Stop {
 			return err
 		}
+		c.countRetry()
 		if werr := c.sleep(ctx, d); werr != nil {
 			return fmt.Errorf("%w (last error: %w)", werr, err)
 		}

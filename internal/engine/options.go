@@ -35,6 +35,7 @@ type Config struct {
 	errorPolicy    ErrorPolicy
 	wire           *Wire
 	noContainers   bool
+	metrics        Metrics
 }
 
 // DefaultSessionTimeout is the session timeout requested when

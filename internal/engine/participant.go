@@ -97,6 +97,7 @@ func endsWithSession(err error) bool {
 func (c *Client) participateWith(ctx context.Context, ct *Contest, p Participation) error {
 	for {
 		_, sig, err := ct.acquire(ctx, true)
+		ct.met.acquired(err == nil, err)
 		if err != nil {
 			if ctx.Err() != nil || errors.Is(err, ErrClosed) {
 				return err
@@ -110,6 +111,7 @@ func (c *Client) participateWith(ctx context.Context, ct *Contest, p Participati
 		p.OnTerm(h)
 		gone, err := c.watchTerm(ctx, ct, sig)
 		h.MarkReleased()
+		ct.met.released()
 		if p.OnTermEnd != nil {
 			p.OnTermEnd(h)
 		}

@@ -1,0 +1,408 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/go-zookeeper/zk"
+)
+
+// Metrics is where a Client reports what it measures (package recipes
+// documents it for users). Its methods are called when the client is made
+// and the first time a recipe path is used, never on the hot path: the
+// client keeps the instruments they return and, per measurement, calls
+// only their Add or Observe.
+type Metrics interface {
+	// Counter returns the counter of metric m for the given label values
+	// (one per name in m.Labels, in that order).
+	Counter(m Metric, labelValues ...string) Counter
+	// Gauge returns the gauge of metric m for the given label values.
+	Gauge(m Metric, labelValues ...string) Gauge
+	// Histogram returns the histogram of metric m for the given label values.
+	Histogram(m Metric, labelValues ...string) Histogram
+}
+
+// Counter is a monotonic sum; Add is given a positive delta.
+type Counter interface{ Add(delta float64) }
+
+// Gauge is a value that goes up and down; Add is given the change.
+type Gauge interface{ Add(delta float64) }
+
+// Histogram records the distribution of a value.
+type Histogram interface{ Observe(value float64) }
+
+// MetricKind says which instrument a Metric is.
+type MetricKind int
+
+// The kinds of metrics.
+const (
+	KindCounter MetricKind = iota + 1
+	KindGauge
+	KindHistogram
+)
+
+// String names the kind.
+func (k MetricKind) String() string {
+	switch k {
+	case KindCounter:
+		return "counter"
+	case KindGauge:
+		return "gauge"
+	case KindHistogram:
+		return "histogram"
+	}
+	return fmt.Sprintf("MetricKind(%d)", int(k))
+}
+
+// Metric describes one metric of the fixed set a Client reports.
+type Metric struct {
+	// Name is dotted, OpenTelemetry style, without a unit suffix:
+	// "zkrecipes.requests". Prometheus adapters write it with
+	// underscores and the usual suffixes (PrometheusName).
+	Name string
+	Kind MetricKind
+	// Unit is "s" for durations, else a UCUM annotation like "{request}".
+	Unit string
+	Help string
+	// Labels are the label (attribute) names, in the order their values
+	// are given.
+	Labels []string
+	// Buckets are suggested histogram bucket bounds (histograms only).
+	Buckets []float64
+}
+
+// PrometheusName is the metric's name as Prometheus writes it: dots become
+// underscores, then "_seconds" for a duration and "_total" for a counter
+// are appended, as OpenTelemetry's Prometheus exporter does.
+func (m Metric) PrometheusName() string {
+	n := strings.ReplaceAll(m.Name, ".", "_")
+	if m.Unit == "s" {
+		n += "_seconds"
+	}
+	if m.Kind == KindCounter {
+		n += "_total"
+	}
+	return n
+}
+
+var (
+	durationBuckets = []float64{.001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30, 60, 300, 1800}
+	queueBuckets    = []float64{0, 1, 2, 3, 5, 10, 20, 50, 100, 200, 500, 1000}
+)
+
+// The metrics a Client reports: the fixed set.
+var (
+	MetricStateChanges = Metric{Name: "zkrecipes.connection.state_changes", Kind: KindCounter, Unit: "{change}",
+		Help:   "Connection state transitions, by the state entered (CONNECTED, SUSPENDED, RECONNECTED, LOST, READ_ONLY).",
+		Labels: []string{"state"}}
+	MetricSuspended = Metric{Name: "zkrecipes.connection.suspended", Kind: KindCounter, Unit: "s",
+		Help: "Time spent SUSPENDED, added when a suspension ends (RECONNECTED, LOST or Close)."}
+	MetricRequests = Metric{Name: "zkrecipes.requests", Kind: KindCounter, Unit: "{request}",
+		Help:   "ZooKeeper requests sent by the client, by operation and result (ok, or the kind of error).",
+		Labels: []string{"op", "result"}}
+	MetricRetries = Metric{Name: "zkrecipes.retries", Kind: KindCounter, Unit: "{retry}",
+		Help: "Pauses before trying again after a connection error: Client.Retry, a recipe's wait, a background delete."}
+	MetricPendingDeletes = Metric{Name: "zkrecipes.deletes.pending", Kind: KindGauge, Unit: "{delete}",
+		Help: "Guaranteed deletes (released holds) still being made, retrying in the background while the connection is down."}
+	MetricAcquires = Metric{Name: "zkrecipes.recipe.acquires", Kind: KindCounter, Unit: "{acquire}",
+		Help:   "Acquisitions that queued a node, by recipe, path and result (acquired, not_acquired, ctx_done, lost, error); for a leader latch each term is one.",
+		Labels: []string{"recipe", "path", "result"}}
+	MetricWait = Metric{Name: "zkrecipes.recipe.wait", Kind: KindHistogram, Unit: "s",
+		Help:    "Time from queueing a node (before its create) to holding, for acquisitions that held.",
+		Labels:  []string{"recipe", "path"},
+		Buckets: durationBuckets}
+	MetricHold = Metric{Name: "zkrecipes.recipe.hold", Kind: KindHistogram, Unit: "s",
+		Help:    "Time from holding to release (or, for a term, to its end).",
+		Labels:  []string{"recipe", "path"},
+		Buckets: durationBuckets}
+	MetricQueue = Metric{Name: "zkrecipes.recipe.queue", Kind: KindHistogram, Unit: "{contender}",
+		Help:    "Contenders ahead of ours (for a semaphore, leases taken) at the first look after queueing.",
+		Labels:  []string{"recipe", "path"},
+		Buckets: queueBuckets}
+	MetricHeld = Metric{Name: "zkrecipes.recipe.held", Kind: KindGauge, Unit: "{hold}",
+		Help:   "Holds (locks, leases, leadership terms) held now, by recipe and path.",
+		Labels: []string{"recipe", "path"}}
+)
+
+// AllMetrics returns the fixed set of metrics a Client reports, for
+// adapters that register everything up front.
+func AllMetrics() []Metric {
+	return []Metric{MetricStateChanges, MetricSuspended, MetricRequests, MetricRetries, MetricPendingDeletes,
+		MetricAcquires, MetricWait, MetricHold, MetricQueue, MetricHeld}
+}
+
+// WithMetrics makes the client report to m.
+func WithMetrics(m Metrics) Option {
+	return func(c *Config) error {
+		if m == nil {
+			return fmt.Errorf("%w: nil metrics", ErrInvalidArgument)
+		}
+		c.metrics = m
+		return nil
+	}
+}
+
+// Request operations, the values of the "op" label.
+type reqOp uint8
+
+const (
+	reqCreate reqOp = iota
+	reqDelete
+	reqGetData
+	reqExists
+	reqChildren
+	reqSetData
+	reqMulti
+	reqSync
+	reqAddAuth
+	numOps
+)
+
+var opNames = [numOps]string{"create", "delete", "get_data", "exists", "get_children", "set_data", "multi", "sync", "add_auth"}
+
+// Request results, the values of the "result" label.
+type reqResult uint8
+
+const (
+	resOK reqResult = iota
+	resConnection
+	resNoNode
+	resNodeExists
+	resBadVersion
+	resSessionExpired
+	resCtxDone
+	resOther
+	numResults
+)
+
+var resultNames = [numResults]string{"ok", "connection", "no_node", "node_exists", "bad_version", "session_expired", "ctx_done", "other"}
+
+func resultOf(err error) reqResult {
+	switch {
+	case err == nil:
+		return resOK
+	case errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded):
+		return resCtxDone
+	case errors.Is(err, zk.ErrNoNode):
+		return resNoNode
+	case errors.Is(err, zk.ErrNodeExists):
+		return resNodeExists
+	case errors.Is(err, zk.ErrBadVersion):
+		return resBadVersion
+	case errors.Is(err, zk.ErrSessionExpired):
+		return resSessionExpired
+	case IsRetryable(err):
+		return resConnection
+	}
+	return resOther
+}
+
+// Acquisition results, the values of the recipes' "result" label.
+const (
+	acqHeld = iota
+	acqNotAcquired
+	acqCtxDone
+	acqLost
+	acqError
+	numAcq
+)
+
+var acquireNames = [numAcq]string{"acquired", "not_acquired", "ctx_done", "lost", "error"}
+
+func acquireResult(held bool, err error) int {
+	switch {
+	case held:
+		return acqHeld
+	case err == nil || errors.Is(err, ErrNotAcquired) || errors.Is(err, ErrNotConnected):
+		return acqNotAcquired
+	case errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded):
+		return acqCtxDone
+	case errors.Is(err, ErrSessionLost) || errors.Is(err, ErrLockLost) || errors.Is(err, zk.ErrSessionExpired):
+		return acqLost
+	}
+	return acqError
+}
+
+// instruments are a Client's bound instruments: those with fixed labels
+// made at Connect, those of each recipe path on first use. A Client
+// without metrics has none (nil), and every measurement is behind that nil
+// check.
+type instruments struct {
+	m          Metrics
+	states     [len(stateNames)]Counter
+	suspended  Counter
+	requests   [numOps][numResults]Counter
+	retries    Counter
+	pendingDel Gauge
+
+	mu      sync.RWMutex
+	recipes map[recipeKey]*recipeInstruments
+}
+
+type recipeKey struct{ lockName, parent string }
+
+// recipeInstruments are the instruments of one recipe path.
+type recipeInstruments struct {
+	acquires [numAcq]Counter
+	wait     Histogram
+	hold     Histogram
+	queue    Histogram
+	held     Gauge
+}
+
+func newInstruments(m Metrics) *instruments {
+	in := &instruments{m: m, recipes: map[recipeKey]*recipeInstruments{}}
+	for s := range in.states {
+		if State(s) != StateLatent { // never entered
+			in.states[s] = m.Counter(MetricStateChanges, stateNames[s])
+		}
+	}
+	in.suspended = m.Counter(MetricSuspended)
+	for op := range in.requests {
+		for r := range in.requests[op] {
+			in.requests[op][r] = m.Counter(MetricRequests, opNames[op], resultNames[r])
+		}
+	}
+	in.retries = m.Counter(MetricRetries)
+	in.pendingDel = m.Gauge(MetricPendingDeletes)
+	return in
+}
+
+// recipeLabels names the recipe that queues nodes named lockName under
+// parent, and its path as the user gave it.
+func (c *Client) recipeLabels(lockName, parent string) (recipe, path string) {
+	path = c.StripNamespace(parent)
+	switch lockName {
+	case "lock-":
+		recipe = "mutex"
+	case "__READ__":
+		recipe = "rwlock_read"
+	case "__WRIT__":
+		recipe = "rwlock_write"
+	case "latch-":
+		recipe = "latch"
+	case "lease-":
+		recipe = "semaphore"
+		if p, ok := strings.CutSuffix(path, "/leases"); ok && p != "" {
+			path = p
+		}
+	default:
+		recipe = "other"
+	}
+	return recipe, path
+}
+
+// recipe returns the instruments of the recipe path, making them on first use.
+func (c *Client) recipeInstruments(lockName, parent string) *recipeInstruments {
+	in := c.met
+	k := recipeKey{lockName, parent}
+	in.mu.RLock()
+	ri := in.recipes[k]
+	in.mu.RUnlock()
+	if ri != nil {
+		return ri
+	}
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	if ri = in.recipes[k]; ri != nil {
+		return ri
+	}
+	recipe, path := c.recipeLabels(lockName, parent)
+	ri = &recipeInstruments{
+		wait:  in.m.Histogram(MetricWait, recipe, path),
+		hold:  in.m.Histogram(MetricHold, recipe, path),
+		queue: in.m.Histogram(MetricQueue, recipe, path),
+		held:  in.m.Gauge(MetricHeld, recipe, path),
+	}
+	for r := range ri.acquires {
+		ri.acquires[r] = in.m.Counter(MetricAcquires, recipe, path, acquireNames[r])
+	}
+	in.recipes[k] = ri
+	return ri
+}
+
+// countRequest counts a request of op that ended with err.
+func (c *Client) countRequest(op reqOp, err error) {
+	if c.met != nil {
+		c.met.requests[op][resultOf(err)].Add(1)
+	}
+}
+
+// countRetry counts a pause before another attempt.
+func (c *Client) countRetry() {
+	if c.met != nil {
+		c.met.retries.Add(1)
+	}
+}
+
+// addPendingDeletes changes the count of guaranteed deletes in progress.
+func (c *Client) addPendingDeletes(n int64) {
+	c.stats.pendingDeletes.Add(n)
+	if c.met != nil {
+		c.met.pendingDel.Add(float64(n))
+	}
+}
+
+// stateEntered counts a transition from the current state to s; c.mu is held.
+func (c *Client) stateEntered(s State) {
+	if c.met == nil {
+		return
+	}
+	if ctr := c.met.states[s]; ctr != nil {
+		ctr.Add(1)
+	}
+	if c.state == StateSuspended && s != StateSuspended && !c.suspendedAt.IsZero() {
+		c.met.suspended.Add(time.Since(c.suspendedAt).Seconds())
+	}
+}
+
+// contestMetrics is what a Contest measures; in is nil without metrics.
+// It lives in the Contest, so measuring allocates nothing.
+type contestMetrics struct {
+	in     *recipeInstruments
+	since  time.Time // the wait began
+	heldAt time.Time // the hold began; zero when not holding
+	queued bool      // the queue length was recorded
+}
+
+// startContest returns the measurements of a contest whose wait began at since.
+func (c *Client) startContest(lockName, parent string, since time.Time) contestMetrics {
+	return contestMetrics{in: c.recipeInstruments(lockName, parent), since: since}
+}
+
+// queue records the contenders ahead at the first look.
+func (m *contestMetrics) queue(ahead int) {
+	if m.in != nil && !m.queued {
+		m.queued = true
+		m.in.queue.Observe(float64(ahead))
+	}
+}
+
+// acquired records the outcome of an acquisition.
+func (m *contestMetrics) acquired(held bool, err error) {
+	if m.in == nil {
+		return
+	}
+	m.in.acquires[acquireResult(held, err)].Add(1)
+	if held && m.heldAt.IsZero() {
+		now := time.Now()
+		m.in.wait.Observe(now.Sub(m.since).Seconds())
+		m.in.held.Add(1)
+		m.heldAt = now
+	}
+}
+
+// released records the end of a hold; the next wait begins now.
+func (m *contestMetrics) released() {
+	if m.in == nil || m.heldAt.IsZero() {
+		return
+	}
+	now := time.Now()
+	m.in.hold.Observe(now.Sub(m.heldAt).Seconds())
+	m.in.held.Add(-1)
+	m.heldAt, m.since = time.Time{}, now
+}

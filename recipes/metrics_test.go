@@ -1,0 +1,190 @@
+package recipes_test
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/zkrecipes/zkrecipes/election"
+	"github.com/zkrecipes/zkrecipes/mutex"
+	"github.com/zkrecipes/zkrecipes/recipes"
+	"github.com/zkrecipes/zkrecipes/recipes/zktest"
+	"github.com/zkrecipes/zkrecipes/semaphore"
+)
+
+// sink is a recipes.Metrics that records what it is given, by series
+// ("name{v1,v2}"). It stands in for a metrics library, not for ZooKeeper.
+type sink struct {
+	mu      sync.Mutex
+	kinds   map[string]recipes.MetricKind
+	values  map[string]float64   // counters and gauges
+	samples map[string][]float64 // histograms
+}
+
+func newSink() *sink {
+	return &sink{kinds: map[string]recipes.MetricKind{}, values: map[string]float64{}, samples: map[string][]float64{}}
+}
+
+type series struct {
+	s   *sink
+	key string
+}
+
+func (r series) Add(d float64) {
+	r.s.mu.Lock()
+	r.s.values[r.key] += d
+	r.s.mu.Unlock()
+}
+
+func (r series) Observe(v float64) {
+	r.s.mu.Lock()
+	r.s.samples[r.key] = append(r.s.samples[r.key], v)
+	r.s.mu.Unlock()
+}
+
+func (s *sink) series(m recipes.Metric, k recipes.MetricKind, lv []string) series {
+	if m.Kind != k || len(lv) != len(m.Labels) {
+		panic(fmt.Sprintf("%s: asked as %v with %d label values", m.Name, k, len(lv)))
+	}
+	key := m.Name + "{" + strings.Join(lv, ",") + "}"
+	s.mu.Lock()
+	s.kinds[key] = k
+	s.mu.Unlock()
+	return series{s, key}
+}
+
+func (s *sink) Counter(m recipes.Metric, lv ...string) recipes.Counter {
+	return s.series(m, recipes.KindCounter, lv)
+}
+
+func (s *sink) Gauge(m recipes.Metric, lv ...string) recipes.Gauge {
+	return s.series(m, recipes.KindGauge, lv)
+}
+
+func (s *sink) Histogram(m recipes.Metric, lv ...string) recipes.Histogram {
+	return s.series(m, recipes.KindHistogram, lv)
+}
+
+func (s *sink) value(key string) float64 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.values[key]
+}
+
+func (s *sink) obs(key string) []float64 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]float64(nil), s.samples[key]...)
+}
+
+func TestMetricsOption(t *testing.T) {
+	_, err := recipes.Connect(context.Background(), []string{"127.0.0.1:1"}, recipes.WithMetrics(nil))
+	require.ErrorIs(t, err, recipes.ErrInvalidArgument)
+	names := map[string]bool{}
+	for _, m := range recipes.AllMetrics() {
+		assert.False(t, names[m.Name], "duplicate %s", m.Name)
+		names[m.Name] = true
+		assert.NotEmpty(t, m.Help, m.Name)
+		assert.Equal(t, m.Kind == recipes.KindHistogram, len(m.Buckets) > 0, m.Name)
+	}
+	assert.Equal(t, "zkrecipes_recipe_wait_seconds", recipes.MetricWait.PrometheusName())
+	assert.Equal(t, "zkrecipes_requests_total", recipes.MetricRequests.PrometheusName())
+	assert.Equal(t, "zkrecipes_connection_suspended_seconds_total", recipes.MetricSuspended.PrometheusName())
+}
+
+// TestMetricsCore checks the measurements themselves, with a recording
+// sink: a lock cycle, a contended TryLock, a connection cut.
+func TestMetricsCore(t *testing.T) {
+	zkc := zktest.Start(t)
+	proxy := zktest.NewProxy(t, zkc.Servers()[0])
+	s := newSink()
+	c := connect(t, []string{proxy.Addr()}, recipes.WithMetrics(s), recipes.WithNamespace("app"))
+	other := connect(t, zkc.Servers())
+	ctx := context.Background()
+
+	assert.Equal(t, 1.0, s.value("zkrecipes.connection.state_changes{CONNECTED}"))
+	m, err := mutex.New(c, "/m")
+	require.NoError(t, err)
+	l, err := m.Lock(ctx)
+	require.NoError(t, err)
+	assert.Equal(t, 1.0, s.value("zkrecipes.recipe.held{mutex,/m}"))
+	require.NoError(t, l.Unlock(ctx))
+
+	assert.GreaterOrEqual(t, s.value("zkrecipes.requests{create,ok}"), 1.0)
+	assert.GreaterOrEqual(t, s.value("zkrecipes.requests{delete,ok}"), 1.0)
+	assert.Equal(t, 1.0, s.value("zkrecipes.recipe.acquires{mutex,/m,acquired}"))
+	assert.Equal(t, 0.0, s.value("zkrecipes.recipe.held{mutex,/m}"))
+	assert.Len(t, s.obs("zkrecipes.recipe.wait{mutex,/m}"), 1)
+	assert.Len(t, s.obs("zkrecipes.recipe.hold{mutex,/m}"), 1)
+	assert.Equal(t, []float64{0}, s.obs("zkrecipes.recipe.queue{mutex,/m}"))
+
+	// Held elsewhere: a TryLock queues behind one contender and gives up.
+	om, err := mutex.New(other, "/app/m")
+	require.NoError(t, err)
+	ol, err := om.Lock(ctx)
+	require.NoError(t, err)
+	_, err = m.TryLock(ctx)
+	require.ErrorIs(t, err, recipes.ErrNotAcquired)
+	assert.Equal(t, 1.0, s.value("zkrecipes.recipe.acquires{mutex,/m,not_acquired}"))
+	assert.Equal(t, []float64{0, 1}, s.obs("zkrecipes.recipe.queue{mutex,/m}"))
+	// A Lock whose ctx ends while it waits.
+	wctx, cancel := context.WithTimeout(ctx, 200*time.Millisecond)
+	_, err = m.Lock(wctx)
+	cancel()
+	require.ErrorIs(t, err, context.DeadlineExceeded)
+	assert.Equal(t, 1.0, s.value("zkrecipes.recipe.acquires{mutex,/m,ctx_done}"))
+	assert.Len(t, s.obs("zkrecipes.recipe.wait{mutex,/m}"), 1, "a wait is recorded only for a hold")
+	require.NoError(t, ol.Unlock(ctx))
+
+	_, _, err = c.Get(ctx, "/nothing-here")
+	require.Error(t, err)
+	assert.Equal(t, 1.0, s.value("zkrecipes.requests{get_data,no_node}"))
+
+	// A cut: SUSPENDED, then RECONNECTED through the proxy.
+	proxy.Cut()
+	eventually(t, 10*time.Second, "RECONNECTED counted", func() bool {
+		return s.value("zkrecipes.connection.state_changes{RECONNECTED}") == 1
+	})
+	assert.Equal(t, 1.0, s.value("zkrecipes.connection.state_changes{SUSPENDED}"))
+	assert.Equal(t, 0.0, s.value("zkrecipes.connection.state_changes{LOST}"))
+	assert.Greater(t, s.value("zkrecipes.connection.suspended{}"), 0.0)
+	assert.Equal(t, 0.0, s.value("zkrecipes.deletes.pending{}"))
+}
+
+// TestMetricsRecipes checks that a semaphore's leases and a latch's terms
+// are counted under their own recipe names.
+func TestMetricsRecipes(t *testing.T) {
+	zkc := zktest.Start(t)
+	s := newSink()
+	c := connect(t, zkc.Servers(), recipes.WithMetrics(s))
+	ctx := context.Background()
+
+	sem, err := semaphore.New(c, "/s", 2)
+	require.NoError(t, err)
+	leases, err := sem.Acquire(ctx, 2)
+	require.NoError(t, err)
+	assert.Equal(t, 2.0, s.value("zkrecipes.recipe.held{semaphore,/s}"))
+	assert.Equal(t, []float64{0, 1}, s.obs("zkrecipes.recipe.queue{semaphore,/s}"), "leases taken at the first look")
+	require.NoError(t, semaphore.ReturnAll(ctx, leases))
+	assert.Equal(t, 0.0, s.value("zkrecipes.recipe.held{semaphore,/s}"))
+	assert.Equal(t, 2.0, s.value("zkrecipes.recipe.acquires{semaphore,/s,acquired}"))
+	assert.Len(t, s.obs("zkrecipes.recipe.hold{semaphore,/s}"), 2)
+	assert.Equal(t, 2.0, s.value("zkrecipes.recipe.acquires{mutex,/s/locks,acquired}"), "the semaphore's internal lock")
+
+	l, err := election.NewLatch(c, "/e", "me")
+	require.NoError(t, err)
+	require.NoError(t, l.Start(ctx))
+	_, err = l.Await(ctx)
+	require.NoError(t, err)
+	assert.Equal(t, 1.0, s.value("zkrecipes.recipe.acquires{latch,/e,acquired}"), "a term started")
+	assert.Equal(t, 1.0, s.value("zkrecipes.recipe.held{latch,/e}"))
+	require.NoError(t, l.Close(ctx))
+	eventually(t, 5*time.Second, "the term ended", func() bool { return s.value("zkrecipes.recipe.held{latch,/e}") == 0 })
+	assert.Len(t, s.obs("zkrecipes.recipe.hold{latch,/e}"), 1)
+}
