@@ -167,7 +167,7 @@ func TestMetricsRecipes(t *testing.T) {
 
 	sem, err := semaphore.New(c, "/s", 2)
 	require.NoError(t, err)
-	leases, err := sem.Acquire(ctx, 2)
+	leases, err := sem.AcquireN(ctx, 2)
 	require.NoError(t, err)
 	assert.Equal(t, 2.0, s.value("zkrecipes.recipe.held{semaphore,/s}"))
 	assert.Equal(t, []float64{0, 1}, s.obs("zkrecipes.recipe.queue{semaphore,/s}"), "leases taken at the first look")
