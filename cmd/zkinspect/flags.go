@@ -74,7 +74,7 @@ func parseFlags(args []string, envServers string, helpOut io.Writer) (config, er
 		return cfg, fmt.Errorf("%w: %w", errUsage, err)
 	}
 	if len(pos) != 1 {
-		return cfg, fmt.Errorf("%w: want exactly one path, got %d arguments (zkinspect -h shows the flags)", errUsage, len(pos))
+		return cfg, fmt.Errorf("%w: want exactly one path, got %d arguments", errUsage, len(pos))
 	}
 	cfg.path = pos[0]
 	if err := recipes.ValidatePath(cfg.path); err != nil {

@@ -82,6 +82,7 @@ func main() {
 		os.Exit(3)
 	case errors.Is(err, errUsage):
 		fmt.Fprintln(os.Stderr, "zkinspect:", err)
+		fmt.Fprintln(os.Stderr, "zkinspect -h shows the flags")
 		os.Exit(2)
 	default:
 		fmt.Fprintln(os.Stderr, "zkinspect:", err)
