@@ -25,7 +25,8 @@ const (
 	kindRWLock    = "rwlock"
 	kindSemaphore = "semaphore"
 	kindLatch     = "latch"
-	kindEmpty     = "empty" // a node without children
+	kindEmpty     = "empty" // a node without children or data
+	kindData      = "data"  // a node with data and without children: not a queue
 )
 
 // Roles of a node in its queue.
@@ -80,11 +81,18 @@ func library(name string) string {
 // Report is what one inspection found: a queue, or a summary of the locks
 // under a path.
 type Report struct {
-	Path  string        `json:"path"`
-	Mode  string        `json:"mode"` // "queue" or "summary"
-	Queue *Queue        `json:"queue,omitempty"`
-	Locks []LockSummary `json:"locks,omitempty"`
-	Notes []string      `json:"notes,omitempty"`
+	Path string `json:"path"`
+	// Namespace is -namespace: every path shown is inside it.
+	Namespace string        `json:"namespace,omitempty"`
+	Mode      string        `json:"mode"` // "queue" or "summary"
+	Queue     *Queue        `json:"queue,omitempty"`
+	Locks     []LockSummary `json:"locks,omitempty"`
+	// DataNodes counts the data nodes a summary found and did not list.
+	DataNodes int `json:"data_nodes,omitempty"`
+	// Skipped are the subtrees a summary could not read: the output is
+	// partial (exit status 3).
+	Skipped []Skipped `json:"skipped,omitempty"`
+	Notes   []string  `json:"notes,omitempty"`
 	// Time is when the inspection was made (shown by -watch).
 	Time time.Time `json:"-"`
 }
@@ -132,6 +140,12 @@ type Node struct {
 	owner  int64
 	writer bool
 	age    time.Duration
+}
+
+// Skipped is a subtree a summary left out, and why.
+type Skipped struct {
+	Path   string `json:"path"`
+	Reason string `json:"reason"`
 }
 
 // LockSummary is one line of a summary.
@@ -188,13 +202,26 @@ func read[T any](ctx context.Context, r *reader, kind byte, path string, plain f
 	return v, err
 }
 
-func (r *reader) children(ctx context.Context, path string) ([]string, error) {
-	return read(ctx, r, 'c', path,
-		func() ([]string, error) { kids, _, err := r.c.Children(ctx, path); return kids, err },
-		func() ([]string, <-chan zk.Event, error) {
-			kids, _, ch, err := engine.Of(r.c).ChildrenW(ctx, path)
-			return kids, ch, err
+// kidsStat is a node's children and stat.
+type kidsStat struct {
+	kids []string
+	st   *zk.Stat
+}
+
+// children lists path's children; the stat is path's own (its data length
+// tells a data node from an empty lock parent).
+func (r *reader) children(ctx context.Context, path string) ([]string, *zk.Stat, error) {
+	n, err := read(ctx, r, 'c', path,
+		func() (kidsStat, error) { kids, st, err := r.c.Children(ctx, path); return kidsStat{kids, st}, err },
+		func() (kidsStat, <-chan zk.Event, error) {
+			full, err := r.c.FullPath(path)
+			if err != nil {
+				return kidsStat{}, nil, err
+			}
+			kids, st, ch, err := engine.Of(r.c).ChildrenW(ctx, full)
+			return kidsStat{kids, st}, ch, err
 		})
+	return n.kids, n.st, err
 }
 
 // dataStat is a node's data and stat.
@@ -207,7 +234,11 @@ func (r *reader) get(ctx context.Context, path string) ([]byte, *zk.Stat, error)
 	n, err := read(ctx, r, 'd', path,
 		func() (dataStat, error) { data, st, err := r.c.Get(ctx, path); return dataStat{data, st}, err },
 		func() (dataStat, <-chan zk.Event, error) {
-			data, st, ch, err := engine.Of(r.c).GetW(ctx, path)
+			full, err := r.c.FullPath(path)
+			if err != nil {
+				return dataStat{}, nil, err
+			}
+			data, st, ch, err := engine.Of(r.c).GetW(ctx, full)
 			return dataStat{data, st}, ch, err
 		})
 	return n.data, n.st, err
@@ -218,7 +249,11 @@ func (r *reader) exists(ctx context.Context, path string) (bool, error) {
 	return read(ctx, r, 'e', path,
 		func() (bool, error) { ok, _, err := r.c.Exists(ctx, path); return ok, err },
 		func() (bool, <-chan zk.Event, error) {
-			ok, _, ch, err := engine.Of(r.c).ExistsW(ctx, path)
+			full, err := r.c.FullPath(path)
+			if err != nil {
+				return false, nil, err
+			}
+			ok, _, ch, err := engine.Of(r.c).ExistsW(ctx, full)
 			return ok, ch, err
 		})
 }
@@ -229,8 +264,8 @@ var errNoNode = errors.New("no such node")
 // inspect reads the queue, or the locks, at cfg.path.
 func inspect(ctx context.Context, r *reader, cfg config) (*Report, error) {
 	r.now = time.Now()
-	rep := &Report{Path: cfg.path, Time: r.now}
-	kids, err := r.children(ctx, cfg.path)
+	rep := &Report{Path: cfg.path, Namespace: r.c.Namespace(), Time: r.now}
+	kids, st, err := r.children(ctx, cfg.path)
 	if errors.Is(err, zk.ErrNoNode) {
 		if r.watches != nil { // to redraw when it appears
 			if _, err := r.exists(ctx, cfg.path); err != nil {
@@ -242,23 +277,21 @@ func inspect(ctx context.Context, r *reader, cfg config) (*Report, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", cfg.path, err)
 	}
-	kind := detectKind(kids)
+	kind := nodeKind(kids, st)
 	if kind == "leases" { // <semaphore>/leases itself: show the semaphore
 		parent, _ := engine.SplitPath(cfg.path)
 		rep.Notes = append(rep.Notes, fmt.Sprintf("%s holds a semaphore's leases: showing the semaphore %s", cfg.path, parent))
 		cfg.path, kind = parent, kindSemaphore
 		rep.Path = parent
-		if kids, err = r.children(ctx, parent); err != nil {
+		if kids, _, err = r.children(ctx, parent); err != nil {
 			return nil, fmt.Errorf("%s: %w", parent, err)
 		}
 	}
 	if cfg.summary || kind == "" {
 		rep.Mode = "summary"
-		locks, err := summarise(ctx, r, cfg, cfg.path, kids)
-		if err != nil {
+		if err := summarise(ctx, r, cfg, rep, cfg.path, kids, st); err != nil {
 			return nil, err
 		}
-		rep.Locks = locks
 		return rep, nil
 	}
 	rep.Mode = "queue"
@@ -332,6 +365,17 @@ func detectKind(kids []string) string {
 		return "leases"
 	}
 	return ""
+}
+
+// nodeKind is detectKind, with a node without children told apart by its
+// stat: kindData when it has data (a SharedCount, a configuration node),
+// kindEmpty when it has none (a lock parent nobody uses).
+func nodeKind(kids []string, st *zk.Stat) string {
+	kind := detectKind(kids)
+	if kind == kindEmpty && st != nil && st.DataLength > 0 {
+		return kindData
+	}
+	return kind
 }
 
 // sortKey orders a child of a queue of the given kind, as Curator does
@@ -420,6 +464,9 @@ func readQueue(ctx context.Context, r *reader, cfg config, path, kind string, ki
 	if kind == kindEmpty {
 		q.Notes = append(q.Notes, "no children: nothing holds or waits here")
 		return q, nil
+	}
+	if kind == kindData {
+		return readData(ctx, r, q)
 	}
 	if kind == kindSemaphore {
 		return readSemaphore(ctx, r, cfg, q, kids, top)
@@ -525,7 +572,7 @@ func readSemaphore(ctx context.Context, r *reader, cfg config, q *Queue, kids []
 			}
 			return []Node{}, nil
 		}
-		sub, err := r.children(ctx, p)
+		sub, _, err := r.children(ctx, p)
 		if errors.Is(err, zk.ErrNoNode) {
 			return []Node{}, nil // a container reaped since the list
 		}
@@ -592,6 +639,22 @@ func readSemaphore(ctx context.Context, r *reader, cfg config, q *Queue, kids []
 	return q, nil
 }
 
+// readData describes a data node: its size, its data and, for 4 bytes,
+// its value as a SharedCount.
+func readData(ctx context.Context, r *reader, q *Queue) (*Queue, error) {
+	data, _, err := r.get(ctx, q.Path)
+	if err != nil && !errors.Is(err, zk.ErrNoNode) {
+		return nil, fmt.Errorf("%s: %w", q.Path, err)
+	}
+	q.Notes = append(q.Notes, fmt.Sprintf("a data node (%d bytes, no children): not a lock, semaphore or latch queue", len(data)))
+	note := "data: " + formatData(data)
+	if len(data) == 4 {
+		note += fmt.Sprintf(" (as a SharedCount: %d)", int32(binary.BigEndian.Uint32(data)))
+	}
+	q.Notes = append(q.Notes, note)
+	return q, nil
+}
+
 // readMax returns a semaphore's maximum from -count: a number, or the
 // value of a SharedCount node (4 big-endian bytes).
 func readMax(ctx context.Context, r *reader, count string) (int, error) {
@@ -611,51 +674,64 @@ func readMax(ctx context.Context, r *reader, count string) (int, error) {
 // maxWalk bounds the nodes a summary visits.
 const maxWalk = 100000
 
-// summarise walks the tree under path (whose children are kids) and
-// summarises every queue in it; nodes without children are listed as
-// empty lock paths.
-func summarise(ctx context.Context, r *reader, cfg config, path string, kids []string) ([]LockSummary, error) {
-	out := []LockSummary{}
+// summarise walks the tree under path (whose children are kids, whose stat
+// is st) and summarises every queue in it into rep.Locks. Nodes without
+// children are listed as empty lock paths when they have no data, and
+// counted in rep.DataNodes when they have (not listed: they are no locks).
+// A subtree the session may not read (NoAuth) goes to rep.Skipped, and
+// the walk goes on.
+func summarise(ctx context.Context, r *reader, cfg config, rep *Report, path string, kids []string, st *zk.Stat) error {
+	rep.Locks = []LockSummary{}
 	visited := 0
-	var walk func(path string, kids []string, top bool) error
-	walk = func(path string, kids []string, top bool) error {
+	skip := func(path string, err error) bool {
+		if !errors.Is(err, zk.ErrNoAuth) {
+			return false
+		}
+		rep.Skipped = append(rep.Skipped, Skipped{Path: path, Reason: "not authorised to read (NoAuth): an ACL protects it; give -auth"})
+		return true
+	}
+	var walk func(path string, kids []string, st *zk.Stat, top bool) error
+	walk = func(path string, kids []string, st *zk.Stat, top bool) error {
 		visited++
 		if visited > maxWalk {
 			return fmt.Errorf("more than %d nodes under %s: give a narrower path", maxWalk, cfg.path)
 		}
-		kind := detectKind(kids)
-		if kind == kindEmpty && top {
+		kind := nodeKind(kids, st)
+		switch {
+		case (kind == kindEmpty || kind == kindData) && top:
 			return nil
-		}
-		if kind != "" && kind != "leases" {
+		case kind == kindData:
+			rep.DataNodes++
+			return nil
+		case kind != "" && kind != "leases":
 			q, err := readQueue(ctx, r, cfg, path, kind, kids, false)
+			if skip(path, err) {
+				return nil
+			}
 			if err != nil {
 				return err
 			}
-			out = append(out, LockSummary{Path: path, Kind: kind, Held: q.Held, Holders: q.Holders, Waiters: q.Waiters, Undecided: q.Undecided, OldestWaiterAgeMS: q.OldestWaiterAgeMS})
+			rep.Locks = append(rep.Locks, LockSummary{Path: path, Kind: kind, Held: q.Held, Holders: q.Holders, Waiters: q.Waiters, Undecided: q.Undecided, OldestWaiterAgeMS: q.OldestWaiterAgeMS})
 			return nil
 		}
 		slices.Sort(kids)
 		for _, k := range kids {
 			p := engine.JoinPath(path, k)
-			if p == "/zookeeper" {
+			if p == "/zookeeper" && r.c.Namespace() == "" {
 				continue // the server's own
 			}
-			sub, err := r.children(ctx, p)
-			if errors.Is(err, zk.ErrNoNode) {
+			sub, subSt, err := r.children(ctx, p)
+			if errors.Is(err, zk.ErrNoNode) || skip(p, err) {
 				continue
 			}
 			if err != nil {
 				return fmt.Errorf("%s: %w", p, err)
 			}
-			if err := walk(p, sub, false); err != nil {
+			if err := walk(p, sub, subSt, false); err != nil {
 				return err
 			}
 		}
 		return nil
 	}
-	if err := walk(path, kids, true); err != nil {
-		return nil, err
-	}
-	return out, nil
+	return walk(path, kids, st, true)
 }

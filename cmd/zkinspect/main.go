@@ -7,11 +7,13 @@
 //
 //	go install github.com/zkrecipes/zkrecipes/cmd/zkinspect@latest
 //
-// Usage:
+// Usage (flags may also come after <path>):
 //
 //	zkinspect [flags] <path>
 //
 //	-servers host:port,...  the ensemble (default: $ZK_SERVERS)
+//	-namespace ns           the recipes' namespace: <path> and -count are inside it
+//	-auth scheme:cred       authenticate the session (digest:user:password)
 //	-count <path>|<n>       a semaphore's maximum: a SharedCount path, or a number
 //	-summary                summarise every lock under <path>
 //	-watch                  redraw on every change until interrupted (ctrl-C)
@@ -19,8 +21,9 @@
 //	-timeout d              give up on a one-shot inspection after d (default 30s)
 //	-connect-timeout d      wait this long for a session (default 10s)
 //
-// <path> is a server path: with a namespace (recipes.WithNamespace), put
-// it in front ("/myapp/locks/orders").
+// <path> is the path the recipes were given: with -namespace it is inside
+// the namespace (recipes.WithNamespace), and paths are shown without it.
+// Without -namespace, a server path ("/myapp/locks/orders") works too.
 //
 // The kind of queue is read from the node names under <path>:
 //
@@ -47,8 +50,15 @@
 // When the children of <path> are not queue nodes (or with -summary), it
 // walks the tree under <path> and prints one line per lock found: its
 // kind, whether it is held, holders, waiters and the oldest waiter's age.
+// A node with data and no children (a SharedCount, a configuration node)
+// is a data node, not a lock: the summary does not list it but counts it
+// in its header, and given as <path> it is shown as a data node. A subtree
+// the session may not read (NoAuth: an ACL protects it) is skipped with a
+// line naming it and the reason, and the walk goes on.
 //
-// Exit status: 0 on success, 1 on an error, 2 on bad usage.
+// Exit status: 0 on success, 1 on an error, 2 on bad usage, 3 when the
+// output is partial (a summary skipped a subtree it may not read; the
+// output is complete otherwise).
 package main
 
 import (
@@ -67,8 +77,12 @@ func main() {
 	stop()
 	switch {
 	case err == nil:
+	case errors.Is(err, errPartial):
+		fmt.Fprintln(os.Stderr, "zkinspect:", err)
+		os.Exit(3)
 	case errors.Is(err, errUsage):
 		fmt.Fprintln(os.Stderr, "zkinspect:", err)
+		fmt.Fprintln(os.Stderr, "zkinspect -h shows the flags")
 		os.Exit(2)
 	default:
 		fmt.Fprintln(os.Stderr, "zkinspect:", err)
@@ -78,9 +92,10 @@ func main() {
 
 // run is the whole command: it parses args (without the program name),
 // inspects, and writes the report to stdout. A -watch run returns nil when
-// ctx ends.
+// ctx ends; a one-shot summary that skipped a subtree returns errPartial
+// after printing the rest.
 func run(ctx context.Context, args []string, stdout io.Writer) error {
-	cfg, err := parseFlags(args, os.Getenv("ZK_SERVERS"))
+	cfg, err := parseFlags(args, os.Getenv("ZK_SERVERS"), stdout)
 	if err != nil {
 		return err
 	}
@@ -101,5 +116,15 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 	if err != nil {
 		return err
 	}
-	return render(stdout, rep, cfg.json, false)
+	if err := render(stdout, rep, cfg.json, false); err != nil {
+		return err
+	}
+	if n := len(rep.Skipped); n > 0 {
+		return fmt.Errorf("%w: %d subtree(s) skipped, not authorised to read (give -auth)", errPartial, n)
+	}
+	return nil
 }
+
+// errPartial says the output left out subtrees it could not read (exit
+// status 3).
+var errPartial = errors.New("partial output")

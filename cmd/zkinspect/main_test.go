@@ -14,6 +14,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -193,6 +194,9 @@ func (n *normaliser) json(t *testing.T, s string) string {
 		if q.OldestWaiterAgeMS != nil {
 			*q.OldestWaiterAgeMS = 0
 		}
+	}
+	for i := range rep.Skipped {
+		rep.Skipped[i].Path = n.text(rep.Skipped[i].Path)
 	}
 	for i := range rep.Locks {
 		rep.Locks[i].Path = n.text(rep.Locks[i].Path)
@@ -626,10 +630,24 @@ func TestSummary(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitChildren(t, a, root+"/jobs/sem", 1) // the internal lock's container is gone
+	// Data nodes, not listed as locks: a SharedCount and a configuration
+	// node (data, no children).
+	count, err := semaphore.NewSharedCount(ctx, a, root+"/jobs/count", 5)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer count.Close(ctx)
+	if _, err := a.Create(ctx, root+"/config", []byte("mode=fast"), 0); err != nil {
+		t.Fatal(err)
+	}
+	defer a.Delete(ctx, root+"/config", -1)
 
 	goldenBoth(t, zkc, "summary", root)
-	// -summary on a queue summarises that queue alone.
-	golden(t, "summary-queue", new(normaliser).text(inspectOut(t, zkc, "-summary", root+"/orders/1")))
+	// -summary on a queue summarises that queue alone (the flag after the
+	// path).
+	golden(t, "summary-queue", new(normaliser).text(inspectOut(t, zkc, root+"/orders/1", "-summary")))
+	// A data node given as the path is shown as one.
+	goldenBoth(t, zkc, "data-node", root+"/jobs/count")
 
 	cancel()
 	if err := <-done; !errors.Is(err, context.Canceled) {
@@ -928,5 +946,210 @@ func TestWatchRetriesErrors(t *testing.T) {
 	}
 	if err := <-done; !errors.Is(err, recipes.ErrClosed) {
 		t.Fatalf("watch after Close: got %v, want ErrClosed", err)
+	}
+}
+
+// runOut runs zkinspect with args against zkc and returns its output and
+// error.
+func runOut(t *testing.T, zkc *zktest.Cluster, args ...string) (string, error) {
+	t.Helper()
+	var out bytes.Buffer
+	err := run(testCtx(t), append([]string{"-servers", zkc.ConnectString()}, args...), &out)
+	return out.String(), err
+}
+
+// TestNamespace: a lock made under a namespace is found with -namespace
+// (one-shot and -watch), and its path alone without it is no node.
+func TestNamespace(t *testing.T) {
+	runRoot := newRunRoot()
+	zkc := zkServer(t)
+	ctx := testCtx(t)
+	a := connectT(t, zkc)
+	ns := testutil.Connect(t, zkc.Servers(), recipes.WithNamespace(runRoot), recipes.WithSessionTimeout(4*time.Second))
+	m, err := mutex.New(ns, "/locks/a", mutex.WithData([]byte("in-namespace")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := m.Lock(ctx); err != nil {
+		t.Fatal(err)
+	}
+	defer m.Unlock(ctx)
+	waitChildren(t, a, runRoot+"/locks/a", 1)
+
+	out := inspectOut(t, zkc, "-namespace", runRoot, "/locks/a")
+	for _, want := range []string{"namespace " + runRoot + ": paths are inside it", "/locks/a: mutex", "HOLDS", `"in-namespace"`} {
+		if !strings.Contains(out, want) {
+			t.Errorf("-namespace: no %q in\n%s", want, out)
+		}
+	}
+	if _, err := runOut(t, zkc, "/locks/a"); !errors.Is(err, errNoNode) {
+		t.Errorf("without -namespace: got %v, want errNoNode", err)
+	}
+
+	var w syncBuffer
+	wctx, stop := context.WithCancel(ctx)
+	done := lockAsync(t, func() error {
+		return run(wctx, []string{"-servers", zkc.ConnectString(), "-watch", "-namespace", runRoot, "/locks"}, &w)
+	})
+	t.Cleanup(stop)
+	zktest.Eventually(t, 30*time.Second, "-watch -namespace draws the lock", func() bool {
+		return strings.Contains(w.String(), "/locks/a  mutex  held")
+	})
+	stop()
+	if err := <-done; err != nil {
+		t.Fatalf("-watch: %v\n%s", err, w.String())
+	}
+}
+
+// TestAuth: nodes readable only with digest auth (an ACL): -auth reads
+// them; without it, a one-shot read of one fails with NoAuth, and -summary
+// skips them with a line each, lists the rest and returns errPartial.
+func TestAuth(t *testing.T) {
+	runRoot := newRunRoot()
+	zkc := zkServer(t)
+	ctx := testCtx(t)
+	root := runRoot + "/acl"
+	a := connectT(t, zkc)
+	authed := testutil.Connect(t, zkc.Servers(), recipes.WithAuth("digest", []byte("ops:pw")), recipes.WithSessionTimeout(4*time.Second))
+	secretACL := zk.DigestACL(zk.PermAll, "ops", "pw")
+	for _, p := range []string{runRoot, root} {
+		if _, err := a.Create(ctx, p, nil, 0); err != nil && !errors.Is(err, zk.ErrNodeExists) {
+			t.Fatal(err)
+		}
+	}
+	// acl/config: a data node only ops may read; acl/secret: a parent
+	// only ops may list, with a lock in it; acl/open: a lock anyone reads.
+	if _, err := authed.Conn().Create(root+"/config", []byte("s3cret"), 0, secretACL); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := authed.Conn().Create(root+"/secret", nil, 0, secretACL); err != nil {
+		t.Fatal(err)
+	}
+	for _, l := range []struct {
+		c    *recipes.Client
+		path string
+	}{{a, root + "/open"}, {authed, root + "/secret/lock"}} {
+		m, err := mutex.New(l.c, l.path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := m.Lock(ctx); err != nil {
+			t.Fatal(err)
+		}
+		defer m.Unlock(ctx)
+	}
+
+	if _, err := runOut(t, zkc, root+"/config"); !errors.Is(err, zk.ErrNoAuth) {
+		t.Errorf("without -auth: got %v, want NoAuth", err)
+	}
+	out := inspectOut(t, zkc, "-auth", "digest:ops:pw", root+"/config")
+	if !strings.Contains(out, `data: "s3cret"`) {
+		t.Errorf("-auth: the data is not shown:\n%s", out)
+	}
+
+	out, err := runOut(t, zkc, "-summary", root)
+	if !errors.Is(err, errPartial) {
+		t.Errorf("summary without -auth: got %v, want errPartial", err)
+	}
+	golden(t, "summary-partial", new(normaliser).text(out))
+	jsonOut, _ := runOut(t, zkc, "-summary", "-json", root)
+	golden(t, "summary-partial.json", new(normaliser).json(t, jsonOut))
+	golden(t, "summary-auth", new(normaliser).text(inspectOut(t, zkc, "-summary", "-auth", "digest:ops:pw", root)))
+}
+
+// TestFlagsAfterPath: flags are parsed before and after the path; after
+// "--" everything is a path.
+func TestFlagsAfterPath(t *testing.T) {
+	for _, tc := range []struct {
+		args          []string
+		path, servers string
+		summary, json bool
+		count         string
+	}{
+		{[]string{"/locks/a", "-summary"}, "/locks/a", "env:1", true, false, ""},
+		{[]string{"-json", "/locks/a", "-servers", "h:1", "-count", "3"}, "/locks/a", "h:1", false, true, "3"},
+		{[]string{"-summary", "--", "/locks/a"}, "/locks/a", "env:1", true, false, ""},
+		{[]string{"/locks/a", "-json", "-summary"}, "/locks/a", "env:1", true, true, ""},
+	} {
+		cfg, err := parseFlags(tc.args, "env:1", io.Discard)
+		if err != nil {
+			t.Errorf("%q: %v", tc.args, err)
+			continue
+		}
+		if cfg.path != tc.path || strings.Join(cfg.servers, ",") != tc.servers || cfg.summary != tc.summary || cfg.json != tc.json || cfg.count != tc.count {
+			t.Errorf("%q: got path %q servers %v summary %v json %v count %q", tc.args, cfg.path, cfg.servers, cfg.summary, cfg.json, cfg.count)
+		}
+	}
+	for _, args := range [][]string{
+		{"/a", "/b", "-summary"},
+		{"/a", "--", "-summary"},
+		{"/a", "-nosuchflag"},
+		{"/a", "-auth", "digest"},
+		{"/a", "-namespace", "/"},
+	} {
+		if _, err := parseFlags(args, "env:1", io.Discard); !errors.Is(err, errUsage) {
+			t.Errorf("%q: got %v, want a usage error", args, err)
+		}
+	}
+}
+
+// TestHelp: -h prints the help on stdout, with $ZK_SERVERS named as the
+// servers' default and no default value of its own even when it is set.
+func TestHelp(t *testing.T) {
+	t.Setenv("ZK_SERVERS", "zk-from-env:2181")
+	var out bytes.Buffer
+	if err := run(context.Background(), []string{"-h"}, &out); err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(out.String(), "zk-from-env") {
+		t.Errorf("the help shows $ZK_SERVERS's value:\n%s", out.String())
+	}
+	golden(t, "help", out.String())
+}
+
+// TestWatchRedraws: -watch clears the screen only on a terminal (a
+// character device) and for text; to a file, a pipe or a buffer it
+// appends each draw.
+func TestWatchRedraws(t *testing.T) {
+	r, w, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	defer w.Close()
+	f, err := os.Create(filepath.Join(t.TempDir(), "out"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	for name, out := range map[string]io.Writer{"pipe": w, "file": f, "buffer": new(bytes.Buffer)} {
+		if redraws(out, false) {
+			t.Errorf("%s: redraws, want appends", name)
+		}
+	}
+	if !isCharDevice(os.ModeDevice|os.ModeCharDevice) || isCharDevice(os.ModeNamedPipe) || isCharDevice(0) {
+		t.Error("isCharDevice: wrong")
+	}
+	if null, err := os.OpenFile(os.DevNull, os.O_WRONLY, 0); err == nil { // a character device
+		defer null.Close()
+		if !redraws(null, false) || redraws(null, true) {
+			t.Errorf("%s: redraws %v for text, %v for JSON; want true, false", os.DevNull, redraws(null, false), redraws(null, true))
+		}
+	}
+	rep := &Report{Path: "/a", Mode: "summary"}
+	var clear, appended bytes.Buffer
+	for i := 0; i < 2; i++ {
+		if err := draw(&clear, rep, nil, config{path: "/a"}, true); err != nil {
+			t.Fatal(err)
+		}
+		if err := draw(&appended, rep, nil, config{path: "/a"}, false); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got := strings.Count(clear.String(), "\x1b[H\x1b[2J=== "); got != 2 || !strings.HasPrefix(clear.String(), "\x1b[H\x1b[2J") {
+		t.Errorf("on a terminal each draw starts with home and clear (%d of 2):\n%q", got, clear.String())
+	}
+	if strings.Contains(appended.String(), "\x1b") || strings.Count(appended.String(), "=== ") != 2 {
+		t.Errorf("not on a terminal the draws are appended without escapes:\n%q", appended.String())
 	}
 }

@@ -20,6 +20,7 @@ var kindLabels = map[string]string{
 	kindSemaphore: "semaphore (InterProcessSemaphoreV2)",
 	kindLatch:     "leader latch",
 	kindEmpty:     "empty",
+	kindData:      "data node",
 }
 
 var roleLabels = map[string]string{
@@ -44,6 +45,9 @@ func render(w io.Writer, rep *Report, asJSON, compact bool) error {
 		return writeJSON(w, rep, compact)
 	}
 	var b strings.Builder
+	if rep.Namespace != "" {
+		fmt.Fprintf(&b, "namespace %s: paths are inside it\n", rep.Namespace)
+	}
 	for _, n := range rep.Notes {
 		fmt.Fprintf(&b, "note: %s\n", n)
 	}
@@ -92,11 +96,11 @@ func renderQueue(b *strings.Builder, q *Queue) {
 	if q.OldestWaiterAgeMS != nil {
 		status += ", oldest waiting " + formatAge(time.Duration(*q.OldestWaiterAgeMS)*time.Millisecond)
 	}
-	if q.Kind != kindEmpty {
+	if q.Kind != kindEmpty && q.Kind != kindData {
 		fmt.Fprintf(b, "status: %s\n", status)
 	}
 	switch q.Kind {
-	case kindEmpty:
+	case kindEmpty, kindData:
 	case kindSemaphore:
 		fmt.Fprintf(b, "leases (%s/%s):\n", q.Path, semLeases)
 		renderNodes(b, q.Nodes, false, "no leases")
@@ -146,7 +150,20 @@ func renderSummary(b *strings.Builder, rep *Report) {
 	if len(rep.Locks) == 1 {
 		paths = "lock path"
 	}
-	fmt.Fprintf(b, "%s: %d %s, %d held\n", rep.Path, len(rep.Locks), paths, held)
+	fmt.Fprintf(b, "%s: %d %s, %d held", rep.Path, len(rep.Locks), paths, held)
+	switch rep.DataNodes {
+	case 0:
+	case 1:
+		b.WriteString(", 1 data node not listed")
+	default:
+		fmt.Fprintf(b, ", %d data nodes not listed", rep.DataNodes)
+	}
+	b.WriteString("\n")
+	defer func() {
+		for _, s := range rep.Skipped {
+			fmt.Fprintf(b, "skipped %s: %s\n", s.Path, s.Reason)
+		}
+	}()
 	if len(rep.Locks) == 0 {
 		return
 	}

@@ -20,7 +20,7 @@ import (
 // reconnection, and after a failed inspection (drawn, then retried with
 // backoff). It returns nil when ctx ends.
 func watchLoop(ctx context.Context, c *recipes.Client, cfg config, w io.Writer) error {
-	clearScreen := !cfg.json && isTerminal(w)
+	clearScreen := redraws(w, cfg.json)
 	ctx, stop := context.WithCancel(ctx)
 	defer stop()
 	var drawErr error
@@ -79,11 +79,21 @@ func draw(w io.Writer, rep *Report, err error, cfg config, clearScreen bool) err
 	return render(w, rep, false, false)
 }
 
+// redraws reports whether -watch clears the screen and homes the cursor
+// before each draw, so the screen shows the latest one only: when w is a
+// terminal and the output is text. Piped or redirected (and with -json) it
+// appends each draw instead.
+func redraws(w io.Writer, asJSON bool) bool { return !asJSON && isTerminal(w) }
+
+// isTerminal reports whether w is a terminal: a file that is a character
+// device (golang.org/x/term is not a dependency of this module).
 func isTerminal(w io.Writer) bool {
 	f, ok := w.(*os.File)
 	if !ok {
 		return false
 	}
 	st, err := f.Stat()
-	return err == nil && st.Mode()&os.ModeCharDevice != 0
+	return err == nil && isCharDevice(st.Mode())
 }
+
+func isCharDevice(m os.FileMode) bool { return m&os.ModeCharDevice != 0 }
