@@ -76,9 +76,10 @@ func (c *Client) Follow(ctx context.Context, what string, read func(ctx context.
 		return fmt.Errorf("%w: nil context", ErrInvalidArgument)
 	}
 	var (
-		w     Watches
-		retry backoff.BackOff
-		sid   int64
+		w       Watches
+		retry   backoff.BackOff
+		sid     int64
+		watched bool // the session's last good read left watches
 	)
 	for {
 		if ctx.Err() != nil {
@@ -86,8 +87,13 @@ func (c *Client) Follow(ctx context.Context, what string, read func(ctx context.
 		}
 		snap := c.Snapshot()
 		if snap.SessionID != sid {
+			if sid != 0 && watched {
+				// What changed between the old session's watches and
+				// the next read was not seen as it happened.
+				c.log.Warn("zkrecipes: watches dropped with the session; reading again", "what", what)
+			}
 			w.forget()
-			sid = snap.SessionID
+			sid, watched = snap.SessionID, false
 		}
 		var pause *time.Timer
 		if snap.State.IsConnected() {
@@ -96,7 +102,7 @@ func (c *Client) Follow(ctx context.Context, what string, read func(ctx context.
 			case ctx.Err() != nil:
 				return nil
 			case err == nil:
-				retry = nil
+				retry, watched = nil, w.Len() > 0
 			case errors.Is(err, ErrClosed):
 				return err
 			default:

@@ -70,7 +70,7 @@ func (c *Client) Participate(ctx context.Context, p Participation) error {
 			if ctx.Err() != nil || errors.Is(err, ErrClosed) || !endsWithSession(err) && !IsRetryable(err) {
 				return err
 			}
-			c.log.Info("zkrecipes: participant will create its node again", "parent", p.Parent, "err", err)
+			c.log.Warn("zkrecipes: participant will create its node again", "parent", p.Parent, "err", err)
 			if err := c.sleep(ctx, retryPause); err != nil {
 				return fmt.Errorf("zkrecipes: participating in %s: %w", p.Parent, err)
 			}
@@ -84,6 +84,8 @@ func (c *Client) Participate(ctx context.Context, p Participation) error {
 		if err != nil {
 			return err
 		}
+		c.log.Warn("zkrecipes: participant's node is gone (deleted, or its session lost); creating a new one at the back of the queue",
+			"parent", p.Parent, "node", ct.Path())
 	}
 }
 
