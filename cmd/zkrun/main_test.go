@@ -271,3 +271,236 @@ func TestLockWaitsForTheHolder(t *testing.T) {
 	t.Logf("first zkrun's log:\n%s", first.stderr.String())
 	t.Logf("second zkrun's log:\n%s", second.stderr.String())
 }
+
+// holdLock starts a zkrun holding the lock at path until the test releases
+// it, and waits for its child to run.
+func holdLock(t *testing.T, zkc *zktest.Cluster, path string) (*proc, started) {
+	t.Helper()
+	marker := filepath.Join(t.TempDir(), "holder")
+	p := zkrun(t, zkc, append([]string{"lock", path, "--"}, blocker(marker)...)...)
+	return p, waitStarted(t, marker)
+}
+
+func TestTryOnAHeldLock(t *testing.T) {
+	zkc := zkServer(t)
+	obs := observer(t, zkc)
+	path := newPath()
+	holder, _ := holdLock(t, zkc, path)
+	marker := filepath.Join(t.TempDir(), "tried")
+	p := zkrun(t, zkc, "lock", "-try", path, "--", "touch", marker)
+	if code := p.wait(t); code != ExitHeld {
+		t.Fatalf("zkrun lock -try on a held lock: exit %d, want %d (ExitHeld)\n%s", code, ExitHeld, p.stderr.String())
+	}
+	noFile(t, marker, "the command ran without the lock")
+	waitChildren(t, obs, path, 1) // the try left no node behind
+	holder.release()
+	if code := holder.wait(t); code != 0 {
+		t.Fatalf("holder: exit %d", code)
+	}
+	// Free, -try takes it.
+	p = zkrun(t, zkc, "lock", "-try", path, "--", "touch", marker)
+	if code := p.wait(t); code != 0 {
+		t.Fatalf("zkrun lock -try on a free lock: exit %d\n%s", code, p.stderr.String())
+	}
+	if _, err := os.Stat(marker); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestTimeout(t *testing.T) {
+	zkc := zkServer(t)
+	obs := observer(t, zkc)
+	path := newPath()
+	holder, _ := holdLock(t, zkc, path)
+	marker := filepath.Join(t.TempDir(), "timed")
+	p := zkrun(t, zkc, "lock", "-timeout", "300ms", path, "--", "touch", marker)
+	if code := p.wait(t); code != ExitTimeout {
+		t.Fatalf("zkrun lock -timeout on a held lock: exit %d, want %d (ExitTimeout)\n%s", code, ExitTimeout, p.stderr.String())
+	}
+	noFile(t, marker, "the command ran without the lock")
+	waitChildren(t, obs, path, 1) // the waiter's node is gone
+	holder.release()
+	holder.wait(t)
+}
+
+func TestExitStatus(t *testing.T) {
+	zkc := zkServer(t)
+	path := newPath()
+	for _, tc := range []struct {
+		name string
+		args []string
+		want int
+	}{
+		{"exit 3", []string{"lock", path, "--", "sh", "-c", "exit 3"}, 3},
+		{"exit 0", []string{"lock", path, "--", "true"}, 0},
+		{"killed by SIGKILL", []string{"lock", path, "--", "sh", "-c", "kill -KILL $$"}, 128 + 9},
+		{"not found", []string{"lock", path, "--", "/nonexistent/zkrun-test-command"}, ExitNotFound},
+		{"cannot run", []string{"lock", path, "--", "/"}, ExitCannotRun},
+		{"no command", []string{"lock", path, "--"}, ExitUsage},
+		{"no --", []string{"lock", path, "true"}, ExitUsage},
+		{"flag after path", []string{"lock", path, "-try", "--", "true"}, ExitUsage},
+		{"bad path", []string{"lock", "relative", "--", "true"}, ExitUsage},
+		{"sem without -n", []string{"sem", path, "--", "true"}, ExitUsage},
+		{"elect without id", []string{"elect", path, "--", "true"}, ExitUsage},
+		{"unknown subcommand", []string{"unlock", path, "--", "true"}, ExitUsage},
+		{"bad auth", []string{"-auth", "digest", "lock", path, "--", "true"}, ExitUsage},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p := zkrun(t, zkc, tc.args...)
+			if code := p.wait(t); code != tc.want {
+				t.Fatalf("zkrun %s: exit %d, want %d\n%s", strings.Join(tc.args, " "), code, tc.want, p.stderr.String())
+			}
+		})
+	}
+}
+
+func TestNoServer(t *testing.T) {
+	cmd := exec.Command(binary, "lock", "/a", "--", "true")
+	cmd.Env = append(os.Environ(), "ZK_SERVERS=")
+	out, _ := cmd.CombinedOutput()
+	if code := cmd.ProcessState.ExitCode(); code != ExitUsage || !strings.Contains(string(out), "ZK_SERVERS") {
+		t.Fatalf("no servers: exit %d, want %d, output %q", code, ExitUsage, out)
+	}
+	// No session: nothing listens on the port zkrun is given.
+	cmd = exec.Command(binary, "-servers", "127.0.0.1:1", "-connect-timeout", "500ms", "lock", "/a", "--", "true")
+	out, _ = cmd.CombinedOutput()
+	if code := cmd.ProcessState.ExitCode(); code != ExitError {
+		t.Fatalf("no session: exit %d, want %d, output %q", code, ExitError, out)
+	}
+}
+
+func TestHelp(t *testing.T) {
+	cmd := exec.Command(binary, "-h")
+	cmd.Env = append(os.Environ(), "ZK_SERVERS=zk.example:2181")
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("zkrun -h: %v\n%s", err, out)
+	}
+	for _, want := range []string{"$ZK_SERVERS", "ZKRUN_TOKEN", "121", "122", "124", "125"} {
+		if !strings.Contains(string(out), want) {
+			t.Errorf("zkrun -h does not mention %s:\n%s", want, out)
+		}
+	}
+	if strings.Contains(string(out), "zk.example") {
+		t.Errorf("zkrun -h shows the value of $ZK_SERVERS as a default:\n%s", out)
+	}
+}
+
+// A zkrun stopped past its session is told, when it runs again, that the
+// hold is gone: its child, which lives on meanwhile, gets SIGTERM.
+func TestLostHoldStopsTheChild(t *testing.T) {
+	zkc := zkServer(t)
+	obs := observer(t, zkc)
+	dir, path := t.TempDir(), newPath()
+	startedM, termed := filepath.Join(dir, "started"), filepath.Join(dir, "termed")
+	script := `trap 'touch "$2"; exit 0' TERM; echo $$ > "$1.tmp" && mv "$1.tmp" "$1"; while :; do sleep 0.1; done`
+	p := zkrun(t, zkc, "-session-timeout", "2s", "-grace", "30s", "lock", path, "--", "sh", "-c", script, "child", startedM, termed)
+	var pid int
+	zktest.Eventually(t, 60*time.Second, "the child to start", func() bool {
+		data, err := os.ReadFile(startedM)
+		if err != nil {
+			return false
+		}
+		pid, err = strconv.Atoi(strings.TrimSpace(string(data)))
+		return err == nil
+	})
+	t.Cleanup(func() { _ = syscall.Kill(-pid, syscall.SIGKILL) })
+	waitChildren(t, obs, path, 1)
+
+	if err := p.cmd.Process.Signal(syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = p.cmd.Process.Signal(syscall.SIGCONT) })
+	// The server expires the stopped zkrun's session: its node goes.
+	waitChildren(t, obs, path, 0)
+	noFile(t, termed, "the child was signalled while zkrun was stopped")
+	if err := p.cmd.Process.Signal(syscall.SIGCONT); err != nil {
+		t.Fatal(err)
+	}
+	if code := p.wait(t); code != ExitLost {
+		t.Fatalf("zkrun after its session expired: exit %d, want %d (ExitLost)\n%s", code, ExitLost, p.stderr.String())
+	}
+	if _, err := os.Stat(termed); err != nil {
+		t.Fatalf("the child did not get SIGTERM: %v\n%s", err, p.stderr.String())
+	}
+	t.Logf("zkrun's log:\n%s", p.stderr.String())
+}
+
+func TestSemaphore(t *testing.T) {
+	zkc := zkServer(t)
+	obs := observer(t, zkc)
+	dir, path := t.TempDir(), newPath()
+	var ps []*proc
+	var markers []string
+	for i := range 3 {
+		markers = append(markers, filepath.Join(dir, fmt.Sprint("holder", i)))
+		ps = append(ps, zkrun(t, zkc, append([]string{"sem", "-n", "2", path, "--"}, blocker(markers[i])...)...))
+		if i < 2 {
+			waitStarted(t, markers[i])
+		}
+	}
+	// The third has its lease node made and waits for the count to drop.
+	waitChildren(t, obs, path+"/leases", 3)
+	noFile(t, markers[2], "a third holder of a semaphore of 2 leases ran")
+	ps[0].release()
+	if code := ps[0].wait(t); code != 0 {
+		t.Fatalf("first: exit %d", code)
+	}
+	s := waitStarted(t, markers[2])
+	if !strings.HasPrefix(s.node, path+"/leases/") {
+		t.Errorf("ZKRUN_NODE %q is not a lease under %s/leases", s.node, path)
+	}
+	for _, p := range ps[1:] {
+		p.release()
+		if code := p.wait(t); code != 0 {
+			t.Fatalf("exit %d\n%s", code, p.stderr.String())
+		}
+	}
+	waitChildren(t, obs, path+"/leases", 0)
+}
+
+func TestElect(t *testing.T) {
+	zkc := zkServer(t)
+	obs := observer(t, zkc)
+	dir, path := t.TempDir(), newPath()
+	ma, mb := filepath.Join(dir, "a"), filepath.Join(dir, "b")
+	a := zkrun(t, zkc, append([]string{"elect", path, "alpha", "--"}, blocker(ma)...)...)
+	sa := waitStarted(t, ma)
+	b := zkrun(t, zkc, append([]string{"elect", path, "beta", "--"}, blocker(mb)...)...)
+	waitChildren(t, obs, path, 2)
+	noFile(t, mb, "a second participant ran while the first leads")
+	a.release()
+	if code := a.wait(t); code != 0 {
+		t.Fatalf("alpha: exit %d", code)
+	}
+	sb := waitStarted(t, mb)
+	if sa.id != "alpha" || sb.id != "beta" || sb.token <= sa.token {
+		t.Fatalf("alpha %+v, beta %+v", sa, sb)
+	}
+	b.release()
+	if code := b.wait(t); code != 0 {
+		t.Fatalf("beta: exit %d", code)
+	}
+	waitChildren(t, obs, path, 0)
+}
+
+// SIGTERM to zkrun goes to the child; zkrun exits with the child's status.
+func TestSignalForwarded(t *testing.T) {
+	zkc := zkServer(t)
+	obs := observer(t, zkc)
+	dir, path := t.TempDir(), newPath()
+	startedM := filepath.Join(dir, "started")
+	script := `trap 'exit 7' TERM; echo $$ > "$1.tmp" && mv "$1.tmp" "$1"; while :; do sleep 0.1; done`
+	p := zkrun(t, zkc, "lock", path, "--", "sh", "-c", script, "child", startedM)
+	zktest.Eventually(t, 60*time.Second, "the child to start", func() bool {
+		_, err := os.Stat(startedM)
+		return err == nil
+	})
+	if err := p.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	if code := p.wait(t); code != 7 {
+		t.Fatalf("zkrun after SIGTERM: exit %d, want the child's 7\n%s", code, p.stderr.String())
+	}
+	waitChildren(t, obs, path, 0)
+}
