@@ -446,7 +446,12 @@ func releaseHold(h *hold, log *slog.Logger) {
 	ctx, cancel := context.WithTimeout(context.Background(), releaseTimeout)
 	defer cancel()
 	if err := h.release(ctx); err != nil {
-		log.Warn("release", "node", h.node, "err", err)
+		select {
+		case <-h.done: // lost already: the release can only say so
+			log.Debug("release", "node", h.node, "err", err)
+		default:
+			log.Warn("release", "node", h.node, "err", err)
+		}
 	}
 }
 
