@@ -115,16 +115,38 @@ func interopSemaphoreMaximum(t *testing.T, zkc *zktest.Cluster, dir string) {
 			t.Fatal(err)
 		}
 	}
+	// Go keeps contending until the Curator processes are done, so the two
+	// sides share the semaphore however slowly the JVMs run on a busy
+	// machine (they once finished after Go's last hold).
 	var (
-		mu     sync.Mutex
-		goHeld []interop.Interval
-		wg     sync.WaitGroup
+		mu      sync.Mutex
+		goHeld  []interop.Interval
+		wg      sync.WaitGroup
+		curOver = make(chan struct{})
+		curErr  error // set before curOver closes
 	)
+	go func() {
+		defer close(curOver)
+		for _, p := range procs {
+			curErr = errors.Join(curErr, p.Wait())
+		}
+	}()
+	contending := func(i int) bool {
+		if i < goIters {
+			return true
+		}
+		select {
+		case <-curOver:
+			return false
+		default:
+			return true
+		}
+	}
 	for g := range goWorkers {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			for i := range goIters {
+			for i := 0; contending(i); i++ {
 				lease, err := s.Acquire(ctx)
 				if err != nil {
 					t.Errorf("go%d iteration %d: acquire: %v", g, i, err)
@@ -149,15 +171,14 @@ func interopSemaphoreMaximum(t *testing.T, zkc *zktest.Cluster, dir string) {
 		}()
 	}
 	wg.Wait()
-	for _, p := range procs {
-		if err := p.Wait(); err != nil {
-			t.Fatal(err)
-		}
+	<-curOver
+	if curErr != nil {
+		t.Fatal(curErr)
 	}
 	elapsed := time.Since(start)
 
-	if len(goHeld) != goWorkers*goIters {
-		t.Errorf("Go completed %d holds, want %d", len(goHeld), goWorkers*goIters)
+	if len(goHeld) < goWorkers*goIters {
+		t.Errorf("Go completed %d holds, want at least %d", len(goHeld), goWorkers*goIters)
 	}
 	all := append([]interop.Interval(nil), goHeld...)
 	for i, f := range files {
@@ -187,8 +208,8 @@ func interopSemaphoreMaximum(t *testing.T, zkc *zktest.Cluster, dir string) {
 			}
 		}
 	}
-	t.Logf("%d holds (Go %d×%d, Curator %d×%d) in %v after GO, hold %v; at most %d holders at once (%v); %d Go holds overlapped a Curator hold",
-		len(all), goWorkers, goIters, curProcs, curIters, elapsed.Round(time.Millisecond), hold, peak, who, mixed)
+	t.Logf("%d holds (Go %d by %d workers, Curator %d×%d) in %v after GO, hold %v; at most %d holders at once (%v); %d Go holds overlapped a Curator hold",
+		len(all), len(goHeld), goWorkers, curProcs, curIters, elapsed.Round(time.Millisecond), hold, peak, who, mixed)
 	if mixed == 0 {
 		t.Error("Go and Curator never held leases at the same time")
 	}
