@@ -379,7 +379,7 @@ func TestBadInput(t *testing.T) {
 	r, err := cleanup.New(c, cleanup.WithParents("/x"))
 	require.NoError(t, err)
 	require.NoError(t, r.Start(ctx))
-	assert.ErrorIs(t, r.Start(ctx), recipes.ErrInvalidArgument, "started twice")
+	assert.ErrorIs(t, r.Start(ctx), recipes.ErrAlreadyStarted, "started twice")
 	require.NoError(t, r.Close(ctx))
 	assert.ErrorIs(t, r.Start(ctx), recipes.ErrClosed)
 	closed := connect(t, zkc.Servers())
