@@ -85,7 +85,13 @@ func run(ctx context.Context, servers []string) error {
 	)
 	lead := func(ctx context.Context, t *election.Term) error {
 		rec := turnRecord{by: t.ID(), start: time.Now()}
-		rec.token, _ = t.Token(ctx)
+		var err error
+		if rec.token, err = t.Token(ctx); err != nil {
+			// The turn ended before it began (the run is stopping): it
+			// did no work and has no token to check.
+			demo.Say("%s: its turn ended before it began: %v", t.ID(), err)
+			return nil
+		}
 		demo.Say("%s: takes its turn (token %v)", t.ID(), rec.token)
 		select { // the turn's work; stop at once if the leadership may be lost
 		case <-time.After(*turn):
