@@ -62,8 +62,9 @@ func (w *Watches) forget() { clear(w.armed) }
 // every reconnection (a new session has none of the old watches: the read
 // resyncs), and after a failed read, backing off under the client's retry
 // policy (the backoff starts afresh after each success, and after it gives
-// up). A failed read is logged at warn with what. Follow returns nil when
-// ctx ends and ErrClosed when the client closes.
+// up). A failed read is logged at warn with what, and so is a new session
+// after a read that left watches (what changed in between went unseen).
+// Follow returns nil when ctx ends and ErrClosed when the client closes.
 //
 // read must leave its watches in w (Watches.Add) and may skip a watch that
 // is still armed (Watches.Armed). A read that leaves no watch is called
