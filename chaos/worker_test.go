@@ -760,10 +760,11 @@ func (w *worker) runLatch() error {
 // staleHeartbeat is sabotage: once the latch is closed and another
 // participant leads, a heartbeat of the old term, unfenced.
 func (w *worker) staleHeartbeat(h recipes.Hold) {
-	tok, err := h.Token(context.Background())
+	ft, err := h.Token(context.Background())
 	if err != nil {
 		return
 	}
+	tok := ft.Czxid // the checker reads the czxid: no local hand-offs here
 	w.sleep(150*time.Millisecond, 150*time.Millisecond)
 	cnt := w.seq.Add(1)
 	st, err := w.c.Set(context.Background(), leadLatch, []byte(fmt.Sprintf("%d %s %d", tok, w.name, cnt)), -1)
@@ -775,13 +776,14 @@ func (w *worker) staleHeartbeat(h recipes.Hold) {
 // lead writes fenced heartbeats "token id counter" to rec every hbEvery,
 // for a term of 8-20 heartbeats, until ctx ends.
 func (w *worker) lead(ctx context.Context, h recipes.Hold, rec string) error {
-	tok, err := h.Token(ctx)
+	ft, err := h.Token(ctx)
 	if err != nil {
 		if ctx.Err() == nil {
 			w.log.printf("tokenerr %s", oneLine(err))
 		}
 		return err
 	}
+	tok := ft.Czxid // the checker reads the czxid
 	w.log.printf("term %d %s", tok, path.Base(h.Node()))
 	for range w.intN(8, 20) {
 		t := time.NewTimer(hbEvery)
