@@ -10,12 +10,13 @@
 #                and BENCHMARKS.svg (BENCH_MD names the report, empty: none;
 #                BENCH_FLAGS="-which contended -rounds 5 -duration 5s")
 #   make chaos   the chaos suite, kept apart by the build tag "chaos": faults
-#                injected for 5 minutes (CHAOS_FLAGS="-duration 1m -seed 7"),
-#                every kind but the ZooKeeper member kills
-#   make chaos-all  the same with every fault kind, member kills included;
-#                needs a ZooKeeper without ZOOKEEPER-4712/4785 (Debian's
-#                3.8.0 loses committed transactions under them, see
-#                chaos/faults_test.go)
+#                injected for 5 minutes (CHAOS_FLAGS="-duration 1m -seed 7"):
+#                every kind on ZooKeeper 3.9.4 or later, the worker faults
+#                only on an older server such as Debian's 3.8.0, which loses
+#                committed transactions when its members are paused or
+#                killed (ZOOKEEPER-4712/4785, see chaos/faults_test.go)
+#   make chaos-all  the same with every fault kind on any server, member
+#                pauses and kills included
 #   make test-39 the recipe packages' tests (RECIPE_PKGS) on ZooKeeper 3.9
 #                with the Curator 5.7 interop, both from Debian's unstable
 #                suite as `scripts/install-deps.sh zk39` unpacks them into a

@@ -13,6 +13,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -31,7 +32,7 @@ var (
 	flagDuration = flag.Duration("duration", 5*time.Minute, "how long TestChaos injects faults")
 	flagSeed     = flag.Uint64("seed", 1, "seed of the fault schedule (math/rand/v2 PCG)")
 	flagKeep     = flag.Bool("keep", false, "keep the worker logs even when the run passes")
-	flagFaults   = flag.String("faults", "", "fault kinds to inject: comma-separated names, or \"all\" (default: every kind but the ZooKeeper member kills, zk-leader-kill and zk-restart-all; see faultKinds)")
+	flagFaults   = flag.String("faults", "", "fault kinds to inject: comma-separated names, or \"all\" (default: every kind on ZooKeeper 3.9.4 or later; on an older server, which loses committed transactions when members are paused or killed, the worker faults kill-holder, pause-holder and blackhole-holder only; see faultKinds)")
 	flagPace     = flag.String("pace", "normal", "fault pacing: normal, or dense (80+ faults in 5 minutes of -faults all; see pacings)")
 	flagSabotage = flag.Bool("sabotage", false, "make some workers break the rules on purpose (mutex writes without the lock, latch heartbeats after the term): the run must then fail")
 )
@@ -59,8 +60,7 @@ func TestChaos(t *testing.T) {
 		t.Fatalf("-pace %q: want normal or dense", *flagPace)
 	}
 	faultPace = p
-	enabled, err := parseFaults(*flagFaults)
-	if err != nil {
+	if _, err := parseFaults(*flagFaults, ""); err != nil {
 		t.Fatal(err)
 	}
 	dir, err := os.MkdirTemp("", "zkchaos-")
@@ -78,6 +78,10 @@ func TestChaos(t *testing.T) {
 	zkc := zktest.StartEnsemble(t, 3, zktest.WithTickTime(200*time.Millisecond))
 	if !zkc.Controllable() {
 		t.Skip("the chaos suite injects faults into the servers: it needs a local ZooKeeper installation, not ZK_TEST_SERVERS")
+	}
+	enabled, err := parseFaults(*flagFaults, zkc.Version())
+	if err != nil {
+		t.Fatal(err)
 	}
 	admin, err := recipes.Connect(context.Background(), zkc.Servers(), recipes.WithSessionTimeout(4*time.Second))
 	if err != nil {
@@ -485,4 +489,41 @@ func tailFile(name string) string {
 		s = "..." + s[len(s)-2000:]
 	}
 	return s
+}
+
+// TestDefaultFaults checks which kinds -faults "" picks for each server: the
+// worker faults alone on a server that loses committed transactions when
+// members rejoin, every kind from 3.9.4.
+func TestDefaultFaults(t *testing.T) {
+	workerOnly := []string{fKillHolder, fPauseHolder, fBlackhole}
+	for _, tc := range []struct {
+		version string
+		every   bool
+	}{
+		{"3.8.0", false}, {"3.8.4", false}, {"3.9.3", false}, {"3.9.4", true}, {"3.9.6", true},
+		{"3.10.0", true}, {"4.0.0", true}, {"", false}, {"unknown", false},
+	} {
+		on, err := parseFaults("", tc.version)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, k := range faultKinds {
+			want := tc.every || slices.Contains(workerOnly, k.name)
+			if on[k.name] != want {
+				t.Errorf("server %q: %s injected %v, want %v", tc.version, k.name, on[k.name], want)
+			}
+		}
+		all, _ := parseFaults("all", tc.version)
+		for _, k := range faultKinds {
+			if !all[k.name] {
+				t.Errorf("server %q: -faults all leaves out %s", tc.version, k.name)
+			}
+		}
+	}
+	if on, err := parseFaults(fFollowerPause, "3.8.0"); err != nil || !on[fFollowerPause] || on[fKillHolder] {
+		t.Errorf("-faults %s on 3.8.0: %v, %v", fFollowerPause, on, err)
+	}
+	if _, err := parseFaults("no-such-kind", "3.9.6"); err == nil {
+		t.Error("-faults no-such-kind accepted")
+	}
 }
