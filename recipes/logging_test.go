@@ -2,6 +2,7 @@ package recipes_test
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
 	"strings"
 	"sync"
@@ -14,6 +15,7 @@ import (
 	"github.com/zkrecipes/zkrecipes/internal/testutil"
 	"github.com/zkrecipes/zkrecipes/recipes"
 	"github.com/zkrecipes/zkrecipes/recipes/zktest"
+	"github.com/zkrecipes/zkrecipes/semaphore"
 )
 
 // records is a slog handler that keeps the messages of warn and above.
@@ -44,9 +46,7 @@ func (r *records) has(substr string) bool {
 }
 
 // What goes wrong away from the caller is logged at warn: a latch whose
-// node was deleted under it makes a new one. (Follow's warning for watches
-// dropped with a session has no test yet: one passed on 3.8.0 and failed on
-// 3.9.6, cause not found.)
+// node was deleted under it makes a new one.
 func TestBackgroundEventsAreLoggedAtWarn(t *testing.T) {
 	zkc := zktest.Start(t)
 	log := &records{}
@@ -63,5 +63,51 @@ func TestBackgroundEventsAreLoggedAtWarn(t *testing.T) {
 	require.NoError(t, admin.Delete(ctx, latch.Node(), -1))
 	testutil.Eventually(t, 10*time.Second, "the recreated latch node logged", func() bool {
 		return log.has("participant's node is gone")
+	})
+}
+
+// Watches dropped with an expired session are logged at warn when the
+// recipe reads again in the new one: what changed in between went unseen.
+func TestDroppedWatchesAreLogged(t *testing.T) {
+	zkc := zktest.Start(t)
+	proxy := zktest.NewProxy(t, zkc.Servers()[0])
+	log := &records{}
+	c := connect(t, []string{proxy.Addr()}, recipes.WithLogger(slog.New(log)), recipes.WithSessionTimeout(2*time.Second))
+	ctx := context.Background()
+
+	sc, err := semaphore.NewSharedCount(ctx, c, "/logged/count", 1)
+	require.NoError(t, err)
+	defer sc.Close(ctx)
+	// The count's follower has read and left its watch before the link
+	// goes: it saw another client's write. (NewSharedCount's own first read
+	// is not the follower's, and a follower whose first read fails on the
+	// cut link has dropped no watch, so it rightly says nothing.)
+	other, err := semaphore.NewSharedCount(ctx, connect(t, zkc.Servers()), "/logged/count", 1)
+	require.NoError(t, err)
+	defer other.Close(ctx)
+	require.NoError(t, other.Set(ctx, 2))
+	testutil.Eventually(t, 10*time.Second, "the count's watch fired and was read again", func() bool {
+		return sc.Get() == 2
+	})
+	sid := c.SessionID()
+	testutil.Eventually(t, 10*time.Second, "the count's watch listed under the session", func() bool {
+		out, err := zkc.FourLetter(0, "wchc")
+		return err == nil && strings.Contains(out, fmt.Sprintf("0x%x", sid))
+	})
+	states := testutil.WatchStates(t, c)
+	proxy.Blackhole()
+	states.WaitFor(t, 0, 15*time.Second, recipes.StateLost)
+	// The session is over on the server too before the link heals: wchc
+	// (watches by session) no longer names it.
+	testutil.Eventually(t, 15*time.Second, "the session expired on the server", func() bool {
+		out, err := zkc.FourLetter(0, "wchc")
+		return err == nil && strings.Contains(out, "/logged/count") && !strings.Contains(out, fmt.Sprintf("0x%x", sid))
+	})
+	proxy.Restore()
+	testutil.Eventually(t, 15*time.Second, "a new session", func() bool {
+		return c.SessionID() != 0 && c.SessionID() != sid
+	})
+	testutil.Eventually(t, 10*time.Second, "the dropped watches logged", func() bool {
+		return log.has("watches dropped with the session")
 	})
 }
