@@ -102,7 +102,7 @@ func (l *Latch) ID() string { return l.id }
 // Path returns the latch path as given to NewLatch.
 func (l *Latch) Path() string { return l.path }
 
-var latchDriver = &engine.Driver{Names: []string{LatchName}}
+var latchDriver = &engine.Driver{Names: []string{LatchName}, Recipe: "latch"}
 
 // Start joins the election: it creates the latch node (waiting for that
 // within ctx) and keeps taking part in the background until Resign or

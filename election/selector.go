@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/zkrecipes/zkrecipes/internal/engine"
+	"github.com/zkrecipes/zkrecipes/internal/lockspec"
 	"github.com/zkrecipes/zkrecipes/internal/recipeargs"
 	"github.com/zkrecipes/zkrecipes/mutex"
 	"github.com/zkrecipes/zkrecipes/recipes"
@@ -76,10 +77,15 @@ func NewSelector(c *recipes.Client, path, id string, fn LeadFunc, opts ...Select
 	if err := recipeargs.Options(&o, opts); err != nil {
 		return nil, err
 	}
-	m, err := mutex.New(c, path, mutex.WithData([]byte(id)))
+	// The selector's lock is a mutex's, measured as the selector's.
+	lock, err := lockspec.NewMutex(c, path, lockspec.Spec{
+		LockName: mutex.LockName,
+		Driver:   &engine.Driver{Names: []string{mutex.LockName}, Recipe: "selector"},
+	}, []any{mutex.WithData([]byte(id))})
 	if err != nil {
 		return nil, err
 	}
+	m := lock.(*mutex.Mutex)
 	full, _ := c.FullPath(path)
 	return &Selector{c: c, path: path, full: full, id: id, fn: fn, opts: o, m: m,
 		wake: make(chan struct{}, 1), done: make(chan struct{})}, nil

@@ -187,7 +187,7 @@ func New(c *recipes.Client, path string, opts ...Option) (*Mutex, error) {
 		return nil, err
 	}
 	m.lockName = LockName
-	m.driver = &engine.Driver{Names: append([]string{LockName}, m.opts.extra...)}
+	m.driver = &engine.Driver{Names: append([]string{LockName}, m.opts.extra...), Recipe: "mutex"}
 	return m, nil
 }
 

@@ -107,15 +107,15 @@
 //	zkrecipes.recipe.held                           gauge      recipe, path        holds held now (locks, leases, terms)
 //	  (zkrecipes_recipe_held)
 //
-// The recipe label is mutex, rwlock_read, rwlock_write, semaphore or
-// latch; path is the recipe path as given (without the namespace). A
-// LeaderSelector holds a mutex at its path, and a semaphore takes its
-// internal mutex at <path>/locks before it waits for a lease: those show
-// as recipe mutex (the semaphore's wait is the wait for the count once it
-// holds that mutex). What is measured is the node: a reentrant Lock, or a
-// hand-off within the process (mutex.WithLocalHandoff), queues no node
-// and is not an acquisition of its own. Every recipe path is a series:
-// with many paths (a lock per user id, say) expect as many series.
+// The recipe label is mutex, rwlock_read, rwlock_write, semaphore, latch
+// or selector; path is the recipe path as given (without the namespace).
+// A semaphore's wait runs from Acquire to the lease, its internal lock at
+// <path>/locks included (that lock is not a recipe of its own in the
+// metrics). What is measured is the node: a reentrant Lock, or a hand-off
+// within the process (mutex.WithLocalHandoff), queues no node and is not
+// an acquisition of its own. Every recipe path is a series: with many
+// paths (a lock per user id, say) map them to fewer with
+// WithMetricsPathLabel.
 //
 // Nodes are laid out exactly as Curator lays them out, so Go and Java
 // processes can share locks and elections.

@@ -85,3 +85,14 @@ func AllMetrics() []Metric { return engine.AllMetrics() }
 // the table in the package doc). A nil m is refused with
 // ErrInvalidArgument.
 func WithMetrics(m Metrics) Option { return Option(engine.WithMetrics(m)) }
+
+// WithMetricsPathLabel bounds the "path" label's values: the recipe
+// metrics of a path are labelled label(recipe, path) instead of path
+// (recipe is "mutex", "semaphore", ...; path is the recipe's path without
+// the namespace). A service that takes a lock per entity
+// ("/locks/user-1234") maps them to one series ("/locks/user-*"), or
+// returns "" to drop the path. label is called once per recipe path and
+// Client. A nil label is refused with ErrInvalidArgument.
+func WithMetricsPathLabel(label func(recipe, path string) string) Option {
+	return Option(engine.WithMetricsPathLabel(label))
+}

@@ -15,6 +15,7 @@ import (
 	"github.com/zkrecipes/zkrecipes/mutex"
 	"github.com/zkrecipes/zkrecipes/recipes"
 	"github.com/zkrecipes/zkrecipes/recipes/zktest"
+	"github.com/zkrecipes/zkrecipes/rwlock"
 	"github.com/zkrecipes/zkrecipes/semaphore"
 )
 
@@ -157,25 +158,46 @@ func TestMetricsCore(t *testing.T) {
 	assert.Equal(t, 0.0, s.value("zkrecipes.deletes.pending{}"))
 }
 
-// TestMetricsRecipes checks that a semaphore's leases and a latch's terms
-// are counted under their own recipe names.
+// TestMetricsRecipes checks that each recipe is counted under its own
+// name: a semaphore's leases (its internal lock's wait counted in the
+// lease's, not as a mutex), a latch's terms, a selector's, the read and
+// write locks'.
 func TestMetricsRecipes(t *testing.T) {
 	zkc := zktest.Start(t)
 	s := newSink()
 	c := connect(t, zkc.Servers(), recipes.WithMetrics(s))
+	other := connect(t, zkc.Servers())
 	ctx := context.Background()
 
+	// The semaphore's internal lock held elsewhere for 300 ms: the wait
+	// for the lease includes it.
+	inner, err := mutex.New(other, "/s/locks")
+	require.NoError(t, err)
+	il, err := inner.Lock(ctx)
+	require.NoError(t, err)
 	sem, err := semaphore.New(c, "/s", 2)
 	require.NoError(t, err)
+	time.AfterFunc(300*time.Millisecond, func() { _ = il.Unlock(ctx) })
+	first, err := sem.Acquire(ctx)
+	require.NoError(t, err)
+	require.NoError(t, first.Close(ctx))
+	waits := s.obs("zkrecipes.recipe.wait{semaphore,/s}")
+	require.Len(t, waits, 1)
+	assert.GreaterOrEqual(t, waits[0], 0.3, "the wait includes the internal lock's")
+
 	leases, err := sem.AcquireN(ctx, 2)
 	require.NoError(t, err)
 	assert.Equal(t, 2.0, s.value("zkrecipes.recipe.held{semaphore,/s}"))
-	assert.Equal(t, []float64{0, 1}, s.obs("zkrecipes.recipe.queue{semaphore,/s}"), "leases taken at the first look")
+	assert.Equal(t, []float64{0, 0, 1}, s.obs("zkrecipes.recipe.queue{semaphore,/s}"), "leases taken at the first look")
 	require.NoError(t, semaphore.ReturnAll(ctx, leases))
 	assert.Equal(t, 0.0, s.value("zkrecipes.recipe.held{semaphore,/s}"))
-	assert.Equal(t, 2.0, s.value("zkrecipes.recipe.acquires{semaphore,/s,acquired}"))
-	assert.Len(t, s.obs("zkrecipes.recipe.hold{semaphore,/s}"), 2)
-	assert.Equal(t, 2.0, s.value("zkrecipes.recipe.acquires{mutex,/s/locks,acquired}"), "the semaphore's internal lock")
+	assert.Equal(t, 3.0, s.value("zkrecipes.recipe.acquires{semaphore,/s,acquired}"))
+	assert.Len(t, s.obs("zkrecipes.recipe.hold{semaphore,/s}"), 3)
+	s.mu.Lock()
+	for key := range s.kinds {
+		assert.NotContains(t, key, "/s/locks", "the semaphore's internal lock is not a recipe of its own")
+	}
+	s.mu.Unlock()
 
 	l, err := election.NewLatch(c, "/e", "me")
 	require.NoError(t, err)
@@ -187,4 +209,58 @@ func TestMetricsRecipes(t *testing.T) {
 	require.NoError(t, l.Close(ctx))
 	eventually(t, 5*time.Second, "the term ended", func() bool { return s.value("zkrecipes.recipe.held{latch,/e}") == 0 })
 	assert.Len(t, s.obs("zkrecipes.recipe.hold{latch,/e}"), 1)
+
+	led := make(chan struct{})
+	sel, err := election.NewSelector(c, "/sel", "me", func(ctx context.Context, _ *election.Term) error {
+		close(led)
+		<-ctx.Done() // lead until Close
+		return nil
+	})
+	require.NoError(t, err)
+	require.NoError(t, sel.Start(ctx))
+	<-led
+	require.NoError(t, sel.Close(ctx))
+	assert.Equal(t, 1.0, s.value("zkrecipes.recipe.acquires{selector,/sel,acquired}"), "a selector's term, not a mutex's")
+	assert.Len(t, s.obs("zkrecipes.recipe.hold{selector,/sel}"), 1)
+	assert.Equal(t, 0.0, s.value("zkrecipes.recipe.acquires{mutex,/sel,acquired}"))
+
+	rw, err := rwlock.New(c, "/rw")
+	require.NoError(t, err)
+	wl, err := rw.WriteLock().Lock(ctx)
+	require.NoError(t, err)
+	rl, err := rw.ReadLock().Lock(ctx) // the writer's own read: a downgrade
+	require.NoError(t, err)
+	require.NoError(t, wl.Unlock(ctx))
+	require.NoError(t, rl.Unlock(ctx))
+	assert.Equal(t, 1.0, s.value("zkrecipes.recipe.acquires{rwlock_write,/rw,acquired}"))
+	assert.Equal(t, 1.0, s.value("zkrecipes.recipe.acquires{rwlock_read,/rw,acquired}"))
+}
+
+// TestMetricsPathLabel checks WithMetricsPathLabel: a lock per entity
+// maps to one series.
+func TestMetricsPathLabel(t *testing.T) {
+	zkc := zktest.Start(t)
+	s := newSink()
+	_, err := recipes.Connect(context.Background(), zkc.Servers(), recipes.WithMetricsPathLabel(nil))
+	require.ErrorIs(t, err, recipes.ErrInvalidArgument)
+	var calls []string
+	c := connect(t, zkc.Servers(), recipes.WithMetrics(s), recipes.WithNamespace("app"),
+		recipes.WithMetricsPathLabel(func(recipe, path string) string {
+			calls = append(calls, recipe+" "+path)
+			if rest, ok := strings.CutPrefix(path, "/locks/user-"); ok && rest != "" {
+				return "/locks/user-*"
+			}
+			return path
+		}))
+	ctx := context.Background()
+	for _, p := range []string{"/locks/user-1", "/locks/user-2", "/locks/user-1", "/other"} {
+		m, err := mutex.New(c, p)
+		require.NoError(t, err)
+		l, err := m.Lock(ctx)
+		require.NoError(t, err)
+		require.NoError(t, l.Unlock(ctx))
+	}
+	assert.Equal(t, 3.0, s.value("zkrecipes.recipe.acquires{mutex,/locks/user-*,acquired}"))
+	assert.Equal(t, 1.0, s.value("zkrecipes.recipe.acquires{mutex,/other,acquired}"))
+	assert.Equal(t, []string{"mutex /locks/user-1", "mutex /locks/user-2", "mutex /other"}, calls, "once per path, without the namespace")
 }

@@ -160,11 +160,11 @@ func isWriter(c engine.Contender) bool { return strings.Contains(c.Name, WriteLo
 var (
 	// writeDriver: a writer holds when its node is first, and watches the
 	// node just ahead of it.
-	writeDriver = &engine.Driver{Names: []string{ReadLockName, WriteLockName}, Relist: isWriter}
+	writeDriver = &engine.Driver{Names: []string{ReadLockName, WriteLockName}, Relist: isWriter, Recipe: "rwlock_write"}
 	// readDriver: a reader holds when no writer is ahead of it, and
 	// otherwise watches the nearest writer ahead. Readers do not block
 	// readers.
-	readDriver = &engine.Driver{Names: []string{ReadLockName, WriteLockName}, Blocks: isWriter, Relist: isWriter}
+	readDriver = &engine.Driver{Names: []string{ReadLockName, WriteLockName}, Blocks: isWriter, Relist: isWriter, Recipe: "rwlock_read"}
 )
 
 // Participant is one node in the lock's queue.

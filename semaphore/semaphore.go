@@ -39,10 +39,12 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"time"
 
 	"github.com/go-zookeeper/zk"
 
 	"github.com/zkrecipes/zkrecipes/internal/engine"
+	"github.com/zkrecipes/zkrecipes/internal/lockspec"
 	"github.com/zkrecipes/zkrecipes/internal/recipeargs"
 	"github.com/zkrecipes/zkrecipes/mutex"
 	"github.com/zkrecipes/zkrecipes/recipes"
@@ -86,6 +88,7 @@ type Semaphore struct {
 	path   string
 	leases string // server path of the leases parent
 	lock   *mutex.Mutex
+	driver *engine.Driver // leaseDriver's rules, measured as this semaphore
 	limit  engine.Limit
 	fixed  bool // the maximum never changes (New, not NewWithCount)
 	opts   options
@@ -131,11 +134,17 @@ func newSemaphore(c *recipes.Client, path string, limit engine.Limit, opts []Opt
 	if o.data == nil {
 		o.data = []byte(engine.LocalIP())
 	}
-	lock, err := mutex.New(c, engine.JoinPath(path, LockParent))
+	// The internal lock is not measured: its wait counts in the lease's.
+	lock, err := lockspec.NewMutex(c, engine.JoinPath(path, LockParent), lockspec.Spec{
+		LockName: mutex.LockName,
+		Driver:   &engine.Driver{Names: []string{mutex.LockName}},
+	}, nil)
 	if err != nil {
 		return nil, err
 	}
-	return &Semaphore{c: c, path: path, leases: engine.JoinPath(full, LeaseParent), lock: lock, limit: limit, opts: o}, nil
+	driver := &engine.Driver{Names: leaseDriver.Names, Recipe: "semaphore", Path: engine.Of(c).StripNamespace(full)}
+	return &Semaphore{c: c, path: path, leases: engine.JoinPath(full, LeaseParent), lock: lock.(*mutex.Mutex),
+		driver: driver, limit: limit, opts: o}, nil
 }
 
 // Path returns the semaphore path as given to New.
@@ -227,6 +236,7 @@ func (s *Semaphore) acquire(ctx context.Context, n int, wait bool) ([]*Lease, er
 
 // acquireOne takes one lease: the internal lock, a lease node, the count.
 func (s *Semaphore) acquireOne(ctx context.Context, wait bool) (*Lease, error) {
+	began := time.Now()
 	octx := mutex.WithOwner(ctx, new(byte)) // each acquisition its own owner
 	var (
 		lk  *mutex.Lease
@@ -242,7 +252,7 @@ func (s *Semaphore) acquireOne(ctx context.Context, wait bool) (*Lease, error) {
 	}
 	defer func() { _ = lk.Unlock(context.WithoutCancel(ctx)) }()
 	for {
-		ct, err := engine.Of(s.c).Enter(ctx, s.leases, LeaseName, s.opts.data, leaseDriver)
+		ct, err := engine.Of(s.c).Enter(ctx, s.leases, LeaseName, s.opts.data, s.driver, engine.EnterWaitingSince(began))
 		if err != nil {
 			return nil, err
 		}

@@ -45,6 +45,7 @@ type enterConfig struct {
 	hasFixed    bool
 	granted     bool
 	verifyOwner bool
+	since       time.Time // the wait began, for metrics; zero: at Enter
 }
 
 // EnterGranted makes the node hold from the start, whatever is ahead of
@@ -63,6 +64,12 @@ func EnterGranted() EnterOption {
 // them; Enter refuses anything else with ErrInvalidArgument.
 func EnterAtSequence(seq string) EnterOption {
 	return func(e *enterConfig) { e.fixed, e.hasFixed = seq, true }
+}
+
+// EnterWaitingSince makes the contest's wait, in metrics, begin at since
+// rather than at Enter: the semaphore's wait includes its internal lock's.
+func EnterWaitingSince(since time.Time) EnterOption {
+	return func(e *enterConfig) { e.since = since }
 }
 
 // isSequence reports whether s has the form of a server sequence suffix:
@@ -115,10 +122,13 @@ func (c *Client) Enter(ctx context.Context, parent, lockName string, data []byte
 	if cfg.hasFixed {
 		name += cfg.fixed
 	}
+	if !cfg.since.IsZero() {
+		since = cfg.since
+	}
 	path, sid, lostReply, err := c.createProtected(ctx, parent, NewUUID(), name, data, !cfg.hasFixed)
 	var met contestMetrics
 	if c.met != nil {
-		met = c.startContest(lockName, parent, since)
+		met = c.startContest(d, parent, since)
 		if err != nil {
 			met.acquired(false, err)
 		}

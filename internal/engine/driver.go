@@ -34,6 +34,14 @@ type Driver struct {
 	// then lists the children again instead of walking its snapshot. Nil:
 	// never.
 	Relist func(gone Contender) bool
+	// Recipe names the recipe in metrics (the "recipe" label: mutex,
+	// semaphore, selector, ...). Empty: the contest is not measured, as a
+	// recipe's internal lock is not (the semaphore's, whose wait counts in
+	// the semaphore's own).
+	Recipe string
+	// Path is the recipe's path as the user gave it, for metrics (the
+	// "path" label). Empty: the contest's parent without the namespace.
+	Path string
 }
 
 // Verdict is what Decide answers: held, or else the contender to wait for.

@@ -146,6 +146,20 @@ func WithMetrics(m Metrics) Option {
 	}
 }
 
+// WithMetricsPathLabel makes the client label its recipe metrics with
+// label(recipe, path) instead of the path: a service with a lock per
+// entity ("/locks/user-1234") maps them to one series ("/locks/user-*"),
+// or to "" to drop the path. It is called once per recipe path and client.
+func WithMetricsPathLabel(label func(recipe, path string) string) Option {
+	return func(c *Config) error {
+		if label == nil {
+			return fmt.Errorf("%w: nil metrics path label", ErrInvalidArgument)
+		}
+		c.metricsPath = label
+		return nil
+	}
+}
+
 // Request operations, the values of the "op" label.
 type reqOp uint8
 
@@ -233,6 +247,7 @@ func acquireResult(held bool, err error) int {
 // check.
 type instruments struct {
 	m          Metrics
+	pathLabel  func(recipe, path string) string // nil: the path itself
 	states     [len(stateNames)]Counter
 	suspended  Counter
 	requests   [numOps][numResults]Counter
@@ -243,7 +258,9 @@ type instruments struct {
 	recipes map[recipeKey]*recipeInstruments
 }
 
-type recipeKey struct{ lockName, parent string }
+// recipeKey is a recipe path as measured: the recipe's name and its path
+// without the namespace, before WithMetricsPathLabel.
+type recipeKey struct{ recipe, path string }
 
 // recipeInstruments are the instruments of one recipe path.
 type recipeInstruments struct {
@@ -254,8 +271,8 @@ type recipeInstruments struct {
 	held     Gauge
 }
 
-func newInstruments(m Metrics) *instruments {
-	in := &instruments{m: m, recipes: map[recipeKey]*recipeInstruments{}}
+func newInstruments(m Metrics, pathLabel func(recipe, path string) string) *instruments {
+	in := &instruments{m: m, pathLabel: pathLabel, recipes: map[recipeKey]*recipeInstruments{}}
 	for s := range in.states {
 		if State(s) != StateLatent { // never entered
 			in.states[s] = m.Counter(MetricStateChanges, stateNames[s])
@@ -272,34 +289,18 @@ func newInstruments(m Metrics) *instruments {
 	return in
 }
 
-// recipeLabels names the recipe that queues nodes named lockName under
-// parent, and its path as the user gave it.
-func (c *Client) recipeLabels(lockName, parent string) (recipe, path string) {
-	path = c.StripNamespace(parent)
-	switch lockName {
-	case "lock-":
-		recipe = "mutex"
-	case "__READ__":
-		recipe = "rwlock_read"
-	case "__WRIT__":
-		recipe = "rwlock_write"
-	case "latch-":
-		recipe = "latch"
-	case "lease-":
-		recipe = "semaphore"
-		if p, ok := strings.CutSuffix(path, "/leases"); ok && p != "" {
-			path = p
-		}
-	default:
-		recipe = "other"
+// recipeInstruments returns the instruments of the recipe whose driver is
+// d and whose contest is under parent (a server path), making them on
+// first use; nil when d's contests are not measured (no Recipe).
+func (c *Client) recipeInstruments(d *Driver, parent string) *recipeInstruments {
+	if d.Recipe == "" {
+		return nil
 	}
-	return recipe, path
-}
-
-// recipe returns the instruments of the recipe path, making them on first use.
-func (c *Client) recipeInstruments(lockName, parent string) *recipeInstruments {
+	k := recipeKey{d.Recipe, d.Path}
+	if k.path == "" {
+		k.path = c.StripNamespace(parent)
+	}
 	in := c.met
-	k := recipeKey{lockName, parent}
 	in.mu.RLock()
 	ri := in.recipes[k]
 	in.mu.RUnlock()
@@ -311,7 +312,10 @@ func (c *Client) recipeInstruments(lockName, parent string) *recipeInstruments {
 	if ri = in.recipes[k]; ri != nil {
 		return ri
 	}
-	recipe, path := c.recipeLabels(lockName, parent)
+	recipe, path := k.recipe, k.path
+	if in.pathLabel != nil {
+		path = in.pathLabel(recipe, path)
+	}
 	ri = &recipeInstruments{
 		wait:  in.m.Histogram(MetricWait, recipe, path),
 		hold:  in.m.Histogram(MetricHold, recipe, path),
@@ -369,9 +373,10 @@ type contestMetrics struct {
 	queued bool      // the queue length was recorded
 }
 
-// startContest returns the measurements of a contest whose wait began at since.
-func (c *Client) startContest(lockName, parent string, since time.Time) contestMetrics {
-	return contestMetrics{in: c.recipeInstruments(lockName, parent), since: since}
+// startContest returns the measurements of a contest of driver d under
+// parent whose wait began at since.
+func (c *Client) startContest(d *Driver, parent string, since time.Time) contestMetrics {
+	return contestMetrics{in: c.recipeInstruments(d, parent), since: since}
 }
 
 // queue records the contenders ahead at the first look.

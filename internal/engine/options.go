@@ -36,6 +36,7 @@ type Config struct {
 	wire           *Wire
 	noContainers   bool
 	metrics        Metrics
+	metricsPath    func(recipe, path string) string
 }
 
 // DefaultSessionTimeout is the session timeout requested when
