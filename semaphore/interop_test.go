@@ -6,9 +6,11 @@ package semaphore_test
 // server.
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -61,6 +63,33 @@ func ioOutput(t *testing.T, p *interop.Proc) []string {
 		}
 	}
 	return out
+}
+
+// curatorHeldSince reports whether a Curator semaphore process has
+// recorded, in one of files, a hold that began after since (Unix ns). It
+// reads whole lines only: the process appends one per hold.
+func curatorHeldSince(files []string, since int64) bool {
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			continue // not written yet
+		}
+		if i := bytes.LastIndexByte(b, '\n'); i >= 0 {
+			b = b[:i]
+		} else {
+			continue
+		}
+		for _, line := range strings.Split(string(b), "\n") {
+			fields := strings.Fields(line)
+			if len(fields) != 2 || fields[0] == "done" {
+				continue
+			}
+			if start, err := strconv.ParseInt(fields[0], 10, 64); err == nil && start > since {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // TestCuratorInterop runs the Go Semaphore and SharedCount against
@@ -170,6 +199,39 @@ func interopSemaphoreMaximum(t *testing.T, zkc *zktest.Cluster, dir string) {
 			}
 		}()
 	}
+	// One more Go hold lasts until a Curator hold has begun and ended
+	// inside it, so that the two sides certainly hold leases at once: short
+	// holds, their acquisitions serialised by the internal lock, seldom
+	// overlap at all on a busy machine (a run beside the chaos suite had
+	// none between the sides).
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		lease, err := s.Acquire(ctx)
+		if err != nil {
+			t.Errorf("anchor: acquire: %v", err)
+			return
+		}
+		st := time.Now().UnixNano()
+		for !curatorHeldSince(files, st) {
+			select {
+			case <-curOver:
+				t.Errorf("anchor: no Curator hold began while it held (from %d)", st)
+			case <-lease.Done():
+				t.Error("anchor: the lease may have been lost")
+			case <-time.After(10 * time.Millisecond):
+				continue
+			}
+			break
+		}
+		e := time.Now().UnixNano()
+		if err := lease.Close(ctx); err != nil {
+			t.Errorf("anchor: close: %v", err)
+		}
+		mu.Lock()
+		goHeld = append(goHeld, interop.Interval{Start: st, End: e, Who: "go-anchor"})
+		mu.Unlock()
+	}()
 	wg.Wait()
 	<-curOver
 	if curErr != nil {
@@ -177,8 +239,8 @@ func interopSemaphoreMaximum(t *testing.T, zkc *zktest.Cluster, dir string) {
 	}
 	elapsed := time.Since(start)
 
-	if len(goHeld) < goWorkers*goIters {
-		t.Errorf("Go completed %d holds, want at least %d", len(goHeld), goWorkers*goIters)
+	if len(goHeld) < goWorkers*goIters+1 {
+		t.Errorf("Go completed %d holds, want at least %d", len(goHeld), goWorkers*goIters+1)
 	}
 	all := append([]interop.Interval(nil), goHeld...)
 	for i, f := range files {
