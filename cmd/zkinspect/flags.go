@@ -6,45 +6,41 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"os"
 	"strconv"
 	"strings"
 	"time"
 
+	"github.com/zkrecipes/zkrecipes/internal/cli"
 	"github.com/zkrecipes/zkrecipes/recipes"
 )
 
 // errUsage marks a command-line mistake (exit status 2).
-var errUsage = errors.New("usage")
+var errUsage = cli.ErrUsage
 
 // config is the parsed command line.
 type config struct {
-	servers        []string
-	path           string
-	namespace      string
-	authScheme     string
-	auth           []byte
-	count          string // a SharedCount path, or a number, or ""
-	summary        bool
-	watch          bool
-	json           bool
-	timeout        time.Duration
-	connectTimeout time.Duration
-	help           bool
+	op      cli.Operator // servers, namespace, auth, timeouts, log level
+	path    string
+	count   string // a SharedCount path, or a number, or ""
+	summary bool
+	watch   bool
+	json    bool
+	timeout time.Duration
+	help    bool
 }
 
-// newFlagSet defines the flags into cfg; servers and auth are parsed after.
-func newFlagSet(cfg *config, servers, auth *string) *flag.FlagSet {
+// newFlagSet defines the flags into cfg: the operator flags zkrun has too,
+// then zkinspect's own.
+func newFlagSet(cfg *config) *flag.FlagSet {
 	fs := flag.NewFlagSet("zkinspect", flag.ContinueOnError)
 	fs.SetOutput(io.Discard) // parseFlags reports errors; -h prints usage itself
-	fs.StringVar(servers, "servers", "", "the ensemble: `host:port,...` (default: $ZK_SERVERS)")
-	fs.StringVar(&cfg.namespace, "namespace", "", "the recipes' namespace `ns` (recipes.WithNamespace): <path> and -count are inside it")
-	fs.StringVar(auth, "auth", "", "authenticate the session with `scheme:credentials` (digest:user:password)")
+	cfg.op.Register(fs)
 	fs.StringVar(&cfg.count, "count", "", "a semaphore's maximum: the `path` of its SharedCount, or a number")
 	fs.BoolVar(&cfg.summary, "summary", false, "summarise every lock under the path")
 	fs.BoolVar(&cfg.watch, "watch", false, "redraw on every change until interrupted")
 	fs.BoolVar(&cfg.json, "json", false, "print JSON (one document per line with -watch)")
 	fs.DurationVar(&cfg.timeout, "timeout", 30*time.Second, "give up on a one-shot inspection after this long")
-	fs.DurationVar(&cfg.connectTimeout, "connect-timeout", 10*time.Second, "how long to wait for a session")
 	return fs
 }
 
@@ -59,11 +55,11 @@ func usage(w io.Writer, fs *flag.FlagSet) {
 }
 
 // parseFlags parses args (without the program name); flags may come before
-// and after the path. -h writes the help to helpOut.
-func parseFlags(args []string, envServers string, helpOut io.Writer) (config, error) {
+// and after the path. getenv supplies $ZK_SERVERS. -h writes the help to
+// helpOut.
+func parseFlags(args []string, getenv func(string) string, helpOut io.Writer) (config, error) {
 	var cfg config
-	var servers, auth string
-	fs := newFlagSet(&cfg, &servers, &auth)
+	fs := newFlagSet(&cfg)
 	pos, err := parseInterleaved(fs, args)
 	if err != nil {
 		if errors.Is(err, flag.ErrHelp) {
@@ -80,32 +76,8 @@ func parseFlags(args []string, envServers string, helpOut io.Writer) (config, er
 	if err := recipes.ValidatePath(cfg.path); err != nil {
 		return cfg, fmt.Errorf("%w: %w", errUsage, err)
 	}
-	set := map[string]bool{}
-	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
-	if !set["servers"] {
-		servers = envServers
-	}
-	for _, s := range strings.Split(servers, ",") {
-		if s = strings.TrimSpace(s); s != "" {
-			cfg.servers = append(cfg.servers, s)
-		}
-	}
-	if len(cfg.servers) == 0 {
-		return cfg, fmt.Errorf("%w: no servers: give -servers host:port[,...] or set ZK_SERVERS", errUsage)
-	}
-	if cfg.namespace != "" {
-		ns := "/" + strings.TrimPrefix(cfg.namespace, "/")
-		if err := recipes.ValidatePath(ns); err != nil || ns == "/" {
-			return cfg, fmt.Errorf("%w: -namespace %q: not a path", errUsage, cfg.namespace)
-		}
-		cfg.namespace = ns
-	}
-	if set["auth"] {
-		scheme, cred, ok := strings.Cut(auth, ":")
-		if !ok || scheme == "" || cred == "" {
-			return cfg, fmt.Errorf("%w: -auth %q: want scheme:credentials (digest:user:password)", errUsage, auth)
-		}
-		cfg.authScheme, cfg.auth = scheme, []byte(cred)
+	if err := cfg.op.Resolve(getenv); err != nil {
+		return cfg, err
 	}
 	if cfg.count != "" && !strings.HasPrefix(cfg.count, "/") {
 		if n, err := strconv.Atoi(cfg.count); err != nil || n < 1 {
@@ -116,8 +88,8 @@ func parseFlags(args []string, envServers string, helpOut io.Writer) (config, er
 			return cfg, fmt.Errorf("%w: -count: %w", errUsage, err)
 		}
 	}
-	if cfg.timeout <= 0 || cfg.connectTimeout <= 0 {
-		return cfg, fmt.Errorf("%w: timeouts must be positive", errUsage)
+	if cfg.timeout <= 0 {
+		return cfg, fmt.Errorf("%w: -timeout must be positive", errUsage)
 	}
 	return cfg, nil
 }
@@ -144,21 +116,8 @@ func parseInterleaved(fs *flag.FlagSet, args []string) ([]string, error) {
 	}
 }
 
-// connect opens a session; zkinspect sends read requests only.
-func connect(cfg config) (*recipes.Client, error) {
-	opts := []recipes.Option{
-		recipes.WithSessionTimeout(10 * time.Second),
-		recipes.WithConnectTimeout(cfg.connectTimeout),
-	}
-	if cfg.namespace != "" {
-		opts = append(opts, recipes.WithNamespace(cfg.namespace))
-	}
-	if cfg.authScheme != "" {
-		opts = append(opts, recipes.WithAuth(cfg.authScheme, cfg.auth))
-	}
-	c, err := recipes.Connect(context.Background(), cfg.servers, opts...)
-	if err != nil {
-		return nil, fmt.Errorf("connect to %s: %w", strings.Join(cfg.servers, ","), err)
-	}
-	return c, nil
+// connect opens a session with the operator flags; zkinspect sends read
+// requests only.
+func connect(ctx context.Context, cfg config) (*recipes.Client, error) {
+	return cfg.op.Connect(ctx, cfg.op.Logger(os.Stderr))
 }

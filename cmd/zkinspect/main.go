@@ -14,12 +14,16 @@
 //	-servers host:port,...  the ensemble (default: $ZK_SERVERS)
 //	-namespace ns           the recipes' namespace: <path> and -count are inside it
 //	-auth scheme:cred       authenticate the session (digest:user:password)
+//	-session-timeout d      the session timeout asked of the server (default 10s)
+//	-connect-timeout d      wait this long for a session (default 15s)
+//	-log-level level        log to stderr at this level (default error)
 //	-count <path>|<n>       a semaphore's maximum: a SharedCount path, or a number
 //	-summary                summarise every lock under <path>
 //	-watch                  redraw on every change until interrupted (ctrl-C)
 //	-json                   machine-readable output (one line per redraw with -watch)
 //	-timeout d              give up on a one-shot inspection after d (default 30s)
-//	-connect-timeout d      wait this long for a session (default 10s)
+//
+// The first six are zkrun's operator flags too (package internal/cli).
 //
 // <path> is the path the recipes were given: with -namespace it is inside
 // the namespace (recipes.WithNamespace), and paths are shown without it.
@@ -95,14 +99,14 @@ func main() {
 // ctx ends; a one-shot summary that skipped a subtree returns errPartial
 // after printing the rest.
 func run(ctx context.Context, args []string, stdout io.Writer) error {
-	cfg, err := parseFlags(args, os.Getenv("ZK_SERVERS"), stdout)
+	cfg, err := parseFlags(args, os.Getenv, stdout)
 	if err != nil {
 		return err
 	}
 	if cfg.help {
 		return nil
 	}
-	c, err := connect(cfg)
+	c, err := connect(ctx, cfg)
 	if err != nil {
 		return err
 	}

@@ -1071,13 +1071,13 @@ func TestFlagsAfterPath(t *testing.T) {
 		{[]string{"-summary", "--", "/locks/a"}, "/locks/a", "env:1", true, false, ""},
 		{[]string{"/locks/a", "-json", "-summary"}, "/locks/a", "env:1", true, true, ""},
 	} {
-		cfg, err := parseFlags(tc.args, "env:1", io.Discard)
+		cfg, err := parseFlags(tc.args, envServers("env:1"), io.Discard)
 		if err != nil {
 			t.Errorf("%q: %v", tc.args, err)
 			continue
 		}
-		if cfg.path != tc.path || strings.Join(cfg.servers, ",") != tc.servers || cfg.summary != tc.summary || cfg.json != tc.json || cfg.count != tc.count {
-			t.Errorf("%q: got path %q servers %v summary %v json %v count %q", tc.args, cfg.path, cfg.servers, cfg.summary, cfg.json, cfg.count)
+		if cfg.path != tc.path || strings.Join(cfg.op.Servers, ",") != tc.servers || cfg.summary != tc.summary || cfg.json != tc.json || cfg.count != tc.count {
+			t.Errorf("%q: got path %q servers %v summary %v json %v count %q", tc.args, cfg.path, cfg.op.Servers, cfg.summary, cfg.json, cfg.count)
 		}
 	}
 	for _, args := range [][]string{
@@ -1087,9 +1087,19 @@ func TestFlagsAfterPath(t *testing.T) {
 		{"/a", "-auth", "digest"},
 		{"/a", "-namespace", "/"},
 	} {
-		if _, err := parseFlags(args, "env:1", io.Discard); !errors.Is(err, errUsage) {
+		if _, err := parseFlags(args, envServers("env:1"), io.Discard); !errors.Is(err, errUsage) {
 			t.Errorf("%q: got %v, want a usage error", args, err)
 		}
+	}
+}
+
+// envServers is a getenv that knows only $ZK_SERVERS.
+func envServers(v string) func(string) string {
+	return func(k string) string {
+		if k == "ZK_SERVERS" {
+			return v
+		}
+		return ""
 	}
 }
 

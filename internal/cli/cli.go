@@ -1,6 +1,6 @@
 // Package cli holds the operator flags shared by the repository's commands
-// (zkrun, and zkinspect later): the servers, namespace, digest auth, session
-// and connect timeouts, and the log level, and the Connect that uses them.
+// (zkrun and zkinspect): the servers, namespace, digest auth, session and
+// connect timeouts, and the log level, and the Connect that uses them.
 //
 // The servers default to $ZK_SERVERS. That default is applied after the
 // flags are parsed, so -h shows "$ZK_SERVERS" and not whatever the variable
@@ -45,8 +45,8 @@ type Operator struct {
 // subcommand's), as long as every call comes before the first Parse: a
 // flag's definition writes its default.
 func (o *Operator) Register(fs *flag.FlagSet) {
-	fs.StringVar(&o.servers, "servers", "", "ZooKeeper servers, host:port[,host:port...] (default $"+EnvServers+")")
-	fs.StringVar(&o.Namespace, "namespace", "", "prefix every path with this namespace, as recipes.WithNamespace does")
+	fs.StringVar(&o.servers, "servers", "", "the ensemble, `host:port,...` (default $"+EnvServers+")")
+	fs.StringVar(&o.Namespace, "namespace", "", "the recipes' namespace `ns` (recipes.WithNamespace): every path given is inside it")
 	fs.StringVar(&o.Auth, "auth", "", "authenticate with `scheme:credentials`, e.g. digest:user:secret")
 	fs.DurationVar(&o.SessionTimeout, "session-timeout", 10*time.Second, "the session timeout asked of the server (it clamps it to 2-20 ticks)")
 	fs.DurationVar(&o.ConnectTimeout, "connect-timeout", 15*time.Second, "how long to wait for a session")
@@ -68,6 +68,12 @@ func (o *Operator) Resolve(getenv func(string) string) error {
 	}
 	if len(o.Servers) == 0 {
 		return fmt.Errorf("%w: no servers: give -servers host:port[,...] or set %s", ErrUsage, EnvServers)
+	}
+	if o.Namespace != "" {
+		ns := "/" + strings.TrimPrefix(o.Namespace, "/")
+		if err := recipes.ValidatePath(ns); err != nil || ns == "/" {
+			return fmt.Errorf("%w: -namespace %q: want a path such as myapp or /myapp", ErrUsage, o.Namespace)
+		}
 	}
 	if o.Auth != "" {
 		if scheme, cred, ok := strings.Cut(o.Auth, ":"); !ok || scheme == "" || cred == "" {
