@@ -313,6 +313,12 @@ func TestLogOutputAndFailureDump(t *testing.T) {
 	if out, err := c.FourLetter(0, "conf"); err != nil || !strings.Contains(out, "tickTime=100") {
 		t.Errorf("conf = %q, %v", out, err)
 	}
+	// The container manager logs its settings just after the port opens,
+	// so possibly after Launch has returned (a busy machine once closed the
+	// server before that line was written).
+	waitFor(t, 10*time.Second, `"Using checkIntervalMs=" in WithLogOutput's writer`, func() bool {
+		return strings.Contains(buf.String(), "Using checkIntervalMs=")
+	})
 	// The failure dump goes through t.Log.
 	rec := &recordTB{TB: t}
 	c.logTails(rec)
