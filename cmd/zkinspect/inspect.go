@@ -258,8 +258,11 @@ func (r *reader) exists(ctx context.Context, path string) (bool, error) {
 		})
 }
 
-// errNoNode says the inspected path does not exist.
-var errNoNode = errors.New("no such node")
+// errNoNode says the inspected path does not exist: nothing holds or
+// waits there (a recipe's parent is a container node, which the server
+// removes once it is empty), or the path or the namespace is not the one
+// the recipes use.
+var errNoNode = errors.New("no such node (an idle lock's parent is a container the server removes; or check the path and -namespace)")
 
 // inspect reads the queue, or the locks, at cfg.path.
 func inspect(ctx context.Context, r *reader, cfg config) (*Report, error) {
