@@ -24,7 +24,6 @@ import (
 	"time"
 
 	"github.com/go-zookeeper/zk"
-	"go.uber.org/goleak"
 
 	"github.com/zkrecipes/zkrecipes/election"
 	"github.com/zkrecipes/zkrecipes/internal/engine"
@@ -46,39 +45,10 @@ var reRunRoot = regexp.MustCompile(`/zkinspect-[0-9a-f]{8}`)
 
 var update = flag.Bool("update", false, "rewrite testdata/*.golden with the current output")
 
-var (
-	serverOnce sync.Once
-	server     *zktest.Cluster
-	serverErr  error
-)
-
-func TestMain(m *testing.M) {
-	flag.Parse()
-	code := m.Run()
-	if server != nil {
-		server.Close()
-	}
-	if code == 0 {
-		if err := goleak.Find(); err != nil {
-			fmt.Fprintln(os.Stderr, "goleak:", err)
-			code = 1
-		}
-	}
-	os.Exit(code)
-}
+func TestMain(m *testing.M) { testutil.Main(m) }
 
 // zkServer returns the one server every test of this package shares.
-func zkServer(t *testing.T) *zktest.Cluster {
-	t.Helper()
-	serverOnce.Do(func() { server, serverErr = zktest.Launch(1) })
-	if errors.Is(serverErr, zktest.ErrUnavailable) {
-		testutil.Unavailable(t, serverErr)
-	}
-	if serverErr != nil {
-		t.Fatal(serverErr)
-	}
-	return server
-}
+func zkServer(t *testing.T) *zktest.Cluster { return testutil.SharedServer(t) }
 
 func connectT(t *testing.T, zkc *zktest.Cluster) *recipes.Client {
 	t.Helper()

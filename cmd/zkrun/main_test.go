@@ -25,7 +25,6 @@ import (
 	"time"
 
 	"github.com/go-zookeeper/zk"
-	"go.uber.org/goleak"
 
 	"github.com/zkrecipes/zkrecipes/internal/engine"
 	"github.com/zkrecipes/zkrecipes/internal/testutil"
@@ -33,12 +32,7 @@ import (
 	"github.com/zkrecipes/zkrecipes/recipes/zktest"
 )
 
-var (
-	binary     string // the zkrun built by TestMain
-	serverOnce sync.Once
-	server     *zktest.Cluster
-	serverErr  error
-)
+var binary string // the zkrun built by TestMain
 
 func TestMain(m *testing.M) {
 	dir, err := os.MkdirTemp("", "zkrun-test-")
@@ -58,33 +52,14 @@ func TestMain(m *testing.M) {
 		os.RemoveAll(dir)
 		os.Exit(1)
 	}
-	code := m.Run()
-	if server != nil {
-		server.Close()
-	}
+	code := testutil.Run(m)
 	os.RemoveAll(dir)
-	if code == 0 {
-		if err := goleak.Find(); err != nil {
-			fmt.Fprintln(os.Stderr, "goleak:", err)
-			code = 1
-		}
-	}
 	os.Exit(code)
 }
 
 // zkServer returns the one server every test of this package shares; each
 // test works under a path of its own.
-func zkServer(t *testing.T) *zktest.Cluster {
-	t.Helper()
-	serverOnce.Do(func() { server, serverErr = zktest.Launch(1) })
-	if errors.Is(serverErr, zktest.ErrUnavailable) {
-		testutil.Unavailable(t, serverErr)
-	}
-	if serverErr != nil {
-		t.Fatal(serverErr)
-	}
-	return server
-}
+func zkServer(t *testing.T) *zktest.Cluster { return testutil.SharedServer(t) }
 
 func newPath() string { return "/zkrun-" + engine.NewUUID()[:8] }
 

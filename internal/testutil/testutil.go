@@ -1,10 +1,12 @@
 // Package testutil holds the helpers the recipe packages' tests share:
 // a TestMain that checks for leaked goroutines, clients closed at the end
-// of a test, servers for Example functions, and condition polling.
+// of a test, servers for Example functions and for a package's tests to
+// share, and condition polling.
 package testutil
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"sync"
@@ -23,9 +25,13 @@ var (
 	launched []*zktest.Cluster
 )
 
-// Main runs the tests, stops the servers ExampleServers started, and fails
-// the run if goroutines are left behind.
-func Main(m *testing.M) {
+// Main runs the tests, stops the servers ExampleServers and SharedServer
+// started, and fails the run if goroutines are left behind.
+func Main(m *testing.M) { os.Exit(Run(m)) }
+
+// Run is Main without the exit: it returns the exit code, for a TestMain
+// that has more to clean up.
+func Run(m *testing.M) int {
 	code := m.Run()
 	mu.Lock()
 	for _, cl := range launched {
@@ -43,7 +49,36 @@ func Main(m *testing.M) {
 			code = 1
 		}
 	}
-	os.Exit(code)
+	return code
+}
+
+var shared struct {
+	once sync.Once
+	cl   *zktest.Cluster
+	err  error
+}
+
+// SharedServer returns the standalone server that the tests of this
+// process share, each under paths of its own, started on first use; Main
+// (or Run) stops it. Without a ZooKeeper to start it skips the test, or
+// fails it under CI (Unavailable).
+func SharedServer(t testing.TB) *zktest.Cluster {
+	t.Helper()
+	shared.once.Do(func() {
+		shared.cl, shared.err = zktest.Launch(1)
+		if shared.err == nil {
+			mu.Lock()
+			launched = append(launched, shared.cl)
+			mu.Unlock()
+		}
+	})
+	if errors.Is(shared.err, zktest.ErrUnavailable) {
+		Unavailable(t, shared.err)
+	}
+	if shared.err != nil {
+		t.Fatal(shared.err)
+	}
+	return shared.cl
 }
 
 // ExampleServers starts a standalone server for an Example function (which
