@@ -116,9 +116,14 @@ var DefaultACLProvider ACLProvider = ACLProviderFunc(func(string) []zk.ACL {
 // Wire watches the bytes of a go-zookeeper connection, to learn what
 // go-zookeeper does not make visible: the session timeout the server
 // granted (from each connection's handshake reply) and when the server
-// last answered a request. Connect always dials through one. To give
-// NewClient the same knowledge for a connection you make yourself, dial
-// through one and pass it with WithWire:
+// last answered a request. It also keeps go-zookeeper's record of the
+// last zxid seen, which go-zookeeper v1.0.4 keeps with a data race of its
+// own (reported by the race detector when a session with watches resumes
+// while replies come in): go-zookeeper sees replies with a zxid of 0, and
+// the Wire writes the zxid it recorded into the handshake and the request
+// that sets the watches again. Connect always dials through one. To give
+// NewClient the same for a connection you make yourself, dial through one
+// and pass it with WithWire:
 //
 //	w := recipes.NewWire(nil)
 //	conn, events, err := zk.Connect(servers, 10*time.Second, zk.WithDialer(w.Dial))

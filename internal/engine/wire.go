@@ -32,6 +32,23 @@ import (
 // reply's one-way latency.) Watch events (xid -1) answer no request and
 // leave it unchanged.
 //
+// Wire also keeps the zxid bookkeeping go-zookeeper v1.0.4 cannot keep
+// without a data race: its receive goroutine writes the last zxid seen
+// from each reply while, on a reconnection, another goroutine reads it for
+// the setWatches request (conn.go, recvLoop and sendSetWatches; the race
+// detector reports it when a session with watches resumes and a reply
+// comes in first). So Wire records the zxid of each reply to a request and
+// hands the reply on with a zxid of 0, which go-zookeeper ignores, and it
+// writes the zxid itself where go-zookeeper would send its own: into the
+// ConnectRequest's lastZxidSeen (the last zxid a reply carried, so the
+// server still refuses a client that has seen more than it), and into
+// each setWatches' relativeZxid (the zxid its connection began with, as
+// the Java client does: a watch on a node that changed while the client
+// was away fires on resume, even when a reply on the new connection
+// carried a later zxid first). A refused handshake (the session expired)
+// starts the count again from 0, as go-zookeeper does. go-zookeeper hands
+// no reply's zxid to its callers, so they see no difference.
+//
 // Connect always dials through a Wire (around the WithDialer dialer, if
 // given). To give NewClient the same knowledge for a connection you make
 // yourself, dial through one and pass it with WithWire:
@@ -47,6 +64,7 @@ type Wire struct {
 	lastRecv   atomic.Int64 // monotonic nanoseconds since wireEpoch; 0 = never
 	lastAcked  atomic.Int64 // send time of the last answered request, as lastRecv
 	handshakes atomic.Uint64
+	zxid       atomic.Int64             // the last zxid a reply carried, in this session
 	current    atomic.Pointer[wireConn] // the connection dialled last
 	shut       atomic.Bool              // stop: refuse dials, the last one cut
 }
@@ -75,8 +93,8 @@ func (w *Wire) Dial(network, address string, timeout time.Duration) (net.Conn, e
 		return nil, err
 	}
 	c := &wireConn{Conn: conn, w: w}
-	c.out.init(4, reqHeaderLen)             // the ConnectRequest: only its length
-	c.in.init(handshakeLen, replyHeaderLen) // the ConnectResponse, then replies
+	c.out.init(connectRequestLen, reqHeaderLen) // the ConnectRequest, then requests
+	c.in.init(handshakeLen, replyHeaderLen)     // the ConnectResponse, then replies
 	w.current.Store(c)
 	if w.shut.Load() { // stop raced with this dial
 		_ = conn.Close()
@@ -124,6 +142,14 @@ func wireTime(n int64) (time.Time, bool) {
 
 func wireNow() int64 { return max(int64(time.Since(wireEpoch)), 1) }
 
+// saw records the zxid of a reply to a request, as go-zookeeper would
+// have (replies come in zxid order; a zxid of 0 says nothing).
+func (w *Wire) saw(zxid int64) {
+	if zxid > 0 {
+		w.zxid.Store(zxid)
+	}
+}
+
 // acked advances lastAcked to sent (never backwards: connections of one
 // Wire follow each other, but a late reply on a closing one may race).
 func (w *Wire) acked(sent int64) {
@@ -137,9 +163,16 @@ func (w *Wire) acked(sent int64) {
 
 // Frame header sizes: the length prefix and the fields read after it.
 const (
-	handshakeLen   = 4 + 4 + 4 + 8 // ConnectResponse: protocolVersion, timeOut, sessionId
-	reqHeaderLen   = 4 + 4         // request: xid (type follows, unread)
-	replyHeaderLen = 4 + 4         // reply: xid (zxid and err follow, unread)
+	handshakeLen      = 4 + 4 + 4 + 8 // ConnectResponse: protocolVersion, timeOut, sessionId
+	connectRequestLen = 4 + 4 + 8     // ConnectRequest: protocolVersion, lastZxidSeen
+	reqHeaderLen      = 4 + 4 + 4 + 8 // request: xid, type, and a setWatches' relativeZxid
+	replyHeaderLen    = 4 + 4 + 8     // reply: xid, zxid (err follows, unread)
+	maxHeaderLen      = 20            // the longest of them
+	connectZxidAt     = 4 + 4         // the ConnectRequest's lastZxidSeen
+	setWatchesZxidAt  = 4 + 4 + 4     // a setWatches' relativeZxid
+	replyZxidAt       = 4 + 4         // a reply's zxid
+	opSetWatches      = 101           // setWatches (go-zookeeper v1.0.4 sends these)
+	opSetWatches2     = 105           // setWatches2: the same relativeZxid first
 )
 
 // Special xids.
@@ -153,7 +186,7 @@ const (
 // The first frame's header is firstLen bytes, every later one's nextLen
 // (a frame shorter than that gives all it has). It does not allocate.
 type frameParser struct {
-	hdr      [handshakeLen]byte
+	hdr      [maxHeaderLen]byte
 	n        int   // bytes of hdr filled
 	want     int   // header bytes wanted for the current frame; 0 = length not known yet
 	size     int64 // 4 + the current frame's length, once known
@@ -167,10 +200,20 @@ func (f *frameParser) init(firstLen, nextLen int) {
 	f.firstLen, f.nextLen = firstLen, nextLen
 }
 
-// next consumes p up to the end of the next frame header and returns that
-// header (length prefix included; valid until the next call), the frame's
-// index on the stream, and the rest of p. ok is false when p ran out first.
-func (f *frameParser) next(p []byte) (hdr []byte, index uint64, rest []byte, ok bool) {
+// headerBytes is a run of header bytes the parser took from a buffer.
+type headerBytes struct {
+	seg   []byte // the bytes just taken, in the caller's buffer
+	off   int    // seg's offset in its frame
+	hdr   []byte // the header so far, length prefix included (valid until the next call)
+	index uint64 // the frame's index on the stream
+	done  bool   // hdr is the whole header
+}
+
+// next consumes p up to the end of the next run of header bytes: it stops
+// when a header is complete, when the length prefix is in, or when p runs
+// out. It returns that run and the rest of p; ok is false when p held no
+// header bytes. Bytes after a header pass over unseen.
+func (f *frameParser) next(p []byte) (h headerBytes, rest []byte, ok bool) {
 	for len(p) > 0 {
 		if f.skip > 0 {
 			k := int64(len(p))
@@ -185,11 +228,14 @@ func (f *frameParser) next(p []byte) (hdr []byte, index uint64, rest []byte, ok 
 		if f.want > 0 {
 			limit = f.want
 		}
+		off := f.n
 		k := copy(f.hdr[f.n:limit], p)
 		f.n += k
+		h = headerBytes{seg: p[:k], off: off, index: f.frames}
 		p = p[k:]
 		if f.n < limit {
-			continue
+			h.hdr = f.hdr[:f.n]
+			return h, p, true
 		}
 		if f.want == 0 { // the length prefix is in
 			size := int64(int32(binary.BigEndian.Uint32(f.hdr[:4])))
@@ -205,17 +251,32 @@ func (f *frameParser) next(p []byte) (hdr []byte, index uint64, rest []byte, ok 
 			}
 			f.want, f.size = want, 4+size
 			if f.n < f.want {
-				continue
+				h.hdr = f.hdr[:f.n]
+				return h, p, true
 			}
 		}
 		f.skip = f.size - int64(f.n)
-		hdr, index = f.hdr[:f.n], f.frames
+		h.hdr, h.done = f.hdr[:f.n], true
 		f.frames++
 		f.n, f.want = 0, 0
-		return hdr, index, p, true
+		return h, p, true
 	}
-	return nil, 0, nil, false
+	return h, nil, false
 }
+
+// putZxid writes v, big-endian, at frame offsets [at, at+8), into the part
+// of the frame that seg holds (frame offsets [off, off+len(seg))).
+func putZxid(seg []byte, off, at int, v int64) {
+	var b [8]byte
+	binary.BigEndian.PutUint64(b[:], uint64(v))
+	for i := max(off, at); i < min(off+len(seg), at+8); i++ {
+		seg[i-off] = b[i-at]
+	}
+}
+
+// overlaps tells whether seg, at frame offset off, holds any byte of the
+// zxid at frame offsets [at, at+8).
+func overlaps(seg []byte, off, at int) bool { return off < at+8 && off+len(seg) > at }
 
 // pendingMax bounds the requests remembered per connection. Replies come
 // in request order, so the ring is emptied as they arrive; when more
@@ -265,6 +326,8 @@ type wireConn struct {
 	out frameParser // client → server
 	in  frameParser // server → client
 
+	startZxid int64 // the zxid the ConnectRequest carried (the writing side's)
+
 	mu          sync.Mutex
 	pend        pending
 	connectSent int64 // when the ConnectRequest went out
@@ -272,26 +335,50 @@ type wireConn struct {
 }
 
 // Write records the request frames in p before writing them, so that a
-// reply read meanwhile finds its request. A failed write ends the
+// reply read meanwhile finds its request, and writes the Wire's zxid into
+// the ConnectRequest and setWatches (see Wire). A failed write ends the
 // connection, and with it any hope of replies.
 func (c *wireConn) Write(p []byte) (int, error) {
-	c.sent(p, wireNow())
-	return c.Conn.Write(p)
+	return c.Conn.Write(c.sent(p, wireNow()))
 }
 
-// sent records the request frames in p, sent at now.
-func (c *wireConn) sent(p []byte, now int64) {
-	for {
-		hdr, index, rest, ok := c.out.next(p)
+// sent records the request frames in p, sent at now, and returns the bytes
+// to write: p, or a copy with the zxids written in (Write must not change
+// p).
+func (c *wireConn) sent(p []byte, now int64) []byte {
+	out, copied := p, false
+	for rest := p; ; {
+		h, r, ok := c.out.next(rest)
 		if !ok {
-			return
+			return out
 		}
-		p = rest
+		rest = r
+		at, patch := 0, false
+		switch {
+		case h.index == 0: // the ConnectRequest
+			if h.off == 0 {
+				c.startZxid = c.w.zxid.Load()
+			}
+			at, patch = connectZxidAt, true
+		case len(h.hdr) >= setWatchesZxidAt:
+			op := int32(binary.BigEndian.Uint32(h.hdr[8:12]))
+			at, patch = setWatchesZxidAt, op == opSetWatches || op == opSetWatches2
+		}
+		if patch && overlaps(h.seg, h.off, at) {
+			if !copied { // once per write, for a ConnectRequest or setWatches
+				out, copied = append([]byte(nil), p...), true
+			}
+			pos := len(p) - len(rest) - len(h.seg)
+			putZxid(out[pos:pos+len(h.seg)], h.off, at, c.startZxid)
+		}
+		if !h.done {
+			continue
+		}
 		c.mu.Lock()
-		if index == 0 {
+		if h.index == 0 {
 			c.connectSent = now // the ConnectRequest has no xid
-		} else if len(hdr) >= reqHeaderLen {
-			c.pend.push(int32(binary.BigEndian.Uint32(hdr[4:8])), now)
+		} else if len(h.hdr) >= 8 {
+			c.pend.push(int32(binary.BigEndian.Uint32(h.hdr[4:8])), now)
 		}
 		c.mu.Unlock()
 	}
@@ -305,7 +392,8 @@ func (c *wireConn) Read(p []byte) (int, error) {
 	return n, err
 }
 
-// received reads the reply frames in p.
+// received reads the reply frames in p, and zeroes the zxid of every reply
+// to a request in it (see Wire).
 func (c *wireConn) received(p []byte) {
 	c.mu.Lock()
 	active := c.active
@@ -314,23 +402,34 @@ func (c *wireConn) received(p []byte) {
 		c.w.lastRecv.Store(wireNow())
 	}
 	for {
-		hdr, index, rest, ok := c.in.next(p)
+		h, rest, ok := c.in.next(p)
 		if !ok {
 			return
 		}
 		p = rest
-		if index == 0 {
-			if len(hdr) == handshakeLen {
-				c.handshake(hdr)
+		if h.index == 0 {
+			if h.done && len(h.hdr) == handshakeLen {
+				c.handshake(h.hdr)
 			}
 			continue
 		}
-		if len(hdr) < replyHeaderLen {
+		if len(h.hdr) < 8 {
 			continue
 		}
-		xid := int32(binary.BigEndian.Uint32(hdr[4:8]))
+		xid := int32(binary.BigEndian.Uint32(h.hdr[4:8]))
 		if xid == xidWatchEvent {
 			continue
+		}
+		// A reply to a request (xid ≥ 0; pings have -2, and go-zookeeper
+		// keeps no zxid of them) reaches go-zookeeper with zxid 0.
+		if xid >= 0 && overlaps(h.seg, h.off, replyZxidAt) {
+			putZxid(h.seg, h.off, replyZxidAt, 0)
+		}
+		if !h.done {
+			continue
+		}
+		if xid >= 0 && len(h.hdr) >= replyHeaderLen {
+			c.w.saw(int64(binary.BigEndian.Uint64(h.hdr[replyZxidAt : replyZxidAt+8])))
 		}
 		c.mu.Lock()
 		sent, active := c.pend.answer(xid), c.active
@@ -346,7 +445,11 @@ func (c *wireConn) received(p []byte) {
 func (c *wireConn) handshake(hdr []byte) {
 	timeout := int32(binary.BigEndian.Uint32(hdr[8:12]))
 	session := int64(binary.BigEndian.Uint64(hdr[12:20]))
-	if session == 0 || timeout <= 0 {
+	if session == 0 { // the session expired: a new one starts from zxid 0
+		c.w.zxid.Store(0)
+		return
+	}
+	if timeout <= 0 {
 		return
 	}
 	c.w.negotiated.Store(int64(time.Duration(timeout) * time.Millisecond))

@@ -75,16 +75,17 @@ func TestFrameParserSplitAndCoalesced(t *testing.T) {
 		var first int
 		for _, c := range chunks {
 			for p := c; ; {
-				hdr, index, rest, ok := f.next(p)
+				h, rest, ok := f.next(p)
 				if !ok {
 					break
 				}
 				p = rest
 				switch {
-				case index == 0:
+				case !h.done:
+				case h.index == 0:
 					first++
-				case len(hdr) >= reqHeaderLen:
-					got = append(got, int32(binary.BigEndian.Uint32(hdr[4:8])))
+				case len(h.hdr) >= 8:
+					got = append(got, int32(binary.BigEndian.Uint32(h.hdr[4:8])))
 				}
 			}
 		}
@@ -194,5 +195,113 @@ func TestWireFramesDoNotAllocate(t *testing.T) {
 	}
 	if c.pend.n != 0 {
 		t.Fatalf("pending %d", c.pend.n)
+	}
+}
+
+// zxidFrame is a frame of int32 fields, then an int64 at the end, then pad
+// bytes.
+func zxidFrame(pad int, zxid int64, fields ...int32) []byte {
+	f := frame(0, fields...)
+	f = binary.BigEndian.AppendUint64(f, uint64(zxid))
+	f = append(f, make([]byte, pad)...)
+	binary.BigEndian.PutUint32(f, uint32(len(f)-4))
+	return f
+}
+
+// replyZxid is a reply frame: xid, zxid, err 0, then pad bytes.
+func replyZxid(xid int32, zxid int64, pad int) []byte {
+	f := frame(0, xid)
+	f = binary.BigEndian.AppendUint64(f, uint64(zxid))
+	f = append(f, make([]byte, 4+pad)...)
+	binary.BigEndian.PutUint32(f, uint32(len(f)-4))
+	return f
+}
+
+// The Wire keeps go-zookeeper's zxid bookkeeping (go-zookeeper v1.0.4
+// races on its own): replies to requests reach go-zookeeper with zxid 0,
+// pings and watch events untouched; the ConnectRequest carries the last
+// zxid a reply had, and each setWatches the zxid its connection began
+// with, however the frames are cut; the caller's buffer is never changed;
+// a refused session (expired) starts again from 0.
+func TestWireKeepsTheZxid(t *testing.T) {
+	rng := rand.New(rand.NewPCG(5, 6))
+	// go-zookeeper's frames: a ConnectRequest (protocolVersion, then its
+	// lastZxidSeen, always 0 here, then the rest), a getData, a setWatches
+	// (xid, type 101, relativeZxid 0, lists), a ping.
+	connectReq := append(zxidFrame(0, 0, 0), make([]byte, 30)...)
+	binary.BigEndian.PutUint32(connectReq, uint32(len(connectReq)-4))
+	getData := frame(12, 1, 4)
+	setWatches := zxidFrame(40, 0, 2, 101)
+	ping := frame(0, -2, 11)
+	want := func(b []byte, at int, zxid int64) []byte {
+		b = append([]byte(nil), b...)
+		binary.BigEndian.PutUint64(b[at:], uint64(zxid))
+		return b
+	}
+	send := func(c *wireConn, chunks [][]byte) []byte {
+		var out []byte
+		for _, p := range chunks {
+			orig := append([]byte(nil), p...)
+			out = append(out, c.sent(p, 1)...)
+			if string(orig) != string(p) {
+				t.Fatal("sent changed the caller's buffer")
+			}
+		}
+		return out
+	}
+	recv := func(c *wireConn, chunks [][]byte) []byte {
+		var out []byte
+		for _, p := range chunks {
+			c.received(p)
+			out = append(out, p...)
+		}
+		return out
+	}
+
+	for ci := range 22 {
+		w := &Wire{}
+		w.zxid.Store(0x500) // seen on an earlier connection of the session
+		c := &wireConn{w: w}
+		c.out.init(connectRequestLen, reqHeaderLen)
+		c.in.init(handshakeLen, replyHeaderLen)
+		cut := func(b []byte) [][]byte { cs := chunkings(b, rng); return cs[ci%len(cs)] }
+
+		out := append(append(append(append([]byte(nil), connectReq...), getData...), setWatches...), ping...)
+		got := send(c, cut(out))
+		wantOut := append(append(append(want(connectReq, 8, 0x500), getData...), want(setWatches, 12, 0x500)...), ping...)
+		if string(got) != string(wantOut) {
+			t.Fatalf("chunking %d: requests written\n%x\nwant\n%x", ci, got, wantOut)
+		}
+
+		in := append(connectResponse(4000, 0x77), replyZxid(1, 0x600, 9)...)
+		in = append(in, replyZxid(-1, 0x650, 20)...) // a watch event
+		in = append(in, replyZxid(-2, 0x650, 0)...)  // the ping's answer
+		in = append(in, replyZxid(2, 0x700, 0)...)   // setWatches'
+		got = recv(c, cut(append([]byte(nil), in...)))
+		wantIn := append([]byte(nil), in...)
+		off := len(connectResponse(4000, 0x77))
+		wantIn = want(wantIn, off+8, 0)
+		wantIn = want(wantIn, off+len(replyZxid(1, 0, 9))+len(replyZxid(-1, 0, 20))+len(replyZxid(-2, 0, 0))+8, 0)
+		if string(got) != string(wantIn) {
+			t.Fatalf("chunking %d: replies read\n%x\nwant\n%x", ci, got, wantIn)
+		}
+		if got := w.zxid.Load(); got != 0x700 {
+			t.Fatalf("chunking %d: zxid %#x, want 0x700", ci, got)
+		}
+
+		// The next connection of the session starts from 0x700; a refused
+		// one (the session expired) starts the next from 0.
+		c2 := &wireConn{w: w}
+		c2.out.init(connectRequestLen, reqHeaderLen)
+		c2.in.init(handshakeLen, replyHeaderLen)
+		if got := send(c2, cut(connectReq)); string(got) != string(want(connectReq, 8, 0x700)) {
+			t.Fatalf("chunking %d: second ConnectRequest %x", ci, got)
+		}
+		recv(c2, cut(connectResponse(0, 0)))
+		c3 := &wireConn{w: w}
+		c3.out.init(connectRequestLen, reqHeaderLen)
+		if got := send(c3, cut(connectReq)); string(got) != string(connectReq) {
+			t.Fatalf("chunking %d: the ConnectRequest after an expiry %x", ci, got)
+		}
 	}
 }
