@@ -15,7 +15,11 @@
 //     CPU per op (getrusage of this process, user+system, while that side
 //     runs; steadier than wall time on a shared machine) is reported per
 //     round too, with its own target: ours/baseline <= 1.10 (cpu_pass in
-//     the RESULT line; -strict looks at the throughput ratio only).
+//     the RESULT line; -strict looks at the throughput ratio only). Ours
+//     gets the run's ctx, which can be cancelled; a third side runs the
+//     same loop with context.Background(), whose requests are made in the
+//     caller's goroutine, to show what honouring ctx costs
+//     (cpu_ratio_background, cpu_ctx_cost).
 //   - contended: -sessions sessions (separate Clients, resp. separate
 //     *zk.Conn) loop Lock;Unlock on one path for -duration per round; the
 //     baseline is go-zookeeper's own zk.NewLock. Target: ours/zk.Lock >= 1.0.
@@ -352,7 +356,13 @@ func (b *bench) uncontended(ctx context.Context) (string, bool, error) {
 		defer met.close()
 	}
 
-	oursLoop := func(n int) error {
+	// ours runs with the run's ctx, which can be cancelled: each request
+	// is then made by a goroutine of the client's while the caller waits
+	// for it or for ctx (see engine.send). The same loop with
+	// context.Background(), which nothing can cancel (as nothing can
+	// cancel the raw loop's requests), makes them in the caller's
+	// goroutine: a side of its own measures what honouring ctx costs.
+	loop := func(ctx context.Context, n int) error {
 		for range n {
 			if _, err := m.Lock(ctx); err != nil {
 				return err
@@ -363,9 +373,14 @@ func (b *bench) uncontended(ctx context.Context) (string, bool, error) {
 		}
 		return nil
 	}
+	oursLoop := func(n int) error { return loop(ctx, n) }
+	bgLoop := func(n int) error { return loop(context.Background(), n) }
 	if f.warmup > 0 {
 		if err := oursLoop(f.warmup); err != nil {
 			return "", false, fmt.Errorf("ours: %w", err)
+		}
+		if err := bgLoop(f.warmup); err != nil {
+			return "", false, fmt.Errorf("ours with context.Background(): %w", err)
 		}
 		if err := base.run(f.warmup); err != nil {
 			return "", false, fmt.Errorf("baseline: %w", err)
@@ -384,6 +399,9 @@ func (b *bench) uncontended(ctx context.Context) (string, bool, error) {
 		basePkts, oursPkts  pktCount
 		// client CPU µs per op of each side, and their ratio, per round
 		oursCPUs, baseCPUs, cpuRatios []float64
+		// ours with context.Background(): CPU µs per op, over the raw
+		// loop's, and ours (cancellable ctx) over it, per round
+		bgCPUs, bgRatios, ctxCosts []float64
 	)
 	tw := table("round", "ours ops/s", "base ops/s", "ours/base", "ours CPU µs/op", "base CPU µs/op", "CPU ours/base")
 	for r := range f.rounds {
@@ -393,6 +411,7 @@ func (b *bench) uncontended(ctx context.Context) (string, bool, error) {
 		var (
 			oursTime, baseTime, metTime time.Duration
 			oursCPU, baseCPU, metCPU    time.Duration // this process's CPU time while each side ran
+			bgCPU                       time.Duration
 		)
 		sides := []func(n int) error{
 			func(n int) error {
@@ -417,6 +436,14 @@ func (b *bench) uncontended(ctx context.Context) (string, bool, error) {
 				baseTime += time.Since(start)
 				baseCPU += cpuTime() - cpu
 				basePkts.add(pk, b.packets(), n)
+				return nil
+			},
+			func(n int) error {
+				cpu := cpuTime()
+				if err := bgLoop(n); err != nil {
+					return fmt.Errorf("ours with context.Background(): %w", err)
+				}
+				bgCPU += cpuTime() - cpu
 				return nil
 			},
 		}
@@ -449,6 +476,8 @@ func (b *bench) uncontended(ctx context.Context) (string, bool, error) {
 		ours, bases, ratios = append(ours, or), append(bases, br), append(ratios, or/br)
 		oc, bc := cpuPerOp(oursCPU, f.ops), cpuPerOp(baseCPU, f.ops)
 		oursCPUs, baseCPUs, cpuRatios = append(oursCPUs, oc), append(baseCPUs, bc), append(cpuRatios, oc/bc)
+		gc := cpuPerOp(bgCPU, f.ops)
+		bgCPUs, bgRatios, ctxCosts = append(bgCPUs, gc), append(bgRatios, gc/bc), append(ctxCosts, oc/gc)
 		if met != nil {
 			met.round(float64(f.ops)/metTime.Seconds(), cpuPerOp(metCPU, f.ops), or, oc)
 		}
@@ -468,6 +497,8 @@ func (b *bench) uncontended(ctx context.Context) (string, bool, error) {
 	fmt.Printf("server packets received per op (pings included): ours %s, baseline %s\n", oursPkts, basePkts)
 	fmt.Printf("client CPU per op (this process, user+system, median over rounds): ours %.0fµs, baseline %.0fµs\n",
 		median(oursCPUs), median(baseCPUs))
+	fmt.Printf("ours with context.Background() (requests in the caller's goroutine), the same rounds: CPU %.0fµs/op, %.3f of the raw loop's; ours (cancellable ctx) over it %.3f\n",
+		median(bgCPUs), median(bgRatios), median(ctxCosts))
 
 	addReport(reportRow{
 		workload: "cycle: uncontended Lock+Unlock, one session",
@@ -478,11 +509,16 @@ func (b *bench) uncontended(ctx context.Context) (string, bool, error) {
 		workload: "cycle: client CPU per op, ours over the raw loop",
 		ours:     fmt.Sprintf("%.0f µs/op", median(oursCPUs)), base: fmt.Sprintf("%.0f µs/op", median(baseCPUs)),
 		ratio: cpuRatio, target: uncontendedCPUTarget, met: cpuOK, hasTarget: true, lowerBetter: true,
-		note: "getrusage of this process while each side runs; Unlock's ctx is cancellable, so its delete hops to the client's delete goroutine (see BenchmarkLockUnlock in package mutex)",
+		note: fmt.Sprintf("getrusage of this process while each side runs; the ctx is cancellable, so each request is made by a goroutine of the client's while Lock or Unlock waits for it or for ctx: the same loop with context.Background() in the same rounds, requests in the caller's goroutine, costs %.3f of the raw loop (see BenchmarkLockUnlock in package mutex)", median(bgRatios)),
+	}, reportRow{
+		workload: "cycle: client CPU per op, a cancellable ctx over context.Background()",
+		ours:     fmt.Sprintf("%.0f µs/op", median(oursCPUs)), base: fmt.Sprintf("%.0f µs/op", median(bgCPUs)),
+		ratio: median(ctxCosts), lowerBetter: true,
+		note: "what honouring ctx while a request is in flight costs: go-zookeeper's calls block until the reply, so a goroutine of the client's makes each request and the caller waits for it or for ctx",
 	})
-	line := fmt.Sprintf("RESULT scenario=uncontended ours_ops=%.1f base_ops=%.1f ratio=%.4f target=%.2f pass=%t rounds=%d ops=%d %s server_pkts_per_op_ours=%s server_pkts_per_op_base=%s cpu_us_per_op_ours=%.1f cpu_us_per_op_base=%.1f cpu_ratio=%.4f cpu_target=%.2f cpu_pass=%t",
+	line := fmt.Sprintf("RESULT scenario=uncontended ours_ops=%.1f base_ops=%.1f ratio=%.4f target=%.2f pass=%t rounds=%d ops=%d %s server_pkts_per_op_ours=%s server_pkts_per_op_base=%s cpu_us_per_op_ours=%.1f cpu_us_per_op_base=%.1f cpu_ratio=%.4f cpu_target=%.2f cpu_pass=%t cpu_us_per_op_background=%.1f cpu_ratio_background=%.4f cpu_ctx_cost=%.4f",
 		median(ours), median(bases), ratio, uncontendedTarget, ok, f.rounds, f.ops, per.kv("op"), oursPkts.kv(), basePkts.kv(),
-		median(oursCPUs), median(baseCPUs), cpuRatio, uncontendedCPUTarget, cpuOK)
+		median(oursCPUs), median(baseCPUs), cpuRatio, uncontendedCPUTarget, cpuOK, median(bgCPUs), median(bgRatios), median(ctxCosts))
 	if met != nil {
 		line += "\n" + met.report()
 	}
