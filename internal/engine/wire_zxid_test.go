@@ -132,7 +132,14 @@ func queuedGet(conn *zk.Conn, path string, done chan<- error) {
 // waiting for its reply.
 func queued() bool {
 	buf := make([]byte, 1<<20)
-	buf = buf[:runtime.Stack(buf, true)]
+	for {
+		n := runtime.Stack(buf, true)
+		if n < len(buf) {
+			buf = buf[:n]
+			break
+		}
+		buf = make([]byte, 2*len(buf))
+	}
 	for _, g := range bytes.Split(buf, []byte("\n\n")) {
 		if bytes.Contains(g, []byte("queuedGet")) && bytes.Contains(g, []byte("(*Conn).request(")) &&
 			!bytes.Contains(g, []byte("(*Conn).queueRequest(")) {
