@@ -18,10 +18,11 @@ import (
 // it makes, for allocations and client CPU per op (-benchmem, -cpuprofile).
 // Round trips dominate the time; examples/bench compares the two sides in
 // interleaved rounds, which is the figure to quote. With a cancellable ctx,
-// Unlock hands its delete to the client's delete goroutine and waits for it
-// or for ctx (a request in flight on a silently dead connection cannot be
-// abandoned, and Unlock must still honour ctx): two more goroutine wake-ups
-// per release than with context.Background(), which deletes inline.
+// each request (Lock's create and children, Unlock's delete) is made by a
+// goroutine of the client's while the caller waits for it or for ctx
+// (go-zookeeper cannot abandon a request in flight, and the call must
+// still honour ctx): more goroutine wake-ups per request than with
+// context.Background(), whose requests are made in the caller's goroutine.
 //
 //	go test -run XXX -bench LockUnlock -benchmem ./mutex/
 
