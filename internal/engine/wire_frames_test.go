@@ -209,13 +209,7 @@ func zxidFrame(pad int, zxid int64, fields ...int32) []byte {
 }
 
 // replyZxid is a reply frame: xid, zxid, err 0, then pad bytes.
-func replyZxid(xid int32, zxid int64, pad int) []byte {
-	f := frame(0, xid)
-	f = binary.BigEndian.AppendUint64(f, uint64(zxid))
-	f = append(f, make([]byte, 4+pad)...)
-	binary.BigEndian.PutUint32(f, uint32(len(f)-4))
-	return f
-}
+func replyZxid(xid int32, zxid int64, pad int) []byte { return zxidFrame(4+pad, zxid, xid) }
 
 // The Wire keeps go-zookeeper's zxid bookkeeping (go-zookeeper v1.0.4
 // races on its own): replies to requests reach go-zookeeper with zxid 0,
@@ -228,8 +222,7 @@ func TestWireKeepsTheZxid(t *testing.T) {
 	// go-zookeeper's frames: a ConnectRequest (protocolVersion, then its
 	// lastZxidSeen, always 0 here, then the rest), a getData, a setWatches
 	// (xid, type 101, relativeZxid 0, lists), a ping.
-	connectReq := append(zxidFrame(0, 0, 0), make([]byte, 30)...)
-	binary.BigEndian.PutUint32(connectReq, uint32(len(connectReq)-4))
+	connectReq := zxidFrame(30, 0, 0)
 	getData := frame(12, 1, 4)
 	setWatches := zxidFrame(40, 0, 2, 101)
 	ping := frame(0, -2, 11)
