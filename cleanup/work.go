@@ -63,10 +63,11 @@ func (r *Reaper) followLocked(ctx context.Context, p string, pp *parent) {
 	}()
 }
 
-// list reads p's children into the candidates, leaving a children watch
-// under "c:" (none when one is still armed: they have not changed). A
-// parent given that is missing is watched, under "e:", until it is
-// created; a parent found below it that is gone is forgotten.
+// list reads p's children into the candidates, with the engine's watched
+// read: a children watch (none when one is still armed: they have not
+// changed, and the list is not read at all). A parent given that is
+// missing is watched, with an exists watch, until it is created; a parent
+// found below it that is gone is forgotten (no watch is left on it).
 //
 // A parent is listed at most once an interval: new candidates wait for
 // the next check anyway, and a busy parent (one whose children the
@@ -74,41 +75,25 @@ func (r *Reaper) followLocked(ctx context.Context, p string, pp *parent) {
 // again after every delete. ctx is the reaper's (for the parents found
 // below p), fctx p's follow's.
 func (r *Reaper) list(ctx, fctx context.Context, p string, pp *parent, w *engine.Watches) error {
-	ck, ek := "c:"+p, "e:"+p
-	for !w.Armed(ck) {
-		if !sleep(fctx, time.Until(pp.listed.Add(r.interval))) {
-			return nil
+	if w.Armed(engine.WatchChildren, p) {
+		return nil
+	}
+	if !sleep(fctx, time.Until(pp.listed.Add(r.interval))) {
+		return nil
+	}
+	pp.listed = time.Now()
+	v, err := engine.Of(r.c).ReadChildren(ctx, p, w, pp.depth == 0)
+	switch {
+	case err != nil:
+		return err
+	case v.Exists:
+		r.found(ctx, p, pp, v.Children)
+	case pp.depth > 0:
+		r.mu.Lock()
+		if r.parents[p] == pp {
+			r.dropParentLocked(p)
 		}
-		pp.listed = time.Now()
-		kids, _, ch, err := engine.Of(r.c).ChildrenW(ctx, p)
-		if err == nil {
-			w.Add(ck, ch)
-			r.found(ctx, p, pp, kids)
-			return nil
-		}
-		if !errors.Is(err, zk.ErrNoNode) {
-			return err
-		}
-		if pp.depth > 0 {
-			r.mu.Lock()
-			if r.parents[p] == pp {
-				r.dropParentLocked(p)
-			}
-			r.mu.Unlock()
-			return nil
-		}
-		if w.Armed(ek) {
-			return nil
-		}
-		ok, _, ch, err := engine.Of(r.c).ExistsW(ctx, p)
-		if err != nil {
-			return err
-		}
-		w.Add(ek, ch)
-		if !ok {
-			return nil
-		}
-		// created meanwhile: list it
+		r.mu.Unlock()
 	}
 	return nil
 }

@@ -199,7 +199,7 @@ func CurrentLeader(ctx context.Context, c *recipes.Client, path string) (Partici
 	if err != nil {
 		return Participant{}, err
 	}
-	l, _, err := readLeader(ctx, c, full, false)
+	l, err := readLeader(ctx, c, full, nil)
 	if err != nil {
 		return Participant{}, err
 	}
@@ -210,64 +210,55 @@ func CurrentLeader(ctx context.Context, c *recipes.Client, path string) (Partici
 }
 
 // readLeader reads the first node's id (the zero Participant when there
-// is none). With watch it also
-// leaves one watch and returns its channel: on the leader node (a join
-// behind it wakes nobody), or, when there is none, on the children, or on
-// the path when it does not exist.
-func readLeader(ctx context.Context, c *recipes.Client, full string, watch bool) (Participant, <-chan zk.Event, error) {
+// is none). With w (Observe's follow) it also leaves one watch, through
+// the engine's watched read: on the leader node's data (a join behind it
+// wakes nobody; a leader gone meanwhile keeps none, the list is read
+// again), or, when there is none, on the children, or on the path's
+// creation when it does not exist. With w nil it reads plainly.
+func readLeader(ctx context.Context, c *recipes.Client, full string, w *engine.Watches) (Participant, error) {
+	e := engine.Of(c)
 	for {
 		if err := ctx.Err(); err != nil {
-			return Participant{}, nil, err
+			return Participant{}, err
 		}
-		kids, _, err := engine.Of(c).Children(ctx, full)
+		kids, _, err := e.Children(ctx, full)
 		switch {
 		case errors.Is(err, zk.ErrNoNode):
-			if !watch {
-				return Participant{}, nil, nil
+			if w == nil {
+				return Participant{}, nil
 			}
-			ok, _, ch, err := engine.Of(c).ExistsW(ctx, full)
+			ok, _, err := e.ReadExists(ctx, full, w)
 			if err != nil {
-				return Participant{}, nil, err
+				return Participant{}, err
 			}
 			if ok {
 				continue // created meanwhile
 			}
-			return Participant{}, ch, nil
+			return Participant{}, nil
 		case err != nil:
-			return Participant{}, nil, err
+			return Participant{}, err
 		case len(kids) == 0:
-			if !watch {
-				return Participant{}, nil, nil
+			if w == nil {
+				return Participant{}, nil
 			}
-			kids, _, ch, err := engine.Of(c).ChildrenW(ctx, full)
-			if errors.Is(err, zk.ErrNoNode) {
-				continue
-			}
+			v, err := e.ReadChildren(ctx, full, w, false)
 			if err != nil {
-				return Participant{}, nil, err
+				return Participant{}, err
 			}
-			if len(kids) > 0 {
-				continue // joined meanwhile; the children watch fires, harmlessly
+			if !v.Exists || len(v.Children) > 0 {
+				continue // gone, or joined meanwhile (the children watch fires, harmlessly)
 			}
-			return Participant{}, ch, nil
+			return Participant{}, nil
 		}
 		first := engine.SortContenders(kids, anyDriver)[0]
 		p := engine.JoinPath(full, first.Name)
-		var (
-			data []byte
-			ch   <-chan zk.Event
-		)
-		if watch {
-			data, _, ch, err = engine.Of(c).GetW(ctx, p)
-		} else {
-			data, _, err = engine.Of(c).Get(ctx, p)
+		v, err := e.ReadData(ctx, p, w, false)
+		if err != nil {
+			return Participant{}, err
 		}
-		if errors.Is(err, zk.ErrNoNode) {
+		if !v.Exists {
 			continue // gone meanwhile: look again
 		}
-		if err != nil {
-			return Participant{}, nil, err
-		}
-		return Participant{ID: string(data), Node: p, IsLeader: true}, ch, nil
+		return Participant{ID: string(v.Data), Node: p, IsLeader: true}, nil
 	}
 }

@@ -38,11 +38,10 @@ func observe(ctx context.Context, c *recipes.Client, full string, post func(Part
 		first = true
 	)
 	_ = engine.Of(c).Follow(ctx, "election "+full, func(ctx context.Context, w *engine.Watches) error {
-		l, watch, err := readLeader(ctx, c, full, true)
+		l, err := readLeader(ctx, c, full, w)
 		if err != nil {
 			return err
 		}
-		w.Add("leader", watch)
 		if first || l != last {
 			post(l)
 			first, last = false, l

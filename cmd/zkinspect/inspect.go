@@ -160,102 +160,69 @@ type LockSummary struct {
 }
 
 // reader makes the read requests of one inspection, retrying connection
-// losses. In watch mode (watches not nil: -watch's Follow keeps them) each
-// read leaves a watch, unless one from an earlier inspection is still
-// armed on that node: one of each kind per node, however many times it is
-// drawn.
+// losses, through the engine's watched reads. In watch mode (watches not
+// nil: -watch's Follow keeps them) each read leaves a watch, unless one
+// from an earlier inspection is still armed on that node: one of each
+// kind per node, however many times it is drawn; a node that is gone
+// keeps none.
 type reader struct {
 	c       *recipes.Client
 	watches *engine.Watches
 	now     time.Time
 }
 
-// watchKey keys a watch of kind ('c'hildren, 'd'ata, 'e'xists) on path.
-func watchKey(kind byte, path string) string { return string(kind) + ":" + path }
-
-// need reports whether a watch of kind on path must be set.
-func (r *reader) need(kind byte, path string) bool {
-	return r.watches != nil && !r.watches.Armed(watchKey(kind, path))
-}
-
-func (r *reader) keep(kind byte, path string, ch <-chan zk.Event) {
-	r.watches.Add(watchKey(kind, path), ch)
-}
-
-// read makes one read of path, retried: watched, keeping the watch of the
-// given kind, when watch mode wants one there and none is armed; plain
-// otherwise.
-func read[T any](ctx context.Context, r *reader, kind byte, path string, plain func() (T, error), watched func() (T, <-chan zk.Event, error)) (T, error) {
+// read runs one read of path (a recipe path: the namespace is applied),
+// retried; a failure names the operation and the server path, as the
+// Client's own reads do.
+func read[T any](ctx context.Context, r *reader, op, path string, do func(e *engine.Client, full string) (T, error)) (T, error) {
 	var v T
-	err := r.c.Retry(ctx, func() error {
+	full, err := r.c.FullPath(path)
+	if err != nil {
+		return v, err
+	}
+	err = r.c.Retry(ctx, func() error {
 		var err error
-		if r.need(kind, path) {
-			var ch <-chan zk.Event
-			if v, ch, err = watched(); err == nil {
-				r.keep(kind, path, ch)
-			}
-			return err
-		}
-		v, err = plain()
+		v, err = do(engine.Of(r.c), full)
 		return err
 	})
-	return v, err
-}
-
-// kidsStat is a node's children and stat.
-type kidsStat struct {
-	kids []string
-	st   *zk.Stat
+	if err != nil {
+		return v, fmt.Errorf("zkrecipes: %s %s: %w", op, full, err)
+	}
+	return v, nil
 }
 
 // children lists path's children; the stat is path's own (its data length
-// tells a data node from an empty lock parent).
+// tells a data node from an empty lock parent). A missing node is
+// zk.ErrNoNode.
 func (r *reader) children(ctx context.Context, path string) ([]string, *zk.Stat, error) {
-	n, err := read(ctx, r, 'c', path,
-		func() (kidsStat, error) { kids, st, err := r.c.Children(ctx, path); return kidsStat{kids, st}, err },
-		func() (kidsStat, <-chan zk.Event, error) {
-			full, err := r.c.FullPath(path)
-			if err != nil {
-				return kidsStat{}, nil, err
-			}
-			kids, st, ch, err := engine.Of(r.c).ChildrenW(ctx, full)
-			return kidsStat{kids, st}, ch, err
-		})
-	return n.kids, n.st, err
+	v, err := read(ctx, r, "children", path, func(e *engine.Client, full string) (engine.ChildrenView, error) {
+		v, err := e.ReadChildren(ctx, full, r.watches, false)
+		if err == nil && !v.Exists {
+			err = zk.ErrNoNode
+		}
+		return v, err
+	})
+	return v.Children, v.Stat, err
 }
 
-// dataStat is a node's data and stat.
-type dataStat struct {
-	data []byte
-	st   *zk.Stat
-}
-
+// get reads path's data. A missing node is zk.ErrNoNode.
 func (r *reader) get(ctx context.Context, path string) ([]byte, *zk.Stat, error) {
-	n, err := read(ctx, r, 'd', path,
-		func() (dataStat, error) { data, st, err := r.c.Get(ctx, path); return dataStat{data, st}, err },
-		func() (dataStat, <-chan zk.Event, error) {
-			full, err := r.c.FullPath(path)
-			if err != nil {
-				return dataStat{}, nil, err
-			}
-			data, st, ch, err := engine.Of(r.c).GetW(ctx, full)
-			return dataStat{data, st}, ch, err
-		})
-	return n.data, n.st, err
+	v, err := read(ctx, r, "get", path, func(e *engine.Client, full string) (engine.NodeView, error) {
+		v, err := e.ReadData(ctx, full, r.watches, false)
+		if err == nil && !v.Exists {
+			err = zk.ErrNoNode
+		}
+		return v, err
+	})
+	return v.Data, v.Stat, err
 }
 
 // exists leaves a watch (in watch mode) on a node that may not exist yet.
 func (r *reader) exists(ctx context.Context, path string) (bool, error) {
-	return read(ctx, r, 'e', path,
-		func() (bool, error) { ok, _, err := r.c.Exists(ctx, path); return ok, err },
-		func() (bool, <-chan zk.Event, error) {
-			full, err := r.c.FullPath(path)
-			if err != nil {
-				return false, nil, err
-			}
-			ok, _, ch, err := engine.Of(r.c).ExistsW(ctx, full)
-			return ok, ch, err
-		})
+	return read(ctx, r, "exists", path, func(e *engine.Client, full string) (bool, error) {
+		ok, _, err := e.ReadExists(ctx, full, r.watches)
+		return ok, err
+	})
 }
 
 // errNoNode says the inspected path does not exist: nothing holds or

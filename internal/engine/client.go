@@ -55,6 +55,9 @@ type Client struct {
 	stats     counters
 	knowledge knowledge
 	met       *instruments // nil without WithMetrics: every measurement checks
+
+	hub watchHub // routes watch events and states to the followers
+	sharedFollower
 }
 
 // Connect dials the given servers ("host:port" each) and waits until the
@@ -85,7 +88,7 @@ func Connect(ctx context.Context, servers []string, opts ...Option) (*Client, er
 	c.wire = NewWire(cfg.dialer)
 	zkopts := []func(*zk.Conn){
 		zk.WithLogger(&zkLogAdapter{c: c, next: cfg.zkLogger}),
-		zk.WithEventCallback(func(ev zk.Event) { c.inbox.push(ev) }),
+		zk.WithEventCallback(c.event),
 		zk.WithDialer(c.wire.Dial),
 	}
 	if cfg.hostProvider != nil {
@@ -183,6 +186,15 @@ func newClient(cfg Config) *Client {
 	return c
 }
 
+// event takes one event of the connection: a watch's goes to the
+// followers at once (before go-zookeeper hands it to the watch's channel,
+// and before the reply to any later request is read), every one to the
+// state machine.
+func (c *Client) event(ev zk.Event) {
+	c.hub.dispatch(ev)
+	c.inbox.push(ev)
+}
+
 func (c *Client) start(events <-chan zk.Event, forward bool) {
 	c.wg.Add(3)
 	go c.deleteLoop()
@@ -191,7 +203,7 @@ func (c *Client) start(events <-chan zk.Event, forward bool) {
 		defer close(c.pumpDone)
 		for ev := range events {
 			if forward {
-				c.inbox.push(ev)
+				c.event(ev)
 			}
 		}
 	}()

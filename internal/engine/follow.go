@@ -4,206 +4,336 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"reflect"
+	"sync"
 	"time"
 
 	"github.com/cenkalti/backoff/v4"
 	"github.com/go-zookeeper/zk"
 )
 
-// Watches are the watches a Follow's reads left that have not fired yet,
-// by key (a path and what is watched on it, say). A read asks Armed before
-// it reads: when a watch under that key is still armed it reads without
-// leaving another, so that each node carries one standard watch however
-// often it is read.
+// FollowEventKind says what a FollowEvent reports.
+type FollowEventKind uint8
+
+const (
+	// FollowWatch: a watch one of the follower's reads left fired (Key,
+	// Path, Type, Watch); the read runs again.
+	FollowWatch FollowEventKind = iota + 1
+	// FollowInitialised: every read added so far has read once. Reported
+	// once per Run, the first time it holds.
+	FollowInitialised
+	// FollowState: the connection state changed (State), as the Client
+	// publishes it: SUSPENDED, RECONNECTED, LOST, CONNECTED (a new
+	// session: every read runs again, its watches being gone), READ_ONLY.
+	FollowState
+)
+
+// String names the kind.
+func (k FollowEventKind) String() string {
+	switch k {
+	case FollowWatch:
+		return "watch"
+	case FollowInitialised:
+		return "initialised"
+	case FollowState:
+		return "state"
+	}
+	return "unknown"
+}
+
+// FollowEvent is one thing a Follower reports to its user (the onEvent of
+// NewFollower), and, for a watch, to the read that left it (Watches.Fired).
+// A watch's event names the node and what happened to it, so a follower of
+// a tree knows which node to read again.
+type FollowEvent struct {
+	Kind  FollowEventKind
+	Key   string       // FollowWatch: the key of the read that left the watch
+	Path  string       // FollowWatch: the server path of the watched node
+	Type  zk.EventType // FollowWatch: NodeCreated, NodeDeleted, NodeDataChanged, NodeChildrenChanged, or NotWatching (dropped with the session)
+	Watch WatchKind    // FollowWatch: which of the read's watches on Path fired
+	State State        // FollowState: the state entered
+}
+
+// followItem is what a Follower's one queue carries: an event (reg: the
+// watch it fired; session: the session a state is about), or a read added
+// or removed.
+type followItem struct {
+	ev      FollowEvent
+	reg     *watchReg
+	session int64
+	add     *followRead
+	remove  string
+}
+
+// ReadFunc is one read of a Follower: it reads what it follows, leaving
+// its watches through w (ReadData, ReadChildren, ReadExists with w), and
+// acts on what it saw. It runs on the Follower's goroutine: at once, again
+// each time one of its watches fires, after every reconnection, and, after
+// it failed, under the client's retry policy.
+type ReadFunc func(ctx context.Context, w *Watches) error
+
+// Watches are the watches one read of a Follower left that have not fired
+// yet. The watched reads (Client.ReadData, ReadChildren, ReadExists) leave
+// a watch only where none of theirs is still armed, so that each node
+// carries one watch of each kind however often it is read, and tell the
+// Follower which read to run again when it fires.
 type Watches struct {
-	armed map[string]<-chan zk.Event
+	c     *Client
+	f     *Follower
+	key   string
+	armed map[watchID]*watchReg
+	fired []FollowEvent
 }
 
-// Armed reports whether the watch under key is still armed.
-func (w *Watches) Armed(key string) bool {
-	_, ok := w.armed[key]
-	return ok
-}
-
-// Add records the watch a read left under key.
-func (w *Watches) Add(key string, ch <-chan zk.Event) {
-	if ch == nil {
-		return
+// Armed reports whether the read's watch of kind on path is still armed.
+func (w *Watches) Armed(kind WatchKind, path string) bool {
+	if w == nil {
+		return false
 	}
-	if w.armed == nil {
-		w.armed = map[string]<-chan zk.Event{}
+	r := w.armed[watchID{path, kind}]
+	if r == nil {
+		return false
 	}
-	w.armed[key] = ch
+	if r.dead.Load() {
+		delete(w.armed, r.id)
+		return false
+	}
+	return true
 }
 
-// Len returns how many watches are armed.
-func (w *Watches) Len() int { return len(w.armed) }
-
-// fired forgets every watch that has fired and reports whether one has.
-func (w *Watches) fired() bool {
-	some := false
-	for k, ch := range w.armed {
-		select {
-		case <-ch:
-			delete(w.armed, k)
-			some = true
-		default:
+// Len returns how many of the read's watches are armed.
+func (w *Watches) Len() int {
+	n := 0
+	for id := range w.armed {
+		if w.Armed(id.kind, id.path) {
+			n++
 		}
 	}
-	return some
+	return n
 }
 
-// forget drops every watch (a new session: the server has none of them).
-func (w *Watches) forget() { clear(w.armed) }
+// Fired returns the events of the read's watches that fired since its
+// last successful run (empty on the first run, and when the read runs for
+// a reconnection or a retry): which node changed, and how.
+func (w *Watches) Fired() []FollowEvent { return w.fired }
 
-// Follow is the one way a recipe keeps what it reads current. It calls
-// read at once, then again each time a watch the reads left fires, after
-// every reconnection (a new session has none of the old watches: the read
-// resyncs), and after a failed read, backing off under the client's retry
-// policy (the backoff starts afresh after each success, and after it gives
-// up). A failed read is logged at warn with what, and so is a new session
-// after a read that left watches (what changed in between went unseen).
-// Follow returns nil when ctx ends and ErrClosed when the client closes.
-//
-// read must leave its watches in w (Watches.Add) and may skip a watch that
-// is still armed (Watches.Armed). A read that leaves no watch is called
-// again only at the next reconnection.
-func (c *Client) Follow(ctx context.Context, what string, read func(ctx context.Context, w *Watches) error) error {
-	if err := c.check(); err != nil {
+// Key returns the key the read was added under.
+func (w *Watches) Key() string { return w.key }
+
+// watch makes a request of c's that leaves a watch of kind on path,
+// registered with c's hub before it is sent (its event cannot come first)
+// and dropped again when the request fails. A Watches of no Follower (the
+// zero value) keeps the same account of what is armed, for a caller that
+// reads with watches of its own.
+func (w *Watches) watch(c *Client, kind WatchKind, path string, req func() error) error {
+	if w.c == nil {
+		w.c = c
+	}
+	id := watchID{path, kind}
+	r := w.c.hub.register(w.f, w.key, id)
+	if err := req(); err != nil {
+		w.c.hub.unregister(r)
 		return err
 	}
-	if ctx == nil {
-		return fmt.Errorf("%w: nil context", ErrInvalidArgument)
+	if old := w.armed[id]; old != nil && old != r {
+		w.c.hub.unregister(old)
 	}
-	var (
-		w       Watches
-		retry   backoff.BackOff
-		sid     int64
-		watched bool // the session's last good read left watches
-	)
-	for {
-		if ctx.Err() != nil {
-			return nil
-		}
-		snap := c.Snapshot()
-		if snap.SessionID != sid {
-			if sid != 0 && watched {
-				// What changed between the old session's watches and
-				// the next read was not seen as it happened.
-				c.log.Warn("zkrecipes: watches dropped with the session; reading again", "what", what)
-			}
-			w.forget()
-			sid, watched = snap.SessionID, false
-		}
-		var pause *time.Timer
-		if snap.State.IsConnected() {
-			err := read(ctx, &w)
-			switch {
-			case ctx.Err() != nil:
-				return nil
-			case err == nil:
-				retry, watched = nil, w.Len() > 0
-			case errors.Is(err, ErrClosed):
-				return err
-			default:
-				c.log.Warn("zkrecipes: reading failed; trying again", "what", what, "err", err)
-				if retry == nil {
-					retry = c.cfg.retry()
-				}
-				d := retry.NextBackOff()
-				if d == backoff.Stop {
-					retry = nil
-					d = time.Second
-				}
-				pause = time.NewTimer(d)
-			}
-		}
-		var paused <-chan time.Time
-		if pause != nil {
-			paused = pause.C
-		}
-		err := c.followWait(ctx, &w, snap.Changed, paused)
-		if pause != nil {
-			pause.Stop()
-		}
-		if err != nil {
-			return err
-		}
+	if w.armed == nil {
+		w.armed = map[watchID]*watchReg{}
+	}
+	w.armed[id] = r
+	return nil
+}
+
+// forget drops every watch of the read: a new session has none of them,
+// or the read is gone.
+func (w *Watches) forget() {
+	for id, r := range w.armed {
+		w.c.hub.unregister(r)
+		delete(w.armed, id)
 	}
 }
 
-// followWait waits until a watch of w fires (forgetting every one that
-// has), the connection state changes to connected, pause fires, ctx ends
-// (nil) or the client closes (ErrClosed).
-func (c *Client) followWait(ctx context.Context, w *Watches, changed <-chan struct{}, pause <-chan time.Time) error {
-	for {
-		if w.Len() <= 1 {
-			var ch <-chan zk.Event
-			for _, ch = range w.armed {
-			}
-			select {
-			case <-ch:
-				w.fired()
-				return nil
-			case <-pause:
-				return nil
-			case <-changed:
-				if c.State().IsConnected() {
-					return nil
-				}
-				changed = c.Snapshot().Changed
-				continue
-			case <-ctx.Done():
-				return nil
-			case <-c.closeCh:
-				return ErrClientClosed
-			}
-		}
-		cases := make([]reflect.SelectCase, 0, w.Len()+4)
-		for _, ch := range []any{ctx.Done(), c.closeCh, changed, pause} {
-			cases = append(cases, reflect.SelectCase{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(ch)})
-		}
-		for _, ch := range w.armed {
-			cases = append(cases, reflect.SelectCase{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(ch)})
-		}
-		switch chosen, _, _ := reflect.Select(cases); chosen {
-		case 0:
-			return nil
-		case 1:
-			return ErrClientClosed
-		case 2:
-			if c.State().IsConnected() {
-				return nil
-			}
-			changed = c.Snapshot().Changed
-		case 3:
-			return nil
-		default:
-			w.fired()
-			return nil
-		}
-	}
-}
-
-// NodeView is what FollowNode sees of a node.
+// NodeView is what a read of a node's data sees.
 type NodeView struct {
 	Exists bool
 	Data   []byte
 	Stat   *zk.Stat // nil when the node does not exist
 }
 
-// FollowNode keeps a node's data current: fn gets the first view, then
+// ReadData is the watched read of a node's data, the one every recipe
+// uses. With w nil it reads plainly. With w it reads with a getData
+// watch, unless a data or exists watch of w's is still armed there (then
+// plainly: that one fires on the next change). When the node does not
+// exist getData leaves no watch, and with creation set ReadData leaves an
+// exists watch instead, for the node's creation: no watch is ever left on
+// a missing node but that one (none at all without creation, for a node
+// that is gone for good, such as a sequential one).
+func (c *Client) ReadData(ctx context.Context, path string, w *Watches, creation bool) (NodeView, error) {
+	for {
+		var (
+			data []byte
+			st   *zk.Stat
+			err  error
+		)
+		if w == nil || w.Armed(WatchData, path) || w.Armed(WatchExists, path) {
+			data, st, err = c.Get(ctx, path)
+		} else {
+			err = w.watch(c, WatchData, path, func() error {
+				var err error
+				data, st, _, err = c.GetW(ctx, path)
+				return err
+			})
+		}
+		switch {
+		case err == nil:
+			return NodeView{Exists: true, Data: data, Stat: st}, nil
+		case !errors.Is(err, zk.ErrNoNode):
+			return NodeView{}, err
+		case w == nil || !creation || w.Armed(WatchExists, path):
+			return NodeView{}, nil
+		}
+		ok, _, err := c.ReadExists(ctx, path, w)
+		if err != nil || !ok {
+			return NodeView{}, err
+		}
+		// created meanwhile: the exists watch is armed, read it plainly
+	}
+}
+
+// ChildrenView is what a read of a node's children sees.
+type ChildrenView struct {
+	Exists   bool
+	Children []string
+	Stat     *zk.Stat // the parent's; nil when it does not exist
+}
+
+// ReadChildren is the watched read of a node's children: with w it lists
+// them with a children watch unless one of w's is still armed there; when
+// the node does not exist, with creation set, it leaves an exists watch
+// for its creation instead (a children watch is never left on a missing
+// node). With w nil it lists plainly.
+func (c *Client) ReadChildren(ctx context.Context, path string, w *Watches, creation bool) (ChildrenView, error) {
+	for {
+		var (
+			kids []string
+			st   *zk.Stat
+			err  error
+		)
+		if w == nil || w.Armed(WatchChildren, path) {
+			kids, st, err = c.Children(ctx, path)
+		} else {
+			err = w.watch(c, WatchChildren, path, func() error {
+				var err error
+				kids, st, _, err = c.ChildrenW(ctx, path)
+				return err
+			})
+		}
+		switch {
+		case err == nil:
+			return ChildrenView{Exists: true, Children: kids, Stat: st}, nil
+		case !errors.Is(err, zk.ErrNoNode):
+			return ChildrenView{}, err
+		case w == nil || !creation || w.Armed(WatchExists, path):
+			return ChildrenView{}, nil
+		}
+		ok, _, err := c.ReadExists(ctx, path, w)
+		if err != nil || !ok {
+			return ChildrenView{}, err
+		}
+		// created meanwhile: list it with a children watch
+	}
+}
+
+// ReadExists reports whether path exists, leaving an exists watch of w's
+// there unless one is still armed (plainly with w nil).
+func (c *Client) ReadExists(ctx context.Context, path string, w *Watches) (bool, *zk.Stat, error) {
+	if w == nil || w.Armed(WatchExists, path) {
+		return c.Exists(ctx, path)
+	}
+	var (
+		ok bool
+		st *zk.Stat
+	)
+	err := w.watch(c, WatchExists, path, func() error {
+		var err error
+		ok, st, _, err = c.ExistsW(ctx, path)
+		return err
+	})
+	return ok, st, err
+}
+
+// followRead is one read of a Follower; Run's goroutine owns it.
+type followRead struct {
+	key     string
+	read    ReadFunc
+	w       Watches
+	dirty   bool      // due to run (queued in Follower.dirty)
+	ok      bool      // has run well once (for FollowInitialised)
+	removed bool      // Remove'd: never run again
+	retry   backoff.BackOff
+	at      time.Time // after a failure: not before
+}
+
+// A Follower keeps what many reads see current, on one goroutine (Run's)
+// and one queue: every watch a read leaves, and every connection state
+// change, arrives there, named by the read it is for, so that only the
+// read whose watch fired runs again; a thousand nodes followed cost a
+// thousand reads and no goroutine each. After a reconnection every read
+// runs again (go-zookeeper re-arms the session's watches with the zxid
+// it last saw, so nothing changed meanwhile is missed either way); after
+// a new session, whose server has none of the old watches, every read
+// runs again and leaves them anew: what changed while the session was gone
+// is seen by that first read. A failed read runs again under the client's
+// retry policy (its backoff starts afresh after each success, and after it
+// gives up), logged at warn.
+//
+// Reads are added and removed from any goroutine, before Run or during it
+// (a read may add others: a tree follower adds a read per child it finds).
+type Follower struct {
+	c       *Client
+	what    string
+	onEvent func(FollowEvent)
+	q       *queue[followItem]
+
+	// Run's goroutine only.
+	reads       map[string]*followRead
+	dirty       []*followRead
+	waiting     []*followRead // failed: due again at their .at
+	pending     int           // reads not yet run well once
+	initialised bool
+}
+
+// NewFollower returns a Follower that reports to onEvent (nil: to
+// nobody), on Run's goroutine, every watch that fires (before its read
+// runs again), FollowInitialised once, and every connection state change.
+// what names it in logs.
+func (c *Client) NewFollower(what string, onEvent func(FollowEvent)) *Follower {
+	return &Follower{c: c, what: what, onEvent: onEvent, q: newQueue[followItem](), reads: map[string]*followRead{}}
+}
+
+// Add adds a read under key (replacing the read under that key, if any);
+// it runs at once once Run runs.
+func (f *Follower) Add(key string, read ReadFunc) {
+	f.q.push(followItem{add: &followRead{key: key, read: read}})
+}
+
+// Remove removes the read under key: it does not run again once Run has
+// taken the removal (a run in progress completes), and its watches are
+// forgotten (the server's fire later to nobody).
+func (f *Follower) Remove(key string) {
+	f.q.push(followItem{remove: key})
+}
+
+// AddNode follows path's data under key: fn gets the first view, then
 // every view that differs from the one before (created, deleted, data
-// written), on Follow's goroutine. A missing node is watched for its
-// creation. It returns as Follow does.
-func (c *Client) FollowNode(ctx context.Context, path string, fn func(NodeView)) error {
+// written). A missing node is watched for its creation.
+func (f *Follower) AddNode(key, path string, fn func(NodeView)) {
 	var (
 		last  NodeView
 		first = true
 	)
-	return c.Follow(ctx, path, func(ctx context.Context, w *Watches) error {
-		v, err := c.readNode(ctx, path, w)
+	f.Add(key, func(ctx context.Context, w *Watches) error {
+		v, err := f.c.ReadData(ctx, path, w, true)
 		if err != nil {
 			return err
 		}
@@ -215,66 +345,16 @@ func (c *Client) FollowNode(ctx context.Context, path string, fn func(NodeView))
 	})
 }
 
-func nodeChanged(a, b NodeView) bool {
-	if a.Exists != b.Exists {
-		return true
-	}
-	return a.Exists && (a.Stat.Czxid != b.Stat.Czxid || a.Stat.Mzxid != b.Stat.Mzxid)
-}
-
-// readNode reads path's data, leaving one watch under "d:"+path: on the
-// data, or on the path's creation when it does not exist.
-func (c *Client) readNode(ctx context.Context, path string, w *Watches) (NodeView, error) {
-	key := "d:" + path
-	for {
-		if w.Armed(key) {
-			data, st, err := c.Get(ctx, path)
-			switch {
-			case err == nil:
-				return NodeView{Exists: true, Data: data, Stat: st}, nil
-			case errors.Is(err, zk.ErrNoNode):
-				return NodeView{}, nil
-			}
-			return NodeView{}, err
-		}
-		data, st, ch, err := c.GetW(ctx, path)
-		if err == nil {
-			w.Add(key, ch)
-			return NodeView{Exists: true, Data: data, Stat: st}, nil
-		}
-		if !errors.Is(err, zk.ErrNoNode) {
-			return NodeView{}, err
-		}
-		ok, _, ch, err := c.ExistsW(ctx, path)
-		if err != nil {
-			return NodeView{}, err
-		}
-		w.Add(key, ch)
-		if !ok {
-			return NodeView{}, nil
-		}
-		// created meanwhile: the exists watch is armed, read it plainly
-	}
-}
-
-// ChildrenView is what FollowChildren sees of a node's children.
-type ChildrenView struct {
-	Exists   bool
-	Children []string
-	Stat     *zk.Stat // the parent's; nil when it does not exist
-}
-
-// FollowChildren keeps a node's children current: fn gets the first view,
-// then every view that differs from the one before, on Follow's
-// goroutine. A missing node is watched for its creation. It returns as
-// Follow does.
-func (c *Client) FollowChildren(ctx context.Context, path string, fn func(ChildrenView)) error {
+// AddChildren follows path's children under key: fn gets the first view,
+// then every view that differs from the one before. A missing node is
+// watched for its creation.
+func (f *Follower) AddChildren(key, path string, fn func(ChildrenView)) {
 	var (
 		last  ChildrenView
 		first = true
 	)
-	return c.Follow(ctx, path, func(ctx context.Context, w *Watches) error {
-		v, err := c.readChildren(ctx, path, w)
+	f.Add(key, func(ctx context.Context, w *Watches) error {
+		v, err := f.c.ReadChildren(ctx, path, w, true)
 		if err != nil {
 			return err
 		}
@@ -286,6 +366,298 @@ func (c *Client) FollowChildren(ctx context.Context, path string, fn func(Childr
 	})
 }
 
+// Run runs the reads until ctx ends (nil) or the client closes
+// (ErrClosed), or a read returns an error wrapping ErrClosed. A Follower
+// runs once.
+func (f *Follower) Run(ctx context.Context) error {
+	c := f.c
+	if err := c.check(); err != nil {
+		return err
+	}
+	if ctx == nil {
+		return fmt.Errorf("%w: nil context", ErrInvalidArgument)
+	}
+	c.mu.Lock()
+	state, sid := c.state, c.sessionID
+	c.hub.join(f)
+	c.mu.Unlock()
+	defer func() {
+		c.hub.leave(f)
+		f.q.close()
+		for _, rd := range f.reads {
+			rd.w.forget()
+		}
+	}()
+	connected := state.IsConnected()
+	var pause *time.Timer
+	defer func() {
+		if pause != nil {
+			pause.Stop()
+		}
+	}()
+	for {
+		items, ok := f.q.poll()
+		if !ok {
+			return nil
+		}
+		for _, it := range items {
+			switch {
+			case it.add != nil:
+				f.added(it.add)
+			case it.remove != "":
+				f.removed(it.remove)
+			case it.ev.Kind == FollowWatch:
+				f.fired(it)
+			case it.ev.Kind == FollowState:
+				connected = it.ev.State.IsConnected()
+				if connected && it.session != sid {
+					f.newSession(sid != 0)
+					sid = it.session
+				} else if connected {
+					f.all() // reconnected: read again (see Follower)
+				}
+				f.report(it.ev)
+			}
+		}
+		if ctx.Err() != nil {
+			return nil
+		}
+		now := time.Now()
+		f.due(now)
+		if connected {
+			if err := f.runDirty(ctx); err != nil {
+				return err
+			}
+			if ctx.Err() != nil {
+				return nil
+			}
+		}
+		if !f.initialised && f.pending == 0 && len(f.reads) > 0 {
+			f.initialised = true
+			f.report(FollowEvent{Kind: FollowInitialised})
+		}
+		var paused <-chan time.Time
+		if next, ok := f.nextRetry(); ok {
+			if pause == nil {
+				pause = time.NewTimer(time.Until(next))
+			} else {
+				pause.Reset(time.Until(next))
+			}
+			paused = pause.C
+		}
+		select {
+		case <-f.q.wake:
+		case <-paused:
+		case <-ctx.Done():
+			return nil
+		case <-c.closeCh:
+			return ErrClientClosed
+		}
+		if paused != nil && !pause.Stop() {
+			select {
+			case <-pause.C:
+			default:
+			}
+		}
+	}
+}
+
+func (f *Follower) report(ev FollowEvent) {
+	if f.onEvent != nil {
+		f.onEvent(ev)
+	}
+}
+
+func (f *Follower) added(rd *followRead) {
+	if old := f.reads[rd.key]; old != nil {
+		f.removed(rd.key)
+	}
+	rd.w = Watches{c: f.c, f: f, key: rd.key}
+	f.reads[rd.key] = rd
+	f.pending++
+	f.mark(rd)
+}
+
+func (f *Follower) removed(key string) {
+	rd := f.reads[key]
+	if rd == nil {
+		return
+	}
+	rd.removed = true
+	rd.w.forget()
+	if !rd.ok {
+		f.pending--
+	}
+	delete(f.reads, key)
+}
+
+// fired takes a watch's event to its read, which runs again.
+func (f *Follower) fired(it followItem) {
+	rd := f.reads[it.ev.Key]
+	if rd == nil || rd.w.armed[it.reg.id] != it.reg {
+		return // a read removed, or a watch it forgot
+	}
+	delete(rd.w.armed, it.reg.id)
+	rd.w.fired = append(rd.w.fired, it.ev)
+	f.report(it.ev)
+	f.mark(rd)
+}
+
+// newSession forgets every watch and reads everything again.
+func (f *Follower) newSession(had bool) {
+	watched := false
+	for _, rd := range f.reads {
+		if len(rd.w.armed) > 0 {
+			watched = true
+		}
+		rd.w.forget()
+	}
+	if had && watched {
+		// What changed between the old session's watches and the next
+		// reads was not seen as it happened; those reads see the result.
+		f.c.log.Warn("zkrecipes: watches dropped with the session; reading again", "what", f.what)
+	}
+	f.all()
+}
+
+// all makes every read due at once, its backoff reset.
+func (f *Follower) all() {
+	for _, rd := range f.reads {
+		rd.retry, rd.at = nil, time.Time{}
+		f.mark(rd)
+	}
+	f.waiting = f.waiting[:0]
+}
+
+func (f *Follower) mark(rd *followRead) {
+	if !rd.dirty {
+		rd.dirty = true
+		f.dirty = append(f.dirty, rd)
+	}
+}
+
+// due moves the failed reads whose pause is over back to the due ones.
+func (f *Follower) due(now time.Time) {
+	keep := f.waiting[:0]
+	for _, rd := range f.waiting {
+		switch {
+		case rd.removed:
+		case !rd.at.After(now):
+			rd.at = time.Time{}
+			f.mark(rd)
+		default:
+			keep = append(keep, rd)
+		}
+	}
+	clear(f.waiting[len(keep):])
+	f.waiting = keep
+}
+
+func (f *Follower) nextRetry() (time.Time, bool) {
+	var next time.Time
+	for _, rd := range f.waiting {
+		if next.IsZero() || rd.at.Before(next) {
+			next = rd.at
+		}
+	}
+	return next, !next.IsZero()
+}
+
+// runDirty runs every due read, in the order they became due; reads made
+// due meanwhile (by a read that adds one) wait for the next round.
+func (f *Follower) runDirty(ctx context.Context) error {
+	batch := f.dirty
+	f.dirty = nil
+	for i, rd := range batch {
+		rd.dirty = false
+		if rd.removed || !rd.at.IsZero() {
+			continue // gone, or pausing after a failure (in f.waiting)
+		}
+		err := rd.read(ctx, &rd.w)
+		switch {
+		case ctx.Err() != nil:
+			f.requeue(batch[i+1:])
+			return nil
+		case err == nil:
+			rd.w.fired = nil
+			rd.retry = nil
+			if !rd.ok && !rd.removed {
+				rd.ok = true
+				f.pending--
+			}
+		case errors.Is(err, ErrClosed):
+			return err
+		default:
+			f.c.log.Warn("zkrecipes: reading failed; trying again", "what", f.what, "key", rd.key, "err", err)
+			if rd.retry == nil {
+				rd.retry = f.c.cfg.retry()
+			}
+			d := rd.retry.NextBackOff()
+			if d == backoff.Stop {
+				rd.retry = nil
+				d = time.Second
+			}
+			rd.at = time.Now().Add(d)
+			f.waiting = append(f.waiting, rd)
+		}
+	}
+	return nil
+}
+
+func (f *Follower) requeue(rds []*followRead) {
+	for _, rd := range rds {
+		rd.dirty = false
+		f.mark(rd)
+	}
+}
+
+// Follow is the one way a recipe keeps what it reads current: a Follower
+// with the one read. It calls read at once, then again each time a watch
+// the read left fires, after every reconnection, after a new session, and
+// after a failed read, under the client's retry policy. It returns nil
+// when ctx ends and ErrClosed when the client closes.
+func (c *Client) Follow(ctx context.Context, what string, read ReadFunc) error {
+	if err := c.check(); err != nil {
+		return err
+	}
+	f := c.NewFollower(what, nil)
+	f.Add(what, read)
+	return f.Run(ctx)
+}
+
+// FollowNode keeps a node's data current: fn gets the first view, then
+// every view that differs from the one before (created, deleted, data
+// written), on Follow's goroutine. A missing node is watched for its
+// creation. It returns as Follow does.
+func (c *Client) FollowNode(ctx context.Context, path string, fn func(NodeView)) error {
+	if err := c.check(); err != nil {
+		return err
+	}
+	f := c.NewFollower(path, nil)
+	f.AddNode(path, path, fn)
+	return f.Run(ctx)
+}
+
+func nodeChanged(a, b NodeView) bool {
+	if a.Exists != b.Exists {
+		return true
+	}
+	return a.Exists && (a.Stat.Czxid != b.Stat.Czxid || a.Stat.Mzxid != b.Stat.Mzxid)
+}
+
+// FollowChildren keeps a node's children current: fn gets the first view,
+// then every view that differs from the one before, on Follow's
+// goroutine. A missing node is watched for its creation. It returns as
+// Follow does.
+func (c *Client) FollowChildren(ctx context.Context, path string, fn func(ChildrenView)) error {
+	if err := c.check(); err != nil {
+		return err
+	}
+	f := c.NewFollower(path, nil)
+	f.AddChildren(path, path, fn)
+	return f.Run(ctx)
+}
+
 func childrenChanged(a, b ChildrenView) bool {
 	if a.Exists != b.Exists {
 		return true
@@ -293,41 +665,41 @@ func childrenChanged(a, b ChildrenView) bool {
 	return a.Exists && (a.Stat.Czxid != b.Stat.Czxid || a.Stat.Pzxid != b.Stat.Pzxid || a.Stat.Cversion != b.Stat.Cversion)
 }
 
-// readChildren lists path's children, leaving one watch: on the children
-// (under "c:"+path), or, when path does not exist, on its creation (under
-// "e:"+path: an exists watch does not fire on a child's change).
-func (c *Client) readChildren(ctx context.Context, path string, w *Watches) (ChildrenView, error) {
-	ckey, ekey := "c:"+path, "e:"+path
-	for {
-		if w.Armed(ckey) {
-			kids, st, err := c.Children(ctx, path)
-			switch {
-			case err == nil:
-				return ChildrenView{Exists: true, Children: kids, Stat: st}, nil
-			case errors.Is(err, zk.ErrNoNode):
-				return ChildrenView{}, nil
-			}
-			return ChildrenView{}, err
-		}
-		kids, st, ch, err := c.ChildrenW(ctx, path)
-		if err == nil {
-			w.Add(ckey, ch)
-			return ChildrenView{Exists: true, Children: kids, Stat: st}, nil
-		}
-		if !errors.Is(err, zk.ErrNoNode) {
-			return ChildrenView{}, err
-		}
-		if w.Armed(ekey) {
-			return ChildrenView{}, nil
-		}
-		ok, _, ch, err := c.ExistsW(ctx, path)
-		if err != nil {
-			return ChildrenView{}, err
-		}
-		w.Add(ekey, ch)
-		if !ok {
-			return ChildrenView{}, nil
-		}
-		// created meanwhile: list it with a children watch
+// SharedFollower returns the client's own Follower, run on one goroutine
+// of the client's from the first call until Close: for recipes that
+// follow nodes for as long as something of theirs lives, with no
+// lifecycle of their own to run a Follower in (a revocable lease). Its
+// reads must not block: hand slow work to a goroutine.
+func (c *Client) SharedFollower() (*Follower, error) {
+	if err := c.check(); err != nil {
+		return nil, err
 	}
+	c.sharedOnce.Do(func() {
+		f := c.NewFollower("shared", nil)
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		if c.closed {
+			return
+		}
+		c.shared = f
+		c.wg.Add(1) // c.mu is held and the client is open
+		go func() {
+			defer c.wg.Done()
+			_ = f.Run(context.Background()) // until Close
+		}()
+	})
+	if c.shared == nil {
+		return nil, ErrClientClosed
+	}
+	return c.shared, nil
 }
+
+// sharedFollower is the state behind SharedFollower.
+type sharedFollower struct {
+	sharedOnce sync.Once
+	shared     *Follower
+}
+
+// Watching returns how many of the client's followers' watches are armed
+// (registered and not yet fired), for tests.
+func (c *Client) Watching() int { return c.hub.watching() }

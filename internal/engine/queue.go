@@ -80,3 +80,15 @@ func (q *queue[T]) take(done <-chan struct{}) (items []T, ok bool) {
 		}
 	}
 }
+
+// poll returns every queued item without blocking (none when the queue is
+// empty); ok is false once the queue is closed.
+func (q *queue[T]) poll() (items []T, ok bool) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if q.closed {
+		return nil, false
+	}
+	items, q.items = q.items, nil
+	return items, true
+}

@@ -257,6 +257,7 @@ func (c *Client) transition(s State) {
 	close(c.changeCh)
 	c.changeCh = make(chan struct{})
 	c.listeners.Post(s)
+	c.hub.state(s, c.sessionID)
 }
 
 // lostDelay is how long from now the session may still live on the
