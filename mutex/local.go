@@ -47,6 +47,7 @@ type localState struct {
 type procHold struct {
 	handoffs int    // local hand-offs so far
 	seq      uint64 // last local holder's sequence
+	cur      *Lease // the lease that holds the node now
 }
 
 // localWaiter is an owner waiting in memory.
@@ -117,9 +118,16 @@ func (m *Mutex) acquireForProcess(ctx context.Context, owner any, wait bool) (*L
 		m.nextAcquirerLocked() // the next local waiter tries
 		return nil, err
 	}
-	m.local.proc = &procHold{}
-	l.proc = m.local.proc
+	p := &procHold{cur: l}
+	m.local.proc = p
+	l.proc = p
 	m.holds[owner] = l
+	m.armRevocation(l.Node(), func() *Lease {
+		if m.local.proc == p {
+			return p.cur
+		}
+		return nil
+	})
 	return l, nil
 }
 
@@ -171,6 +179,7 @@ func (m *Mutex) handOnLocked(l *Lease, lost bool) bool {
 	nl := &Lease{hold: engine.NewHold(m.e, l.Node(), l.sig), m: m, ct: l.ct, sig: l.sig,
 		owner: w.owner, count: 1, proc: p, seq: p.seq}
 	m.holds[w.owner] = nl
+	p.cur = nl
 	w.ch <- localTurn{lease: nl}
 	return true
 }

@@ -49,9 +49,6 @@ func (m *Mutex) lock(ctx context.Context, wait bool) (*Lease, error) {
 	}
 	close(a.done) // waiters look again: they re-enter l, or try themselves
 	m.mu.Unlock()
-	if l != nil && m.opts.onRevoke != nil {
-		go l.watchRevocation()
-	}
 	return l, err
 }
 
@@ -100,7 +97,11 @@ func (m *Mutex) acquire(ctx context.Context, owner any, wait bool) (*Lease, erro
 	if m.opts.local > 0 {
 		return m.acquireLocal(ctx, owner, wait)
 	}
-	return m.acquireNode(ctx, owner, wait)
+	l, err := m.acquireNode(ctx, owner, wait)
+	if l != nil {
+		m.armRevocation(l.Node(), func() *Lease { return l })
+	}
+	return l, err
 }
 
 // acquireNode queues a node of the owner's in the ZooKeeper queue.
@@ -183,6 +184,7 @@ func (m *Mutex) release(ctx context.Context, l *Lease) error {
 	m.mu.Unlock()
 
 	l.hold.MarkReleased()
+	m.disarmRevocation(l.Node())
 	err := l.ct.Leave(ctx)
 	if lost {
 		return m.errorf("%w", ErrLockLost)

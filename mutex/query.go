@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"time"
 
 	"github.com/go-zookeeper/zk"
 
@@ -97,32 +96,47 @@ func Revoke(ctx context.Context, c *recipes.Client, nodePath string) error {
 	return nil
 }
 
-// watchRevocation waits for RevokeMessage in our node's data. It ends when
-// the node is deleted (release) or the watch ends with the session.
-func (l *Lease) watchRevocation() {
-	c := l.m.e
-	for {
-		data, _, ch, err := c.GetW(context.Background(), l.Node())
-		if err != nil {
-			if !recipes.IsRetryable(err) {
-				return
-			}
-			t := time.NewTimer(50 * time.Millisecond)
-			select {
-			case <-l.Done():
-				t.Stop()
-				return
-			case <-t.C:
-			}
-			continue
+// armRevocation follows the data of node, the lock node of a hold that
+// has just begun, when the Mutex is revocable: a RevokeMessage written
+// into it reaches the lease that holds the node at that moment (holder
+// says which: under WithLocalHandoff the node passes between leases), and
+// no other. It follows on the client's shared Follower (no goroutine per
+// lease) until disarmRevocation, called when the node is left. A node
+// that is gone keeps no watch.
+func (m *Mutex) armRevocation(node string, holder func() *Lease) {
+	if m.opts.onRevoke == nil {
+		return
+	}
+	f, err := m.e.SharedFollower()
+	if err != nil {
+		return // the client closed: the hold is over
+	}
+	var last int64 // the Mzxid of the revocation last told
+	f.Add(revocationKey(node), func(ctx context.Context, w *engine.Watches) error {
+		v, err := m.e.ReadData(ctx, node, w, false)
+		if err != nil || !v.Exists || string(v.Data) != RevokeMessage || v.Stat.Mzxid == last {
+			return err
 		}
-		if string(data) == RevokeMessage {
-			l.m.opts.onRevoke(l)
-			return
+		last = v.Stat.Mzxid
+		m.mu.Lock()
+		defer m.mu.Unlock()
+		if l := holder(); l != nil && l.count > 0 {
+			// Under m.mu: a release that comes first disarms it, one
+			// that comes after finds the listener started while held.
+			go m.opts.onRevoke(l)
 		}
-		ev := <-ch
-		if ev.Type != zk.EventNodeDataChanged {
-			return
-		}
+		return nil
+	})
+}
+
+// disarmRevocation stops following node: it is left.
+func (m *Mutex) disarmRevocation(node string) {
+	if m.opts.onRevoke == nil {
+		return
+	}
+	if f, err := m.e.SharedFollower(); err == nil {
+		f.Remove(revocationKey(node))
 	}
 }
+
+func revocationKey(node string) string { return "mutex revocation " + node }
