@@ -21,9 +21,11 @@ const (
 	// FollowInitialised: every read added so far has read once. Reported
 	// once per Run, the first time it holds.
 	FollowInitialised
-	// FollowState: the connection state changed (State), as the Client
-	// publishes it: SUSPENDED, RECONNECTED, LOST, CONNECTED (a new
-	// session: every read runs again, its watches being gone), READ_ONLY.
+	// FollowState: the connection state (State), as the Client publishes
+	// it: the current one when Run starts, then every change (SUSPENDED,
+	// LOST, RECONNECTED, READ_ONLY). After a RECONNECTED every read runs
+	// again; when it brings a new session, whose server has none of the
+	// old watches, they are forgotten first and set anew.
 	FollowState
 )
 
@@ -267,9 +269,9 @@ type followRead struct {
 	key     string
 	read    ReadFunc
 	w       Watches
-	dirty   bool      // due to run (queued in Follower.dirty)
-	ok      bool      // has run well once (for FollowInitialised)
-	removed bool      // Remove'd: never run again
+	dirty   bool // due to run (queued in Follower.dirty)
+	ok      bool // has run well once (for FollowInitialised)
+	removed bool // Remove'd: never run again
 	retry   backoff.BackOff
 	at      time.Time // after a failure: not before
 }
@@ -304,8 +306,9 @@ type Follower struct {
 }
 
 // NewFollower returns a Follower that reports to onEvent (nil: to
-// nobody), on Run's goroutine, every watch that fires (before its read
-// runs again), FollowInitialised once, and every connection state change.
+// nobody), on Run's goroutine: the current connection state first, as
+// every state listener is told, then every state change, every watch that
+// fires (before its read runs again), and FollowInitialised once.
 // what names it in logs.
 func (c *Client) NewFollower(what string, onEvent func(FollowEvent)) *Follower {
 	return &Follower{c: c, what: what, onEvent: onEvent, q: newQueue[followItem](), reads: map[string]*followRead{}}
@@ -388,6 +391,9 @@ func (f *Follower) Run(ctx context.Context) error {
 			rd.w.forget()
 		}
 	}()
+	if state != StateLatent {
+		f.report(FollowEvent{Kind: FollowState, State: state}) // the current state first
+	}
 	connected := state.IsConnected()
 	var pause *time.Timer
 	defer func() {

@@ -2,9 +2,14 @@ package engine_test
 
 import (
 	"context"
+	"fmt"
+	"runtime"
+	"slices"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/go-zookeeper/zk"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -154,4 +159,288 @@ func TestFollowRetriesAndClose(t *testing.T) {
 	})
 	require.NoError(t, c.Close(context.Background()))
 	assert.ErrorIs(t, <-done, recipes.ErrClosed)
+}
+
+// followLog records what a Follower reported, for a test to wait on.
+type followLog struct {
+	mu  sync.Mutex
+	evs []engine.FollowEvent
+}
+
+func (l *followLog) add(ev engine.FollowEvent) {
+	l.mu.Lock()
+	l.evs = append(l.evs, ev)
+	l.mu.Unlock()
+}
+
+func (l *followLog) all() []engine.FollowEvent {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return append([]engine.FollowEvent(nil), l.evs...)
+}
+
+func (l *followLog) count(kind engine.FollowEventKind) int {
+	n := 0
+	for _, ev := range l.all() {
+		if ev.Kind == kind {
+			n++
+		}
+	}
+	return n
+}
+
+func (l *followLog) states() []recipes.State {
+	var out []recipes.State
+	for _, ev := range l.all() {
+		if ev.Kind == engine.FollowState {
+			out = append(out, recipes.State(ev.State))
+		}
+	}
+	return out
+}
+
+// runFollower runs f until the test ends, and checks that it returns nil
+// then.
+func runFollower(t *testing.T, f *engine.Follower) {
+	follow(t, f.Run)
+}
+
+// Follow across a session expiry: the server expires the session while
+// the client is cut off (its ephemeral node goes), a change is made
+// meanwhile, and once the client has a new session the follower's first
+// read sees that change and leaves its watches anew (one on the server,
+// which fires on the next change). Initialised is reported once, the
+// states as the client published them.
+func TestFollowAcrossSessionExpiry(t *testing.T) {
+	zkc := zktest.Start(t)
+	proxy := zktest.NewProxy(t, zkc.Servers()[0])
+	c := connect(t, []string{proxy.Addr()}, recipes.WithSessionTimeout(time.Second))
+	b := connect(t, zkc.Servers())
+	ctx := context.Background()
+	e := engine.Of(c)
+	_, err := b.Create(ctx, "/expiry", []byte("1"), 0)
+	require.NoError(t, err)
+	_, err = c.Create(ctx, "/mine", nil, zk.FlagEphemeral)
+	require.NoError(t, err)
+	sid := c.SessionID()
+
+	var log followLog
+	var v views[engine.NodeView]
+	f := e.NewFollower("expiry", log.add)
+	f.AddNode("node", "/expiry", v.add)
+	runFollower(t, f)
+	eventually(t, 5*time.Second, "initialised", func() bool { return log.count(engine.FollowInitialised) == 1 })
+	require.Len(t, v.all(), 1)
+	assert.Equal(t, "1", string(v.all()[0].Data))
+	watches, err := zkc.WatchCount(0)
+	require.NoError(t, err)
+	assert.Equal(t, 1, watches)
+
+	proxy.Blackhole()
+	eventually(t, 20*time.Second, "the server expired the session", func() bool {
+		ok, _, err := b.Exists(ctx, "/mine")
+		return err == nil && !ok
+	})
+	eventually(t, 10*time.Second, "LOST reported", func() bool { return slices.Contains(log.states(), recipes.StateLost) })
+	_, err = b.Set(ctx, "/expiry", []byte("2 (while the session was gone)"), -1)
+	require.NoError(t, err)
+	assert.Len(t, v.all(), 1, "nothing seen while cut off")
+	proxy.Restore()
+
+	eventually(t, 20*time.Second, "a new session", func() bool { s := c.SessionID(); return s != 0 && s != sid })
+	eventually(t, 10*time.Second, "the change made while the session was gone is seen", func() bool {
+		last, _ := v.last()
+		return string(last.Data) == "2 (while the session was gone)"
+	})
+	eventually(t, 10*time.Second, "the watch set again in the new session", func() bool {
+		n, err := zkc.WatchCount(0)
+		return err == nil && n == 1
+	})
+	_, err = b.Set(ctx, "/expiry", []byte("3"), -1)
+	require.NoError(t, err)
+	eventually(t, 10*time.Second, "a change in the new session is seen", func() bool {
+		last, _ := v.last()
+		return string(last.Data) == "3"
+	})
+	assert.Len(t, v.all(), 3, "each view once")
+	assert.Equal(t, 1, log.count(engine.FollowInitialised), "initialised once")
+	states := log.states()
+	assert.Subset(t, states, []recipes.State{recipes.StateConnected, recipes.StateSuspended, recipes.StateLost, recipes.StateReconnected}, "%v", states)
+	assert.Equal(t, 1, e.Watching(), "one watch registered")
+}
+
+// A Follower knows which watch fired: each event names the read's key,
+// the node, what happened and which kind of watch it was, and only that
+// read runs again.
+func TestFollowerKnowsWhichWatchFired(t *testing.T) {
+	zkc := zktest.Start(t)
+	c := connect(t, zkc.Servers())
+	ctx := context.Background()
+	e := engine.Of(c)
+	for _, p := range []string{"/which", "/which/a", "/which/b"} {
+		_, err := c.Create(ctx, p, nil, 0)
+		require.NoError(t, err)
+	}
+	var (
+		log  followLog
+		mu   sync.Mutex
+		runs = map[string]int{}
+	)
+	counted := func(key string, read engine.ReadFunc) engine.ReadFunc {
+		return func(ctx context.Context, w *engine.Watches) error {
+			mu.Lock()
+			runs[key]++
+			mu.Unlock()
+			return read(ctx, w)
+		}
+	}
+	runsOf := func(key string) int {
+		mu.Lock()
+		defer mu.Unlock()
+		return runs[key]
+	}
+	f := e.NewFollower("which", log.add)
+	f.Add("a", counted("a", func(ctx context.Context, w *engine.Watches) error {
+		_, err := e.ReadData(ctx, "/which/a", w, true)
+		return err
+	}))
+	f.Add("b", counted("b", func(ctx context.Context, w *engine.Watches) error {
+		_, err := e.ReadData(ctx, "/which/b", w, true)
+		return err
+	}))
+	f.Add("kids", counted("kids", func(ctx context.Context, w *engine.Watches) error {
+		_, err := e.ReadChildren(ctx, "/which", w, true)
+		return err
+	}))
+	f.Add("later", counted("later", func(ctx context.Context, w *engine.Watches) error {
+		_, err := e.ReadData(ctx, "/which-later", w, true)
+		return err
+	}))
+	runFollower(t, f)
+	eventually(t, 5*time.Second, "initialised", func() bool { return log.count(engine.FollowInitialised) == 1 })
+	assert.Equal(t, 4, e.Watching(), "one watch per read: data, data, children, exists")
+
+	watchEvents := func() []engine.FollowEvent {
+		var out []engine.FollowEvent
+		for _, ev := range log.all() {
+			if ev.Kind == engine.FollowWatch {
+				out = append(out, ev)
+			}
+		}
+		return out
+	}
+	_, err := c.Set(ctx, "/which/b", []byte("x"), -1)
+	require.NoError(t, err)
+	eventually(t, 5*time.Second, "b read again", func() bool { return runsOf("b") == 2 })
+	assert.Equal(t, []engine.FollowEvent{{Kind: engine.FollowWatch, Key: "b", Path: "/which/b", Type: zk.EventNodeDataChanged, Watch: engine.WatchData}}, watchEvents())
+	assert.Equal(t, 1, runsOf("a"), "a untouched")
+	assert.Equal(t, 1, runsOf("kids"), "the list untouched")
+
+	_, err = c.Create(ctx, "/which/c", nil, 0)
+	require.NoError(t, err)
+	eventually(t, 5*time.Second, "the list read again", func() bool { return runsOf("kids") == 2 })
+	assert.Equal(t, engine.FollowEvent{Kind: engine.FollowWatch, Key: "kids", Path: "/which", Type: zk.EventNodeChildrenChanged, Watch: engine.WatchChildren}, watchEvents()[1])
+
+	_, err = c.Create(ctx, "/which-later", nil, 0)
+	require.NoError(t, err)
+	eventually(t, 5*time.Second, "the created node read", func() bool { return runsOf("later") == 2 })
+	assert.Equal(t, engine.FollowEvent{Kind: engine.FollowWatch, Key: "later", Path: "/which-later", Type: zk.EventNodeCreated, Watch: engine.WatchExists}, watchEvents()[2])
+	assert.Equal(t, 1, runsOf("a"), "a still untouched")
+	assert.Len(t, watchEvents(), 3)
+}
+
+// Many nodes are followed on one goroutine: a thousand nodes cost no
+// goroutine each, every change is seen, and initialised comes once, after
+// every first view.
+func TestFollowerManyNodesOneGoroutine(t *testing.T) {
+	zkc := zktest.Start(t)
+	c := connect(t, zkc.Servers())
+	ctx := context.Background()
+	e := engine.Of(c)
+	const n = 1000
+	_, err := c.Create(ctx, "/many", nil, 0)
+	require.NoError(t, err)
+	ops := make([]recipes.Op, n)
+	for i := range ops {
+		ops[i] = recipes.CreateOp(fmt.Sprintf("/many/n%d", i), []byte("0"), 0)
+	}
+	for i := 0; i < n; i += 100 {
+		_, err := c.Multi(ctx, ops[i:i+100]...)
+		require.NoError(t, err)
+	}
+	before := runtime.NumGoroutine()
+	var (
+		log  followLog
+		mu   sync.Mutex
+		seen = map[string]string{}
+	)
+	f := e.NewFollower("many", func(ev engine.FollowEvent) {
+		if ev.Kind == engine.FollowInitialised {
+			mu.Lock()
+			assert.Len(t, seen, n, "initialised after every first view")
+			mu.Unlock()
+		}
+		log.add(ev)
+	})
+	for i := 0; i < n; i++ {
+		p := fmt.Sprintf("/many/n%d", i)
+		f.AddNode(p, p, func(v engine.NodeView) {
+			mu.Lock()
+			seen[p] = string(v.Data)
+			mu.Unlock()
+		})
+	}
+	runFollower(t, f)
+	eventually(t, 20*time.Second, "initialised", func() bool { return log.count(engine.FollowInitialised) == 1 })
+	extra := runtime.NumGoroutine() - before
+	t.Logf("%d nodes followed: %d more goroutines", n, extra)
+	assert.LessOrEqual(t, extra, 2, "the follower's own goroutine, not one per node")
+	assert.Equal(t, n, e.Watching())
+
+	for i := 0; i < n; i += 100 {
+		set := make([]recipes.Op, 100)
+		for j := range set {
+			set[j] = recipes.SetOp(fmt.Sprintf("/many/n%d", i+j), []byte("1"), -1)
+		}
+		_, err := c.Multi(ctx, set...)
+		require.NoError(t, err)
+	}
+	eventually(t, 20*time.Second, "every change seen", func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		for _, d := range seen {
+			if d != "1" {
+				return false
+			}
+		}
+		return true
+	})
+	assert.Equal(t, n, log.count(engine.FollowWatch), "one event per node")
+	assert.Equal(t, 1, log.count(engine.FollowInitialised))
+	assert.LessOrEqual(t, runtime.NumGoroutine()-before, 2)
+}
+
+// A read removed from a Follower runs no more and leaves no registered
+// watch; a read added later is read at once.
+func TestFollowerAddRemove(t *testing.T) {
+	zkc := zktest.Start(t)
+	c := connect(t, zkc.Servers())
+	ctx := context.Background()
+	e := engine.Of(c)
+	var a, b views[engine.NodeView]
+	f := e.NewFollower("add-remove", nil)
+	f.AddNode("a", "/ar-a", a.add)
+	runFollower(t, f)
+	eventually(t, 5*time.Second, "a read", func() bool { return len(a.all()) == 1 })
+	f.AddNode("b", "/ar-b", b.add)
+	eventually(t, 5*time.Second, "b read", func() bool { return len(b.all()) == 1 })
+	assert.Equal(t, 2, e.Watching())
+	f.Remove("a")
+	eventually(t, 5*time.Second, "a's watch dropped", func() bool { return e.Watching() == 1 })
+	_, err := c.Create(ctx, "/ar-a", nil, 0)
+	require.NoError(t, err)
+	_, err = c.Create(ctx, "/ar-b", nil, 0)
+	require.NoError(t, err)
+	eventually(t, 5*time.Second, "b created", func() bool { return len(b.all()) == 2 })
+	assert.Len(t, a.all(), 1, "a removed: not read again")
 }
