@@ -2,6 +2,8 @@ package mutex_test
 
 import (
 	"context"
+	"fmt"
+	"runtime"
 	"sync"
 	"testing"
 	"time"
@@ -72,4 +74,37 @@ func TestRevocationNeverReachesAReleasedLease(t *testing.T) {
 	eventually(t, 10*time.Second, "the new holder hears its revocation", func() bool { return h.has(third) })
 	require.NoError(t, third.Unlock(ctx))
 	assert.False(t, h.has(first), "the released lease heard a revocation")
+}
+
+// Revocable holds cost no goroutine each: their nodes are followed on the
+// client's one shared Follower, and each revocation reaches its holder.
+func TestRevocableHoldsShareOneGoroutine(t *testing.T) {
+	zkc := zktest.Start(t)
+	ctx := context.Background()
+	c := connect(t, zkc.Servers())
+	var h heard
+	const n = 200
+	// The shared Follower starts with the first revocable hold.
+	first, err := newMutex(t, c, "/revocable/first", mutex.WithRevocationListener(h.add)).Lock(ctx)
+	require.NoError(t, err)
+	before := runtime.NumGoroutine()
+	ls := make([]*mutex.Lease, n)
+	for i := range ls {
+		m := newMutex(t, c, fmt.Sprintf("/revocable/key-%d", i), mutex.WithRevocationListener(h.add))
+		ls[i], err = m.Lock(ctx)
+		require.NoError(t, err)
+	}
+	extra := runtime.NumGoroutine() - before
+	t.Logf("%d revocable holds: %d more goroutines", n, extra)
+	assert.LessOrEqual(t, extra, 2, "no goroutine per revocable hold")
+	for _, i := range []int{0, n / 2, n - 1} {
+		require.NoError(t, mutex.Revoke(ctx, c, ls[i].Node()))
+		eventually(t, 10*time.Second, "the holder hears it", func() bool { return h.has(ls[i]) })
+	}
+	for _, l := range append(ls, first) {
+		require.NoError(t, l.Unlock(ctx))
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	assert.Len(t, h.leases, 3, "the revoked holds only")
 }

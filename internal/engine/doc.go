@@ -22,9 +22,15 @@
 //     queue (a leader latch's terms).
 //   - The two primitives every recipe waits and watches through:
 //     Await, to wait until a condition over a watched read holds (with the
-//     lost-session rule written once), and Follow, to keep what a read
-//     sees current (re-read on every watch, on reconnection, after a new
-//     session, with backoff), with FollowNode and FollowChildren on top.
+//     lost-session rule written once), and Follow, to keep what reads see
+//     current: a Follower runs many reads on one goroutine, each watch and
+//     state change arriving on its one queue named by read, node, event
+//     type and watch kind (so only the read whose watch fired runs again),
+//     reports the connection states and, once, that every read has read;
+//     it reads again on reconnection and after a new session, with
+//     backoff. FollowNode and FollowChildren sit on top, and the watched
+//     read (getData with a watch, else exists for the node's creation) is
+//     written once: ReadData, ReadChildren, ReadExists.
 //
 // # Adding a recipe
 //
@@ -39,12 +45,15 @@
 //     is a children list with a watch (Done at N children to enter, at none
 //     to leave), with Wait.Session set to the session of its own node so
 //     that a lost session ends the wait.
-//   - A cache follows with Follow: NodeCache is FollowNode, PathChildrenCache
-//     is FollowChildren plus a FollowNode per child, and a tree cache is the
-//     same one level further at a time, each node keeping one standard
-//     watch (Watches.Armed) since go-zookeeper has no persistent or
-//     recursive watches. SharedValue and a SharedCount are a FollowNode
-//     with a versioned write.
+//   - A cache follows with a Follower: NodeCache is AddNode,
+//     PathChildrenCache is AddChildren plus an AddNode per child (added
+//     and removed as the list changes, all on the Follower's goroutine),
+//     and a tree cache is the same one level further at a time, each node
+//     keeping one watch of each kind (Watches.Armed). A FollowEvent
+//     names the node and what happened to it, so persistent recursive
+//     watches can later feed the same events from one watch on the root.
+//     SharedValue and a SharedCount are a FollowNode with a versioned
+//     write.
 //   - Persistent nodes and group membership re-create their node from a
 //     Follow of it, and service discovery is a cache of JSON instances.
 //
