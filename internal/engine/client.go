@@ -56,7 +56,8 @@ type Client struct {
 	knowledge knowledge
 	met       *instruments // nil without WithMetrics: every measurement checks
 
-	hub watchHub // routes watch events and states to the followers
+	hub     watchHub // routes watch events and states to the followers
+	adopted bool     // NewClient's: events come through go-zookeeper's channel, which drops when full
 	sharedFollower
 }
 
@@ -138,6 +139,11 @@ func allOf(opts []func(*zk.Conn)) func(*zk.Conn) {
 // timeout after the last byte, declares LOST 1/3 of that timeout after
 // SUSPENDED: never after the server may expire the session, but possibly
 // before, for a session that then comes back (see RECONNECTED).
+//
+// go-zookeeper drops events when its event channel is full, so on an
+// adopted connection each watch a Follower leaves also waits on its own
+// channel (a goroutine per armed watch; a connection Connect dialled
+// needs none, its event callback seeing every event).
 func NewClient(ctx context.Context, conn *zk.Conn, events <-chan zk.Event, opts ...Option) (*Client, error) {
 	if ctx == nil {
 		return nil, fmt.Errorf("%w: nil context", ErrInvalidArgument)
@@ -153,6 +159,7 @@ func NewClient(ctx context.Context, conn *zk.Conn, events <-chan zk.Event, opts 
 		return nil, err
 	}
 	c := newClient(cfg)
+	c.adopted = true
 	c.wire = cfg.wire
 	c.conn = conn
 	c.start(events, true)

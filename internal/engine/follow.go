@@ -121,21 +121,23 @@ func (w *Watches) Fired() []FollowEvent { return w.fired }
 // Key returns the key the read was added under.
 func (w *Watches) Key() string { return w.key }
 
-// watch makes a request of c's that leaves a watch of kind on path,
-// registered with c's hub before it is sent (its event cannot come first)
-// and dropped again when the request fails. A Watches of no Follower (the
-// zero value) keeps the same account of what is armed, for a caller that
-// reads with watches of its own.
-func (w *Watches) watch(c *Client, kind WatchKind, path string, req func() error) error {
+// watch makes a request of c's that leaves a watch of kind on path (req
+// returns the watch's channel), registered with c's hub before it is sent
+// (its event cannot come first) and dropped again when the request fails.
+// A Watches of no Follower (the zero value) keeps the same account of what
+// is armed, for a caller that reads with watches of its own.
+func (w *Watches) watch(c *Client, kind WatchKind, path string, req func() (<-chan zk.Event, error)) error {
 	if w.c == nil {
 		w.c = c
 	}
 	id := watchID{path, kind}
 	r := w.c.hub.register(w.f, w.key, id)
-	if err := req(); err != nil {
+	ch, err := req()
+	if err != nil {
 		w.c.hub.unregister(r)
 		return err
 	}
+	w.c.backstop(r, ch)
 	if old := w.armed[id]; old != nil && old != r {
 		w.c.hub.unregister(old)
 	}
@@ -180,10 +182,9 @@ func (c *Client) ReadData(ctx context.Context, path string, w *Watches, creation
 		if w == nil || w.Armed(WatchData, path) || w.Armed(WatchExists, path) {
 			data, st, err = c.Get(ctx, path)
 		} else {
-			err = w.watch(c, WatchData, path, func() error {
-				var err error
-				data, st, _, err = c.GetW(ctx, path)
-				return err
+			err = w.watch(c, WatchData, path, func() (ch <-chan zk.Event, err error) {
+				data, st, ch, err = c.GetW(ctx, path)
+				return ch, err
 			})
 		}
 		switch {
@@ -224,10 +225,9 @@ func (c *Client) ReadChildren(ctx context.Context, path string, w *Watches, crea
 		if w == nil || w.Armed(WatchChildren, path) {
 			kids, st, err = c.Children(ctx, path)
 		} else {
-			err = w.watch(c, WatchChildren, path, func() error {
-				var err error
-				kids, st, _, err = c.ChildrenW(ctx, path)
-				return err
+			err = w.watch(c, WatchChildren, path, func() (ch <-chan zk.Event, err error) {
+				kids, st, ch, err = c.ChildrenW(ctx, path)
+				return ch, err
 			})
 		}
 		switch {
@@ -256,10 +256,9 @@ func (c *Client) ReadExists(ctx context.Context, path string, w *Watches) (bool,
 		ok bool
 		st *zk.Stat
 	)
-	err := w.watch(c, WatchExists, path, func() error {
-		var err error
-		ok, st, _, err = c.ExistsW(ctx, path)
-		return err
+	err := w.watch(c, WatchExists, path, func() (ch <-chan zk.Event, err error) {
+		ok, st, ch, err = c.ExistsW(ctx, path)
+		return ch, err
 	})
 	return ok, st, err
 }

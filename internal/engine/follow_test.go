@@ -444,3 +444,59 @@ func TestFollowerAddRemove(t *testing.T) {
 	eventually(t, 5*time.Second, "b created", func() bool { return len(b.all()) == 2 })
 	assert.Len(t, a.all(), 1, "a removed: not read again")
 }
+
+// On an adopted connection the watch events reach the Client through
+// go-zookeeper's event channel, which drops events when it is full: a
+// burst of changes (here 300 nodes written by one transaction) must still
+// reach every read, each watch waiting on its own channel as well.
+func TestFollowerOnAdoptedConnectionMissesNoBurst(t *testing.T) {
+	zkc := zktest.Start(t)
+	conn, events, err := zk.Connect(zkc.Servers(), 4*time.Second, zk.WithLogInfo(false))
+	require.NoError(t, err)
+	c, err := recipes.NewClient(context.Background(), conn, events, recipes.WithSessionTimeout(4*time.Second))
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = c.Close(context.Background()) })
+	ctx := context.Background()
+	e := engine.Of(c)
+	const n = 300
+	_, err = c.Create(ctx, "/burst", nil, 0)
+	require.NoError(t, err)
+	creates := make([]recipes.Op, n)
+	sets := make([]recipes.Op, n)
+	for i := range creates {
+		p := fmt.Sprintf("/burst/n%d", i)
+		creates[i] = recipes.CreateOp(p, []byte("0"), 0)
+		sets[i] = recipes.SetOp(p, []byte("1"), -1)
+	}
+	_, err = c.Multi(ctx, creates...)
+	require.NoError(t, err)
+	var (
+		log  followLog
+		mu   sync.Mutex
+		seen = map[string]string{}
+	)
+	f := e.NewFollower("burst", log.add)
+	for i := 0; i < n; i++ {
+		p := fmt.Sprintf("/burst/n%d", i)
+		f.AddNode(p, p, func(v engine.NodeView) {
+			mu.Lock()
+			seen[p] = string(v.Data)
+			mu.Unlock()
+		})
+	}
+	runFollower(t, f)
+	eventually(t, 20*time.Second, "initialised", func() bool { return log.count(engine.FollowInitialised) == 1 })
+	_, err = c.Multi(ctx, sets...)
+	require.NoError(t, err)
+	eventually(t, 20*time.Second, "every change seen", func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		for _, d := range seen {
+			if d != "1" {
+				return false
+			}
+		}
+		return true
+	})
+	assert.Equal(t, n, log.count(engine.FollowWatch), "one event per node")
+}

@@ -108,13 +108,13 @@ func TestWatchesArmed(t *testing.T) {
 	f := &Follower{c: c, q: newQueue[followItem]()}
 	w := &Watches{c: c, f: f, key: "k"}
 	assert.False(t, w.Armed(WatchData, "/a"))
-	require.NoError(t, w.watch(c, WatchData, "/a", func() error { return nil }))
+	require.NoError(t, w.watch(c, WatchData, "/a", func() (<-chan zk.Event, error) { return nil, nil }))
 	assert.True(t, w.Armed(WatchData, "/a"))
 	assert.False(t, w.Armed(WatchExists, "/a"), "each kind apart")
 	assert.Equal(t, 1, w.Len())
 
 	failed := errors.New("connection lost")
-	assert.ErrorIs(t, w.watch(c, WatchChildren, "/a", func() error { return failed }), failed)
+	assert.ErrorIs(t, w.watch(c, WatchChildren, "/a", func() (<-chan zk.Event, error) { return nil, failed }), failed)
 	assert.False(t, w.Armed(WatchChildren, "/a"), "a failed request leaves no watch")
 	assert.Equal(t, 1, c.hub.watching(), "and no registration")
 
@@ -125,7 +125,7 @@ func TestWatchesArmed(t *testing.T) {
 	var nilW *Watches
 	assert.False(t, nilW.Armed(WatchData, "/a"))
 
-	require.NoError(t, w.watch(c, WatchExists, "/b", func() error { return nil }))
+	require.NoError(t, w.watch(c, WatchExists, "/b", func() (<-chan zk.Event, error) { return nil, nil }))
 	w.forget()
 	assert.Equal(t, 0, c.hub.watching())
 	assert.False(t, w.Armed(WatchExists, "/b"))
@@ -146,7 +146,7 @@ func TestFollowerBookkeeping(t *testing.T) {
 			if fail[key] {
 				return errors.New("failed")
 			}
-			return w.watch(c, WatchData, "/"+key, func() error { return nil })
+			return w.watch(c, WatchData, "/"+key, func() (<-chan zk.Event, error) { return nil, nil })
 		}
 	}
 	for _, k := range []string{"a", "b", "c"} {

@@ -138,6 +138,47 @@ func (h *watchHub) dispatch(ev zk.Event) {
 	}
 }
 
+// fire hands one watch's event to its read, unless it fired already.
+func (h *watchHub) fire(r *watchReg, ev zk.Event) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if r.dead.Load() {
+		return
+	}
+	r.dead.Store(true)
+	if set := h.regs[r.id]; set != nil {
+		delete(set, r)
+		if len(set) == 0 {
+			delete(h.regs, r.id)
+		}
+	}
+	if r.f != nil {
+		r.f.q.push(followItem{reg: r, ev: FollowEvent{Kind: FollowWatch, Key: r.key, Path: r.id.path, Type: ev.Type, Watch: r.id.kind}})
+	}
+}
+
+// backstop makes sure r hears its watch on an adopted connection, whose
+// events reach the hub through go-zookeeper's event channel, which drops
+// events when it is full: a goroutine waits on the watch's own channel
+// (which go-zookeeper never drops) until it fires, the connection drops
+// the watch (the session ended or the connection closed) or the client
+// closes. A connection Connect dialled needs none: its event callback
+// sees every event.
+func (c *Client) backstop(r *watchReg, ch <-chan zk.Event) {
+	if !c.adopted || ch == nil {
+		return
+	}
+	go func() {
+		select {
+		case ev, ok := <-ch:
+			if ok {
+				c.hub.fire(r, ev)
+			}
+		case <-c.closeCh:
+		}
+	}()
+}
+
 // join adds f to the followers told of state transitions; c.mu is held,
 // so that no transition comes between the state f starts from and the
 // first one it is told.
