@@ -185,10 +185,13 @@ func read[T any](ctx context.Context, r *reader, op, path string, do func(e *eng
 		v, err = do(engine.Of(r.c), full)
 		return err
 	})
-	if err != nil {
-		return v, fmt.Errorf("zkrecipes: %s %s: %w", op, full, err)
+	switch {
+	case err == nil:
+		return v, nil
+	case errors.Is(err, recipes.ErrClosed), errors.Is(err, recipes.ErrNilClient), errors.Is(err, recipes.ErrInvalidArgument):
+		return v, err // said once, as the Client says them
 	}
-	return v, nil
+	return v, fmt.Errorf("zkrecipes: %s %s: %w", op, full, err)
 }
 
 // children lists path's children; the stat is path's own (its data length
