@@ -63,7 +63,8 @@ type followItem struct {
 	reg     *watchReg
 	session int64
 	add     *followRead
-	remove  string
+	remove  bool // the read under key is removed
+	key     string
 }
 
 // ReadFunc is one read of a Follower: it reads what it follows, leaving
@@ -323,7 +324,7 @@ func (f *Follower) Add(key string, read ReadFunc) {
 // taken the removal (a run in progress completes), and its watches are
 // forgotten (the server's fire later to nobody).
 func (f *Follower) Remove(key string) {
-	f.q.push(followItem{remove: key})
+	f.q.push(followItem{remove: true, key: key})
 }
 
 // AddNode follows path's data under key: fn gets the first view, then
@@ -409,8 +410,8 @@ func (f *Follower) Run(ctx context.Context) error {
 			switch {
 			case it.add != nil:
 				f.added(it.add)
-			case it.remove != "":
-				f.removed(it.remove)
+			case it.remove:
+				f.removed(it.key)
 			case it.ev.Kind == FollowWatch:
 				f.fired(it)
 			case it.ev.Kind == FollowState:
