@@ -40,8 +40,9 @@ type Reaper struct {
 	latch     *election.Latch
 	cancel    context.CancelFunc
 	done      chan struct{}
-	followers sync.WaitGroup // one goroutine a followed parent
-	next      time.Time      // rate limit: earliest next delete
+	follower  *engine.Follower // every parent's children, once following (r.mu)
+	followers sync.WaitGroup   // the follower's goroutine
+	next      time.Time        // rate limit: earliest next delete
 }
 
 type entry struct {
@@ -53,9 +54,9 @@ type entry struct {
 }
 
 type parent struct {
-	depth  int                // 0 for the parents given
-	stop   context.CancelFunc // ends its follow; nil until it is followed
-	listed time.Time          // its last list (its follow's goroutine only)
+	depth    int       // 0 for the parents given
+	followed bool      // a read of the reaper's Follower (r.mu)
+	listed   time.Time // its last list (the Follower's goroutine only)
 }
 
 // New returns a reaper; Start starts it. Paths are given as users see

@@ -36,31 +36,34 @@ func (r *Reaper) run(ctx context.Context) {
 	}
 }
 
-// followAll starts following the children of every parent: from then on
-// (until Close) the candidates under them are tracked as they come.
+// followAll starts following the children of every parent, all on one
+// Follower (one goroutine however many parents): from then on (until
+// Close) the candidates under them are tracked as they come.
 func (r *Reaper) followAll(ctx context.Context) {
+	f := engine.Of(r.c).NewFollower("reaper", nil)
 	r.mu.Lock()
-	defer r.mu.Unlock()
+	r.follower = f
 	for p, pp := range r.parents {
-		if pp.stop == nil {
-			r.followLocked(ctx, p, pp)
-		}
+		r.followLocked(ctx, p, pp)
 	}
-}
-
-// followLocked follows pp's children, on a goroutine of its own, until
-// ctx ends or pp is forgotten (dropParentLocked); r.mu is held.
-func (r *Reaper) followLocked(ctx context.Context, p string, pp *parent) {
-	fctx, stop := context.WithCancel(ctx)
-	pp.stop = stop
+	r.mu.Unlock()
 	r.followers.Add(1)
 	go func() {
 		defer r.followers.Done()
-		defer stop()
-		_ = engine.Of(r.c).Follow(fctx, "reaper: children of "+p, func(fctx context.Context, w *engine.Watches) error {
-			return r.list(ctx, fctx, p, pp, w)
-		})
+		_ = f.Run(ctx)
 	}()
+}
+
+// followLocked follows pp's children on the reaper's Follower until ctx
+// ends or pp is forgotten (dropParentLocked); r.mu is held.
+func (r *Reaper) followLocked(ctx context.Context, p string, pp *parent) {
+	if r.follower == nil || pp.followed {
+		return
+	}
+	pp.followed = true
+	r.follower.Add(p, func(_ context.Context, w *engine.Watches) error {
+		return r.list(ctx, p, pp, w)
+	})
 }
 
 // list reads p's children into the candidates, with the engine's watched
@@ -72,13 +75,15 @@ func (r *Reaper) followLocked(ctx context.Context, p string, pp *parent) {
 // A parent is listed at most once an interval: new candidates wait for
 // the next check anyway, and a busy parent (one whose children the
 // reaper itself is deleting, thousands of them) would otherwise be listed
-// again after every delete. ctx is the reaper's (for the parents found
-// below p), fctx p's follow's.
-func (r *Reaper) list(ctx, fctx context.Context, p string, pp *parent, w *engine.Watches) error {
+// again after every delete. Too early, list asks the Follower to run it
+// again when the interval is over (the Follower's goroutine is every
+// parent's: it never waits on it). ctx is the reaper's.
+func (r *Reaper) list(ctx context.Context, p string, pp *parent, w *engine.Watches) error {
 	if w.Armed(engine.WatchChildren, p) {
 		return nil
 	}
-	if !sleep(fctx, time.Until(pp.listed.Add(r.interval))) {
+	if wait := time.Until(pp.listed.Add(r.interval)); wait > 0 {
+		w.RunAfter(wait)
 		return nil
 	}
 	pp.listed = time.Now()
@@ -121,8 +126,8 @@ func (r *Reaper) found(ctx context.Context, p string, pp *parent, kids []string)
 
 // dropParentLocked stops following p's children; r.mu is held.
 func (r *Reaper) dropParentLocked(p string) {
-	if pp := r.parents[p]; pp != nil && pp.stop != nil {
-		pp.stop()
+	if pp := r.parents[p]; pp != nil && pp.followed {
+		r.follower.Remove(p)
 	}
 	delete(r.parents, p)
 }

@@ -85,6 +85,7 @@ type Watches struct {
 	key   string
 	armed map[watchID]*watchReg
 	fired []FollowEvent
+	again time.Duration // RunAfter's, for the run in progress
 }
 
 // Armed reports whether the read's watch of kind on path is still armed.
@@ -118,6 +119,13 @@ func (w *Watches) Len() int {
 // last successful run (empty on the first run, and when the read runs for
 // a reconnection or a retry): which node changed, and how.
 func (w *Watches) Fired() []FollowEvent { return w.fired }
+
+// RunAfter asks, from a read, that the read run again d after this run,
+// and not before: a watch that fires meanwhile makes it run then, not at
+// once. A read that must not run too often (a list of a busy parent, say)
+// returns at once with RunAfter instead of waiting on the Follower's
+// goroutine, which every read shares.
+func (w *Watches) RunAfter(d time.Duration) { w.again = d }
 
 // Key returns the key the read was added under.
 func (w *Watches) Key() string { return w.key }
@@ -579,6 +587,7 @@ func (f *Follower) runDirty(ctx context.Context) error {
 		if rd.removed || !rd.at.IsZero() {
 			continue // gone, or pausing after a failure (in f.waiting)
 		}
+		rd.w.again = 0
 		err := rd.read(ctx, &rd.w)
 		switch {
 		case ctx.Err() != nil:
@@ -590,6 +599,10 @@ func (f *Follower) runDirty(ctx context.Context) error {
 			if !rd.ok && !rd.removed {
 				rd.ok = true
 				f.pending--
+			}
+			if rd.w.again > 0 && !rd.removed {
+				rd.at = time.Now().Add(rd.w.again)
+				f.waiting = append(f.waiting, rd)
 			}
 		case errors.Is(err, ErrClosed):
 			return err

@@ -208,3 +208,38 @@ func TestFollowerBookkeeping(t *testing.T) {
 	assert.Empty(t, order)
 	assert.Equal(t, 1, c.hub.watching(), "b's only (c's read leaves none now)")
 }
+
+// A read that asks to run again later (RunAfter) runs then, and not
+// before, even when its watch fires meanwhile.
+func TestFollowerRunAfter(t *testing.T) {
+	c := &Client{log: slog.New(slog.NewTextHandler(io.Discard, nil)), cfg: Config{retry: func() backoff.BackOff { return backoff.NewConstantBackOff(time.Hour) }}}
+	f := c.NewFollower("unit", nil)
+	runs := 0
+	f.added(&followRead{key: "p", read: func(ctx context.Context, w *Watches) error {
+		runs++
+		if runs == 1 {
+			w.RunAfter(time.Hour)
+		}
+		return w.watch(c, WatchChildren, "/p", func() (<-chan zk.Event, error) { return nil, nil })
+	}})
+	require.NoError(t, f.runDirty(context.Background()))
+	assert.Equal(t, 1, runs)
+	assert.Equal(t, 0, f.pending, "it read well")
+	next, ok := f.nextRetry()
+	require.True(t, ok)
+	assert.WithinDuration(t, time.Now().Add(time.Hour), next, time.Minute)
+
+	c.hub.dispatch(zk.Event{Type: zk.EventNodeChildrenChanged, Path: "/p"})
+	for _, it := range taken(f) {
+		f.fired(it)
+	}
+	f.due(time.Now())
+	require.NoError(t, f.runDirty(context.Background()))
+	assert.Equal(t, 1, runs, "not before its time")
+
+	f.due(time.Now().Add(2 * time.Hour))
+	require.NoError(t, f.runDirty(context.Background()))
+	assert.Equal(t, 2, runs)
+	_, ok = f.nextRetry()
+	assert.False(t, ok, "once")
+}
