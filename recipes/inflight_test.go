@@ -37,7 +37,7 @@ func TestCtxHonouredInFlight(t *testing.T) {
 	// token not yet read), a latch that leads, a shared count.
 	held, err := mutex.New(c, "/inflight/held")
 	require.NoError(t, err)
-	lease, err := held.Lock(ctx)
+	lease, err := held.Acquire(ctx)
 	require.NoError(t, err)
 	latch, err := election.NewLatch(c, "/inflight/latch", "me")
 	require.NoError(t, err)
@@ -59,15 +59,15 @@ func TestCtxHonouredInFlight(t *testing.T) {
 		name string
 		call func(ctx context.Context) error
 	}{
-		{"Mutex.Lock", func(ctx context.Context) error { _, err := fresh.Lock(ctx); return err }},
-		{"Mutex.TryLock", func(ctx context.Context) error { _, err := try.TryLock(ctx); return err }},
+		{"Mutex.Lock", func(ctx context.Context) error { _, err := fresh.Acquire(ctx); return err }},
+		{"Mutex.TryLock", func(ctx context.Context) error { _, err := try.TryAcquire(ctx); return err }},
 		{"Lease.Token", func(ctx context.Context) error { _, err := lease.Token(ctx); return err }},
 		{"Lease.Fenced", func(ctx context.Context) error {
 			_, err := lease.Fenced(ctx, recipes.SetOp("/inflight/count", []byte{0, 0, 0, 2}, -1))
 			return err
 		}},
 		{"Mutex.Participants", func(ctx context.Context) error { _, err := held.Participants(ctx); return err }},
-		{"Mutex.Holder", func(ctx context.Context) error { _, _, err := held.Holder(ctx); return err }},
+		{"Mutex.Holder", func(ctx context.Context) error { _, err := held.Holder(ctx); return err }},
 		{"Semaphore.Acquire", func(ctx context.Context) error { _, err := sem.Acquire(ctx); return err }},
 		{"NewSharedCount", func(ctx context.Context) error {
 			sc, err := semaphore.NewSharedCount(ctx, c, "/inflight/count", 5)
@@ -149,7 +149,7 @@ func TestCtxHonouredInFlight(t *testing.T) {
 	data, _, err := admin.Get(ctx, "/inflight/count")
 	require.NoError(t, err)
 	assert.Equal(t, []byte{0, 0, 0, 1}, data, "no write landed")
-	require.NoError(t, lease.Unlock(ctx))
+	require.NoError(t, lease.Release(ctx))
 }
 
 // A create whose reply comes after its ctx ended deletes the node it made:
@@ -183,7 +183,7 @@ func TestAbandonedCreateIsUndone(t *testing.T) {
 	}
 	testutil.Eventually(t, 10*time.Second, "the late node deleted", func() bool {
 		ok, _, err := admin.Exists(ctx, "/late/node")
-		return err == nil && !ok && c.Stats().PendingDeletes == 0
+		return err == nil && !ok && engine.Of(c).Stats().PendingDeletes == 0
 	})
 }
 

@@ -81,7 +81,7 @@ func TestNamespaceAppliesToEveryClientMethod(t *testing.T) {
 	// Fenced ops are on recipe paths too, and their errors name the path.
 	m, err := mutex.New(c, "/lock")
 	require.NoError(t, err)
-	lease, err := m.Lock(ctx)
+	lease, err := m.Acquire(ctx)
 	require.NoError(t, err)
 	assert.Contains(t, lease.Node(), "/ns/lock/", "Node is the server path")
 	_, err = lease.Fenced(ctx, recipes.SetOp("/a", []byte("3"), -1))
@@ -98,7 +98,7 @@ func TestNamespaceAppliesToEveryClientMethod(t *testing.T) {
 	_, err = lease.Fenced(ctx, recipes.Op{})
 	assert.ErrorIs(t, err, recipes.ErrInvalidArgument)
 	assert.ErrorContains(t, err, "fenced op 0 is the zero Op")
-	require.NoError(t, lease.Unlock(ctx))
+	require.NoError(t, lease.Release(ctx))
 	_, err = lease.Fenced(ctx, recipes.SetOp("/a", nil, -1))
 	assert.ErrorIs(t, err, recipes.ErrFenced)
 }
@@ -128,14 +128,14 @@ func TestMultiCreatesUseTheACLProvider(t *testing.T) {
 	require.NoError(t, err)
 	m, err := mutex.New(c, "/lock")
 	require.NoError(t, err)
-	lease, err := m.Lock(ctx)
+	lease, err := m.Acquire(ctx)
 	require.NoError(t, err)
 	_, err = lease.Fenced(ctx, recipes.CreateOp("/ro-fenced", []byte("f"), 0))
 	require.NoError(t, err)
-	require.NoError(t, lease.Unlock(ctx))
+	require.NoError(t, lease.Release(ctx))
 
 	for _, p := range []string{"/ns/ro-multi", "/ns/ro-fenced"} {
-		acl, _, err := admin.Conn().GetACL(p)
+		acl, _, err := admin.UnsafeConn().GetACL(p)
 		require.NoError(t, err, p)
 		assert.Equal(t, readOnly, acl, p)
 	}

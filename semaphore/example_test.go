@@ -41,7 +41,7 @@ func ExampleSemaphore() {
 	fmt.Println("holding:", len(leases))
 
 	_, err = s.TryAcquire(ctx)
-	fmt.Println("a third at once:", errors.Is(err, semaphore.ErrNotAcquired))
+	fmt.Println("a third at once:", errors.Is(err, recipes.ErrNotAcquired))
 	tctx, cancel := context.WithTimeout(ctx, 100*time.Millisecond)
 	defer cancel()
 	_, err = s.Acquire(tctx) // a timed acquire is a context with a deadline
@@ -58,7 +58,7 @@ func ExampleSemaphore() {
 	default:
 		fmt.Println("lease held")
 	}
-	fmt.Println("returned:", semaphore.ReturnAll(ctx, leases))
+	fmt.Println("returned:", semaphore.ReleaseAll(ctx, leases))
 	// Output:
 	// holding: 2
 	// a third at once: true
@@ -98,7 +98,7 @@ func ExampleSemaphore_Acquire() {
 				fmt.Println(err)
 				return
 			}
-			defer lease.Close(ctx) // Close returns the lease, from any goroutine
+			defer lease.Release(ctx) // Close returns the lease, from any goroutine
 
 			n := busy.Add(1)
 			for m := most.Load(); n > m && !most.CompareAndSwap(m, n); m = most.Load() {
@@ -143,7 +143,7 @@ func ExampleNewWithCount() {
 		return
 	}
 	_, err = s.TryAcquire(ctx)
-	fmt.Println("max", s.MaxLeases(), "- a second lease:", errors.Is(err, semaphore.ErrNotAcquired))
+	fmt.Println("max", s.MaxLeases(), "- a second lease:", errors.Is(err, recipes.ErrNotAcquired))
 
 	// TrySet succeeds only from the current version: of several processes
 	// raising the count from the same value, one wins.
@@ -155,7 +155,7 @@ func ExampleNewWithCount() {
 
 	second, err := s.TryAcquire(ctx)
 	fmt.Println("max", s.MaxLeases(), "- a second lease:", err)
-	fmt.Println("returned:", semaphore.ReturnAll(ctx, []*semaphore.Lease{first, second}))
+	fmt.Println("returned:", semaphore.ReleaseAll(ctx, []*semaphore.Lease{first, second}))
 	// Output:
 	// max 1 - a second lease: true
 	// raised: true <nil>
@@ -228,16 +228,16 @@ func ExampleMutex() {
 		fmt.Println(err)
 		return
 	}
-	if _, err := m.Lock(ctx); err != nil {
+	if _, err := m.Acquire(ctx); err != nil {
 		fmt.Println(err)
 		return
 	}
 	fmt.Println("held:", m.IsHeld(ctx))
-	_, err = m.TryLock(ctx) // the same goroutine too must wait
-	fmt.Println("again:", errors.Is(err, semaphore.ErrNotAcquired))
+	_, err = m.TryAcquire(ctx) // the same goroutine too must wait
+	fmt.Println("again:", errors.Is(err, recipes.ErrNotAcquired))
 
 	done := make(chan error)
-	go func() { done <- m.Unlock(ctx) }() // released by another goroutine
+	go func() { done <- m.Release(ctx) }() // released by another goroutine
 	fmt.Println("unlock:", <-done)
 	fmt.Println("held:", m.IsHeld(ctx))
 	// Output:

@@ -189,7 +189,7 @@ func interopSemaphoreMaximum(t *testing.T, zkc *zktest.Cluster, dir string) {
 				default:
 				}
 				e := time.Now().UnixNano()
-				if err := lease.Close(ctx); err != nil {
+				if err := lease.Release(ctx); err != nil {
 					t.Errorf("go%d iteration %d: close: %v", g, i, err)
 					return
 				}
@@ -225,7 +225,7 @@ func interopSemaphoreMaximum(t *testing.T, zkc *zktest.Cluster, dir string) {
 			break
 		}
 		e := time.Now().UnixNano()
-		if err := lease.Close(ctx); err != nil {
+		if err := lease.Release(ctx); err != nil {
 			t.Errorf("anchor: close: %v", err)
 		}
 		mu.Lock()
@@ -310,9 +310,9 @@ func interopSemaphoreWaits(t *testing.T, zkc *zktest.Cluster, dir string) {
 	}
 	var ours []string
 	for _, p := range ps {
-		ours = append(ours, p.Name)
-		if !strings.Contains(p.Name, "-lease-") || !strings.HasPrefix(p.Name, "_c_") {
-			t.Errorf("Curator's lease node %s is not named _c_<uuid>-lease-<seq>", p.Name)
+		ours = append(ours, filepath.Base(p.Node))
+		if !strings.Contains(filepath.Base(p.Node), "-lease-") || !strings.HasPrefix(filepath.Base(p.Node), "_c_") {
+			t.Errorf("Curator's lease node %s is not named _c_<uuid>-lease-<seq>", filepath.Base(p.Node))
 		}
 	}
 	slices.Sort(theirs) // as sets: Curator prints its leases in its own order
@@ -320,7 +320,7 @@ func interopSemaphoreWaits(t *testing.T, zkc *zktest.Cluster, dir string) {
 	if !slices.Equal(ours, theirs) {
 		t.Fatalf("Go lists the leases as %v, Curator holds %v", ours, theirs)
 	}
-	if _, err := s.TryAcquire(ctx); !errors.Is(err, semaphore.ErrNotAcquired) {
+	if _, err := s.TryAcquire(ctx); !errors.Is(err, recipes.ErrNotAcquired) {
 		t.Fatalf("TryAcquire while Curator holds every lease = %v, want ErrNotAcquired", err)
 	}
 	type result struct {
@@ -363,13 +363,13 @@ func interopSemaphoreWaits(t *testing.T, zkc *zktest.Cluster, dir string) {
 	if slices.Contains(waiter.Lines(), "ACQUIRED") {
 		t.Fatal("Curator acquired while Go held every lease")
 	}
-	if err := r.leases[0].Close(ctx); err != nil {
+	if err := r.leases[0].Release(ctx); err != nil {
 		t.Fatal(err)
 	}
 	if err := waiter.WaitLine(ctx, "ACQUIRED"); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.TryAcquire(ctx); !errors.Is(err, semaphore.ErrNotAcquired) {
+	if _, err := s.TryAcquire(ctx); !errors.Is(err, recipes.ErrNotAcquired) {
 		t.Errorf("TryAcquire while Go and Curator hold every lease = %v, want ErrNotAcquired", err)
 	}
 	if err := waiter.Send("release"); err != nil {
@@ -378,7 +378,7 @@ func interopSemaphoreWaits(t *testing.T, zkc *zktest.Cluster, dir string) {
 	if err := waiter.WaitLine(ctx, "RELEASED"); err != nil {
 		t.Fatal(err)
 	}
-	if err := r.leases[1].Close(ctx); err != nil {
+	if err := r.leases[1].Release(ctx); err != nil {
 		t.Fatal(err)
 	}
 	if err := waiter.Wait(); err != nil {

@@ -106,7 +106,7 @@ func TestMisuse(t *testing.T) {
 		defer cancel()
 		l, err := s.Acquire(actx)
 		if err == nil {
-			_ = l.Close(ctx)
+			_ = l.Release(ctx)
 		}
 		return err
 	})
@@ -151,30 +151,30 @@ func TestMisuse(t *testing.T) {
 
 	// Leases.
 	acquire := func(sem *semaphore.Semaphore) (*semaphore.Lease, error) { return sem.Acquire(ctx) }
-	add("Lease.Close twice", []error{semaphore.ErrNotHeld}, func() error {
+	add("Lease.Close twice", []error{recipes.ErrNotHeld}, func() error {
 		l, err := acquire(s)
 		if err != nil {
 			return err
 		}
-		if err := l.Close(ctx); err != nil {
+		if err := l.Release(ctx); err != nil {
 			return err
 		}
-		return l.Close(ctx)
+		return l.Release(ctx)
 	})
 	tolerate("Lease.Close(nil ctx)", invalidArg, func() error {
 		l, err := acquire(s)
 		if err != nil {
 			return err
 		}
-		defer l.Close(ctx)
-		return l.Close(nilCtx)
+		defer l.Release(ctx)
+		return l.Release(nilCtx)
 	})
 	tolerate("Lease.Data(nil ctx)", invalidArg, func() error {
 		l, err := acquire(s)
 		if err != nil {
 			return err
 		}
-		defer l.Close(ctx)
+		defer l.Release(ctx)
 		_, err = l.Data(nilCtx)
 		return err
 	})
@@ -183,7 +183,7 @@ func TestMisuse(t *testing.T) {
 		if err != nil {
 			return err
 		}
-		defer l.Close(ctx)
+		defer l.Release(ctx)
 		return lostReply(l.Node(), func() error { _, err := l.Data(nilCtx); return err })
 	})
 	tolerate("Lease.Fenced(nil ctx)", invalidArg, func() error {
@@ -191,16 +191,16 @@ func TestMisuse(t *testing.T) {
 		if err != nil {
 			return err
 		}
-		defer l.Close(ctx)
+		defer l.Release(ctx)
 		_, err = l.Fenced(nilCtx)
 		return err
 	})
-	add("Lease.Data after Close", []error{semaphore.ErrNotHeld, semaphore.ErrLockLost}, func() error {
+	add("Lease.Data after Close", []error{recipes.ErrNotHeld, recipes.ErrLockLost}, func() error {
 		l, err := acquire(s)
 		if err != nil {
 			return err
 		}
-		if err := l.Close(ctx); err != nil {
+		if err := l.Release(ctx); err != nil {
 			return err
 		}
 		_, err = l.Data(ctx)
@@ -218,7 +218,7 @@ func TestMisuse(t *testing.T) {
 		_, err = l.Data(ctx)
 		return err
 	})
-	add("Lease.Close after the client closed", []error{recipes.ErrClosed, semaphore.ErrLockLost, nil}, func() error {
+	add("Lease.Close after the client closed", []error{recipes.ErrClosed, recipes.ErrLockLost, nil}, func() error {
 		cc := connect(t, servers)
 		l, err := acquire(newSem(t, cc, "/misuse/sem/closedlease", 1))
 		if err != nil {
@@ -227,35 +227,35 @@ func TestMisuse(t *testing.T) {
 		if err := cc.Close(context.Background()); err != nil {
 			return err
 		}
-		return l.Close(ctx)
+		return l.Release(ctx)
 	})
 	add("nil and zero Lease", noError, misuseEach(invalidArg, []misuseSub{
-		{Name: "nil Close", Call: func() error { return (*semaphore.Lease)(nil).Close(ctx) }},
+		{Name: "nil Close", Call: func() error { return (*semaphore.Lease)(nil).Release(ctx) }},
 		{Name: "nil Data", Call: func() error { _, err := (*semaphore.Lease)(nil).Data(ctx); return err }},
 		{Name: "zero Data", Call: func() error { _, err := new(semaphore.Lease).Data(ctx); return err }},
 		{Name: "zero Token", Call: func() error { _, err := new(semaphore.Lease).Token(ctx); return err }},
 		{Name: "zero Fenced", Call: func() error { _, err := new(semaphore.Lease).Fenced(ctx); return err }},
 	}))
-	add("ReturnAll(nil)", noError, func() error { return semaphore.ReturnAll(ctx, nil) })
-	add("ReturnAll(nil leases)", noError, func() error { return semaphore.ReturnAll(ctx, []*semaphore.Lease{nil, nil}) })
-	add("ReturnAll(a zero lease)", invalidArg, func() error { return semaphore.ReturnAll(ctx, []*semaphore.Lease{new(semaphore.Lease)}) })
-	add("ReturnAll twice", []error{semaphore.ErrNotHeld}, func() error {
+	add("ReleaseAll(nil)", noError, func() error { return semaphore.ReleaseAll(ctx, nil) })
+	add("ReleaseAll(nil leases)", noError, func() error { return semaphore.ReleaseAll(ctx, []*semaphore.Lease{nil, nil}) })
+	add("ReleaseAll(a zero lease)", invalidArg, func() error { return semaphore.ReleaseAll(ctx, []*semaphore.Lease{new(semaphore.Lease)}) })
+	add("ReturnAll twice", []error{recipes.ErrNotHeld}, func() error {
 		ls, err := s.AcquireN(ctx, 2)
 		if err != nil {
 			return err
 		}
-		if err := semaphore.ReturnAll(ctx, ls); err != nil {
+		if err := semaphore.ReleaseAll(ctx, ls); err != nil {
 			return err
 		}
-		return semaphore.ReturnAll(ctx, ls)
+		return semaphore.ReleaseAll(ctx, ls)
 	})
-	tolerate("ReturnAll(nil ctx)", invalidArg, func() error {
+	tolerate("ReleaseAll(nil ctx)", invalidArg, func() error {
 		ls, err := s.AcquireN(ctx, 1)
 		if err != nil {
 			return err
 		}
-		defer semaphore.ReturnAll(ctx, ls)
-		return semaphore.ReturnAll(nilCtx, ls)
+		defer semaphore.ReleaseAll(ctx, ls)
+		return semaphore.ReleaseAll(nilCtx, ls)
 	})
 
 	// The semaphore mutex.
@@ -267,10 +267,8 @@ func TestMisuse(t *testing.T) {
 		m    *semaphore.Mutex
 	}{{"nil Mutex", nilSM}, {"zero Mutex", new(semaphore.Mutex)}} {
 		add(mm.what+" calls", noError, misuseEach(invalidArg, []misuseSub{
-			{Name: "Lock", Call: func() error { _, err := mm.m.Lock(ctx); return err }},
-			{Name: "TryLock", Call: func() error { _, err := mm.m.TryLock(ctx); return err }},
-			{Name: "Unlock", Call: func() error { return mm.m.Unlock(ctx) }},
-			{Name: "Acquire", Call: func() error { return mm.m.Acquire(ctx) }},
+			{Name: "TryAcquire", Call: func() error { _, err := mm.m.TryAcquire(ctx); return err }},
+			{Name: "Acquire", Call: func() error { _, err := mm.m.Acquire(ctx); return err }},
 			{Name: "Release", Call: func() error { return mm.m.Release(ctx) }},
 		}))
 		add(mm.what+".IsHeld", noError, func() error {
@@ -281,36 +279,34 @@ func TestMisuse(t *testing.T) {
 		})
 	}
 	add("Mutex nil ctx", noError, misuseEach(invalidArg, []misuseSub{
-		{Name: "Lock", Call: func() error { _, err := sm.Lock(nilCtx); return err }},
-		{Name: "TryLock", Call: func() error { _, err := sm.TryLock(nilCtx); return err }},
-		{Name: "Acquire", Call: func() error { return sm.Acquire(nilCtx) }},
+		{Name: "TryAcquire", Call: func() error { _, err := sm.TryAcquire(nilCtx); return err }},
+		{Name: "Acquire", Call: func() error { _, err := sm.Acquire(nilCtx); return err }},
 	}))
-	add("Mutex.Unlock without Lock", []error{semaphore.ErrNotHeld}, func() error { return sm.Unlock(ctx) })
-	add("Mutex.Release without Acquire", []error{semaphore.ErrNotHeld}, func() error { return sm.Release(ctx) })
-	add("Mutex.Unlock twice", []error{semaphore.ErrNotHeld}, func() error {
-		if _, err := sm.Lock(ctx); err != nil {
+	add("Mutex.Unlock without Lock", []error{recipes.ErrNotHeld}, func() error { return sm.Release(ctx) })
+	add("Mutex.Release without Acquire", []error{recipes.ErrNotHeld}, func() error { return sm.Release(ctx) })
+	add("Mutex.Unlock twice", []error{recipes.ErrNotHeld}, func() error {
+		if _, err := sm.Acquire(ctx); err != nil {
 			return err
 		}
-		if err := sm.Unlock(ctx); err != nil {
+		if err := sm.Release(ctx); err != nil {
 			return err
 		}
-		return sm.Unlock(ctx)
+		return sm.Release(ctx)
 	})
-	add("Mutex.TryLock while holding it (not reentrant)", []error{semaphore.ErrNotAcquired}, func() error {
-		if _, err := sm.Lock(ctx); err != nil {
+	add("Mutex.TryLock while holding it (not reentrant)", []error{recipes.ErrNotAcquired}, func() error {
+		if _, err := sm.Acquire(ctx); err != nil {
 			return err
 		}
-		defer sm.Unlock(ctx)
-		l, err := sm.TryLock(ctx)
+		defer sm.Release(ctx)
+		l, err := sm.TryAcquire(ctx)
 		if err == nil {
-			_ = l.Close(ctx)
+			_ = l.Release(ctx)
 			return errors.New("held twice")
 		}
 		return err
 	})
 	add("closed client: Mutex calls", noError, misuseEach(closedErr, []misuseSub{
-		{Name: "Lock", Call: func() error { _, err := closedMutex.Lock(ctx); return err }},
-		{Name: "TryLock", Call: func() error { _, err := closedMutex.TryLock(ctx); return err }},
+		{Name: "TryAcquire", Call: func() error { _, err := closedMutex.TryAcquire(ctx); return err }},
 	}))
 
 	// Shared counts.

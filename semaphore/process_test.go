@@ -71,7 +71,7 @@ func (g gaugeValue) bytes() []byte { return []byte(fmt.Sprintf("%d %d %d", g.cur
 // lower it.
 func gaugeAdd(ctx context.Context, c *recipes.Client, lease *semaphore.Lease, gauge string, delta int) (gaugeValue, error) {
 	for {
-		data, st, err := c.Conn().Get(gauge)
+		data, st, err := c.UnsafeConn().Get(gauge)
 		if err != nil {
 			return gaugeValue{}, err
 		}
@@ -160,7 +160,7 @@ func helperContend() error {
 		default:
 		}
 		end := time.Now().UnixNano()
-		if cerr := l.Close(ctx); err == nil {
+		if cerr := l.Release(ctx); err == nil {
 			err = cerr
 		}
 		if err != nil {
@@ -291,7 +291,7 @@ func TestProcessesShareTheMaximum(t *testing.T) {
 	id := uuid.NewString()[:8]
 	path := "/process/sem-" + id
 	gauge := "/gauge-" + id
-	if _, err := c.Conn().Create(gauge, gaugeValue{}.bytes(), 0, zk.WorldACL(zk.PermAll)); err != nil {
+	if _, err := c.UnsafeConn().Create(gauge, gaugeValue{}.bytes(), 0, zk.WorldACL(zk.PermAll)); err != nil {
 		t.Fatal(err)
 	}
 
@@ -319,7 +319,7 @@ func TestProcessesShareTheMaximum(t *testing.T) {
 	}
 	elapsed := time.Since(start)
 
-	data, _, err := c.Conn().Get(gauge)
+	data, _, err := c.UnsafeConn().Get(gauge)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -393,7 +393,7 @@ func TestProcessKilledHolderLeaseFreed(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.TryAcquire(ctx); !errors.Is(err, semaphore.ErrNotAcquired) {
+	if _, err := s.TryAcquire(ctx); !errors.Is(err, recipes.ErrNotAcquired) {
 		t.Fatalf("TryAcquire on a full semaphore = %v, want ErrNotAcquired", err)
 	}
 
@@ -432,7 +432,7 @@ func TestProcessKilledHolderLeaseFreed(t *testing.T) {
 			t.Errorf("the dead holder's %s is still there", dead.Node)
 		}
 	}
-	if err := semaphore.ReturnAll(ctx, []*semaphore.Lease{mine, lease}); err != nil {
+	if err := semaphore.ReleaseAll(ctx, []*semaphore.Lease{mine, lease}); err != nil {
 		t.Error(err)
 	}
 	if n := leaseCount(t, c, path); n != 0 {

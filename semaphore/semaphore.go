@@ -57,15 +57,6 @@ const (
 	LeaseName   = "lease-" // in lease node names: _c_<uuid>-lease-<seq>
 )
 
-// Sentinel errors of this package are those of package recipes.
-var (
-	ErrNotAcquired  = recipes.ErrNotAcquired
-	ErrNotHeld      = recipes.ErrNotHeld
-	ErrLockLost     = recipes.ErrLockLost
-	ErrFenced       = recipes.ErrFenced
-	ErrNotConnected = recipes.ErrNotConnected
-)
-
 // Option configures a Semaphore.
 type Option func(*options) error
 
@@ -197,7 +188,7 @@ func (s *Semaphore) AcquireN(ctx context.Context, n int) ([]*Lease, error) {
 }
 
 // TryAcquire makes one attempt at one lease: it returns an error wrapping
-// ErrNotAcquired when no lease is free, or when another acquirer holds
+// recipes.ErrNotAcquired when no lease is free, or when another acquirer holds
 // the internal lock (one is waiting, or about to take a lease), as
 // Curator's zero-wait tryAcquire does.
 func (s *Semaphore) TryAcquire(ctx context.Context) (*Lease, error) {
@@ -209,7 +200,7 @@ func (s *Semaphore) TryAcquire(ctx context.Context) (*Lease, error) {
 }
 
 // TryAcquireN makes one attempt at n leases, all or nothing, as
-// TryAcquire does for one: ErrNotAcquired when there are not enough free
+// TryAcquire does for one: recipes.ErrNotAcquired when there are not enough free
 // leases or the internal lock is held.
 func (s *Semaphore) TryAcquireN(ctx context.Context, n int) ([]*Lease, error) {
 	return s.acquire(ctx, n, false)
@@ -223,7 +214,7 @@ func (s *Semaphore) acquire(ctx context.Context, n int, wait bool) ([]*Lease, er
 	for len(out) < n {
 		l, err := s.acquireOne(ctx, wait)
 		if err != nil {
-			rerr := ReturnAll(context.WithoutCancel(ctx), out)
+			rerr := ReleaseAll(context.WithoutCancel(ctx), out)
 			if rerr != nil {
 				err = errors.Join(err, rerr)
 			}
@@ -243,14 +234,14 @@ func (s *Semaphore) acquireOne(ctx context.Context, wait bool) (*Lease, error) {
 		err error
 	)
 	if wait {
-		lk, err = s.lock.Lock(octx)
+		lk, err = s.lock.Acquire(octx)
 	} else {
-		lk, err = s.lock.TryLock(octx)
+		lk, err = s.lock.TryAcquire(octx)
 	}
 	if err != nil {
 		return nil, err
 	}
-	defer func() { _ = lk.Unlock(context.WithoutCancel(ctx)) }()
+	defer func() { _ = lk.Release(context.WithoutCancel(ctx)) }()
 	for {
 		ct, err := engine.Of(s.c).Enter(ctx, s.leases, LeaseName, s.opts.data, s.driver, engine.EnterWaitingSince(began))
 		if err != nil {
@@ -268,57 +259,26 @@ func (s *Semaphore) acquireOne(ctx context.Context, wait bool) (*Lease, error) {
 	}
 }
 
-// Participant is a lease node.
-type Participant struct {
-	Name string // node name
-	Node string // server path
-	Data []byte // the lease's data (WithData)
-}
-
-// Participants returns the lease nodes held or being acquired, in
-// sequence order, with their data (Curator's getParticipantNodes, with the
-// data read too).
-func (s *Semaphore) Participants(ctx context.Context) ([]Participant, error) {
+// Participants returns the lease nodes, held or being acquired, in
+// sequence order, with their data as ID (Curator's getParticipantNodes,
+// with the data read too); Holds marks the first MaxLeases of them.
+func (s *Semaphore) Participants(ctx context.Context) ([]recipes.Participant, error) {
 	if s == nil || s.c == nil {
 		return nil, fmt.Errorf("%w: Semaphore not made by New", recipes.ErrInvalidArgument)
 	}
 	if err := engine.Of(s.c).Check(); err != nil {
 		return nil, err
 	}
-	var kids []string
-	err := s.c.Retry(ctx, func() error {
-		var err error
-		kids, _, err = engine.Of(s.c).Children(ctx, s.leases)
-		return err
-	})
-	if errors.Is(err, zk.ErrNoNode) {
-		return nil, nil
-	}
+	d := &engine.Driver{Names: leaseDriver.Names, Leases: s.MaxLeases()}
+	ms, err := engine.Of(s.c).ReadQueue(ctx, s.leases, d, nil)
 	if err != nil {
 		return nil, engine.Namedf("semaphore "+s.path, "participants: %w", err)
 	}
-	out := make([]Participant, 0, len(kids))
-	for _, k := range engine.SortContenders(kids, leaseDriver) {
-		p := engine.JoinPath(s.leases, k.Name)
-		var data []byte
-		err := s.c.Retry(ctx, func() error {
-			var err error
-			data, _, err = engine.Of(s.c).Get(ctx, p)
-			return err
-		})
-		if errors.Is(err, zk.ErrNoNode) {
-			continue // returned meanwhile
-		}
-		if err != nil {
-			return nil, engine.Namedf("semaphore "+s.path, "participants: %w", err)
-		}
-		out = append(out, Participant{Name: k.Name, Node: p, Data: data})
-	}
-	return out, nil
+	return recipeargs.Participants(ms, nil), nil
 }
 
 // Lease is one lease of a semaphore, with its node, Done, Token and
-// Fenced. Close returns it, from any goroutine.
+// Fenced. Release returns it, from any goroutine.
 type Lease struct {
 	hold *engine.Hold
 	s    *Semaphore
@@ -328,7 +288,8 @@ type Lease struct {
 	closed bool
 }
 
-// Node returns the server path of the lease's node.
+// Node returns the path of the lease's node (inside the client's
+// namespace, as every path the library returns).
 func (l *Lease) Node() string { return l.hold.Node() }
 
 // Done returns a channel that closes when the lease may be gone: on LOST,
@@ -354,26 +315,27 @@ func (l *Lease) Token(ctx context.Context) (recipes.FenceToken, error) {
 // paths: the client's namespace is applied) as one transaction
 // together with a check that the lease's node still exists, so the server
 // refuses the writes of a holder that lost it: the error then wraps
-// ErrFenced, as it does once the lease is returned. The responses returned are for ops
+// recipes.ErrFenced, as it does once the lease is returned. The responses returned are for ops
 // only. A connection error is returned as it is (recipes.IsRetryable): the
 // transaction may or may not have been applied.
 func (l *Lease) Fenced(ctx context.Context, ops ...recipes.Op) ([]zk.MultiResponse, error) {
 	return l.hold.Fenced(ctx, ops...)
 }
 
-// Close returns the lease: its node is deleted, at once or, when the
-// client is not connected or ctx ends first, by the guaranteed-delete
-// worker in the background. It is safe to call more than once: later
-// calls return ErrNotHeld. If the session was lost while the lease was
-// held, Close cleans up and returns an error wrapping ErrLockLost.
-func (l *Lease) Close(ctx context.Context) error {
+// Release returns the lease, from any goroutine: its node is deleted, at
+// once or, when the client is not connected or ctx ends first, by the
+// guaranteed-delete worker in the background. It is safe to call more
+// than once: later calls return recipes.ErrNotHeld. If the session was
+// lost while the lease was held, Release cleans up and returns an error
+// wrapping recipes.ErrLockLost.
+func (l *Lease) Release(ctx context.Context) error {
 	if l == nil || l.ct == nil {
 		return fmt.Errorf("%w: Lease not returned by Acquire", recipes.ErrInvalidArgument)
 	}
 	l.mu.Lock()
 	if l.closed {
 		l.mu.Unlock()
-		return engine.Namedf("semaphore "+l.s.path, "%w: lease already returned", ErrNotHeld)
+		return engine.Namedf("semaphore "+l.s.path, "%w: lease already returned", recipes.ErrNotHeld)
 	}
 	l.closed = true
 	l.mu.Unlock()
@@ -384,7 +346,7 @@ func (l *Lease) Close(ctx context.Context) error {
 	}
 	err := l.ct.Leave(ctx)
 	if lost {
-		return engine.Namedf("semaphore "+l.s.path, "%w", ErrLockLost)
+		return engine.Namedf("semaphore "+l.s.path, "%w", recipes.ErrLockLost)
 	}
 	if err != nil {
 		return engine.Namedf("semaphore "+l.s.path, "%w", err)
@@ -406,11 +368,11 @@ func (l *Lease) Data(ctx context.Context) ([]byte, error) {
 	var data []byte
 	err := l.s.c.Retry(ctx, func() error {
 		var err error
-		data, _, err = engine.Of(l.s.c).Get(ctx, l.Node())
+		data, _, err = engine.Of(l.s.c).Get(ctx, l.hold.Path())
 		return err
 	})
 	if errors.Is(err, zk.ErrNoNode) {
-		return nil, engine.Namedf("semaphore "+l.s.path, "%w: %s is gone", ErrLockLost, l.Node())
+		return nil, engine.Namedf("semaphore "+l.s.path, "%w: %s is gone", recipes.ErrLockLost, l.Node())
 	}
 	if err != nil {
 		return nil, engine.Namedf("semaphore "+l.s.path, "lease data: %w", err)
@@ -418,13 +380,13 @@ func (l *Lease) Data(ctx context.Context) ([]byte, error) {
 	return data, nil
 }
 
-// ReturnAll closes every lease and joins the errors (nil leases are
-// skipped).
-func ReturnAll(ctx context.Context, leases []*Lease) error {
+// ReleaseAll releases every lease and joins the errors (nil leases are
+// skipped), as Curator's returnAll.
+func ReleaseAll(ctx context.Context, leases []*Lease) error {
 	var errs []error
 	for _, l := range leases {
 		if l != nil {
-			if err := l.Close(ctx); err != nil {
+			if err := l.Release(ctx); err != nil {
 				errs = append(errs, err)
 			}
 		}

@@ -84,7 +84,7 @@ func TestNeverMoreThanMax(t *testing.T) {
 				g.in()
 				time.Sleep(2 * time.Millisecond) // hold: the holders overlap
 				g.out()
-				if err := l.Close(ctx); err != nil {
+				if err := l.Release(ctx); err != nil {
 					errs <- err
 					return
 				}
@@ -114,11 +114,11 @@ func TestNeverMoreThanMax(t *testing.T) {
 	require.NoError(t, err)
 	require.Len(t, ps, 2)
 	assert.Equal(t, ls[0].Node(), ps[0].Node)
-	assert.Equal(t, "data", string(ps[1].Data))
+	assert.Equal(t, "data", ps[1].ID)
 	kids, _, err := c.Children(ctx, path+"/locks")
 	require.NoError(t, err)
 	assert.Empty(t, kids, "the internal mutex is free once the leases are held")
-	require.NoError(t, semaphore.ReturnAll(ctx, ls))
+	require.NoError(t, semaphore.ReleaseAll(ctx, ls))
 }
 
 // AcquireN is all or nothing: at the deadline every lease it took goes
@@ -139,14 +139,14 @@ func TestAcquireAllOrNothing(t *testing.T) {
 	assert.ErrorIs(t, err, context.DeadlineExceeded)
 	eventually(t, 5*time.Second, "no orphan leases", func() bool { return leaseCount(t, a, path) == 2 })
 	_, err = sb.TryAcquireN(ctx, 3)
-	assert.ErrorIs(t, err, semaphore.ErrNotAcquired)
+	assert.ErrorIs(t, err, recipes.ErrNotAcquired)
 	assert.Equal(t, 2, leaseCount(t, a, path))
 
 	got, err := sb.AcquireN(ctx, 2)
 	require.NoError(t, err, "the two free leases")
-	require.NoError(t, semaphore.ReturnAll(ctx, append(held, got...)))
+	require.NoError(t, semaphore.ReleaseAll(ctx, append(held, got...)))
 	assert.Equal(t, 0, leaseCount(t, a, path))
-	assert.ErrorIs(t, held[0].Close(ctx), semaphore.ErrNotHeld, "a lease returns once")
+	assert.ErrorIs(t, held[0].Release(ctx), recipes.ErrNotHeld, "a lease returns once")
 }
 
 // The maximum from a SharedCount, changed from 4 to 2 and to 6 at run
@@ -165,15 +165,15 @@ func TestSharedCountMaximumChanges(t *testing.T) {
 	four, err := s.AcquireN(ctx, 4)
 	require.NoError(t, err)
 	_, err = s.TryAcquire(ctx)
-	assert.ErrorIs(t, err, semaphore.ErrNotAcquired)
+	assert.ErrorIs(t, err, recipes.ErrNotAcquired)
 
 	require.NoError(t, count.Set(ctx, 2))
 	eventually(t, 5*time.Second, "max 2", func() bool { return s.MaxLeases() == 2 })
-	require.NoError(t, four[0].Close(ctx))
-	require.NoError(t, four[1].Close(ctx))
+	require.NoError(t, four[0].Release(ctx))
+	require.NoError(t, four[1].Release(ctx))
 	_, err = s.TryAcquire(ctx)
-	assert.ErrorIs(t, err, semaphore.ErrNotAcquired, "2 held of 2")
-	require.NoError(t, four[2].Close(ctx))
+	assert.ErrorIs(t, err, recipes.ErrNotAcquired, "2 held of 2")
+	require.NoError(t, four[2].Release(ctx))
 	one, err := s.TryAcquire(ctx)
 	require.NoError(t, err, "1 held of 2")
 
@@ -204,7 +204,7 @@ func TestSharedCountMaximumChanges(t *testing.T) {
 		t.Fatal("a larger maximum did not wake the waiter")
 	}
 	assert.Equal(t, 4, leaseCount(t, c, "/sem/dyn"))
-	require.NoError(t, semaphore.ReturnAll(ctx, append(more, one, four[3])))
+	require.NoError(t, semaphore.ReleaseAll(ctx, append(more, one, four[3])))
 }
 
 // Concurrent TrySet from several clients: exactly one wins per version.
@@ -276,7 +276,7 @@ func TestHolderSessionLost(t *testing.T) {
 	go func() {
 		l, err := sb.Acquire(ctx)
 		if err == nil {
-			err = l.Close(ctx)
+			err = l.Release(ctx)
 		}
 		got <- err
 	}()
@@ -294,7 +294,7 @@ func TestHolderSessionLost(t *testing.T) {
 		t.Fatal("the waiter did not proceed")
 	}
 	proxy.Restore()
-	assert.ErrorIs(t, lease.Close(ctx), semaphore.ErrLockLost)
+	assert.ErrorIs(t, lease.Release(ctx), recipes.ErrLockLost)
 }
 
 // Herd: with many waiters queued, a lease release is answered by the
@@ -325,19 +325,19 @@ func TestReleaseWakesOnlyTheNextWaiters(t *testing.T) {
 			}
 			got <- i
 			<-release[i]
-			_ = l.Close(ctx)
+			_ = l.Release(ctx)
 		}(i)
 		eventually(t, 5*time.Second, "queued and watching", func() bool {
-			return clients[i].Stats().Watches >= 1
+			return engine.Of(clients[i]).Stats().Watches >= 1
 		})
 	}
 	for round := 0; round < 3; round++ {
-		before := make([]recipes.Stats, n)
+		before := make([]engine.Stats, n)
 		for i, c := range clients {
-			before[i] = c.Stats()
+			before[i] = engine.Of(c).Stats()
 		}
 		if round == 0 {
-			require.NoError(t, held.Close(ctx))
+			require.NoError(t, held.Release(ctx))
 		} else {
 			close(release[round-1])
 		}
@@ -350,11 +350,11 @@ func TestReleaseWakesOnlyTheNextWaiters(t *testing.T) {
 		assert.Equal(t, round, winner, "FIFO")
 		next := clients[round+1]
 		eventually(t, 5*time.Second, "the next waiter moved up and watches the leases", func() bool {
-			return next.Stats().Sub(before[round+1]).Watches >= 1 // the lease list it waits on
+			return engine.Of(next).Stats().Sub(before[round+1]).Watches >= 1 // the lease list it waits on
 		})
 		busy := []int{}
 		for i, c := range clients {
-			d := c.Stats().Sub(before[i])
+			d := engine.Of(c).Stats().Sub(before[i])
 			if d.Children+d.GetData+d.Creates+d.Exists > 0 {
 				busy = append(busy, i)
 			}
@@ -385,7 +385,7 @@ func TestSemaphoreMutex(t *testing.T) {
 	var _ heldQueries = (*mutex.Mutex)(nil)
 	assert.False(t, m.IsHeld(ctx))
 	assert.False(t, m.IsHeldInProcess())
-	_, err = m.Lock(ctx)
+	_, err = m.Acquire(ctx)
 	require.NoError(t, err)
 	assert.True(t, m.IsHeld(ctx))
 	assert.True(t, m.IsHeldInProcess())
@@ -395,18 +395,19 @@ func TestSemaphoreMutex(t *testing.T) {
 
 	tctx, cancel := context.WithTimeout(ctx, 200*time.Millisecond)
 	defer cancel()
-	_, err = m.Lock(tctx)
+	_, err = m.Acquire(tctx)
 	assert.ErrorIs(t, err, context.DeadlineExceeded, "not reentrant: the same goroutine waits")
-	_, err = m.TryLock(ctx)
-	assert.ErrorIs(t, err, semaphore.ErrNotAcquired)
+	_, err = m.TryAcquire(ctx)
+	assert.ErrorIs(t, err, recipes.ErrNotAcquired)
 
 	done := make(chan error, 1)
-	go func() { done <- m.Unlock(ctx) }()
+	go func() { done <- m.Release(ctx) }()
 	require.NoError(t, <-done, "released from another goroutine")
 	assert.False(t, m.IsHeld(ctx))
 	assert.False(t, m.IsHeldInProcess())
-	assert.ErrorIs(t, m.Unlock(ctx), semaphore.ErrNotHeld)
-	require.NoError(t, m.Acquire(ctx))
+	assert.ErrorIs(t, m.Release(ctx), recipes.ErrNotHeld)
+	_, err = m.Acquire(ctx)
+	require.NoError(t, err)
 	require.NoError(t, m.Release(ctx))
 	eventually(t, 5*time.Second, "no lease left", func() bool { return leaseCount(t, c, "/sem/mutex") == 0 })
 }
@@ -442,9 +443,9 @@ func TestBadInput(t *testing.T) {
 	_, err = zero.Acquire(ctx)
 	assert.ErrorIs(t, err, recipes.ErrInvalidArgument)
 	var zl semaphore.Lease
-	assert.ErrorIs(t, zl.Close(ctx), recipes.ErrInvalidArgument)
+	assert.ErrorIs(t, zl.Release(ctx), recipes.ErrInvalidArgument)
 	var zm semaphore.Mutex
-	assert.ErrorIs(t, zm.Unlock(ctx), recipes.ErrInvalidArgument)
+	assert.ErrorIs(t, zm.Release(ctx), recipes.ErrInvalidArgument)
 	var zc semaphore.SharedCount
 	assert.ErrorIs(t, zc.Close(ctx), recipes.ErrInvalidArgument)
 	_, err = semaphore.NewSharedCount(ctx, c, "/sem/big", 1<<40)
@@ -483,7 +484,7 @@ func TestSharedCountNodeDeletedAndZeroMaximum(t *testing.T) {
 	go func() {
 		l, err := s.Acquire(ctx)
 		if err == nil {
-			err = l.Close(ctx)
+			err = l.Release(ctx)
 		}
 		got <- err
 	}()
@@ -522,7 +523,7 @@ func TestLeaseDataDefaultsToTheHostAddress(t *testing.T) {
 	data, err := lease.Data(ctx)
 	require.NoError(t, err)
 	assert.Equal(t, engine.LocalIP(), string(data))
-	require.NoError(t, lease.Close(ctx))
+	require.NoError(t, lease.Release(ctx))
 
 	s, err = semaphore.New(c, "/semdata", 2, semaphore.WithData([]byte("mine")))
 	require.NoError(t, err)
@@ -531,5 +532,5 @@ func TestLeaseDataDefaultsToTheHostAddress(t *testing.T) {
 	data, err = lease.Data(ctx)
 	require.NoError(t, err)
 	assert.Equal(t, "mine", string(data))
-	require.NoError(t, lease.Close(ctx))
+	require.NoError(t, lease.Release(ctx))
 }

@@ -75,13 +75,13 @@ func run(ctx context.Context, servers []string) error {
 	if err != nil {
 		return err
 	}
-	lease, err := m.Lock(ctx)
+	lease, err := m.Acquire(ctx)
 	if err != nil {
 		return err
 	}
 	demo.Say("locked %s (node %s)", lockPath, lease.Node())
 	time.Sleep(10 * time.Millisecond) // something to hold for
-	if err := lease.Unlock(ctx); err != nil {
+	if err := lease.Release(ctx); err != nil {
 		return err
 	}
 	demo.Say("unlocked")

@@ -125,7 +125,7 @@ func run(ctx context.Context, servers []string) error {
 					return
 				}
 				svc.call(name)
-				if err := lease.Close(context.Background()); err != nil {
+				if err := lease.Release(context.Background()); err != nil {
 					errs <- fmt.Errorf("%s: %w", name, err)
 					stop()
 					return

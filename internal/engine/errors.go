@@ -57,6 +57,10 @@ var (
 	ErrNotStarted = errors.New("zkrecipes: not started")
 	// ErrAlreadyStarted is returned by a second Start.
 	ErrAlreadyStarted = errors.New("zkrecipes: already started")
+	// ErrNoLeader is returned when an election has no leader.
+	ErrNoLeader = errors.New("zkrecipes: no leader")
+	// ErrUpgrade is returned when a read lock's owner asks for the write lock.
+	ErrUpgrade = errors.New("zkrecipes: the read lock's owner cannot take the write lock (upgrade)")
 )
 
 // IsRetryable reports whether err is a transient connection problem after

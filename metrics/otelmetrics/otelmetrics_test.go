@@ -89,9 +89,9 @@ func TestMetricsOpenTelemetry(t *testing.T) {
 
 	m, err := mutex.New(c, "/locks/a")
 	require.NoError(t, err)
-	l, err := m.Lock(ctx)
+	l, err := m.Acquire(ctx)
 	require.NoError(t, err)
-	require.NoError(t, l.Unlock(ctx))
+	require.NoError(t, l.Release(ctx))
 
 	ms := collected(t, reader)
 	assert.GreaterOrEqual(t, sum(t, ms, "zkrecipes.requests", attribute.String("op", "create"), attribute.String("result", "ok")), 1.0)

@@ -66,9 +66,9 @@ func TestMetricsPrometheus(t *testing.T) {
 
 	m, err := mutex.New(c, "/locks/a")
 	require.NoError(t, err)
-	l, err := m.Lock(ctx)
+	l, err := m.Acquire(ctx)
 	require.NoError(t, err)
-	require.NoError(t, l.Unlock(ctx))
+	require.NoError(t, l.Release(ctx))
 
 	creates := pm.Counter(recipes.MetricRequests, "create", "ok").(prometheus.Collector)
 	assert.GreaterOrEqual(t, testutil.ToFloat64(creates), 1.0)
