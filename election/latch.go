@@ -226,6 +226,9 @@ func (l *Latch) onNode(r *latchRun, p string) {
 	defer l.mu.Unlock()
 	if l.run == r {
 		l.node = p
+		if l.term == nil && !r.silent {
+			l.listeners.Init(false) // decided: not (yet) the leader
+		}
 	}
 	select {
 	case <-r.nodeCh:
@@ -306,10 +309,12 @@ func (l *Latch) Await(ctx context.Context) (*Term, error) {
 	}
 }
 
-// Listen calls fn(true) when the latch starts leading and fn(false) when
-// it stops, in order, on a goroutine of its own (Curator's
-// LeaderLatchListener isLeader/notLeader). The returned function removes
-// the listener.
+// Listen calls fn with the latch's current leadership first, once it is
+// known (false as soon as the latch's node exists and it does not lead),
+// then fn(true) when the latch starts leading and fn(false) when it stops,
+// in order, on a goroutine of its own (Curator's LeaderLatchListener
+// isLeader/notLeader; the listener rule of package recipes). The returned
+// function removes the listener.
 func (l *Latch) Listen(fn func(isLeader bool)) (remove func()) { return l.listeners.Listen(fn) }
 
 // Participants returns the latch's participants in queue order; the first

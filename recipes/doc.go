@@ -15,10 +15,11 @@
 //     lock, a lease, a leadership — may be gone, exposed as Done channels.
 //   - Namespaces, ACL providers, digest authentication, a retry policy
 //     built on cenkalti/backoff for transient connection errors, path
-//     validation, request counters (Stats) and the sentinel errors every
-//     recipe's errors match.
+//     validation, and the sentinel errors every recipe's errors match (the
+//     one set of the module, defined here only).
 //   - Hold, the public view of every acquisition: its node, Done, a
-//     fencing token and fenced writes.
+//     fencing token, fenced writes and Release; Participant, the one view
+//     of a node in any recipe's queue.
 //
 // The recipes themselves live in their own packages (mutex, rwlock,
 // semaphore, election, cleanup), all driving one internal engine: the
@@ -65,8 +66,32 @@
 //     ways those libraries do not agree on (Curator and Kazoo on one mutex,
 //     for one: see package mutex).
 //
-// Recipe paths are given as users see them; Client.FullPath validates them
-// and applies the namespace. Every other Client method takes server paths.
+// # One path rule, both ways
+//
+// Every path the library takes, by a recipe or by a Client method, and
+// every path it returns (a hold's Node, a Participant's Node, an error's
+// path, a watch event's path) is inside the client's namespace, as
+// Curator's paths are: anything the library returns can be passed back to
+// any method. Client.FullPath shows the server path of one. The namespace
+// node itself is created, as a container, the first time a create under
+// it finds it missing. UnsafeConn is the one way around the rule.
+//
+// # Vocabulary
+//
+// The same concept has the same name in every package. Acquire (and
+// TryAcquire) returns the hold; every hold releases with Release(ctx),
+// from any goroutine. Options are With... functions, checked by the
+// constructor. A recipe that lives on (a latch, a selector, a reaper, a
+// shared count) is made by a constructor that touches nothing, runs from
+// Start(ctx), and stops with Close(ctx); a Start that fails leaves nothing
+// in ZooKeeper.
+//
+// Listeners follow one rule everywhere (Client, Latch, SharedCount):
+// Listen(fn) and Subscribe() deliver the current state first, once there
+// is one (a client's connection state after its first session, a latch's
+// leadership once it has been decided, a shared count's value once read),
+// then every change, in order, each listener on a goroutine of its own, so
+// that a slow listener delays only itself.
 //
 // # Metrics
 //

@@ -115,6 +115,17 @@ func (ls *Listeners[T]) Post(v T) {
 	}
 }
 
+// Init posts v if nothing was posted yet: the first known state, which
+// later listeners get first too.
+func (ls *Listeners[T]) Init(v T) {
+	ls.mu.Lock()
+	has := ls.hasLast
+	ls.mu.Unlock()
+	if !has {
+		ls.Post(v)
+	}
+}
+
 // Close removes every listener: callbacks (Listen) first get the values
 // already posted, subscription channels (Subscribe) are closed at once
 // (nobody may be reading them). It waits, as remove does, up to 5s per
