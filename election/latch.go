@@ -89,6 +89,9 @@ func NewLatch(c *recipes.Client, path, id string, opts ...LatchOption) (*Latch, 
 	if err != nil {
 		return nil, err
 	}
+	if id == "" {
+		return nil, engine.Namedf("leader latch "+path, "%w: empty participant id (the id is what Participants and Leader report)", recipes.ErrInvalidArgument)
+	}
 	var o latchOptions
 	if err := recipeargs.Options(&o, opts); err != nil {
 		return nil, err
@@ -117,7 +120,7 @@ func (l *Latch) Start(ctx context.Context) error {
 		return fmt.Errorf("%w: nil context", recipes.ErrInvalidArgument)
 	}
 	if err := engine.Of(l.c).Check(); err != nil {
-		return err
+		return engine.Named("leader latch "+l.path, err)
 	}
 	l.mu.Lock()
 	for {
@@ -239,7 +242,7 @@ func (l *Latch) onNode(r *latchRun, p string) {
 
 func (l *Latch) onTerm(r *latchRun, h *engine.Hold) {
 	l.mu.Lock()
-	t := newTerm(nodeHold{h}, l.id, nil)
+	t := newTerm(nodeHold{h.Named("leader latch " + l.path)}, l.id, nil)
 	t.end = func(ctx context.Context) error { return l.releaseTerm(ctx, t) }
 	l.term = t
 	l.broadcast()

@@ -73,6 +73,9 @@ func NewSelector(c *recipes.Client, path, id string, fn LeadFunc, opts ...Select
 	if fn == nil {
 		return nil, fmt.Errorf("%w: nil LeadFunc", recipes.ErrInvalidArgument)
 	}
+	if id == "" {
+		return nil, engine.Namedf("leader selector "+path, "%w: empty participant id (the id is what Participants and Leader report)", recipes.ErrInvalidArgument)
+	}
 	var o selectorOptions
 	if err := recipeargs.Options(&o, opts); err != nil {
 		return nil, err
@@ -108,7 +111,7 @@ func (s *Selector) Start(ctx context.Context) error {
 		return engine.Namedf("leader selector "+s.path, "%w", err)
 	}
 	if err := engine.Of(s.c).Check(); err != nil {
-		return err
+		return engine.Named("leader selector "+s.path, err)
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()

@@ -41,7 +41,7 @@ func TestErrorsSayWhatHappened(t *testing.T) {
 	go func() { errc <- m.Release(ctx) }()
 	err = <-errc
 	assert.ErrorIs(t, err, recipes.ErrNotOwner)
-	assert.ErrorContains(t, err, "Lease's own Unlock")
+	assert.ErrorContains(t, err, "Lease's own Release")
 	assert.ErrorContains(t, err, "mutex.WithOwner")
 	require.NoError(t, lease.Release(ctx))
 

@@ -168,7 +168,7 @@ func (m *Mutex) handOnLocked(l *Lease, lost bool) bool {
 	ls.queue = ls.queue[1:]
 	p.handoffs++
 	p.seq++
-	nl := &Lease{hold: engine.NewHold(m.e, l.hold.Path(), l.sig), m: m, ct: l.ct, sig: l.sig,
+	nl := &Lease{hold: engine.NewHold(m.e, l.hold.Path(), l.sig).Named(m.what()), m: m, ct: l.ct, sig: l.sig,
 		owner: w.owner, count: 1, proc: p, seq: p.seq}
 	m.holds[w.owner] = nl
 	w.ch <- localTurn{lease: nl}

@@ -141,7 +141,7 @@ func (m *Mutex) acquireNode(ctx context.Context, owner any, wait bool) (*Lease, 
 	if !held {
 		return nil, m.errorf("%w", recipes.ErrNotAcquired)
 	}
-	return &Lease{hold: engine.NewHold(m.e, ct.Path(), sig), m: m, ct: ct, sig: sig, owner: owner, count: 1}, nil
+	return &Lease{hold: engine.NewHold(m.e, ct.Path(), sig).Named(m.what()), m: m, ct: ct, sig: sig, owner: owner, count: 1}, nil
 }
 
 // Release releases one hold of the owner named by ctx (or the calling

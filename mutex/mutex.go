@@ -288,7 +288,10 @@ func (m *Mutex) check(ctx context.Context) error {
 	if ctx == nil {
 		return fmt.Errorf("%w: nil context", recipes.ErrInvalidArgument)
 	}
-	return m.e.Check()
+	if err := m.e.Check(); err != nil {
+		return m.errorf("%w", err)
+	}
+	return nil
 }
 
 // errorf names the Mutex in an error, once (engine.Named).

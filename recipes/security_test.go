@@ -226,8 +226,18 @@ func TestSecurityNamespacesKeepApplicationsApart(t *testing.T) {
 	require.NoError(t, err)
 	l2, err := m2.TryAcquire(ctx)
 	require.NoError(t, err, "app2's lock is not app1's")
-	assert.True(t, strings.HasPrefix(l1.Node(), "/app1/locks/shared/"), l1.Node())
-	assert.True(t, strings.HasPrefix(l2.Node(), "/app2/locks/shared/"), l2.Node())
+	assert.True(t, strings.HasPrefix(l1.Node(), "/locks/shared/"), l1.Node())
+	assert.True(t, strings.HasPrefix(l2.Node(), "/locks/shared/"), l2.Node())
+	full1, err := app1.FullPath(l1.Node())
+	require.NoError(t, err)
+	ok, _, err := raw.Exists(ctx, full1)
+	require.NoError(t, err)
+	assert.True(t, ok && strings.HasPrefix(full1, "/app1/locks/shared/"), full1)
+	full2, err := app2.FullPath(l2.Node())
+	require.NoError(t, err)
+	ok, _, err = raw.Exists(ctx, full2)
+	require.NoError(t, err)
+	assert.True(t, ok && strings.HasPrefix(full2, "/app2/locks/shared/"), full2)
 	for _, c := range []struct {
 		c    *recipes.Client
 		path string

@@ -174,7 +174,7 @@ func (rw *RWLock) Participants(ctx context.Context) ([]recipes.Participant, erro
 		return nil, fmt.Errorf("%w: RWLock not made by New", recipes.ErrInvalidArgument)
 	}
 	if err := engine.Of(rw.c).Check(); err != nil {
-		return nil, err
+		return nil, engine.Named("rwlock "+rw.path, err)
 	}
 	ms, err := engine.Of(rw.c).ReadQueue(ctx, rw.full, writeDriver, func(c engine.Contender) bool {
 		return strings.Contains(c.Name, ReadLockName) || strings.Contains(c.Name, WriteLockName)

@@ -158,13 +158,13 @@ func (s *Semaphore) check(ctx context.Context, n int) error {
 		return fmt.Errorf("%w: nil context", recipes.ErrInvalidArgument)
 	}
 	if n <= 0 {
-		return fmt.Errorf("%w: %d leases", recipes.ErrInvalidArgument, n)
+		return engine.Namedf("semaphore "+s.path, "%w: %d leases", recipes.ErrInvalidArgument, n)
 	}
 	if max := s.MaxLeases(); s.fixed && n > max {
 		// With a shared count the maximum may grow: AcquireN waits for it.
-		return fmt.Errorf("%w: %d leases of at most %d", recipes.ErrInvalidArgument, n, max)
+		return engine.Namedf("semaphore "+s.path, "%w: %d leases of at most %d", recipes.ErrInvalidArgument, n, max)
 	}
-	return engine.Of(s.c).Check()
+	return engine.Named("semaphore "+s.path, engine.Of(s.c).Check())
 }
 
 // Acquire blocks until it holds one lease, and returns it (Curator's
@@ -249,7 +249,7 @@ func (s *Semaphore) acquireOne(ctx context.Context, wait bool) (*Lease, error) {
 		}
 		sig, err := ct.AwaitCount(ctx, s.limit, wait)
 		if err == nil {
-			return &Lease{hold: engine.NewHold(engine.Of(s.c), ct.Path(), sig), s: s, ct: ct}, nil
+			return &Lease{hold: engine.NewHold(engine.Of(s.c), ct.Path(), sig).Named("semaphore "+s.path), s: s, ct: ct}, nil
 		}
 		_ = ct.Leave(context.WithoutCancel(ctx))
 		if errors.Is(err, recipes.ErrLockLost) && ctx.Err() == nil {
@@ -267,7 +267,7 @@ func (s *Semaphore) Participants(ctx context.Context) ([]recipes.Participant, er
 		return nil, fmt.Errorf("%w: Semaphore not made by New", recipes.ErrInvalidArgument)
 	}
 	if err := engine.Of(s.c).Check(); err != nil {
-		return nil, err
+		return nil, engine.Named("semaphore "+s.path, err)
 	}
 	d := &engine.Driver{Names: leaseDriver.Names, Leases: s.MaxLeases()}
 	ms, err := engine.Of(s.c).ReadQueue(ctx, s.leases, d, nil)

@@ -43,7 +43,7 @@ var (
 	ErrNotAcquired = errors.New("zkrecipes: not acquired")
 	// ErrFenced is returned by a fenced write that the server refused because
 	// the lock node no longer exists.
-	ErrFenced = errors.New("zkrecipes: fenced: lock node no longer exists")
+	ErrFenced = errors.New("zkrecipes: fenced: the hold's node no longer exists")
 	// ErrNoGoroutineID is returned when the calling goroutine's id, the
 	// default owner of a reentrant hold, cannot be read. Name an explicit
 	// owner instead (mutex.WithOwner).

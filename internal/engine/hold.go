@@ -16,6 +16,7 @@ type Hold struct {
 	c    *Client
 	path string
 	sig  Signals
+	what string // names the recipe and its path in errors ("mutex /a")
 
 	mu         sync.Mutex
 	isReleased bool
@@ -30,6 +31,30 @@ type Hold struct {
 // NewHold returns the hold proven by the node at path (a server path).
 func NewHold(c *Client, path string, sig Signals) *Hold {
 	return &Hold{c: c, path: path, sig: sig}
+}
+
+// Named sets what names the hold's recipe and path in its errors
+// ("mutex /locks/a"), and returns h.
+func (h *Hold) Named(what string) *Hold {
+	h.what = what
+	return h
+}
+
+// errorf is Namedf with the hold's name, or a plain "zkrecipes: " error
+// for a hold without one.
+func (h *Hold) errorf(format string, args ...any) error {
+	if h.what == "" {
+		return fmt.Errorf("zkrecipes: "+format, args...)
+	}
+	return Namedf(h.what, format, args...)
+}
+
+// named names err with the hold's recipe and path, if it has a name.
+func (h *Hold) named(err error) error {
+	if h.what == "" {
+		return err
+	}
+	return Named(h.what, err)
 }
 
 // Node returns the path of the node that proves the hold as users see it,
@@ -136,7 +161,7 @@ func (h *Hold) Token(ctx context.Context) (int64, error) {
 	released := h.isReleased
 	h.mu.Unlock()
 	if released {
-		return 0, fmt.Errorf("%w: %s was released before its token was read", ErrNotHeld, h.Node())
+		return 0, h.errorf("token: %w: %s was released before its token was read", ErrNotHeld, h.Node())
 	}
 	var st *zk.Stat
 	err := h.c.Retry(ctx, func() error {
@@ -148,10 +173,10 @@ func (h *Hold) Token(ctx context.Context) (int64, error) {
 		return err
 	})
 	if errors.Is(err, zk.ErrNoNode) {
-		return 0, fmt.Errorf("%w: %s is gone", ErrLockLost, h.Node())
+		return 0, h.errorf("token: %w: %s is gone", ErrLockLost, h.Node())
 	}
 	if err != nil {
-		return 0, fmt.Errorf("zkrecipes: token of %s: %w", h.Node(), err)
+		return 0, h.errorf("token of %s: %w", h.Node(), err)
 	}
 	h.token = st.Czxid
 	return h.token, nil
@@ -180,20 +205,20 @@ func (h *Hold) Fenced(ctx context.Context, ops ...Op) ([]zk.MultiResponse, error
 	all = append(all, CheckOp(h.path, -1))
 	all = append(all, full...)
 	if err := ctx.Err(); err != nil {
-		return nil, fmt.Errorf("zkrecipes: fenced multi on %s: %w", h.Node(), err)
+		return nil, h.errorf("fenced multi on %s: %w", h.Node(), err)
 	}
 	h.mu.Lock()
 	released := h.isReleased
 	h.mu.Unlock()
 	if released { // its node may live on (a local hand-off): refuse here
-		return nil, fmt.Errorf("%w: %s was released", ErrFenced, h.Node())
+		return nil, h.errorf("%w: %s was released", ErrFenced, h.Node())
 	}
 	// Not retried: after a connection loss the transaction may have been
 	// applied, and the caller's writes need not be idempotent.
 	res, err := h.c.Multi(ctx, all...)
 	if len(res) > 0 {
 		if errors.Is(res[0].Error, zk.ErrNoNode) {
-			return res[1:], fmt.Errorf("%w: %s", ErrFenced, h.Node())
+			return res[1:], h.errorf("%w: %s", ErrFenced, h.Node())
 		}
 		res = res[1:]
 	}
@@ -202,9 +227,9 @@ func (h *Hold) Fenced(ctx context.Context, ops ...Op) ([]zk.MultiResponse, error
 	}
 	if err != nil {
 		if len(res) > 0 {
-			return res, MultiError("fenced multi", ops, res, err)
+			return res, h.named(MultiError("fenced multi", ops, res, err))
 		}
-		return res, fmt.Errorf("zkrecipes: fenced multi on %s: %w", h.Node(), err)
+		return res, h.errorf("fenced multi on %s: %w", h.Node(), err)
 	}
 	return res, nil
 }
