@@ -118,7 +118,7 @@
 //	  (zkrecipes_retries_total)                                                    a connection error (Retry, a recipe's
 //	                                                                               wait, a background delete)
 //	zkrecipes.deletes.pending                       gauge      -                   guaranteed deletes in progress
-//	  (zkrecipes_deletes_pending)                                                  (Stats.PendingDeletes)
+//	  (zkrecipes_deletes_pending)
 //	zkrecipes.recipe.acquires                       counter    recipe, path,       acquisitions that queued a node;
 //	  (zkrecipes_recipe_acquires_total)                        result              result: acquired, not_acquired,
 //	                                                                               ctx_done, lost, error; a latch
