@@ -600,7 +600,7 @@ func (w *worker) runSemaphore(s *semaphore.Semaphore) error {
 				}
 				w.semHold(lease)
 				ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-				if err := lease.Close(ctx); err != nil {
+				if err := lease.Release(ctx); err != nil {
 					w.log.printf("closeerr %s", oneLine(err))
 				}
 				cancel()
