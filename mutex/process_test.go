@@ -8,7 +8,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -186,29 +185,14 @@ func parseCounter(data []byte) (int, recipes.FenceToken, error) {
 // blocks until its stdin closes (the parent is gone), so it can only lose
 // the lock by being killed.
 func helperHold() error {
-	servers := strings.Split(os.Getenv(helperEnvServers), ",")
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	c, err := recipes.Connect(context.Background(), servers, recipes.WithSessionTimeout(2*time.Second))
-	if err != nil {
-		return err
-	}
-	m, err := mutex.New(c, os.Getenv(helperEnvPath))
-	if err != nil {
-		return err
-	}
-	lease, err := m.Acquire(ctx)
-	if err != nil {
-		return err
-	}
-	tok, err := lease.Token(ctx)
-	if err != nil {
-		return err
-	}
-	testutil.PrintHolder(lease.Node(), tok.Czxid, c.SessionTimeout(), "LOCKED")
-	_, _ = io.Copy(io.Discard, os.Stdin)
-	// The parent is gone: the caller exits without releasing, like a crash.
-	return errors.New("stdin closed: the parent is gone")
+	return testutil.HoldUntilParentGone(strings.Split(os.Getenv(helperEnvServers), ","), "LOCKED",
+		func(ctx context.Context, c *recipes.Client) (recipes.Hold, error) {
+			m, err := mutex.New(c, os.Getenv(helperEnvPath))
+			if err != nil {
+				return nil, err
+			}
+			return m.AcquireHold(ctx)
+		})
 }
 
 // procConnect connects a Client to the cluster and closes it at the end

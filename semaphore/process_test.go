@@ -9,7 +9,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"sort"
@@ -200,33 +199,18 @@ func helperContend() error {
 // and "LEASED", and then blocks until its stdin closes (the parent is
 // gone), so it can only lose the lease by being killed.
 func helperHold() error {
-	servers := strings.Split(os.Getenv(helperEnvServers), ",")
 	maxLeases, err := testutil.EnvInt(helperEnvMax)
 	if err != nil {
 		return err
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	c, err := recipes.Connect(context.Background(), servers, recipes.WithSessionTimeout(2*time.Second))
-	if err != nil {
-		return err
-	}
-	s, err := semaphore.New(c, os.Getenv(helperEnvPath), maxLeases)
-	if err != nil {
-		return err
-	}
-	lease, err := s.Acquire(ctx)
-	if err != nil {
-		return err
-	}
-	tok, err := lease.Token(ctx)
-	if err != nil {
-		return err
-	}
-	testutil.PrintHolder(lease.Node(), tok.Czxid, c.SessionTimeout(), "LEASED")
-	_, _ = io.Copy(io.Discard, os.Stdin)
-	// The parent is gone: exit without returning the lease, like a crash.
-	return errors.New("stdin closed: the parent is gone")
+	return testutil.HoldUntilParentGone(strings.Split(os.Getenv(helperEnvServers), ","), "LEASED",
+		func(ctx context.Context, c *recipes.Client) (recipes.Hold, error) {
+			s, err := semaphore.New(c, os.Getenv(helperEnvPath), maxLeases)
+			if err != nil {
+				return nil, err
+			}
+			return s.Acquire(ctx)
+		})
 }
 
 // sweep returns the largest number of intervals that hold at one instant,
