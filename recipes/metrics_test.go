@@ -327,7 +327,16 @@ func TestMetricsHealthyCycleRecordsNoErrors(t *testing.T) {
 func TestMetricsSeriesSet(t *testing.T) {
 	zkc := zktest.Start(t)
 	s := newSink()
-	connect(t, zkc.Servers(), recipes.WithMetrics(s))
+	c := connect(t, zkc.Servers(), recipes.WithMetrics(s))
+	// What the table leaves out does not happen: a missing node is an
+	// ok for exists, and for sync too.
+	ctx := context.Background()
+	ok, _, err := c.Exists(ctx, "/missing")
+	require.NoError(t, err)
+	require.False(t, ok)
+	require.NoError(t, c.Sync(ctx, "/missing"))
+	assert.Equal(t, 1.0, s.value("zkrecipes.requests{exists,ok}"))
+	assert.Equal(t, 1.0, s.value("zkrecipes.requests{sync,ok}"))
 	errs := []string{"connection", "session_expired", "ctx_done", "other"}
 	want := map[string][]string{
 		"create":       append([]string{"ok", "no_parent", "parent_exists", "no_node", "node_exists"}, errs...),
