@@ -64,11 +64,11 @@ type Histogram interface {
 // MetricKind says which instrument a Metric is.
 type MetricKind int
 
-// The kinds of metrics.
+// The kinds of metrics (the engine's, by the same numbers).
 const (
-	KindCounter   MetricKind = MetricKind(engine.KindCounter)   // a Counter
-	KindGauge     MetricKind = MetricKind(engine.KindGauge)     // a Gauge
-	KindHistogram MetricKind = MetricKind(engine.KindHistogram) // a Histogram
+	KindCounter   MetricKind = iota + 1 // a Counter
+	KindGauge                           // a Gauge
+	KindHistogram                       // a Histogram
 )
 
 // String names the kind: "counter", "gauge", "histogram".

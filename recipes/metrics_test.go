@@ -95,6 +95,12 @@ func TestMetricsOption(t *testing.T) {
 		assert.NotEmpty(t, m.Help, m.Name)
 		assert.Equal(t, m.Kind == recipes.KindHistogram, len(m.Buckets) > 0, m.Name)
 	}
+	for k, ek := range map[recipes.MetricKind]engine.MetricKind{
+		recipes.KindCounter: engine.KindCounter, recipes.KindGauge: engine.KindGauge, recipes.KindHistogram: engine.KindHistogram,
+	} {
+		assert.Equal(t, int(ek), int(k), "the engine's number for %v", k)
+		assert.Equal(t, ek.String(), k.String())
+	}
 	assert.Equal(t, "zkrecipes_recipe_wait_seconds", recipes.MetricWait.PrometheusName())
 	assert.Equal(t, "zkrecipes_requests_total", recipes.MetricRequests.PrometheusName())
 	assert.Equal(t, "zkrecipes_connection_suspended_seconds_total", recipes.MetricSuspended.PrometheusName())
