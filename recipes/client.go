@@ -206,13 +206,20 @@ func (c *Client) create(ctx context.Context, path string, data []byte, flags int
 	if err != nil {
 		return "", err
 	}
+	parent, _ := engine.SplitPath(full)
+	makesParents := parents || parent == e.Namespace()
 	for tries := 0; ; tries++ {
-		p, err := e.Create(ctx, full, data, flags)
+		var p string
+		var err error
+		if makesParents { // a missing parent is a step of the create (metrics: no_parent)
+			p, err = e.CreateMakingParents(ctx, full, data, flags)
+		} else {
+			p, err = e.Create(ctx, full, data, flags)
+		}
 		if err == nil {
 			return e.StripNamespace(p), nil
 		}
-		parent, _ := engine.SplitPath(full)
-		missing := errors.Is(err, zk.ErrNoNode) && tries < 5 && (parents || parent == e.Namespace())
+		missing := errors.Is(err, zk.ErrNoNode) && tries < 5 && makesParents
 		if !missing {
 			return "", opError("create", path, err)
 		}

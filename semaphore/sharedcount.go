@@ -61,7 +61,7 @@ func NewSharedCount(ctx context.Context, c *recipes.Client, path string, seed in
 		return nil, err
 	}
 	err = c.Retry(ctx, func() error {
-		_, err := engine.Of(c).Create(ctx, full, data, 0)
+		_, err := engine.Of(c).CreateMakingParents(ctx, full, data, 0)
 		if errors.Is(err, zk.ErrNoNode) {
 			parent, _ := engine.SplitPath(full)
 			if err := engine.Of(c).EnsureContainers(ctx, parent); err != nil {

@@ -180,7 +180,7 @@ func newClient(cfg Config) *Client {
 	}
 	c.knowledge.init()
 	if cfg.metrics != nil {
-		c.met = newInstruments(cfg.metrics, cfg.metricsPath)
+		c.met = newInstruments(cfg.metrics, cfg.namespace, cfg.metricsPath)
 	}
 	return c
 }

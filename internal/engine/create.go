@@ -59,9 +59,9 @@ func (c *Client) EnsureContainers(ctx context.Context, dir string) error {
 		err := c.Retry(ctx, func() error {
 			var err error
 			if c.cfg.noContainers {
-				_, err = c.Create(ctx, dir, nil, 0)
+				_, err = c.create(ctx, reqCreateParent, dir, nil, 0)
 			} else {
-				_, err = c.CreateContainer(ctx, dir)
+				_, err = c.createContainer(ctx, reqCreateParent, dir)
 			}
 			return err
 		})
@@ -188,7 +188,7 @@ func (c *Client) createProtected(ctx context.Context, parent, uuid, name string,
 			target, prefix = protectedPath(parent, uuid, name)
 		}
 		sid = c.conn.SessionID()
-		p, err := c.Create(ctx, target, data, flags)
+		p, err := c.CreateMakingParents(ctx, target, data, flags)
 		if err == nil && c.conn.SessionID() != sid {
 			// go-zookeeper queues a request made while disconnected and
 			// sends it on the next connection, in whatever session that
