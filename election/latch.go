@@ -229,9 +229,6 @@ func (l *Latch) onNode(r *latchRun, p string) {
 	defer l.mu.Unlock()
 	if l.run == r {
 		l.node = p
-		if l.term == nil && !r.silent {
-			l.listeners.Init(false) // decided: not (yet) the leader
-		}
 	}
 	select {
 	case <-r.nodeCh:

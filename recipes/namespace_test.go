@@ -96,7 +96,7 @@ func TestNamespaceAppliesToEveryClientMethod(t *testing.T) {
 	_, err = lease.Fenced(ctx, recipes.SetOp("/nowhere", nil, -1))
 	assert.ErrorIs(t, err, zk.ErrNoNode)
 	assert.NotErrorIs(t, err, recipes.ErrFenced)
-	assert.ErrorContains(t, err, "zkrecipes: fenced multi: set /nowhere:")
+	assert.ErrorContains(t, err, "zkrecipes: mutex /lock: fenced multi: set /nowhere:")
 	_, err = lease.Fenced(ctx, recipes.SetOp("relative", nil, -1))
 	assert.ErrorIs(t, err, recipes.ErrInvalidPath)
 	_, err = lease.Fenced(ctx, recipes.Op{})

@@ -42,9 +42,8 @@ func SubscribeStates[T any](c *Client, conv func(State) T) (<-chan T, func()) {
 	return ch, c.addStateListener(l)
 }
 
-// addStateListener registers l with the current state queued first (the
-// state posted last: none while LATENT), under c.mu, so that no
-// transition comes between the two.
+// addStateListener registers l with the current state queued first: under
+// c.mu, so that no transition comes between the two.
 func (c *Client) addStateListener(l *listener[State]) (remove func()) {
 	if c == nil {
 		l.stop()
@@ -52,6 +51,9 @@ func (c *Client) addStateListener(l *listener[State]) (remove func()) {
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	if c.state != StateLatent {
+		l.q.push(c.state)
+	}
 	return c.listeners.add(l)
 }
 
@@ -62,17 +64,14 @@ func (c *Client) addStateListener(l *listener[State]) (remove func()) {
 // connection states through one; recipes use it for their own events (a
 // shared count's changes, leadership).
 type Listeners[T any] struct {
-	mu      sync.Mutex
-	m       map[uint64]*listener[T]
-	next    uint64
-	closed  bool
-	last    T    // the value posted last: a new listener gets it first
-	hasLast bool // something was posted
+	mu     sync.Mutex
+	m      map[uint64]*listener[T]
+	next   uint64
+	closed bool
 }
 
-// Listen registers fn to be called with the value posted last, if any
-// (the current state), then with every value posted from now on, in
-// order, on a goroutine of its own. The returned function removes the
+// Listen registers fn to be called with every value posted from now on,
+// in order, on a goroutine of its own. The returned function removes the
 // listener; it, and Close, wait up to 5s for a call in progress to return
 // (a callback may remove its own listener). A nil fn is ignored.
 func (ls *Listeners[T]) Listen(fn func(T)) (remove func()) {
@@ -84,8 +83,8 @@ func (ls *Listeners[T]) Listen(fn func(T)) (remove func()) {
 	return ls.add(l)
 }
 
-// Subscribe returns a channel that receives the value posted last, if
-// any, then every value posted from now on, in order; values queue without bound while the reader is slow. The
+// Subscribe returns a channel that receives every value posted from now
+// on, in order; values queue without bound while the reader is slow. The
 // channel is closed by the returned function or by Close.
 func (ls *Listeners[T]) Subscribe() (<-chan T, func()) {
 	ch, l := newSubscription[T]()
@@ -109,20 +108,8 @@ func newSubscription[T any]() (<-chan T, *listener[T]) {
 func (ls *Listeners[T]) Post(v T) {
 	ls.mu.Lock()
 	defer ls.mu.Unlock()
-	ls.last, ls.hasLast = v, true
 	for _, l := range ls.m {
 		l.q.push(v)
-	}
-}
-
-// Init posts v if nothing was posted yet: the first known state, which
-// later listeners get first too.
-func (ls *Listeners[T]) Init(v T) {
-	ls.mu.Lock()
-	has := ls.hasLast
-	ls.mu.Unlock()
-	if !has {
-		ls.Post(v)
 	}
 }
 
@@ -154,9 +141,6 @@ func (ls *Listeners[T]) add(l *listener[T]) (remove func()) {
 	id := ls.next
 	ls.next++
 	ls.m[id] = l
-	if ls.hasLast {
-		l.q.push(ls.last)
-	}
 	ls.mu.Unlock()
 	return func() {
 		ls.mu.Lock()
