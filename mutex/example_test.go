@@ -41,11 +41,11 @@ func Example() {
 	default:
 		fmt.Println("holding")
 	}
-	fmt.Println("unlock:", m.Release(ctx))
+	fmt.Println("release:", lease.Release(ctx))
 	// Output:
 	// fenced write: <nil>
 	// holding
-	// unlock: <nil>
+	// release: <nil>
 }
 
 // ExampleWithRevocationListener gives the lock up when asked: the listener
