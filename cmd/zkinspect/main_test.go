@@ -147,6 +147,7 @@ func (n *normaliser) json(t *testing.T, s string) string {
 		t.Fatalf("output is not a report: %v\n%s", err, s)
 	}
 	rep.Path = n.text(rep.Path)
+	rep.Namespace = n.text(rep.Namespace)
 	for i := range rep.Notes {
 		rep.Notes[i] = n.text(rep.Notes[i])
 	}
@@ -827,30 +828,6 @@ func TestLibrary(t *testing.T) {
 	} {
 		if got := library(name); got != want {
 			t.Errorf("library(%q) = %q, want %q", name, got, want)
-		}
-	}
-}
-
-func TestDetectKind(t *testing.T) {
-	for _, tc := range []struct {
-		kids []string
-		want string
-	}{
-		{nil, kindEmpty},
-		{[]string{"_c_x-lock-0000000001"}, kindMutex},
-		{[]string{"abc__lock__0000000001", "abc__rlock__0000000002"}, kindRWLock},
-		{[]string{"abc__lock__0000000001"}, kindMutex},
-		{[]string{"_c_x-__READ__0000000001", "_c_y-lock-0000000002"}, kindRWLock},
-		{[]string{"_c_x-latch-0000000001"}, kindLatch},
-		{[]string{"leases", "locks"}, kindSemaphore},
-		{[]string{"leases"}, kindSemaphore},
-		{[]string{"_c_x-lease-0000000001"}, "leases"},
-		{[]string{"orders", "jobs"}, ""},
-		{[]string{"leases", "other"}, ""},
-		{[]string{"my-lock-a"}, ""},
-	} {
-		if got := detectKind(tc.kids); got != tc.want {
-			t.Errorf("detectKind(%q) = %q, want %q", tc.kids, got, tc.want)
 		}
 	}
 }
