@@ -146,26 +146,26 @@ func TestParentNames(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if _, err := m.Lock(ctx); err != nil {
+			if _, err := m.Acquire(ctx); err != nil {
 				t.Fatal(err)
 			}
-			defer m.Unlock(ctx)
+			defer m.Release(ctx)
 
 			reader, err := rwlock.New(a, rw, mutex.WithData([]byte("reader")))
 			if err != nil {
 				t.Fatal(err)
 			}
-			if _, err := reader.ReadLock().Lock(ctx); err != nil {
+			if _, err := reader.ReadLock().Acquire(ctx); err != nil {
 				t.Fatal(err)
 			}
-			defer reader.ReadLock().Unlock(ctx)
+			defer reader.ReadLock().Release(ctx)
 			writer, err := rwlock.New(b, rw, mutex.WithData([]byte("writer")))
 			if err != nil {
 				t.Fatal(err)
 			}
 			wctx, cancelW := context.WithCancel(ctx)
 			defer cancelW()
-			wdone := lockAsync(t, func() error { _, err := writer.WriteLock().Lock(wctx); return err })
+			wdone := lockAsync(t, func() error { _, err := writer.WriteLock().Acquire(wctx); return err })
 			waitChildren(t, obs, ns+rw, 2)
 
 			for i, c := range []*recipes.Client{a, b} {
@@ -248,7 +248,7 @@ func TestSemaphoreAndUnknown(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer lease.Close(ctx)
+	defer lease.Release(ctx)
 	sb, err := semaphore.New(b, "/locks/sem", 1, semaphore.WithData([]byte("lease-b")))
 	if err != nil {
 		t.Fatal(err)
