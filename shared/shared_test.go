@@ -225,7 +225,6 @@ func TestSharedCountTrySetOneWinnerPerVersion(t *testing.T) {
 	require.NoError(t, counts[0].Close(ctx), "Close twice")
 }
 
-
 // Many clients add to one count with TrySet, each retrying from the
 // version it is given: the total is exact.
 func TestSharedCountTrySetTotal(t *testing.T) {
