@@ -22,8 +22,8 @@ type OwnedSpec struct {
 	// or 0 for a persistent node.
 	Mode int32
 	// Protected makes each create a protected create (see
-	// CreateProtected): a create whose reply is lost is found again by
-	// its uuid, never made twice. It needs an ephemeral Mode.
+	// CreateProtected), in any Mode: a create whose reply is lost is found
+	// again by its uuid, never made twice.
 	Protected bool
 	// Data is the node's first data (SetData changes it later).
 	Data []byte
@@ -119,9 +119,6 @@ func (c *Client) Own(spec OwnedSpec) (*OwnedNode, error) {
 		done:       make(chan struct{}),
 	}
 	o.parent, o.name = SplitPath(spec.Path)
-	if spec.Protected && !o.ephemeral {
-		return nil, fmt.Errorf("%w: a protected owned node must be ephemeral", ErrInvalidArgument)
-	}
 	if o.spec.What == "" {
 		o.spec.What = c.StripNamespace(spec.Path)
 	}
@@ -550,7 +547,7 @@ func (o *OwnedNode) drop(cur Owned, sweep string) {
 func (o *OwnedNode) create(ctx context.Context, data []byte, dgen uint64) error {
 	c := o.c
 	if o.spec.Protected {
-		p, sid, lost, err := c.createProtected(ctx, o.parent, NewUUID(), o.name, data, o.sequential)
+		p, sid, lost, err := c.createProtectedMode(ctx, o.parent, NewUUID(), o.name, data, o.spec.Mode)
 		if err != nil {
 			return err
 		}

@@ -280,11 +280,31 @@ func TestOwnedPersistentNodeAndBadSpecs(t *testing.T) {
 	_, _, ok = dataOf(t, admin, first.Path)
 	assert.False(t, ok, "Close deletes it")
 
+	// Protected and persistent sequential: made again at a new path; the
+	// node outlives a session, and Close deletes it.
+	ps := own(t, c, engine.OwnedSpec{Path: "/owned/pseq/item-", Mode: zk.FlagSequence, Protected: true, Data: []byte("q")})
+	n := awaitNode(t, ps)
+	assert.Zero(t, n.Session)
+	assert.Regexp(t, `^/owned/pseq/_c_[0-9a-f-]{36}-item-\d{10}$`, n.Path)
+	require.NoError(t, admin.Delete(ctx, n.Path, -1))
+	eventually(t, 10*time.Second, "made again", func() bool { return ps.Node().Gen == 2 })
+	n2 := ps.Node()
+	assert.NotEqual(t, n.Path, n2.Path)
+	got, _, ok := dataOf(t, admin, n2.Path)
+	assert.True(t, ok)
+	assert.Equal(t, "q", got)
+	require.NoError(t, ps.Close(ctx))
+	kids, _, err := admin.Children(ctx, "/owned/pseq")
+	if !errors.Is(err, zk.ErrNoNode) {
+		require.NoError(t, err)
+		assert.Empty(t, kids, "Close deletes it")
+	}
+
 	for name, spec := range map[string]engine.OwnedSpec{
 		"relative path":        {Path: "owned"},
 		"root":                 {Path: "/"},
 		"container mode":       {Path: "/owned/x", Mode: zk.FlagContainer},
-		"protected persistent": {Path: "/owned/x", Protected: true},
+		"TTL mode":             {Path: "/owned/x", Mode: zk.FlagTTL},
 	} {
 		_, err := engine.Of(c).Own(spec)
 		assert.True(t, errors.Is(err, recipes.ErrInvalidArgument) || errors.Is(err, recipes.ErrInvalidPath), "%s: %v", name, err)
