@@ -301,10 +301,10 @@ func TestOwnedPersistentNodeAndBadSpecs(t *testing.T) {
 	}
 
 	for name, spec := range map[string]engine.OwnedSpec{
-		"relative path":        {Path: "owned"},
-		"root":                 {Path: "/"},
-		"container mode":       {Path: "/owned/x", Mode: zk.FlagContainer},
-		"TTL mode":             {Path: "/owned/x", Mode: zk.FlagTTL},
+		"relative path":  {Path: "owned"},
+		"root":           {Path: "/"},
+		"container mode": {Path: "/owned/x", Mode: zk.FlagContainer},
+		"TTL mode":       {Path: "/owned/x", Mode: zk.FlagTTL},
 	} {
 		_, err := engine.Of(c).Own(spec)
 		assert.True(t, errors.Is(err, recipes.ErrInvalidArgument) || errors.Is(err, recipes.ErrInvalidPath), "%s: %v", name, err)
