@@ -177,7 +177,7 @@ func (o *OwnedNode) Verify(ctx context.Context) (Owned, error) {
 		if err != nil {
 			return Owned{}, err
 		}
-		ok, err := o.owns(ctx, cur, snap.SessionID)
+		ok, err := o.owns(ctx, cur, o.c.conn.SessionID())
 		switch {
 		case err != nil:
 			return Owned{}, err
@@ -483,7 +483,7 @@ func (o *OwnedNode) step(ctx context.Context, snap Snapshot, w *ownedWatch) erro
 				"what", o.spec.What, "node", c.StripNamespace(cur.Path))
 			o.drop(cur, sweep)
 			continue
-		case o.ephemeral && st.EphemeralOwner != c.SessionID():
+		case o.ephemeral && st.EphemeralOwner != c.conn.SessionID():
 			o.mu.Lock()
 			leftover := o.mine && cur.Session == st.EphemeralOwner
 			o.mu.Unlock()
@@ -560,13 +560,13 @@ func (o *OwnedNode) create(ctx context.Context, data []byte, dgen uint64) error 
 		return nil
 	}
 	for {
-		sid := c.Snapshot().SessionID
+		sid := c.conn.SessionID()
 		p, err := c.Create(ctx, o.spec.Path, data, o.spec.Mode)
 		switch {
 		case err == nil:
 			if !o.ephemeral {
 				sid = 0
-			} else if cur := c.SessionID(); cur != sid {
+			} else if cur := c.conn.SessionID(); cur != sid {
 				// Queued while disconnected and sent in a newer session.
 				owner, oerr := c.ownerOf(ctx, p)
 				if oerr != nil {
@@ -596,7 +596,7 @@ func (o *OwnedNode) create(ctx context.Context, data []byte, dgen uint64) error 
 				continue
 			}
 			owner := st.EphemeralOwner
-			mine := !o.ephemeral || owner == c.SessionID()
+			mine := !o.ephemeral || owner == c.conn.SessionID()
 			if !mine {
 				c.log.Warn("zkrecipes: our node's path is taken by another session; waiting for it to go",
 					"what", o.spec.What, "node", c.StripNamespace(o.spec.Path), "owner", fmt.Sprintf("0x%x", owner))
