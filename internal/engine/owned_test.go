@@ -391,3 +391,31 @@ func TestCompareAndSetGivesUp(t *testing.T) {
 	_, err = engine.Of(c).CompareAndSet(cctx, "/cas-contended", engine.CAS{}, func(p []byte, _ bool) ([]byte, error) { return p, nil })
 	assert.ErrorIs(t, err, context.Canceled)
 }
+
+// Close never blocks on a dead link: the delete goes on in the
+// background and lands once the link is back, in the same session.
+func TestOwnedNodeCloseWhileCutOff(t *testing.T) {
+	zkc := zktest.Start(t)
+	proxy := zktest.NewProxy(t, zkc.Servers()[0])
+	c := connect(t, []string{proxy.Addr()}, recipes.WithSessionTimeout(10*time.Second))
+	admin := connect(t, zkc.Servers())
+	ctx := context.Background()
+
+	o := own(t, c, engine.OwnedSpec{Path: "/owned/cut/member-", Mode: zk.FlagEphemeral | zk.FlagSequence, Protected: true})
+	n := awaitNode(t, o)
+	sid := c.SessionID()
+	proxy.Blackhole()
+	cctx, cancel := context.WithTimeout(ctx, time.Second)
+	defer cancel()
+	start := time.Now()
+	require.NoError(t, o.Close(cctx), "the delete is handed to the background")
+	assert.Less(t, time.Since(start), 3*time.Second, "Close returns within its ctx")
+	_, _, ok := dataOf(t, admin, n.Path)
+	assert.True(t, ok, "not deleted yet: the link is dead")
+	proxy.Restore()
+	eventually(t, 15*time.Second, "deleted once the link is back", func() bool {
+		_, _, ok := dataOf(t, admin, n.Path)
+		return !ok
+	})
+	assert.Equal(t, sid, c.SessionID(), "in the same session")
+}
