@@ -14,4 +14,8 @@
 // in order, on a goroutine of their own. Each value carries the node
 // version it was read at, which TrySet takes: of several clients setting
 // from the same version, exactly one wins.
+//
+// The errors named here (ErrNotStarted, ErrAlreadyStarted, ErrClosed,
+// ErrInvalidArgument, ...) are package recipes' sentinels, matched with
+// errors.Is; messages read "zkrecipes: shared count <path>: ...".
 package shared
