@@ -512,3 +512,42 @@ func TestLatchNodeDeletedAndForeignOwner(t *testing.T) {
 	require.NoError(t, err)
 	assert.False(t, ok)
 }
+
+// The listener rule: a started latch's listener hears the current
+// leadership first, then each change; one added before Start hears only
+// the changes.
+func TestLatchListenGetsTheCurrentStateFirst(t *testing.T) {
+	zkc := zktest.Start(t)
+	ctx := context.Background()
+	c := connect(t, zkc.Servers())
+	a, err := election.NewLatch(c, "/election/first", "a")
+	require.NoError(t, err)
+	defer a.Close(ctx)
+	b, err := election.NewLatch(c, "/election/first", "b")
+	require.NoError(t, err)
+	defer b.Close(ctx)
+	early := make(chan bool, 4)
+	a.Listen(func(v bool) { early <- v })
+	require.NoError(t, a.Start(ctx))
+	_, err = a.Await(ctx)
+	require.NoError(t, err)
+	require.NoError(t, b.Start(ctx))
+	assert.True(t, <-early, "before Start: only the change")
+
+	late := make(chan bool, 4)
+	a.Listen(func(v bool) { late <- v })
+	assert.True(t, <-late, "the leader's current state")
+	follower := make(chan bool, 4)
+	b.Listen(func(v bool) { follower <- v })
+	assert.False(t, <-follower, "the follower's current state")
+
+	require.NoError(t, a.Resign(ctx))
+	assert.False(t, <-early)
+	assert.False(t, <-late)
+	assert.True(t, <-follower, "b leads once a resigned")
+	select {
+	case v := <-early:
+		t.Fatalf("an extra event %v", v)
+	default:
+	}
+}

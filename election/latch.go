@@ -309,13 +309,22 @@ func (l *Latch) Await(ctx context.Context) (*Term, error) {
 	}
 }
 
-// Listen calls fn with the latch's current leadership first, once it is
-// known (false as soon as the latch's node exists and it does not lead),
-// then fn(true) when the latch starts leading and fn(false) when it stops,
+// Listen calls fn with the latch's current leadership first, when it is
+// started (false while it does not lead), then fn(true) when the latch starts leading and fn(false) when it stops,
 // in order, on a goroutine of its own (Curator's LeaderLatchListener
 // isLeader/notLeader; the listener rule of package recipes). The returned
 // function removes the listener.
-func (l *Latch) Listen(fn func(isLeader bool)) (remove func()) { return l.listeners.Listen(fn) }
+func (l *Latch) Listen(fn func(isLeader bool)) (remove func()) {
+	if l == nil {
+		return func() {}
+	}
+	l.mu.Lock() // leadership is posted under l.mu: nothing comes between
+	defer l.mu.Unlock()
+	if l.run == nil { // not started: no current state yet
+		return l.listeners.Listen(fn)
+	}
+	return l.listeners.ListenFirst(fn, l.term != nil && !engine.IsClosed(l.term.Done()))
+}
 
 // Participants returns the latch's participants in queue order; the first
 // leads.

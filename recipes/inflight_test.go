@@ -17,6 +17,7 @@ import (
 	"github.com/zkrecipes/zkrecipes/recipes"
 	"github.com/zkrecipes/zkrecipes/recipes/zktest"
 	"github.com/zkrecipes/zkrecipes/semaphore"
+	"github.com/zkrecipes/zkrecipes/shared"
 )
 
 // Every call that takes a ctx returns when the ctx ends, even while its
@@ -45,8 +46,9 @@ func TestCtxHonouredInFlight(t *testing.T) {
 	_, err = latch.Await(ctx)
 	require.NoError(t, err)
 	defer latch.Close(ctx)
-	sc, err := semaphore.NewSharedCount(ctx, admin, "/inflight/count", 1)
+	sc, err := shared.NewSharedCount(admin, "/inflight/count", 1)
 	require.NoError(t, err)
+	require.NoError(t, sc.Start(ctx))
 	require.NoError(t, sc.Close(ctx))
 	fresh, err := mutex.New(c, "/inflight/fresh")
 	require.NoError(t, err)
@@ -69,9 +71,10 @@ func TestCtxHonouredInFlight(t *testing.T) {
 		{"Mutex.Participants", func(ctx context.Context) error { _, err := held.Participants(ctx); return err }},
 		{"Mutex.Holder", func(ctx context.Context) error { _, err := held.Holder(ctx); return err }},
 		{"Semaphore.Acquire", func(ctx context.Context) error { _, err := sem.Acquire(ctx); return err }},
-		{"NewSharedCount", func(ctx context.Context) error {
-			sc, err := semaphore.NewSharedCount(ctx, c, "/inflight/count", 5)
+		{"SharedCount.Start", func(ctx context.Context) error {
+			sc, err := shared.NewSharedCount(c, "/inflight/count", 5)
 			if err == nil {
+				err = sc.Start(ctx)
 				_ = sc.Close(ctx)
 			}
 			return err

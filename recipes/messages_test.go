@@ -19,6 +19,7 @@ import (
 	"github.com/zkrecipes/zkrecipes/recipes/zktest"
 	"github.com/zkrecipes/zkrecipes/rwlock"
 	"github.com/zkrecipes/zkrecipes/semaphore"
+	"github.com/zkrecipes/zkrecipes/shared"
 )
 
 var updateMessages = flag.Bool("update-messages", false, "rewrite testdata/messages.txt from this run")
@@ -129,8 +130,9 @@ func TestErrorMessages(t *testing.T) {
 	add("semaphore.Mutex.Release not held", smu.Release(ctx))
 
 	// The shared count.
-	sc, err := semaphore.NewSharedCount(ctx, c, "/messages/count", 1)
+	sc, err := shared.NewSharedCount(c, "/messages/count", 1)
 	must(err)
+	must(sc.Start(ctx))
 	must(sc.Close(ctx))
 	add("SharedCount.Set after Close", sc.Set(ctx, 2))
 

@@ -11,6 +11,7 @@ import (
 	"github.com/zkrecipes/zkrecipes/internal/testutil"
 	"github.com/zkrecipes/zkrecipes/recipes"
 	"github.com/zkrecipes/zkrecipes/semaphore"
+	"github.com/zkrecipes/zkrecipes/shared"
 )
 
 // exampleServers starts one server, shared by the examples of this
@@ -113,7 +114,7 @@ func ExampleSemaphore_Acquire() {
 	// at most 3 at work: true
 }
 
-// ExampleNewWithCount takes the semaphore's maximum from a SharedCount,
+// ExampleNewWithCount takes the semaphore's maximum from a shared.SharedCount,
 // which any process can change: here from 1 to 2.
 func ExampleNewWithCount() {
 	ctx := context.Background()
@@ -126,8 +127,12 @@ func ExampleNewWithCount() {
 
 	// The node holds Curator's format: 4 bytes, big-endian. The seed is
 	// written only if the node does not exist yet.
-	count, err := semaphore.NewSharedCount(ctx, c, "/config/report-slots", 1)
+	count, err := shared.NewSharedCount(c, "/config/report-slots", 1)
 	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	if err := count.Start(ctx); err != nil {
 		fmt.Println(err)
 		return
 	}
@@ -162,54 +167,6 @@ func ExampleNewWithCount() {
 	// raised from a stale version: false <nil>
 	// max 2 - a second lease: <nil>
 	// returned: <nil>
-}
-
-// ExampleSharedCount watches a count that another client changes.
-func ExampleSharedCount() {
-	ctx := context.Background()
-	servers := exampleServers() // e.g. []string{"127.0.0.1:2181"}
-	a, err := recipes.Connect(context.Background(), servers)
-	if err != nil {
-		fmt.Println(err)
-		return
-	}
-	defer a.Close(context.Background())
-	b, err := recipes.Connect(context.Background(), servers)
-	if err != nil {
-		fmt.Println(err)
-		return
-	}
-	defer b.Close(context.Background())
-
-	watcher, err := semaphore.NewSharedCount(ctx, a, "/config/replicas", 3)
-	if err != nil {
-		fmt.Println(err)
-		return
-	}
-	defer watcher.Close(ctx)
-	changes, stop := watcher.Subscribe()
-	defer stop()
-
-	setter, err := semaphore.NewSharedCount(ctx, b, "/config/replicas", 100) // exists: the seed is ignored
-	if err != nil {
-		fmt.Println(err)
-		return
-	}
-	defer setter.Close(ctx)
-	fmt.Println("setter reads:", setter.Get())
-	if err := setter.Set(ctx, 5); err != nil {
-		fmt.Println(err)
-		return
-	}
-	select {
-	case v := <-changes:
-		fmt.Println("watcher sees:", v.Value, watcher.Get())
-	case <-time.After(10 * time.Second):
-		fmt.Println("no change seen")
-	}
-	// Output:
-	// setter reads: 3
-	// watcher sees: 5 5
 }
 
 // ExampleMutex is a lock with one lease. Unlike mutex.Mutex it is not

@@ -14,11 +14,12 @@ import (
 	"github.com/zkrecipes/zkrecipes/recipes"
 	"github.com/zkrecipes/zkrecipes/recipes/zktest"
 	"github.com/zkrecipes/zkrecipes/semaphore"
+	"github.com/zkrecipes/zkrecipes/shared"
 )
 
 // TestMisuse feeds every exported function and method of package semaphore
 // its invalid inputs — bad paths, counts ≤ 0 and out of range, nil and zero
-// values, a nil context, a closed client, a closed shared count, leases
+// values, a nil context, a closed client, leases
 // returned twice — and checks that each returns an error matching the right
 // sentinel and that none panics or hangs. It extends TestBadInput
 // (semaphore_test.go) and does not repeat its rows.
@@ -34,16 +35,12 @@ func TestMisuse(t *testing.T) {
 	closedErr := []error{recipes.ErrClosed}
 	noError := []error(nil)
 
-	count, err := semaphore.NewSharedCount(ctx, c, "/misuse/count", 2)
-	require.NoError(t, err)
-	t.Cleanup(func() { count.Close(ctx) })
+	count := startCount(t, c, "/misuse/count", 2)
 
 	closed, err := recipes.Connect(context.Background(), servers)
 	require.NoError(t, err)
 	closedSem := newSem(t, closed, "/misuse/closed", 2)
 	closedMutex, err := semaphore.NewMutex(closed, "/misuse/closedmutex")
-	require.NoError(t, err)
-	closedCount, err := semaphore.NewSharedCount(ctx, closed, "/misuse/closedcount", 1)
 	require.NoError(t, err)
 	require.NoError(t, closed.Close(context.Background()))
 
@@ -68,37 +65,22 @@ func TestMisuse(t *testing.T) {
 	pathRow("New", func(p string) error { _, err := semaphore.New(c, p, 1); return err })
 	pathRow("NewWithCount", func(p string) error { _, err := semaphore.NewWithCount(c, p, count); return err })
 	pathRow("NewMutex", func(p string) error { _, err := semaphore.NewMutex(c, p); return err })
-	pathRow("NewSharedCount", func(p string) error {
-		s, err := semaphore.NewSharedCount(ctx, c, p, 1)
-		if err == nil {
-			s.Close(ctx)
-		}
-		return err
-	})
 	add("constructors with a nil client", noError, misuseEach([]error{recipes.ErrNilClient}, []misuseSub{
 		{Name: "NewWithCount", Call: func() error { _, err := semaphore.NewWithCount(nil, "/misuse/x", count); return err }},
 		{Name: "NewMutex", Call: func() error { _, err := semaphore.NewMutex(nil, "/misuse/x"); return err }},
-		{Name: "NewSharedCount", Call: func() error { _, err := semaphore.NewSharedCount(ctx, nil, "/misuse/x", 1); return err }},
 	}))
 	add("constructors with a closed client", noError, misuseEach(closedErr, []misuseSub{
 		{Name: "NewWithCount", Call: func() error { _, err := semaphore.NewWithCount(closed, "/misuse/x", count); return err }},
 		{Name: "NewMutex", Call: func() error { _, err := semaphore.NewMutex(closed, "/misuse/x"); return err }},
-		{Name: "NewSharedCount", Call: func() error { _, err := semaphore.NewSharedCount(ctx, closed, "/misuse/x", 1); return err }},
 	}))
 	add("constructors with a nil option", noError, misuseEach(invalidArg, []misuseSub{
 		{Name: "NewWithCount", Call: func() error { _, err := semaphore.NewWithCount(c, "/misuse/x", count, nil); return err }},
 		{Name: "NewMutex", Call: func() error { _, err := semaphore.NewMutex(c, "/misuse/x", nil); return err }},
 	}))
 	add("New(math.MinInt)", invalidArg, func() error { _, err := semaphore.New(c, "/misuse/x", math.MinInt); return err })
-	add("NewSharedCount(nil ctx)", invalidArg, func() error { _, err := semaphore.NewSharedCount(nilCtx, c, "/misuse/x", 1); return err })
-	for _, seed := range []int{math.MinInt32 - 1, math.MaxInt32 + 1, math.MinInt} {
-		add(fmt.Sprintf("NewSharedCount(seed %d)", seed), invalidArg, func() error {
-			_, err := semaphore.NewSharedCount(ctx, c, "/misuse/bigseed", seed)
-			return err
-		})
-	}
+	add("NewWithCount(nil SharedCount)", invalidArg, func() error { _, err := semaphore.NewWithCount(c, "/misuse/nilcount", nil); return err })
 	add("NewWithCount(zero SharedCount)", invalidArg, func() error {
-		s, err := semaphore.NewWithCount(c, "/misuse/zerocount", new(semaphore.SharedCount))
+		s, err := semaphore.NewWithCount(c, "/misuse/zerocount", new(shared.SharedCount))
 		if err != nil {
 			return err
 		}
@@ -309,94 +291,8 @@ func TestMisuse(t *testing.T) {
 		{Name: "TryAcquire", Call: func() error { _, err := closedMutex.TryAcquire(ctx); return err }},
 	}))
 
-	// Shared counts.
-	var nilCount *semaphore.SharedCount
-	zeroCount := new(semaphore.SharedCount)
-	add("nil SharedCount.Close", invalidArg, func() error { return nilCount.Close(ctx) })
-	add("zero SharedCount writes", noError, misuseEach(invalidArg, []misuseSub{
-		{Name: "Set", Call: func() error { return zeroCount.Set(ctx, 1) }},
-		{Name: "TrySet", Call: func() error { _, err := zeroCount.TrySet(ctx, semaphore.VersionedValue{}, 1); return err }},
-	}))
-	add("zero SharedCount queries", noError, func() error {
-		_, _, _ = zeroCount.Get(), zeroCount.GetVersioned(), zeroCount.Path()
-		zeroCount.Listen(func(semaphore.VersionedValue) {})()
-		_, cancel := zeroCount.Subscribe()
-		cancel()
-		return nil
-	})
-	for _, v := range []int{math.MinInt32 - 1, math.MaxInt32 + 1} {
-		add(fmt.Sprintf("SharedCount.Set(%d)", v), invalidArg, func() error { return count.Set(ctx, v) })
-		add(fmt.Sprintf("SharedCount.TrySet(%d)", v), invalidArg, func() error {
-			_, err := count.TrySet(ctx, count.GetVersioned(), v)
-			return err
-		})
-	}
-	tolerate("SharedCount.Set(nil ctx)", invalidArg, func() error { return count.Set(nilCtx, 2) })
-	tolerate("SharedCount.TrySet(nil ctx)", invalidArg, func() error {
-		_, err := count.TrySet(nilCtx, count.GetVersioned(), 2)
-		return err
-	})
-	tolerate("SharedCount.Set(nil ctx) with the reply lost", invalidArg, func() error {
-		pcount, err := semaphore.NewSharedCount(ctx, pc, "/misuse/count/lost", 1)
-		if err != nil {
-			return err
-		}
-		defer pcount.Close(ctx)
-		return lostReply("/misuse/count/lost", func() error { return pcount.Set(nilCtx, 2) })
-	})
-	add("SharedCount.Close twice", noError, func() error {
-		sc, err := semaphore.NewSharedCount(ctx, c, "/misuse/count/twice", 1)
-		if err != nil {
-			return err
-		}
-		if err := sc.Close(ctx); err != nil {
-			return err
-		}
-		return sc.Close(ctx)
-	})
-	add("SharedCount writes after Close", noError, func() error {
-		sc, err := semaphore.NewSharedCount(ctx, c, "/misuse/count/afterclose", 1)
-		if err != nil {
-			return err
-		}
-		if err := sc.Close(ctx); err != nil {
-			return err
-		}
-		return misuseEach(closedErr, []misuseSub{
-			{Name: "Set", Call: func() error { return sc.Set(ctx, 2) }},
-			{Name: "TrySet", Call: func() error { _, err := sc.TrySet(ctx, sc.GetVersioned(), 3); return err }},
-		})()
-	})
-	add("closed client: SharedCount writes", noError, misuseEach(closedErr, []misuseSub{
-		{Name: "Set", Call: func() error { return closedCount.Set(ctx, 2) }},
-		{Name: "TrySet", Call: func() error { _, err := closedCount.TrySet(ctx, closedCount.GetVersioned(), 2); return err }},
-	}))
-	add("SharedCount.Listen(nil) then a change", noError, misuseChildren.InChild("sharedcount-listen-nil", servers))
-
 	runMisuse(t, cases)
 }
-
-var misuseChildren = testutil.MisuseChildren{
-	"sharedcount-listen-nil": func(t *testing.T, servers []string) {
-		c, err := recipes.Connect(context.Background(), servers)
-		require.NoError(t, err)
-		defer c.Close(context.Background())
-		ctx := context.Background()
-		sc, err := semaphore.NewSharedCount(ctx, c, "/misuse/child/count", 1)
-		require.NoError(t, err)
-		defer sc.Close(ctx)
-		sc.Listen(nil)
-		ch, cancel := sc.Subscribe()
-		defer cancel()
-		require.NoError(t, sc.Set(ctx, 2))
-		<-ch // the nil listener has had the value too
-	},
-}
-
-// Child processes: TestMisuseChild runs one of misuseChildren when the
-// environment names it (testutil.MisuseChildren), and is skipped otherwise.
-
-func TestMisuseChild(t *testing.T) { misuseChildren.RunChild(t) }
 
 // The misuse-table machinery is shared: internal/testutil/misuse.go.
 type (

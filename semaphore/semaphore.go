@@ -1,8 +1,8 @@
 // Package semaphore is Curator's InterProcessSemaphoreV2 on ZooKeeper: a
 // counting semaphore whose leases are ephemeral nodes, fair and herd-free,
-// with a maximum that is fixed or read from a SharedCount that may change
-// at run time; plus SharedCount itself and SemaphoreMutex, a
-// non-reentrant lock made of a one-lease semaphore.
+// with a maximum that is fixed or read from a shared.SharedCount that may
+// change at run time; plus SemaphoreMutex, a non-reentrant lock made of a
+// one-lease semaphore.
 //
 // The nodes are Curator's: an internal mutex at <path>/locks
 // (_c_<uuid>-lock-<seq>) and the leases at <path>/leases
@@ -48,6 +48,7 @@ import (
 	"github.com/zkrecipes/zkrecipes/internal/recipeargs"
 	"github.com/zkrecipes/zkrecipes/mutex"
 	"github.com/zkrecipes/zkrecipes/recipes"
+	"github.com/zkrecipes/zkrecipes/shared"
 )
 
 // Node names, as Curator's InterProcessSemaphoreV2 names them.
@@ -106,11 +107,42 @@ func New(c *recipes.Client, path string, maxLeases int, opts ...Option) (*Semaph
 // leases are under the new maximum (the leases held are kept); when it
 // grows, a waiter is woken at once. Acquiring more leases than the
 // current maximum waits for it to grow (New refuses that as bad input).
-func NewWithCount(c *recipes.Client, path string, count *SharedCount, opts ...Option) (*Semaphore, error) {
-	if count == nil || count.cancel == nil {
-		return nil, fmt.Errorf("%w: SharedCount not made by NewSharedCount", recipes.ErrInvalidArgument)
+// Start the count before acquiring: until then its value is its seed.
+// The semaphore follows the count until the count is closed.
+func NewWithCount(c *recipes.Client, path string, count *shared.SharedCount, opts ...Option) (*Semaphore, error) {
+	if count.Path() == "" {
+		return nil, fmt.Errorf("%w: SharedCount not made by shared.NewSharedCount", recipes.ErrInvalidArgument)
 	}
-	return newSemaphore(c, path, count.limit, opts)
+	l := &countLimit{count: count, changed: make(chan struct{})}
+	s, err := newSemaphore(c, path, l.limit, opts)
+	if err != nil {
+		return nil, err
+	}
+	count.Listen(l.wake) // removed when the count closes
+	return s, nil
+}
+
+// countLimit is a SharedCount as an engine.Limit.
+type countLimit struct {
+	count   *shared.SharedCount
+	mu      sync.Mutex
+	changed chan struct{} // closed when the count has a new version, then replaced
+}
+
+func (l *countLimit) limit() (int, <-chan struct{}) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.count.Get(), l.changed
+}
+
+// wake is the count's listener: it runs after the count's cache took the
+// new value, so a waiter that read the old value with the old channel is
+// woken.
+func (l *countLimit) wake(shared.VersionedValue[int]) {
+	l.mu.Lock()
+	close(l.changed)
+	l.changed = make(chan struct{})
+	l.mu.Unlock()
 }
 
 func newSemaphore(c *recipes.Client, path string, limit engine.Limit, opts []Option) (*Semaphore, error) {

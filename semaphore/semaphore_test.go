@@ -19,6 +19,7 @@ import (
 	"github.com/zkrecipes/zkrecipes/recipes"
 	"github.com/zkrecipes/zkrecipes/recipes/zktest"
 	"github.com/zkrecipes/zkrecipes/semaphore"
+	"github.com/zkrecipes/zkrecipes/shared"
 )
 
 func TestMain(m *testing.M) { testutil.Main(m) }
@@ -27,6 +28,17 @@ var (
 	connect    = testutil.Connect
 	eventually = testutil.Eventually
 )
+
+// startCount returns a started shared count, closed at the end of the
+// test.
+func startCount(t testing.TB, c *recipes.Client, path string, seed int) *shared.SharedCount {
+	t.Helper()
+	count, err := shared.NewSharedCount(c, path, seed)
+	require.NoError(t, err)
+	require.NoError(t, count.Start(context.Background()))
+	t.Cleanup(func() { _ = count.Close(context.Background()) })
+	return count
+}
 
 func newSem(t testing.TB, c *recipes.Client, path string, max int, opts ...semaphore.Option) *semaphore.Semaphore {
 	t.Helper()
@@ -156,9 +168,7 @@ func TestSharedCountMaximumChanges(t *testing.T) {
 	zkc := zktest.Start(t)
 	ctx := context.Background()
 	c := connect(t, zkc.Servers())
-	count, err := semaphore.NewSharedCount(ctx, c, "/sem/count", 4)
-	require.NoError(t, err)
-	defer count.Close(ctx)
+	count := startCount(t, c, "/sem/count", 4)
 	s, err := semaphore.NewWithCount(c, "/sem/dyn", count)
 	require.NoError(t, err)
 
@@ -192,9 +202,7 @@ func TestSharedCountMaximumChanges(t *testing.T) {
 	default:
 	}
 	other := connect(t, zkc.Servers()) // the change comes from another client
-	ocount, err := semaphore.NewSharedCount(ctx, other, "/sem/count", 99)
-	require.NoError(t, err)
-	defer ocount.Close(ctx)
+	ocount := startCount(t, other, "/sem/count", 99)
 	assert.Equal(t, 2, ocount.Get(), "the seed does not overwrite")
 	require.NoError(t, ocount.Set(ctx, 6))
 	select {
@@ -205,59 +213,6 @@ func TestSharedCountMaximumChanges(t *testing.T) {
 	}
 	assert.Equal(t, 4, leaseCount(t, c, "/sem/dyn"))
 	require.NoError(t, semaphore.ReleaseAll(ctx, append(more, one, four[3])))
-}
-
-// Concurrent TrySet from several clients: exactly one wins per version.
-func TestSharedCountTrySetOneWinnerPerVersion(t *testing.T) {
-	zkc := zktest.Start(t)
-	ctx := context.Background()
-	const clients, rounds = 5, 10
-	counts := make([]*semaphore.SharedCount, clients)
-	for i := range counts {
-		c := connect(t, zkc.Servers())
-		sc, err := semaphore.NewSharedCount(ctx, c, "/sem/trycount", 0)
-		require.NoError(t, err)
-		defer sc.Close(ctx)
-		counts[i] = sc
-	}
-	changes, stop := counts[0].Subscribe()
-	defer stop()
-	for r := 0; r < rounds; r++ {
-		eventually(t, 5*time.Second, "everyone sees the same version", func() bool {
-			v := counts[0].GetVersioned()
-			for _, sc := range counts[1:] {
-				if sc.GetVersioned() != v {
-					return false
-				}
-			}
-			return true
-		})
-		prev := counts[0].GetVersioned()
-		var wins atomic.Int32
-		var wg sync.WaitGroup
-		for _, sc := range counts {
-			wg.Add(1)
-			go func(sc *semaphore.SharedCount) {
-				defer wg.Done()
-				ok, err := sc.TrySet(ctx, prev, prev.Value+1)
-				assert.NoError(t, err)
-				if ok {
-					wins.Add(1)
-				}
-			}(sc)
-		}
-		wg.Wait()
-		assert.Equal(t, int32(1), wins.Load(), "round %d: one winner", r)
-		select {
-		case v := <-changes:
-			assert.Equal(t, semaphore.VersionedValue{Value: prev.Value + 1, Version: prev.Version + 1}, v, "the listener gets the version it can TrySet from")
-		case <-time.After(5 * time.Second):
-			t.Fatalf("round %d: no change notification", r)
-		}
-	}
-	assert.Equal(t, rounds, counts[0].Get())
-	require.NoError(t, counts[0].Close(ctx))
-	require.NoError(t, counts[0].Close(ctx), "Close twice")
 }
 
 // A holder black-holed past its session timeout: Done closes, the server
@@ -446,15 +401,7 @@ func TestBadInput(t *testing.T) {
 	assert.ErrorIs(t, zl.Release(ctx), recipes.ErrInvalidArgument)
 	var zm semaphore.Mutex
 	assert.ErrorIs(t, zm.Release(ctx), recipes.ErrInvalidArgument)
-	var zc semaphore.SharedCount
-	assert.ErrorIs(t, zc.Close(ctx), recipes.ErrInvalidArgument)
-	_, err = semaphore.NewSharedCount(ctx, c, "/sem/big", 1<<40)
-	assert.ErrorIs(t, err, recipes.ErrInvalidArgument)
-
-	// A node that is not a shared count.
-	_, err = c.Create(ctx, "/notcount", []byte("hello"), 0)
-	require.NoError(t, err)
-	_, err = semaphore.NewSharedCount(ctx, c, "/notcount", 1)
+	_, err = semaphore.NewWithCount(c, "/sem/bad", new(shared.SharedCount))
 	assert.ErrorIs(t, err, recipes.ErrInvalidArgument)
 
 	closed := connect(t, zkc.Servers())
@@ -475,9 +422,7 @@ func TestSharedCountNodeDeletedAndZeroMaximum(t *testing.T) {
 	ctx := context.Background()
 	c := connect(t, zkc.Servers())
 	admin := connect(t, zkc.Servers())
-	count, err := semaphore.NewSharedCount(ctx, c, "/sem/zero", 0)
-	require.NoError(t, err)
-	defer count.Close(ctx)
+	count := startCount(t, c, "/sem/zero", 0)
 	s, err := semaphore.NewWithCount(c, "/sem/zeroed", count)
 	require.NoError(t, err)
 	got := make(chan error, 1)
@@ -494,6 +439,7 @@ func TestSharedCountNodeDeletedAndZeroMaximum(t *testing.T) {
 	changes, stop := count.Subscribe()
 	defer stop()
 	assert.Equal(t, 0, count.Get(), "the last value is kept")
+	assert.Equal(t, 0, (<-changes).Value, "the current value first")
 	_, err = admin.Create(ctx, "/sem/zero", []byte{0, 0, 0, 1}, 0)
 	require.NoError(t, err)
 	select {

@@ -34,6 +34,7 @@ import (
 	"github.com/zkrecipes/zkrecipes/recipes/zktest"
 	"github.com/zkrecipes/zkrecipes/rwlock"
 	"github.com/zkrecipes/zkrecipes/semaphore"
+	"github.com/zkrecipes/zkrecipes/shared"
 )
 
 // newRunRoot returns a fresh path for a test's queues, so that runs against
@@ -368,11 +369,7 @@ func TestGoSemaphore(t *testing.T) {
 	ctx := testCtx(t)
 	path, countPath := runRoot+"/go-sem", runRoot+"/go-sem-count"
 	a := connectT(t, zkc)
-	count, err := semaphore.NewSharedCount(ctx, a, countPath, 2)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer count.Close(ctx)
+	startCount(t, a, countPath, 2)
 	newSem := func(c *recipes.Client, data string) *semaphore.Semaphore {
 		s, err := semaphore.New(c, path, 2, semaphore.WithData([]byte(data)))
 		if err != nil {
@@ -603,11 +600,7 @@ func TestSummary(t *testing.T) {
 	waitChildren(t, a, root+"/jobs/sem", 1) // the internal lock's container is gone
 	// Data nodes, not listed as locks: a SharedCount and a configuration
 	// node (data, no children).
-	count, err := semaphore.NewSharedCount(ctx, a, root+"/jobs/count", 5)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer count.Close(ctx)
+	startCount(t, a, root+"/jobs/count", 5)
 	if _, err := a.Create(ctx, root+"/config", []byte("mode=fast"), 0); err != nil {
 		t.Fatal(err)
 	}
@@ -1109,4 +1102,19 @@ func TestWatchRedraws(t *testing.T) {
 	if strings.Contains(appended.String(), "\x1b") || strings.Count(appended.String(), "=== ") != 2 {
 		t.Errorf("not on a terminal the draws are appended without escapes:\n%q", appended.String())
 	}
+}
+
+// startCount returns a started shared count, closed at the end of the
+// test.
+func startCount(t *testing.T, c *recipes.Client, path string, seed int) *shared.SharedCount {
+	t.Helper()
+	count, err := shared.NewSharedCount(c, path, seed)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := count.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = count.Close(context.Background()) })
+	return count
 }

@@ -19,7 +19,15 @@
 //     and when to list again. Decide is the one check; the knowledge of
 //     gone nodes spares waiters a list per hand-off.
 //   - Holds (token, fenced writes, Done) and long-lived participation in a
-//     queue (a leader latch's terms).
+//     queue (a leader latch's terms), on an OwnedNode.
+//   - OwnedNode, a node of ours that must exist: made in the background
+//     (protected where asked, in any create mode), made again with the
+//     latest data after a deletion or a lost session (a sequential one at
+//     a new path), checked to belong to the current session, deleted with
+//     a guaranteed delete on Close.
+//   - CompareAndSet, the compare-and-set loop on a versioned node: read,
+//     compute, write on condition of the version read, and on a conflict
+//     read again, under the retry policy.
 //   - The two primitives every recipe waits and watches through:
 //     Await, to wait until a condition over a watched read holds (with the
 //     lost-session rule written once), and Follow, to keep what a read
@@ -43,10 +51,13 @@
 //     is FollowChildren plus a FollowNode per child, and a tree cache is the
 //     same one level further at a time, each node keeping one standard
 //     watch (Watches.Armed) since go-zookeeper has no persistent or
-//     recursive watches. SharedValue and a SharedCount are a FollowNode
-//     with a versioned write.
-//   - Persistent nodes and group membership re-create their node from a
-//     Follow of it, and service discovery is a cache of JSON instances.
+//     recursive watches. SharedValue and SharedCount (package shared) are
+//     a FollowNode with versioned writes through CompareAndSet; an atomic
+//     counter is CompareAndSet alone.
+//   - Persistent nodes, group membership and a registered service
+//     instance are an OwnedNode each (SetData for a new payload, Listen
+//     for the node made again), and service discovery reads a cache of
+//     JSON instances.
 //
 // Each of those is its own package next to mutex and election.
 package engine
