@@ -394,7 +394,7 @@ func (w *worker) retry(d time.Duration, op func() error) error {
 func (w *worker) unlock(lease *mutex.Lease) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	if err := lease.Unlock(ctx); err != nil {
+	if err := lease.Release(ctx); err != nil {
 		w.log.printf("unlockerr %s", oneLine(err))
 	}
 }
@@ -418,7 +418,7 @@ func (w *worker) runRecordWriter(lk *mutex.Mutex, rec, hist string) error {
 			w.writeUnlocked(rec, dir)
 			continue
 		}
-		lease, err := lk.Lock(w.ctx)
+		lease, err := lk.Acquire(w.ctx)
 		if err != nil {
 			if w.ctx.Err() == nil {
 				w.log.printf("lockerr %s", oneLine(err))
@@ -529,7 +529,7 @@ func (w *worker) resolve(rec, histNode string, val int, nonce string, cause erro
 // read is a violation: a writer wrote under our read lock.
 func (w *worker) runReader(lk *mutex.Mutex) error {
 	for w.ctx.Err() == nil {
-		lease, err := lk.Lock(w.ctx)
+		lease, err := lk.Acquire(w.ctx)
 		if err != nil {
 			if w.ctx.Err() == nil {
 				w.log.printf("lockerr %s", oneLine(err))
@@ -600,7 +600,7 @@ func (w *worker) runSemaphore(s *semaphore.Semaphore) error {
 				}
 				w.semHold(lease)
 				ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-				if err := lease.Close(ctx); err != nil {
+				if err := lease.Release(ctx); err != nil {
 					w.log.printf("closeerr %s", oneLine(err))
 				}
 				cancel()
@@ -703,7 +703,7 @@ func (w *worker) removeEntry(entry string) {
 func (w *worker) runSelector() error {
 	sel, err := election.NewSelector(w.c, pathSel, w.name, func(ctx context.Context, t *election.Term) error {
 		return w.lead(ctx, t, leadSel)
-	}, election.AutoRequeue())
+	}, election.WithAutoRequeue())
 	if err != nil {
 		return err
 	}

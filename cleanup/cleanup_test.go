@@ -57,10 +57,10 @@ func lockKeys(t *testing.T, servers []string, parent string, keys int, opts ...r
 				}
 				m, err := mutex.New(c, fmt.Sprintf("%s/key-%d", parent, i))
 				if err == nil {
-					_, err = m.Lock(ctx)
+					_, err = m.Acquire(ctx)
 				}
 				if err == nil {
-					err = m.Unlock(ctx)
+					err = m.Release(ctx)
 				}
 				if err != nil {
 					errs <- err
@@ -192,7 +192,7 @@ func TestReaperRacesLockers(t *testing.T) {
 					errs <- err
 					return
 				}
-				if _, err := m.Lock(ctx); err != nil {
+				if _, err := m.Acquire(ctx); err != nil {
 					errs <- fmt.Errorf("lock %d: %w", k, err)
 					return
 				}
@@ -200,7 +200,7 @@ func TestReaperRacesLockers(t *testing.T) {
 					overlaps.Add(1)
 				}
 				holders[k].Add(-1)
-				if err := m.Unlock(ctx); err != nil {
+				if err := m.Release(ctx); err != nil {
 					errs <- fmt.Errorf("unlock %d: %w", k, err)
 					return
 				}
@@ -228,7 +228,7 @@ func TestForeignParentsAreReaped(t *testing.T) {
 	zkc := zktest.Start(t)
 	ctx := context.Background()
 	c := connect(t, zkc.Servers())
-	conn := c.Conn()
+	conn := c.UnsafeConn()
 	for i := 0; i < 5; i++ {
 		l := zk.NewLock(conn, fmt.Sprintf("/foreign/gozk/key-%d", i), zk.WorldACL(zk.PermAll))
 		require.NoError(t, l.Lock())

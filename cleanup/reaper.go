@@ -106,7 +106,7 @@ func (r *Reaper) AddPath(path string) error {
 		return fmt.Errorf("%w: Reaper not made by New", recipes.ErrInvalidArgument)
 	}
 	if err := engine.Of(r.c).Check(); err != nil {
-		return err
+		return engine.Named("reaper", err)
 	}
 	full, err := r.c.FullPath(path)
 	if err != nil {
@@ -135,7 +135,7 @@ func (r *Reaper) Start(ctx context.Context) error {
 		return fmt.Errorf("%w: Reaper not made by New", recipes.ErrInvalidArgument)
 	}
 	if err := engine.Of(r.c).Check(); err != nil {
-		return err
+		return engine.Named("reaper", err)
 	}
 	r.mu.Lock()
 	switch {

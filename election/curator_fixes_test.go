@@ -79,7 +79,7 @@ func TestSelectorInterruptTwiceAndRequeue(t *testing.T) {
 		}
 	}
 
-	auto, err := election.NewSelector(c, "/interrupt/auto", "auto", lead, election.AutoRequeue())
+	auto, err := election.NewSelector(c, "/interrupt/auto", "auto", lead, election.WithAutoRequeue())
 	require.NoError(t, err)
 	require.NoError(t, auto.Start(ctx))
 	defer auto.Close(ctx)

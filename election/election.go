@@ -40,6 +40,7 @@ package election
 import (
 	"context"
 	"errors"
+	"fmt"
 	"time"
 
 	"github.com/go-zookeeper/zk"
@@ -55,28 +56,43 @@ const (
 	SelectorName = "lock-"  // LeaderSelector nodes (a mutex): _c_<uuid>-lock-<seq>
 )
 
-// Sentinel errors.
-var (
-	// ErrNotStarted is returned by a Latch or Selector used before Start.
-	ErrNotStarted = recipes.ErrNotStarted
-	// ErrAlreadyStarted is returned by a second Start.
-	ErrAlreadyStarted = recipes.ErrAlreadyStarted
-	// ErrNoLeader is returned by Leader when nobody leads.
-	ErrNoLeader = errors.New("zkrecipes: no leader")
-	// ErrClosed is returned by a Latch or Selector after Close (and when
-	// its client is closed: the message says which).
-	ErrClosed = recipes.ErrClosed
-)
-
-// Term is one stretch of leadership, with its own Done, Token, Fenced
-// and Node.
+// Term is one stretch of leadership, with its own Done, Token, Fenced,
+// Node and Release: a recipes.Hold.
 type Term struct {
-	hold  recipes.Hold // the latch node's, or the selector's mutex lease
+	hold  termHold // the latch node's, or the selector's mutex lease
+	end   func(ctx context.Context) error
 	id    string
 	start time.Time
 }
 
-// Node returns the server path of the term's node.
+// termHold is what a term keeps of its hold; Release is the term's own.
+type termHold interface {
+	Node() string
+	Done() <-chan struct{}
+	IsLost() bool
+	Token(ctx context.Context) (recipes.FenceToken, error)
+	Fenced(ctx context.Context, ops ...recipes.Op) ([]zk.MultiResponse, error)
+}
+
+// Release ends the term, from any goroutine. For a Latch's term it is
+// Latch.Resign: the node is deleted (so another participant leads at
+// once) and the latch stays usable; a later Start joins again. For a
+// Selector's term it cancels the LeadFunc's ctx (Interrupt) and waits,
+// within ctx, for the LeadFunc to return and the lock to be released
+// (called from the LeadFunc itself, it only cancels). A term already over
+// returns an error wrapping recipes.ErrNotHeld.
+func (t *Term) Release(ctx context.Context) error {
+	if t == nil || t.hold == nil || t.end == nil {
+		return fmt.Errorf("%w: Term not returned by a Latch or Selector", recipes.ErrInvalidArgument)
+	}
+	if ctx == nil {
+		return fmt.Errorf("%w: nil context", recipes.ErrInvalidArgument)
+	}
+	return t.end(ctx)
+}
+
+// Node returns the path of the term's node (inside the client's
+// namespace, as every path the library returns).
 func (t *Term) Node() string { return t.h().Node() }
 
 // Done returns a channel that closes when the term may be gone: on LOST,
@@ -108,7 +124,7 @@ func (t *Term) Fenced(ctx context.Context, ops ...recipes.Op) ([]zk.MultiRespons
 
 // h returns the term's hold; a zero Term's is a nil one, whose methods
 // refuse with ErrInvalidArgument.
-func (t *Term) h() recipes.Hold {
+func (t *Term) h() termHold {
 	if t == nil || t.hold == nil {
 		return nodeHold{}
 	}
@@ -124,23 +140,15 @@ func (h nodeHold) Token(ctx context.Context) (recipes.FenceToken, error) {
 	return recipes.FenceToken{Czxid: z}, err
 }
 
-func newTerm(h recipes.Hold, id string) *Term { return &Term{hold: h, id: id, start: time.Now()} }
+func newTerm(h termHold, id string, end func(ctx context.Context) error) *Term {
+	return &Term{hold: h, end: end, id: id, start: time.Now()}
+}
 
 // ID returns the id of the participant that leads in this term.
 func (t *Term) ID() string { return t.id }
 
 // Started returns when the term began, by this process's clock.
 func (t *Term) Started() time.Time { return t.start }
-
-// Participant is one node of an election: what Participants lists, what
-// Latch.Leader, Selector.Leader and CurrentLeader return, and what Observe
-// sends. The zero Participant (empty Node) stands for "nobody leads". A
-// leader's fencing token is its Term's (Term.Token), not an observer's.
-type Participant struct {
-	ID       string // the participant's id (its node's data)
-	Node     string // server path of its node
-	IsLeader bool   // its node is first in the queue
-}
 
 // anyDriver orders latch and selector nodes alike, by the text after the
 // last lock name.
@@ -149,7 +157,7 @@ var anyDriver = &engine.Driver{Names: []string{LatchName, SelectorName}}
 // Participants returns the election's nodes at path (a latch's or a
 // selector's), in queue order, with their ids; the first leads. Nodes
 // that vanish while they are read are left out.
-func Participants(ctx context.Context, c *recipes.Client, path string) ([]Participant, error) {
+func Participants(ctx context.Context, c *recipes.Client, path string) ([]recipes.Participant, error) {
 	full, err := recipeargs.ReadPath(ctx, c, path)
 	if err != nil {
 		return nil, err
@@ -157,54 +165,29 @@ func Participants(ctx context.Context, c *recipes.Client, path string) ([]Partic
 	return participants(ctx, c, full)
 }
 
-func participants(ctx context.Context, c *recipes.Client, full string) ([]Participant, error) {
-	var kids []string
-	err := c.Retry(ctx, func() error {
-		var err error
-		kids, _, err = engine.Of(c).Children(ctx, full)
-		return err
-	})
-	if errors.Is(err, zk.ErrNoNode) {
-		return nil, nil
-	}
+func participants(ctx context.Context, c *recipes.Client, full string) ([]recipes.Participant, error) {
+	ms, err := engine.Of(c).ReadQueue(ctx, full, anyDriver, nil)
 	if err != nil {
-		return nil, engine.Namedf("election "+full, "participants: %w", err)
+		return nil, engine.Namedf("election "+engine.Of(c).StripNamespace(full), "participants: %w", err)
 	}
-	out := make([]Participant, 0, len(kids))
-	for _, k := range engine.SortContenders(kids, anyDriver) {
-		p := engine.JoinPath(full, k.Name)
-		var data []byte
-		err := c.Retry(ctx, func() error {
-			var err error
-			data, _, err = engine.Of(c).Get(ctx, p)
-			return err
-		})
-		if errors.Is(err, zk.ErrNoNode) {
-			continue
-		}
-		if err != nil {
-			return nil, engine.Namedf("election "+full, "participants: %w", err)
-		}
-		out = append(out, Participant{ID: string(data), Node: p, IsLeader: len(out) == 0})
-	}
-	return out, nil
+	return recipeargs.Participants(ms, nil), nil
 }
 
 // CurrentLeader reads the leader of the election at path once: the first
-// node's id and node, with IsLeader set. It returns the zero Participant
-// and ErrNoLeader when there is none. (The leader may have changed by the
+// node's id and node, with Holds set. It returns the zero Participant
+// and recipes.ErrNoLeader when there is none. (The leader may have changed by the
 // time it returns; Observe follows the changes.)
-func CurrentLeader(ctx context.Context, c *recipes.Client, path string) (Participant, error) {
+func CurrentLeader(ctx context.Context, c *recipes.Client, path string) (recipes.Participant, error) {
 	full, err := recipeargs.ReadPath(ctx, c, path)
 	if err != nil {
-		return Participant{}, err
+		return recipes.Participant{}, err
 	}
 	l, err := readLeader(ctx, c, full, nil)
 	if err != nil {
-		return Participant{}, err
+		return recipes.Participant{}, err
 	}
 	if l.Node == "" {
-		return Participant{}, engine.Namedf("election "+path, "%w", ErrNoLeader)
+		return recipes.Participant{}, engine.Namedf("election "+path, "%w", recipes.ErrNoLeader)
 	}
 	return l, nil
 }
@@ -215,50 +198,50 @@ func CurrentLeader(ctx context.Context, c *recipes.Client, path string) (Partici
 // wakes nobody; a leader gone meanwhile keeps none, the list is read
 // again), or, when there is none, on the children, or on the path's
 // creation when it does not exist. With w nil it reads plainly.
-func readLeader(ctx context.Context, c *recipes.Client, full string, w *engine.Watches) (Participant, error) {
+func readLeader(ctx context.Context, c *recipes.Client, full string, w *engine.Watches) (recipes.Participant, error) {
 	e := engine.Of(c)
 	for {
 		if err := ctx.Err(); err != nil {
-			return Participant{}, err
+			return recipes.Participant{}, err
 		}
 		kids, _, err := e.Children(ctx, full)
 		switch {
 		case errors.Is(err, zk.ErrNoNode):
 			if w == nil {
-				return Participant{}, nil
+				return recipes.Participant{}, nil
 			}
 			ok, _, err := e.ReadExists(ctx, full, w)
 			if err != nil {
-				return Participant{}, err
+				return recipes.Participant{}, err
 			}
 			if ok {
 				continue // created meanwhile
 			}
-			return Participant{}, nil
+			return recipes.Participant{}, nil
 		case err != nil:
-			return Participant{}, err
+			return recipes.Participant{}, err
 		case len(kids) == 0:
 			if w == nil {
-				return Participant{}, nil
+				return recipes.Participant{}, nil
 			}
 			v, err := e.ReadChildren(ctx, full, w, false)
 			if err != nil {
-				return Participant{}, err
+				return recipes.Participant{}, err
 			}
 			if !v.Exists || len(v.Children) > 0 {
 				continue // gone, or joined meanwhile (the children watch fires, harmlessly)
 			}
-			return Participant{}, nil
+			return recipes.Participant{}, nil
 		}
 		first := engine.SortContenders(kids, anyDriver)[0]
 		p := engine.JoinPath(full, first.Name)
 		v, err := e.ReadData(ctx, p, w, false)
 		if err != nil {
-			return Participant{}, err
+			return recipes.Participant{}, err
 		}
 		if !v.Exists {
 			continue // gone meanwhile: look again
 		}
-		return Participant{ID: string(v.Data), Node: p, IsLeader: true}, nil
+		return recipes.Participant{ID: string(v.Data), Node: e.StripNamespace(p), Holds: true}, nil
 	}
 }

@@ -123,7 +123,7 @@ func TestLatchOneLeaderAndGracefulFailover(t *testing.T) {
 	changes, err := election.Observe(octx, obsC, path)
 	require.NoError(t, err)
 	first := <-changes
-	assert.Equal(t, election.Participant{}, first, "nobody leads yet")
+	assert.Equal(t, recipes.Participant{}, first, "nobody leads yet")
 
 	var ls []*election.Latch
 	var tokens []recipes.FenceToken // each leader's, read while it leads
@@ -157,13 +157,13 @@ func TestLatchOneLeaderAndGracefulFailover(t *testing.T) {
 	require.NoError(t, err)
 	require.Len(t, ps, 3)
 	assert.Equal(t, []string{"p0", "p1", "p2"}, []string{ps[0].ID, ps[1].ID, ps[2].ID})
-	assert.True(t, ps[0].IsLeader)
+	assert.True(t, ps[0].Holds)
 	assert.Equal(t, []string{"p0"}, leaders(ls))
 	leader, err := election.CurrentLeader(ctx, obsC, path)
 	require.NoError(t, err)
-	assert.Equal(t, election.Participant{ID: "p0", Node: ls[0].Node(), IsLeader: true}, leader)
+	assert.Equal(t, recipes.Participant{ID: "p0", Node: ls[0].Node(), Holds: true}, leader)
 	got := <-changes
-	assert.Equal(t, election.Participant{ID: "p0", Node: ls[0].Node(), IsLeader: true}, got)
+	assert.Equal(t, recipes.Participant{ID: "p0", Node: ls[0].Node(), Holds: true}, got)
 
 	tctx, cancel := context.WithTimeout(ctx, 100*time.Millisecond)
 	_, err = ls[1].Await(tctx)
@@ -202,7 +202,7 @@ func TestLatchOneLeaderAndGracefulFailover(t *testing.T) {
 	}
 	evMu.Unlock()
 	_, err = ls[0].Await(ctx)
-	assert.ErrorIs(t, err, election.ErrClosed)
+	assert.ErrorIs(t, err, recipes.ErrClosed)
 	require.NoError(t, ls[0].Close(ctx), "Close twice")
 }
 
@@ -371,7 +371,7 @@ func TestSelectorAutoRequeue(t *testing.T) {
 				<-ctx.Done() // stop taking turns
 			}
 			return err
-		}, election.AutoRequeue())
+		}, election.WithAutoRequeue())
 		require.NoError(t, err)
 		require.NoError(t, s.Start(ctx))
 		sels = append(sels, s)
@@ -410,10 +410,10 @@ func TestSelectorInterruptAndRequeue(t *testing.T) {
 	})
 	require.NoError(t, err)
 	ok, err := s.Requeue()
-	assert.ErrorIs(t, err, election.ErrNotStarted)
+	assert.ErrorIs(t, err, recipes.ErrNotStarted)
 	assert.False(t, ok)
 	require.NoError(t, s.Start(ctx))
-	assert.ErrorIs(t, s.Start(ctx), election.ErrAlreadyStarted)
+	assert.ErrorIs(t, s.Start(ctx), recipes.ErrAlreadyStarted)
 	var term *election.Term
 	select {
 	case term = <-led:
@@ -468,18 +468,18 @@ func TestBadInput(t *testing.T) {
 	l, err := election.NewLatch(c, "/election/bad", "id")
 	require.NoError(t, err)
 	_, err = l.Await(ctx)
-	assert.ErrorIs(t, err, election.ErrNotStarted)
+	assert.ErrorIs(t, err, recipes.ErrNotStarted)
 	require.NoError(t, l.Start(ctx))
-	assert.ErrorIs(t, l.Start(ctx), election.ErrAlreadyStarted)
+	assert.ErrorIs(t, l.Start(ctx), recipes.ErrAlreadyStarted)
 	require.NoError(t, l.Close(ctx))
-	assert.ErrorIs(t, l.Start(ctx), election.ErrClosed)
+	assert.ErrorIs(t, l.Start(ctx), recipes.ErrClosed)
 	var zero election.Latch
 	assert.ErrorIs(t, zero.Start(ctx), recipes.ErrInvalidArgument)
 	assert.False(t, zero.HasLeadership())
 	var zs election.Selector
 	assert.ErrorIs(t, zs.Start(ctx), recipes.ErrInvalidArgument)
 	_, err = election.CurrentLeader(ctx, c, "/election/nobody")
-	assert.ErrorIs(t, err, election.ErrNoLeader)
+	assert.ErrorIs(t, err, recipes.ErrNoLeader)
 	_, err = election.Observe(ctx, nil, "/x")
 	assert.ErrorIs(t, err, recipes.ErrNilClient)
 	_, err = election.Observe(nil, c, "/x") //nolint:staticcheck // the nil context is the point
@@ -511,4 +511,43 @@ func TestLatchNodeDeletedAndForeignOwner(t *testing.T) {
 	ok, _, err := admin.Exists(ctx, first)
 	require.NoError(t, err)
 	assert.False(t, ok)
+}
+
+// The listener rule: a started latch's listener hears the current
+// leadership first, then each change; one added before Start hears only
+// the changes.
+func TestLatchListenGetsTheCurrentStateFirst(t *testing.T) {
+	zkc := zktest.Start(t)
+	ctx := context.Background()
+	c := connect(t, zkc.Servers())
+	a, err := election.NewLatch(c, "/election/first", "a")
+	require.NoError(t, err)
+	defer a.Close(ctx)
+	b, err := election.NewLatch(c, "/election/first", "b")
+	require.NoError(t, err)
+	defer b.Close(ctx)
+	early := make(chan bool, 4)
+	a.Listen(func(v bool) { early <- v })
+	require.NoError(t, a.Start(ctx))
+	_, err = a.Await(ctx)
+	require.NoError(t, err)
+	require.NoError(t, b.Start(ctx))
+	assert.True(t, <-early, "before Start: only the change")
+
+	late := make(chan bool, 4)
+	a.Listen(func(v bool) { late <- v })
+	assert.True(t, <-late, "the leader's current state")
+	follower := make(chan bool, 4)
+	b.Listen(func(v bool) { follower <- v })
+	assert.False(t, <-follower, "the follower's current state")
+
+	require.NoError(t, a.Resign(ctx))
+	assert.False(t, <-early)
+	assert.False(t, <-late)
+	assert.True(t, <-follower, "b leads once a resigned")
+	select {
+	case v := <-early:
+		t.Fatalf("an extra event %v", v)
+	default:
+	}
 }

@@ -139,7 +139,7 @@ func ExampleLatch_Resign() {
 		return
 	}
 	for _, p := range ps {
-		fmt.Println("queue:", p.ID, p.IsLeader)
+		fmt.Println("queue:", p.ID, p.Holds)
 	}
 	// Output:
 	// leader: cron-1

@@ -102,7 +102,7 @@ func (j *eiJava) ask(ctx context.Context, t *testing.T) eiAnswer {
 }
 
 // eiIDs returns the participants' ids.
-func eiIDs(ps []election.Participant) []string {
+func eiIDs(ps []recipes.Participant) []string {
 	out := []string{}
 	for _, p := range ps {
 		out = append(out, p.ID)
@@ -363,7 +363,7 @@ func TestCuratorLatchInterop(t *testing.T) {
 	}
 	eventually(t, 10*time.Second, "the observer sees nobody lead", func() bool {
 		_, err := election.CurrentLeader(ctx, obs, path)
-		return errors.Is(err, election.ErrNoLeader)
+		return errors.Is(err, recipes.ErrNoLeader)
 	})
 
 	all := rec.all()
@@ -618,7 +618,7 @@ func interopSelectorMutualExclusion(t *testing.T, zkc *zktest.Cluster, dir strin
 				mu.Unlock()
 			}
 			return nil
-		}, election.AutoRequeue())
+		}, election.WithAutoRequeue())
 		if err != nil {
 			t.Fatal(err)
 		}

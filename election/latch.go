@@ -89,6 +89,9 @@ func NewLatch(c *recipes.Client, path, id string, opts ...LatchOption) (*Latch, 
 	if err != nil {
 		return nil, err
 	}
+	if id == "" {
+		return nil, engine.Namedf("leader latch "+path, "%w: empty participant id (the id is what Participants and Leader report)", recipes.ErrInvalidArgument)
+	}
 	var o latchOptions
 	if err := recipeargs.Options(&o, opts); err != nil {
 		return nil, err
@@ -108,7 +111,7 @@ var latchDriver = &engine.Driver{Names: []string{LatchName}, Recipe: "latch"}
 // within ctx) and keeps taking part in the background until Resign or
 // Close. After Resign it joins again with a new node, at the back of the
 // queue (first waiting, within ctx, for the resigned participation to
-// end if it has not yet). After Close it returns ErrClosed.
+// end if it has not yet). After Close it returns recipes.ErrClosed.
 func (l *Latch) Start(ctx context.Context) error {
 	if l == nil || l.c == nil {
 		return fmt.Errorf("%w: Latch not made by NewLatch", recipes.ErrInvalidArgument)
@@ -117,17 +120,17 @@ func (l *Latch) Start(ctx context.Context) error {
 		return fmt.Errorf("%w: nil context", recipes.ErrInvalidArgument)
 	}
 	if err := engine.Of(l.c).Check(); err != nil {
-		return err
+		return engine.Named("leader latch "+l.path, err)
 	}
 	l.mu.Lock()
 	for {
 		switch {
 		case l.closed:
 			l.mu.Unlock()
-			return engine.Namedf("leader latch "+l.path, "%w", ErrClosed)
+			return engine.Namedf("leader latch "+l.path, "%w", recipes.ErrClosed)
 		case l.run != nil:
 			l.mu.Unlock()
-			return engine.Named("leader latch "+l.path, ErrAlreadyStarted)
+			return engine.Named("leader latch "+l.path, recipes.ErrAlreadyStarted)
 		}
 		leaving := l.leaving
 		if leaving == nil || engine.IsClosed(leaving) {
@@ -198,21 +201,21 @@ func (l *Latch) unstart(r *latchRun) {
 	}
 }
 
-// stopped says why r ended: ErrClosed after Close, ErrNotStarted after
-// Resign, else its error, else ErrClosed.
+// stopped says why r ended: recipes.ErrClosed after Close, recipes.ErrNotStarted after
+// Resign, else its error, else recipes.ErrClosed.
 func (l *Latch) stopped(r *latchRun) error {
 	l.mu.Lock()
 	closed, current, err := l.closed, l.run == r, r.err
 	l.mu.Unlock()
 	switch {
 	case closed:
-		return engine.Namedf("leader latch "+l.path, "%w", ErrClosed)
+		return engine.Namedf("leader latch "+l.path, "%w", recipes.ErrClosed)
 	case !current:
-		return engine.Namedf("leader latch "+l.path, "resigned: %w", ErrNotStarted)
+		return engine.Namedf("leader latch "+l.path, "resigned: %w", recipes.ErrNotStarted)
 	case err != nil && !errors.Is(err, context.Canceled):
 		return engine.Namedf("leader latch "+l.path, "%w", err)
 	}
-	return engine.Namedf("leader latch "+l.path, "%w", ErrClosed)
+	return engine.Namedf("leader latch "+l.path, "%w", recipes.ErrClosed)
 }
 
 // broadcast wakes every Await; l.mu is held.
@@ -236,7 +239,9 @@ func (l *Latch) onNode(r *latchRun, p string) {
 
 func (l *Latch) onTerm(r *latchRun, h *engine.Hold) {
 	l.mu.Lock()
-	l.term = newTerm(nodeHold{h}, l.id)
+	t := newTerm(nodeHold{h.Named("leader latch " + l.path)}, l.id, nil)
+	t.end = func(ctx context.Context) error { return l.releaseTerm(ctx, t) }
+	l.term = t
 	l.broadcast()
 	if !r.silent {
 		l.listeners.Post(true)
@@ -273,7 +278,7 @@ func (l *Latch) Term() *Term {
 
 // Await blocks until the latch leads and returns the term, or returns an
 // error wrapping ctx.Err() when ctx ends first (a timed wait is a ctx with
-// a deadline), ErrNotStarted before Start and after Resign, and ErrClosed
+// a deadline), recipes.ErrNotStarted before Start and after Resign, and recipes.ErrClosed
 // after Close.
 func (l *Latch) Await(ctx context.Context) (*Term, error) {
 	if l == nil || l.c == nil {
@@ -288,9 +293,9 @@ func (l *Latch) Await(ctx context.Context) (*Term, error) {
 		l.mu.Unlock()
 		switch {
 		case closed:
-			return nil, engine.Namedf("leader latch "+l.path, "%w", ErrClosed)
+			return nil, engine.Namedf("leader latch "+l.path, "%w", recipes.ErrClosed)
 		case r == nil:
-			return nil, engine.Named("leader latch "+l.path, ErrNotStarted)
+			return nil, engine.Named("leader latch "+l.path, recipes.ErrNotStarted)
 		case t != nil && !engine.IsClosed(t.Done()):
 			return t, nil
 		}
@@ -304,15 +309,26 @@ func (l *Latch) Await(ctx context.Context) (*Term, error) {
 	}
 }
 
-// Listen calls fn(true) when the latch starts leading and fn(false) when
-// it stops, in order, on a goroutine of its own (Curator's
-// LeaderLatchListener isLeader/notLeader). The returned function removes
-// the listener.
-func (l *Latch) Listen(fn func(isLeader bool)) (remove func()) { return l.listeners.Listen(fn) }
+// Listen calls fn with the latch's current leadership first, when it is
+// started (false while it does not lead), then fn(true) when the latch starts leading and fn(false) when it stops,
+// in order, on a goroutine of its own (Curator's LeaderLatchListener
+// isLeader/notLeader; the listener rule of package recipes). The returned
+// function removes the listener.
+func (l *Latch) Listen(fn func(isLeader bool)) (remove func()) {
+	if l == nil {
+		return func() {}
+	}
+	l.mu.Lock() // leadership is posted under l.mu: nothing comes between
+	defer l.mu.Unlock()
+	if l.run == nil { // not started: no current state yet
+		return l.listeners.Listen(fn)
+	}
+	return l.listeners.ListenFirst(fn, l.term != nil && !engine.IsClosed(l.term.Done()))
+}
 
 // Participants returns the latch's participants in queue order; the first
 // leads.
-func (l *Latch) Participants(ctx context.Context) ([]Participant, error) {
+func (l *Latch) Participants(ctx context.Context) ([]recipes.Participant, error) {
 	if l == nil || l.c == nil {
 		return nil, fmt.Errorf("%w: Latch not made by NewLatch", recipes.ErrInvalidArgument)
 	}
@@ -320,24 +336,39 @@ func (l *Latch) Participants(ctx context.Context) ([]Participant, error) {
 }
 
 // Leader returns the current leader's id and node (Curator's getLeader);
-// ErrNoLeader when there is none.
-func (l *Latch) Leader(ctx context.Context) (Participant, error) {
+// recipes.ErrNoLeader when there is none.
+func (l *Latch) Leader(ctx context.Context) (recipes.Participant, error) {
 	ps, err := l.Participants(ctx)
 	if err != nil {
-		return Participant{}, err
+		return recipes.Participant{}, err
 	}
 	if len(ps) == 0 {
-		return Participant{}, engine.Namedf("leader latch "+l.path, "%w", ErrNoLeader)
+		return recipes.Participant{}, engine.Namedf("leader latch "+l.path, "%w", recipes.ErrNoLeader)
 	}
 	return ps[0], nil
 }
 
-// Node returns the server path of the latch's current node ("" before
-// the first, and after Resign).
+// Node returns the path of the latch's current node, inside the client's
+// namespace ("" before the first, and after Resign).
 func (l *Latch) Node() string {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	return l.node
+	if l.node == "" {
+		return ""
+	}
+	return engine.Of(l.c).StripNamespace(l.node)
+}
+
+// releaseTerm is Term.Release for the latch's terms: Resign, while t is
+// the open term.
+func (l *Latch) releaseTerm(ctx context.Context, t *Term) error {
+	l.mu.Lock()
+	cur := l.term
+	l.mu.Unlock()
+	if cur != t || engine.IsClosed(t.Done()) {
+		return engine.Namedf("leader latch "+l.path, "%w: the term is over", recipes.ErrNotHeld)
+	}
+	return l.Resign(ctx)
 }
 
 // Resign steps down and leaves the election, keeping the latch usable:
@@ -345,7 +376,7 @@ func (l *Latch) Node() string {
 // ended, and the node is deleted with the engine's guaranteed delete (so
 // another participant leads at once), waiting for that within ctx. A later
 // Start joins again with a new node at the back of the queue. Resign
-// returns ErrNotStarted when the latch is not started and ErrClosed after
+// returns recipes.ErrNotStarted when the latch is not started and recipes.ErrClosed after
 // Close. If ctx ends first it returns an error wrapping ctx.Err() and the
 // leaving completes in the background (a later Start waits for it).
 func (l *Latch) Resign(ctx context.Context) error {
@@ -360,10 +391,10 @@ func (l *Latch) Resign(ctx context.Context) error {
 	switch {
 	case l.closed:
 		l.mu.Unlock()
-		return engine.Namedf("leader latch "+l.path, "%w", ErrClosed)
+		return engine.Namedf("leader latch "+l.path, "%w", recipes.ErrClosed)
 	case r == nil:
 		l.mu.Unlock()
-		return engine.Named("leader latch "+l.path, ErrNotStarted)
+		return engine.Named("leader latch "+l.path, recipes.ErrNotStarted)
 	}
 	l.run, l.node, l.leaving = nil, "", r.done
 	l.broadcast()

@@ -109,7 +109,7 @@ func TestMisuse(t *testing.T) {
 		{Name: "Leader", Call: func() error { _, err := newL("/misuse/latch/nilleader").Leader(nilCtx); return err }},
 		{Name: "Resign", Call: func() error { return newL("/misuse/latch/nilresign").Resign(nilCtx) }},
 	}))
-	add("Latch.Resign before Start", []error{election.ErrNotStarted}, func() error {
+	add("Latch.Resign before Start", []error{recipes.ErrNotStarted}, func() error {
 		return newL("/misuse/latch/resignfirst").Resign(ctx)
 	})
 	add("Latch.Resign after Close", closedErr, func() error {
@@ -157,7 +157,7 @@ func TestMisuse(t *testing.T) {
 		}
 		return l.Start(ctx)
 	})
-	add("Latch.Leader with nobody", []error{election.ErrNoLeader}, func() error {
+	add("Latch.Leader with nobody", []error{recipes.ErrNoLeader}, func() error {
 		_, err := newL("/misuse/latch/nobody").Leader(ctx)
 		return err
 	})
@@ -215,14 +215,14 @@ func TestMisuse(t *testing.T) {
 		t.Cleanup(func() { _ = s.Close(ctx) })
 		return s
 	}
-	add("Selector.Start twice", []error{election.ErrAlreadyStarted}, func() error {
+	add("Selector.Start twice", []error{recipes.ErrAlreadyStarted}, func() error {
 		s := newS("/misuse/sel/twice")
 		if err := s.Start(ctx); err != nil {
 			return err
 		}
 		return s.Start(ctx)
 	})
-	add("Selector.Requeue before Start", []error{election.ErrNotStarted}, func() error {
+	add("Selector.Requeue before Start", []error{recipes.ErrNotStarted}, func() error {
 		_, err := newS("/misuse/sel/requeue").Requeue()
 		return err
 	})
@@ -265,7 +265,7 @@ func TestMisuse(t *testing.T) {
 		{Name: "Participants", Call: func() error { _, err := newS("/misuse/sel/nilps").Participants(nilCtx); return err }},
 		{Name: "Leader", Call: func() error { _, err := newS("/misuse/sel/nilleader").Leader(nilCtx); return err }},
 	}))
-	add("Selector.Leader with nobody", []error{election.ErrNoLeader}, func() error {
+	add("Selector.Leader with nobody", []error{recipes.ErrNoLeader}, func() error {
 		_, err := newS("/misuse/sel/nobody").Leader(ctx)
 		return err
 	})

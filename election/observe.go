@@ -11,18 +11,18 @@ import (
 // Observe follows the election at path (a latch's or a selector's)
 // without taking part, as etcd's Election.Observe does: the returned
 // channel receives the leader first, then every change, in order, as a
-// Participant with IsLeader set (the zero Participant, with an empty Node,
+// recipes.Participant with IsLeader set (the zero recipes.Participant, with an empty Node,
 // when nobody leads). It watches only the
 // leader's node (a participant joining behind it wakes nobody), and reads
 // again after each reconnection. The channel is closed when ctx ends or
 // the client closes. Changes queue without bound while the reader is
 // slow, so the observer never holds anything up.
-func Observe(ctx context.Context, c *recipes.Client, path string) (<-chan Participant, error) {
+func Observe(ctx context.Context, c *recipes.Client, path string) (<-chan recipes.Participant, error) {
 	full, err := recipeargs.ReadPath(ctx, c, path)
 	if err != nil {
 		return nil, err
 	}
-	var out engine.Listeners[Participant]
+	var out engine.Listeners[recipes.Participant]
 	ch, _ := out.Subscribe()
 	go func() {
 		defer out.Close()
@@ -32,9 +32,9 @@ func Observe(ctx context.Context, c *recipes.Client, path string) (<-chan Partic
 }
 
 // observe follows the leader until ctx ends or the client closes.
-func observe(ctx context.Context, c *recipes.Client, full string, post func(Participant)) {
+func observe(ctx context.Context, c *recipes.Client, full string, post func(recipes.Participant)) {
 	var (
-		last  Participant
+		last  recipes.Participant
 		first = true
 	)
 	_ = engine.Of(c).Follow(ctx, "election "+full, func(ctx context.Context, w *engine.Watches) error {

@@ -495,7 +495,7 @@ func TestLatchAcrossProcesses(t *testing.T) {
 		pc.send(q.proc, "join "+q.id)
 		pc.await(ctx, q.id+" joined", func() bool { return pc.joined[q.id] != "" })
 	}
-	ids := func(ps []election.Participant) []string {
+	ids := func(ps []recipes.Participant) []string {
 		var out []string
 		for _, p := range ps {
 			out = append(out, p.ID)

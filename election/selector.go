@@ -28,9 +28,9 @@ type selectorOptions struct {
 	autoRequeue bool
 }
 
-// AutoRequeue makes the selector queue again each time LeadFunc returns
+// WithAutoRequeue makes the selector queue again each time LeadFunc returns
 // (or an attempt to lead fails), as Curator's autoRequeue does.
-func AutoRequeue() SelectorOption {
+func WithAutoRequeue() SelectorOption {
 	return func(o *selectorOptions) error {
 		o.autoRequeue = true
 		return nil
@@ -39,7 +39,7 @@ func AutoRequeue() SelectorOption {
 
 // Selector is Curator's LeaderSelector: a participant that queues for a
 // mutex at its path, runs a LeadFunc while it holds it, and releases it
-// when the function returns. Without AutoRequeue it leads once per Start
+// when the function returns. Without WithAutoRequeue it leads once per Start
 // or Requeue.
 type Selector struct {
 	c    *recipes.Client
@@ -72,6 +72,9 @@ func NewSelector(c *recipes.Client, path, id string, fn LeadFunc, opts ...Select
 	}
 	if fn == nil {
 		return nil, fmt.Errorf("%w: nil LeadFunc", recipes.ErrInvalidArgument)
+	}
+	if id == "" {
+		return nil, engine.Namedf("leader selector "+path, "%w: empty participant id (the id is what Participants and Leader report)", recipes.ErrInvalidArgument)
 	}
 	var o selectorOptions
 	if err := recipeargs.Options(&o, opts); err != nil {
@@ -108,15 +111,15 @@ func (s *Selector) Start(ctx context.Context) error {
 		return engine.Namedf("leader selector "+s.path, "%w", err)
 	}
 	if err := engine.Of(s.c).Check(); err != nil {
-		return err
+		return engine.Named("leader selector "+s.path, err)
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	switch {
 	case s.closed:
-		return engine.Namedf("leader selector "+s.path, "%w", ErrClosed)
+		return engine.Namedf("leader selector "+s.path, "%w", recipes.ErrClosed)
 	case s.started:
-		return engine.Named("leader selector "+s.path, ErrAlreadyStarted)
+		return engine.Named("leader selector "+s.path, recipes.ErrAlreadyStarted)
 	}
 	s.started, s.queued = true, true
 	s.ctx, s.cancel = context.WithCancel(context.Background())
@@ -137,9 +140,9 @@ func (s *Selector) Requeue() (bool, error) {
 	}
 	switch {
 	case s.closed:
-		return false, engine.Namedf("leader selector "+s.path, "%w", ErrClosed)
+		return false, engine.Namedf("leader selector "+s.path, "%w", recipes.ErrClosed)
 	case !s.started:
-		return false, engine.Named("leader selector "+s.path, ErrNotStarted)
+		return false, engine.Named("leader selector "+s.path, recipes.ErrNotStarted)
 	case s.queued:
 		return false, nil
 	}
@@ -223,11 +226,14 @@ const retryDelay = 20 * time.Millisecond
 // leadOnce waits for the mutex, runs fn, releases; led says whether it
 // led.
 func (s *Selector) leadOnce(owner context.Context) (led bool, _ error) {
-	lease, err := s.m.Lock(owner)
+	lease, err := s.m.Acquire(owner)
 	if err != nil {
 		return false, err
 	}
-	term := newTerm(lease, s.id)
+	released := make(chan struct{})
+	defer close(released)
+	term := newTerm(lease, s.id, nil)
+	term.end = func(ctx context.Context) error { return s.releaseTerm(ctx, term, released) }
 	tctx, cancel := context.WithCancel(s.ctx)
 	s.mu.Lock()
 	s.leading, s.interrupt = term, cancel
@@ -249,11 +255,34 @@ func (s *Selector) leadOnce(owner context.Context) (led bool, _ error) {
 	// is visible is not undone (a race the Requeue test met).
 	s.queued = s.opts.autoRequeue
 	s.mu.Unlock()
-	uerr := lease.Unlock(context.WithoutCancel(owner))
+	uerr := lease.Release(context.WithoutCancel(owner))
 	if errors.Is(uerr, recipes.ErrLockLost) {
 		uerr = nil // the term ended with the session; nothing is left to release
 	}
 	return true, errors.Join(ferr, uerr)
+}
+
+// releaseTerm is Term.Release for the selector's terms: it interrupts
+// the LeadFunc of t, while t is the open term, and waits for the release
+// of the lock (unless called by the LeadFunc itself, which would wait for
+// itself).
+func (s *Selector) releaseTerm(ctx context.Context, t *Term, released <-chan struct{}) error {
+	s.mu.Lock()
+	cur, interrupt, gid := s.leading, s.interrupt, s.leadGID
+	s.mu.Unlock()
+	if cur != t {
+		return engine.Namedf("leader selector "+s.path, "%w: the term is over", recipes.ErrNotHeld)
+	}
+	interrupt()
+	if gid != 0 && gid == engine.GoroutineID() {
+		return nil
+	}
+	select {
+	case <-released:
+		return nil
+	case <-ctx.Done():
+		return engine.Namedf("leader selector "+s.path, "release: %w", ctx.Err())
+	}
 }
 
 // runFn runs the LeadFunc. A panic in it is not recovered: it is the
@@ -276,7 +305,7 @@ func (s *Selector) runFn(ctx context.Context, t *Term) (err error) {
 
 // Participants returns the selector's participants in queue order; the
 // first leads.
-func (s *Selector) Participants(ctx context.Context) ([]Participant, error) {
+func (s *Selector) Participants(ctx context.Context) ([]recipes.Participant, error) {
 	if s == nil || s.c == nil {
 		return nil, fmt.Errorf("%w: Selector not made by NewSelector", recipes.ErrInvalidArgument)
 	}
@@ -284,14 +313,14 @@ func (s *Selector) Participants(ctx context.Context) ([]Participant, error) {
 }
 
 // Leader returns the current leader's id and node (Curator's getLeader);
-// ErrNoLeader when there is none.
-func (s *Selector) Leader(ctx context.Context) (Participant, error) {
+// recipes.ErrNoLeader when there is none.
+func (s *Selector) Leader(ctx context.Context) (recipes.Participant, error) {
 	ps, err := s.Participants(ctx)
 	if err != nil {
-		return Participant{}, err
+		return recipes.Participant{}, err
 	}
 	if len(ps) == 0 {
-		return Participant{}, engine.Namedf("leader selector "+s.path, "%w", ErrNoLeader)
+		return recipes.Participant{}, engine.Namedf("leader selector "+s.path, "%w", recipes.ErrNoLeader)
 	}
 	return ps[0], nil
 }

@@ -10,6 +10,7 @@ import (
 
 	"github.com/zkrecipes/zkrecipes/election"
 	"github.com/zkrecipes/zkrecipes/internal/testutil"
+	"github.com/zkrecipes/zkrecipes/recipes"
 	"github.com/zkrecipes/zkrecipes/recipes/zktest"
 )
 
@@ -61,19 +62,19 @@ func TestClosedRecipeSaysSo(t *testing.T) {
 	require.NoError(t, err)
 	require.NoError(t, l.Close(ctx))
 	err = l.Start(ctx)
-	assert.ErrorIs(t, err, election.ErrClosed)
+	assert.ErrorIs(t, err, recipes.ErrClosed)
 	assert.ErrorContains(t, err, "leader latch /closed/latch")
 	assert.NotContains(t, err.Error(), "client")
 	s, err := election.NewSelector(c, "/closed/sel", "me", func(context.Context, *election.Term) error { return nil })
 	require.NoError(t, err)
 	require.NoError(t, s.Close(ctx))
 	err = s.Start(ctx)
-	assert.ErrorIs(t, err, election.ErrClosed)
+	assert.ErrorIs(t, err, recipes.ErrClosed)
 	assert.NotContains(t, err.Error(), "client")
 
 	require.NoError(t, c.Close(context.Background()))
 	_, _, err = c.Get(ctx, "/")
-	assert.ErrorIs(t, err, election.ErrClosed)
+	assert.ErrorIs(t, err, recipes.ErrClosed)
 	assert.ErrorContains(t, err, "the client is closed")
 }
 
@@ -94,7 +95,7 @@ func TestLatchResignAndRejoin(t *testing.T) {
 	a, err := election.NewLatch(c, path, "a")
 	require.NoError(t, err)
 	defer a.Close(ctx)
-	require.ErrorIs(t, a.Resign(ctx), election.ErrNotStarted, "Resign before Start")
+	require.ErrorIs(t, a.Resign(ctx), recipes.ErrNotStarted, "Resign before Start")
 	events := make(chan bool, 8)
 	a.Listen(func(b bool) { events <- b })
 	require.NoError(t, a.Start(ctx))
@@ -121,8 +122,8 @@ func TestLatchResignAndRejoin(t *testing.T) {
 	require.NoError(t, err, "the other participant leads")
 	assert.Equal(t, "b", bt.ID())
 	_, err = a.Await(ctx)
-	assert.ErrorIs(t, err, election.ErrNotStarted, "Await after Resign")
-	require.ErrorIs(t, a.Resign(ctx), election.ErrNotStarted, "Resign twice")
+	assert.ErrorIs(t, err, recipes.ErrNotStarted, "Await after Resign")
+	require.ErrorIs(t, a.Resign(ctx), recipes.ErrNotStarted, "Resign twice")
 
 	// Rejoin: a new node at the back of the queue.
 	require.NoError(t, a.Start(ctx))
@@ -130,10 +131,10 @@ func TestLatchResignAndRejoin(t *testing.T) {
 	ps, err := a.Participants(ctx)
 	require.NoError(t, err)
 	require.Len(t, ps, 2)
-	assert.Equal(t, election.Participant{ID: "b", Node: b.Node(), IsLeader: true}, ps[0])
-	assert.Equal(t, election.Participant{ID: "a", Node: a.Node()}, ps[1])
+	assert.Equal(t, recipes.Participant{ID: "b", Node: b.Node(), Holds: true}, ps[0])
+	assert.Equal(t, recipes.Participant{ID: "a", Node: a.Node()}, ps[1])
 	assert.False(t, a.HasLeadership())
-	assert.ErrorIs(t, a.Start(ctx), election.ErrAlreadyStarted)
+	assert.ErrorIs(t, a.Start(ctx), recipes.ErrAlreadyStarted)
 
 	// A follower waiting in Await when it resigns.
 	awaited := make(chan error, 1)
@@ -141,7 +142,7 @@ func TestLatchResignAndRejoin(t *testing.T) {
 	require.NoError(t, a.Resign(ctx))
 	select {
 	case err := <-awaited:
-		assert.ErrorIs(t, err, election.ErrNotStarted, "Await interrupted by Resign")
+		assert.ErrorIs(t, err, recipes.ErrNotStarted, "Await interrupted by Resign")
 	case <-ctx.Done():
 		t.Fatal("Await did not return after Resign")
 	}
@@ -159,6 +160,6 @@ func TestLatchResignAndRejoin(t *testing.T) {
 
 	// Close is final.
 	require.NoError(t, a.Close(ctx))
-	assert.ErrorIs(t, a.Start(ctx), election.ErrClosed, "Start after Close")
-	assert.ErrorIs(t, a.Resign(ctx), election.ErrClosed, "Resign after Close")
+	assert.ErrorIs(t, a.Start(ctx), recipes.ErrClosed, "Start after Close")
+	assert.ErrorIs(t, a.Resign(ctx), recipes.ErrClosed, "Resign after Close")
 }

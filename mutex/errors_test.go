@@ -26,35 +26,35 @@ func TestErrorsSayWhatHappened(t *testing.T) {
 	require.NoError(t, err)
 
 	// A token read after Unlock: released, not lost.
-	lease, err := m.Lock(ctx)
+	lease, err := m.Acquire(ctx)
 	require.NoError(t, err)
-	require.NoError(t, lease.Unlock(ctx))
+	require.NoError(t, lease.Release(ctx))
 	_, err = lease.Token(ctx)
 	assert.ErrorIs(t, err, recipes.ErrNotHeld)
 	assert.NotErrorIs(t, err, recipes.ErrLockLost)
 	assert.ErrorContains(t, err, "released")
 
 	// Unlock from another goroutine says how to release from there.
-	lease, err = m.Lock(ctx)
+	lease, err = m.Acquire(ctx)
 	require.NoError(t, err)
 	errc := make(chan error, 1)
-	go func() { errc <- m.Unlock(ctx) }()
+	go func() { errc <- m.Release(ctx) }()
 	err = <-errc
 	assert.ErrorIs(t, err, recipes.ErrNotOwner)
-	assert.ErrorContains(t, err, "Lease's own Unlock")
+	assert.ErrorContains(t, err, "Lease's own Release")
 	assert.ErrorContains(t, err, "mutex.WithOwner")
-	require.NoError(t, lease.Unlock(ctx))
+	require.NoError(t, lease.Release(ctx))
 
 	// The rwlock's errors name the rwlock, not a mutex.
 	rw, err := rwlock.New(c, "/errs/rw")
 	require.NoError(t, err)
-	r, err := rw.ReadLock().Lock(ctx)
+	r, err := rw.ReadLock().Acquire(ctx)
 	require.NoError(t, err)
-	_, err = rw.WriteLock().Lock(ctx)
-	assert.ErrorIs(t, err, rwlock.ErrUpgrade)
+	_, err = rw.WriteLock().Acquire(ctx)
+	assert.ErrorIs(t, err, recipes.ErrUpgrade)
 	assert.ErrorContains(t, err, "rwlock /errs/rw (write lock): ")
 	assert.NotContains(t, err.Error(), "mutex")
-	require.NoError(t, r.Unlock(ctx))
+	require.NoError(t, r.Release(ctx))
 }
 
 // CURATOR-41: a failed delete of one's own node hid the original error.
@@ -69,14 +69,14 @@ func TestFailedCleanupKeepsTheOriginalError(t *testing.T) {
 	require.NoError(t, err)
 	hm, err := mutex.New(holder, "/acl41")
 	require.NoError(t, err)
-	_, err = hm.Lock(ctx)
+	_, err = hm.Acquire(ctx)
 	require.NoError(t, err)
 
 	wm, err := mutex.New(waiter, "/acl41")
 	require.NoError(t, err)
 	wctx, cancel := context.WithTimeout(ctx, 300*time.Millisecond)
 	defer cancel()
-	_, err = wm.Lock(wctx)
+	_, err = wm.Acquire(wctx)
 	assert.ErrorIs(t, err, context.DeadlineExceeded, "the original error")
 	assert.NotErrorIs(t, err, zk.ErrNoAuth)
 }
@@ -96,7 +96,7 @@ func TestLockWithoutEverConnecting(t *testing.T) {
 	m, err := mutex.New(c, "/never")
 	require.NoError(t, err)
 	start := time.Now()
-	_, err = m.Lock(context.Background())
+	_, err = m.Acquire(context.Background())
 	assert.ErrorIs(t, err, recipes.ErrNotConnected)
 	assert.Less(t, time.Since(start), 10*time.Second)
 	t.Logf("%v after %v", err, time.Since(start).Round(time.Millisecond))

@@ -24,7 +24,7 @@ func Example() {
 		fmt.Println(err)
 		return
 	}
-	lease, err := m.Lock(ctx)
+	lease, err := m.Acquire(ctx)
 	if err != nil {
 		fmt.Println(err)
 		return
@@ -41,11 +41,11 @@ func Example() {
 	default:
 		fmt.Println("holding")
 	}
-	fmt.Println("unlock:", m.Unlock(ctx))
+	fmt.Println("release:", lease.Release(ctx))
 	// Output:
 	// fenced write: <nil>
 	// holding
-	// unlock: <nil>
+	// release: <nil>
 }
 
 // ExampleWithRevocationListener gives the lock up when asked: the listener
@@ -61,13 +61,13 @@ func ExampleWithRevocationListener() {
 
 	released := make(chan error, 1)
 	m, err := mutex.New(c, "/locks/reports", mutex.WithRevocationListener(func(lease *mutex.Lease) {
-		released <- lease.Unlock(ctx) // not m.Unlock: this goroutine is not the owner
+		released <- lease.Release(ctx) // not m.Unlock: this goroutine is not the owner
 	}))
 	if err != nil {
 		fmt.Println(err)
 		return
 	}
-	lease, err := m.Lock(ctx)
+	lease, err := m.Acquire(ctx)
 	if err != nil {
 		fmt.Println(err)
 		return

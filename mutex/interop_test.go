@@ -123,7 +123,7 @@ func interopMutualExclusion(t *testing.T, zkc *zktest.Cluster, dir string, lib i
 		go func() {
 			defer wg.Done()
 			for i := range goIters {
-				lease, err := m.Lock(ctx)
+				lease, err := m.Acquire(ctx)
 				if err != nil {
 					t.Errorf("go%d iteration %d: lock: %v", g, i, err)
 					return
@@ -136,7 +136,7 @@ func interopMutualExclusion(t *testing.T, zkc *zktest.Cluster, dir string, lib i
 				default:
 				}
 				e := time.Now().UnixNano()
-				if err := m.Unlock(ctx); err != nil {
+				if err := m.Release(ctx); err != nil {
 					t.Errorf("go%d iteration %d: unlock: %v", g, i, err)
 					return
 				}
@@ -220,7 +220,7 @@ func interopQueueOrder(t *testing.T, zkc *zktest.Cluster, dir string, lib intero
 		bg.Add(1)
 		go func() {
 			defer bg.Done()
-			l, err := m.Lock(o.ctx)
+			l, err := m.Acquire(o.ctx)
 			if err != nil {
 				if ctx.Err() == nil {
 					t.Errorf("%s: lock: %v", name, err)
@@ -266,8 +266,8 @@ func interopQueueOrder(t *testing.T, zkc *zktest.Cluster, dir string, lib intero
 	holder := lib.run(t, ctx, dir, "holder", zkc.ConnectString(), path)
 	ps := procWaitParticipants(ctx, t, m, 4)
 	libNode := ps[3]
-	if !strings.Contains(libNode.Name, lib.marker) {
-		t.Fatalf("4th contender %s is not a %s node; queue %v", libNode.Name, lib.name, ps)
+	if !strings.Contains(filepath.Base(libNode.Node), lib.marker) {
+		t.Fatalf("4th contender %s is not a %s node; queue %v", filepath.Base(libNode.Node), lib.name, ps)
 	}
 	if ps[0].Node != l0.Node() {
 		t.Fatalf("queue head %s, want go0's %s", ps[0].Node, l0.Node())
@@ -303,7 +303,7 @@ func interopQueueOrder(t *testing.T, zkc *zktest.Cluster, dir string, lib intero
 	notYet(go1, go2, go3)
 	unlock := func(o *goOwner) {
 		t.Helper()
-		if err := m.Unlock(o.ctx); err != nil {
+		if err := m.Release(o.ctx); err != nil {
 			t.Fatalf("%s: unlock: %v", o.name, err)
 		}
 	}
@@ -327,7 +327,7 @@ func interopQueueOrder(t *testing.T, zkc *zktest.Cluster, dir string, lib intero
 	if err := holder.WaitLine(ctx, "ACQUIRED"); err != nil {
 		t.Fatal(err)
 	}
-	if hp, _, err := m.Holder(ctx); err != nil || hp.Node != libNode.Node {
+	if hp, err := m.Holder(ctx); err != nil || hp.Node != libNode.Node {
 		t.Errorf("Holder() = %v, %v; want %s's %s", hp, err, lib.name, libNode.Node)
 	}
 	notYet(go3)

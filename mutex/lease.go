@@ -10,8 +10,8 @@ import (
 	"github.com/zkrecipes/zkrecipes/recipes"
 )
 
-// Lease is one owner's hold on a Mutex. Locking again by the same owner
-// returns the same Lease. Its Unlock releases a hold from any goroutine.
+// Lease is one owner's hold on a Mutex. Acquiring again by the same owner
+// returns the same Lease. Its Release releases a hold from any goroutine.
 type Lease struct {
 	hold  *engine.Hold
 	m     *Mutex
@@ -24,7 +24,8 @@ type Lease struct {
 	seq  uint64    // its place among the process hold's local holders (0: the first)
 }
 
-// Node returns the server path of the lease's node.
+// Node returns the path of the lease's node (inside the client's
+// namespace, as every path the library returns).
 func (l *Lease) Node() string { return l.hold.Node() }
 
 // Done returns a channel that closes when the lease may be gone: on LOST,
@@ -72,15 +73,15 @@ func (l *Lease) Count() int {
 	return l.count
 }
 
-// Unlock releases one hold of the lease's owner, from any goroutine,
-// exactly as the owner's Mutex.Unlock would: the last one deletes the lock
+// Release releases one hold of the lease's owner, from any goroutine,
+// exactly as the owner's Mutex.Release would: the last one deletes the lock
 // node, and if the session was lost while the lock was held it drops the
 // whole hold and returns an error wrapping ErrLockLost. Once the lease is
-// fully released, Unlock returns ErrNotHeld and releases nothing, even if
-// the owner has locked again since (under a new Lease).
-func (l *Lease) Unlock(ctx context.Context) error {
+// fully released, Release returns ErrNotHeld and releases nothing, even
+// if the owner has acquired again since (under a new Lease).
+func (l *Lease) Release(ctx context.Context) error {
 	if l == nil || l.m == nil {
-		return fmt.Errorf("%w: Lease not returned by Lock", recipes.ErrInvalidArgument)
+		return fmt.Errorf("%w: Lease not returned by Acquire", recipes.ErrInvalidArgument)
 	}
 	if err := l.m.check(ctx); err != nil {
 		return err

@@ -75,7 +75,7 @@ func (m *Mutex) acquireLocal(ctx context.Context, owner any, wait bool) (*Lease,
 	}
 	if !wait {
 		m.mu.Unlock()
-		return nil, m.errorf("%w: held in this process", ErrNotAcquired)
+		return nil, m.errorf("%w: held in this process", recipes.ErrNotAcquired)
 	}
 	w := &localWaiter{owner: owner, ch: make(chan localTurn, 1)}
 	ls.queue = append(ls.queue, w)
@@ -92,7 +92,7 @@ func (m *Mutex) acquireLocal(ctx context.Context, owner any, wait bool) (*Lease,
 		m.mu.Unlock()
 		turn = <-w.ch // handed a turn as we gave up: pass it on
 		if turn.lease != nil {
-			_ = turn.lease.Unlock(context.WithoutCancel(ctx))
+			_ = turn.lease.Release(context.WithoutCancel(ctx))
 		} else {
 			m.mu.Lock()
 			ls.acquiring = false
@@ -122,7 +122,7 @@ func (m *Mutex) acquireForProcess(ctx context.Context, owner any, wait bool) (*L
 	m.local.proc = p
 	l.proc = p
 	m.holds[owner] = l
-	m.armRevocation(l.Node(), func() *Lease {
+	m.armRevocation(l.hold.Path(), func() *Lease {
 		if m.local.proc == p {
 			return p.cur
 		}
@@ -176,7 +176,7 @@ func (m *Mutex) handOnLocked(l *Lease, lost bool) bool {
 	ls.queue = ls.queue[1:]
 	p.handoffs++
 	p.seq++
-	nl := &Lease{hold: engine.NewHold(m.e, l.Node(), l.sig), m: m, ct: l.ct, sig: l.sig,
+	nl := &Lease{hold: engine.NewHold(m.e, l.hold.Path(), l.sig).Named(m.what()), m: m, ct: l.ct, sig: l.sig,
 		owner: w.owner, count: 1, proc: p, seq: p.seq}
 	m.holds[w.owner] = nl
 	p.cur = nl

@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/zkrecipes/zkrecipes/internal/engine"
 	"github.com/zkrecipes/zkrecipes/mutex"
 	"github.com/zkrecipes/zkrecipes/recipes"
 	"github.com/zkrecipes/zkrecipes/recipes/zktest"
@@ -33,14 +34,14 @@ func TestLocalHandoffExclusionAndTokens(t *testing.T) {
 		tokens []recipes.FenceToken
 		wg     sync.WaitGroup
 	)
-	before := c.Stats()
+	before := engine.Of(c).Stats()
 	start := time.Now()
 	for g := 0; g < goroutines; g++ {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			for i := 0; i < iters; i++ {
-				l, err := m.Lock(ctx)
+				l, err := m.Acquire(ctx)
 				if !assert.NoError(t, err) {
 					return
 				}
@@ -53,13 +54,13 @@ func TestLocalHandoffExclusionAndTokens(t *testing.T) {
 				tokens = append(tokens, tok)
 				mu.Unlock()
 				inside.Add(-1)
-				assert.NoError(t, l.Unlock(ctx))
+				assert.NoError(t, l.Release(ctx))
 			}
 		}()
 	}
 	wg.Wait()
 	elapsed := time.Since(start)
-	d := c.Stats().Sub(before)
+	d := engine.Of(c).Stats().Sub(before)
 	assert.Equal(t, int32(1), worst.Load(), "one holder at a time")
 	require.Len(t, tokens, goroutines*iters)
 	for i := 1; i < len(tokens); i++ {
@@ -95,13 +96,13 @@ func TestLocalHandoffBoundServesRemoteWaiters(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			for ctx.Err() == nil {
-				l, err := m.Lock(ctx)
+				l, err := m.Acquire(ctx)
 				if err != nil {
 					return
 				}
 				localAcq.Add(1)
 				time.Sleep(2 * time.Millisecond) // hold: the work under the lock
-				_ = l.Unlock(context.Background())
+				_ = l.Release(context.Background())
 			}
 		}()
 	}
@@ -114,13 +115,13 @@ func TestLocalHandoffBoundServesRemoteWaiters(t *testing.T) {
 		// holders of the moment), never for the local traffic as a whole.
 		queuedAt := localAcq.Load()
 		go func() {
-			l, err := remote.Lock(ctx)
+			l, err := remote.Acquire(ctx)
 			if !assert.NoError(t, err) {
 				got <- -1
 				return
 			}
 			got <- localAcq.Load()
-			assert.NoError(t, l.Unlock(context.Background()))
+			assert.NoError(t, l.Release(context.Background()))
 		}()
 		select {
 		case at := <-got:
@@ -150,33 +151,33 @@ func TestLocalHandoffFencingAndCancel(t *testing.T) {
 	_, err := b.Create(ctx, "/local-target", []byte("0"), 0)
 	require.NoError(t, err)
 
-	first, err := am.Lock(mutex.WithOwner(ctx, "first"))
+	first, err := am.Acquire(mutex.WithOwner(ctx, "first"))
 	require.NoError(t, err)
-	_, err = am.TryLock(mutex.WithOwner(ctx, "try"))
-	assert.ErrorIs(t, err, mutex.ErrNotAcquired, "held in this process")
+	_, err = am.TryAcquire(mutex.WithOwner(ctx, "try"))
+	assert.ErrorIs(t, err, recipes.ErrNotAcquired, "held in this process")
 
 	// A local waiter gives up: nothing is left of it.
 	tctx, cancel := context.WithTimeout(ctx, 100*time.Millisecond)
-	_, err = am.Lock(mutex.WithOwner(tctx, "impatient"))
+	_, err = am.Acquire(mutex.WithOwner(tctx, "impatient"))
 	cancel()
 	assert.ErrorIs(t, err, context.DeadlineExceeded)
 
 	got := make(chan *mutex.Lease, 1)
 	go func() {
-		l, err := am.Lock(mutex.WithOwner(ctx, "second"))
+		l, err := am.Acquire(mutex.WithOwner(ctx, "second"))
 		assert.NoError(t, err)
 		got <- l
 	}()
 	ftok, err := first.Token(ctx)
 	require.NoError(t, err)
-	require.NoError(t, first.Unlock(ctx))
+	require.NoError(t, first.Release(ctx))
 	second := <-got
 	stok, err := second.Token(ctx)
 	require.NoError(t, err)
 	assert.Equal(t, ftok.Czxid, stok.Czxid, "the same node")
 	assert.Equal(t, 1, stok.Compare(ftok))
 	_, err = first.Fenced(ctx, recipes.SetOp("/local-target", []byte("stale"), -1))
-	assert.ErrorIs(t, err, mutex.ErrFenced, "a released lease is fenced even though its node lives on")
+	assert.ErrorIs(t, err, recipes.ErrFenced, "a released lease is fenced even though its node lives on")
 	_, err = second.Fenced(ctx, recipes.SetOp("/local-target", []byte("1"), -1))
 	require.NoError(t, err)
 	assert.Len(t, children(t, b, path), 1, "one node for the process")
@@ -185,7 +186,7 @@ func TestLocalHandoffFencingAndCancel(t *testing.T) {
 	// the local holder's writes are refused.
 	bGot := make(chan error, 1)
 	go func() {
-		_, err := bm.Lock(mutex.WithOwner(ctx, "b"))
+		_, err := bm.Acquire(mutex.WithOwner(ctx, "b"))
 		bGot <- err
 	}()
 	waitQueued(t, bm, 2)
@@ -194,12 +195,12 @@ func TestLocalHandoffFencingAndCancel(t *testing.T) {
 	proxy.Restore()
 	require.NoError(t, a.WaitConnected(ctx))
 	_, err = second.Fenced(ctx, recipes.SetOp("/local-target", []byte("lost"), -1))
-	assert.ErrorIs(t, err, mutex.ErrFenced)
-	assert.ErrorIs(t, second.Unlock(ctx), mutex.ErrLockLost)
-	require.NoError(t, bm.Unlock(mutex.WithOwner(ctx, "b")))
-	l, err := am.Lock(mutex.WithOwner(ctx, "again"))
+	assert.ErrorIs(t, err, recipes.ErrFenced)
+	assert.ErrorIs(t, second.Release(ctx), recipes.ErrLockLost)
+	require.NoError(t, bm.Release(mutex.WithOwner(ctx, "b")))
+	l, err := am.Acquire(mutex.WithOwner(ctx, "again"))
 	require.NoError(t, err, "usable again")
-	require.NoError(t, l.Unlock(ctx))
+	require.NoError(t, l.Release(ctx))
 	eventually(t, 5*time.Second, "no node left", func() bool { return len(children(t, b, path)) == 0 })
 }
 
@@ -218,7 +219,7 @@ func TestHeldLocksCostNoGoroutines(t *testing.T) {
 	ls := make([]*mutex.Lease, n)
 	for i := range ms {
 		ms[i] = newMutex(t, c, fmt.Sprintf("/held/key-%d", i))
-		l, err := ms[i].Lock(ctx)
+		l, err := ms[i].Acquire(ctx)
 		require.NoError(t, err)
 		ls[i] = l
 	}
@@ -231,7 +232,7 @@ func TestHeldLocksCostNoGoroutines(t *testing.T) {
 	assert.LessOrEqual(t, perLock, 4096.0, "heap per held lock")
 	assert.LessOrEqual(t, extra, 2, "no goroutine per held lock")
 	for i, l := range ls {
-		require.NoError(t, l.Unlock(ctx), "lock %d", i)
+		require.NoError(t, l.Release(ctx), "lock %d", i)
 	}
 	runtime.KeepAlive(ms)
 }

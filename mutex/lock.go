@@ -7,27 +7,40 @@ import (
 	"github.com/zkrecipes/zkrecipes/recipes"
 )
 
-// Lock blocks until the owner holds the lock, ctx ends, or the session is
-// lost. A timed acquire is a ctx with a deadline. When ctx ends Lock
+// Acquire blocks until the owner holds the lock, ctx ends, or the session
+// is lost, and returns the owner's Lease. A timed acquire is a ctx with a
+// deadline. When ctx ends Acquire
 // returns at once, even with a request in flight, the error wraps
 // ctx.Err(), and the caller's node is removed: at once, or, when its
 // create was still in flight, as soon as the late reply comes. If the owner
-// already holds the lock, Lock counts one more hold and returns at once.
-// If the owner's acquisition is in flight in another goroutine (an
-// explicit owner), Lock waits for it, within ctx, and then counts one more
-// hold on the Lease it won; if that attempt fails, Lock makes its own.
-func (m *Mutex) Lock(ctx context.Context) (*Lease, error) { return m.lock(ctx, true) }
+// already holds the lock, Acquire counts one more hold on the same Lease
+// and returns at once. If the owner's acquisition is in flight in another
+// goroutine (an explicit owner), Acquire waits for it, within ctx, and then
+// counts one more hold on the Lease it won; if that attempt fails, Acquire
+// makes its own.
+func (m *Mutex) Acquire(ctx context.Context) (*Lease, error) { return m.lock(ctx, true) }
 
-// TryLock makes one attempt and never waits for another holder: it returns
+// TryAcquire makes one attempt and never waits for another holder: it returns
 // the lease, or an error wrapping ErrNotAcquired when someone else holds
 // the lock (leaving no node behind), or ErrNotConnected when the client
 // has no connection to a server. If the owner already holds the lock,
-// TryLock counts one more hold. If the owner's acquisition is in flight in
-// another goroutine: a TryLock in flight makes one attempt too, so TryLock
-// waits for its outcome (within ctx) and counts one more hold if it won,
-// or makes its own attempt if it did not; a Lock in flight may be queued
-// behind another holder, so TryLock returns ErrNotAcquired at once.
-func (m *Mutex) TryLock(ctx context.Context) (*Lease, error) { return m.lock(ctx, false) }
+// TryAcquire counts one more hold. If the owner's acquisition is in flight
+// in another goroutine: a TryAcquire in flight makes one attempt too, so
+// TryAcquire waits for its outcome (within ctx) and counts one more hold
+// if it won, or makes its own attempt if it did not; an Acquire in flight
+// may be queued behind another holder, so TryAcquire returns
+// ErrNotAcquired at once.
+func (m *Mutex) TryAcquire(ctx context.Context) (*Lease, error) { return m.lock(ctx, false) }
+
+// AcquireHold is Acquire returning the Lease as a recipes.Hold: it makes
+// Mutex a Locker, for MultiLock.
+func (m *Mutex) AcquireHold(ctx context.Context) (recipes.Hold, error) {
+	l, err := m.Acquire(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return l, nil
+}
 
 func (m *Mutex) lock(ctx context.Context, wait bool) (*Lease, error) {
 	if err := m.check(ctx); err != nil {
@@ -62,7 +75,7 @@ func (m *Mutex) join(ctx context.Context, owner any, wait bool) (*attempt, *Leas
 		if l := m.holds[owner]; l != nil {
 			defer m.mu.Unlock()
 			if l.IsLost() {
-				return nil, nil, m.errorf("%w: unlock it first", ErrLockLost)
+				return nil, nil, m.errorf("%w: release it first", recipes.ErrLockLost)
 			}
 			l.count++
 			return nil, l, nil
@@ -73,7 +86,7 @@ func (m *Mutex) join(ctx context.Context, owner any, wait bool) (*attempt, *Leas
 		}
 		m.mu.Unlock()
 		if !wait && a.wait {
-			return nil, nil, m.errorf("%w: the owner's Lock is still waiting", ErrNotAcquired)
+			return nil, nil, m.errorf("%w: the owner's Acquire is still waiting", recipes.ErrNotAcquired)
 		}
 		select {
 		case <-a.done:
@@ -99,7 +112,7 @@ func (m *Mutex) acquire(ctx context.Context, owner any, wait bool) (*Lease, erro
 	}
 	l, err := m.acquireNode(ctx, owner, wait)
 	if l != nil {
-		m.armRevocation(l.Node(), func() *Lease { return l })
+		m.armRevocation(l.hold.Path(), func() *Lease { return l })
 	}
 	return l, err
 }
@@ -127,19 +140,21 @@ func (m *Mutex) acquireNode(ctx context.Context, owner any, wait bool) (*Lease, 
 		return nil, m.errorf("%w", err)
 	}
 	if !held {
-		return nil, m.errorf("%w", ErrNotAcquired)
+		return nil, m.errorf("%w", recipes.ErrNotAcquired)
 	}
-	return &Lease{hold: engine.NewHold(m.e, ct.Path(), sig), m: m, ct: ct, sig: sig, owner: owner, count: 1}, nil
+	return &Lease{hold: engine.NewHold(m.e, ct.Path(), sig).Named(m.what()), m: m, ct: ct, sig: sig, owner: owner, count: 1}, nil
 }
 
-// Unlock releases one hold of the owner; the last one deletes the lock node
-// (retrying in the background through connection problems). Unlock by an
+// Release releases one hold of the owner named by ctx (or the calling
+// goroutine), as Curator's release(); the last one deletes the lock node
+// (retrying in the background through connection problems). Release by an
 // owner that does not hold the lock returns ErrNotOwner (someone else
 // holds it here) or ErrNotHeld and releases nothing. If the session was
-// lost while the lock was held, Unlock drops the whole hold, cleans up and
-// returns an error wrapping ErrLockLost: the lock may have been someone
-// else's for a while. Lease.Unlock does the same from any goroutine.
-func (m *Mutex) Unlock(ctx context.Context) error {
+// lost while the lock was held, Release drops the whole hold, cleans up
+// and returns an error wrapping ErrLockLost: the lock may have been
+// someone else's for a while. Lease.Release does the same from any
+// goroutine.
+func (m *Mutex) Release(ctx context.Context) error {
 	if err := m.check(ctx); err != nil {
 		return err
 	}
@@ -153,19 +168,19 @@ func (m *Mutex) Unlock(ctx context.Context) error {
 		others := len(m.holds)
 		m.mu.Unlock()
 		if others > 0 {
-			return m.errorf("%w: the lock is held by another owner than this goroutine (release from another goroutine with the Lease's own Unlock, or name an explicit owner with mutex.WithOwner)", ErrNotOwner)
+			return m.errorf("%w: the lock is held by another owner than this goroutine (release from another goroutine with the Lease's own Release, or name an explicit owner with mutex.WithOwner)", recipes.ErrNotOwner)
 		}
-		return m.errorf("%w", ErrNotHeld)
+		return m.errorf("%w", recipes.ErrNotHeld)
 	}
 	return m.release(ctx, l)
 }
 
-// release releases one hold of l, for Mutex.Unlock and Lease.Unlock alike.
+// release releases one hold of l, for Mutex.Release and Lease.Release alike.
 // m.mu is held on entry; release unlocks it.
 func (m *Mutex) release(ctx context.Context, l *Lease) error {
 	if l.count == 0 {
 		m.mu.Unlock()
-		return m.errorf("%w: the lease was released", ErrNotHeld)
+		return m.errorf("%w: the lease was released", recipes.ErrNotHeld)
 	}
 	lost := l.IsLost()
 	if l.count--; l.count > 0 && !lost {
@@ -184,26 +199,16 @@ func (m *Mutex) release(ctx context.Context, l *Lease) error {
 	m.mu.Unlock()
 
 	l.hold.MarkReleased()
-	m.disarmRevocation(l.Node())
+	m.disarmRevocation(l.hold.Path())
 	err := l.ct.Leave(ctx)
 	if lost {
-		return m.errorf("%w", ErrLockLost)
+		return m.errorf("%w", recipes.ErrLockLost)
 	}
 	if err != nil {
 		return m.errorf("%w", err)
 	}
 	return nil
 }
-
-// Acquire is Lock without the lease, under Curator's name; with Release it
-// makes Mutex a Locker.
-func (m *Mutex) Acquire(ctx context.Context) error {
-	_, err := m.Lock(ctx)
-	return err
-}
-
-// Release is Unlock under Curator's name.
-func (m *Mutex) Release(ctx context.Context) error { return m.Unlock(ctx) }
 
 // IsHeld reports whether the owner named by ctx (or the calling goroutine)
 // holds the lock.

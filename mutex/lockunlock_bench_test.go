@@ -44,10 +44,10 @@ func benchLockUnlock(b *testing.B, ctx context.Context) {
 	b.ReportAllocs()
 	defer reportCPU(b)()
 	for b.Loop() {
-		if _, err := m.Lock(ctx); err != nil {
+		if _, err := m.Acquire(ctx); err != nil {
 			b.Fatal(err)
 		}
-		if err := m.Unlock(ctx); err != nil {
+		if err := m.Release(ctx); err != nil {
 			b.Fatal(err)
 		}
 	}

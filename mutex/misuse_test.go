@@ -94,9 +94,9 @@ func TestMisuse(t *testing.T) {
 			}
 			ctx, cancel := short()
 			defer cancel()
-			l, err := m.Lock(ctx)
+			l, err := m.Acquire(ctx)
 			if err == nil {
-				_ = l.Unlock(ctx)
+				_ = l.Release(ctx)
 			}
 			return err
 		})
@@ -111,9 +111,9 @@ func TestMisuse(t *testing.T) {
 		if err != nil {
 			return err
 		}
-		l, err := m.Lock(ctx)
+		l, err := m.Acquire(ctx)
 		if err == nil {
-			_ = l.Unlock(ctx)
+			_ = l.Release(ctx)
 		}
 		return err
 	})
@@ -127,25 +127,25 @@ func TestMisuse(t *testing.T) {
 		subs = append(subs, misuseSub{Name: fmt.Sprintf("%q", p), Call: func() error { return mutex.Revoke(ctx, c, p) }})
 	}
 	add("Revoke(bad node paths)", noError, misuseEach(invalidPath, subs))
-	add("Revoke(a node that does not exist)", []error{zk.ErrNoNode, mutex.ErrNotHeld}, func() error {
+	add("Revoke(a node that does not exist)", []error{zk.ErrNoNode, recipes.ErrNotHeld}, func() error {
 		return mutex.Revoke(ctx, c, "/misuse/revoke/_c_00000000-0000-4000-8000-000000000000-lock-0000000001")
 	})
 	tolerate("Revoke(nil ctx)", invalidArg, func() error {
 		m := newMutex(t, c, "/misuse/revoke/nilctx")
-		l, err := m.Lock(ctx)
+		l, err := m.Acquire(ctx)
 		if err != nil {
 			return err
 		}
-		defer l.Unlock(ctx)
+		defer l.Release(ctx)
 		return mutex.Revoke(nilCtx, c, l.Node())
 	})
 	tolerate("Revoke(nil ctx) with the reply lost", invalidArg, func() error {
 		m := newMutex(t, pc, "/misuse/revoke/nilctxlost")
-		l, err := m.Lock(ctx)
+		l, err := m.Acquire(ctx)
 		if err != nil {
 			return err
 		}
-		defer l.Unlock(ctx)
+		defer l.Release(ctx)
 		return lostReply(l.Node(), func() error { return mutex.Revoke(nilCtx, pc, l.Node()) })()
 	})
 
@@ -154,9 +154,9 @@ func TestMisuse(t *testing.T) {
 	m := newMutex(t, c, "/misuse/owners")
 	for name, owner := range map[string]any{"nil": nil, "[]int": []int{1}, "map": map[string]int{}, "func": func() {}} {
 		octx := mutex.WithOwner(ctx, owner)
-		add("Lock(WithOwner("+name+"))", invalidArg, func() error { _, err := m.Lock(octx); return err })
-		add("TryLock(WithOwner("+name+"))", invalidArg, func() error { _, err := m.TryLock(octx); return err })
-		add("Unlock(WithOwner("+name+"))", invalidArg, func() error { return m.Unlock(octx) })
+		add("Lock(WithOwner("+name+"))", invalidArg, func() error { _, err := m.Acquire(octx); return err })
+		add("TryLock(WithOwner("+name+"))", invalidArg, func() error { _, err := m.TryAcquire(octx); return err })
+		add("Unlock(WithOwner("+name+"))", invalidArg, func() error { return m.Release(octx) })
 		add("IsHeld(WithOwner("+name+"))", noError, func() error {
 			if m.IsHeld(octx) {
 				return errors.New("held")
@@ -164,43 +164,43 @@ func TestMisuse(t *testing.T) {
 			return nil
 		})
 	}
-	add("Unlock by another explicit owner", []error{mutex.ErrNotOwner}, func() error {
+	add("Unlock by another explicit owner", []error{recipes.ErrNotOwner}, func() error {
 		a, b := mutex.WithOwner(ctx, "a"), mutex.WithOwner(ctx, "b")
-		if _, err := m.Lock(a); err != nil {
+		if _, err := m.Acquire(a); err != nil {
 			return err
 		}
-		defer m.Unlock(a)
-		err := m.Unlock(b)
+		defer m.Release(a)
+		err := m.Release(b)
 		if !m.IsHeld(a) {
 			return fmt.Errorf("the wrong owner's Unlock released the lock (%w)", err)
 		}
 		return err
 	})
-	add("Unlock by the goroutine of an explicit owner", []error{mutex.ErrNotOwner}, func() error {
+	add("Unlock by the goroutine of an explicit owner", []error{recipes.ErrNotOwner}, func() error {
 		a := mutex.WithOwner(ctx, "a")
-		if _, err := m.Lock(a); err != nil {
+		if _, err := m.Acquire(a); err != nil {
 			return err
 		}
-		defer m.Unlock(a)
-		return m.Unlock(ctx)
+		defer m.Release(a)
+		return m.Release(ctx)
 	})
-	add("Unlock twice", []error{mutex.ErrNotHeld}, func() error {
-		if _, err := m.Lock(ctx); err != nil {
+	add("Unlock twice", []error{recipes.ErrNotHeld}, func() error {
+		if _, err := m.Acquire(ctx); err != nil {
 			return err
 		}
-		if err := m.Unlock(ctx); err != nil {
+		if err := m.Release(ctx); err != nil {
 			return err
 		}
-		return m.Unlock(ctx)
+		return m.Release(ctx)
 	})
-	add("Release without Acquire", []error{mutex.ErrNotHeld}, func() error { return m.Release(ctx) })
+	add("Release without Acquire", []error{recipes.ErrNotHeld}, func() error { return m.Release(ctx) })
 
 	// A nil context.
-	add("TryLock(nil ctx)", invalidArg, func() error { _, err := m.TryLock(nilCtx); return err })
-	add("Acquire(nil ctx)", invalidArg, func() error { return m.Acquire(nilCtx) })
+	add("TryLock(nil ctx)", invalidArg, func() error { _, err := m.TryAcquire(nilCtx); return err })
+	add("Acquire(nil ctx)", invalidArg, func() error { _, err := m.Acquire(nilCtx); return err })
 	add("Release(nil ctx)", invalidArg, func() error { return m.Release(nilCtx) })
 	add("Participants(nil ctx)", invalidArg, func() error { _, err := m.Participants(nilCtx); return err })
-	add("Holder(nil ctx)", invalidArg, func() error { _, _, err := m.Holder(nilCtx); return err })
+	add("Holder(nil ctx)", invalidArg, func() error { _, err := m.Holder(nilCtx); return err })
 	add("IsHeld(nil ctx)", noError, func() error {
 		if m.IsHeld(nilCtx) {
 			return errors.New("held")
@@ -208,52 +208,52 @@ func TestMisuse(t *testing.T) {
 		return nil
 	})
 	add("Unlock(nil ctx) keeps the hold", invalidArg, func() error {
-		if _, err := m.Lock(ctx); err != nil {
+		if _, err := m.Acquire(ctx); err != nil {
 			return err
 		}
-		defer m.Unlock(ctx)
-		err := m.Unlock(nilCtx)
+		defer m.Release(ctx)
+		err := m.Release(nilCtx)
 		if !m.IsHeld(ctx) {
 			return fmt.Errorf("released (%w)", err)
 		}
 		return err
 	})
-	add("Lease.Unlock(nil ctx) keeps the hold", invalidArg, func() error {
-		l, err := m.Lock(ctx)
+	add("Lease.Release(nil ctx) keeps the hold", invalidArg, func() error {
+		l, err := m.Acquire(ctx)
 		if err != nil {
 			return err
 		}
-		defer l.Unlock(ctx)
-		err = l.Unlock(nilCtx)
+		defer l.Release(ctx)
+		err = l.Release(nilCtx)
 		if l.Count() == 0 {
 			return fmt.Errorf("released (%w)", err)
 		}
 		return err
 	})
 	tolerate("Lease.Token(nil ctx)", invalidArg, func() error {
-		l, err := m.Lock(ctx)
+		l, err := m.Acquire(ctx)
 		if err != nil {
 			return err
 		}
-		defer l.Unlock(ctx)
+		defer l.Release(ctx)
 		_, err = l.Token(nilCtx)
 		return err
 	})
 	tolerate("Lease.Token(nil ctx) with the reply lost", invalidArg, func() error {
 		pm := newMutex(t, pc, "/misuse/token/lost")
-		l, err := pm.Lock(ctx)
+		l, err := pm.Acquire(ctx)
 		if err != nil {
 			return err
 		}
-		defer l.Unlock(ctx)
+		defer l.Release(ctx)
 		return lostReply(l.Node(), func() error { _, err := l.Token(nilCtx); return err })()
 	})
 	tolerate("Lease.Fenced(nil ctx)", invalidArg, func() error {
-		l, err := m.Lock(ctx)
+		l, err := m.Acquire(ctx)
 		if err != nil {
 			return err
 		}
-		defer l.Unlock(ctx)
+		defer l.Release(ctx)
 		_, err = l.Fenced(nilCtx)
 		return err
 	})
@@ -266,12 +266,11 @@ func TestMisuse(t *testing.T) {
 		m    *mutex.Mutex
 	}{{"nil Mutex", nilM}, {"zero Mutex", &zero}} {
 		add(mm.what+" calls", noError, misuseEach(invalidArg, []misuseSub{
-			{Name: "TryLock", Call: func() error { _, err := mm.m.TryLock(ctx); return err }},
-			{Name: "Unlock", Call: func() error { return mm.m.Unlock(ctx) }},
-			{Name: "Acquire", Call: func() error { return mm.m.Acquire(ctx) }},
+			{Name: "TryAcquire", Call: func() error { _, err := mm.m.TryAcquire(ctx); return err }},
+			{Name: "Acquire", Call: func() error { _, err := mm.m.Acquire(ctx); return err }},
 			{Name: "Release", Call: func() error { return mm.m.Release(ctx) }},
 			{Name: "Participants", Call: func() error { _, err := mm.m.Participants(ctx); return err }},
-			{Name: "Holder", Call: func() error { _, _, err := mm.m.Holder(ctx); return err }},
+			{Name: "Holder", Call: func() error { _, err := mm.m.Holder(ctx); return err }},
 		}))
 		add(mm.what+" queries", noError, func() error {
 			if mm.m.IsHeld(ctx) || mm.m.IsHeldInProcess() {
@@ -280,7 +279,7 @@ func TestMisuse(t *testing.T) {
 			return nil
 		})
 	}
-	add("zero Mutex accessors", noError, func() error { _, _ = zero.Client(), zero.Path(); return nil })
+	add("zero Mutex accessors", noError, func() error { _ = zero.Path(); return nil })
 	add("nil and zero Lease", noError, misuseEach(invalidArg, []misuseSub{
 		{Name: "nil Count", Call: func() error { _ = (*mutex.Lease)(nil).Count(); return recipes.ErrInvalidArgument }},
 		{Name: "zero Count", Call: func() error { _ = new(mutex.Lease).Count(); return recipes.ErrInvalidArgument }},
@@ -295,10 +294,7 @@ func TestMisuse(t *testing.T) {
 		ml   *mutex.MultiLock
 	}{{"nil MultiLock", nilML}, {"zero MultiLock", new(mutex.MultiLock)}} {
 		add(ml.what+" calls", noError, misuseEach(invalidArg, []misuseSub{
-			{Name: "Lock", Call: func() error { return ml.ml.Lock(ctx) }},
-			{Name: "Unlock", Call: func() error { return ml.ml.Unlock(ctx) }},
-			{Name: "Acquire", Call: func() error { return ml.ml.Acquire(ctx) }},
-			{Name: "Release", Call: func() error { return ml.ml.Release(ctx) }},
+			{Name: "Acquire", Call: func() error { _, err := ml.ml.Acquire(ctx); return err }},
 		}))
 	}
 	add("NewMultiLock(typed nil *Mutex) then Lock", invalidArg, func() error {
@@ -306,71 +302,61 @@ func TestMisuse(t *testing.T) {
 		if err != nil {
 			return err
 		}
-		return ml.Lock(ctx)
+		_, err = ml.Acquire(ctx)
+		return err
 	})
-	add("MultiLock.Lock(nil ctx)", invalidArg, func() error {
+	add("MultiLock.Acquire(nil ctx)", invalidArg, func() error {
 		ml, err := mutex.NewMultiLock(newMutex(t, c, "/misuse/ml/a"), newMutex(t, c, "/misuse/ml/b"))
 		if err != nil {
 			return err
 		}
-		return ml.Lock(nilCtx)
+		_, err = ml.Acquire(nilCtx)
+		return err
 	})
-	add("MultiLock.Unlock(nil ctx)", invalidArg, func() error {
-		ml, err := mutex.NewMultiLock(newMutex(t, c, "/misuse/ml/a"), newMutex(t, c, "/misuse/ml/b"))
-		if err != nil {
-			return err
-		}
-		return ml.Unlock(nilCtx)
-	})
-	add("MultiLock.Unlock without Lock", []error{mutex.ErrNotHeld}, func() error {
-		ml, err := mutex.NewMultiLock(newMutex(t, c, "/misuse/ml/a"), newMutex(t, c, "/misuse/ml/b"))
-		if err != nil {
-			return err
-		}
-		return ml.Unlock(ctx)
-	})
+	add("zero MultiLease.Release", invalidArg, func() error { return new(mutex.MultiLease).Release(ctx) })
 	add("MultiLock.Lock on a closed client", []error{recipes.ErrClosed}, func() error {
 		ml, err := mutex.NewMultiLock(closedM)
 		if err != nil {
 			return err
 		}
-		return ml.Lock(ctx)
+		_, err = ml.Acquire(ctx)
+		return err
 	})
 
 	// A closed client (TestBadInput has Lock, New and Revoke).
 	add("closed client: Mutex calls", noError, misuseEach([]error{recipes.ErrClosed}, []misuseSub{
-		{Name: "TryLock", Call: func() error { _, err := closedM.TryLock(ctx); return err }},
-		{Name: "Acquire", Call: func() error { return closedM.Acquire(ctx) }},
+		{Name: "TryAcquire", Call: func() error { _, err := closedM.TryAcquire(ctx); return err }},
+		{Name: "Acquire", Call: func() error { _, err := closedM.Acquire(ctx); return err }},
 		{Name: "Participants", Call: func() error { _, err := closedM.Participants(ctx); return err }},
-		{Name: "Holder", Call: func() error { _, _, err := closedM.Holder(ctx); return err }},
+		{Name: "Holder", Call: func() error { _, err := closedM.Holder(ctx); return err }},
 	}))
-	add("Unlock after the client closed", []error{recipes.ErrClosed, mutex.ErrLockLost}, func() error {
+	add("Unlock after the client closed", []error{recipes.ErrClosed, recipes.ErrLockLost}, func() error {
 		cc := connect(t, servers)
 		cm := newMutex(t, cc, "/misuse/closedhold")
-		if _, err := cm.Lock(ctx); err != nil {
+		if _, err := cm.Acquire(ctx); err != nil {
 			return err
 		}
 		if err := cc.Close(context.Background()); err != nil {
 			return err
 		}
-		return cm.Unlock(ctx)
+		return cm.Release(ctx)
 	})
-	add("Lease.Unlock after the client closed", []error{recipes.ErrClosed, mutex.ErrLockLost}, func() error {
+	add("Lease.Unlock after the client closed", []error{recipes.ErrClosed, recipes.ErrLockLost}, func() error {
 		cc := connect(t, servers)
 		cm := newMutex(t, cc, "/misuse/closedhold")
-		l, err := cm.Lock(ctx)
+		l, err := cm.Acquire(ctx)
 		if err != nil {
 			return err
 		}
 		if err := cc.Close(context.Background()); err != nil {
 			return err
 		}
-		return l.Unlock(ctx)
+		return l.Release(ctx)
 	})
 	add("Lease.Token after the client closed", []error{recipes.ErrClosed}, func() error {
 		cc := connect(t, servers)
 		cm := newMutex(t, cc, "/misuse/closedhold")
-		l, err := cm.Lock(ctx)
+		l, err := cm.Acquire(ctx)
 		if err != nil {
 			return err
 		}

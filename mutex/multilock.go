@@ -4,21 +4,23 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 
 	"github.com/zkrecipes/zkrecipes/recipes"
 )
 
-// Locker is a lock that can be acquired and released with a context: a
-// Mutex, a MultiLock, or another recipe's lock (Curator's InterProcessLock).
+// Locker is a lock a MultiLock can take: a Mutex (an rwlock's read or
+// write lock too), a semaphore.Mutex, or another recipe's lock (Curator's
+// InterProcessLock). AcquireHold is its Acquire, returning the hold.
 type Locker interface {
-	Acquire(ctx context.Context) error
-	Release(ctx context.Context) error
+	AcquireHold(ctx context.Context) (recipes.Hold, error)
 }
 
-// MultiLock holds a set of locks as one: Lock acquires all of them in the
-// order given, or none (on failure it releases the ones it got, in reverse
-// order); Unlock releases them in reverse order. Like Curator's
-// InterProcessMultiLock. Owners and reentrancy are those of the parts.
+// MultiLock holds a set of locks as one, like Curator's
+// InterProcessMultiLock: Acquire acquires all of them in the order given,
+// or none (on failure it releases the ones it got, in reverse order), and
+// the MultiLease it returns releases them in reverse order. Owners and
+// reentrancy are those of the parts.
 type MultiLock struct {
 	locks []Locker
 }
@@ -37,43 +39,97 @@ func NewMultiLock(locks ...Locker) (*MultiLock, error) {
 	return &MultiLock{locks: append([]Locker(nil), locks...)}, nil
 }
 
-// Lock acquires every lock, in order, or none of them.
-func (ml *MultiLock) Lock(ctx context.Context) error {
+// Acquire acquires every lock, in order, or none of them.
+func (ml *MultiLock) Acquire(ctx context.Context) (*MultiLease, error) {
 	if ml == nil || len(ml.locks) == 0 {
-		return fmt.Errorf("%w: MultiLock not made by NewMultiLock", recipes.ErrInvalidArgument)
+		return nil, fmt.Errorf("%w: MultiLock not made by NewMultiLock", recipes.ErrInvalidArgument)
 	}
 	if ctx == nil {
-		return fmt.Errorf("%w: nil context", recipes.ErrInvalidArgument)
+		return nil, fmt.Errorf("%w: nil context", recipes.ErrInvalidArgument)
 	}
+	holds := make([]recipes.Hold, 0, len(ml.locks))
 	for i, l := range ml.locks {
-		if err := l.Acquire(ctx); err != nil {
-			rerr := release(context.WithoutCancel(ctx), ml.locks[:i])
-			return errors.Join(fmt.Errorf("multilock: lock %d: %w", i, err), rerr)
+		h, err := l.AcquireHold(ctx)
+		if err != nil {
+			rerr := releaseAll(context.WithoutCancel(ctx), holds)
+			return nil, errors.Join(fmt.Errorf("zkrecipes: multilock: lock %d: %w", i, err), rerr)
+		}
+		holds = append(holds, h)
+	}
+	return &MultiLease{holds: holds}, nil
+}
+
+// MultiLease is the hold of every lock of a MultiLock.
+type MultiLease struct {
+	holds []recipes.Hold
+
+	once sync.Once
+	done chan struct{}
+}
+
+// Holds returns the hold of each lock, in the MultiLock's order.
+func (l *MultiLease) Holds() []recipes.Hold { return append([]recipes.Hold(nil), l.holds...) }
+
+// Done closes when any of the holds may be gone (see recipes.Hold).
+func (l *MultiLease) Done() <-chan struct{} {
+	l.once.Do(func() {
+		l.done = make(chan struct{})
+		cases := make([]<-chan struct{}, len(l.holds))
+		for i, h := range l.holds {
+			cases[i] = h.Done()
+		}
+		go func() {
+			defer close(l.done)
+			waitAny(cases)
+		}()
+	})
+	return l.done
+}
+
+// waitAny returns when any of chs is closed.
+func waitAny(chs []<-chan struct{}) {
+	any := make(chan struct{})
+	var once sync.Once
+	for _, ch := range chs[1:] {
+		go func() {
+			select {
+			case <-ch:
+				once.Do(func() { close(any) })
+			case <-any:
+			}
+		}()
+	}
+	select {
+	case <-chs[0]:
+		once.Do(func() { close(any) })
+	case <-any:
+	}
+}
+
+// IsLost reports whether any hold's session was lost.
+func (l *MultiLease) IsLost() bool {
+	for _, h := range l.holds {
+		if h.IsLost() {
+			return true
 		}
 	}
-	return nil
+	return false
 }
 
-// Unlock releases every lock in reverse order; it tries all of them and
+// Release releases every hold in reverse order; it tries all of them and
 // joins their errors.
-func (ml *MultiLock) Unlock(ctx context.Context) error {
-	if ml == nil || len(ml.locks) == 0 {
-		return fmt.Errorf("%w: MultiLock not made by NewMultiLock", recipes.ErrInvalidArgument)
+func (l *MultiLease) Release(ctx context.Context) error {
+	if l == nil || len(l.holds) == 0 {
+		return fmt.Errorf("%w: MultiLease not returned by MultiLock.Acquire", recipes.ErrInvalidArgument)
 	}
-	return release(ctx, ml.locks)
+	return releaseAll(ctx, l.holds)
 }
 
-// Acquire is Lock; it makes MultiLock a Locker.
-func (ml *MultiLock) Acquire(ctx context.Context) error { return ml.Lock(ctx) }
-
-// Release is Unlock.
-func (ml *MultiLock) Release(ctx context.Context) error { return ml.Unlock(ctx) }
-
-func release(ctx context.Context, locks []Locker) error {
+func releaseAll(ctx context.Context, holds []recipes.Hold) error {
 	var errs []error
-	for i := len(locks) - 1; i >= 0; i-- {
-		if err := locks[i].Release(ctx); err != nil {
-			errs = append(errs, fmt.Errorf("multilock: unlock %d: %w", i, err))
+	for i := len(holds) - 1; i >= 0; i-- {
+		if err := holds[i].Release(ctx); err != nil {
+			errs = append(errs, fmt.Errorf("zkrecipes: multilock: release %d: %w", i, err))
 		}
 	}
 	return errors.Join(errs...)

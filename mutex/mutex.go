@@ -86,20 +86,6 @@ const KazooLockName = "__lock__"
 // revocation protocol).
 const RevokeMessage = "__REVOKE__"
 
-// Sentinel errors of this package are those of package recipes.
-var (
-	ErrNotOwner    = recipes.ErrNotOwner
-	ErrNotHeld     = recipes.ErrNotHeld
-	ErrLockLost    = recipes.ErrLockLost
-	ErrNotAcquired = recipes.ErrNotAcquired
-	ErrFenced      = recipes.ErrFenced
-	// ErrNotConnected: TryLock while the client has no connection.
-	ErrNotConnected = recipes.ErrNotConnected
-	// ErrNoGoroutineID: the calling goroutine's id, the default owner,
-	// could not be read; name an explicit owner with WithOwner.
-	ErrNoGoroutineID = recipes.ErrNoGoroutineID
-)
-
 // Option configures a Mutex.
 type Option func(*options) error
 
@@ -201,7 +187,7 @@ func init() {
 	}
 	lockspec.HeldBy = func(m any, owner any) (string, bool) {
 		if l := m.(*Mutex).leaseOf(owner); l != nil {
-			return l.Node(), true
+			return l.hold.Path(), true
 		}
 		return "", false
 	}
@@ -245,9 +231,6 @@ func (m *Mutex) leaseOf(owner any) *Lease {
 	defer m.mu.Unlock()
 	return m.holds[owner]
 }
-
-// Client returns the client the mutex was made with.
-func (m *Mutex) Client() *recipes.Client { return m.c }
 
 // what names the lock in errors: the recipe and its path.
 func (m *Mutex) what() string {
@@ -305,7 +288,10 @@ func (m *Mutex) check(ctx context.Context) error {
 	if ctx == nil {
 		return fmt.Errorf("%w: nil context", recipes.ErrInvalidArgument)
 	}
-	return m.e.Check()
+	if err := m.e.Check(); err != nil {
+		return m.errorf("%w", err)
+	}
+	return nil
 }
 
 // errorf names the Mutex in an error, once (engine.Named).

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"path"
 	"sort"
 	"sync"
 	"sync/atomic"
@@ -14,6 +15,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/zkrecipes/zkrecipes/internal/engine"
 	"github.com/zkrecipes/zkrecipes/internal/testutil"
 	"github.com/zkrecipes/zkrecipes/mutex"
 	"github.com/zkrecipes/zkrecipes/recipes"
@@ -37,7 +39,7 @@ func newMutex(t testing.TB, c *recipes.Client, path string, opts ...mutex.Option
 
 func children(t testing.TB, c *recipes.Client, path string) []string {
 	t.Helper()
-	kids, _, err := c.Conn().Children(path)
+	kids, _, err := c.UnsafeConn().Children(path)
 	if errors.Is(err, zk.ErrNoNode) {
 		return nil
 	}
@@ -60,11 +62,11 @@ func TestReentrancyOwnersAndTryLock(t *testing.T) {
 	ctx := context.Background()
 	m := newMutex(t, c, "/locks/reentrant")
 
-	l1, err := m.Lock(ctx)
+	l1, err := m.Acquire(ctx)
 	require.NoError(t, err)
-	l2, err := m.Lock(ctx)
+	l2, err := m.Acquire(ctx)
 	require.NoError(t, err)
-	l3, err := m.TryLock(ctx)
+	l3, err := m.TryAcquire(ctx)
 	require.NoError(t, err)
 	assert.Same(t, l1, l2)
 	assert.Same(t, l1, l3)
@@ -74,17 +76,17 @@ func TestReentrancyOwnersAndTryLock(t *testing.T) {
 	// Another goroutine is another owner: it cannot unlock, and TryLock fails.
 	errs := make(chan error, 2)
 	go func() {
-		errs <- m.Unlock(ctx)
-		_, err := m.TryLock(ctx)
+		errs <- m.Release(ctx)
+		_, err := m.TryAcquire(ctx)
 		errs <- err
 	}()
-	assert.ErrorIs(t, <-errs, mutex.ErrNotOwner)
-	assert.ErrorIs(t, <-errs, mutex.ErrNotAcquired)
+	assert.ErrorIs(t, <-errs, recipes.ErrNotOwner)
+	assert.ErrorIs(t, <-errs, recipes.ErrNotAcquired)
 	assert.Len(t, children(t, c, "/locks/reentrant"), 1, "failed TryLock leaves no node")
 	assert.Equal(t, 3, l1.Count(), "non-owner unlock released nothing")
 
 	for i := 0; i < 3; i++ {
-		require.NoError(t, m.Unlock(ctx))
+		require.NoError(t, m.Release(ctx))
 	}
 	select {
 	case <-l1.Done():
@@ -92,7 +94,7 @@ func TestReentrancyOwnersAndTryLock(t *testing.T) {
 		t.Fatal("Done must close on release")
 	}
 	assert.Empty(t, children(t, c, "/locks/reentrant"))
-	assert.ErrorIs(t, m.Unlock(ctx), mutex.ErrNotHeld)
+	assert.ErrorIs(t, m.Release(ctx), recipes.ErrNotHeld)
 }
 
 func TestExplicitOwnerHandsLockBetweenGoroutines(t *testing.T) {
@@ -101,21 +103,21 @@ func TestExplicitOwnerHandsLockBetweenGoroutines(t *testing.T) {
 	m := newMutex(t, c, "/locks/owner")
 	job := mutex.WithOwner(context.Background(), "job-42")
 
-	_, err := m.Lock(job)
+	_, err := m.Acquire(job)
 	require.NoError(t, err)
 	assert.True(t, m.IsHeld(job))
 	assert.False(t, m.IsHeld(context.Background()), "the goroutine is not the owner")
-	assert.ErrorIs(t, m.Unlock(context.Background()), mutex.ErrNotOwner)
-	assert.ErrorIs(t, m.Unlock(mutex.WithOwner(context.Background(), "job-7")), mutex.ErrNotOwner)
+	assert.ErrorIs(t, m.Release(context.Background()), recipes.ErrNotOwner)
+	assert.ErrorIs(t, m.Release(mutex.WithOwner(context.Background(), "job-7")), recipes.ErrNotOwner)
 
 	done := make(chan error)
 	go func() {
-		_, err := m.Lock(job) // same owner in another goroutine: reentrant
+		_, err := m.Acquire(job) // same owner in another goroutine: reentrant
 		if err == nil {
-			err = m.Unlock(job)
+			err = m.Release(job)
 		}
 		if err == nil {
-			err = m.Unlock(job)
+			err = m.Release(job)
 		}
 		done <- err
 	}()
@@ -123,7 +125,7 @@ func TestExplicitOwnerHandsLockBetweenGoroutines(t *testing.T) {
 	assert.False(t, m.IsHeldInProcess())
 	assert.Empty(t, children(t, c, "/locks/owner"))
 
-	_, err = m.Lock(mutex.WithOwner(context.Background(), []int{1}))
+	_, err = m.Acquire(mutex.WithOwner(context.Background(), []int{1}))
 	assert.ErrorIs(t, err, recipes.ErrInvalidArgument, "owners must be comparable")
 }
 
@@ -133,13 +135,13 @@ func TestContextTimeoutAndCancelLeaveNoNode(t *testing.T) {
 	waiter := connect(t, zkc.Servers())
 	hm := newMutex(t, holder, "/locks/ctx")
 	wm := newMutex(t, waiter, "/locks/ctx")
-	_, err := hm.Lock(context.Background())
+	_, err := hm.Acquire(context.Background())
 	require.NoError(t, err)
 
 	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
 	defer cancel()
 	start := time.Now()
-	_, err = wm.Lock(ctx)
+	_, err = wm.Acquire(ctx)
 	assert.ErrorIs(t, err, context.DeadlineExceeded)
 	assert.GreaterOrEqual(t, time.Since(start), 300*time.Millisecond)
 	// A ctx may end while the waiter's create is in flight (a loaded
@@ -152,7 +154,7 @@ func TestContextTimeoutAndCancelLeaveNoNode(t *testing.T) {
 	ctx2, cancel2 := context.WithCancel(context.Background())
 	errc := make(chan error)
 	go func() {
-		_, err := wm.Lock(ctx2)
+		_, err := wm.Acquire(ctx2)
 		errc <- err
 	}()
 	waitQueued(t, hm, 2)
@@ -162,10 +164,10 @@ func TestContextTimeoutAndCancelLeaveNoNode(t *testing.T) {
 		return len(children(t, holder, "/locks/ctx")) == 1
 	})
 
-	require.NoError(t, hm.Unlock(context.Background()))
-	l, err := wm.Lock(context.Background())
+	require.NoError(t, hm.Release(context.Background()))
+	l, err := wm.Acquire(context.Background())
 	require.NoError(t, err)
-	require.NoError(t, wm.Unlock(context.Background()))
+	require.NoError(t, wm.Release(context.Background()))
 	<-l.Done()
 }
 
@@ -180,7 +182,7 @@ func TestHerdFreeFIFO(t *testing.T) {
 	const path = "/locks/herd"
 	holderC := connect(t, zkc.Servers())
 	holder := newMutex(t, holderC, path)
-	_, err := holder.Lock(ctx)
+	_, err := holder.Acquire(ctx)
 	require.NoError(t, err)
 
 	type waiter struct {
@@ -198,13 +200,13 @@ func TestHerdFreeFIFO(t *testing.T) {
 		wg.Add(1)
 		go func(i int, w *waiter) {
 			defer wg.Done()
-			if _, err := w.m.Lock(ctx); err != nil {
+			if _, err := w.m.Acquire(ctx); err != nil {
 				errs <- err
 				return
 			}
 			acquired <- i
 			<-w.release
-			errs <- w.m.Unlock(ctx)
+			errs <- w.m.Release(ctx)
 		}(i, ws[i])
 		waitQueued(t, holder, i+2) // queue them one by one: queue order = i
 	}
@@ -213,12 +215,12 @@ func TestHerdFreeFIFO(t *testing.T) {
 		return err == nil && w == n
 	})
 
-	release := func() error { return holder.Unlock(ctx) }
+	release := func() error { return holder.Release(ctx) }
 	var maxOther uint64
 	for next := 0; next < n; next++ {
-		before := make([]recipes.Stats, n)
+		before := make([]engine.Stats, n)
 		for i, w := range ws {
-			before[i] = w.c.Stats()
+			before[i] = engine.Of(w.c).Stats()
 		}
 		require.NoError(t, release())
 		select {
@@ -237,7 +239,7 @@ func TestHerdFreeFIFO(t *testing.T) {
 		// Only the successor may have sent anything (its wake-up needs no
 		// request at all when the deletion event proves it is first).
 		for i, w := range ws {
-			d := w.c.Stats().Sub(before[i])
+			d := engine.Of(w.c).Stats().Sub(before[i])
 			if i != next {
 				maxOther = max(maxOther, d.GetData+d.Children+d.Exists+d.Creates)
 			}
@@ -275,9 +277,9 @@ func testFlatHandOff(t *testing.T, sessions int) {
 		cs = append(cs, c)
 		ms = append(ms, newMutex(t, c, path))
 	}
-	stats := func() (s recipes.Stats) {
+	stats := func() (s engine.Stats) {
 		for _, c := range cs {
-			d := c.Stats()
+			d := engine.Of(c).Stats()
 			s.Children += d.Children
 			s.GetData += d.GetData
 			s.Creates += d.Creates
@@ -286,7 +288,7 @@ func testFlatHandOff(t *testing.T, sessions int) {
 		return s
 	}
 	first := mutex.WithOwner(ctx, "first")
-	_, err := ms[0].Lock(first)
+	_, err := ms[0].Acquire(first)
 	require.NoError(t, err)
 
 	queued := stats()
@@ -298,7 +300,7 @@ func testFlatHandOff(t *testing.T, sessions int) {
 		wg.Add(1)
 		go func(i int, m *mutex.Mutex) {
 			defer wg.Done()
-			if _, err := m.Lock(ctx); err != nil {
+			if _, err := m.Acquire(ctx); err != nil {
 				t.Error(err)
 				return
 			}
@@ -307,7 +309,7 @@ func testFlatHandOff(t *testing.T, sessions int) {
 			}
 			order <- i
 			inside.Add(-1)
-			if err := m.Unlock(ctx); err != nil {
+			if err := m.Release(ctx); err != nil {
 				t.Error(err)
 			}
 		}(i, ms[i%sessions])
@@ -321,7 +323,7 @@ func testFlatHandOff(t *testing.T, sessions int) {
 	})
 	before := stats()
 	start := time.Now()
-	require.NoError(t, ms[0].Unlock(first))
+	require.NoError(t, ms[0].Release(first))
 	wg.Wait()
 	elapsed := time.Since(start)
 	d := stats().Sub(before)
@@ -357,7 +359,7 @@ func TestSessionLoss(t *testing.T) {
 			states, stop := a.Subscribe()
 			defer stop()
 
-			lease, err := am.Lock(ctx)
+			lease, err := am.Acquire(ctx)
 			require.NoError(t, err)
 			_, err = b.Create(ctx, "/fence-target", []byte("0"), 0)
 			require.NoError(t, err)
@@ -370,13 +372,13 @@ func TestSessionLoss(t *testing.T) {
 			bOwner := mutex.WithOwner(ctx, "b")
 			bGot := make(chan result, 1)
 			go func() {
-				l, err := bm.Lock(bOwner)
+				l, err := bm.Acquire(bOwner)
 				if err != nil {
 					t.Error(err)
 					close(bGot)
 					return
 				}
-				ok, _, _ := b.Conn().Exists(lease.Node())
+				ok, _, _ := b.UnsafeConn().Exists(lease.Node())
 				bGot <- result{l, time.Now(), ok}
 			}()
 			waitQueued(t, bm, 2)
@@ -400,29 +402,29 @@ func TestSessionLoss(t *testing.T) {
 			proxy.Restore()
 			require.NoError(t, a.WaitConnected(ctx))
 			_, err = lease.Fenced(ctx, recipes.SetOp("/fence-target", []byte("stale"), -1))
-			assert.ErrorIs(t, err, mutex.ErrFenced, "the stale holder's write is refused")
+			assert.ErrorIs(t, err, recipes.ErrFenced, "the stale holder's write is refused")
 			data, _, err := b.Get(ctx, "/fence-target")
 			require.NoError(t, err)
 			assert.Equal(t, "0", string(data))
 			_, err = r.lease.Fenced(ctx, recipes.SetOp("/fence-target", []byte("fresh"), -1))
 			assert.NoError(t, err, "the current holder's write goes through")
 
-			unlock := func() error { return am.Unlock(ctx) }
+			unlock := func() error { return am.Release(ctx) }
 			if policy == recipes.PolicySession { // through the handle, from another goroutine
 				unlock = func() error {
 					errc := make(chan error)
-					go func() { errc <- lease.Unlock(ctx) }()
+					go func() { errc <- lease.Release(ctx) }()
 					return <-errc
 				}
 			}
-			assert.ErrorIs(t, unlock(), mutex.ErrLockLost)
+			assert.ErrorIs(t, unlock(), recipes.ErrLockLost)
 			assert.False(t, am.IsHeldInProcess(), "local state cleaned up")
-			assert.ErrorIs(t, lease.Unlock(ctx), mutex.ErrNotHeld, "released already")
-			require.NoError(t, bm.Unlock(bOwner))
-			l, err := am.Lock(ctx) // usable again
+			assert.ErrorIs(t, lease.Release(ctx), recipes.ErrNotHeld, "released already")
+			require.NoError(t, bm.Release(bOwner))
+			l, err := am.Acquire(ctx) // usable again
 			require.NoError(t, err)
 			assert.NotNil(t, l)
-			require.NoError(t, am.Unlock(ctx))
+			require.NoError(t, am.Release(ctx))
 		})
 	}
 }
@@ -472,7 +474,7 @@ func TestLockReturnsWhenSessionLostWhileQueueing(t *testing.T) {
 	proxy.Blackhole()
 	errc := make(chan error, 1)
 	go func() {
-		_, err := wm.Lock(context.Background())
+		_, err := wm.Acquire(context.Background())
 		errc <- err
 	}()
 	select {
@@ -494,13 +496,13 @@ func TestWaiterReturnsWhenSessionLost(t *testing.T) {
 	ctx := context.Background()
 	holder := connect(t, zkc.Servers())
 	hm := newMutex(t, holder, "/locks/waitloss")
-	_, err := hm.Lock(ctx)
+	_, err := hm.Acquire(ctx)
 	require.NoError(t, err)
 	w := connect(t, []string{proxy.Addr()}, recipes.WithSessionTimeout(time.Second))
 	wm := newMutex(t, w, "/locks/waitloss")
 	errc := make(chan error)
 	go func() {
-		_, err := wm.Lock(ctx)
+		_, err := wm.Acquire(ctx)
 		errc <- err
 	}()
 	waitQueued(t, hm, 2)
@@ -537,14 +539,14 @@ func TestLeaderKillWhileContending(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			for n := 0; n < iters; {
-				if _, err := m.Lock(ctx); err != nil {
+				if _, err := m.Acquire(ctx); err != nil {
 					t.Logf("lock: %v (retrying)", err)
 					continue
 				}
 				s := time.Now()
 				time.Sleep(2 * time.Millisecond)
 				e := time.Now()
-				if err := m.Unlock(ctx); err != nil {
+				if err := m.Release(ctx); err != nil {
 					t.Logf("unlock: %v", err)
 				} else {
 					mu.Lock()
@@ -591,13 +593,13 @@ func TestTokensIncreaseAcrossHoldersAndRecreatedParent(t *testing.T) {
 			})
 		}
 		m := ms[i%len(ms)]
-		l, err := m.Lock(ctx)
+		l, err := m.Acquire(ctx)
 		require.NoError(t, err)
 		tok, err := l.Token(ctx)
 		require.NoError(t, err)
 		require.Greater(t, tok.Czxid, last, "acquisition %d", i)
 		last = tok.Czxid
-		require.NoError(t, m.Unlock(ctx))
+		require.NoError(t, m.Release(ctx))
 	}
 }
 
@@ -614,15 +616,15 @@ func TestRevocation(t *testing.T) {
 	}
 	revoked := make(chan revocation, 1)
 	am := newMutex(t, a, "/locks/revoke", mutex.WithRevocationListener(func(l *mutex.Lease) {
-		revoked <- revocation{l, l.Unlock(ctx)} // the holder chooses to give the lock up
+		revoked <- revocation{l, l.Release(ctx)} // the holder chooses to give the lock up
 	}))
 	bm := newMutex(t, b, "/locks/revoke")
-	la, err := am.Lock(ctx)
+	la, err := am.Acquire(ctx)
 	require.NoError(t, err)
 	bOwner := mutex.WithOwner(ctx, "b")
 	bGot := make(chan error, 1)
 	go func() {
-		_, err := bm.Lock(bOwner)
+		_, err := bm.Acquire(bOwner)
 		bGot <- err
 	}()
 	waitQueued(t, bm, 2)
@@ -645,7 +647,7 @@ func TestRevocation(t *testing.T) {
 	}
 	assert.False(t, am.IsHeldInProcess())
 	assert.Equal(t, 0, la.Count())
-	require.NoError(t, bm.Unlock(bOwner))
+	require.NoError(t, bm.Release(bOwner))
 }
 
 func TestIntrospection(t *testing.T) {
@@ -653,30 +655,32 @@ func TestIntrospection(t *testing.T) {
 	ctx := context.Background()
 	a := connect(t, zkc.Servers())
 	am := newMutex(t, a, "/locks/intro", mutex.WithData([]byte("worker-a")))
-	_, _, err := am.Holder(ctx)
-	assert.ErrorIs(t, err, mutex.ErrNotHeld)
-	la, err := am.Lock(ctx)
+	_, err := am.Holder(ctx)
+	assert.ErrorIs(t, err, recipes.ErrNotHeld)
+	la, err := am.Acquire(ctx)
 	require.NoError(t, err)
 	b := connect(t, zkc.Servers())
 	bm := newMutex(t, b, "/locks/intro") // default data: the local IP
 	go func() {
-		if _, err := bm.Lock(ctx); err == nil {
-			_ = bm.Unlock(ctx)
+		if _, err := bm.Acquire(ctx); err == nil {
+			_ = bm.Release(ctx)
 		}
 	}()
 	waitQueued(t, am, 2)
 	ps, err := am.Participants(ctx)
 	require.NoError(t, err)
 	assert.Equal(t, la.Node(), ps[0].Node)
-	assert.Regexp(t, `^_c_[0-9a-f-]{36}-lock-\d{10}$`, ps[1].Name)
-	h, data, err := bm.Holder(ctx)
+	assert.Regexp(t, `^_c_[0-9a-f-]{36}-lock-\d{10}$`, path.Base(ps[1].Node))
+	h, err := bm.Holder(ctx)
 	require.NoError(t, err)
 	assert.Equal(t, ps[0], h)
-	assert.Equal(t, "worker-a", string(data))
+	assert.True(t, h.Holds)
+	assert.False(t, ps[1].Holds)
+	assert.Equal(t, "worker-a", h.ID)
 	d, _, err := b.Get(ctx, ps[1].Node)
 	require.NoError(t, err)
 	assert.NotEmpty(t, string(d), "default data is the local IP address")
-	require.NoError(t, am.Unlock(ctx))
+	require.NoError(t, am.Release(ctx))
 }
 
 func TestMultiLockAllOrNone(t *testing.T) {
@@ -687,22 +691,27 @@ func TestMultiLockAllOrNone(t *testing.T) {
 	ma := newMutex(t, a, "/multi/a")
 	mb := newMutex(t, a, "/multi/b")
 	other := newMutex(t, b, "/multi/b")
-	_, err := other.Lock(ctx)
+	_, err := other.Acquire(ctx)
 	require.NoError(t, err)
 
 	ml, err := mutex.NewMultiLock(ma, mb)
 	require.NoError(t, err)
 	tctx, cancel := context.WithTimeout(ctx, 300*time.Millisecond)
 	defer cancel()
-	assert.ErrorIs(t, ml.Lock(tctx), context.DeadlineExceeded)
+	_, err = ml.Acquire(tctx)
+	assert.ErrorIs(t, err, context.DeadlineExceeded)
 	assert.False(t, ma.IsHeldInProcess(), "the first lock was given back")
 	assert.Empty(t, children(t, a, "/multi/a"))
 
-	require.NoError(t, other.Unlock(ctx))
-	require.NoError(t, ml.Lock(ctx))
+	require.NoError(t, other.Release(ctx))
+	ml2, err := ml.Acquire(ctx)
+	require.NoError(t, err)
 	assert.True(t, ma.IsHeld(ctx))
 	assert.True(t, mb.IsHeld(ctx))
-	require.NoError(t, ml.Unlock(ctx))
+	require.Len(t, ml2.Holds(), 2)
+	assert.False(t, ml2.IsLost())
+	require.NoError(t, ml2.Release(ctx))
+	<-ml2.Done()
 	assert.False(t, ma.IsHeldInProcess())
 	assert.False(t, mb.IsHeldInProcess())
 
@@ -730,18 +739,18 @@ func TestBadInput(t *testing.T) {
 
 	m := newMutex(t, c, "/locks/bad")
 	//lint:ignore SA1012 testing nil context handling on purpose
-	_, err = m.Lock(nil) //nolint:staticcheck
+	_, err = m.Acquire(nil) //nolint:staticcheck
 	assert.ErrorIs(t, err, recipes.ErrInvalidArgument)
-	assert.ErrorIs(t, m.Unlock(context.Background()), mutex.ErrNotHeld)
+	assert.ErrorIs(t, m.Release(context.Background()), recipes.ErrNotHeld)
 
 	var zero mutex.Mutex
-	_, err = zero.Lock(context.Background())
+	_, err = zero.Acquire(context.Background())
 	assert.ErrorIs(t, err, recipes.ErrInvalidArgument)
-	assert.ErrorIs(t, zero.Unlock(context.Background()), recipes.ErrInvalidArgument)
+	assert.ErrorIs(t, zero.Release(context.Background()), recipes.ErrInvalidArgument)
 	_, err = zero.Participants(context.Background())
 	assert.ErrorIs(t, err, recipes.ErrInvalidArgument)
 	var nilM *mutex.Mutex
-	_, err = nilM.Lock(context.Background())
+	_, err = nilM.Acquire(context.Background())
 	assert.ErrorIs(t, err, recipes.ErrInvalidArgument)
 	assert.False(t, nilM.IsHeldInProcess())
 
@@ -749,7 +758,7 @@ func TestBadInput(t *testing.T) {
 	require.NoError(t, err)
 	cm := newMutex(t, closed, "/locks/closed")
 	require.NoError(t, closed.Close(context.Background()))
-	_, err = cm.Lock(context.Background())
+	_, err = cm.Acquire(context.Background())
 	assert.ErrorIs(t, err, recipes.ErrClosed)
 	_, err = mutex.New(closed, "/locks/closed")
 	assert.ErrorIs(t, err, recipes.ErrClosed)
@@ -767,7 +776,7 @@ func TestTryLockAndUnlockWhileSuspended(t *testing.T) {
 	m := newMutex(t, c, "/trysusp")
 	other := newMutex(t, c, "/trysusp2")
 	ctx := context.Background()
-	_, err := m.Lock(ctx)
+	_, err := m.Acquire(ctx)
 	require.NoError(t, err)
 
 	states, cancel := c.Subscribe()
@@ -775,10 +784,10 @@ func TestTryLockAndUnlockWhileSuspended(t *testing.T) {
 	proxy.Blackhole()
 	waitState(t, states, recipes.StateSuspended)
 	start := time.Now()
-	_, err = other.TryLock(ctx)
-	assert.ErrorIs(t, err, mutex.ErrNotConnected)
+	_, err = other.TryAcquire(ctx)
+	assert.ErrorIs(t, err, recipes.ErrNotConnected)
 	assert.True(t, recipes.IsRetryable(err))
-	require.NoError(t, m.Unlock(ctx))
+	require.NoError(t, m.Release(ctx))
 	assert.Less(t, time.Since(start), 200*time.Millisecond, "neither call waits for the server")
 	proxy.Restore()
 	eventually(t, 10*time.Second, "released node deleted", func() bool {

@@ -3,6 +3,7 @@ package mutex_test
 import (
 	"context"
 	"fmt"
+	"path/filepath"
 	"sync"
 	"testing"
 	"time"
@@ -10,6 +11,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/zkrecipes/zkrecipes/internal/engine"
 	"github.com/zkrecipes/zkrecipes/mutex"
 	"github.com/zkrecipes/zkrecipes/recipes"
 	"github.com/zkrecipes/zkrecipes/recipes/zktest"
@@ -71,14 +73,14 @@ func TestSameOwnerConcurrentLocksShareOneNode(t *testing.T) {
 	ownerC := connect(t, zkc.Servers())
 	hm := newMutex(t, holderC, path)
 	om := newMutex(t, ownerC, path)
-	_, err := hm.Lock(ctx)
+	_, err := hm.Acquire(ctx)
 	require.NoError(t, err)
 
 	job := mutex.WithOwner(ctx, "job")
-	before := ownerC.Stats()
+	before := engine.Of(ownerC).Stats()
 	got := make(chan lockResult, 2)
 	lock := func(ctx context.Context) {
-		l, err := om.Lock(ctx)
+		l, err := om.Acquire(ctx)
 		got <- lockResult{l, err}
 	}
 	go lock(job)
@@ -86,8 +88,8 @@ func TestSameOwnerConcurrentLocksShareOneNode(t *testing.T) {
 
 	// The owner's Lock is queued behind another holder: TryLock by the
 	// same owner does not wait for it, and queues nothing.
-	_, err = om.TryLock(job)
-	assert.ErrorIs(t, err, mutex.ErrNotAcquired)
+	_, err = om.TryAcquire(job)
+	assert.ErrorIs(t, err, recipes.ErrNotAcquired)
 
 	second := newDoneWatch(job)
 	go lock(second)
@@ -96,7 +98,7 @@ func TestSameOwnerConcurrentLocksShareOneNode(t *testing.T) {
 	require.NoError(t, err)
 	assert.Len(t, ps, 2, "the second Lock queued no node of its own")
 
-	require.NoError(t, hm.Unlock(ctx))
+	require.NoError(t, hm.Release(ctx))
 	r1 := receive(t, got, "a same-owner Lock (deadlock?)")
 	r2 := receive(t, got, "a same-owner Lock (deadlock?)")
 	require.NoError(t, r1.err)
@@ -104,17 +106,17 @@ func TestSameOwnerConcurrentLocksShareOneNode(t *testing.T) {
 	require.Same(t, r1.l, r2.l, "one owner, one Lease")
 	l := r1.l
 	assert.Equal(t, 2, l.Count())
-	assert.Equal(t, uint64(1), ownerC.Stats().Sub(before).Creates, "exactly one node created for the owner")
+	assert.Equal(t, uint64(1), engine.Of(ownerC).Stats().Sub(before).Creates, "exactly one node created for the owner")
 	assert.Len(t, children(t, holderC, path), 1)
 
-	require.NoError(t, om.Unlock(job))
+	require.NoError(t, om.Release(job))
 	assert.Equal(t, 1, l.Count())
 	assertOpen(t, l.Done(), "one hold left")
 	assert.Len(t, children(t, holderC, path), 1)
-	require.NoError(t, om.Unlock(job))
+	require.NoError(t, om.Release(job))
 	assertClosed(t, l.Done(), "Done closes on the last Unlock")
 	assert.Empty(t, children(t, holderC, path))
-	assert.ErrorIs(t, om.Unlock(job), mutex.ErrNotHeld)
+	assert.ErrorIs(t, om.Release(job), recipes.ErrNotHeld)
 }
 
 // TestSameOwnerRetriesWhenFirstAttemptFails: a same-owner Lock waiting for
@@ -128,12 +130,12 @@ func TestSameOwnerRetriesWhenFirstAttemptFails(t *testing.T) {
 	ownerC := connect(t, zkc.Servers())
 	hm := newMutex(t, holderC, path)
 	om := newMutex(t, ownerC, path)
-	_, err := hm.Lock(ctx)
+	_, err := hm.Acquire(ctx)
 	require.NoError(t, err)
 
 	job := mutex.WithOwner(ctx, "job")
 	lock := func(ctx context.Context, got chan<- lockResult) {
-		l, err := om.Lock(ctx)
+		l, err := om.Acquire(ctx)
 		got <- lockResult{l, err}
 	}
 	firstCtx, cancelFirst := context.WithCancel(job)
@@ -143,7 +145,7 @@ func TestSameOwnerRetriesWhenFirstAttemptFails(t *testing.T) {
 	waitQueued(t, hm, 2)
 	ps, err := hm.Participants(ctx)
 	require.NoError(t, err)
-	firstNode := ps[1].Name
+	firstNode := filepath.Base(ps[1].Node)
 
 	impatientCtx, cancelImpatient := context.WithCancel(job)
 	impatient := newDoneWatch(impatientCtx)
@@ -155,7 +157,7 @@ func TestSameOwnerRetriesWhenFirstAttemptFails(t *testing.T) {
 	ps, err = hm.Participants(ctx)
 	require.NoError(t, err)
 	require.Len(t, ps, 2)
-	assert.Equal(t, firstNode, ps[1].Name, "the first attempt goes on")
+	assert.Equal(t, firstNode, filepath.Base(ps[1].Node), "the first attempt goes on")
 
 	second := newDoneWatch(job)
 	secondGot := make(chan lockResult, 1)
@@ -165,13 +167,13 @@ func TestSameOwnerRetriesWhenFirstAttemptFails(t *testing.T) {
 	assert.ErrorIs(t, receive(t, first, "the first Lock").err, context.Canceled)
 	eventually(t, 10*time.Second, "the second Lock queued a node of its own", func() bool {
 		ps, err := hm.Participants(ctx)
-		return err == nil && len(ps) == 2 && ps[1].Name != firstNode
+		return err == nil && len(ps) == 2 && filepath.Base(ps[1].Node) != firstNode
 	})
-	require.NoError(t, hm.Unlock(ctx))
+	require.NoError(t, hm.Release(ctx))
 	r := receive(t, secondGot, "the second Lock")
 	require.NoError(t, r.err)
 	assert.Equal(t, 1, r.l.Count())
-	require.NoError(t, om.Unlock(job))
+	require.NoError(t, om.Release(job))
 	assert.Empty(t, children(t, holderC, path))
 }
 
@@ -189,9 +191,9 @@ func TestLeaseUnlockFromAnotherGoroutine(t *testing.T) {
 
 	leases := make(chan lockResult)
 	go func() { // goroutine A, the owner: locks twice and leaves
-		l, err := am.Lock(ctx)
+		l, err := am.Acquire(ctx)
 		if err == nil {
-			l, err = am.Lock(ctx)
+			l, err = am.Acquire(ctx)
 		}
 		leases <- lockResult{l, err}
 	}()
@@ -199,44 +201,44 @@ func TestLeaseUnlockFromAnotherGoroutine(t *testing.T) {
 	require.NoError(t, r.err)
 	l := r.l
 	assert.Equal(t, 2, l.Count())
-	assert.ErrorIs(t, am.Unlock(ctx), mutex.ErrNotOwner, "this goroutine is not the owner")
+	assert.ErrorIs(t, am.Release(ctx), recipes.ErrNotOwner, "this goroutine is not the owner")
 
 	bOwner := mutex.WithOwner(ctx, "b")
 	bGot := make(chan lockResult, 1)
 	go func() {
-		l, err := bm.Lock(bOwner)
+		l, err := bm.Acquire(bOwner)
 		bGot <- lockResult{l, err}
 	}()
 	waitQueued(t, am, 2)
 
-	require.NoError(t, l.Unlock(ctx))
+	require.NoError(t, l.Release(ctx))
 	assert.Equal(t, 1, l.Count())
 	assertOpen(t, l.Done(), "one hold left")
 	assert.Len(t, children(t, a, path), 2)
-	require.NoError(t, l.Unlock(ctx))
+	require.NoError(t, l.Release(ctx))
 	rb := receive(t, bGot, "the waiter")
 	require.NoError(t, rb.err)
 	assertClosed(t, l.Done(), "released")
 	assert.False(t, am.IsHeldInProcess())
-	assert.ErrorIs(t, l.Unlock(ctx), mutex.ErrNotHeld, "fully released")
-	require.NoError(t, rb.l.Unlock(ctx))
+	assert.ErrorIs(t, l.Release(ctx), recipes.ErrNotHeld, "fully released")
+	require.NoError(t, rb.l.Release(ctx))
 
 	// The owner locks again; the old Lease's Unlock leaves the new hold be.
 	go func() {
-		l, err := am.Lock(ctx)
+		l, err := am.Acquire(ctx)
 		leases <- lockResult{l, err}
 	}()
 	r = receive(t, leases, "the new Lock")
 	require.NoError(t, r.err)
 	assert.NotSame(t, l, r.l)
-	assert.ErrorIs(t, l.Unlock(ctx), mutex.ErrNotHeld)
+	assert.ErrorIs(t, l.Release(ctx), recipes.ErrNotHeld)
 	assert.Equal(t, 1, r.l.Count())
-	require.NoError(t, r.l.Unlock(ctx))
+	require.NoError(t, r.l.Release(ctx))
 	assert.Empty(t, children(t, a, path))
 
 	var nilLease *mutex.Lease
-	assert.ErrorIs(t, nilLease.Unlock(ctx), recipes.ErrInvalidArgument)
-	assert.ErrorIs(t, (&mutex.Lease{}).Unlock(ctx), recipes.ErrInvalidArgument)
+	assert.ErrorIs(t, nilLease.Release(ctx), recipes.ErrInvalidArgument)
+	assert.ErrorIs(t, (&mutex.Lease{}).Release(ctx), recipes.ErrInvalidArgument)
 }
 
 // TestNoGoroutineIDNeverMergesOwners: when the goroutine id cannot be
@@ -248,30 +250,30 @@ func TestNoGoroutineIDNeverMergesOwners(t *testing.T) {
 	c := connect(t, zkc.Servers())
 	m := newMutex(t, c, path)
 	restore := mutex.SetGoroutineIDFunc(func() (uint64, error) {
-		return 0, fmt.Errorf("%w: unreadable in this test", recipes.ErrNoGoroutineID)
+		return 0, fmt.Errorf("%w: unreadable in this test", engine.ErrNoGoroutineID)
 	})
 	defer restore()
 
-	_, err := m.Lock(ctx)
-	assert.ErrorIs(t, err, mutex.ErrNoGoroutineID)
+	_, err := m.Acquire(ctx)
+	assert.ErrorIs(t, err, engine.ErrNoGoroutineID)
 	assert.ErrorContains(t, err, "WithOwner")
-	_, err = m.TryLock(ctx)
-	assert.ErrorIs(t, err, mutex.ErrNoGoroutineID)
-	assert.ErrorIs(t, m.Unlock(ctx), mutex.ErrNoGoroutineID)
+	_, err = m.TryAcquire(ctx)
+	assert.ErrorIs(t, err, engine.ErrNoGoroutineID)
+	assert.ErrorIs(t, m.Release(ctx), engine.ErrNoGoroutineID)
 	assert.False(t, m.IsHeld(ctx))
 	assert.Empty(t, children(t, c, path), "nothing queued")
 
 	own := mutex.WithOwner(ctx, "x")
-	l, err := m.Lock(own)
+	l, err := m.Acquire(own)
 	require.NoError(t, err)
 	assert.True(t, m.IsHeld(own))
 	errc := make(chan error, 1)
 	go func() { // another goroutine without an owner is refused, not merged
-		_, err := m.TryLock(ctx)
+		_, err := m.TryAcquire(ctx)
 		errc <- err
 	}()
-	assert.ErrorIs(t, <-errc, mutex.ErrNoGoroutineID)
+	assert.ErrorIs(t, <-errc, engine.ErrNoGoroutineID)
 	assert.Equal(t, 1, l.Count())
-	require.NoError(t, l.Unlock(ctx))
+	require.NoError(t, l.Release(ctx))
 	assert.Empty(t, children(t, c, path))
 }

@@ -8,7 +8,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -123,7 +122,7 @@ func helperContend() error {
 }
 
 func contendOnce(ctx context.Context, c *recipes.Client, m *mutex.Mutex, counter string, f *os.File, fileMu *sync.Mutex) error {
-	lease, err := m.Lock(ctx)
+	lease, err := m.Acquire(ctx)
 	if err != nil {
 		return err
 	}
@@ -133,7 +132,7 @@ func contendOnce(ctx context.Context, c *recipes.Client, m *mutex.Mutex, counter
 	tok, err := lease.Token(ctx)
 	var data []byte
 	if err == nil {
-		data, _, err = c.Conn().Get(counter)
+		data, _, err = c.UnsafeConn().Get(counter)
 	}
 	if err == nil {
 		var n int
@@ -154,7 +153,7 @@ func contendOnce(ctx context.Context, c *recipes.Client, m *mutex.Mutex, counter
 	default:
 	}
 	end := time.Now().UnixNano()
-	if uerr := m.Unlock(ctx); err == nil {
+	if uerr := m.Release(ctx); err == nil {
 		err = uerr
 	}
 	if err != nil {
@@ -186,29 +185,14 @@ func parseCounter(data []byte) (int, recipes.FenceToken, error) {
 // blocks until its stdin closes (the parent is gone), so it can only lose
 // the lock by being killed.
 func helperHold() error {
-	servers := strings.Split(os.Getenv(helperEnvServers), ",")
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	c, err := recipes.Connect(context.Background(), servers, recipes.WithSessionTimeout(2*time.Second))
-	if err != nil {
-		return err
-	}
-	m, err := mutex.New(c, os.Getenv(helperEnvPath))
-	if err != nil {
-		return err
-	}
-	lease, err := m.Lock(ctx)
-	if err != nil {
-		return err
-	}
-	tok, err := lease.Token(ctx)
-	if err != nil {
-		return err
-	}
-	testutil.PrintHolder(lease.Node(), tok.Czxid, c.SessionTimeout(), "LOCKED")
-	_, _ = io.Copy(io.Discard, os.Stdin)
-	// The parent is gone: the caller exits without releasing, like a crash.
-	return errors.New("stdin closed: the parent is gone")
+	return testutil.HoldUntilParentGone(strings.Split(os.Getenv(helperEnvServers), ","), "LOCKED",
+		func(ctx context.Context, c *recipes.Client) (recipes.Hold, error) {
+			m, err := mutex.New(c, os.Getenv(helperEnvPath))
+			if err != nil {
+				return nil, err
+			}
+			return m.AcquireHold(ctx)
+		})
 }
 
 // procConnect connects a Client to the cluster and closes it at the end
@@ -225,7 +209,7 @@ func procConnect(t *testing.T, servers []string, opts ...recipes.Option) *recipe
 
 // procWaitParticipants polls until m has exactly n participants and returns
 // them.
-func procWaitParticipants(ctx context.Context, t *testing.T, m *mutex.Mutex, n int) []mutex.Participant {
+func procWaitParticipants(ctx context.Context, t *testing.T, m *mutex.Mutex, n int) []recipes.Participant {
 	t.Helper()
 	for {
 		ps, err := m.Participants(ctx)
@@ -273,7 +257,7 @@ func testMutualExclusionAcrossProcesses(t *testing.T, local int) {
 	id := uuid.NewString()[:8]
 	path := "/process/mutex-" + id
 	counter := "/counter-" + id
-	if _, err := c.Conn().Create(counter, []byte("0"), 0, zk.WorldACL(zk.PermAll)); err != nil {
+	if _, err := c.UnsafeConn().Create(counter, []byte("0"), 0, zk.WorldACL(zk.PermAll)); err != nil {
 		t.Fatal(err)
 	}
 
@@ -300,7 +284,7 @@ func testMutualExclusionAcrossProcesses(t *testing.T, local int) {
 	}
 	elapsed := time.Since(start)
 
-	data, _, err := c.Conn().Get(counter)
+	data, _, err := c.UnsafeConn().Get(counter)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -377,7 +361,7 @@ func TestHolderKilledNextWaiterAcquires(t *testing.T) {
 	owner := mutex.WithOwner(ctx, "waiter")
 	got := make(chan testutil.Acquired[*mutex.Lease], 1)
 	go func() {
-		l, err := m.Lock(owner)
+		l, err := m.Acquire(owner)
 		got <- testutil.Acquired[*mutex.Lease]{Value: l, Err: err, At: time.Now()}
 	}()
 	ps := procWaitParticipants(ctx, t, m, 2) // the waiter is queued behind the helper
@@ -402,7 +386,7 @@ func TestHolderKilledNextWaiterAcquires(t *testing.T) {
 	if ps := procWaitParticipants(ctx, t, m, 1); ps[0].Node != lease.Node() {
 		t.Errorf("participants = %v, want only %s", ps, lease.Node())
 	}
-	if err := m.Unlock(owner); err != nil {
+	if err := m.Release(owner); err != nil {
 		t.Errorf("unlock: %v", err)
 	}
 }

@@ -2,96 +2,62 @@ package mutex
 
 import (
 	"context"
-	"errors"
 	"fmt"
-
-	"github.com/go-zookeeper/zk"
 
 	"github.com/zkrecipes/zkrecipes/internal/engine"
 	"github.com/zkrecipes/zkrecipes/internal/recipeargs"
 	"github.com/zkrecipes/zkrecipes/recipes"
 )
 
-// Participant is one contender in the queue.
-type Participant struct {
-	Name string // node name
-	Node string // server path
-}
-
 // Participants returns the contenders for the lock in queue order: the
-// first holds it. Nodes of other clients with a recognised lock name are
-// included, as Curator includes them.
-func (m *Mutex) Participants(ctx context.Context) ([]Participant, error) {
+// first holds it (Holds). Nodes of other clients with a recognised lock
+// name are included, as Curator includes them. ID is each node's data
+// (by default its holder's IP address), read with one request per node.
+func (m *Mutex) Participants(ctx context.Context) ([]recipes.Participant, error) {
 	if err := m.check(ctx); err != nil {
 		return nil, err
 	}
-	var kids []string
-	err := m.c.Retry(ctx, func() error {
-		var err error
-		kids, _, err = engine.Of(m.c).Children(ctx, m.full)
-		return err
-	})
-	if errors.Is(err, zk.ErrNoNode) {
-		return nil, nil
-	}
+	ms, err := m.e.ReadQueue(ctx, m.full, m.driver, nil)
 	if err != nil {
 		return nil, m.errorf("participants: %w", err)
 	}
-	sorted := engine.SortContenders(kids, m.driver)
-	out := make([]Participant, len(sorted))
-	for i, s := range sorted {
-		out[i] = Participant{Name: s.Name, Node: engine.JoinPath(m.full, s.Name)}
-	}
-	return out, nil
+	return recipeargs.Participants(ms, nil), nil
 }
 
-// Holder returns the node of the current holder and its data (by default
-// the holder's IP address). It returns ErrNotHeld when nobody holds the
-// lock.
-func (m *Mutex) Holder(ctx context.Context) (Participant, []byte, error) {
-	for {
-		ps, err := m.Participants(ctx)
-		if err != nil {
-			return Participant{}, nil, err
-		}
-		if len(ps) == 0 {
-			return Participant{}, nil, m.errorf("%w", ErrNotHeld)
-		}
-		var data []byte
-		err = m.c.Retry(ctx, func() error {
-			var err error
-			data, _, err = engine.Of(m.c).Get(ctx, ps[0].Node)
-			return err
-		})
-		if errors.Is(err, zk.ErrNoNode) {
-			continue // released meanwhile: look again
-		}
-		if err != nil {
-			return Participant{}, nil, m.errorf("holder: %w", err)
-		}
-		return ps[0], data, nil
+// Holder returns the current holder. It returns an error wrapping
+// ErrNotHeld when nobody holds the lock.
+func (m *Mutex) Holder(ctx context.Context) (recipes.Participant, error) {
+	ps, err := m.Participants(ctx)
+	if err != nil {
+		return recipes.Participant{}, err
 	}
+	if len(ps) == 0 {
+		return recipes.Participant{}, m.errorf("%w", recipes.ErrNotHeld)
+	}
+	return ps[0], nil
 }
 
-// Revoke asks the holder of the lock node at nodePath (a server path, see
-// Participants) to release it, by writing RevokeMessage into the node.
-// Holders that registered a revocation listener are told.
-func Revoke(ctx context.Context, c *recipes.Client, nodePath string) error {
+// Revoke asks the holder of the lock node at node (a recipe path, as
+// Participants and Lease.Node return it) to release it, by writing
+// RevokeMessage into the node. Holders that registered a revocation
+// listener are told.
+func Revoke(ctx context.Context, c *recipes.Client, node string) error {
 	if err := recipeargs.Client(c); err != nil {
 		return err
 	}
-	if err := recipes.ValidatePath(nodePath); err != nil {
+	full, err := c.FullPath(node)
+	if err != nil {
 		return err
 	}
-	if nodePath == "/" {
+	if node == "/" {
 		return fmt.Errorf("%w: the root is not a lock node", recipes.ErrInvalidPath)
 	}
-	err := c.Retry(ctx, func() error {
-		_, err := engine.Of(c).Set(ctx, nodePath, []byte(RevokeMessage), -1)
+	err = c.Retry(ctx, func() error {
+		_, err := engine.Of(c).Set(ctx, full, []byte(RevokeMessage), -1)
 		return err
 	})
 	if err != nil {
-		return fmt.Errorf("mutex: revoke %s: %w", nodePath, err)
+		return fmt.Errorf("zkrecipes: mutex revoke %s: %w", node, err)
 	}
 	return nil
 }

@@ -49,30 +49,30 @@ func TestRevocationNeverReachesAReleasedLease(t *testing.T) {
 	c := connect(t, zkc.Servers())
 	var h heard
 	m := newMutex(t, c, "/locks/revoke-released", mutex.WithLocalHandoff(10), mutex.WithRevocationListener(h.add))
-	first, err := m.Lock(mutex.WithOwner(ctx, "first"))
+	first, err := m.Acquire(mutex.WithOwner(ctx, "first"))
 	require.NoError(t, err)
 	got := make(chan *mutex.Lease, 1)
 	go func() {
-		l, err := m.Lock(mutex.WithOwner(ctx, "second"))
+		l, err := m.Acquire(mutex.WithOwner(ctx, "second"))
 		assert.NoError(t, err)
 		got <- l
 	}()
 	eventually(t, 10*time.Second, "the second owner waits in memory", func() bool { return mutex.LocalWaiters(m) == 1 })
 	node := first.Node()
-	require.NoError(t, first.Unlock(ctx))
+	require.NoError(t, first.Release(ctx))
 	second := <-got
 	require.Equal(t, node, second.Node(), "handed on in memory: the same node")
 
 	require.NoError(t, mutex.Revoke(ctx, c, node))
 	eventually(t, 10*time.Second, "the holder hears the revocation", func() bool { return h.has(second) })
-	require.NoError(t, second.Unlock(ctx))
+	require.NoError(t, second.Release(ctx))
 
 	// The barrier: a new hold revoked and heard.
-	third, err := m.Lock(mutex.WithOwner(ctx, "third"))
+	third, err := m.Acquire(mutex.WithOwner(ctx, "third"))
 	require.NoError(t, err)
 	require.NoError(t, mutex.Revoke(ctx, c, third.Node()))
 	eventually(t, 10*time.Second, "the new holder hears its revocation", func() bool { return h.has(third) })
-	require.NoError(t, third.Unlock(ctx))
+	require.NoError(t, third.Release(ctx))
 	assert.False(t, h.has(first), "the released lease heard a revocation")
 }
 
@@ -85,13 +85,13 @@ func TestRevocableHoldsShareOneGoroutine(t *testing.T) {
 	var h heard
 	const n = 200
 	// The shared Follower starts with the first revocable hold.
-	first, err := newMutex(t, c, "/revocable/first", mutex.WithRevocationListener(h.add)).Lock(ctx)
+	first, err := newMutex(t, c, "/revocable/first", mutex.WithRevocationListener(h.add)).Acquire(ctx)
 	require.NoError(t, err)
 	before := runtime.NumGoroutine()
 	ls := make([]*mutex.Lease, n)
 	for i := range ls {
 		m := newMutex(t, c, fmt.Sprintf("/revocable/key-%d", i), mutex.WithRevocationListener(h.add))
-		ls[i], err = m.Lock(ctx)
+		ls[i], err = m.Acquire(ctx)
 		require.NoError(t, err)
 	}
 	extra := runtime.NumGoroutine() - before
@@ -102,7 +102,7 @@ func TestRevocableHoldsShareOneGoroutine(t *testing.T) {
 		eventually(t, 10*time.Second, "the holder hears it", func() bool { return h.has(ls[i]) })
 	}
 	for _, l := range append(ls, first) {
-		require.NoError(t, l.Unlock(ctx))
+		require.NoError(t, l.Release(ctx))
 	}
 	h.mu.Lock()
 	defer h.mu.Unlock()

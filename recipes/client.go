@@ -36,10 +36,10 @@ type Client struct {
 // first session is established, ctx ends or the connect timeout
 // (WithConnectTimeout, 15s by default) passes; ctx bounds the WithAuth
 // requests too. The returned Client owns the connection. Every connection is
-// dialled through a Wire (around the WithDialer dialer, if given), which
-// reads the negotiated session timeout from the server's handshake reply
-// and the times of the requests the server answered, from which LOST is
-// timed.
+// dialled through a wrapper of the Client's own (around the WithDialer
+// dialer, if given), which reads the negotiated session timeout from the
+// server's handshake reply and the times of the requests the server
+// answered, from which LOST is timed.
 func Connect(ctx context.Context, servers []string, opts ...Option) (*Client, error) {
 	e, err := engine.Connect(ctx, servers, engineOptions(opts)...)
 	if err != nil {
@@ -57,16 +57,18 @@ func Connect(ctx context.Context, servers []string, opts ...Option) (*Client, er
 // (WithDialer, WithHostProvider, WithZKLogger, WithMaxBufferSize) have no
 // effect here.
 //
-// What the Client knows of an adopted connection depends on how it was
-// dialled. Dialled through a Wire (zk.WithDialer(w.Dial)) and given
-// WithWire(w), it knows what Connect knows: the negotiated session timeout
-// and when the server last answered. Otherwise go-zookeeper keeps both to
-// itself: the Client takes WithSessionTimeout's value (give it the timeout
-// the connection was dialled with; the server may have granted less) and,
+// An adopted connection was not dialled through the Client's own dialer,
+// which reads the negotiated session timeout and the times of the server's
+// replies from the protocol, so go-zookeeper keeps both to itself: the
+// Client takes WithSessionTimeout's value (give it the timeout the
+// connection was dialled with; the server may have granted less) and,
 // since go-zookeeper reports a disconnect at most 2/3 of the session
 // timeout after the last byte, declares LOST 1/3 of that timeout after
 // SUSPENDED: never after the server may expire the session, but possibly
-// before, for a session that then comes back (see RECONNECTED).
+// before, for a session that then comes back (see RECONNECTED). The
+// connection also keeps go-zookeeper v1.0.4's data race on its last zxid
+// (see docs/testing.md), which a Client made by Connect does not have:
+// prefer Connect.
 func NewClient(ctx context.Context, conn *zk.Conn, events <-chan zk.Event, opts ...Option) (*Client, error) {
 	e, err := engine.NewClient(ctx, conn, events, engineOptions(opts)...)
 	if err != nil {
@@ -108,9 +110,12 @@ func (c *Client) Close(ctx context.Context) error { return c.eng().Close(ctx) }
 // Done returns a channel that is closed when the client is closed.
 func (c *Client) Done() <-chan struct{} { return c.eng().Done() }
 
-// Conn returns the underlying go-zookeeper connection, for operations this
-// package does not wrap. Requests made on it are not counted in Stats.
-func (c *Client) Conn() *zk.Conn { return c.eng().Conn() }
+// UnsafeConn returns the underlying go-zookeeper connection, for an
+// operation this package does not wrap. What is done through it bypasses
+// the Client: paths are server paths (no namespace), creates get no ACL
+// from the provider, nothing is retried, counted in metrics, or bounded
+// by a ctx. Ordinary work never needs it.
+func (c *Client) UnsafeConn() *zk.Conn { return c.eng().Conn() }
 
 // Namespace returns the path prefix applied to every recipe path ("" for none).
 func (c *Client) Namespace() string { return c.eng().Namespace() }
@@ -167,30 +172,61 @@ func (c *Client) Subscribe() (<-chan State, func()) {
 	return engine.SubscribeStates(c.eng(), func(s engine.State) State { return State(s) })
 }
 
-// Stats returns the request counters.
-func (c *Client) Stats() Stats { return Stats(c.eng().Stats()) }
-
-// The methods below are the node operations, counted in Stats. Paths are
-// recipe paths: the namespace is applied, as it is to every path a recipe
-// takes (see FullPath), and paths returned are without it. On a nil Client
+// The methods below are the node operations. Paths are recipe paths: the
+// namespace is applied, as it is to every path a recipe takes (see
+// FullPath), and every path returned, here and by every recipe, is without
+// it, so anything the library returns can be passed back to any method. On a nil Client
 // they return ErrNilClient, on a closed one ErrClosed. Each returns when
 // its reply arrives or ctx ends, whichever comes first, even while the
 // request is in flight on a stalled link (the reply is then dropped, and a
 // node a create made is deleted); the error then wraps ctx.Err(). Errors
-// name the operation and the full path.
+// name the operation and the path as given.
 
 // Create creates a node with the ACL the client's provider gives for it,
 // and returns its path (with the sequence number a sequential node gets).
+// The namespace node is created (as a container) when the first create
+// under it finds it missing, as Curator does; other missing parents are an
+// error wrapping zk.ErrNoNode (see CreateWithParents).
 func (c *Client) Create(ctx context.Context, path string, data []byte, flags int32) (string, error) {
-	full, err := c.eng().WritablePath(path)
+	return c.create(ctx, path, data, flags, false)
+}
+
+// CreateWithParents is Create that first creates the missing parents of
+// path as container nodes (persistent ones WithoutContainers), as
+// Curator's creatingParentContainersIfNeeded: the server deletes a
+// container once it has had children and is empty again. A parent deleted
+// between the two steps is created again.
+func (c *Client) CreateWithParents(ctx context.Context, path string, data []byte, flags int32) (string, error) {
+	return c.create(ctx, path, data, flags, true)
+}
+
+func (c *Client) create(ctx context.Context, path string, data []byte, flags int32, parents bool) (string, error) {
+	e := c.eng()
+	full, err := e.WritablePath(path)
 	if err != nil {
 		return "", err
 	}
-	p, err := c.eng().Create(ctx, full, data, flags)
-	if err != nil {
-		return "", opError("create", full, err)
+	parent, _ := engine.SplitPath(full)
+	makesParents := parents || parent == e.Namespace()
+	for tries := 0; ; tries++ {
+		var p string
+		var err error
+		if makesParents { // a missing parent is a step of the create (metrics: no_parent)
+			p, err = e.CreateMakingParents(ctx, full, data, flags)
+		} else {
+			p, err = e.Create(ctx, full, data, flags)
+		}
+		if err == nil {
+			return e.StripNamespace(p), nil
+		}
+		missing := errors.Is(err, zk.ErrNoNode) && tries < 5 && makesParents
+		if !missing {
+			return "", opError("create", path, err)
+		}
+		if err := e.EnsureContainers(ctx, parent); err != nil {
+			return "", opError("create", path, err)
+		}
 	}
-	return c.eng().StripNamespace(p), nil
 }
 
 // Delete deletes a node (version -1 for any).
@@ -199,7 +235,7 @@ func (c *Client) Delete(ctx context.Context, path string, version int32) error {
 	if err != nil {
 		return err
 	}
-	return opError("delete", full, c.eng().Delete(ctx, full, version))
+	return opError("delete", path, c.eng().Delete(ctx, full, version))
 }
 
 // Get reads a node's data.
@@ -209,7 +245,7 @@ func (c *Client) Get(ctx context.Context, path string) ([]byte, *zk.Stat, error)
 		return nil, nil, err
 	}
 	d, st, err := c.eng().Get(ctx, full)
-	return d, st, opError("get", full, err)
+	return d, st, opError("get", path, err)
 }
 
 // Exists reports whether a node exists.
@@ -219,7 +255,7 @@ func (c *Client) Exists(ctx context.Context, path string) (bool, *zk.Stat, error
 		return false, nil, err
 	}
 	ok, st, err := c.eng().Exists(ctx, full)
-	return ok, st, opError("exists", full, err)
+	return ok, st, opError("exists", path, err)
 }
 
 // Children lists a node's children; the Stat is the parent's.
@@ -229,7 +265,7 @@ func (c *Client) Children(ctx context.Context, path string) ([]string, *zk.Stat,
 		return nil, nil, err
 	}
 	kids, st, err := c.eng().Children(ctx, full)
-	return kids, st, opError("children", full, err)
+	return kids, st, opError("children", path, err)
 }
 
 // Set writes a node's data.
@@ -239,7 +275,7 @@ func (c *Client) Set(ctx context.Context, path string, data []byte, version int3
 		return nil, err
 	}
 	st, err := c.eng().Set(ctx, full, data, version)
-	return st, opError("set", full, err)
+	return st, opError("set", path, err)
 }
 
 // Sync asks the server the client is connected to to catch up with the
@@ -250,16 +286,18 @@ func (c *Client) Sync(ctx context.Context, path string) error {
 	if err != nil {
 		return err
 	}
-	return opError("sync", full, c.eng().Sync(ctx, full))
+	return opError("sync", path, c.eng().Sync(ctx, full))
 }
 
 // Multi runs ops (on recipe paths: the client's namespace is applied) as
 // one transaction; creates get the ACL the client's provider gives. A zero
 // Op is refused (ErrInvalidArgument). When the server refuses the
-// transaction, the error names the first failing op and its full path and
+// transaction, the error names the first failing op and its path and
 // wraps the server's error for it (go-zookeeper reports only a generic
-// one), and the responses say which; their paths are recipe paths. When
-// ctx ends first the transaction may or may not have been applied.
+// one), and the responses say which; their paths are recipe paths. As for
+// Create, a missing namespace node is created and the transaction tried
+// again. When ctx ends first the transaction may or may not have been
+// applied.
 func (c *Client) Multi(ctx context.Context, ops ...Op) ([]zk.MultiResponse, error) {
 	e := c.eng()
 	if err := e.Check(); err != nil {
@@ -270,13 +308,86 @@ func (c *Client) Multi(ctx context.Context, ops ...Op) ([]zk.MultiResponse, erro
 		return nil, err
 	}
 	res, err := e.Multi(ctx, full...)
+	if errors.Is(err, zk.ErrNoNode) && e.Namespace() != "" {
+		if ok, _, xerr := e.Exists(ctx, e.Namespace()); xerr == nil && !ok {
+			if xerr := e.EnsureContainers(ctx, e.Namespace()); xerr == nil {
+				res, err = e.Multi(ctx, full...)
+			}
+		}
+	}
 	for i := range res {
 		res[i].String = e.StripNamespace(res[i].String)
 	}
 	if err != nil {
-		return res, engine.MultiError("multi", full, res, err)
+		return res, engine.MultiError("multi", ops, res, err)
 	}
 	return res, nil
+}
+
+// GetW reads a node's data and leaves a one-shot watch on it, which fires
+// once on its next change or deletion (zk.EventNodeDataChanged,
+// zk.EventNodeDeleted), or with zk.EventNotWatching when the session ends.
+// The event's Path is a recipe path. A missing node is an error wrapping
+// zk.ErrNoNode and leaves no watch (use ExistsW).
+func (c *Client) GetW(ctx context.Context, path string) ([]byte, *zk.Stat, <-chan zk.Event, error) {
+	full, err := c.FullPath(path)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	d, st, ch, err := c.eng().GetW(ctx, full)
+	if err != nil {
+		return nil, nil, nil, opError("get", path, err)
+	}
+	return d, st, c.unfix(ch), nil
+}
+
+// ExistsW reports whether a node exists and leaves a one-shot watch on it,
+// which fires on its creation, change or deletion. The event's Path is a
+// recipe path.
+func (c *Client) ExistsW(ctx context.Context, path string) (bool, *zk.Stat, <-chan zk.Event, error) {
+	full, err := c.FullPath(path)
+	if err != nil {
+		return false, nil, nil, err
+	}
+	ok, st, ch, err := c.eng().ExistsW(ctx, full)
+	if err != nil {
+		return false, nil, nil, opError("exists", path, err)
+	}
+	return ok, st, c.unfix(ch), nil
+}
+
+// ChildrenW lists a node's children and leaves a one-shot watch on the
+// list, which fires when a child is added or removed
+// (zk.EventNodeChildrenChanged) or the node is deleted. The event's Path
+// is a recipe path.
+func (c *Client) ChildrenW(ctx context.Context, path string) ([]string, *zk.Stat, <-chan zk.Event, error) {
+	full, err := c.FullPath(path)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	kids, st, ch, err := c.eng().ChildrenW(ctx, full)
+	if err != nil {
+		return nil, nil, nil, opError("children", path, err)
+	}
+	return kids, st, c.unfix(ch), nil
+}
+
+// unfix hands on the one event of a watch with its path made a recipe
+// path. Without a namespace the server's channel is returned as it is.
+func (c *Client) unfix(ch <-chan zk.Event) <-chan zk.Event {
+	e := c.eng()
+	if e.Namespace() == "" {
+		return ch
+	}
+	out := make(chan zk.Event, 1)
+	go func() {
+		defer close(out)
+		if ev, ok := <-ch; ok {
+			ev.Path = e.StripNamespace(ev.Path)
+			out <- ev
+		}
+	}()
+	return out
 }
 
 // opError names the operation and the path in err, leaving the client's
@@ -297,22 +408,3 @@ func isSentinel(err error) bool {
 // closed. The error of the last attempt is returned, wrapping ctx.Err() when
 // ctx ended.
 func (c *Client) Retry(ctx context.Context, op func() error) error { return c.eng().Retry(ctx, op) }
-
-// Stats counts the requests a Client sent, by kind. Tests use it to prove
-// round-trip counts; users can export it as metrics.
-type Stats struct {
-	Creates  uint64 // create requests (any mode, including containers)
-	Deletes  uint64 // delete requests
-	GetData  uint64 // getData requests, with or without a watch
-	Exists   uint64 // exists requests, with or without a watch
-	Children uint64 // getChildren requests, with or without a watch
-	SetData  uint64 // setData requests
-	Multis   uint64 // multi requests
-	Syncs    uint64 // sync requests
-	Watches  uint64 // watches set (a subset of the reads above)
-	// PendingDeletes is the number of guaranteed deletes still retrying in the background.
-	PendingDeletes int64
-}
-
-// Sub returns the difference s - o of the request counters.
-func (s Stats) Sub(o Stats) Stats { return Stats(engine.Stats(s).Sub(engine.Stats(o))) }

@@ -160,12 +160,12 @@ func TestProtectedCreateRecoversLostReply(t *testing.T) {
 	ctx := context.Background()
 	require.NoError(t, engine.Of(c).EnsureContainers(ctx, "/protected"))
 
-	before := c.Stats()
+	before := engine.Of(c).Stats()
 	proxy.CutAfterClientSends([]byte(engine.ProtectedPrefix))
 	path, sid, err := engine.Of(c).CreateProtected(ctx, "/protected", "lock-", []byte("x"))
 	require.NoError(t, err)
-	d := c.Stats().Sub(before)
-	assert.Equal(t, c.Conn().SessionID(), sid)
+	d := engine.Of(c).Stats().Sub(before)
+	assert.Equal(t, c.UnsafeConn().SessionID(), sid)
 	assert.GreaterOrEqual(t, d.Creates, uint64(1))
 	assert.GreaterOrEqual(t, d.Children, uint64(1), "the lost reply forced a search")
 	t.Logf("requests for the recovered create: %+v", d)
@@ -186,7 +186,7 @@ func TestContainerParentsAreReapedAndRecreated(t *testing.T) {
 	path, sid, err := engine.Of(c).CreateProtected(ctx, "/reap/a/b", "lock-", nil)
 	require.NoError(t, err)
 	for _, p := range []string{"/reap", "/reap/a", "/reap/a/b"} {
-		_, st, err := c.Conn().Get(p)
+		_, st, err := c.UnsafeConn().Get(p)
 		require.NoError(t, err)
 		assert.Zero(t, st.EphemeralOwner, p)
 	}
@@ -227,14 +227,14 @@ func TestGuaranteedDeleteSurvivesConnectionBlip(t *testing.T) {
 	require.NoError(t, err)
 	proxy.Blackhole()
 	require.NoError(t, engine.Of(c).GuaranteedDelete(ctx, path, sid)) // fails for a connection reason, goes to background
-	assert.Equal(t, int64(1), c.Stats().PendingDeletes)
+	assert.Equal(t, int64(1), engine.Of(c).Stats().PendingDeletes)
 	ok, _, err := direct.Exists(ctx, path)
 	require.NoError(t, err)
 	assert.True(t, ok, "not deleted while black-holed")
 	proxy.Restore()
 	eventually(t, 10*time.Second, "background delete", func() bool {
 		ok, _, err := direct.Exists(ctx, path)
-		return err == nil && !ok && c.Stats().PendingDeletes == 0
+		return err == nil && !ok && engine.Of(c).Stats().PendingDeletes == 0
 	})
 	assert.Equal(t, sid, c.SessionID(), "the session survived: the delete, not expiry, removed the node")
 }

@@ -15,10 +15,11 @@
 //     lock, a lease, a leadership — may be gone, exposed as Done channels.
 //   - Namespaces, ACL providers, digest authentication, a retry policy
 //     built on cenkalti/backoff for transient connection errors, path
-//     validation, request counters (Stats) and the sentinel errors every
-//     recipe's errors match.
+//     validation, and the sentinel errors every recipe's errors match (the
+//     one set of the module, defined here only).
 //   - Hold, the public view of every acquisition: its node, Done, a
-//     fencing token and fenced writes.
+//     fencing token, fenced writes and Release; Participant, the one view
+//     of a node in any recipe's queue.
 //
 // The recipes themselves live in their own packages (mutex, rwlock,
 // semaphore, election, cleanup), all driving one internal engine: the
@@ -65,8 +66,32 @@
 //     ways those libraries do not agree on (Curator and Kazoo on one mutex,
 //     for one: see package mutex).
 //
-// Recipe paths are given as users see them; Client.FullPath validates them
-// and applies the namespace. Every other Client method takes server paths.
+// # One path rule, both ways
+//
+// Every path the library takes, by a recipe or by a Client method, and
+// every path it returns (a hold's Node, a Participant's Node, an error's
+// path, a watch event's path) is inside the client's namespace, as
+// Curator's paths are: anything the library returns can be passed back to
+// any method. Client.FullPath shows the server path of one. The namespace
+// node itself is created, as a container, the first time a create under
+// it finds it missing. UnsafeConn is the one way around the rule.
+//
+// # Vocabulary
+//
+// The same concept has the same name in every package. Acquire (and
+// TryAcquire) returns the hold; every hold releases with Release(ctx),
+// from any goroutine. Options are With... functions, checked by the
+// constructor. A recipe that lives on (a latch, a selector, a reaper, a
+// shared count) is made by a constructor that touches nothing, runs from
+// Start(ctx), and stops with Close(ctx); a Start that fails leaves nothing
+// in ZooKeeper.
+//
+// Listeners follow one rule everywhere (Client, Latch, SharedCount):
+// Listen(fn) and Subscribe() deliver the current state first, once there
+// is one (a client's connection state after its first session, a latch's
+// leadership once it has been decided, a shared count's value once read),
+// then every change, in order, each listener on a goroutine of its own, so
+// that a slow listener delays only itself.
 //
 // # Metrics
 //
@@ -86,29 +111,42 @@
 //	zkrecipes.requests                              counter    op, result          requests sent; op: create, delete,
 //	  (zkrecipes_requests_total)                                                   get_data, exists, get_children,
 //	                                                                               set_data, multi, sync, add_auth;
-//	                                                                               result: ok, connection, no_node,
-//	                                                                               node_exists, bad_version,
+//	                                                                               result: ok; no_parent,
+//	                                                                               parent_exists (steps of a healthy
+//	                                                                               create, below); no_node,
+//	                                                                               node_exists, bad_version (the
+//	                                                                               server's "no"); connection,
 //	                                                                               session_expired, ctx_done, other
 //	zkrecipes.retries                               counter    -                   pauses before another attempt after
 //	  (zkrecipes_retries_total)                                                    a connection error (Retry, a recipe's
 //	                                                                               wait, a background delete)
 //	zkrecipes.deletes.pending                       gauge      -                   guaranteed deletes in progress
-//	  (zkrecipes_deletes_pending)                                                  (Stats.PendingDeletes)
-//	zkrecipes.recipe.acquires                       counter    recipe, path,       acquisitions that queued a node;
-//	  (zkrecipes_recipe_acquires_total)                        result              result: acquired, not_acquired,
-//	                                                                               ctx_done, lost, error; a latch
+//	  (zkrecipes_deletes_pending)
+//	zkrecipes.recipe.acquires                       counter    recipe,             acquisitions that queued a node;
+//	  (zkrecipes_recipe_acquires_total)                        zk_namespace,       result: acquired, not_acquired,
+//	                                                           path, result        ctx_done, lost, error; a latch
 //	                                                                               counts each term it starts
-//	zkrecipes.recipe.wait                           hist. s    recipe, path        queueing (before the create) to
-//	  (zkrecipes_recipe_wait_seconds)                                              holding, acquisitions that held
-//	zkrecipes.recipe.hold                           hist. s    recipe, path        holding to release (a term: to its end)
-//	  (zkrecipes_recipe_hold_seconds)
-//	zkrecipes.recipe.queue                          histogram  recipe, path        contenders ahead (a semaphore: leases
-//	  (zkrecipes_recipe_queue)                                                     taken) at the first look
-//	zkrecipes.recipe.held                           gauge      recipe, path        holds held now (locks, leases, terms)
-//	  (zkrecipes_recipe_held)
+//	zkrecipes.recipe.wait                           hist. s    recipe,             queueing (before the create) to
+//	  (zkrecipes_recipe_wait_seconds)                          zk_namespace, path  holding, acquisitions that held
+//	zkrecipes.recipe.hold                           hist. s    recipe,             holding to release (a term: to its end)
+//	  (zkrecipes_recipe_hold_seconds)                          zk_namespace, path
+//	zkrecipes.recipe.queue                          histogram  recipe,             contenders ahead (a semaphore: leases
+//	  (zkrecipes_recipe_queue)                                 zk_namespace, path  taken) at the first look
+//	zkrecipes.recipe.held                           gauge      recipe,             holds held now (locks, leases, terms)
+//	  (zkrecipes_recipe_held)                                  zk_namespace, path
+//
+// A create that finds its parent missing is counted as no_parent, not as
+// an error: the client then creates the parents (as containers) and tries
+// again, and a parent another client made first is parent_exists. A
+// Client makes a zero series, up front, only for the results each op can
+// have (node_exists for create and multi, bad_version for delete, set_data
+// and multi, no_node for every op but exists, sync and add_auth; the others
+// for every op), so a dashboard sees the first of each happen.
 //
 // The recipe label is mutex, rwlock_read, rwlock_write, semaphore, latch
-// or selector; path is the recipe path as given (without the namespace).
+// or selector; zk_namespace is the Client's namespace (without its leading
+// "/"; empty without one) and path the recipe path within it, as given, so
+// two namespaces never share a series.
 // A semaphore's wait runs from Acquire to the lease, its internal lock at
 // <path>/locks included (that lock is not a recipe of its own in the
 // metrics). What is measured is the node: a reentrant Lock, or a hand-off

@@ -2,8 +2,12 @@ package recipes
 
 import "github.com/zkrecipes/zkrecipes/internal/engine"
 
-// Sentinel errors. Every error returned by this module that stems from one of
-// these conditions matches it with errors.Is.
+// Sentinel errors: the one set of the whole module, defined here only.
+// Every error returned by this module that stems from one of these
+// conditions matches it with errors.Is. Messages have the form
+// "zkrecipes: <recipe> <path>: <what>" (the path as the caller knows it,
+// inside the namespace), or "zkrecipes: <op> <path>: <what>" for a Client
+// method.
 var (
 	// ErrNilClient is returned when a recipe is given a nil *Client.
 	ErrNilClient = engine.ErrNilClient
@@ -37,10 +41,6 @@ var (
 	// ErrFenced is returned by a fenced write that the server refused because
 	// the lock node no longer exists.
 	ErrFenced = engine.ErrFenced
-	// ErrNoGoroutineID is returned when the calling goroutine's id, the
-	// default owner of a reentrant hold, cannot be read. Name an explicit
-	// owner instead (mutex.WithOwner).
-	ErrNoGoroutineID = engine.ErrNoGoroutineID
 	// ErrNotConnected is returned by an operation that makes one attempt
 	// (a TryLock, say) while the client has no connection to a server. It
 	// is retryable (IsRetryable).
@@ -51,6 +51,11 @@ var (
 	// ErrAlreadyStarted is returned by a second Start. A Start that failed
 	// left nothing behind and may be called again.
 	ErrAlreadyStarted = engine.ErrAlreadyStarted
+	// ErrNoLeader is returned when an election has no leader.
+	ErrNoLeader = engine.ErrNoLeader
+	// ErrUpgrade is returned when the owner of a read lock asks for the
+	// write lock of the same read/write lock, which would deadlock.
+	ErrUpgrade = engine.ErrUpgrade
 )
 
 // IsRetryable reports whether err is a transient connection problem after

@@ -17,6 +17,7 @@ import (
 	"github.com/zkrecipes/zkrecipes/recipes"
 	"github.com/zkrecipes/zkrecipes/recipes/zktest"
 	"github.com/zkrecipes/zkrecipes/semaphore"
+	"github.com/zkrecipes/zkrecipes/shared"
 )
 
 // Every call that takes a ctx returns when the ctx ends, even while its
@@ -37,7 +38,7 @@ func TestCtxHonouredInFlight(t *testing.T) {
 	// token not yet read), a latch that leads, a shared count.
 	held, err := mutex.New(c, "/inflight/held")
 	require.NoError(t, err)
-	lease, err := held.Lock(ctx)
+	lease, err := held.Acquire(ctx)
 	require.NoError(t, err)
 	latch, err := election.NewLatch(c, "/inflight/latch", "me")
 	require.NoError(t, err)
@@ -45,8 +46,9 @@ func TestCtxHonouredInFlight(t *testing.T) {
 	_, err = latch.Await(ctx)
 	require.NoError(t, err)
 	defer latch.Close(ctx)
-	sc, err := semaphore.NewSharedCount(ctx, admin, "/inflight/count", 1)
+	sc, err := shared.NewSharedCount(admin, "/inflight/count", 1)
 	require.NoError(t, err)
+	require.NoError(t, sc.Start(ctx))
 	require.NoError(t, sc.Close(ctx))
 	fresh, err := mutex.New(c, "/inflight/fresh")
 	require.NoError(t, err)
@@ -59,19 +61,20 @@ func TestCtxHonouredInFlight(t *testing.T) {
 		name string
 		call func(ctx context.Context) error
 	}{
-		{"Mutex.Lock", func(ctx context.Context) error { _, err := fresh.Lock(ctx); return err }},
-		{"Mutex.TryLock", func(ctx context.Context) error { _, err := try.TryLock(ctx); return err }},
+		{"Mutex.Lock", func(ctx context.Context) error { _, err := fresh.Acquire(ctx); return err }},
+		{"Mutex.TryLock", func(ctx context.Context) error { _, err := try.TryAcquire(ctx); return err }},
 		{"Lease.Token", func(ctx context.Context) error { _, err := lease.Token(ctx); return err }},
 		{"Lease.Fenced", func(ctx context.Context) error {
 			_, err := lease.Fenced(ctx, recipes.SetOp("/inflight/count", []byte{0, 0, 0, 2}, -1))
 			return err
 		}},
 		{"Mutex.Participants", func(ctx context.Context) error { _, err := held.Participants(ctx); return err }},
-		{"Mutex.Holder", func(ctx context.Context) error { _, _, err := held.Holder(ctx); return err }},
+		{"Mutex.Holder", func(ctx context.Context) error { _, err := held.Holder(ctx); return err }},
 		{"Semaphore.Acquire", func(ctx context.Context) error { _, err := sem.Acquire(ctx); return err }},
-		{"NewSharedCount", func(ctx context.Context) error {
-			sc, err := semaphore.NewSharedCount(ctx, c, "/inflight/count", 5)
+		{"SharedCount.Start", func(ctx context.Context) error {
+			sc, err := shared.NewSharedCount(c, "/inflight/count", 5)
 			if err == nil {
+				err = sc.Start(ctx)
 				_ = sc.Close(ctx)
 			}
 			return err
@@ -149,7 +152,7 @@ func TestCtxHonouredInFlight(t *testing.T) {
 	data, _, err := admin.Get(ctx, "/inflight/count")
 	require.NoError(t, err)
 	assert.Equal(t, []byte{0, 0, 0, 1}, data, "no write landed")
-	require.NoError(t, lease.Unlock(ctx))
+	require.NoError(t, lease.Release(ctx))
 }
 
 // A create whose reply comes after its ctx ended deletes the node it made:
@@ -183,7 +186,7 @@ func TestAbandonedCreateIsUndone(t *testing.T) {
 	}
 	testutil.Eventually(t, 10*time.Second, "the late node deleted", func() bool {
 		ok, _, err := admin.Exists(ctx, "/late/node")
-		return err == nil && !ok && c.Stats().PendingDeletes == 0
+		return err == nil && !ok && engine.Of(c).Stats().PendingDeletes == 0
 	})
 }
 

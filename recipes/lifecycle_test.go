@@ -12,7 +12,7 @@ import (
 	"github.com/zkrecipes/zkrecipes/election"
 	"github.com/zkrecipes/zkrecipes/recipes"
 	"github.com/zkrecipes/zkrecipes/recipes/zktest"
-	"github.com/zkrecipes/zkrecipes/semaphore"
+	"github.com/zkrecipes/zkrecipes/shared"
 )
 
 // lifecycle is one long-lived recipe seen through the lifecycle every one
@@ -54,9 +54,14 @@ func TestOneLifecycle(t *testing.T) {
 			return lifecycle{r.Start, func(context.Context) error { return r.AddPath(path + "/reaped") }, r.Close}
 		},
 		"SharedCount": func(c *recipes.Client, path string) lifecycle {
-			s, err := semaphore.NewSharedCount(ctx, c, path, 1)
+			s, err := shared.NewSharedCount(c, path, 1)
 			require.NoError(t, err)
-			return lifecycle{nil, func(ctx context.Context) error { return s.Set(ctx, 2) }, s.Close}
+			return lifecycle{s.Start, func(ctx context.Context) error { return s.Set(ctx, 2) }, s.Close}
+		},
+		"SharedValue": func(c *recipes.Client, path string) lifecycle {
+			s, err := shared.NewSharedValue(c, path, []byte("1"))
+			require.NoError(t, err)
+			return lifecycle{s.Start, func(ctx context.Context) error { return s.Set(ctx, []byte("2")) }, s.Close}
 		},
 	}
 	for name, make := range kinds {

@@ -15,7 +15,7 @@ import (
 	"github.com/zkrecipes/zkrecipes/internal/testutil"
 	"github.com/zkrecipes/zkrecipes/recipes"
 	"github.com/zkrecipes/zkrecipes/recipes/zktest"
-	"github.com/zkrecipes/zkrecipes/semaphore"
+	"github.com/zkrecipes/zkrecipes/shared"
 )
 
 // records is a slog handler that keeps the messages of warn and above.
@@ -75,15 +75,17 @@ func TestDroppedWatchesAreLogged(t *testing.T) {
 	c := connect(t, []string{proxy.Addr()}, recipes.WithLogger(slog.New(log)), recipes.WithSessionTimeout(2*time.Second))
 	ctx := context.Background()
 
-	sc, err := semaphore.NewSharedCount(ctx, c, "/logged/count", 1)
+	sc, err := shared.NewSharedCount(c, "/logged/count", 1)
 	require.NoError(t, err)
+	require.NoError(t, sc.Start(ctx))
 	defer sc.Close(ctx)
 	// The count's follower has read and left its watch before the link
-	// goes: it saw another client's write. (NewSharedCount's own first read
+	// goes: it saw another client's write. (Start's own first read
 	// is not the follower's, and a follower whose first read fails on the
 	// cut link has dropped no watch, so it rightly says nothing.)
-	other, err := semaphore.NewSharedCount(ctx, connect(t, zkc.Servers()), "/logged/count", 1)
+	other, err := shared.NewSharedCount(connect(t, zkc.Servers()), "/logged/count", 1)
 	require.NoError(t, err)
+	require.NoError(t, other.Start(ctx))
 	defer other.Close(ctx)
 	require.NoError(t, other.Set(ctx, 2))
 	testutil.Eventually(t, 10*time.Second, "the count's watch fired and was read again", func() bool {

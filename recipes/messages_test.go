@@ -19,6 +19,7 @@ import (
 	"github.com/zkrecipes/zkrecipes/recipes/zktest"
 	"github.com/zkrecipes/zkrecipes/rwlock"
 	"github.com/zkrecipes/zkrecipes/semaphore"
+	"github.com/zkrecipes/zkrecipes/shared"
 )
 
 var updateMessages = flag.Bool("update-messages", false, "rewrite testdata/messages.txt from this run")
@@ -76,25 +77,25 @@ func TestErrorMessages(t *testing.T) {
 	// The mutex.
 	m, err := mutex.New(c, "/messages/lock")
 	must(err)
-	add("Mutex.Unlock not held", m.Unlock(ctx))
-	lease, err := m.Lock(ctx)
+	add("Mutex.Release not held", m.Release(ctx))
+	lease, err := m.Acquire(ctx)
 	must(err)
 	done := make(chan error, 1)
-	go func() { done <- m.Unlock(ctx) }()
-	add("Mutex.Unlock from another goroutine", <-done)
+	go func() { done <- m.Release(ctx) }()
+	add("Mutex.Release from another goroutine", <-done)
 	m2, err := mutex.New(other, "/messages/lock")
 	must(err)
-	_, err = m2.TryLock(ctx)
-	add("Mutex.TryLock while held", err)
-	_, err = m2.Lock(ended)
-	add("Mutex.Lock with an ended ctx", err)
-	must(lease.Unlock(ctx))
-	add("Lease.Unlock twice", lease.Unlock(ctx))
+	_, err = m2.TryAcquire(ctx)
+	add("Mutex.TryAcquire while held", err)
+	_, err = m2.Acquire(ended)
+	add("Mutex.Acquire with an ended ctx", err)
+	must(lease.Release(ctx))
+	add("Lease.Release twice", lease.Release(ctx))
 	_, err = lease.Token(ctx)
-	add("Lease.Token after Unlock", err)
+	add("Lease.Token after Release", err)
 	_, err = lease.Fenced(ctx, recipes.SetOp("/messages", nil, -1))
-	add("Lease.Fenced after Unlock", err)
-	_, _, err = m.Holder(ctx)
+	add("Lease.Fenced after Release", err)
+	_, err = m.Holder(ctx)
 	add("Mutex.Holder when nobody holds", err)
 	_, err = mutex.New(c, "/")
 	add("mutex.New at the root", err)
@@ -102,12 +103,12 @@ func TestErrorMessages(t *testing.T) {
 	// The read/write lock.
 	rw, err := rwlock.New(c, "/messages/rw")
 	must(err)
-	_, err = rw.ReadLock().Lock(ctx)
+	_, err = rw.ReadLock().Acquire(ctx)
 	must(err)
-	_, err = rw.WriteLock().Lock(ctx)
+	_, err = rw.WriteLock().Acquire(ctx)
 	add("RWLock write lock by the read lock's owner", err)
-	must(rw.ReadLock().Unlock(ctx))
-	add("RWLock read lock Unlock not held", rw.ReadLock().Unlock(ctx))
+	must(rw.ReadLock().Release(ctx))
+	add("RWLock read lock Release not held", rw.ReadLock().Release(ctx))
 
 	// The semaphore.
 	sem, err := semaphore.New(c, "/messages/sem", 1)
@@ -122,15 +123,16 @@ func TestErrorMessages(t *testing.T) {
 	add("Semaphore.Acquire with an ended ctx", err)
 	_, err = sem2.AcquireN(ctx, 2)
 	add("Semaphore.AcquireN of more than the maximum", err)
-	must(sl.Close(ctx))
-	add("Lease.Close twice", sl.Close(ctx))
+	must(sl.Release(ctx))
+	add("semaphore Lease.Release twice", sl.Release(ctx))
 	smu, err := semaphore.NewMutex(c, "/messages/semmutex")
 	must(err)
-	add("semaphore.Mutex.Unlock not held", smu.Unlock(ctx))
+	add("semaphore.Mutex.Release not held", smu.Release(ctx))
 
 	// The shared count.
-	sc, err := semaphore.NewSharedCount(ctx, c, "/messages/count", 1)
+	sc, err := shared.NewSharedCount(c, "/messages/count", 1)
 	must(err)
+	must(sc.Start(ctx))
 	must(sc.Close(ctx))
 	add("SharedCount.Set after Close", sc.Set(ctx, 2))
 
@@ -163,6 +165,14 @@ func TestErrorMessages(t *testing.T) {
 	// Errors after the client closed, through a recipe.
 	_, err = mutex.New(closed, "/messages/lock")
 	add("mutex.New on a closed client", err)
+	closedLatch, err := election.NewLatch(c, "/messages/latch", "me")
+	must(err)
+	_, err = election.NewLatch(c, "/messages/latch", "")
+	add("NewLatch with an empty id", err)
+	must(c.Close(ctx))
+	add("Latch.Start on a closed client", closedLatch.Start(ctx))
+	_, err = m.Acquire(ctx)
+	add("Mutex.Acquire on a closed client", err)
 
 	var b strings.Builder
 	for _, r := range rows {

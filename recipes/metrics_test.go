@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/zkrecipes/zkrecipes/election"
+	"github.com/zkrecipes/zkrecipes/internal/engine"
 	"github.com/zkrecipes/zkrecipes/mutex"
 	"github.com/zkrecipes/zkrecipes/recipes"
 	"github.com/zkrecipes/zkrecipes/recipes/zktest"
@@ -94,6 +95,12 @@ func TestMetricsOption(t *testing.T) {
 		assert.NotEmpty(t, m.Help, m.Name)
 		assert.Equal(t, m.Kind == recipes.KindHistogram, len(m.Buckets) > 0, m.Name)
 	}
+	for k, ek := range map[recipes.MetricKind]engine.MetricKind{
+		recipes.KindCounter: engine.KindCounter, recipes.KindGauge: engine.KindGauge, recipes.KindHistogram: engine.KindHistogram,
+	} {
+		assert.Equal(t, int(ek), int(k), "the engine's number for %v", k)
+		assert.Equal(t, ek.String(), k.String())
+	}
 	assert.Equal(t, "zkrecipes_recipe_wait_seconds", recipes.MetricWait.PrometheusName())
 	assert.Equal(t, "zkrecipes_requests_total", recipes.MetricRequests.PrometheusName())
 	assert.Equal(t, "zkrecipes_connection_suspended_seconds_total", recipes.MetricSuspended.PrometheusName())
@@ -112,36 +119,36 @@ func TestMetricsCore(t *testing.T) {
 	assert.Equal(t, 1.0, s.value("zkrecipes.connection.state_changes{CONNECTED}"))
 	m, err := mutex.New(c, "/m")
 	require.NoError(t, err)
-	l, err := m.Lock(ctx)
+	l, err := m.Acquire(ctx)
 	require.NoError(t, err)
-	assert.Equal(t, 1.0, s.value("zkrecipes.recipe.held{mutex,/m}"))
-	require.NoError(t, l.Unlock(ctx))
+	assert.Equal(t, 1.0, s.value("zkrecipes.recipe.held{mutex,app,/m}"))
+	require.NoError(t, l.Release(ctx))
 
 	assert.GreaterOrEqual(t, s.value("zkrecipes.requests{create,ok}"), 1.0)
 	assert.GreaterOrEqual(t, s.value("zkrecipes.requests{delete,ok}"), 1.0)
-	assert.Equal(t, 1.0, s.value("zkrecipes.recipe.acquires{mutex,/m,acquired}"))
-	assert.Equal(t, 0.0, s.value("zkrecipes.recipe.held{mutex,/m}"))
-	assert.Len(t, s.obs("zkrecipes.recipe.wait{mutex,/m}"), 1)
-	assert.Len(t, s.obs("zkrecipes.recipe.hold{mutex,/m}"), 1)
-	assert.Equal(t, []float64{0}, s.obs("zkrecipes.recipe.queue{mutex,/m}"))
+	assert.Equal(t, 1.0, s.value("zkrecipes.recipe.acquires{mutex,app,/m,acquired}"))
+	assert.Equal(t, 0.0, s.value("zkrecipes.recipe.held{mutex,app,/m}"))
+	assert.Len(t, s.obs("zkrecipes.recipe.wait{mutex,app,/m}"), 1)
+	assert.Len(t, s.obs("zkrecipes.recipe.hold{mutex,app,/m}"), 1)
+	assert.Equal(t, []float64{0}, s.obs("zkrecipes.recipe.queue{mutex,app,/m}"))
 
 	// Held elsewhere: a TryLock queues behind one contender and gives up.
 	om, err := mutex.New(other, "/app/m")
 	require.NoError(t, err)
-	ol, err := om.Lock(ctx)
+	ol, err := om.Acquire(ctx)
 	require.NoError(t, err)
-	_, err = m.TryLock(ctx)
+	_, err = m.TryAcquire(ctx)
 	require.ErrorIs(t, err, recipes.ErrNotAcquired)
-	assert.Equal(t, 1.0, s.value("zkrecipes.recipe.acquires{mutex,/m,not_acquired}"))
-	assert.Equal(t, []float64{0, 1}, s.obs("zkrecipes.recipe.queue{mutex,/m}"))
+	assert.Equal(t, 1.0, s.value("zkrecipes.recipe.acquires{mutex,app,/m,not_acquired}"))
+	assert.Equal(t, []float64{0, 1}, s.obs("zkrecipes.recipe.queue{mutex,app,/m}"))
 	// A Lock whose ctx ends while it waits.
 	wctx, cancel := context.WithTimeout(ctx, 200*time.Millisecond)
-	_, err = m.Lock(wctx)
+	_, err = m.Acquire(wctx)
 	cancel()
 	require.ErrorIs(t, err, context.DeadlineExceeded)
-	assert.Equal(t, 1.0, s.value("zkrecipes.recipe.acquires{mutex,/m,ctx_done}"))
-	assert.Len(t, s.obs("zkrecipes.recipe.wait{mutex,/m}"), 1, "a wait is recorded only for a hold")
-	require.NoError(t, ol.Unlock(ctx))
+	assert.Equal(t, 1.0, s.value("zkrecipes.recipe.acquires{mutex,app,/m,ctx_done}"))
+	assert.Len(t, s.obs("zkrecipes.recipe.wait{mutex,app,/m}"), 1, "a wait is recorded only for a hold")
+	require.NoError(t, ol.Release(ctx))
 
 	_, _, err = c.Get(ctx, "/nothing-here")
 	require.Error(t, err)
@@ -173,26 +180,26 @@ func TestMetricsRecipes(t *testing.T) {
 	// for the lease includes it.
 	inner, err := mutex.New(other, "/s/locks")
 	require.NoError(t, err)
-	il, err := inner.Lock(ctx)
+	il, err := inner.Acquire(ctx)
 	require.NoError(t, err)
 	sem, err := semaphore.New(c, "/s", 2)
 	require.NoError(t, err)
-	time.AfterFunc(300*time.Millisecond, func() { _ = il.Unlock(ctx) })
+	time.AfterFunc(300*time.Millisecond, func() { _ = il.Release(ctx) })
 	first, err := sem.Acquire(ctx)
 	require.NoError(t, err)
-	require.NoError(t, first.Close(ctx))
-	waits := s.obs("zkrecipes.recipe.wait{semaphore,/s}")
+	require.NoError(t, first.Release(ctx))
+	waits := s.obs("zkrecipes.recipe.wait{semaphore,,/s}")
 	require.Len(t, waits, 1)
 	assert.GreaterOrEqual(t, waits[0], 0.3, "the wait includes the internal lock's")
 
 	leases, err := sem.AcquireN(ctx, 2)
 	require.NoError(t, err)
-	assert.Equal(t, 2.0, s.value("zkrecipes.recipe.held{semaphore,/s}"))
-	assert.Equal(t, []float64{0, 0, 1}, s.obs("zkrecipes.recipe.queue{semaphore,/s}"), "leases taken at the first look")
-	require.NoError(t, semaphore.ReturnAll(ctx, leases))
-	assert.Equal(t, 0.0, s.value("zkrecipes.recipe.held{semaphore,/s}"))
-	assert.Equal(t, 3.0, s.value("zkrecipes.recipe.acquires{semaphore,/s,acquired}"))
-	assert.Len(t, s.obs("zkrecipes.recipe.hold{semaphore,/s}"), 3)
+	assert.Equal(t, 2.0, s.value("zkrecipes.recipe.held{semaphore,,/s}"))
+	assert.Equal(t, []float64{0, 0, 1}, s.obs("zkrecipes.recipe.queue{semaphore,,/s}"), "leases taken at the first look")
+	require.NoError(t, semaphore.ReleaseAll(ctx, leases))
+	assert.Equal(t, 0.0, s.value("zkrecipes.recipe.held{semaphore,,/s}"))
+	assert.Equal(t, 3.0, s.value("zkrecipes.recipe.acquires{semaphore,,/s,acquired}"))
+	assert.Len(t, s.obs("zkrecipes.recipe.hold{semaphore,,/s}"), 3)
 	s.mu.Lock()
 	for key := range s.kinds {
 		assert.NotContains(t, key, "/s/locks", "the semaphore's internal lock is not a recipe of its own")
@@ -204,11 +211,11 @@ func TestMetricsRecipes(t *testing.T) {
 	require.NoError(t, l.Start(ctx))
 	_, err = l.Await(ctx)
 	require.NoError(t, err)
-	assert.Equal(t, 1.0, s.value("zkrecipes.recipe.acquires{latch,/e,acquired}"), "a term started")
-	assert.Equal(t, 1.0, s.value("zkrecipes.recipe.held{latch,/e}"))
+	assert.Equal(t, 1.0, s.value("zkrecipes.recipe.acquires{latch,,/e,acquired}"), "a term started")
+	assert.Equal(t, 1.0, s.value("zkrecipes.recipe.held{latch,,/e}"))
 	require.NoError(t, l.Close(ctx))
-	eventually(t, 5*time.Second, "the term ended", func() bool { return s.value("zkrecipes.recipe.held{latch,/e}") == 0 })
-	assert.Len(t, s.obs("zkrecipes.recipe.hold{latch,/e}"), 1)
+	eventually(t, 5*time.Second, "the term ended", func() bool { return s.value("zkrecipes.recipe.held{latch,,/e}") == 0 })
+	assert.Len(t, s.obs("zkrecipes.recipe.hold{latch,,/e}"), 1)
 
 	led := make(chan struct{})
 	sel, err := election.NewSelector(c, "/sel", "me", func(ctx context.Context, _ *election.Term) error {
@@ -220,20 +227,20 @@ func TestMetricsRecipes(t *testing.T) {
 	require.NoError(t, sel.Start(ctx))
 	<-led
 	require.NoError(t, sel.Close(ctx))
-	assert.Equal(t, 1.0, s.value("zkrecipes.recipe.acquires{selector,/sel,acquired}"), "a selector's term, not a mutex's")
-	assert.Len(t, s.obs("zkrecipes.recipe.hold{selector,/sel}"), 1)
-	assert.Equal(t, 0.0, s.value("zkrecipes.recipe.acquires{mutex,/sel,acquired}"))
+	assert.Equal(t, 1.0, s.value("zkrecipes.recipe.acquires{selector,,/sel,acquired}"), "a selector's term, not a mutex's")
+	assert.Len(t, s.obs("zkrecipes.recipe.hold{selector,,/sel}"), 1)
+	assert.Equal(t, 0.0, s.value("zkrecipes.recipe.acquires{mutex,,/sel,acquired}"))
 
 	rw, err := rwlock.New(c, "/rw")
 	require.NoError(t, err)
-	wl, err := rw.WriteLock().Lock(ctx)
+	wl, err := rw.WriteLock().Acquire(ctx)
 	require.NoError(t, err)
-	rl, err := rw.ReadLock().Lock(ctx) // the writer's own read: a downgrade
+	rl, err := rw.ReadLock().Acquire(ctx) // the writer's own read: a downgrade
 	require.NoError(t, err)
-	require.NoError(t, wl.Unlock(ctx))
-	require.NoError(t, rl.Unlock(ctx))
-	assert.Equal(t, 1.0, s.value("zkrecipes.recipe.acquires{rwlock_write,/rw,acquired}"))
-	assert.Equal(t, 1.0, s.value("zkrecipes.recipe.acquires{rwlock_read,/rw,acquired}"))
+	require.NoError(t, wl.Release(ctx))
+	require.NoError(t, rl.Release(ctx))
+	assert.Equal(t, 1.0, s.value("zkrecipes.recipe.acquires{rwlock_write,,/rw,acquired}"))
+	assert.Equal(t, 1.0, s.value("zkrecipes.recipe.acquires{rwlock_read,,/rw,acquired}"))
 }
 
 // TestMetricsPathLabel checks WithMetricsPathLabel: a lock per entity
@@ -256,11 +263,144 @@ func TestMetricsPathLabel(t *testing.T) {
 	for _, p := range []string{"/locks/user-1", "/locks/user-2", "/locks/user-1", "/other"} {
 		m, err := mutex.New(c, p)
 		require.NoError(t, err)
-		l, err := m.Lock(ctx)
+		l, err := m.Acquire(ctx)
 		require.NoError(t, err)
-		require.NoError(t, l.Unlock(ctx))
+		require.NoError(t, l.Release(ctx))
 	}
-	assert.Equal(t, 3.0, s.value("zkrecipes.recipe.acquires{mutex,/locks/user-*,acquired}"))
-	assert.Equal(t, 1.0, s.value("zkrecipes.recipe.acquires{mutex,/other,acquired}"))
+	assert.Equal(t, 3.0, s.value("zkrecipes.recipe.acquires{mutex,app,/locks/user-*,acquired}"))
+	assert.Equal(t, 1.0, s.value("zkrecipes.recipe.acquires{mutex,app,/other,acquired}"))
 	assert.Equal(t, []string{"mutex /locks/user-1", "mutex /locks/user-2", "mutex /other"}, calls, "once per path, without the namespace")
+}
+
+// healthyResults are the request results a healthy client may record:
+// every other result is an error a dashboard should show.
+var healthyResults = map[string]bool{"ok": true, "no_parent": true}
+
+// requestSeries returns the requests series s holds with a value, by
+// "op,result".
+func (s *sink) requestSeries() map[string]float64 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := map[string]float64{}
+	for key, v := range s.values {
+		if rest, ok := strings.CutPrefix(key, "zkrecipes.requests{"); ok && v != 0 {
+			out[strings.TrimSuffix(rest, "}")] = v
+		}
+	}
+	return out
+}
+
+// TestMetricsHealthyCycleRecordsNoErrors runs lock and semaphore cycles
+// under fresh parents (so the engine meets missing parents, creates them
+// and tries again) and checks that no request is counted with an error
+// result: the create that finds its parent missing is part of a healthy
+// create (result no_parent), not a no_node error.
+func TestMetricsHealthyCycleRecordsNoErrors(t *testing.T) {
+	zkc := zktest.Start(t)
+	s := newSink()
+	c := connect(t, zkc.Servers(), recipes.WithMetrics(s), recipes.WithNamespace("app"))
+	ctx := context.Background()
+	// The namespace node exists: that the first create meets it missing
+	// is the namespace's business, not this test's.
+	require.NoError(t, engine.Of(c).EnsureContainers(ctx, "/app"))
+
+	for i := range 2 {
+		m, err := mutex.New(c, fmt.Sprintf("/fresh/locks/m%d", i))
+		require.NoError(t, err)
+		l, err := m.Acquire(ctx)
+		require.NoError(t, err)
+		require.NoError(t, l.Release(ctx))
+		sem, err := semaphore.New(c, fmt.Sprintf("/fresh/sems/s%d", i), 2)
+		require.NoError(t, err)
+		lease, err := sem.Acquire(ctx)
+		require.NoError(t, err)
+		require.NoError(t, lease.Release(ctx))
+	}
+	got := s.requestSeries()
+	for series, v := range got {
+		_, result, _ := strings.Cut(series, ",")
+		assert.True(t, healthyResults[result], "a healthy cycle counted %v requests %s", v, series)
+	}
+	assert.Greater(t, got["create,no_parent"], 0.0, "parents were missing and made: %v", got)
+	assert.Greater(t, got["create,ok"], 0.0, "%v", got)
+	t.Logf("requests of a healthy cycle: %v", got)
+}
+
+// TestMetricsSeriesSet checks the series a Client makes when it is made:
+// every state it can enter, and for each request op the results it can
+// have (a zero series each, so that a dashboard sees the first one), no
+// more: no bad_version for an add_auth, no no_node for an exists.
+func TestMetricsSeriesSet(t *testing.T) {
+	zkc := zktest.Start(t)
+	s := newSink()
+	c := connect(t, zkc.Servers(), recipes.WithMetrics(s))
+	// What the table leaves out does not happen: a missing node is an
+	// ok for exists, and for sync too.
+	ctx := context.Background()
+	ok, _, err := c.Exists(ctx, "/missing")
+	require.NoError(t, err)
+	require.False(t, ok)
+	require.NoError(t, c.Sync(ctx, "/missing"))
+	assert.Equal(t, 1.0, s.value("zkrecipes.requests{exists,ok}"))
+	assert.Equal(t, 1.0, s.value("zkrecipes.requests{sync,ok}"))
+	errs := []string{"connection", "session_expired", "ctx_done", "other"}
+	want := map[string][]string{
+		"create":       append([]string{"ok", "no_parent", "parent_exists", "no_node", "node_exists"}, errs...),
+		"delete":       append([]string{"ok", "no_node", "bad_version"}, errs...),
+		"get_data":     append([]string{"ok", "no_node"}, errs...),
+		"exists":       append([]string{"ok"}, errs...),
+		"get_children": append([]string{"ok", "no_node"}, errs...),
+		"set_data":     append([]string{"ok", "no_node", "bad_version"}, errs...),
+		"multi":        append([]string{"ok", "no_node", "node_exists", "bad_version"}, errs...),
+		"sync":         append([]string{"ok"}, errs...),
+		"add_auth":     append([]string{"ok"}, errs...),
+	}
+	var wantKeys []string
+	for op, results := range want {
+		for _, r := range results {
+			wantKeys = append(wantKeys, "zkrecipes.requests{"+op+","+r+"}")
+		}
+	}
+	for _, st := range []string{"CONNECTED", "SUSPENDED", "RECONNECTED", "LOST", "READ_ONLY"} {
+		wantKeys = append(wantKeys, "zkrecipes.connection.state_changes{"+st+"}")
+	}
+	wantKeys = append(wantKeys, "zkrecipes.connection.suspended{}", "zkrecipes.retries{}", "zkrecipes.deletes.pending{}")
+	s.mu.Lock()
+	var got []string
+	for key := range s.kinds {
+		got = append(got, key)
+	}
+	s.mu.Unlock()
+	assert.ElementsMatch(t, wantKeys, got)
+	assert.Len(t, got, 58+5+3)
+}
+
+// TestMetricsNamespaces checks that the namespace is part of what names a
+// recipe path's series: two Clients in two namespaces locking the same
+// path report to one Metrics in two series, and WithMetricsPathLabel
+// still sees the path without the namespace.
+func TestMetricsNamespaces(t *testing.T) {
+	zkc := zktest.Start(t)
+	s := newSink()
+	var seen []string
+	label := recipes.WithMetricsPathLabel(func(recipe, path string) string {
+		seen = append(seen, path) // one Client at a time: no race
+		return path
+	})
+	ctx := context.Background()
+	for _, ns := range []string{"a", "b/c", ""} {
+		c := connect(t, zkc.Servers(), recipes.WithMetrics(s), recipes.WithNamespace(ns), label)
+		m, err := mutex.New(c, "/m")
+		require.NoError(t, err)
+		l, err := m.Acquire(ctx)
+		require.NoError(t, err)
+		require.NoError(t, l.Release(ctx))
+		require.NoError(t, c.Close(ctx))
+	}
+	assert.Equal(t, 1.0, s.value("zkrecipes.recipe.acquires{mutex,a,/m,acquired}"))
+	assert.Equal(t, 1.0, s.value("zkrecipes.recipe.acquires{mutex,b/c,/m,acquired}"))
+	assert.Equal(t, 1.0, s.value("zkrecipes.recipe.acquires{mutex,,/m,acquired}"))
+	assert.Len(t, s.obs("zkrecipes.recipe.hold{mutex,a,/m}"), 1)
+	assert.Len(t, s.obs("zkrecipes.recipe.hold{mutex,b/c,/m}"), 1)
+	assert.Equal(t, []string{"/m", "/m", "/m"}, seen)
 }

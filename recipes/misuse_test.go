@@ -73,7 +73,6 @@ func TestMisuse(t *testing.T) {
 		"WithSessionTimeout(-1s)":   recipes.WithSessionTimeout(-time.Second),
 		"WithDialer(nil)":           recipes.WithDialer(nil),
 		"WithHostProvider(nil)":     recipes.WithHostProvider(nil),
-		"WithWire(nil)":             recipes.WithWire(nil),
 		"WithErrorPolicy(-1)":       recipes.WithErrorPolicy(-1),
 		"WithMaxBufferSize(-1)":     recipes.WithMaxBufferSize(-1),
 		`WithNamespace("/a//b")`:    recipes.WithNamespace("/a//b"),

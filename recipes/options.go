@@ -2,7 +2,6 @@ package recipes
 
 import (
 	"log/slog"
-	"net"
 	"time"
 
 	"github.com/cenkalti/backoff/v4"
@@ -78,17 +77,6 @@ func WithErrorPolicy(p ErrorPolicy) Option {
 	return Option(engine.WithErrorPolicy(engine.ErrorPolicy(p)))
 }
 
-// WithWire tells NewClient the Wire its connection was dialled through
-// (zk.WithDialer(w.Dial)), so that it knows the negotiated session timeout
-// and when the server last answered, as a Client made by Connect does.
-// Connect ignores it: it always dials through a Wire of its own.
-func WithWire(w *Wire) Option {
-	if w == nil {
-		return Option(engine.WithWire(nil))
-	}
-	return Option(engine.WithWire(w.w))
-}
-
 // WithoutContainers makes the recipes create their parent nodes as
 // persistent nodes instead of containers, as Curator's
 // dontUseContainerParents does: for servers that refuse containers (older
@@ -112,36 +100,3 @@ func (f ACLProviderFunc) ACLFor(path string) []zk.ACL { return f(path) }
 var DefaultACLProvider ACLProvider = ACLProviderFunc(func(string) []zk.ACL {
 	return zk.WorldACL(zk.PermAll)
 })
-
-// Wire watches the bytes of a go-zookeeper connection, to learn what
-// go-zookeeper does not make visible: the session timeout the server
-// granted (from each connection's handshake reply) and when the server
-// last answered a request. It also keeps go-zookeeper's record of the
-// last zxid seen, which go-zookeeper v1.0.4 keeps with a data race of its
-// own (reported by the race detector when a session with watches resumes
-// while replies come in): go-zookeeper sees replies with a zxid of 0, and
-// the Wire writes the zxid it recorded into the handshake and the request
-// that sets the watches again. Connect always dials through one. To give
-// NewClient the same for a connection you make yourself, dial through one
-// and pass it with WithWire:
-//
-//	w := recipes.NewWire(nil)
-//	conn, events, err := zk.Connect(servers, 10*time.Second, zk.WithDialer(w.Dial))
-//	...
-//	c, err := recipes.NewClient(conn, events, recipes.WithWire(w))
-type Wire struct {
-	w *engine.Wire
-}
-
-// NewWire returns a Wire that dials with dial (net.DialTimeout when nil).
-func NewWire(dial zk.Dialer) *Wire { return &Wire{w: engine.NewWire(dial)} }
-
-// Dial is a zk.Dialer: it dials with the wrapped dialer and watches the
-// connection's bytes.
-func (w *Wire) Dial(network, address string, timeout time.Duration) (net.Conn, error) {
-	return w.w.Dial(network, address, timeout)
-}
-
-// SessionTimeout returns the session timeout the server granted in the
-// last handshake that established a session, or 0 before the first.
-func (w *Wire) SessionTimeout() time.Duration { return w.w.SessionTimeout() }

@@ -59,7 +59,7 @@ func bobTamper(t *testing.T, alice, bob *recipes.Client, node string) {
 	notAuthorized(t, "bob's versioned delete", bob.Delete(context.Background(), node, st.Version), start)
 	_, err = bob.Set(context.Background(), node, []byte("bob was here"), -1)
 	notAuthorized(t, "bob's overwrite", err, start)
-	_, err = bob.Conn().SetACL(node, zk.WorldACL(zk.PermAll), -1)
+	_, err = bob.UnsafeConn().SetACL(node, zk.WorldACL(zk.PermAll), -1)
 	notAuthorized(t, "bob's SetACL", err, start)
 	_, _, err = bob.Get(context.Background(), node)
 	notAuthorized(t, "bob's read", err, start)
@@ -89,7 +89,7 @@ func TestACLCreatorOnly(t *testing.T) {
 	t.Run("mutex", func(t *testing.T) {
 		am, err := mutex.New(alice, "/secure/mutex")
 		require.NoError(t, err)
-		lease, err := am.Lock(ctx)
+		lease, err := am.Acquire(ctx)
 		require.NoError(t, err)
 		bobTamper(t, alice, bob, lease.Node())
 		bobTamper(t, alice, nobody, lease.Node())
@@ -99,17 +99,17 @@ func TestACLCreatorOnly(t *testing.T) {
 			require.NoError(t, err)
 			lctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 			start := time.Now()
-			l, err := m.Lock(lctx)
+			l, err := m.Acquire(lctx)
 			cancel()
 			if err == nil {
-				_ = l.Unlock(ctx)
+				_ = l.Release(ctx)
 			}
 			notAuthorized(t, "a foreign Lock", err, start)
 			if err != nil {
 				assert.Contains(t, err.Error(), "check WithAuth", "the error says what to do")
 			}
 			start = time.Now()
-			_, err = m.TryLock(ctx)
+			_, err = m.TryAcquire(ctx)
 			notAuthorized(t, "a foreign TryLock", err, start)
 			start = time.Now()
 			_, err = m.Participants(ctx)
@@ -124,7 +124,7 @@ func TestACLCreatorOnly(t *testing.T) {
 		ps, err := am.Participants(ctx)
 		require.NoError(t, err)
 		assert.Len(t, ps, 1, "a foreign attempt left a node behind")
-		require.NoError(t, lease.Unlock(ctx))
+		require.NoError(t, lease.Release(ctx))
 	})
 
 	t.Run("semaphore", func(t *testing.T) {
@@ -143,7 +143,7 @@ func TestACLCreatorOnly(t *testing.T) {
 		got, err := bs.Acquire(actx)
 		cancel()
 		if err == nil {
-			_ = got.Close(ctx)
+			_ = got.Release(ctx)
 		}
 		notAuthorized(t, "bob's Acquire", err, start)
 		start = time.Now()
@@ -156,7 +156,7 @@ func TestACLCreatorOnly(t *testing.T) {
 		data, err := lease.Data(ctx)
 		require.NoError(t, err)
 		assert.NotEqual(t, "bob was here", string(data))
-		require.NoError(t, lease.Close(ctx))
+		require.NoError(t, lease.Release(ctx))
 	})
 
 	t.Run("latch", func(t *testing.T) {
@@ -222,20 +222,30 @@ func TestSecurityNamespacesKeepApplicationsApart(t *testing.T) {
 	require.NoError(t, err)
 	m2, err := mutex.New(app2, "/locks/shared")
 	require.NoError(t, err)
-	l1, err := m1.Lock(ctx)
+	l1, err := m1.Acquire(ctx)
 	require.NoError(t, err)
-	l2, err := m2.TryLock(ctx)
+	l2, err := m2.TryAcquire(ctx)
 	require.NoError(t, err, "app2's lock is not app1's")
-	assert.True(t, strings.HasPrefix(l1.Node(), "/app1/locks/shared/"), l1.Node())
-	assert.True(t, strings.HasPrefix(l2.Node(), "/app2/locks/shared/"), l2.Node())
+	assert.True(t, strings.HasPrefix(l1.Node(), "/locks/shared/"), l1.Node())
+	assert.True(t, strings.HasPrefix(l2.Node(), "/locks/shared/"), l2.Node())
+	full1, err := app1.FullPath(l1.Node())
+	require.NoError(t, err)
+	ok, _, err := raw.Exists(ctx, full1)
+	require.NoError(t, err)
+	assert.True(t, ok && strings.HasPrefix(full1, "/app1/locks/shared/"), full1)
+	full2, err := app2.FullPath(l2.Node())
+	require.NoError(t, err)
+	ok, _, err = raw.Exists(ctx, full2)
+	require.NoError(t, err)
+	assert.True(t, ok && strings.HasPrefix(full2, "/app2/locks/shared/"), full2)
 	for _, c := range []struct {
 		c    *recipes.Client
 		path string
 	}{{app1again, "/locks/shared"}, {raw, "/app1/locks/shared"}} {
 		m, err := mutex.New(c.c, c.path)
 		require.NoError(t, err)
-		_, err = m.TryLock(ctx)
-		assert.ErrorIs(t, err, mutex.ErrNotAcquired, "%s%s is app1's lock", c.c.Namespace(), c.path)
+		_, err = m.TryAcquire(ctx)
+		assert.ErrorIs(t, err, recipes.ErrNotAcquired, "%s%s is app1's lock", c.c.Namespace(), c.path)
 	}
 
 	s1, err := semaphore.New(app1, "/sem/shared", 1)
@@ -249,7 +259,7 @@ func TestSecurityNamespacesKeepApplicationsApart(t *testing.T) {
 	s1again, err := semaphore.New(app1again, "/sem/shared", 1)
 	require.NoError(t, err)
 	_, err = s1again.TryAcquire(ctx)
-	assert.ErrorIs(t, err, semaphore.ErrNotAcquired)
+	assert.ErrorIs(t, err, recipes.ErrNotAcquired)
 
 	var terms []*election.Term
 	for _, c := range []*recipes.Client{app1, app2} {
@@ -271,9 +281,9 @@ func TestSecurityNamespacesKeepApplicationsApart(t *testing.T) {
 		}
 	}
 
-	require.NoError(t, l1.Unlock(ctx))
-	require.NoError(t, l2.Unlock(ctx))
-	require.NoError(t, semaphore.ReturnAll(ctx, []*semaphore.Lease{sl1, sl2}))
+	require.NoError(t, l1.Release(ctx))
+	require.NoError(t, l2.Release(ctx))
+	require.NoError(t, semaphore.ReleaseAll(ctx, []*semaphore.Lease{sl1, sl2}))
 }
 
 // syncBuffer is a bytes.Buffer safe for the concurrent writes of a logger.
@@ -332,9 +342,9 @@ func TestSecurityAuthNeverLogged(t *testing.T) {
 
 	m, err := mutex.New(c, "/secure/logged")
 	require.NoError(t, err)
-	lease, err := m.Lock(ctx)
+	lease, err := m.Acquire(ctx)
 	require.NoError(t, err)
-	require.NoError(t, lease.Unlock(ctx))
+	require.NoError(t, lease.Release(ctx))
 
 	proxy.Cut()
 	deadline := time.After(20 * time.Second)
@@ -348,9 +358,9 @@ func TestSecurityAuthNeverLogged(t *testing.T) {
 	}
 	lctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
-	lease, err = m.Lock(lctx)
+	lease, err = m.Acquire(lctx)
 	require.NoError(t, err, "locking under the creator-only parent after the reconnect")
-	require.NoError(t, lease.Unlock(ctx))
+	require.NoError(t, lease.Release(ctx))
 	require.NoError(t, c.Close(context.Background()))
 	stop()
 

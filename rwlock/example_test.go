@@ -6,7 +6,6 @@ import (
 	"fmt"
 
 	"github.com/zkrecipes/zkrecipes/internal/testutil"
-	"github.com/zkrecipes/zkrecipes/mutex"
 	"github.com/zkrecipes/zkrecipes/recipes"
 	"github.com/zkrecipes/zkrecipes/rwlock"
 )
@@ -33,15 +32,15 @@ func Example() {
 	}
 
 	// Readers share the read lock.
-	if _, err := rw.ReadLock().Lock(ctx); err != nil {
+	if _, err := rw.ReadLock().Acquire(ctx); err != nil {
 		fmt.Println(err)
 		return
 	}
 	fmt.Println("reading")
-	fmt.Println("read unlock:", rw.ReadLock().Unlock(ctx))
+	fmt.Println("read unlock:", rw.ReadLock().Release(ctx))
 
 	// A writer holds the write lock alone.
-	lease, err := rw.WriteLock().Lock(ctx)
+	lease, err := rw.WriteLock().Acquire(ctx)
 	if err != nil {
 		fmt.Println(err)
 		return
@@ -50,12 +49,12 @@ func Example() {
 	fmt.Println("writing, token > 0:", token.Czxid > 0)
 
 	// Downgrade: the write lock's owner gets the read lock at once...
-	if _, err := rw.ReadLock().Lock(ctx); err != nil {
+	if _, err := rw.ReadLock().Acquire(ctx); err != nil {
 		fmt.Println(err)
 		return
 	}
 	// ...and keeps it after releasing the write lock.
-	fmt.Println("write unlock:", rw.WriteLock().Unlock(ctx))
+	fmt.Println("write unlock:", rw.WriteLock().Release(ctx))
 	fmt.Println("still reading:", rw.ReadLock().IsHeldInProcess())
 
 	// Another process's writer stays out until the reader is done.
@@ -70,14 +69,14 @@ func Example() {
 		fmt.Println(err)
 		return
 	}
-	_, err = rw2.WriteLock().TryLock(ctx)
-	fmt.Println("other writer acquired:", !errors.Is(err, mutex.ErrNotAcquired))
+	_, err = rw2.WriteLock().TryAcquire(ctx)
+	fmt.Println("other writer acquired:", !errors.Is(err, recipes.ErrNotAcquired))
 
 	// The reverse, an upgrade, would wait for itself: it is refused.
-	_, err = rw.WriteLock().Lock(ctx)
-	fmt.Println("upgrade refused:", errors.Is(err, rwlock.ErrUpgrade))
+	_, err = rw.WriteLock().Acquire(ctx)
+	fmt.Println("upgrade refused:", errors.Is(err, recipes.ErrUpgrade))
 
-	fmt.Println("read unlock:", rw.ReadLock().Unlock(ctx))
+	fmt.Println("read unlock:", rw.ReadLock().Release(ctx))
 	// Output:
 	// reading
 	// read unlock: <nil>

@@ -44,7 +44,7 @@ func ioNew(t *testing.T, c *recipes.Client, path string) *rwlock.RWLock {
 
 // ioWaitParticipants polls until rw has exactly n participants and returns
 // them.
-func ioWaitParticipants(ctx context.Context, t *testing.T, rw *rwlock.RWLock, n int) []rwlock.Participant {
+func ioWaitParticipants(ctx context.Context, t *testing.T, rw *rwlock.RWLock, n int) []recipes.Participant {
 	t.Helper()
 	for {
 		ps, err := rw.Participants(ctx)
@@ -256,7 +256,7 @@ func interopHolds(t *testing.T, zkc *zktest.Cluster, dir string, goWrites bool) 
 			go func() {
 				defer wg.Done()
 				for i := 0; i < goMinIters || !curatorDone(); i++ {
-					lease, err := m.Lock(ctx)
+					lease, err := m.Acquire(ctx)
 					if err != nil {
 						t.Errorf("%s iteration %d: lock: %v", who, i, err)
 						return
@@ -269,7 +269,7 @@ func interopHolds(t *testing.T, zkc *zktest.Cluster, dir string, goWrites bool) 
 					default:
 					}
 					e := time.Now().UnixNano()
-					if err := m.Unlock(ctx); err != nil {
+					if err := m.Release(ctx); err != nil {
 						t.Errorf("%s iteration %d: unlock: %v", who, i, err)
 						return
 					}
@@ -339,7 +339,7 @@ func ioQueue(ctx context.Context, t *testing.T, bg *sync.WaitGroup, m *mutex.Mut
 	bg.Add(1)
 	go func() {
 		defer bg.Done()
-		l, err := m.Lock(o.ctx)
+		l, err := m.Acquire(o.ctx)
 		if err != nil {
 			if ctx.Err() == nil {
 				t.Errorf("%s: lock: %v", name, err)
@@ -377,7 +377,7 @@ func (o *ioOwner) notYet(t *testing.T) {
 
 func (o *ioOwner) unlock(t *testing.T) {
 	t.Helper()
-	if err := o.m.Unlock(o.ctx); err != nil {
+	if err := o.m.Release(o.ctx); err != nil {
 		t.Fatalf("%s: unlock: %v", o.name, err)
 	}
 }
@@ -442,8 +442,8 @@ func interopQueueOrder(t *testing.T, zkc *zktest.Cluster, dir string) {
 
 	wantWriter := []bool{true, false, false, true, false, true}
 	for i, p := range ps {
-		if p.Writer != wantWriter[i] || p.Writer != strings.Contains(p.Name, rwlock.WriteLockName) ||
-			p.Writer == strings.Contains(p.Name, rwlock.ReadLockName) {
+		if p.Writer != wantWriter[i] || p.Writer != strings.Contains(filepath.Base(p.Node), rwlock.WriteLockName) ||
+			p.Writer == strings.Contains(filepath.Base(p.Node), rwlock.ReadLockName) {
 			t.Fatalf("participant %d is %+v; want writer=%t; queue %v", i, p, wantWriter[i], ps)
 		}
 	}
@@ -556,7 +556,7 @@ func interopDowngrade(t *testing.T, zkc *zktest.Cluster, dir string) {
 	rw := ioNew(t, ioConnect(t, zkc), path)
 	own := mutex.WithOwner(ctx, "downgrader")
 
-	wl, err := rw.WriteLock().Lock(own)
+	wl, err := rw.WriteLock().Acquire(own)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -569,7 +569,7 @@ func interopDowngrade(t *testing.T, zkc *zktest.Cluster, dir string) {
 	curNode := ps[1].Node
 	ioWaitWatch(ctx, t, zkc, session, wl.Node(), cw, "ACQUIRED") // Curator waits on our write node
 
-	rl, err := rw.ReadLock().Lock(own) // the downgrade: at once
+	rl, err := rw.ReadLock().Acquire(own) // the downgrade: at once
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -579,7 +579,7 @@ func interopDowngrade(t *testing.T, zkc *zktest.Cluster, dir string) {
 		engine.SortKey(rname, rwlock.ReadLockName) != engine.SortKey(wname, rwlock.WriteLockName) {
 		t.Fatalf("downgrade node %s does not take write node %s's sequence", rname, wname)
 	}
-	if err := rw.WriteLock().Unlock(own); err != nil {
+	if err := rw.WriteLock().Release(own); err != nil {
 		t.Fatal(err)
 	}
 	// Curator's writer has woken from the write node's deletion and gone
@@ -612,7 +612,7 @@ func interopDowngrade(t *testing.T, zkc *zktest.Cluster, dir string) {
 	default:
 	}
 
-	if err := rw.ReadLock().Unlock(own); err != nil {
+	if err := rw.ReadLock().Release(own); err != nil {
 		t.Fatal(err)
 	}
 	if err := cw.WaitLine(ctx, "ACQUIRED"); err != nil {
@@ -676,7 +676,7 @@ func interopCuratorDowngrade(t *testing.T, zkc *zktest.Cluster, dir string) {
 		if ioPrinted(cd, "RELEASED") {
 			t.Fatal("Curator released its read lock unasked")
 		}
-		t.Logf("Curator 5.4 (CURATOR-621): after Curator's own downgrade, the queued Go writer holds while Curator still reads (%s); Go's downgrade keeps it out", ps[1].Name)
+		t.Logf("Curator 5.4 (CURATOR-621): after Curator's own downgrade, the queued Go writer holds while Curator still reads (%s); Go's downgrade keeps it out", filepath.Base(ps[1].Node))
 		w.unlock(t)
 	} else {
 		observe := time.NewTimer(downgradeWindow)

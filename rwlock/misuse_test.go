@@ -66,27 +66,27 @@ func TestMisuse(t *testing.T) {
 	var nilRW *rwlock.RWLock
 	add("nil RWLock.Participants", invalidArg, func() error { _, err := nilRW.Participants(ctx); return err })
 	add("nil RWLock's locks", noError, misuseEach(invalidArg, []misuseSub{
-		{Name: "ReadLock().Lock", Call: func() error { _, err := nilRW.ReadLock().Lock(ctx); return err }},
-		{Name: "WriteLock().Lock", Call: func() error { _, err := nilRW.WriteLock().Lock(ctx); return err }},
+		{Name: "ReadLock().Lock", Call: func() error { _, err := nilRW.ReadLock().Acquire(ctx); return err }},
+		{Name: "WriteLock().Lock", Call: func() error { _, err := nilRW.WriteLock().Acquire(ctx); return err }},
 	}))
 	var zero rwlock.RWLock
 	add("zero RWLock's locks", noError, misuseEach(invalidArg, []misuseSub{
-		{Name: "ReadLock().Lock", Call: func() error { _, err := zero.ReadLock().Lock(ctx); return err }},
-		{Name: "ReadLock().TryLock", Call: func() error { _, err := zero.ReadLock().TryLock(ctx); return err }},
-		{Name: "ReadLock().Unlock", Call: func() error { return zero.ReadLock().Unlock(ctx) }},
-		{Name: "WriteLock().Lock", Call: func() error { _, err := zero.WriteLock().Lock(ctx); return err }},
-		{Name: "WriteLock().TryLock", Call: func() error { _, err := zero.WriteLock().TryLock(ctx); return err }},
-		{Name: "WriteLock().Unlock", Call: func() error { return zero.WriteLock().Unlock(ctx) }},
+		{Name: "ReadLock().Lock", Call: func() error { _, err := zero.ReadLock().Acquire(ctx); return err }},
+		{Name: "ReadLock().TryLock", Call: func() error { _, err := zero.ReadLock().TryAcquire(ctx); return err }},
+		{Name: "ReadLock().Unlock", Call: func() error { return zero.ReadLock().Release(ctx) }},
+		{Name: "WriteLock().Lock", Call: func() error { _, err := zero.WriteLock().Acquire(ctx); return err }},
+		{Name: "WriteLock().TryLock", Call: func() error { _, err := zero.WriteLock().TryAcquire(ctx); return err }},
+		{Name: "WriteLock().Unlock", Call: func() error { return zero.WriteLock().Release(ctx) }},
 	}))
 
 	// A nil context.
 	rw := newRWLock("/misuse/rw")
 	add("nil ctx", noError, misuseEach(invalidArg, []misuseSub{
-		{Name: "ReadLock().TryLock", Call: func() error { _, err := rw.ReadLock().TryLock(nilCtx); return err }},
-		{Name: "ReadLock().Unlock", Call: func() error { return rw.ReadLock().Unlock(nilCtx) }},
-		{Name: "WriteLock().Lock", Call: func() error { _, err := rw.WriteLock().Lock(nilCtx); return err }},
-		{Name: "WriteLock().TryLock", Call: func() error { _, err := rw.WriteLock().TryLock(nilCtx); return err }},
-		{Name: "WriteLock().Unlock", Call: func() error { return rw.WriteLock().Unlock(nilCtx) }},
+		{Name: "ReadLock().TryLock", Call: func() error { _, err := rw.ReadLock().TryAcquire(nilCtx); return err }},
+		{Name: "ReadLock().Unlock", Call: func() error { return rw.ReadLock().Release(nilCtx) }},
+		{Name: "WriteLock().Lock", Call: func() error { _, err := rw.WriteLock().Acquire(nilCtx); return err }},
+		{Name: "WriteLock().TryLock", Call: func() error { _, err := rw.WriteLock().TryAcquire(nilCtx); return err }},
+		{Name: "WriteLock().Unlock", Call: func() error { return rw.WriteLock().Release(nilCtx) }},
 	}))
 	tolerate("Participants(nil ctx)", invalidArg, func() error { _, err := rw.Participants(nilCtx); return err })
 	tolerate("Participants(nil ctx) with the reply lost", invalidArg, func() error {
@@ -99,36 +99,36 @@ func TestMisuse(t *testing.T) {
 		return err
 	})
 	add("Lock(WithOwner(nil))", invalidArg, func() error {
-		_, err := rw.ReadLock().Lock(mutex.WithOwner(ctx, nil))
+		_, err := rw.ReadLock().Acquire(mutex.WithOwner(ctx, nil))
 		return err
 	})
 
 	// Unlocks without the lock, of the other lock, by another owner.
-	add("ReadLock().Unlock while holding the write lock", []error{mutex.ErrNotHeld}, func() error {
-		if _, err := rw.WriteLock().Lock(ctx); err != nil {
+	add("ReadLock().Unlock while holding the write lock", []error{recipes.ErrNotHeld}, func() error {
+		if _, err := rw.WriteLock().Acquire(ctx); err != nil {
 			return err
 		}
-		defer rw.WriteLock().Unlock(ctx)
-		return rw.ReadLock().Unlock(ctx)
+		defer rw.WriteLock().Release(ctx)
+		return rw.ReadLock().Release(ctx)
 	})
-	add("WriteLock().Unlock by another explicit owner", []error{mutex.ErrNotOwner}, func() error {
+	add("WriteLock().Unlock by another explicit owner", []error{recipes.ErrNotOwner}, func() error {
 		a, b := mutex.WithOwner(ctx, "a"), mutex.WithOwner(ctx, "b")
-		if _, err := rw.WriteLock().Lock(a); err != nil {
+		if _, err := rw.WriteLock().Acquire(a); err != nil {
 			return err
 		}
-		defer rw.WriteLock().Unlock(a)
-		return rw.WriteLock().Unlock(b)
+		defer rw.WriteLock().Release(a)
+		return rw.WriteLock().Release(b)
 	})
-	add("ReadLock().Unlock twice", []error{mutex.ErrNotHeld}, func() error {
-		if _, err := rw.ReadLock().Lock(ctx); err != nil {
+	add("ReadLock().Unlock twice", []error{recipes.ErrNotHeld}, func() error {
+		if _, err := rw.ReadLock().Acquire(ctx); err != nil {
 			return err
 		}
-		if err := rw.ReadLock().Unlock(ctx); err != nil {
+		if err := rw.ReadLock().Release(ctx); err != nil {
 			return err
 		}
-		return rw.ReadLock().Unlock(ctx)
+		return rw.ReadLock().Release(ctx)
 	})
-	add("WriteLock().Release without Acquire", []error{mutex.ErrNotHeld}, func() error { return rw.WriteLock().Release(ctx) })
+	add("WriteLock().Release without Acquire", []error{recipes.ErrNotHeld}, func() error { return rw.WriteLock().Release(ctx) })
 
 	// Upgrades: refused at once, leaving no node behind.
 	for _, try := range []bool{false, true} {
@@ -136,19 +136,19 @@ func TestMisuse(t *testing.T) {
 		if try {
 			name = "WriteLock().TryLock while holding the read lock"
 		}
-		add(name, []error{rwlock.ErrUpgrade}, func() error {
+		add(name, []error{recipes.ErrUpgrade}, func() error {
 			up := newRWLock(fmt.Sprintf("/misuse/upgrade/%v", try))
-			if _, err := up.ReadLock().Lock(ctx); err != nil {
+			if _, err := up.ReadLock().Acquire(ctx); err != nil {
 				return err
 			}
-			defer up.ReadLock().Unlock(ctx)
+			defer up.ReadLock().Release(ctx)
 			wctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 			defer cancel()
 			var err error
 			if try {
-				_, err = up.WriteLock().TryLock(wctx)
+				_, err = up.WriteLock().TryAcquire(wctx)
 			} else {
-				_, err = up.WriteLock().Lock(wctx)
+				_, err = up.WriteLock().Acquire(wctx)
 			}
 			if ps, perr := up.Participants(ctx); perr != nil || len(ps) != 1 {
 				return fmt.Errorf("after the upgrade (%w): participants %v, %v; want the reader alone", err, ps, perr)
@@ -156,28 +156,28 @@ func TestMisuse(t *testing.T) {
 			return err
 		})
 	}
-	add("WriteLock().Lock while holding the read lock, explicit owner", []error{rwlock.ErrUpgrade}, func() error {
+	add("WriteLock().Lock while holding the read lock, explicit owner", []error{recipes.ErrUpgrade}, func() error {
 		o := mutex.WithOwner(ctx, "o")
-		if _, err := rw.ReadLock().Lock(o); err != nil {
+		if _, err := rw.ReadLock().Acquire(o); err != nil {
 			return err
 		}
-		defer rw.ReadLock().Unlock(o)
+		defer rw.ReadLock().Release(o)
 		wctx, cancel := context.WithTimeout(ctx, 300*time.Millisecond)
 		defer cancel()
-		if _, err := rw.WriteLock().Lock(wctx); err == nil { // another owner: it waits, and does not get it
+		if _, err := rw.WriteLock().Acquire(wctx); err == nil { // another owner: it waits, and does not get it
 			return errors.New("the write lock was granted while a reader holds")
 		}
 		uctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 		defer cancel()
-		_, err := rw.WriteLock().Lock(mutex.WithOwner(uctx, "o"))
+		_, err := rw.WriteLock().Acquire(mutex.WithOwner(uctx, "o"))
 		return err
 	})
 
 	// A closed client (TestBadInput has ReadLock().Lock and New).
 	add("closed client", noError, misuseEach([]error{recipes.ErrClosed}, []misuseSub{
-		{Name: "ReadLock().TryLock", Call: func() error { _, err := closedRW.ReadLock().TryLock(ctx); return err }},
-		{Name: "WriteLock().Lock", Call: func() error { _, err := closedRW.WriteLock().Lock(ctx); return err }},
-		{Name: "WriteLock().TryLock", Call: func() error { _, err := closedRW.WriteLock().TryLock(ctx); return err }},
+		{Name: "ReadLock().TryLock", Call: func() error { _, err := closedRW.ReadLock().TryAcquire(ctx); return err }},
+		{Name: "WriteLock().Lock", Call: func() error { _, err := closedRW.WriteLock().Acquire(ctx); return err }},
+		{Name: "WriteLock().TryLock", Call: func() error { _, err := closedRW.WriteLock().TryAcquire(ctx); return err }},
 		{Name: "Participants", Call: func() error { _, err := closedRW.Participants(ctx); return err }},
 		{Name: "ReadLock().Participants", Call: func() error { _, err := closedRW.ReadLock().Participants(ctx); return err }},
 	}))

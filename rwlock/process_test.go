@@ -123,7 +123,7 @@ func rwHelperRecord() error {
 	if err != nil {
 		return err
 	}
-	rec := rwRecord{conn: c.Conn(), a: record + "/a", b: record + "/b"}
+	rec := rwRecord{conn: c.UnsafeConn(), a: record + "/a", b: record + "/b"}
 	files := map[bool]*os.File{}
 	for _, w := range []bool{true, false} {
 		name := out + ".read"
@@ -164,7 +164,7 @@ func rwHelperRecord() error {
 		go func() {
 			defer wg.Done()
 			for i := range iters {
-				lease, err := lk.Lock(ctx)
+				lease, err := lk.Acquire(ctx)
 				if err != nil {
 					fail(fmt.Errorf("goroutine %d (writer %t) iteration %d: lock: %w", g, writer, i, err))
 					return
@@ -177,7 +177,7 @@ func rwHelperRecord() error {
 				default:
 				}
 				end := time.Now().UnixNano()
-				err = errors.Join(err, lk.Unlock(ctx))
+				err = errors.Join(err, lk.Release(ctx))
 				if err != nil {
 					fail(fmt.Errorf("goroutine %d (writer %t) iteration %d: %w", g, writer, i, err))
 					return
@@ -233,7 +233,7 @@ func TestSharedRecordAcrossProcesses(t *testing.T) {
 	path := "/process/rwlock-" + id
 	record := "/record-" + id
 	for _, p := range []string{record, record + "/a", record + "/b"} {
-		if _, err := c.Conn().Create(p, []byte("0"), 0, zk.WorldACL(zk.PermAll)); err != nil {
+		if _, err := c.UnsafeConn().Create(p, []byte("0"), 0, zk.WorldACL(zk.PermAll)); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -294,7 +294,7 @@ func TestSharedRecordAcrossProcesses(t *testing.T) {
 			}
 		}
 	}
-	rec := rwRecord{conn: c.Conn(), a: record + "/a", b: record + "/b"}
+	rec := rwRecord{conn: c.UnsafeConn(), a: record + "/a", b: record + "/b"}
 	n, err := rec.read()
 	if err != nil {
 		t.Fatal(err)

@@ -10,9 +10,10 @@
 // A writer holds when its node is first; a reader holds when no writer's
 // node is ahead of it. Each lock is a mutex.Mutex with these rules (as
 // Curator builds both on InterProcessMutex), so it has the mutex's whole
-// API: Lock, TryLock, Unlock, Lease.Unlock from any goroutine, reentrancy
-// per owner (the calling goroutine, or mutex.WithOwner), Lease.Done,
-// Token and Fenced, Acquire/Release (a mutex.Locker, for MultiLock).
+// API: Acquire, TryAcquire, Release, Lease.Release from any goroutine,
+// reentrancy per owner (the calling goroutine, or mutex.WithOwner),
+// Lease.Done, Token and Fenced, AcquireHold (a mutex.Locker, for
+// MultiLock).
 //
 // # Downgrade and upgrade
 //
@@ -27,8 +28,8 @@
 // CURATOR-621, fixed after 5.4.0 the way this package does it.)
 //
 // The other way round, a reader asking for the write lock would wait for
-// itself forever (it does in Curator); here Lock and TryLock return an
-// error wrapping ErrUpgrade at once.
+// itself forever (it does in Curator); here Acquire and TryAcquire return
+// an error wrapping recipes.ErrUpgrade at once.
 //
 // # What it does not guarantee
 //
@@ -50,14 +51,12 @@ package rwlock
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"strings"
 
-	"github.com/go-zookeeper/zk"
-
 	"github.com/zkrecipes/zkrecipes/internal/engine"
 	"github.com/zkrecipes/zkrecipes/internal/lockspec"
+	"github.com/zkrecipes/zkrecipes/internal/recipeargs"
 	"github.com/zkrecipes/zkrecipes/mutex"
 	"github.com/zkrecipes/zkrecipes/recipes"
 )
@@ -67,10 +66,6 @@ const (
 	ReadLockName  = "__READ__"
 	WriteLockName = "__WRIT__"
 )
-
-// ErrUpgrade is returned when an owner that holds the read lock asks for
-// the write lock: it would wait for itself forever.
-var ErrUpgrade = errors.New("zkrecipes: the read lock's owner cannot take the write lock (upgrade)")
 
 // RWLock is a read/write lock at one path.
 type RWLock struct {
@@ -133,7 +128,7 @@ func (rw *RWLock) Path() string { return rw.path }
 // prepareWrite refuses an upgrade.
 func (rw *RWLock) prepareWrite(owner any) ([]engine.EnterOption, error) {
 	if _, ok := lockspec.HeldBy(rw.read, owner); ok {
-		return nil, ErrUpgrade
+		return nil, recipes.ErrUpgrade
 	}
 	return nil, nil
 }
@@ -167,43 +162,32 @@ var (
 	readDriver = &engine.Driver{Names: []string{ReadLockName, WriteLockName}, Blocks: isWriter, Relist: isWriter, Recipe: "rwlock_read"}
 )
 
-// Participant is one node in the lock's queue.
-type Participant struct {
-	Name   string // node name
-	Node   string // server path
-	Writer bool   // a write lock's node
-}
-
 // Participants returns every node of the lock, readers and writers, in
 // queue order: Curator's order, in which each of its locks'
 // getParticipantNodes lists its own kind of node. A downgrade node shares
 // its sort key with the write node it was made beside; ties are ordered by
-// name here, by the server's child order in Curator.
-func (rw *RWLock) Participants(ctx context.Context) ([]Participant, error) {
+// name here, by the server's child order in Curator. Writer marks the
+// write lock's nodes; Holds, those that hold (a writer first in the queue,
+// a reader with no writer ahead).
+func (rw *RWLock) Participants(ctx context.Context) ([]recipes.Participant, error) {
 	if rw == nil || rw.c == nil {
 		return nil, fmt.Errorf("%w: RWLock not made by New", recipes.ErrInvalidArgument)
 	}
 	if err := engine.Of(rw.c).Check(); err != nil {
-		return nil, err
+		return nil, engine.Named("rwlock "+rw.path, err)
 	}
-	var kids []string
-	err := rw.c.Retry(ctx, func() error {
-		var err error
-		kids, _, err = engine.Of(rw.c).Children(ctx, rw.full)
-		return err
+	ms, err := engine.Of(rw.c).ReadQueue(ctx, rw.full, writeDriver, func(c engine.Contender) bool {
+		return strings.Contains(c.Name, ReadLockName) || strings.Contains(c.Name, WriteLockName)
 	})
-	if errors.Is(err, zk.ErrNoNode) {
-		return nil, nil
-	}
 	if err != nil {
 		return nil, engine.Namedf("rwlock "+rw.path, "participants: %w", err)
 	}
-	out := []Participant{}
-	for _, s := range engine.SortContenders(kids, writeDriver) {
-		if !strings.Contains(s.Name, ReadLockName) && !strings.Contains(s.Name, WriteLockName) {
-			continue // not a read/write lock node
+	below := make([]engine.Contender, 0, len(ms))
+	for i := range ms { // a reader holds by the read lock's rule
+		if !isWriter(ms[i].Contender) {
+			ms[i].Holds = readDriver.Decide(below).Held
 		}
-		out = append(out, Participant{Name: s.Name, Node: engine.JoinPath(rw.full, s.Name), Writer: isWriter(s)})
+		below = append(below, ms[i].Contender)
 	}
-	return out, nil
+	return recipeargs.Participants(ms, isWriter), nil
 }

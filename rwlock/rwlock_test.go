@@ -36,9 +36,9 @@ func newRW(t testing.TB, c *recipes.Client, path string) *rwlock.RWLock {
 }
 
 // waitNodes waits until the lock has n nodes.
-func waitNodes(t testing.TB, rw *rwlock.RWLock, n int) []rwlock.Participant {
+func waitNodes(t testing.TB, rw *rwlock.RWLock, n int) []recipes.Participant {
 	t.Helper()
-	var ps []rwlock.Participant
+	var ps []recipes.Participant
 	eventually(t, 10*time.Second, fmt.Sprintf("%d nodes", n), func() bool {
 		var err error
 		ps, err = rw.Participants(context.Background())
@@ -52,7 +52,7 @@ func waitNodes(t testing.TB, rw *rwlock.RWLock, n int) []rwlock.Participant {
 func lockAsync(ctx context.Context, lk *mutex.Mutex, owner string) <-chan error {
 	ch := make(chan error, 1)
 	go func() {
-		_, err := lk.Lock(mutex.WithOwner(ctx, owner))
+		_, err := lk.Acquire(mutex.WithOwner(ctx, owner))
 		ch <- err
 	}()
 	return ch
@@ -88,7 +88,7 @@ func TestReadersShareWritersExclude(t *testing.T) {
 
 	const readers = 20
 	for i := 0; i < readers; i++ {
-		_, err := rw.ReadLock().TryLock(mutex.WithOwner(ctx, fmt.Sprintf("r%d", i)))
+		_, err := rw.ReadLock().TryAcquire(mutex.WithOwner(ctx, fmt.Sprintf("r%d", i)))
 		require.NoError(t, err, "reader %d holds beside the others", i)
 	}
 	w1 := lockAsync(ctx, rw.WriteLock(), "w1")
@@ -97,22 +97,22 @@ func TestReadersShareWritersExclude(t *testing.T) {
 	waitNodes(t, rw, readers+2) // queued in this order: late, then w2
 	w2 := lockAsync(ctx, rw.WriteLock(), "w2")
 	waitNodes(t, rw, readers+3)
-	_, err := rw.ReadLock().TryLock(mutex.WithOwner(ctx, "try"))
-	assert.ErrorIs(t, err, mutex.ErrNotAcquired, "a writer is queued: readers after it wait")
+	_, err := rw.ReadLock().TryAcquire(mutex.WithOwner(ctx, "try"))
+	assert.ErrorIs(t, err, recipes.ErrNotAcquired, "a writer is queued: readers after it wait")
 
 	for i := 0; i < readers; i++ {
 		notYet(t, w1, "writer while readers hold")
-		require.NoError(t, rw.ReadLock().Unlock(mutex.WithOwner(ctx, fmt.Sprintf("r%d", i))))
+		require.NoError(t, rw.ReadLock().Release(mutex.WithOwner(ctx, fmt.Sprintf("r%d", i))))
 	}
 	within(t, w1, "writer after the last reader")
 	notYet(t, late, "reader queued behind a writer")
 	notYet(t, w2, "second writer")
-	require.NoError(t, rw.WriteLock().Unlock(mutex.WithOwner(ctx, "w1")))
+	require.NoError(t, rw.WriteLock().Release(mutex.WithOwner(ctx, "w1")))
 	within(t, late, "reader after the first writer")
 	notYet(t, w2, "second writer while a reader holds")
-	require.NoError(t, rw.ReadLock().Unlock(mutex.WithOwner(ctx, "late")))
+	require.NoError(t, rw.ReadLock().Release(mutex.WithOwner(ctx, "late")))
 	within(t, w2, "second writer")
-	require.NoError(t, rw.WriteLock().Unlock(mutex.WithOwner(ctx, "w2")))
+	require.NoError(t, rw.WriteLock().Release(mutex.WithOwner(ctx, "w2")))
 	waitNodes(t, rw, 0)
 }
 
@@ -135,7 +135,7 @@ func TestWriterNotStarved(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			for ctx.Err() == nil {
-				l, err := rw.ReadLock().Lock(ctx)
+				l, err := rw.ReadLock().Acquire(ctx)
 				if err != nil {
 					return
 				}
@@ -148,7 +148,7 @@ func TestWriterNotStarved(t *testing.T) {
 				case <-timer.C:
 				case <-ctx.Done():
 				}
-				_ = l.Unlock(context.Background())
+				_ = l.Release(context.Background())
 			}
 		}()
 	}
@@ -158,7 +158,7 @@ func TestWriterNotStarved(t *testing.T) {
 	start := time.Now()
 	wctx, wcancel := context.WithTimeout(ctx, bound)
 	defer wcancel()
-	l, err := wrw.WriteLock().Lock(wctx)
+	l, err := wrw.WriteLock().Acquire(wctx)
 	require.NoError(t, err, "the writer acquires within %v while readers keep coming", bound)
 	writerIn.Store(true)
 	waited := time.Since(start)
@@ -166,7 +166,7 @@ func TestWriterNotStarved(t *testing.T) {
 	time.Sleep(50 * time.Millisecond) // hold the write lock briefly: no reader may get in
 	assert.Equal(t, before, reads.Load(), "no reader while the writer holds")
 	writerIn.Store(false)
-	require.NoError(t, l.Unlock(ctx))
+	require.NoError(t, l.Release(ctx))
 	t.Logf("writer waited %v with readers arriving continuously (%d reads so far)", waited, before)
 	cancel()
 	wg.Wait()
@@ -187,12 +187,12 @@ func TestDowngradeKeepsQueuedWriterOutAndUpgradeFails(t *testing.T) {
 	orw := newRW(t, other, path)
 
 	owner := mutex.WithOwner(ctx, "owner")
-	wl, err := rw.WriteLock().Lock(owner)
+	wl, err := rw.WriteLock().Acquire(owner)
 	require.NoError(t, err)
 	queued := lockAsync(ctx, orw.WriteLock(), "queued")
 	waitNodes(t, rw, 2)
 
-	rl, err := rw.ReadLock().TryLock(owner)
+	rl, err := rw.ReadLock().TryAcquire(owner)
 	require.NoError(t, err, "the write lock's owner gets the read lock at once")
 	ps := waitNodes(t, rw, 3)
 	_, wname := engine.SplitPath(wl.Node())
@@ -201,7 +201,7 @@ func TestDowngradeKeepsQueuedWriterOutAndUpgradeFails(t *testing.T) {
 	assert.Equal(t, rwlock.ReadLockName+seq, rname[len(engine.ProtectedPrefix)+37:], "the read node takes the write node's sequence")
 	assert.True(t, ps[2].Writer, "the queued writer is last")
 
-	require.NoError(t, wl.Unlock(ctx))
+	require.NoError(t, wl.Release(ctx))
 	assert.Equal(t, 1, rl.Count())
 	select {
 	case <-rl.Done():
@@ -214,13 +214,13 @@ func TestDowngradeKeepsQueuedWriterOutAndUpgradeFails(t *testing.T) {
 		t.Fatalf("queued writer acquired while the downgraded reader holds (%v)", err)
 	case <-time.After(300 * time.Millisecond):
 	}
-	_, err = rw.WriteLock().TryLock(owner)
-	assert.ErrorIs(t, err, rwlock.ErrUpgrade, "upgrade")
-	_, err = rw.WriteLock().Lock(owner)
-	assert.ErrorIs(t, err, rwlock.ErrUpgrade, "upgrade never waits")
-	require.NoError(t, rl.Unlock(ctx))
+	_, err = rw.WriteLock().TryAcquire(owner)
+	assert.ErrorIs(t, err, recipes.ErrUpgrade, "upgrade")
+	_, err = rw.WriteLock().Acquire(owner)
+	assert.ErrorIs(t, err, recipes.ErrUpgrade, "upgrade never waits")
+	require.NoError(t, rl.Release(ctx))
 	within(t, queued, "queued writer after the reader released")
-	require.NoError(t, orw.WriteLock().Unlock(mutex.WithOwner(ctx, "queued")))
+	require.NoError(t, orw.WriteLock().Release(mutex.WithOwner(ctx, "queued")))
 }
 
 // Session loss of a reader and of a writer: Done closes, the others
@@ -243,7 +243,7 @@ func TestSessionLossOfReaderAndWriter(t *testing.T) {
 			if kind == "writer" {
 				lk = arw.WriteLock()
 			}
-			lease, err := lk.Lock(ctx)
+			lease, err := lk.Acquire(ctx)
 			require.NoError(t, err)
 			waiter := lockAsync(ctx, brw.WriteLock(), "b")
 			waitNodes(t, brw, 2)
@@ -265,9 +265,9 @@ func TestSessionLossOfReaderAndWriter(t *testing.T) {
 			proxy.Restore()
 			require.NoError(t, a.WaitConnected(ctx))
 			_, err = lease.Fenced(ctx, recipes.SetOp("/fence-"+kind, []byte("stale"), -1))
-			assert.ErrorIs(t, err, mutex.ErrFenced)
-			assert.ErrorIs(t, lease.Unlock(ctx), mutex.ErrLockLost)
-			require.NoError(t, brw.WriteLock().Unlock(mutex.WithOwner(ctx, "b")))
+			assert.ErrorIs(t, err, recipes.ErrFenced)
+			assert.ErrorIs(t, lease.Release(ctx), recipes.ErrLockLost)
+			require.NoError(t, brw.WriteLock().Release(mutex.WithOwner(ctx, "b")))
 		})
 	}
 }
@@ -281,7 +281,7 @@ func TestWriterReleaseWakesOnlyWhomItBlocked(t *testing.T) {
 	const path = "/rw/herd"
 	hc := connect(t, zkc.Servers())
 	hrw := newRW(t, hc, path)
-	_, err := hrw.WriteLock().Lock(mutex.WithOwner(ctx, "w0"))
+	_, err := hrw.WriteLock().Acquire(mutex.WithOwner(ctx, "w0"))
 	require.NoError(t, err)
 
 	type party struct {
@@ -309,33 +309,33 @@ func TestWriterReleaseWakesOnlyWhomItBlocked(t *testing.T) {
 		return err == nil && n == 5
 	})
 	all := []*party{r1, r2, w1, r3, r4}
-	snap := func() []recipes.Stats {
-		out := make([]recipes.Stats, len(all))
+	snap := func() []engine.Stats {
+		out := make([]engine.Stats, len(all))
 		for i, p := range all {
-			out[i] = p.c.Stats()
+			out[i] = engine.Of(p.c).Stats()
 		}
 		return out
 	}
-	sent := func(before []recipes.Stats, i int) uint64 {
-		d := all[i].c.Stats().Sub(before[i])
+	sent := func(before []engine.Stats, i int) uint64 {
+		d := engine.Of(all[i].c).Stats().Sub(before[i])
 		return d.Children + d.GetData + d.Exists + d.Creates
 	}
 
 	before := snap()
-	require.NoError(t, hrw.WriteLock().Unlock(mutex.WithOwner(ctx, "w0")))
+	require.NoError(t, hrw.WriteLock().Release(mutex.WithOwner(ctx, "w0")))
 	within(t, r1.done, "r1")
 	within(t, r2.done, "r2")
 	notYet(t, w1.done, "w1 while r1 and r2 read")
 	assert.Zero(t, sent(before, 3)+sent(before, 4), "readers behind w1 slept through w0's release")
 
-	require.NoError(t, r1.rw.ReadLock().Unlock(mutex.WithOwner(ctx, "r1")))
-	require.NoError(t, r2.rw.ReadLock().Unlock(mutex.WithOwner(ctx, "r2")))
+	require.NoError(t, r1.rw.ReadLock().Release(mutex.WithOwner(ctx, "r1")))
+	require.NoError(t, r2.rw.ReadLock().Release(mutex.WithOwner(ctx, "r2")))
 	within(t, w1.done, "w1")
-	require.NoError(t, w1.rw.WriteLock().Unlock(mutex.WithOwner(ctx, "w1")))
+	require.NoError(t, w1.rw.WriteLock().Release(mutex.WithOwner(ctx, "w1")))
 	within(t, r3.done, "r3")
 	within(t, r4.done, "r4")
-	require.NoError(t, r3.rw.ReadLock().Unlock(mutex.WithOwner(ctx, "r3")))
-	require.NoError(t, r4.rw.ReadLock().Unlock(mutex.WithOwner(ctx, "r4")))
+	require.NoError(t, r3.rw.ReadLock().Release(mutex.WithOwner(ctx, "r3")))
+	require.NoError(t, r4.rw.ReadLock().Release(mutex.WithOwner(ctx, "r4")))
 	waitNodes(t, hrw, 0)
 }
 
@@ -357,22 +357,22 @@ func TestBadInput(t *testing.T) {
 	assert.ErrorIs(t, err, recipes.ErrInvalidArgument)
 
 	rw := newRW(t, c, "/rw/bad")
-	assert.ErrorIs(t, rw.ReadLock().Unlock(ctx), mutex.ErrNotHeld)
-	assert.ErrorIs(t, rw.WriteLock().Unlock(ctx), mutex.ErrNotHeld)
-	_, err = rw.ReadLock().Lock(nil) //nolint:staticcheck // the nil context is the point
+	assert.ErrorIs(t, rw.ReadLock().Release(ctx), recipes.ErrNotHeld)
+	assert.ErrorIs(t, rw.WriteLock().Release(ctx), recipes.ErrNotHeld)
+	_, err = rw.ReadLock().Acquire(nil) //nolint:staticcheck // the nil context is the point
 	assert.ErrorIs(t, err, recipes.ErrInvalidArgument)
-	l, err := rw.ReadLock().Lock(ctx)
+	l, err := rw.ReadLock().Acquire(ctx)
 	require.NoError(t, err)
-	assert.ErrorIs(t, rw.WriteLock().Unlock(ctx), mutex.ErrNotHeld, "the write lock is not the read lock")
+	assert.ErrorIs(t, rw.WriteLock().Release(ctx), recipes.ErrNotHeld, "the write lock is not the read lock")
 	done := make(chan error, 1)
-	go func() { done <- rw.ReadLock().Unlock(ctx) }()
-	assert.ErrorIs(t, <-done, mutex.ErrNotOwner, "another goroutine")
-	require.NoError(t, l.Unlock(ctx))
+	go func() { done <- rw.ReadLock().Release(ctx) }()
+	assert.ErrorIs(t, <-done, recipes.ErrNotOwner, "another goroutine")
+	require.NoError(t, l.Release(ctx))
 
 	other := connect(t, zkc.Servers())
 	orw := newRW(t, other, "/rw/bad")
 	require.NoError(t, other.Close(context.Background()))
-	_, err = orw.ReadLock().Lock(ctx)
+	_, err = orw.ReadLock().Acquire(ctx)
 	assert.ErrorIs(t, err, recipes.ErrClosed)
 	_, err = rwlock.New(other, "/x")
 	assert.True(t, errors.Is(err, recipes.ErrClosed))
@@ -392,31 +392,31 @@ func TestDowngradeSeenFromTheSameProcess(t *testing.T) {
 	const path = "/rw/sameproc"
 	a, b, c := connect(t, zkc.Servers()), connect(t, zkc.Servers()), connect(t, zkc.Servers())
 	rwA, rwB, rwC := newRW(t, a, path), newRW(t, b, path), newRW(t, c, path)
-	_, err := rwA.WriteLock().Lock(ctx) // W ...0
+	_, err := rwA.WriteLock().Acquire(ctx) // W ...0
 	require.NoError(t, err)
 	leaseC := make(chan *mutex.Lease, 1)
 	go func() {
-		l, err := rwC.ReadLock().Lock(ctx) // R ...1, waits for W ...0
+		l, err := rwC.ReadLock().Acquire(ctx) // R ...1, waits for W ...0
 		assert.NoError(t, err)
 		leaseC <- l
 	}()
 	waitNodes(t, rwA, 2)
-	watches := b.Stats().Watches
+	watches := engine.Of(b).Stats().Watches
 	bDone := lockAsync(ctx, rwB.WriteLock(), "b") // W ...2, watches R ...1
 	waitNodes(t, rwA, 3)
-	eventually(t, 10*time.Second, "b watches", func() bool { return b.Stats().Watches > watches })
+	eventually(t, 10*time.Second, "b watches", func() bool { return engine.Of(b).Stats().Watches > watches })
 
-	_, err = rwA.ReadLock().Lock(ctx) // the downgrade: R at ...0
+	_, err = rwA.ReadLock().Acquire(ctx) // the downgrade: R at ...0
 	require.NoError(t, err)
-	require.NoError(t, rwA.WriteLock().Unlock(ctx))
+	require.NoError(t, rwA.WriteLock().Release(ctx))
 	lc := <-leaseC
-	require.NoError(t, lc.Unlock(ctx)) // C read beside A, and leaves
+	require.NoError(t, lc.Release(ctx)) // C read beside A, and leaves
 	select {
 	case err := <-bDone:
 		t.Fatalf("writer b holds (%v) while a still holds its downgraded read lock", err)
 	case <-time.After(500 * time.Millisecond): // bounded: b must keep waiting
 	}
-	require.NoError(t, rwA.ReadLock().Unlock(ctx))
+	require.NoError(t, rwA.ReadLock().Release(ctx))
 	within(t, bDone, "b after the downgraded reader left")
-	require.NoError(t, rwB.WriteLock().Unlock(mutex.WithOwner(ctx, "b")))
+	require.NoError(t, rwB.WriteLock().Release(mutex.WithOwner(ctx, "b")))
 }

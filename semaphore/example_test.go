@@ -11,6 +11,7 @@ import (
 	"github.com/zkrecipes/zkrecipes/internal/testutil"
 	"github.com/zkrecipes/zkrecipes/recipes"
 	"github.com/zkrecipes/zkrecipes/semaphore"
+	"github.com/zkrecipes/zkrecipes/shared"
 )
 
 // exampleServers starts one server, shared by the examples of this
@@ -41,7 +42,7 @@ func ExampleSemaphore() {
 	fmt.Println("holding:", len(leases))
 
 	_, err = s.TryAcquire(ctx)
-	fmt.Println("a third at once:", errors.Is(err, semaphore.ErrNotAcquired))
+	fmt.Println("a third at once:", errors.Is(err, recipes.ErrNotAcquired))
 	tctx, cancel := context.WithTimeout(ctx, 100*time.Millisecond)
 	defer cancel()
 	_, err = s.Acquire(tctx) // a timed acquire is a context with a deadline
@@ -58,7 +59,7 @@ func ExampleSemaphore() {
 	default:
 		fmt.Println("lease held")
 	}
-	fmt.Println("returned:", semaphore.ReturnAll(ctx, leases))
+	fmt.Println("returned:", semaphore.ReleaseAll(ctx, leases))
 	// Output:
 	// holding: 2
 	// a third at once: true
@@ -98,7 +99,7 @@ func ExampleSemaphore_Acquire() {
 				fmt.Println(err)
 				return
 			}
-			defer lease.Close(ctx) // Close returns the lease, from any goroutine
+			defer lease.Release(ctx) // Close returns the lease, from any goroutine
 
 			n := busy.Add(1)
 			for m := most.Load(); n > m && !most.CompareAndSwap(m, n); m = most.Load() {
@@ -113,7 +114,7 @@ func ExampleSemaphore_Acquire() {
 	// at most 3 at work: true
 }
 
-// ExampleNewWithCount takes the semaphore's maximum from a SharedCount,
+// ExampleNewWithCount takes the semaphore's maximum from a shared.SharedCount,
 // which any process can change: here from 1 to 2.
 func ExampleNewWithCount() {
 	ctx := context.Background()
@@ -126,8 +127,12 @@ func ExampleNewWithCount() {
 
 	// The node holds Curator's format: 4 bytes, big-endian. The seed is
 	// written only if the node does not exist yet.
-	count, err := semaphore.NewSharedCount(ctx, c, "/config/report-slots", 1)
+	count, err := shared.NewSharedCount(c, "/config/report-slots", 1)
 	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	if err := count.Start(ctx); err != nil {
 		fmt.Println(err)
 		return
 	}
@@ -143,7 +148,7 @@ func ExampleNewWithCount() {
 		return
 	}
 	_, err = s.TryAcquire(ctx)
-	fmt.Println("max", s.MaxLeases(), "- a second lease:", errors.Is(err, semaphore.ErrNotAcquired))
+	fmt.Println("max", s.MaxLeases(), "- a second lease:", errors.Is(err, recipes.ErrNotAcquired))
 
 	// TrySet succeeds only from the current version: of several processes
 	// raising the count from the same value, one wins.
@@ -155,61 +160,13 @@ func ExampleNewWithCount() {
 
 	second, err := s.TryAcquire(ctx)
 	fmt.Println("max", s.MaxLeases(), "- a second lease:", err)
-	fmt.Println("returned:", semaphore.ReturnAll(ctx, []*semaphore.Lease{first, second}))
+	fmt.Println("returned:", semaphore.ReleaseAll(ctx, []*semaphore.Lease{first, second}))
 	// Output:
 	// max 1 - a second lease: true
 	// raised: true <nil>
 	// raised from a stale version: false <nil>
 	// max 2 - a second lease: <nil>
 	// returned: <nil>
-}
-
-// ExampleSharedCount watches a count that another client changes.
-func ExampleSharedCount() {
-	ctx := context.Background()
-	servers := exampleServers() // e.g. []string{"127.0.0.1:2181"}
-	a, err := recipes.Connect(context.Background(), servers)
-	if err != nil {
-		fmt.Println(err)
-		return
-	}
-	defer a.Close(context.Background())
-	b, err := recipes.Connect(context.Background(), servers)
-	if err != nil {
-		fmt.Println(err)
-		return
-	}
-	defer b.Close(context.Background())
-
-	watcher, err := semaphore.NewSharedCount(ctx, a, "/config/replicas", 3)
-	if err != nil {
-		fmt.Println(err)
-		return
-	}
-	defer watcher.Close(ctx)
-	changes, stop := watcher.Subscribe()
-	defer stop()
-
-	setter, err := semaphore.NewSharedCount(ctx, b, "/config/replicas", 100) // exists: the seed is ignored
-	if err != nil {
-		fmt.Println(err)
-		return
-	}
-	defer setter.Close(ctx)
-	fmt.Println("setter reads:", setter.Get())
-	if err := setter.Set(ctx, 5); err != nil {
-		fmt.Println(err)
-		return
-	}
-	select {
-	case v := <-changes:
-		fmt.Println("watcher sees:", v.Value, watcher.Get())
-	case <-time.After(10 * time.Second):
-		fmt.Println("no change seen")
-	}
-	// Output:
-	// setter reads: 3
-	// watcher sees: 5 5
 }
 
 // ExampleMutex is a lock with one lease. Unlike mutex.Mutex it is not
@@ -228,16 +185,16 @@ func ExampleMutex() {
 		fmt.Println(err)
 		return
 	}
-	if _, err := m.Lock(ctx); err != nil {
+	if _, err := m.Acquire(ctx); err != nil {
 		fmt.Println(err)
 		return
 	}
 	fmt.Println("held:", m.IsHeld(ctx))
-	_, err = m.TryLock(ctx) // the same goroutine too must wait
-	fmt.Println("again:", errors.Is(err, semaphore.ErrNotAcquired))
+	_, err = m.TryAcquire(ctx) // the same goroutine too must wait
+	fmt.Println("again:", errors.Is(err, recipes.ErrNotAcquired))
 
 	done := make(chan error)
-	go func() { done <- m.Unlock(ctx) }() // released by another goroutine
+	go func() { done <- m.Release(ctx) }() // released by another goroutine
 	fmt.Println("unlock:", <-done)
 	fmt.Println("held:", m.IsHeld(ctx))
 	// Output:

@@ -1,9 +1,9 @@
 package semaphore_test
 
-// Interop tests: the Go Semaphore and SharedCount share paths with real
-// Apache Curator 5.4 InterProcessSemaphoreV2 and SharedCount processes
-// (Java, driven through internal/interop), against the same ZooKeeper
-// server.
+// Interop tests: the Go Semaphore shares paths with real Apache Curator
+// 5.4 InterProcessSemaphoreV2 processes (Java, driven through
+// internal/interop), against the same ZooKeeper server. (SharedCount's
+// are in package shared.)
 
 import (
 	"bytes"
@@ -92,14 +92,13 @@ func curatorHeldSince(files []string, since int64) bool {
 	return false
 }
 
-// TestCuratorInterop runs the Go Semaphore and SharedCount against
-// Curator 5.4's InterProcessSemaphoreV2 and SharedCount.
+// TestCuratorInterop runs the Go Semaphore against Curator 5.4's
+// InterProcessSemaphoreV2.
 func TestCuratorInterop(t *testing.T) {
 	zkc := testutil.CuratorServer(t)
 	dir := t.TempDir() // the driver program is written here once
 	t.Run("SemaphoreMaximum", func(t *testing.T) { interopSemaphoreMaximum(t, zkc, dir) })
 	t.Run("SemaphoreWaits", func(t *testing.T) { interopSemaphoreWaits(t, zkc, dir) })
-	t.Run("SharedCount", func(t *testing.T) { interopSharedCount(t, zkc, dir) })
 }
 
 // interopSemaphoreMaximum runs 2 Curator processes and 4 Go goroutines
@@ -189,7 +188,7 @@ func interopSemaphoreMaximum(t *testing.T, zkc *zktest.Cluster, dir string) {
 				default:
 				}
 				e := time.Now().UnixNano()
-				if err := lease.Close(ctx); err != nil {
+				if err := lease.Release(ctx); err != nil {
 					t.Errorf("go%d iteration %d: close: %v", g, i, err)
 					return
 				}
@@ -225,7 +224,7 @@ func interopSemaphoreMaximum(t *testing.T, zkc *zktest.Cluster, dir string) {
 			break
 		}
 		e := time.Now().UnixNano()
-		if err := lease.Close(ctx); err != nil {
+		if err := lease.Release(ctx); err != nil {
 			t.Errorf("anchor: close: %v", err)
 		}
 		mu.Lock()
@@ -310,9 +309,9 @@ func interopSemaphoreWaits(t *testing.T, zkc *zktest.Cluster, dir string) {
 	}
 	var ours []string
 	for _, p := range ps {
-		ours = append(ours, p.Name)
-		if !strings.Contains(p.Name, "-lease-") || !strings.HasPrefix(p.Name, "_c_") {
-			t.Errorf("Curator's lease node %s is not named _c_<uuid>-lease-<seq>", p.Name)
+		ours = append(ours, filepath.Base(p.Node))
+		if !strings.Contains(filepath.Base(p.Node), "-lease-") || !strings.HasPrefix(filepath.Base(p.Node), "_c_") {
+			t.Errorf("Curator's lease node %s is not named _c_<uuid>-lease-<seq>", filepath.Base(p.Node))
 		}
 	}
 	slices.Sort(theirs) // as sets: Curator prints its leases in its own order
@@ -320,7 +319,7 @@ func interopSemaphoreWaits(t *testing.T, zkc *zktest.Cluster, dir string) {
 	if !slices.Equal(ours, theirs) {
 		t.Fatalf("Go lists the leases as %v, Curator holds %v", ours, theirs)
 	}
-	if _, err := s.TryAcquire(ctx); !errors.Is(err, semaphore.ErrNotAcquired) {
+	if _, err := s.TryAcquire(ctx); !errors.Is(err, recipes.ErrNotAcquired) {
 		t.Fatalf("TryAcquire while Curator holds every lease = %v, want ErrNotAcquired", err)
 	}
 	type result struct {
@@ -363,13 +362,13 @@ func interopSemaphoreWaits(t *testing.T, zkc *zktest.Cluster, dir string) {
 	if slices.Contains(waiter.Lines(), "ACQUIRED") {
 		t.Fatal("Curator acquired while Go held every lease")
 	}
-	if err := r.leases[0].Close(ctx); err != nil {
+	if err := r.leases[0].Release(ctx); err != nil {
 		t.Fatal(err)
 	}
 	if err := waiter.WaitLine(ctx, "ACQUIRED"); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.TryAcquire(ctx); !errors.Is(err, semaphore.ErrNotAcquired) {
+	if _, err := s.TryAcquire(ctx); !errors.Is(err, recipes.ErrNotAcquired) {
 		t.Errorf("TryAcquire while Go and Curator hold every lease = %v, want ErrNotAcquired", err)
 	}
 	if err := waiter.Send("release"); err != nil {
@@ -378,7 +377,7 @@ func interopSemaphoreWaits(t *testing.T, zkc *zktest.Cluster, dir string) {
 	if err := waiter.WaitLine(ctx, "RELEASED"); err != nil {
 		t.Fatal(err)
 	}
-	if err := r.leases[1].Close(ctx); err != nil {
+	if err := r.leases[1].Release(ctx); err != nil {
 		t.Fatal(err)
 	}
 	if err := waiter.Wait(); err != nil {
@@ -386,99 +385,5 @@ func interopSemaphoreWaits(t *testing.T, zkc *zktest.Cluster, dir string) {
 	}
 	if n := leaseCount(t, c, path); n != 0 {
 		t.Errorf("%d lease nodes left", n)
-	}
-}
-
-// ioCuratorCounts reads the shared counts at paths with Curator's
-// SharedCount, in one process, and returns their values and versions.
-func ioCuratorCounts(ctx context.Context, t *testing.T, zkc *zktest.Cluster, dir string, paths ...string) []semaphore.VersionedValue {
-	t.Helper()
-	out := ioOutput(t, testutil.Curator(t, ctx, dir, append([]string{"sharedcount-get", zkc.ConnectString()}, paths...)...))
-	if len(out) != len(paths) {
-		t.Fatalf("sharedcount-get printed %q, want %d lines", out, len(paths))
-	}
-	vs := make([]semaphore.VersionedValue, len(out))
-	for i, l := range out {
-		if _, err := fmt.Sscanf(l, "%d %d", &vs[i].Value, &vs[i].Version); err != nil {
-			t.Fatalf("sharedcount-get printed %q: %v", l, err)
-		}
-	}
-	return vs
-}
-
-// interopSharedCount: Curator's SharedCount reads the values (a negative
-// one and a large one too) the Go SharedCount set, with the same version;
-// the Go SharedCount, watching, sees the value Curator sets; a Go
-// SharedCount opened afterwards reads Curator's value; and a count Curator
-// creates is read by Go. (Each Curator process costs a JVM start, so one
-// process reads, or sets, several counts.)
-func interopSharedCount(t *testing.T, zkc *zktest.Cluster, dir string) {
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
-	base := "/interop/count-" + uuid.NewString()[:8]
-	c := ioConnect(t, zkc)
-
-	// Go writes: a seed, and values set after a seed.
-	writes := []struct {
-		seed, set int
-		doSet     bool
-	}{{seed: 7}, {seed: 1, set: 42, doSet: true}, {seed: 1, set: -5, doSet: true}, {seed: 0, set: 1 << 30, doSet: true}, {seed: -(1 << 31)}}
-	paths := make([]string, len(writes))
-	want := make([]semaphore.VersionedValue, len(writes))
-	counts := make([]*semaphore.SharedCount, len(writes))
-	for i, w := range writes {
-		paths[i] = fmt.Sprintf("%s/go%d", base, i)
-		sc, err := semaphore.NewSharedCount(ctx, c, paths[i], w.seed)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer sc.Close(ctx)
-		if w.doSet {
-			if err := sc.Set(ctx, w.set); err != nil {
-				t.Fatal(err)
-			}
-		}
-		counts[i], want[i] = sc, sc.GetVersioned()
-	}
-	if got := ioCuratorCounts(ctx, t, zkc, dir, paths...); !slices.Equal(got, want) {
-		t.Errorf("Curator reads the counts Go wrote as %+v, want %+v", got, want)
-	}
-
-	// Curator writes: one of the counts above, which Go watches, and a
-	// count Curator creates.
-	sc := counts[0]
-	changes, stop := sc.Subscribe()
-	defer stop()
-	fresh := base + "/curator"
-	out := ioOutput(t, testutil.Curator(t, ctx, dir, "sharedcount-set", zkc.ConnectString(), paths[0], "-1000", fresh, "12345"))
-	if len(out) != 2 {
-		t.Fatalf("sharedcount-set printed %q", out)
-	}
-	select {
-	case got := <-changes:
-		if got.Value != -1000 {
-			t.Errorf("Go's watching SharedCount saw %+v after Curator set -1000", got)
-		}
-	case <-ctx.Done():
-		t.Fatalf("Go's watching SharedCount never saw Curator's -1000: %v", ctx.Err())
-	}
-	if got := sc.Get(); got != -1000 {
-		t.Errorf("Get = %d after Curator set -1000", got)
-	}
-	other, err := semaphore.NewSharedCount(ctx, ioConnect(t, zkc), paths[0], 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer other.Close(ctx)
-	if a, b := other.GetVersioned(), sc.GetVersioned(); a != b || a.Value != -1000 || a.Version != want[0].Version+1 {
-		t.Errorf("a new Go SharedCount reads %+v, the watching one %+v; want -1000 at version %d", a, b, want[0].Version+1)
-	}
-	fc, err := semaphore.NewSharedCount(ctx, c, fresh, 1)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer fc.Close(ctx)
-	if got := fc.GetVersioned(); got.Value != 12345 || got.Version != 1 {
-		t.Errorf("Go reads the count Curator created as %+v, want 12345 at version 1 (seeded, then set)", got)
 	}
 }

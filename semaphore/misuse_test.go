@@ -14,11 +14,12 @@ import (
 	"github.com/zkrecipes/zkrecipes/recipes"
 	"github.com/zkrecipes/zkrecipes/recipes/zktest"
 	"github.com/zkrecipes/zkrecipes/semaphore"
+	"github.com/zkrecipes/zkrecipes/shared"
 )
 
 // TestMisuse feeds every exported function and method of package semaphore
 // its invalid inputs — bad paths, counts ≤ 0 and out of range, nil and zero
-// values, a nil context, a closed client, a closed shared count, leases
+// values, a nil context, a closed client, leases
 // returned twice — and checks that each returns an error matching the right
 // sentinel and that none panics or hangs. It extends TestBadInput
 // (semaphore_test.go) and does not repeat its rows.
@@ -34,16 +35,12 @@ func TestMisuse(t *testing.T) {
 	closedErr := []error{recipes.ErrClosed}
 	noError := []error(nil)
 
-	count, err := semaphore.NewSharedCount(ctx, c, "/misuse/count", 2)
-	require.NoError(t, err)
-	t.Cleanup(func() { count.Close(ctx) })
+	count := startCount(t, c, "/misuse/count", 2)
 
 	closed, err := recipes.Connect(context.Background(), servers)
 	require.NoError(t, err)
 	closedSem := newSem(t, closed, "/misuse/closed", 2)
 	closedMutex, err := semaphore.NewMutex(closed, "/misuse/closedmutex")
-	require.NoError(t, err)
-	closedCount, err := semaphore.NewSharedCount(ctx, closed, "/misuse/closedcount", 1)
 	require.NoError(t, err)
 	require.NoError(t, closed.Close(context.Background()))
 
@@ -68,37 +65,22 @@ func TestMisuse(t *testing.T) {
 	pathRow("New", func(p string) error { _, err := semaphore.New(c, p, 1); return err })
 	pathRow("NewWithCount", func(p string) error { _, err := semaphore.NewWithCount(c, p, count); return err })
 	pathRow("NewMutex", func(p string) error { _, err := semaphore.NewMutex(c, p); return err })
-	pathRow("NewSharedCount", func(p string) error {
-		s, err := semaphore.NewSharedCount(ctx, c, p, 1)
-		if err == nil {
-			s.Close(ctx)
-		}
-		return err
-	})
 	add("constructors with a nil client", noError, misuseEach([]error{recipes.ErrNilClient}, []misuseSub{
 		{Name: "NewWithCount", Call: func() error { _, err := semaphore.NewWithCount(nil, "/misuse/x", count); return err }},
 		{Name: "NewMutex", Call: func() error { _, err := semaphore.NewMutex(nil, "/misuse/x"); return err }},
-		{Name: "NewSharedCount", Call: func() error { _, err := semaphore.NewSharedCount(ctx, nil, "/misuse/x", 1); return err }},
 	}))
 	add("constructors with a closed client", noError, misuseEach(closedErr, []misuseSub{
 		{Name: "NewWithCount", Call: func() error { _, err := semaphore.NewWithCount(closed, "/misuse/x", count); return err }},
 		{Name: "NewMutex", Call: func() error { _, err := semaphore.NewMutex(closed, "/misuse/x"); return err }},
-		{Name: "NewSharedCount", Call: func() error { _, err := semaphore.NewSharedCount(ctx, closed, "/misuse/x", 1); return err }},
 	}))
 	add("constructors with a nil option", noError, misuseEach(invalidArg, []misuseSub{
 		{Name: "NewWithCount", Call: func() error { _, err := semaphore.NewWithCount(c, "/misuse/x", count, nil); return err }},
 		{Name: "NewMutex", Call: func() error { _, err := semaphore.NewMutex(c, "/misuse/x", nil); return err }},
 	}))
 	add("New(math.MinInt)", invalidArg, func() error { _, err := semaphore.New(c, "/misuse/x", math.MinInt); return err })
-	add("NewSharedCount(nil ctx)", invalidArg, func() error { _, err := semaphore.NewSharedCount(nilCtx, c, "/misuse/x", 1); return err })
-	for _, seed := range []int{math.MinInt32 - 1, math.MaxInt32 + 1, math.MinInt} {
-		add(fmt.Sprintf("NewSharedCount(seed %d)", seed), invalidArg, func() error {
-			_, err := semaphore.NewSharedCount(ctx, c, "/misuse/bigseed", seed)
-			return err
-		})
-	}
+	add("NewWithCount(nil SharedCount)", invalidArg, func() error { _, err := semaphore.NewWithCount(c, "/misuse/nilcount", nil); return err })
 	add("NewWithCount(zero SharedCount)", invalidArg, func() error {
-		s, err := semaphore.NewWithCount(c, "/misuse/zerocount", new(semaphore.SharedCount))
+		s, err := semaphore.NewWithCount(c, "/misuse/zerocount", new(shared.SharedCount))
 		if err != nil {
 			return err
 		}
@@ -106,7 +88,7 @@ func TestMisuse(t *testing.T) {
 		defer cancel()
 		l, err := s.Acquire(actx)
 		if err == nil {
-			_ = l.Close(ctx)
+			_ = l.Release(ctx)
 		}
 		return err
 	})
@@ -151,30 +133,30 @@ func TestMisuse(t *testing.T) {
 
 	// Leases.
 	acquire := func(sem *semaphore.Semaphore) (*semaphore.Lease, error) { return sem.Acquire(ctx) }
-	add("Lease.Close twice", []error{semaphore.ErrNotHeld}, func() error {
+	add("Lease.Close twice", []error{recipes.ErrNotHeld}, func() error {
 		l, err := acquire(s)
 		if err != nil {
 			return err
 		}
-		if err := l.Close(ctx); err != nil {
+		if err := l.Release(ctx); err != nil {
 			return err
 		}
-		return l.Close(ctx)
+		return l.Release(ctx)
 	})
 	tolerate("Lease.Close(nil ctx)", invalidArg, func() error {
 		l, err := acquire(s)
 		if err != nil {
 			return err
 		}
-		defer l.Close(ctx)
-		return l.Close(nilCtx)
+		defer l.Release(ctx)
+		return l.Release(nilCtx)
 	})
 	tolerate("Lease.Data(nil ctx)", invalidArg, func() error {
 		l, err := acquire(s)
 		if err != nil {
 			return err
 		}
-		defer l.Close(ctx)
+		defer l.Release(ctx)
 		_, err = l.Data(nilCtx)
 		return err
 	})
@@ -183,7 +165,7 @@ func TestMisuse(t *testing.T) {
 		if err != nil {
 			return err
 		}
-		defer l.Close(ctx)
+		defer l.Release(ctx)
 		return lostReply(l.Node(), func() error { _, err := l.Data(nilCtx); return err })
 	})
 	tolerate("Lease.Fenced(nil ctx)", invalidArg, func() error {
@@ -191,16 +173,16 @@ func TestMisuse(t *testing.T) {
 		if err != nil {
 			return err
 		}
-		defer l.Close(ctx)
+		defer l.Release(ctx)
 		_, err = l.Fenced(nilCtx)
 		return err
 	})
-	add("Lease.Data after Close", []error{semaphore.ErrNotHeld, semaphore.ErrLockLost}, func() error {
+	add("Lease.Data after Close", []error{recipes.ErrNotHeld, recipes.ErrLockLost}, func() error {
 		l, err := acquire(s)
 		if err != nil {
 			return err
 		}
-		if err := l.Close(ctx); err != nil {
+		if err := l.Release(ctx); err != nil {
 			return err
 		}
 		_, err = l.Data(ctx)
@@ -218,7 +200,7 @@ func TestMisuse(t *testing.T) {
 		_, err = l.Data(ctx)
 		return err
 	})
-	add("Lease.Close after the client closed", []error{recipes.ErrClosed, semaphore.ErrLockLost, nil}, func() error {
+	add("Lease.Close after the client closed", []error{recipes.ErrClosed, recipes.ErrLockLost, nil}, func() error {
 		cc := connect(t, servers)
 		l, err := acquire(newSem(t, cc, "/misuse/sem/closedlease", 1))
 		if err != nil {
@@ -227,35 +209,35 @@ func TestMisuse(t *testing.T) {
 		if err := cc.Close(context.Background()); err != nil {
 			return err
 		}
-		return l.Close(ctx)
+		return l.Release(ctx)
 	})
 	add("nil and zero Lease", noError, misuseEach(invalidArg, []misuseSub{
-		{Name: "nil Close", Call: func() error { return (*semaphore.Lease)(nil).Close(ctx) }},
+		{Name: "nil Close", Call: func() error { return (*semaphore.Lease)(nil).Release(ctx) }},
 		{Name: "nil Data", Call: func() error { _, err := (*semaphore.Lease)(nil).Data(ctx); return err }},
 		{Name: "zero Data", Call: func() error { _, err := new(semaphore.Lease).Data(ctx); return err }},
 		{Name: "zero Token", Call: func() error { _, err := new(semaphore.Lease).Token(ctx); return err }},
 		{Name: "zero Fenced", Call: func() error { _, err := new(semaphore.Lease).Fenced(ctx); return err }},
 	}))
-	add("ReturnAll(nil)", noError, func() error { return semaphore.ReturnAll(ctx, nil) })
-	add("ReturnAll(nil leases)", noError, func() error { return semaphore.ReturnAll(ctx, []*semaphore.Lease{nil, nil}) })
-	add("ReturnAll(a zero lease)", invalidArg, func() error { return semaphore.ReturnAll(ctx, []*semaphore.Lease{new(semaphore.Lease)}) })
-	add("ReturnAll twice", []error{semaphore.ErrNotHeld}, func() error {
+	add("ReleaseAll(nil)", noError, func() error { return semaphore.ReleaseAll(ctx, nil) })
+	add("ReleaseAll(nil leases)", noError, func() error { return semaphore.ReleaseAll(ctx, []*semaphore.Lease{nil, nil}) })
+	add("ReleaseAll(a zero lease)", invalidArg, func() error { return semaphore.ReleaseAll(ctx, []*semaphore.Lease{new(semaphore.Lease)}) })
+	add("ReturnAll twice", []error{recipes.ErrNotHeld}, func() error {
 		ls, err := s.AcquireN(ctx, 2)
 		if err != nil {
 			return err
 		}
-		if err := semaphore.ReturnAll(ctx, ls); err != nil {
+		if err := semaphore.ReleaseAll(ctx, ls); err != nil {
 			return err
 		}
-		return semaphore.ReturnAll(ctx, ls)
+		return semaphore.ReleaseAll(ctx, ls)
 	})
-	tolerate("ReturnAll(nil ctx)", invalidArg, func() error {
+	tolerate("ReleaseAll(nil ctx)", invalidArg, func() error {
 		ls, err := s.AcquireN(ctx, 1)
 		if err != nil {
 			return err
 		}
-		defer semaphore.ReturnAll(ctx, ls)
-		return semaphore.ReturnAll(nilCtx, ls)
+		defer semaphore.ReleaseAll(ctx, ls)
+		return semaphore.ReleaseAll(nilCtx, ls)
 	})
 
 	// The semaphore mutex.
@@ -267,10 +249,8 @@ func TestMisuse(t *testing.T) {
 		m    *semaphore.Mutex
 	}{{"nil Mutex", nilSM}, {"zero Mutex", new(semaphore.Mutex)}} {
 		add(mm.what+" calls", noError, misuseEach(invalidArg, []misuseSub{
-			{Name: "Lock", Call: func() error { _, err := mm.m.Lock(ctx); return err }},
-			{Name: "TryLock", Call: func() error { _, err := mm.m.TryLock(ctx); return err }},
-			{Name: "Unlock", Call: func() error { return mm.m.Unlock(ctx) }},
-			{Name: "Acquire", Call: func() error { return mm.m.Acquire(ctx) }},
+			{Name: "TryAcquire", Call: func() error { _, err := mm.m.TryAcquire(ctx); return err }},
+			{Name: "Acquire", Call: func() error { _, err := mm.m.Acquire(ctx); return err }},
 			{Name: "Release", Call: func() error { return mm.m.Release(ctx) }},
 		}))
 		add(mm.what+".IsHeld", noError, func() error {
@@ -281,126 +261,38 @@ func TestMisuse(t *testing.T) {
 		})
 	}
 	add("Mutex nil ctx", noError, misuseEach(invalidArg, []misuseSub{
-		{Name: "Lock", Call: func() error { _, err := sm.Lock(nilCtx); return err }},
-		{Name: "TryLock", Call: func() error { _, err := sm.TryLock(nilCtx); return err }},
-		{Name: "Acquire", Call: func() error { return sm.Acquire(nilCtx) }},
+		{Name: "TryAcquire", Call: func() error { _, err := sm.TryAcquire(nilCtx); return err }},
+		{Name: "Acquire", Call: func() error { _, err := sm.Acquire(nilCtx); return err }},
 	}))
-	add("Mutex.Unlock without Lock", []error{semaphore.ErrNotHeld}, func() error { return sm.Unlock(ctx) })
-	add("Mutex.Release without Acquire", []error{semaphore.ErrNotHeld}, func() error { return sm.Release(ctx) })
-	add("Mutex.Unlock twice", []error{semaphore.ErrNotHeld}, func() error {
-		if _, err := sm.Lock(ctx); err != nil {
+	add("Mutex.Unlock without Lock", []error{recipes.ErrNotHeld}, func() error { return sm.Release(ctx) })
+	add("Mutex.Release without Acquire", []error{recipes.ErrNotHeld}, func() error { return sm.Release(ctx) })
+	add("Mutex.Unlock twice", []error{recipes.ErrNotHeld}, func() error {
+		if _, err := sm.Acquire(ctx); err != nil {
 			return err
 		}
-		if err := sm.Unlock(ctx); err != nil {
+		if err := sm.Release(ctx); err != nil {
 			return err
 		}
-		return sm.Unlock(ctx)
+		return sm.Release(ctx)
 	})
-	add("Mutex.TryLock while holding it (not reentrant)", []error{semaphore.ErrNotAcquired}, func() error {
-		if _, err := sm.Lock(ctx); err != nil {
+	add("Mutex.TryLock while holding it (not reentrant)", []error{recipes.ErrNotAcquired}, func() error {
+		if _, err := sm.Acquire(ctx); err != nil {
 			return err
 		}
-		defer sm.Unlock(ctx)
-		l, err := sm.TryLock(ctx)
+		defer sm.Release(ctx)
+		l, err := sm.TryAcquire(ctx)
 		if err == nil {
-			_ = l.Close(ctx)
+			_ = l.Release(ctx)
 			return errors.New("held twice")
 		}
 		return err
 	})
 	add("closed client: Mutex calls", noError, misuseEach(closedErr, []misuseSub{
-		{Name: "Lock", Call: func() error { _, err := closedMutex.Lock(ctx); return err }},
-		{Name: "TryLock", Call: func() error { _, err := closedMutex.TryLock(ctx); return err }},
+		{Name: "TryAcquire", Call: func() error { _, err := closedMutex.TryAcquire(ctx); return err }},
 	}))
-
-	// Shared counts.
-	var nilCount *semaphore.SharedCount
-	zeroCount := new(semaphore.SharedCount)
-	add("nil SharedCount.Close", invalidArg, func() error { return nilCount.Close(ctx) })
-	add("zero SharedCount writes", noError, misuseEach(invalidArg, []misuseSub{
-		{Name: "Set", Call: func() error { return zeroCount.Set(ctx, 1) }},
-		{Name: "TrySet", Call: func() error { _, err := zeroCount.TrySet(ctx, semaphore.VersionedValue{}, 1); return err }},
-	}))
-	add("zero SharedCount queries", noError, func() error {
-		_, _, _ = zeroCount.Get(), zeroCount.GetVersioned(), zeroCount.Path()
-		zeroCount.Listen(func(semaphore.VersionedValue) {})()
-		_, cancel := zeroCount.Subscribe()
-		cancel()
-		return nil
-	})
-	for _, v := range []int{math.MinInt32 - 1, math.MaxInt32 + 1} {
-		add(fmt.Sprintf("SharedCount.Set(%d)", v), invalidArg, func() error { return count.Set(ctx, v) })
-		add(fmt.Sprintf("SharedCount.TrySet(%d)", v), invalidArg, func() error {
-			_, err := count.TrySet(ctx, count.GetVersioned(), v)
-			return err
-		})
-	}
-	tolerate("SharedCount.Set(nil ctx)", invalidArg, func() error { return count.Set(nilCtx, 2) })
-	tolerate("SharedCount.TrySet(nil ctx)", invalidArg, func() error {
-		_, err := count.TrySet(nilCtx, count.GetVersioned(), 2)
-		return err
-	})
-	tolerate("SharedCount.Set(nil ctx) with the reply lost", invalidArg, func() error {
-		pcount, err := semaphore.NewSharedCount(ctx, pc, "/misuse/count/lost", 1)
-		if err != nil {
-			return err
-		}
-		defer pcount.Close(ctx)
-		return lostReply("/misuse/count/lost", func() error { return pcount.Set(nilCtx, 2) })
-	})
-	add("SharedCount.Close twice", noError, func() error {
-		sc, err := semaphore.NewSharedCount(ctx, c, "/misuse/count/twice", 1)
-		if err != nil {
-			return err
-		}
-		if err := sc.Close(ctx); err != nil {
-			return err
-		}
-		return sc.Close(ctx)
-	})
-	add("SharedCount writes after Close", noError, func() error {
-		sc, err := semaphore.NewSharedCount(ctx, c, "/misuse/count/afterclose", 1)
-		if err != nil {
-			return err
-		}
-		if err := sc.Close(ctx); err != nil {
-			return err
-		}
-		return misuseEach(closedErr, []misuseSub{
-			{Name: "Set", Call: func() error { return sc.Set(ctx, 2) }},
-			{Name: "TrySet", Call: func() error { _, err := sc.TrySet(ctx, sc.GetVersioned(), 3); return err }},
-		})()
-	})
-	add("closed client: SharedCount writes", noError, misuseEach(closedErr, []misuseSub{
-		{Name: "Set", Call: func() error { return closedCount.Set(ctx, 2) }},
-		{Name: "TrySet", Call: func() error { _, err := closedCount.TrySet(ctx, closedCount.GetVersioned(), 2); return err }},
-	}))
-	add("SharedCount.Listen(nil) then a change", noError, misuseChildren.InChild("sharedcount-listen-nil", servers))
 
 	runMisuse(t, cases)
 }
-
-var misuseChildren = testutil.MisuseChildren{
-	"sharedcount-listen-nil": func(t *testing.T, servers []string) {
-		c, err := recipes.Connect(context.Background(), servers)
-		require.NoError(t, err)
-		defer c.Close(context.Background())
-		ctx := context.Background()
-		sc, err := semaphore.NewSharedCount(ctx, c, "/misuse/child/count", 1)
-		require.NoError(t, err)
-		defer sc.Close(ctx)
-		sc.Listen(nil)
-		ch, cancel := sc.Subscribe()
-		defer cancel()
-		require.NoError(t, sc.Set(ctx, 2))
-		<-ch // the nil listener has had the value too
-	},
-}
-
-// Child processes: TestMisuseChild runs one of misuseChildren when the
-// environment names it (testutil.MisuseChildren), and is skipped otherwise.
-
-func TestMisuseChild(t *testing.T) { misuseChildren.RunChild(t) }
 
 // The misuse-table machinery is shared: internal/testutil/misuse.go.
 type (

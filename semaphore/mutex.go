@@ -11,9 +11,9 @@ import (
 
 // Mutex is Curator's InterProcessSemaphoreMutex: a lock that is a
 // semaphore with one lease. Unlike mutex.Mutex it is not reentrant and
-// has no owner: a second Lock while the lock is held, by the same
+// has no owner: a second Acquire while the lock is held, by the same
 // goroutine or another, waits like anyone else (until ctx ends), and
-// Unlock releases it from any goroutine.
+// Release releases it from any goroutine.
 type Mutex struct {
 	s *Semaphore
 
@@ -30,11 +30,21 @@ func NewMutex(c *recipes.Client, path string, opts ...Option) (*Mutex, error) {
 	return &Mutex{s: s}, nil
 }
 
-// Lock blocks until the lock is held, ctx ends or the session is lost.
-func (m *Mutex) Lock(ctx context.Context) (*Lease, error) { return m.lock(ctx, true) }
+// Acquire blocks until the lock is held, ctx ends or the session is lost.
+func (m *Mutex) Acquire(ctx context.Context) (*Lease, error) { return m.lock(ctx, true) }
 
-// TryLock makes one attempt; ErrNotAcquired when the lock is held.
-func (m *Mutex) TryLock(ctx context.Context) (*Lease, error) { return m.lock(ctx, false) }
+// TryAcquire makes one attempt; ErrNotAcquired when the lock is held.
+func (m *Mutex) TryAcquire(ctx context.Context) (*Lease, error) { return m.lock(ctx, false) }
+
+// AcquireHold is Acquire returning the Lease as a recipes.Hold: it makes
+// Mutex a mutex.Locker, for MultiLock.
+func (m *Mutex) AcquireHold(ctx context.Context) (recipes.Hold, error) {
+	l, err := m.Acquire(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return l, nil
+}
 
 func (m *Mutex) lock(ctx context.Context, wait bool) (*Lease, error) {
 	if m == nil || m.s == nil {
@@ -50,10 +60,10 @@ func (m *Mutex) lock(ctx context.Context, wait bool) (*Lease, error) {
 	return ls[0], nil
 }
 
-// Unlock releases the lock held through this Mutex, from any goroutine
-// (the lease's Close does the same). Without a hold it returns
+// Release releases the lock held through this Mutex, from any goroutine
+// (the lease's Release does the same). Without a hold it returns
 // ErrNotHeld.
-func (m *Mutex) Unlock(ctx context.Context) error {
+func (m *Mutex) Release(ctx context.Context) error {
 	if m == nil || m.s == nil {
 		return fmt.Errorf("%w: Mutex not made by NewMutex", recipes.ErrInvalidArgument)
 	}
@@ -62,20 +72,10 @@ func (m *Mutex) Unlock(ctx context.Context) error {
 	m.lease = nil
 	m.mu.Unlock()
 	if l == nil {
-		return engine.Namedf("semaphore mutex "+m.s.path, "%w", ErrNotHeld)
+		return engine.Namedf("semaphore mutex "+m.s.path, "%w", recipes.ErrNotHeld)
 	}
-	return l.Close(ctx)
+	return l.Release(ctx)
 }
-
-// Acquire is Lock without the lease, under Curator's name: with Release it
-// makes Mutex a mutex.Locker.
-func (m *Mutex) Acquire(ctx context.Context) error {
-	_, err := m.Lock(ctx)
-	return err
-}
-
-// Release is Unlock.
-func (m *Mutex) Release(ctx context.Context) error { return m.Unlock(ctx) }
 
 // IsHeld reports whether the lock is held through this Mutex, and not
 // lost. It has mutex.Mutex.IsHeld's shape, but this lock has no owner, so

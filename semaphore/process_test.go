@@ -9,7 +9,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"sort"
@@ -71,7 +70,7 @@ func (g gaugeValue) bytes() []byte { return []byte(fmt.Sprintf("%d %d %d", g.cur
 // lower it.
 func gaugeAdd(ctx context.Context, c *recipes.Client, lease *semaphore.Lease, gauge string, delta int) (gaugeValue, error) {
 	for {
-		data, st, err := c.Conn().Get(gauge)
+		data, st, err := c.UnsafeConn().Get(gauge)
 		if err != nil {
 			return gaugeValue{}, err
 		}
@@ -160,7 +159,7 @@ func helperContend() error {
 		default:
 		}
 		end := time.Now().UnixNano()
-		if cerr := l.Close(ctx); err == nil {
+		if cerr := l.Release(ctx); err == nil {
 			err = cerr
 		}
 		if err != nil {
@@ -200,33 +199,18 @@ func helperContend() error {
 // and "LEASED", and then blocks until its stdin closes (the parent is
 // gone), so it can only lose the lease by being killed.
 func helperHold() error {
-	servers := strings.Split(os.Getenv(helperEnvServers), ",")
 	maxLeases, err := testutil.EnvInt(helperEnvMax)
 	if err != nil {
 		return err
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	c, err := recipes.Connect(context.Background(), servers, recipes.WithSessionTimeout(2*time.Second))
-	if err != nil {
-		return err
-	}
-	s, err := semaphore.New(c, os.Getenv(helperEnvPath), maxLeases)
-	if err != nil {
-		return err
-	}
-	lease, err := s.Acquire(ctx)
-	if err != nil {
-		return err
-	}
-	tok, err := lease.Token(ctx)
-	if err != nil {
-		return err
-	}
-	testutil.PrintHolder(lease.Node(), tok.Czxid, c.SessionTimeout(), "LEASED")
-	_, _ = io.Copy(io.Discard, os.Stdin)
-	// The parent is gone: exit without returning the lease, like a crash.
-	return errors.New("stdin closed: the parent is gone")
+	return testutil.HoldUntilParentGone(strings.Split(os.Getenv(helperEnvServers), ","), "LEASED",
+		func(ctx context.Context, c *recipes.Client) (recipes.Hold, error) {
+			s, err := semaphore.New(c, os.Getenv(helperEnvPath), maxLeases)
+			if err != nil {
+				return nil, err
+			}
+			return s.Acquire(ctx)
+		})
 }
 
 // sweep returns the largest number of intervals that hold at one instant,
@@ -291,7 +275,7 @@ func TestProcessesShareTheMaximum(t *testing.T) {
 	id := uuid.NewString()[:8]
 	path := "/process/sem-" + id
 	gauge := "/gauge-" + id
-	if _, err := c.Conn().Create(gauge, gaugeValue{}.bytes(), 0, zk.WorldACL(zk.PermAll)); err != nil {
+	if _, err := c.UnsafeConn().Create(gauge, gaugeValue{}.bytes(), 0, zk.WorldACL(zk.PermAll)); err != nil {
 		t.Fatal(err)
 	}
 
@@ -319,7 +303,7 @@ func TestProcessesShareTheMaximum(t *testing.T) {
 	}
 	elapsed := time.Since(start)
 
-	data, _, err := c.Conn().Get(gauge)
+	data, _, err := c.UnsafeConn().Get(gauge)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -393,7 +377,7 @@ func TestProcessKilledHolderLeaseFreed(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.TryAcquire(ctx); !errors.Is(err, semaphore.ErrNotAcquired) {
+	if _, err := s.TryAcquire(ctx); !errors.Is(err, recipes.ErrNotAcquired) {
 		t.Fatalf("TryAcquire on a full semaphore = %v, want ErrNotAcquired", err)
 	}
 
@@ -432,7 +416,7 @@ func TestProcessKilledHolderLeaseFreed(t *testing.T) {
 			t.Errorf("the dead holder's %s is still there", dead.Node)
 		}
 	}
-	if err := semaphore.ReturnAll(ctx, []*semaphore.Lease{mine, lease}); err != nil {
+	if err := semaphore.ReleaseAll(ctx, []*semaphore.Lease{mine, lease}); err != nil {
 		t.Error(err)
 	}
 	if n := leaseCount(t, c, path); n != 0 {

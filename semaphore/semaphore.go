@@ -1,8 +1,8 @@
 // Package semaphore is Curator's InterProcessSemaphoreV2 on ZooKeeper: a
 // counting semaphore whose leases are ephemeral nodes, fair and herd-free,
-// with a maximum that is fixed or read from a SharedCount that may change
-// at run time; plus SharedCount itself and SemaphoreMutex, a
-// non-reentrant lock made of a one-lease semaphore.
+// with a maximum that is fixed or read from a shared.SharedCount that may
+// change at run time; plus SemaphoreMutex, a non-reentrant lock made of a
+// one-lease semaphore.
 //
 // The nodes are Curator's: an internal mutex at <path>/locks
 // (_c_<uuid>-lock-<seq>) and the leases at <path>/leases
@@ -48,6 +48,7 @@ import (
 	"github.com/zkrecipes/zkrecipes/internal/recipeargs"
 	"github.com/zkrecipes/zkrecipes/mutex"
 	"github.com/zkrecipes/zkrecipes/recipes"
+	"github.com/zkrecipes/zkrecipes/shared"
 )
 
 // Node names, as Curator's InterProcessSemaphoreV2 names them.
@@ -55,15 +56,6 @@ const (
 	LockParent  = "locks"  // the internal mutex, under the semaphore path
 	LeaseParent = "leases" // the leases, under the semaphore path
 	LeaseName   = "lease-" // in lease node names: _c_<uuid>-lease-<seq>
-)
-
-// Sentinel errors of this package are those of package recipes.
-var (
-	ErrNotAcquired  = recipes.ErrNotAcquired
-	ErrNotHeld      = recipes.ErrNotHeld
-	ErrLockLost     = recipes.ErrLockLost
-	ErrFenced       = recipes.ErrFenced
-	ErrNotConnected = recipes.ErrNotConnected
 )
 
 // Option configures a Semaphore.
@@ -115,11 +107,42 @@ func New(c *recipes.Client, path string, maxLeases int, opts ...Option) (*Semaph
 // leases are under the new maximum (the leases held are kept); when it
 // grows, a waiter is woken at once. Acquiring more leases than the
 // current maximum waits for it to grow (New refuses that as bad input).
-func NewWithCount(c *recipes.Client, path string, count *SharedCount, opts ...Option) (*Semaphore, error) {
-	if count == nil || count.cancel == nil {
-		return nil, fmt.Errorf("%w: SharedCount not made by NewSharedCount", recipes.ErrInvalidArgument)
+// Start the count before acquiring: until then its value is its seed.
+// The semaphore follows the count until the count is closed.
+func NewWithCount(c *recipes.Client, path string, count *shared.SharedCount, opts ...Option) (*Semaphore, error) {
+	if count.Path() == "" {
+		return nil, fmt.Errorf("%w: SharedCount not made by shared.NewSharedCount", recipes.ErrInvalidArgument)
 	}
-	return newSemaphore(c, path, count.limit, opts)
+	l := &countLimit{count: count, changed: make(chan struct{})}
+	s, err := newSemaphore(c, path, l.limit, opts)
+	if err != nil {
+		return nil, err
+	}
+	count.Listen(l.wake) // removed when the count closes
+	return s, nil
+}
+
+// countLimit is a SharedCount as an engine.Limit.
+type countLimit struct {
+	count   *shared.SharedCount
+	mu      sync.Mutex
+	changed chan struct{} // closed when the count has a new version, then replaced
+}
+
+func (l *countLimit) limit() (int, <-chan struct{}) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.count.Get(), l.changed
+}
+
+// wake is the count's listener: it runs after the count's cache took the
+// new value, so a waiter that read the old value with the old channel is
+// woken.
+func (l *countLimit) wake(shared.VersionedValue[int]) {
+	l.mu.Lock()
+	close(l.changed)
+	l.changed = make(chan struct{})
+	l.mu.Unlock()
 }
 
 func newSemaphore(c *recipes.Client, path string, limit engine.Limit, opts []Option) (*Semaphore, error) {
@@ -167,13 +190,13 @@ func (s *Semaphore) check(ctx context.Context, n int) error {
 		return fmt.Errorf("%w: nil context", recipes.ErrInvalidArgument)
 	}
 	if n <= 0 {
-		return fmt.Errorf("%w: %d leases", recipes.ErrInvalidArgument, n)
+		return engine.Namedf("semaphore "+s.path, "%w: %d leases", recipes.ErrInvalidArgument, n)
 	}
 	if max := s.MaxLeases(); s.fixed && n > max {
 		// With a shared count the maximum may grow: AcquireN waits for it.
-		return fmt.Errorf("%w: %d leases of at most %d", recipes.ErrInvalidArgument, n, max)
+		return engine.Namedf("semaphore "+s.path, "%w: %d leases of at most %d", recipes.ErrInvalidArgument, n, max)
 	}
-	return engine.Of(s.c).Check()
+	return engine.Named("semaphore "+s.path, engine.Of(s.c).Check())
 }
 
 // Acquire blocks until it holds one lease, and returns it (Curator's
@@ -197,7 +220,7 @@ func (s *Semaphore) AcquireN(ctx context.Context, n int) ([]*Lease, error) {
 }
 
 // TryAcquire makes one attempt at one lease: it returns an error wrapping
-// ErrNotAcquired when no lease is free, or when another acquirer holds
+// recipes.ErrNotAcquired when no lease is free, or when another acquirer holds
 // the internal lock (one is waiting, or about to take a lease), as
 // Curator's zero-wait tryAcquire does.
 func (s *Semaphore) TryAcquire(ctx context.Context) (*Lease, error) {
@@ -209,7 +232,7 @@ func (s *Semaphore) TryAcquire(ctx context.Context) (*Lease, error) {
 }
 
 // TryAcquireN makes one attempt at n leases, all or nothing, as
-// TryAcquire does for one: ErrNotAcquired when there are not enough free
+// TryAcquire does for one: recipes.ErrNotAcquired when there are not enough free
 // leases or the internal lock is held.
 func (s *Semaphore) TryAcquireN(ctx context.Context, n int) ([]*Lease, error) {
 	return s.acquire(ctx, n, false)
@@ -223,7 +246,7 @@ func (s *Semaphore) acquire(ctx context.Context, n int, wait bool) ([]*Lease, er
 	for len(out) < n {
 		l, err := s.acquireOne(ctx, wait)
 		if err != nil {
-			rerr := ReturnAll(context.WithoutCancel(ctx), out)
+			rerr := ReleaseAll(context.WithoutCancel(ctx), out)
 			if rerr != nil {
 				err = errors.Join(err, rerr)
 			}
@@ -243,14 +266,14 @@ func (s *Semaphore) acquireOne(ctx context.Context, wait bool) (*Lease, error) {
 		err error
 	)
 	if wait {
-		lk, err = s.lock.Lock(octx)
+		lk, err = s.lock.Acquire(octx)
 	} else {
-		lk, err = s.lock.TryLock(octx)
+		lk, err = s.lock.TryAcquire(octx)
 	}
 	if err != nil {
 		return nil, err
 	}
-	defer func() { _ = lk.Unlock(context.WithoutCancel(ctx)) }()
+	defer func() { _ = lk.Release(context.WithoutCancel(ctx)) }()
 	for {
 		ct, err := engine.Of(s.c).Enter(ctx, s.leases, LeaseName, s.opts.data, s.driver, engine.EnterWaitingSince(began))
 		if err != nil {
@@ -258,7 +281,7 @@ func (s *Semaphore) acquireOne(ctx context.Context, wait bool) (*Lease, error) {
 		}
 		sig, err := ct.AwaitCount(ctx, s.limit, wait)
 		if err == nil {
-			return &Lease{hold: engine.NewHold(engine.Of(s.c), ct.Path(), sig), s: s, ct: ct}, nil
+			return &Lease{hold: engine.NewHold(engine.Of(s.c), ct.Path(), sig).Named("semaphore "+s.path), s: s, ct: ct}, nil
 		}
 		_ = ct.Leave(context.WithoutCancel(ctx))
 		if errors.Is(err, recipes.ErrLockLost) && ctx.Err() == nil {
@@ -268,57 +291,26 @@ func (s *Semaphore) acquireOne(ctx context.Context, wait bool) (*Lease, error) {
 	}
 }
 
-// Participant is a lease node.
-type Participant struct {
-	Name string // node name
-	Node string // server path
-	Data []byte // the lease's data (WithData)
-}
-
-// Participants returns the lease nodes held or being acquired, in
-// sequence order, with their data (Curator's getParticipantNodes, with the
-// data read too).
-func (s *Semaphore) Participants(ctx context.Context) ([]Participant, error) {
+// Participants returns the lease nodes, held or being acquired, in
+// sequence order, with their data as ID (Curator's getParticipantNodes,
+// with the data read too); Holds marks the first MaxLeases of them.
+func (s *Semaphore) Participants(ctx context.Context) ([]recipes.Participant, error) {
 	if s == nil || s.c == nil {
 		return nil, fmt.Errorf("%w: Semaphore not made by New", recipes.ErrInvalidArgument)
 	}
 	if err := engine.Of(s.c).Check(); err != nil {
-		return nil, err
+		return nil, engine.Named("semaphore "+s.path, err)
 	}
-	var kids []string
-	err := s.c.Retry(ctx, func() error {
-		var err error
-		kids, _, err = engine.Of(s.c).Children(ctx, s.leases)
-		return err
-	})
-	if errors.Is(err, zk.ErrNoNode) {
-		return nil, nil
-	}
+	d := &engine.Driver{Names: leaseDriver.Names, Leases: s.MaxLeases()}
+	ms, err := engine.Of(s.c).ReadQueue(ctx, s.leases, d, nil)
 	if err != nil {
 		return nil, engine.Namedf("semaphore "+s.path, "participants: %w", err)
 	}
-	out := make([]Participant, 0, len(kids))
-	for _, k := range engine.SortContenders(kids, leaseDriver) {
-		p := engine.JoinPath(s.leases, k.Name)
-		var data []byte
-		err := s.c.Retry(ctx, func() error {
-			var err error
-			data, _, err = engine.Of(s.c).Get(ctx, p)
-			return err
-		})
-		if errors.Is(err, zk.ErrNoNode) {
-			continue // returned meanwhile
-		}
-		if err != nil {
-			return nil, engine.Namedf("semaphore "+s.path, "participants: %w", err)
-		}
-		out = append(out, Participant{Name: k.Name, Node: p, Data: data})
-	}
-	return out, nil
+	return recipeargs.Participants(ms, nil), nil
 }
 
 // Lease is one lease of a semaphore, with its node, Done, Token and
-// Fenced. Close returns it, from any goroutine.
+// Fenced. Release returns it, from any goroutine.
 type Lease struct {
 	hold *engine.Hold
 	s    *Semaphore
@@ -328,7 +320,8 @@ type Lease struct {
 	closed bool
 }
 
-// Node returns the server path of the lease's node.
+// Node returns the path of the lease's node (inside the client's
+// namespace, as every path the library returns).
 func (l *Lease) Node() string { return l.hold.Node() }
 
 // Done returns a channel that closes when the lease may be gone: on LOST,
@@ -354,26 +347,27 @@ func (l *Lease) Token(ctx context.Context) (recipes.FenceToken, error) {
 // paths: the client's namespace is applied) as one transaction
 // together with a check that the lease's node still exists, so the server
 // refuses the writes of a holder that lost it: the error then wraps
-// ErrFenced, as it does once the lease is returned. The responses returned are for ops
+// recipes.ErrFenced, as it does once the lease is returned. The responses returned are for ops
 // only. A connection error is returned as it is (recipes.IsRetryable): the
 // transaction may or may not have been applied.
 func (l *Lease) Fenced(ctx context.Context, ops ...recipes.Op) ([]zk.MultiResponse, error) {
 	return l.hold.Fenced(ctx, ops...)
 }
 
-// Close returns the lease: its node is deleted, at once or, when the
-// client is not connected or ctx ends first, by the guaranteed-delete
-// worker in the background. It is safe to call more than once: later
-// calls return ErrNotHeld. If the session was lost while the lease was
-// held, Close cleans up and returns an error wrapping ErrLockLost.
-func (l *Lease) Close(ctx context.Context) error {
+// Release returns the lease, from any goroutine: its node is deleted, at
+// once or, when the client is not connected or ctx ends first, by the
+// guaranteed-delete worker in the background. It is safe to call more
+// than once: later calls return recipes.ErrNotHeld. If the session was
+// lost while the lease was held, Release cleans up and returns an error
+// wrapping recipes.ErrLockLost.
+func (l *Lease) Release(ctx context.Context) error {
 	if l == nil || l.ct == nil {
 		return fmt.Errorf("%w: Lease not returned by Acquire", recipes.ErrInvalidArgument)
 	}
 	l.mu.Lock()
 	if l.closed {
 		l.mu.Unlock()
-		return engine.Namedf("semaphore "+l.s.path, "%w: lease already returned", ErrNotHeld)
+		return engine.Namedf("semaphore "+l.s.path, "%w: lease already returned", recipes.ErrNotHeld)
 	}
 	l.closed = true
 	l.mu.Unlock()
@@ -384,7 +378,7 @@ func (l *Lease) Close(ctx context.Context) error {
 	}
 	err := l.ct.Leave(ctx)
 	if lost {
-		return engine.Namedf("semaphore "+l.s.path, "%w", ErrLockLost)
+		return engine.Namedf("semaphore "+l.s.path, "%w", recipes.ErrLockLost)
 	}
 	if err != nil {
 		return engine.Namedf("semaphore "+l.s.path, "%w", err)
@@ -406,11 +400,11 @@ func (l *Lease) Data(ctx context.Context) ([]byte, error) {
 	var data []byte
 	err := l.s.c.Retry(ctx, func() error {
 		var err error
-		data, _, err = engine.Of(l.s.c).Get(ctx, l.Node())
+		data, _, err = engine.Of(l.s.c).Get(ctx, l.hold.Path())
 		return err
 	})
 	if errors.Is(err, zk.ErrNoNode) {
-		return nil, engine.Namedf("semaphore "+l.s.path, "%w: %s is gone", ErrLockLost, l.Node())
+		return nil, engine.Namedf("semaphore "+l.s.path, "%w: %s is gone", recipes.ErrLockLost, l.Node())
 	}
 	if err != nil {
 		return nil, engine.Namedf("semaphore "+l.s.path, "lease data: %w", err)
@@ -418,13 +412,13 @@ func (l *Lease) Data(ctx context.Context) ([]byte, error) {
 	return data, nil
 }
 
-// ReturnAll closes every lease and joins the errors (nil leases are
-// skipped).
-func ReturnAll(ctx context.Context, leases []*Lease) error {
+// ReleaseAll releases every lease and joins the errors (nil leases are
+// skipped), as Curator's returnAll.
+func ReleaseAll(ctx context.Context, leases []*Lease) error {
 	var errs []error
 	for _, l := range leases {
 		if l != nil {
-			if err := l.Close(ctx); err != nil {
+			if err := l.Release(ctx); err != nil {
 				errs = append(errs, err)
 			}
 		}

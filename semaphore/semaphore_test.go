@@ -19,6 +19,7 @@ import (
 	"github.com/zkrecipes/zkrecipes/recipes"
 	"github.com/zkrecipes/zkrecipes/recipes/zktest"
 	"github.com/zkrecipes/zkrecipes/semaphore"
+	"github.com/zkrecipes/zkrecipes/shared"
 )
 
 func TestMain(m *testing.M) { testutil.Main(m) }
@@ -27,6 +28,17 @@ var (
 	connect    = testutil.Connect
 	eventually = testutil.Eventually
 )
+
+// startCount returns a started shared count, closed at the end of the
+// test.
+func startCount(t testing.TB, c *recipes.Client, path string, seed int) *shared.SharedCount {
+	t.Helper()
+	count, err := shared.NewSharedCount(c, path, seed)
+	require.NoError(t, err)
+	require.NoError(t, count.Start(context.Background()))
+	t.Cleanup(func() { _ = count.Close(context.Background()) })
+	return count
+}
 
 func newSem(t testing.TB, c *recipes.Client, path string, max int, opts ...semaphore.Option) *semaphore.Semaphore {
 	t.Helper()
@@ -84,7 +96,7 @@ func TestNeverMoreThanMax(t *testing.T) {
 				g.in()
 				time.Sleep(2 * time.Millisecond) // hold: the holders overlap
 				g.out()
-				if err := l.Close(ctx); err != nil {
+				if err := l.Release(ctx); err != nil {
 					errs <- err
 					return
 				}
@@ -114,11 +126,11 @@ func TestNeverMoreThanMax(t *testing.T) {
 	require.NoError(t, err)
 	require.Len(t, ps, 2)
 	assert.Equal(t, ls[0].Node(), ps[0].Node)
-	assert.Equal(t, "data", string(ps[1].Data))
+	assert.Equal(t, "data", ps[1].ID)
 	kids, _, err := c.Children(ctx, path+"/locks")
 	require.NoError(t, err)
 	assert.Empty(t, kids, "the internal mutex is free once the leases are held")
-	require.NoError(t, semaphore.ReturnAll(ctx, ls))
+	require.NoError(t, semaphore.ReleaseAll(ctx, ls))
 }
 
 // AcquireN is all or nothing: at the deadline every lease it took goes
@@ -139,14 +151,14 @@ func TestAcquireAllOrNothing(t *testing.T) {
 	assert.ErrorIs(t, err, context.DeadlineExceeded)
 	eventually(t, 5*time.Second, "no orphan leases", func() bool { return leaseCount(t, a, path) == 2 })
 	_, err = sb.TryAcquireN(ctx, 3)
-	assert.ErrorIs(t, err, semaphore.ErrNotAcquired)
+	assert.ErrorIs(t, err, recipes.ErrNotAcquired)
 	assert.Equal(t, 2, leaseCount(t, a, path))
 
 	got, err := sb.AcquireN(ctx, 2)
 	require.NoError(t, err, "the two free leases")
-	require.NoError(t, semaphore.ReturnAll(ctx, append(held, got...)))
+	require.NoError(t, semaphore.ReleaseAll(ctx, append(held, got...)))
 	assert.Equal(t, 0, leaseCount(t, a, path))
-	assert.ErrorIs(t, held[0].Close(ctx), semaphore.ErrNotHeld, "a lease returns once")
+	assert.ErrorIs(t, held[0].Release(ctx), recipes.ErrNotHeld, "a lease returns once")
 }
 
 // The maximum from a SharedCount, changed from 4 to 2 and to 6 at run
@@ -156,24 +168,22 @@ func TestSharedCountMaximumChanges(t *testing.T) {
 	zkc := zktest.Start(t)
 	ctx := context.Background()
 	c := connect(t, zkc.Servers())
-	count, err := semaphore.NewSharedCount(ctx, c, "/sem/count", 4)
-	require.NoError(t, err)
-	defer count.Close(ctx)
+	count := startCount(t, c, "/sem/count", 4)
 	s, err := semaphore.NewWithCount(c, "/sem/dyn", count)
 	require.NoError(t, err)
 
 	four, err := s.AcquireN(ctx, 4)
 	require.NoError(t, err)
 	_, err = s.TryAcquire(ctx)
-	assert.ErrorIs(t, err, semaphore.ErrNotAcquired)
+	assert.ErrorIs(t, err, recipes.ErrNotAcquired)
 
 	require.NoError(t, count.Set(ctx, 2))
 	eventually(t, 5*time.Second, "max 2", func() bool { return s.MaxLeases() == 2 })
-	require.NoError(t, four[0].Close(ctx))
-	require.NoError(t, four[1].Close(ctx))
+	require.NoError(t, four[0].Release(ctx))
+	require.NoError(t, four[1].Release(ctx))
 	_, err = s.TryAcquire(ctx)
-	assert.ErrorIs(t, err, semaphore.ErrNotAcquired, "2 held of 2")
-	require.NoError(t, four[2].Close(ctx))
+	assert.ErrorIs(t, err, recipes.ErrNotAcquired, "2 held of 2")
+	require.NoError(t, four[2].Release(ctx))
 	one, err := s.TryAcquire(ctx)
 	require.NoError(t, err, "1 held of 2")
 
@@ -192,9 +202,7 @@ func TestSharedCountMaximumChanges(t *testing.T) {
 	default:
 	}
 	other := connect(t, zkc.Servers()) // the change comes from another client
-	ocount, err := semaphore.NewSharedCount(ctx, other, "/sem/count", 99)
-	require.NoError(t, err)
-	defer ocount.Close(ctx)
+	ocount := startCount(t, other, "/sem/count", 99)
 	assert.Equal(t, 2, ocount.Get(), "the seed does not overwrite")
 	require.NoError(t, ocount.Set(ctx, 6))
 	select {
@@ -204,60 +212,7 @@ func TestSharedCountMaximumChanges(t *testing.T) {
 		t.Fatal("a larger maximum did not wake the waiter")
 	}
 	assert.Equal(t, 4, leaseCount(t, c, "/sem/dyn"))
-	require.NoError(t, semaphore.ReturnAll(ctx, append(more, one, four[3])))
-}
-
-// Concurrent TrySet from several clients: exactly one wins per version.
-func TestSharedCountTrySetOneWinnerPerVersion(t *testing.T) {
-	zkc := zktest.Start(t)
-	ctx := context.Background()
-	const clients, rounds = 5, 10
-	counts := make([]*semaphore.SharedCount, clients)
-	for i := range counts {
-		c := connect(t, zkc.Servers())
-		sc, err := semaphore.NewSharedCount(ctx, c, "/sem/trycount", 0)
-		require.NoError(t, err)
-		defer sc.Close(ctx)
-		counts[i] = sc
-	}
-	changes, stop := counts[0].Subscribe()
-	defer stop()
-	for r := 0; r < rounds; r++ {
-		eventually(t, 5*time.Second, "everyone sees the same version", func() bool {
-			v := counts[0].GetVersioned()
-			for _, sc := range counts[1:] {
-				if sc.GetVersioned() != v {
-					return false
-				}
-			}
-			return true
-		})
-		prev := counts[0].GetVersioned()
-		var wins atomic.Int32
-		var wg sync.WaitGroup
-		for _, sc := range counts {
-			wg.Add(1)
-			go func(sc *semaphore.SharedCount) {
-				defer wg.Done()
-				ok, err := sc.TrySet(ctx, prev, prev.Value+1)
-				assert.NoError(t, err)
-				if ok {
-					wins.Add(1)
-				}
-			}(sc)
-		}
-		wg.Wait()
-		assert.Equal(t, int32(1), wins.Load(), "round %d: one winner", r)
-		select {
-		case v := <-changes:
-			assert.Equal(t, semaphore.VersionedValue{Value: prev.Value + 1, Version: prev.Version + 1}, v, "the listener gets the version it can TrySet from")
-		case <-time.After(5 * time.Second):
-			t.Fatalf("round %d: no change notification", r)
-		}
-	}
-	assert.Equal(t, rounds, counts[0].Get())
-	require.NoError(t, counts[0].Close(ctx))
-	require.NoError(t, counts[0].Close(ctx), "Close twice")
+	require.NoError(t, semaphore.ReleaseAll(ctx, append(more, one, four[3])))
 }
 
 // A holder black-holed past its session timeout: Done closes, the server
@@ -276,7 +231,7 @@ func TestHolderSessionLost(t *testing.T) {
 	go func() {
 		l, err := sb.Acquire(ctx)
 		if err == nil {
-			err = l.Close(ctx)
+			err = l.Release(ctx)
 		}
 		got <- err
 	}()
@@ -294,7 +249,7 @@ func TestHolderSessionLost(t *testing.T) {
 		t.Fatal("the waiter did not proceed")
 	}
 	proxy.Restore()
-	assert.ErrorIs(t, lease.Close(ctx), semaphore.ErrLockLost)
+	assert.ErrorIs(t, lease.Release(ctx), recipes.ErrLockLost)
 }
 
 // Herd: with many waiters queued, a lease release is answered by the
@@ -325,19 +280,19 @@ func TestReleaseWakesOnlyTheNextWaiters(t *testing.T) {
 			}
 			got <- i
 			<-release[i]
-			_ = l.Close(ctx)
+			_ = l.Release(ctx)
 		}(i)
 		eventually(t, 5*time.Second, "queued and watching", func() bool {
-			return clients[i].Stats().Watches >= 1
+			return engine.Of(clients[i]).Stats().Watches >= 1
 		})
 	}
 	for round := 0; round < 3; round++ {
-		before := make([]recipes.Stats, n)
+		before := make([]engine.Stats, n)
 		for i, c := range clients {
-			before[i] = c.Stats()
+			before[i] = engine.Of(c).Stats()
 		}
 		if round == 0 {
-			require.NoError(t, held.Close(ctx))
+			require.NoError(t, held.Release(ctx))
 		} else {
 			close(release[round-1])
 		}
@@ -350,11 +305,11 @@ func TestReleaseWakesOnlyTheNextWaiters(t *testing.T) {
 		assert.Equal(t, round, winner, "FIFO")
 		next := clients[round+1]
 		eventually(t, 5*time.Second, "the next waiter moved up and watches the leases", func() bool {
-			return next.Stats().Sub(before[round+1]).Watches >= 1 // the lease list it waits on
+			return engine.Of(next).Stats().Sub(before[round+1]).Watches >= 1 // the lease list it waits on
 		})
 		busy := []int{}
 		for i, c := range clients {
-			d := c.Stats().Sub(before[i])
+			d := engine.Of(c).Stats().Sub(before[i])
 			if d.Children+d.GetData+d.Creates+d.Exists > 0 {
 				busy = append(busy, i)
 			}
@@ -385,7 +340,7 @@ func TestSemaphoreMutex(t *testing.T) {
 	var _ heldQueries = (*mutex.Mutex)(nil)
 	assert.False(t, m.IsHeld(ctx))
 	assert.False(t, m.IsHeldInProcess())
-	_, err = m.Lock(ctx)
+	_, err = m.Acquire(ctx)
 	require.NoError(t, err)
 	assert.True(t, m.IsHeld(ctx))
 	assert.True(t, m.IsHeldInProcess())
@@ -395,18 +350,19 @@ func TestSemaphoreMutex(t *testing.T) {
 
 	tctx, cancel := context.WithTimeout(ctx, 200*time.Millisecond)
 	defer cancel()
-	_, err = m.Lock(tctx)
+	_, err = m.Acquire(tctx)
 	assert.ErrorIs(t, err, context.DeadlineExceeded, "not reentrant: the same goroutine waits")
-	_, err = m.TryLock(ctx)
-	assert.ErrorIs(t, err, semaphore.ErrNotAcquired)
+	_, err = m.TryAcquire(ctx)
+	assert.ErrorIs(t, err, recipes.ErrNotAcquired)
 
 	done := make(chan error, 1)
-	go func() { done <- m.Unlock(ctx) }()
+	go func() { done <- m.Release(ctx) }()
 	require.NoError(t, <-done, "released from another goroutine")
 	assert.False(t, m.IsHeld(ctx))
 	assert.False(t, m.IsHeldInProcess())
-	assert.ErrorIs(t, m.Unlock(ctx), semaphore.ErrNotHeld)
-	require.NoError(t, m.Acquire(ctx))
+	assert.ErrorIs(t, m.Release(ctx), recipes.ErrNotHeld)
+	_, err = m.Acquire(ctx)
+	require.NoError(t, err)
 	require.NoError(t, m.Release(ctx))
 	eventually(t, 5*time.Second, "no lease left", func() bool { return leaseCount(t, c, "/sem/mutex") == 0 })
 }
@@ -442,18 +398,10 @@ func TestBadInput(t *testing.T) {
 	_, err = zero.Acquire(ctx)
 	assert.ErrorIs(t, err, recipes.ErrInvalidArgument)
 	var zl semaphore.Lease
-	assert.ErrorIs(t, zl.Close(ctx), recipes.ErrInvalidArgument)
+	assert.ErrorIs(t, zl.Release(ctx), recipes.ErrInvalidArgument)
 	var zm semaphore.Mutex
-	assert.ErrorIs(t, zm.Unlock(ctx), recipes.ErrInvalidArgument)
-	var zc semaphore.SharedCount
-	assert.ErrorIs(t, zc.Close(ctx), recipes.ErrInvalidArgument)
-	_, err = semaphore.NewSharedCount(ctx, c, "/sem/big", 1<<40)
-	assert.ErrorIs(t, err, recipes.ErrInvalidArgument)
-
-	// A node that is not a shared count.
-	_, err = c.Create(ctx, "/notcount", []byte("hello"), 0)
-	require.NoError(t, err)
-	_, err = semaphore.NewSharedCount(ctx, c, "/notcount", 1)
+	assert.ErrorIs(t, zm.Release(ctx), recipes.ErrInvalidArgument)
+	_, err = semaphore.NewWithCount(c, "/sem/bad", new(shared.SharedCount))
 	assert.ErrorIs(t, err, recipes.ErrInvalidArgument)
 
 	closed := connect(t, zkc.Servers())
@@ -474,16 +422,14 @@ func TestSharedCountNodeDeletedAndZeroMaximum(t *testing.T) {
 	ctx := context.Background()
 	c := connect(t, zkc.Servers())
 	admin := connect(t, zkc.Servers())
-	count, err := semaphore.NewSharedCount(ctx, c, "/sem/zero", 0)
-	require.NoError(t, err)
-	defer count.Close(ctx)
+	count := startCount(t, c, "/sem/zero", 0)
 	s, err := semaphore.NewWithCount(c, "/sem/zeroed", count)
 	require.NoError(t, err)
 	got := make(chan error, 1)
 	go func() {
 		l, err := s.Acquire(ctx)
 		if err == nil {
-			err = l.Close(ctx)
+			err = l.Release(ctx)
 		}
 		got <- err
 	}()
@@ -493,6 +439,7 @@ func TestSharedCountNodeDeletedAndZeroMaximum(t *testing.T) {
 	changes, stop := count.Subscribe()
 	defer stop()
 	assert.Equal(t, 0, count.Get(), "the last value is kept")
+	assert.Equal(t, 0, (<-changes).Value, "the current value first")
 	_, err = admin.Create(ctx, "/sem/zero", []byte{0, 0, 0, 1}, 0)
 	require.NoError(t, err)
 	select {
@@ -522,7 +469,7 @@ func TestLeaseDataDefaultsToTheHostAddress(t *testing.T) {
 	data, err := lease.Data(ctx)
 	require.NoError(t, err)
 	assert.Equal(t, engine.LocalIP(), string(data))
-	require.NoError(t, lease.Close(ctx))
+	require.NoError(t, lease.Release(ctx))
 
 	s, err = semaphore.New(c, "/semdata", 2, semaphore.WithData([]byte("mine")))
 	require.NoError(t, err)
@@ -531,5 +478,5 @@ func TestLeaseDataDefaultsToTheHostAddress(t *testing.T) {
 	data, err = lease.Data(ctx)
 	require.NoError(t, err)
 	assert.Equal(t, "mine", string(data))
-	require.NoError(t, lease.Close(ctx))
+	require.NoError(t, lease.Release(ctx))
 }

@@ -15,18 +15,25 @@ import (
 
 	"github.com/go-zookeeper/zk"
 
+	"github.com/zkrecipes/zkrecipes/election"
 	"github.com/zkrecipes/zkrecipes/internal/engine"
+	"github.com/zkrecipes/zkrecipes/mutex"
 	"github.com/zkrecipes/zkrecipes/recipes"
+	"github.com/zkrecipes/zkrecipes/rwlock"
+	"github.com/zkrecipes/zkrecipes/semaphore"
 )
 
-// Kinds of queue.
+// Kinds of node, as classify tells them.
 const (
 	kindMutex     = "mutex"
 	kindRWLock    = "rwlock"
 	kindSemaphore = "semaphore"
 	kindLatch     = "latch"
-	kindEmpty     = "empty" // a node without children or data
-	kindData      = "data"  // a node with data and without children: not a queue
+	kindLeases    = "leases"  // lease nodes under a node that is not a semaphore
+	kindEmpty     = "empty"   // a node without children or data
+	kindData      = "data"    // a node with data and without children: not a queue
+	kindUnknown   = "unknown" // children that make no recipe zkinspect knows
+	kindParent    = "parent"  // persistent children only: a summary walks them
 )
 
 // Roles of a node in its queue.
@@ -36,6 +43,7 @@ const (
 	roleWaiter    = "waiter"
 	roleAcquiring = "acquiring"    // a semaphore's internal lock holder, taking a lease
 	roleUnknown   = "maybe-holder" // held or waiting: the inspector cannot tell
+	roleNone      = "unknown"      // a child of a node zkinspect cannot classify
 )
 
 // Libraries, by node name.
@@ -46,29 +54,16 @@ const (
 	libUnknown = "unknown"
 )
 
-// Lock names in node names.
-const (
-	nameLock      = "lock-"
-	nameKazooLock = "__lock__"
-	nameKazooRead = "__rlock__"
-	nameRead      = "__READ__"
-	nameWrite     = "__WRIT__"
-	nameLatch     = "latch-"
-	nameLease     = "lease-"
-	semLeases     = "leases"
-	semLocks      = "locks"
-)
-
 var (
-	curatorName = regexp.MustCompile(`^_c_[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}-`)
-	zkLockName  = regexp.MustCompile(`^_c_[0-9a-f]{32}-lock-\d{10}$`)
-	kazooName   = regexp.MustCompile(`^[0-9a-f]{32}__r?lock__\d{10}$`)
+	zkLockName = regexp.MustCompile(`^_c_[0-9a-f]{32}-lock-\d{10}$`)
+	kazooName  = regexp.MustCompile(`^[0-9a-f]{32}__r?lock__\d{10}$`)
 )
 
-// library names the client library whose naming a node follows.
+// library names the client library whose naming a node follows: a
+// protected name (engine.ParseProtected) is Curator's and zkrecipes'.
 func library(name string) string {
 	switch {
-	case curatorName.MatchString(name):
+	case isProtected(name):
 		return libCurator
 	case zkLockName.MatchString(name):
 		return libZKLock
@@ -76,6 +71,12 @@ func library(name string) string {
 		return libKazoo
 	}
 	return libUnknown
+}
+
+// isProtected reports whether name was made by a protected create.
+func isProtected(name string) bool {
+	_, _, ok := engine.ParseProtected(name)
+	return ok
 }
 
 // Report is what one inspection found: a queue, or a summary of the locks
@@ -99,11 +100,13 @@ type Report struct {
 
 // Queue is one lock-like queue in order.
 type Queue struct {
-	Path    string `json:"path"`
-	Kind    string `json:"kind"`
-	Held    bool   `json:"held"`
-	Holders int    `json:"holders"`
-	Waiters int    `json:"waiters"`
+	Path string `json:"path"`
+	Kind string `json:"kind"`
+	// Held is null when it is not known (an unknown node, or lease nodes
+	// outside a semaphore).
+	Held    *bool `json:"held"`
+	Holders int   `json:"holders"`
+	Waiters int   `json:"waiters"`
 	// Undecided counts the nodes that hold or wait: the inspector cannot
 	// tell which (role maybe-holder).
 	Undecided int `json:"undecided,omitempty"`
@@ -111,14 +114,15 @@ type Queue struct {
 	OldestWaiterAgeMS *int64 `json:"oldest_waiter_age_ms,omitempty"`
 	// MaxLeases is a semaphore's maximum, when -count gave it.
 	MaxLeases *int `json:"max_leases,omitempty"`
-	// Nodes are the contenders in queue order (a semaphore's leases).
+	// Nodes are the contenders in queue order (a semaphore's leases; every
+	// child of an unknown node).
 	Nodes []Node `json:"nodes"`
 	// InternalLock is a semaphore's internal lock queue (<path>/locks).
 	InternalLock []Node   `json:"internal_lock,omitempty"`
 	Notes        []string `json:"notes,omitempty"`
 }
 
-// Node is one contender.
+// Node is one contender (or one child of an unknown node).
 type Node struct {
 	Position int    `json:"position"`
 	Name     string `json:"name"`
@@ -152,7 +156,7 @@ type Skipped struct {
 type LockSummary struct {
 	Path              string `json:"path"`
 	Kind              string `json:"kind"`
-	Held              bool   `json:"held"`
+	Held              *bool  `json:"held"` // null when not known (an unknown node)
 	Holders           int    `json:"holders"`
 	Waiters           int    `json:"waiters"`
 	Undecided         int    `json:"undecided,omitempty"`
@@ -238,7 +242,7 @@ var errNoNode = errors.New("no such node (an idle lock's parent is a container t
 func inspect(ctx context.Context, r *reader, cfg config) (*Report, error) {
 	r.now = time.Now()
 	rep := &Report{Path: cfg.path, Namespace: r.c.Namespace(), Time: r.now}
-	kids, st, err := r.children(ctx, cfg.path)
+	p, err := probeNode(ctx, r, cfg.path)
 	if errors.Is(err, zk.ErrNoNode) {
 		if r.watches != nil { // to redraw when it appears
 			if _, err := r.exists(ctx, cfg.path); err != nil {
@@ -250,25 +254,36 @@ func inspect(ctx context.Context, r *reader, cfg config) (*Report, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", cfg.path, err)
 	}
-	kind := nodeKind(kids, st)
-	if kind == "leases" { // <semaphore>/leases itself: show the semaphore
+	cl, err := classify(ctx, r, p)
+	if err != nil {
+		return nil, err
+	}
+	if cl.kind == kindLeases && cfg.path != "/" { // <semaphore>/leases: show the semaphore
 		parent, _ := engine.SplitPath(cfg.path)
-		rep.Notes = append(rep.Notes, fmt.Sprintf("%s holds a semaphore's leases: showing the semaphore %s", cfg.path, parent))
-		cfg.path, kind = parent, kindSemaphore
-		rep.Path = parent
-		if kids, _, err = r.children(ctx, parent); err != nil {
+		pp, err := probeNode(ctx, r, parent)
+		if err != nil && !errors.Is(err, zk.ErrNoNode) {
 			return nil, fmt.Errorf("%s: %w", parent, err)
 		}
+		if err == nil {
+			pcl, err := classify(ctx, r, pp)
+			if err != nil {
+				return nil, err
+			}
+			if pcl.kind == kindSemaphore {
+				rep.Notes = append(rep.Notes, fmt.Sprintf("%s holds a semaphore's leases: showing the semaphore %s", cfg.path, parent))
+				rep.Path, p, cl = parent, pp, pcl
+			}
+		}
 	}
-	if cfg.summary || kind == "" {
+	if cfg.summary || cl.kind == kindParent {
 		rep.Mode = "summary"
-		if err := summarise(ctx, r, cfg, rep, cfg.path, kids, st); err != nil {
+		if err := summarise(ctx, r, cfg, rep, p, cl); err != nil {
 			return nil, err
 		}
 		return rep, nil
 	}
 	rep.Mode = "queue"
-	q, err := readQueue(ctx, r, cfg, cfg.path, kind, kids, true)
+	q, err := readQueue(ctx, r, cfg, p.path, cl, true)
 	if err != nil {
 		return nil, err
 	}
@@ -276,135 +291,56 @@ func inspect(ctx context.Context, r *reader, cfg config) (*Report, error) {
 	return rep, nil
 }
 
-// nodeKinds counts the kinds of queue node among names.
-type nodeKinds struct {
-	read, write, kazooRead, kazooLock, latch, lock, lease, semParts, other int
-}
-
-// queueName matches a queue node's name: a lock name followed by the
-// server's sequence suffix (a downgrade's read node takes its writer's).
-var queueName = regexp.MustCompile(`(__READ__|__WRIT__|__rlock__|__lock__|latch-|lock-|lease-)-?\d{10}$`)
-
-func countKinds(kids []string) nodeKinds {
-	var k nodeKinds
-	for _, n := range kids {
-		m := queueName.FindStringSubmatch(n)
-		if m == nil {
-			if n == semLeases || n == semLocks {
-				k.semParts++
-			} else {
-				k.other++
-			}
-			continue
-		}
-		switch m[1] {
-		case nameRead:
-			k.read++
-		case nameWrite:
-			k.write++
-		case nameKazooRead:
-			k.kazooRead++
-		case nameKazooLock:
-			k.kazooLock++
-		case nameLatch:
-			k.latch++
-		case nameLock:
-			k.lock++
-		case nameLease:
-			k.lease++
-		}
-	}
-	return k
-}
-
-// detectKind tells the queue kind from the children's names: "" when they
-// are not queue nodes (a parent of locks), kindEmpty when there are none,
-// "leases" for a semaphore's leases node.
-func detectKind(kids []string) string {
-	if len(kids) == 0 {
-		return kindEmpty
-	}
-	k := countKinds(kids)
-	switch {
-	case k.read+k.write+k.kazooRead > 0:
-		return kindRWLock
-	case k.latch > 0:
-		return kindLatch
-	case k.lock+k.kazooLock > 0:
-		return kindMutex
-	case k.semParts > 0 && k.other == 0 && k.lease == 0:
-		return kindSemaphore
-	case k.lease > 0:
-		return "leases"
-	}
-	return ""
-}
-
-// nodeKind is detectKind, with a node without children told apart by its
-// stat: kindData when it has data (a SharedCount, a configuration node),
-// kindEmpty when it has none (a lock parent nobody uses).
-func nodeKind(kids []string, st *zk.Stat) string {
-	kind := detectKind(kids)
-	if kind == kindEmpty && st != nil && st.DataLength > 0 {
-		return kindData
-	}
-	return kind
-}
-
-// sortKey orders a child of a queue of the given kind, as Curator does
-// (engine.SortKey), with Kazoo's names as extra lock names.
+// sortKey orders a queue node of the given kind, as Curator does
+// (engine.SortKey with the recipe's lock name), with Kazoo's names as
+// extra lock names.
 func sortKey(kind, name string) string {
 	switch kind {
 	case kindRWLock:
-		return engine.SortKey(name, nameRead, nameWrite, nameKazooRead, nameKazooLock)
+		return engine.SortKey(name, rwlock.ReadLockName, rwlock.WriteLockName, kazooReadName, mutex.KazooLockName)
 	case kindLatch:
-		return engine.SortKey(name, nameLatch)
-	case kindSemaphore:
-		return engine.SortKey(name, nameLease)
+		return engine.SortKey(name, election.LatchName)
+	case kindLeases, kindSemaphore:
+		return engine.SortKey(name, semaphore.LeaseName)
+	case kindUnknown:
+		_, key := queueNodeName(name)
+		if key == "" {
+			return name
+		}
+		return key
 	}
-	return engine.SortKey(name, nameLock, nameKazooLock)
+	return engine.SortKey(name, mutex.LockName, mutex.KazooLockName)
 }
 
-func isWriter(name string) bool {
-	m := queueName.FindStringSubmatch(name)
-	return m != nil && (m[1] == nameWrite || m[1] == nameKazooLock)
-}
-
-// readNodes reads the data and stat of each child of parent and returns
-// them in queue order. Children that vanish meanwhile are left out.
-func readNodes(ctx context.Context, r *reader, parent, kind string, kids []string) ([]Node, error) {
+// nodes turns children of a queue of the given kind into Nodes, in queue
+// order.
+func (r *reader) nodes(kind string, kids []child) []Node {
 	nodes := make([]Node, 0, len(kids))
-	for _, name := range kids {
-		p := engine.JoinPath(parent, name)
-		data, st, err := r.get(ctx, p)
-		if errors.Is(err, zk.ErrNoNode) {
-			continue // gone since the list: the children watch redraws
-		}
-		if err != nil {
-			return nil, fmt.Errorf("%s: %w", p, err)
-		}
+	for _, c := range kids {
 		n := Node{
-			Name:    name,
-			Path:    p,
-			Key:     sortKey(kind, name),
-			Ctime:   time.UnixMilli(st.Ctime).UTC(),
-			DataLen: len(data),
-			Library: library(name),
-			raw:     data,
-			owner:   st.EphemeralOwner,
+			Name:    c.name,
+			Path:    c.path,
+			Key:     sortKey(kind, c.name),
+			DataLen: len(c.data),
+			Library: library(c.name),
+			raw:     c.data,
 		}
-		if st.EphemeralOwner != 0 {
-			n.Session = fmt.Sprintf("0x%016x", uint64(st.EphemeralOwner))
+		if c.st != nil {
+			n.Ctime = time.UnixMilli(c.st.Ctime).UTC()
+			n.owner = c.st.EphemeralOwner
+			n.age = max(r.now.Sub(n.Ctime), 0)
+			n.AgeMS = n.age.Milliseconds()
 		}
-		n.age = max(r.now.Sub(n.Ctime), 0)
-		n.AgeMS = n.age.Milliseconds()
-		if utf8.Valid(data) {
-			n.Data = string(data)
+		if n.owner != 0 {
+			n.Session = fmt.Sprintf("0x%016x", uint64(n.owner))
+		}
+		if utf8.Valid(c.data) {
+			n.Data = string(c.data)
 		} else {
-			n.DataBase64 = base64.StdEncoding.EncodeToString(data)
+			n.DataBase64 = base64.StdEncoding.EncodeToString(c.data)
 		}
 		if kind == kindRWLock {
-			n.writer = isWriter(name)
+			n.writer = c.lock == rwlock.WriteLockName || c.lock == mutex.KazooLockName
 			n.Lock = "read"
 			if n.writer {
 				n.Lock = "write"
@@ -427,31 +363,42 @@ func readNodes(ctx context.Context, r *reader, parent, kind string, kids []strin
 	for i := range nodes {
 		nodes[i].Position = i + 1
 	}
-	return nodes, nil
+	return nodes
 }
 
-// readQueue reads the queue at path, whose children are kids. top is false
-// within a summary, where the maximum of a semaphore is not known.
-func readQueue(ctx context.Context, r *reader, cfg config, path, kind string, kids []string, top bool) (*Queue, error) {
+// readQueue makes the queue of the node at path, classified as cl. top is
+// false within a summary, where the maximum of a semaphore is not known.
+func readQueue(ctx context.Context, r *reader, cfg config, path string, cl *class, top bool) (*Queue, error) {
+	kind := cl.kind
 	q := &Queue{Path: path, Kind: kind, Nodes: []Node{}}
-	if kind == kindEmpty {
+	switch kind {
+	case kindEmpty:
+		q.Held = new(bool)
 		q.Notes = append(q.Notes, "no children: nothing holds or waits here")
 		return q, nil
-	}
-	if kind == kindData {
+	case kindData:
+		q.Held = new(bool)
 		return readData(ctx, r, q)
+	case kindSemaphore:
+		return readSemaphore(ctx, r, cfg, q, cl, top)
+	case kindUnknown:
+		q.Nodes = r.nodes(kind, cl.queue)
+		for i := range q.Nodes {
+			q.Nodes[i].Role = roleNone
+		}
+		q.Notes = append(q.Notes, "cannot classify: "+cl.why+"; its children are listed as they are, with no role")
+		return q, nil
 	}
-	if kind == kindSemaphore {
-		return readSemaphore(ctx, r, cfg, q, kids, top)
-	}
-	nodes, err := readNodes(ctx, r, path, kind, kids)
-	if err != nil {
-		return nil, err
-	}
+	nodes := r.nodes(kind, cl.queue)
 	q.Nodes = nodes
 	switch kind {
 	case kindRWLock:
 		rwRoles(q)
+	case kindLeases:
+		for i := range nodes {
+			nodes[i].Role = roleUnknown
+		}
+		q.Notes = append(q.Notes, "a semaphore's leases, but the node above is not a semaphore (locks and leases only): whether each lease holds or waits for room is unknown")
 	default:
 		for i := range nodes {
 			switch {
@@ -465,11 +412,25 @@ func readQueue(ctx context.Context, r *reader, cfg config, path, kind string, ki
 		}
 	}
 	tally(q, q.Nodes)
+	if kind == kindLeases && q.Holders == 0 {
+		q.Held = nil // unknown, not free
+	}
 	if kind == kindMutex && top {
-		k := countKinds(kids)
-		if k.kazooLock > 0 && k.lock > 0 {
+		kazoo, curator := false, false
+		for _, c := range cl.queue {
+			kazoo = kazoo || c.lock == mutex.KazooLockName
+			curator = curator || c.lock == mutex.LockName
+		}
+		if kazoo && curator {
 			q.Notes = append(q.Notes, "Kazoo and lock- nodes share this queue: safe only if no Curator client uses it (Curator does not recognise Kazoo's nodes)")
 		}
+	}
+	if len(cl.others) > 0 && top {
+		names := make([]string, len(cl.others))
+		for i, o := range cl.others {
+			names[i] = o.name
+		}
+		q.Notes = append(q.Notes, fmt.Sprintf("children outside the queue (persistent, or not readable): %s; -summary walks them", shortList(names)))
 	}
 	return q, nil
 }
@@ -530,41 +491,25 @@ func tally(q *Queue, nodes []Node) {
 			}
 		}
 	}
-	q.Held = q.Holders > 0
+	held := q.Holders > 0
+	q.Held = &held
 }
 
-// readSemaphore reads <path>/leases and <path>/locks.
-func readSemaphore(ctx context.Context, r *reader, cfg config, q *Queue, kids []string, top bool) (*Queue, error) {
-	read := func(name string) ([]Node, error) {
-		p := engine.JoinPath(q.Path, name)
-		if !slices.Contains(kids, name) {
-			if r.watches != nil {
-				if _, err := r.exists(ctx, p); err != nil {
-					return nil, err
-				}
-			}
-			return []Node{}, nil
+// readSemaphore makes a semaphore's queue from its parts, <path>/leases
+// and <path>/locks, as classify read them.
+func readSemaphore(ctx context.Context, r *reader, cfg config, q *Queue, cl *class, top bool) (*Queue, error) {
+	part := func(p *probe) []Node {
+		if p == nil {
+			return []Node{}
 		}
-		sub, _, err := r.children(ctx, p)
-		if errors.Is(err, zk.ErrNoNode) {
-			return []Node{}, nil // a container reaped since the list
-		}
-		if err != nil {
-			return nil, fmt.Errorf("%s: %w", p, err)
-		}
-		kind := kindSemaphore
-		if name == semLocks {
-			kind = kindMutex
-		}
-		return readNodes(ctx, r, p, kind, sub)
+		return r.nodes(kindSemaphore, p.kids)
 	}
-	leases, err := read(semLeases)
-	if err != nil {
-		return nil, err
-	}
-	locks, err := read(semLocks)
-	if err != nil {
-		return nil, err
+	leases := part(cl.leases)
+	var locks []Node
+	if cl.locks != nil {
+		locks = r.nodes(kindMutex, cl.locks.kids)
+	} else {
+		locks = []Node{}
 	}
 	q.Nodes, q.InternalLock = leases, locks
 	if top && cfg.count != "" {
@@ -647,13 +592,14 @@ func readMax(ctx context.Context, r *reader, count string) (int, error) {
 // maxWalk bounds the nodes a summary visits.
 const maxWalk = 100000
 
-// summarise walks the tree under path (whose children are kids, whose stat
-// is st) and summarises every queue in it into rep.Locks. Nodes without
-// children are listed as empty lock paths when they have no data, and
-// counted in rep.DataNodes when they have (not listed: they are no locks).
-// A subtree the session may not read (NoAuth) goes to rep.Skipped, and
-// the walk goes on.
-func summarise(ctx context.Context, r *reader, cfg config, rep *Report, path string, kids []string, st *zk.Stat) error {
+// summarise walks the tree under p (classified as cl) and summarises every
+// queue in it into rep.Locks. Nodes without children are listed as empty
+// lock paths when they have no data, and counted in rep.DataNodes when
+// they have (not listed: they are no locks). A node zkinspect cannot
+// classify is listed as unknown. The walk goes into every persistent child
+// that is not a semaphore's part; a subtree the session may not read
+// (NoAuth) goes to rep.Skipped, and the walk goes on.
+func summarise(ctx context.Context, r *reader, cfg config, rep *Report, p *probe, cl *class) error {
 	rep.Locks = []LockSummary{}
 	visited := 0
 	skip := func(path string, err error) bool {
@@ -663,48 +609,54 @@ func summarise(ctx context.Context, r *reader, cfg config, rep *Report, path str
 		rep.Skipped = append(rep.Skipped, Skipped{Path: path, Reason: "not authorised to read (NoAuth): an ACL protects it; give -auth"})
 		return true
 	}
-	var walk func(path string, kids []string, st *zk.Stat, top bool) error
-	walk = func(path string, kids []string, st *zk.Stat, top bool) error {
+	var walk func(p *probe, cl *class, top bool) error
+	walk = func(p *probe, cl *class, top bool) error {
 		visited++
 		if visited > maxWalk {
 			return fmt.Errorf("more than %d nodes under %s: give a narrower path", maxWalk, cfg.path)
 		}
-		kind := nodeKind(kids, st)
 		switch {
-		case (kind == kindEmpty || kind == kindData) && top:
+		case (cl.kind == kindEmpty || cl.kind == kindData) && top:
 			return nil
-		case kind == kindData:
+		case cl.kind == kindData:
 			rep.DataNodes++
 			return nil
-		case kind != "" && kind != "leases":
-			q, err := readQueue(ctx, r, cfg, path, kind, kids, false)
-			if skip(path, err) {
+		case cl.kind != kindParent:
+			q, err := readQueue(ctx, r, cfg, p.path, cl, false)
+			if skip(p.path, err) {
 				return nil
 			}
 			if err != nil {
 				return err
 			}
-			rep.Locks = append(rep.Locks, LockSummary{Path: path, Kind: kind, Held: q.Held, Holders: q.Holders, Waiters: q.Waiters, Undecided: q.Undecided, OldestWaiterAgeMS: q.OldestWaiterAgeMS})
-			return nil
+			rep.Locks = append(rep.Locks, LockSummary{Path: p.path, Kind: cl.kind, Held: q.Held, Holders: q.Holders, Waiters: q.Waiters, Undecided: q.Undecided, OldestWaiterAgeMS: q.OldestWaiterAgeMS})
+			if cl.kind == kindSemaphore {
+				return nil // its parts are in its line
+			}
 		}
-		slices.Sort(kids)
-		for _, k := range kids {
-			p := engine.JoinPath(path, k)
-			if p == "/zookeeper" && r.c.Namespace() == "" {
+		for _, k := range cl.others {
+			if k.path == "/zookeeper" && r.c.Namespace() == "" {
 				continue // the server's own
 			}
-			sub, subSt, err := r.children(ctx, p)
-			if errors.Is(err, zk.ErrNoNode) || skip(p, err) {
+			if skip(k.path, k.err) {
+				continue
+			}
+			sub, err := probeNode(ctx, r, k.path)
+			if errors.Is(err, zk.ErrNoNode) || skip(k.path, err) {
 				continue
 			}
 			if err != nil {
-				return fmt.Errorf("%s: %w", p, err)
+				return fmt.Errorf("%s: %w", k.path, err)
 			}
-			if err := walk(p, sub, subSt, false); err != nil {
+			subCl, err := classify(ctx, r, sub)
+			if err != nil {
+				return err
+			}
+			if err := walk(sub, subCl, false); err != nil {
 				return err
 			}
 		}
 		return nil
 	}
-	return walk(path, kids, st, true)
+	return walk(p, cl, true)
 }

@@ -26,23 +26,38 @@
 // The first six are zkrun's operator flags too (package internal/cli).
 //
 // <path> is the path the recipes were given: with -namespace it is inside
-// the namespace (recipes.WithNamespace), and paths are shown without it.
+// the namespace (recipes.WithNamespace), and every path shown (text and
+// JSON) is inside it too, as the recipes' own paths are.
 // Without -namespace, a server path ("/myapp/locks/orders") works too.
 //
-// The kind of queue is read from the node names under <path>:
+// What a node is, is read from its children, never from its own name or
+// its parent's: their names and their mode (ephemeral or persistent, from
+// each one's ephemeralOwner); a node without children is a data node or
+// empty by its own data (see below). A recipe's queue node is an
+// ephemeral node whose name ends with a lock name and the server's
+// sequence suffix (engine.SortKey tells it, as Curator's sort does):
 //
 //   - mutex (also a LeaderSelector, go-zookeeper's zk.Lock, Kazoo's Lock):
-//     nodes named ...lock-<seq> or Kazoo's <hex>__lock__<seq>; the first
-//     holds.
+//     queue nodes named ...lock-<seq> or Kazoo's <hex>__lock__<seq>; the
+//     first holds.
 //   - read/write lock: Curator's _c_<uuid>-__READ__<seq> and
 //     _c_<uuid>-__WRIT__<seq> (or Kazoo's __rlock__ and __lock__); the
 //     leading readers hold until the first writer, or the writer when it is
 //     first (with a downgrade's read node at the writer's sequence).
-//   - semaphore (Curator's InterProcessSemaphoreV2): <path>/leases and
-//     <path>/locks; every lease is listed, and the internal lock's queue.
-//     The maximum is not stored with the semaphore: give it with -count
-//     (the SharedCount path, or the number) to see who is over it.
+//   - semaphore (Curator's InterProcessSemaphoreV2): a node whose children
+//     are the persistent nodes leases and locks (or leases alone, once the
+//     internal lock's container is reaped), holding only ...lease-<seq>
+//     and ...lock-<seq> queue nodes; every lease is listed, and the
+//     internal lock's queue. The maximum is not stored with the semaphore:
+//     give it with -count (the SharedCount path, or the number) to see who
+//     is over it.
 //   - leader latch: _c_<uuid>-latch-<seq> nodes; the first leads.
+//
+// A node whose children are all persistent is a parent of locks (a
+// summary walks it), whatever its name: a mutex at /app/locks/report is a
+// mutex, and /app a parent. A node zkinspect cannot classify (ephemeral
+// children no recipe makes, queue nodes of two recipes side by side) is
+// shown as unknown, its children listed without roles, never guessed.
 //
 // Nodes are listed in queue order (engine.SortKey, as Curator sorts them),
 // with their session (ephemeralOwner), age (from their creation time), data
@@ -51,9 +66,10 @@
 // "go-zookeeper" for zk.Lock's _c_<32 hex>-lock-<seq>, "kazoo" for
 // <32 hex>__lock__<seq> and __rlock__, else "unknown".
 //
-// When the children of <path> are not queue nodes (or with -summary), it
-// walks the tree under <path> and prints one line per lock found: its
-// kind, whether it is held, holders, waiters and the oldest waiter's age.
+// When <path> is a parent (or with -summary), it walks the tree under
+// <path> and prints one line per lock found: its kind, whether it is held,
+// holders, waiters and the oldest waiter's age; an unknown node has a line
+// of its own, with "?" where a lock has its state.
 // A node with data and no children (a SharedCount, a configuration node)
 // is a data node, not a lock: the summary does not list it but counts it
 // in its header, and given as <path> it is shown as a data node. A subtree

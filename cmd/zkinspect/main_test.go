@@ -34,6 +34,7 @@ import (
 	"github.com/zkrecipes/zkrecipes/recipes/zktest"
 	"github.com/zkrecipes/zkrecipes/rwlock"
 	"github.com/zkrecipes/zkrecipes/semaphore"
+	"github.com/zkrecipes/zkrecipes/shared"
 )
 
 // newRunRoot returns a fresh path for a test's queues, so that runs against
@@ -147,6 +148,7 @@ func (n *normaliser) json(t *testing.T, s string) string {
 		t.Fatalf("output is not a report: %v\n%s", err, s)
 	}
 	rep.Path = n.text(rep.Path)
+	rep.Namespace = n.text(rep.Namespace)
 	for i := range rep.Notes {
 		rep.Notes[i] = n.text(rep.Notes[i])
 	}
@@ -260,7 +262,7 @@ func TestGoMutex(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := ma.Lock(ctx); err != nil {
+	if _, err := ma.Acquire(ctx); err != nil {
 		t.Fatal(err)
 	}
 	mb, err := mutex.New(b, path, mutex.WithData([]byte("waiter-b")))
@@ -269,9 +271,9 @@ func TestGoMutex(t *testing.T) {
 	}
 	bctx, cancelB := context.WithCancel(ctx)
 	defer cancelB()
-	bdone := lockAsync(t, func() error { _, err := mb.Lock(bctx); return err })
+	bdone := lockAsync(t, func() error { _, err := mb.Acquire(bctx); return err })
 	waitChildren(t, a, path, 2)
-	zl := zk.NewLock(cz.Conn(), path, zk.WorldACL(zk.PermAll))
+	zl := zk.NewLock(cz.UnsafeConn(), path, zk.WorldACL(zk.PermAll))
 	zdone := lockAsync(t, zl.Lock)
 	waitChildren(t, a, path, 3)
 
@@ -285,7 +287,7 @@ func TestGoMutex(t *testing.T) {
 	if err := <-bdone; !errors.Is(err, context.Canceled) {
 		t.Fatalf("waiter b: %v", err)
 	}
-	if err := ma.Unlock(ctx); err != nil {
+	if err := ma.Release(ctx); err != nil {
 		t.Fatal(err)
 	}
 	if err := <-zdone; err != nil {
@@ -312,25 +314,25 @@ func TestGoRWLock(t *testing.T) {
 	}
 	a, b, cc, d := connectT(t, zkc), connectT(t, zkc), connectT(t, zkc), connectT(t, zkc)
 	rwA := newRW(a, "writer-a")
-	if _, err := rwA.WriteLock().Lock(ctx); err != nil {
+	if _, err := rwA.WriteLock().Acquire(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := rwA.ReadLock().Lock(ctx); err != nil { // the downgrade
+	if _, err := rwA.ReadLock().Acquire(ctx); err != nil { // the downgrade
 		t.Fatal(err)
 	}
 	waitChildren(t, a, path, 2)
 	rwD := newRW(d, "reader-d")
 	var leaseD *mutex.Lease
-	ddone := lockAsync(t, func() (err error) { leaseD, err = rwD.ReadLock().Lock(ctx); return err })
+	ddone := lockAsync(t, func() (err error) { leaseD, err = rwD.ReadLock().Acquire(ctx); return err })
 	waitChildren(t, a, path, 3)
 	rwB := newRW(b, "writer-b")
 	bctx, cancelB := context.WithCancel(ctx)
 	defer cancelB()
-	bdone := lockAsync(t, func() error { _, err := rwB.WriteLock().Lock(bctx); return err })
+	bdone := lockAsync(t, func() error { _, err := rwB.WriteLock().Acquire(bctx); return err })
 	waitChildren(t, a, path, 4)
 	goldenBoth(t, zkc, "rwlock-downgrading", path)
 
-	if err := rwA.WriteLock().Unlock(ctx); err != nil { // downgraded: reads on
+	if err := rwA.WriteLock().Release(ctx); err != nil { // downgraded: reads on
 		t.Fatal(err)
 	}
 	if err := <-ddone; err != nil {
@@ -339,7 +341,7 @@ func TestGoRWLock(t *testing.T) {
 	rwC := newRW(cc, "reader-c")
 	cctx, cancelC := context.WithCancel(ctx)
 	defer cancelC()
-	cdone := lockAsync(t, func() error { _, err := rwC.ReadLock().Lock(cctx); return err })
+	cdone := lockAsync(t, func() error { _, err := rwC.ReadLock().Acquire(cctx); return err })
 	waitChildren(t, a, path, 4)
 	goldenBoth(t, zkc, "rwlock-downgraded", path)
 
@@ -350,10 +352,10 @@ func TestGoRWLock(t *testing.T) {
 			t.Fatalf("waiter: %v", err)
 		}
 	}
-	if err := leaseD.Unlock(ctx); err != nil {
+	if err := leaseD.Release(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if err := rwA.ReadLock().Unlock(ctx); err != nil {
+	if err := rwA.ReadLock().Release(ctx); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -367,11 +369,7 @@ func TestGoSemaphore(t *testing.T) {
 	ctx := testCtx(t)
 	path, countPath := runRoot+"/go-sem", runRoot+"/go-sem-count"
 	a := connectT(t, zkc)
-	count, err := semaphore.NewSharedCount(ctx, a, countPath, 2)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer count.Close(ctx)
+	startCount(t, a, countPath, 2)
 	newSem := func(c *recipes.Client, data string) *semaphore.Semaphore {
 		s, err := semaphore.New(c, path, 2, semaphore.WithData([]byte(data)))
 		if err != nil {
@@ -405,7 +403,7 @@ func TestGoSemaphore(t *testing.T) {
 			t.Fatalf("waiter: %v", err)
 		}
 	}
-	if err := semaphore.ReturnAll(ctx, leases); err != nil {
+	if err := semaphore.ReleaseAll(ctx, leases); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -471,7 +469,7 @@ func TestCurator(t *testing.T) {
 		}
 		wctx, cancel := context.WithCancel(ctx)
 		defer cancel()
-		done := lockAsync(t, func() error { _, err := m.Lock(wctx); return err })
+		done := lockAsync(t, func() error { _, err := m.Acquire(wctx); return err })
 		waitChildren(t, c, path, 2)
 		goldenBoth(t, zkc, "curator-mutex", path)
 		cancel()
@@ -495,7 +493,7 @@ func TestCurator(t *testing.T) {
 		}
 		wctx, cancel := context.WithCancel(ctx)
 		defer cancel()
-		done := lockAsync(t, func() error { _, err := rw.ReadLock().Lock(wctx); return err })
+		done := lockAsync(t, func() error { _, err := rw.ReadLock().Acquire(wctx); return err })
 		waitChildren(t, c, path, 3)
 		goldenBoth(t, zkc, "curator-rwlock", path)
 		cancel()
@@ -548,7 +546,7 @@ func TestKazoo(t *testing.T) {
 	}
 	wctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	done := lockAsync(t, func() error { _, err := m.Lock(wctx); return err })
+	done := lockAsync(t, func() error { _, err := m.Acquire(wctx); return err })
 	waitChildren(t, c, path, 2)
 	goldenBoth(t, zkc, "kazoo-mutex", path)
 	cancel()
@@ -576,15 +574,15 @@ func TestSummary(t *testing.T) {
 	// orders/1: held, one waiter; orders/2: held; orders/3: a persistent
 	// parent nobody uses; jobs/sem: a semaphore with one lease.
 	held1 := lock(a, root+"/orders/1")
-	if _, err := held1.Lock(ctx); err != nil {
+	if _, err := held1.Acquire(ctx); err != nil {
 		t.Fatal(err)
 	}
 	wctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	done := lockAsync(t, func() error { _, err := lock(b, root+"/orders/1").Lock(wctx); return err })
+	done := lockAsync(t, func() error { _, err := lock(b, root+"/orders/1").Acquire(wctx); return err })
 	waitChildren(t, a, root+"/orders/1", 2)
 	held2 := lock(a, root+"/orders/2")
-	if _, err := held2.Lock(ctx); err != nil {
+	if _, err := held2.Acquire(ctx); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := a.Create(ctx, root+"/orders/3", nil, 0); err != nil {
@@ -602,11 +600,7 @@ func TestSummary(t *testing.T) {
 	waitChildren(t, a, root+"/jobs/sem", 1) // the internal lock's container is gone
 	// Data nodes, not listed as locks: a SharedCount and a configuration
 	// node (data, no children).
-	count, err := semaphore.NewSharedCount(ctx, a, root+"/jobs/count", 5)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer count.Close(ctx)
+	startCount(t, a, root+"/jobs/count", 5)
 	if _, err := a.Create(ctx, root+"/config", []byte("mode=fast"), 0); err != nil {
 		t.Fatal(err)
 	}
@@ -624,11 +618,11 @@ func TestSummary(t *testing.T) {
 		t.Fatalf("waiter: %v", err)
 	}
 	for _, m := range []*mutex.Mutex{held1, held2} {
-		if err := m.Unlock(ctx); err != nil {
+		if err := m.Release(ctx); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if err := lease.Close(ctx); err != nil {
+	if err := lease.Release(ctx); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -697,7 +691,7 @@ func TestWatch(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			lease, err := ma.Lock(ctx)
+			lease, err := ma.Acquire(ctx)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -715,15 +709,15 @@ func TestWatch(t *testing.T) {
 				t.Fatal(err)
 			}
 			var leaseB *mutex.Lease
-			bdone := lockAsync(t, func() (err error) { leaseB, err = mb.Lock(ctx); return err })
+			bdone := lockAsync(t, func() (err error) { leaseB, err = mb.Acquire(ctx); return err })
 			zktest.Eventually(t, 30*time.Second, "a draw with the waiter", func() bool { return strings.Contains(out.String(), "waiter") })
-			if err := ma.Unlock(ctx); err != nil {
+			if err := ma.Release(ctx); err != nil {
 				t.Fatal(err)
 			}
 			if err := <-bdone; err != nil {
 				t.Fatal(err)
 			}
-			if err := leaseB.Unlock(ctx); err != nil {
+			if err := leaseB.Release(ctx); err != nil {
 				t.Fatal(err)
 			}
 			zktest.Eventually(t, 30*time.Second, "a last draw with the lock free", func() bool {
@@ -764,25 +758,25 @@ func TestWatchSetsEachWatchOnce(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := m.Lock(ctx); err != nil {
+	if _, err := m.Acquire(ctx); err != nil {
 		t.Fatal(err)
 	}
-	defer m.Unlock(ctx)
+	defer m.Release(ctx)
 	ws := new(engine.Watches)
 	cfg := config{path: path}
-	before := c.Stats()
+	before := engine.Of(c).Stats()
 	if _, err := inspect(ctx, &reader{c: c, watches: ws}, cfg); err != nil {
 		t.Fatal(err)
 	}
-	first := c.Stats().Sub(before)
+	first := engine.Of(c).Stats().Sub(before)
 	if first.Watches != 2 || ws.Len() != 2 { // the children and the holder's data
 		t.Fatalf("first inspection set %d watches (%d armed), want 2", first.Watches, ws.Len())
 	}
-	mid := c.Stats()
+	mid := engine.Of(c).Stats()
 	if _, err := inspect(ctx, &reader{c: c, watches: ws}, cfg); err != nil {
 		t.Fatal(err)
 	}
-	if again := c.Stats().Sub(mid); again.Watches != 0 {
+	if again := engine.Of(c).Stats().Sub(mid); again.Watches != 0 {
 		t.Fatalf("second inspection set %d more watches, want 0", again.Watches)
 	}
 }
@@ -831,30 +825,6 @@ func TestLibrary(t *testing.T) {
 	}
 }
 
-func TestDetectKind(t *testing.T) {
-	for _, tc := range []struct {
-		kids []string
-		want string
-	}{
-		{nil, kindEmpty},
-		{[]string{"_c_x-lock-0000000001"}, kindMutex},
-		{[]string{"abc__lock__0000000001", "abc__rlock__0000000002"}, kindRWLock},
-		{[]string{"abc__lock__0000000001"}, kindMutex},
-		{[]string{"_c_x-__READ__0000000001", "_c_y-lock-0000000002"}, kindRWLock},
-		{[]string{"_c_x-latch-0000000001"}, kindLatch},
-		{[]string{"leases", "locks"}, kindSemaphore},
-		{[]string{"leases"}, kindSemaphore},
-		{[]string{"_c_x-lease-0000000001"}, "leases"},
-		{[]string{"orders", "jobs"}, ""},
-		{[]string{"leases", "other"}, ""},
-		{[]string{"my-lock-a"}, ""},
-	} {
-		if got := detectKind(tc.kids); got != tc.want {
-			t.Errorf("detectKind(%q) = %q, want %q", tc.kids, got, tc.want)
-		}
-	}
-}
-
 func TestFormatAge(t *testing.T) {
 	for d, want := range map[time.Duration]string{
 		0:                               "0.0s",
@@ -892,7 +862,7 @@ func TestWatchRetriesErrors(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer lease.Close(ctx)
+	defer lease.Release(ctx)
 	var out syncBuffer
 	cfg := config{path: path, count: countPath, timeout: 10 * time.Second}
 	done := lockAsync(t, func() error { return watchLoop(ctx, c, cfg, &out) })
@@ -940,10 +910,10 @@ func TestNamespace(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := m.Lock(ctx); err != nil {
+	if _, err := m.Acquire(ctx); err != nil {
 		t.Fatal(err)
 	}
-	defer m.Unlock(ctx)
+	defer m.Release(ctx)
 	waitChildren(t, a, runRoot+"/locks/a", 1)
 
 	out := inspectOut(t, zkc, "-namespace", runRoot, "/locks/a")
@@ -989,10 +959,10 @@ func TestAuth(t *testing.T) {
 	}
 	// acl/config: a data node only ops may read; acl/secret: a parent
 	// only ops may list, with a lock in it; acl/open: a lock anyone reads.
-	if _, err := authed.Conn().Create(root+"/config", []byte("s3cret"), 0, secretACL); err != nil {
+	if _, err := authed.UnsafeConn().Create(root+"/config", []byte("s3cret"), 0, secretACL); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := authed.Conn().Create(root+"/secret", nil, 0, secretACL); err != nil {
+	if _, err := authed.UnsafeConn().Create(root+"/secret", nil, 0, secretACL); err != nil {
 		t.Fatal(err)
 	}
 	for _, l := range []struct {
@@ -1003,10 +973,10 @@ func TestAuth(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if _, err := m.Lock(ctx); err != nil {
+		if _, err := m.Acquire(ctx); err != nil {
 			t.Fatal(err)
 		}
-		defer m.Unlock(ctx)
+		defer m.Release(ctx)
 	}
 
 	if _, err := runOut(t, zkc, root+"/config"); !errors.Is(err, zk.ErrNoAuth) {
@@ -1132,4 +1102,19 @@ func TestWatchRedraws(t *testing.T) {
 	if strings.Contains(appended.String(), "\x1b") || strings.Count(appended.String(), "=== ") != 2 {
 		t.Errorf("not on a terminal the draws are appended without escapes:\n%q", appended.String())
 	}
+}
+
+// startCount returns a started shared count, closed at the end of the
+// test.
+func startCount(t *testing.T, c *recipes.Client, path string, seed int) *shared.SharedCount {
+	t.Helper()
+	count, err := shared.NewSharedCount(c, path, seed)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := count.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = count.Close(context.Background()) })
+	return count
 }

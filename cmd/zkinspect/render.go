@@ -9,6 +9,9 @@ import (
 	"strings"
 	"text/tabwriter"
 	"time"
+
+	"github.com/zkrecipes/zkrecipes/internal/engine"
+	"github.com/zkrecipes/zkrecipes/semaphore"
 )
 
 // maxData is how many bytes of a node's data the table shows.
@@ -21,6 +24,8 @@ var kindLabels = map[string]string{
 	kindLatch:     "leader latch",
 	kindEmpty:     "empty",
 	kindData:      "data node",
+	kindLeases:    "a semaphore's leases",
+	kindUnknown:   "unknown (not a queue zkinspect knows)",
 }
 
 var roleLabels = map[string]string{
@@ -29,6 +34,7 @@ var roleLabels = map[string]string{
 	roleWaiter:    "waits",
 	roleAcquiring: "acquiring",
 	roleUnknown:   "HOLDS?",
+	roleNone:      "?",
 }
 
 var libraryLabels = map[string]string{
@@ -96,15 +102,17 @@ func renderQueue(b *strings.Builder, q *Queue) {
 	if q.OldestWaiterAgeMS != nil {
 		status += ", oldest waiting " + formatAge(time.Duration(*q.OldestWaiterAgeMS)*time.Millisecond)
 	}
-	if q.Kind != kindEmpty && q.Kind != kindData {
+	switch q.Kind {
+	case kindEmpty, kindData, kindUnknown:
+	default:
 		fmt.Fprintf(b, "status: %s\n", status)
 	}
 	switch q.Kind {
 	case kindEmpty, kindData:
 	case kindSemaphore:
-		fmt.Fprintf(b, "leases (%s/%s):\n", q.Path, semLeases)
+		fmt.Fprintf(b, "leases (%s):\n", engine.JoinPath(q.Path, semaphore.LeaseParent))
 		renderNodes(b, q.Nodes, false, "no leases")
-		fmt.Fprintf(b, "internal lock (%s/%s):\n", q.Path, semLocks)
+		fmt.Fprintf(b, "internal lock (%s):\n", engine.JoinPath(q.Path, semaphore.LockParent))
 		renderNodes(b, q.InternalLock, false, "nobody acquiring")
 	default:
 		renderNodes(b, q.Nodes, q.Kind == kindRWLock, "no contenders")
@@ -140,17 +148,23 @@ func renderNodes(b *strings.Builder, nodes []Node, lockColumn bool, none string)
 }
 
 func renderSummary(b *strings.Builder, rep *Report) {
-	held := 0
+	held, unknown := 0, 0
 	for _, l := range rep.Locks {
-		if l.Held {
+		switch {
+		case l.Kind == kindUnknown:
+			unknown++
+		case l.Held != nil && *l.Held:
 			held++
 		}
 	}
 	paths := "lock paths"
-	if len(rep.Locks) == 1 {
+	if len(rep.Locks)-unknown == 1 {
 		paths = "lock path"
 	}
-	fmt.Fprintf(b, "%s: %d %s, %d held", rep.Path, len(rep.Locks), paths, held)
+	fmt.Fprintf(b, "%s: %d %s, %d held", rep.Path, len(rep.Locks)-unknown, paths, held)
+	if unknown > 0 {
+		fmt.Fprintf(b, ", %d unknown (not a queue zkinspect knows)", unknown)
+	}
 	switch rep.DataNodes {
 	case 0:
 	case 1:
@@ -170,15 +184,21 @@ func renderSummary(b *strings.Builder, rep *Report) {
 	tw := tabwriter.NewWriter(b, 0, 0, 2, ' ', 0)
 	fmt.Fprintf(tw, "  PATH\tKIND\tSTATE\tHOLDERS\tWAITERS\t%13s\n", "OLDEST WAITER")
 	for _, l := range rep.Locks {
-		state := "free"
-		if l.Held {
+		state, holders, waiters := "free", strconv.Itoa(l.Holders), strconv.Itoa(l.Waiters)
+		switch {
+		case l.Held == nil:
+			state, holders, waiters = "?", "?", "?"
+			if l.Undecided > 0 {
+				holders = fmt.Sprintf("%d?", l.Undecided)
+			}
+		case *l.Held:
 			state = "held"
 		}
 		oldest := "-"
 		if l.OldestWaiterAgeMS != nil {
 			oldest = formatAge(time.Duration(*l.OldestWaiterAgeMS) * time.Millisecond)
 		}
-		fmt.Fprintf(tw, "  %s\t%s\t%s\t%7d\t%7d\t%13s\n", l.Path, l.Kind, state, l.Holders, l.Waiters, oldest)
+		fmt.Fprintf(tw, "  %s\t%s\t%s\t%7s\t%7s\t%13s\n", l.Path, l.Kind, state, holders, waiters, oldest)
 	}
 	tw.Flush()
 }

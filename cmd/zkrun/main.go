@@ -465,14 +465,14 @@ func take(ctx context.Context, c *recipes.Client, cfg config) (*hold, error) {
 		}
 		var l *mutex.Lease
 		if cfg.try {
-			l, err = m.TryLock(ctx)
+			l, err = m.TryAcquire(ctx)
 		} else {
-			l, err = m.Lock(ctx)
+			l, err = m.Acquire(ctx)
 		}
 		if err != nil {
 			return nil, err
 		}
-		return &hold{node: l.Node(), done: l.Done(), token: l.Token, release: l.Unlock}, nil
+		return &hold{node: l.Node(), done: l.Done(), token: l.Token, release: l.Release}, nil
 	case "sem":
 		s, err := semaphore.New(c, cfg.path, cfg.n)
 		if err != nil {
@@ -487,7 +487,7 @@ func take(ctx context.Context, c *recipes.Client, cfg config) (*hold, error) {
 		if err != nil {
 			return nil, err
 		}
-		return &hold{node: l.Node(), done: l.Done(), token: l.Token, release: l.Close}, nil
+		return &hold{node: l.Node(), done: l.Done(), token: l.Token, release: l.Release}, nil
 	case "elect":
 		// A latch, not a Selector: Await takes a ctx, so -timeout and the
 		// signals end the wait as they end Lock's, and the Term gives Done,

@@ -96,7 +96,7 @@ func runWorker(name string) error {
 
 	transfers := 0
 	for stop.Err() == nil {
-		lease, err := m.Lock(stop)
+		lease, err := m.Acquire(stop)
 		if err != nil {
 			if stop.Err() != nil {
 				break
@@ -127,7 +127,7 @@ func runWorker(name string) error {
 func (w *worker) transfer(ctx context.Context, lease *mutex.Lease) (bool, error) {
 	acquired := time.Now()
 	defer func() {
-		if err := lease.Unlock(ctx); err != nil && !errors.Is(err, mutex.ErrLockLost) {
+		if err := lease.Release(ctx); err != nil && !errors.Is(err, recipes.ErrLockLost) {
 			w.note("unlock: %v", err)
 		}
 	}()
@@ -178,7 +178,7 @@ func (w *worker) transfer(ctx context.Context, lease *mutex.Lease) (bool, error)
 	case applied:
 		w.emit(event{Kind: kindMoved, Token: token, From: e.From, To: e.To, Amount: e.Amount, Balances: l.balances(), Acquired: acquired})
 		return true, nil
-	case errors.Is(err, mutex.ErrFenced):
+	case errors.Is(err, recipes.ErrFenced):
 		w.emit(event{Kind: kindRefused, Token: token, Msg: err.Error(), From: e.From, To: e.To, Amount: e.Amount})
 		w.noticeLoss(ctx, lease)
 		return false, nil
@@ -207,7 +207,7 @@ func (w *worker) write(ctx context.Context, lease *mutex.Lease, token int64, dat
 		switch {
 		case err == nil:
 			return true, nil
-		case errors.Is(err, mutex.ErrFenced):
+		case errors.Is(err, recipes.ErrFenced):
 			if !unsure {
 				return false, err
 			}

@@ -364,10 +364,10 @@ func (b *bench) uncontended(ctx context.Context) (string, bool, error) {
 	// goroutine: a side of its own measures what honouring ctx costs.
 	loop := func(ctx context.Context, n int) error {
 		for range n {
-			if _, err := m.Lock(ctx); err != nil {
+			if _, err := m.Acquire(ctx); err != nil {
 				return err
 			}
-			if err := m.Unlock(ctx); err != nil {
+			if err := m.Release(ctx); err != nil {
 				return err
 			}
 		}
@@ -394,7 +394,7 @@ func (b *bench) uncontended(ctx context.Context) (string, bool, error) {
 
 	var (
 		ours, bases, ratios []float64
-		oursReq             recipes.Stats
+		oursReq             engine.Stats
 		oursOps             int
 		basePkts, oursPkts  pktCount
 		// client CPU µs per op of each side, and their ratio, per round
@@ -415,14 +415,14 @@ func (b *bench) uncontended(ctx context.Context) (string, bool, error) {
 		)
 		sides := []func(n int) error{
 			func(n int) error {
-				before, pk := c.Stats(), b.packets()
+				before, pk := engine.Of(c).Stats(), b.packets()
 				start, cpu := time.Now(), cpuTime()
 				if err := oursLoop(n); err != nil {
 					return fmt.Errorf("ours: %w", err)
 				}
 				oursTime += time.Since(start)
 				oursCPU += cpuTime() - cpu
-				oursReq = addStats(oursReq, c.Stats().Sub(before))
+				oursReq = addStats(oursReq, engine.Of(c).Stats().Sub(before))
 				oursOps += n
 				oursPkts.add(pk, b.packets(), n)
 				return nil
@@ -645,7 +645,7 @@ func (b *bench) contended(ctx context.Context, procs bool) (string, bool, error)
 
 	var (
 		ours, bases, ratios []float64
-		oursReq             recipes.Stats
+		oursReq             engine.Stats
 		oursAcq             int
 		oursPkts, basePkts  pktCount
 		oursCPU, baseCPU    []float64 // client CPU µs per acquisition, per round
@@ -732,7 +732,7 @@ type side interface {
 type roundResult struct {
 	window int           // acquisitions made before the deadline
 	total  int           // all acquisitions (waiters queued at the deadline finish their turn)
-	stats  recipes.Stats // requests our Clients sent (zero for zk.Lock)
+	stats  engine.Stats  // requests our Clients sent (zero for zk.Lock)
 	cpu    time.Duration // the side's client CPU time in the round (with -procs: the workers'; else this process's)
 }
 
@@ -740,7 +740,7 @@ type roundResult struct {
 type inProc struct {
 	lock, unlock func(i int) error
 	n            int
-	stats        func() recipes.Stats
+	stats        func() engine.Stats
 	closers      []func()
 }
 
@@ -777,12 +777,12 @@ func newOursInProc(ctx context.Context, n int, servers []string, path string, ti
 		}
 		locks = append(locks, m)
 	}
-	s.lock = func(i int) error { _, err := locks[i].Lock(ctx); return err }
-	s.unlock = func(i int) error { return locks[i].Unlock(ctx) }
-	s.stats = func() recipes.Stats {
-		var sum recipes.Stats
+	s.lock = func(i int) error { _, err := locks[i].Acquire(ctx); return err }
+	s.unlock = func(i int) error { return locks[i].Release(ctx) }
+	s.stats = func() engine.Stats {
+		var sum engine.Stats
 		for _, c := range clients {
-			sum = addStats(sum, c.Stats())
+			sum = addStats(sum, engine.Of(c).Stats())
 		}
 		return sum
 	}
@@ -790,7 +790,7 @@ func newOursInProc(ctx context.Context, n int, servers []string, path string, ti
 }
 
 func newZKInProc(n int, servers []string, path string, timeout time.Duration) (side, error) {
-	s := &inProc{n: n, stats: func() recipes.Stats { return recipes.Stats{} }}
+	s := &inProc{n: n, stats: func() engine.Stats { return engine.Stats{} }}
 	var locks []*zk.Lock
 	for range n {
 		r, err := dialRaw(servers, timeout)
@@ -980,7 +980,7 @@ func (s *procSide) round(deadline time.Time) (roundResult, error) {
 				res.window += int(nums[1])
 				res.total += int(nums[2])
 				res.cpu += time.Duration(nums[10])
-				res.stats = addStats(res.stats, recipes.Stats{
+				res.stats = addStats(res.stats, engine.Stats{
 					Creates: uint64(nums[3]), Children: uint64(nums[4]), GetData: uint64(nums[5]), Exists: uint64(nums[6]),
 					Deletes: uint64(nums[7]), Multis: uint64(nums[8]), Watches: uint64(nums[9]),
 				})
@@ -1031,7 +1031,7 @@ func workerMain(kind string) error {
 	ctx := context.Background()
 	var (
 		lock, unlock func() error
-		stats        = func() recipes.Stats { return recipes.Stats{} }
+		stats        = func() engine.Stats { return engine.Stats{} }
 	)
 	switch kind {
 	case "ours":
@@ -1044,9 +1044,9 @@ func workerMain(kind string) error {
 		if err != nil {
 			return err
 		}
-		lock = func() error { _, err := m.Lock(ctx); return err }
-		unlock = func() error { return m.Unlock(ctx) }
-		stats = c.Stats
+		lock = func() error { _, err := m.Acquire(ctx); return err }
+		unlock = func() error { return m.Release(ctx) }
+		stats = engine.Of(c).Stats
 	case "zklock":
 		r, err := dialRaw(servers, timeout)
 		if err != nil {
@@ -1223,7 +1223,7 @@ type perOpStats struct {
 	creates, children, getData, exists, deletes, multis, watches float64
 }
 
-func perOp(s recipes.Stats, ops int) perOpStats {
+func perOp(s engine.Stats, ops int) perOpStats {
 	if ops == 0 {
 		return perOpStats{}
 	}
@@ -1250,8 +1250,8 @@ func (p perOpStats) kv(unit string) string {
 		p.creates, p.children, p.getData, p.exists, p.deletes, p.total(), unit)
 }
 
-func addStats(a, b recipes.Stats) recipes.Stats {
-	return recipes.Stats{
+func addStats(a, b engine.Stats) engine.Stats {
+	return engine.Stats{
 		Creates: a.Creates + b.Creates, Deletes: a.Deletes + b.Deletes, GetData: a.GetData + b.GetData,
 		Exists: a.Exists + b.Exists, Children: a.Children + b.Children, SetData: a.SetData + b.SetData,
 		Multis: a.Multis + b.Multis, Watches: a.Watches + b.Watches, PendingDeletes: a.PendingDeletes + b.PendingDeletes,

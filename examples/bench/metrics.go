@@ -48,10 +48,10 @@ func (s *metricsSide) close() { s.c.Close(context.Background()) }
 
 func (s *metricsSide) loop(n int) error {
 	for range n {
-		if _, err := s.m.Lock(s.ctx); err != nil {
+		if _, err := s.m.Acquire(s.ctx); err != nil {
 			return err
 		}
-		if err := s.m.Unlock(s.ctx); err != nil {
+		if err := s.m.Release(s.ctx); err != nil {
 			return err
 		}
 	}

@@ -55,7 +55,7 @@ func (b *bench) rwPop(ctx context.Context, readers, writers int, path string, mo
 			class = 1
 		}
 		start := time.Now()
-		if _, err := locks[i].Lock(ctx); err != nil {
+		if _, err := locks[i].Acquire(ctx); err != nil {
 			return 0, 0, fmt.Errorf("%s lock: %w", p.classes[class], err)
 		}
 		wait := time.Since(start)
@@ -80,7 +80,7 @@ func (b *bench) rwPop(ctx context.Context, readers, writers int, path string, mo
 		if bad != nil {
 			return 0, 0, bad
 		}
-		if err := locks[i].Unlock(ctx); err != nil {
+		if err := locks[i].Release(ctx); err != nil {
 			return 0, 0, fmt.Errorf("%s unlock: %w", p.classes[class], err)
 		}
 		return class, wait, nil

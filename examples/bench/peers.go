@@ -592,10 +592,10 @@ func (w *peerWork) cycle() ([]string, bool, error) {
 	ours := func(n int) (peerAnswer, error) {
 		start, cpu := time.Now(), cpuTime()
 		for range n {
-			if _, err := m.Lock(w.ctx); err != nil {
+			if _, err := m.Acquire(w.ctx); err != nil {
 				return peerAnswer{}, err
 			}
-			if err := m.Unlock(w.ctx); err != nil {
+			if err := m.Release(w.ctx); err != nil {
 				return peerAnswer{}, err
 			}
 		}
@@ -686,10 +686,10 @@ func (w *peerWork) contend() ([]string, bool, error) {
 	}
 	round := func(d time.Duration) (peerFig, error) {
 		return peerLoop(f.sessions, d, 1, func(i int) (func() error, error) {
-			if _, err := locks[i].Lock(w.ctx); err != nil {
+			if _, err := locks[i].Acquire(w.ctx); err != nil {
 				return nil, err
 			}
-			return func() error { return locks[i].Unlock(w.ctx) }, nil
+			return func() error { return locks[i].Release(w.ctx) }, nil
 		})
 	}
 	ours := peerSide{label: "ours", key: "ours", run: func(int) (peerFig, error) { return round(f.duration) }}
@@ -755,7 +755,7 @@ func (w *peerWork) queue() ([]string, bool, error) {
 		if err != nil {
 			return peerFig{}, err
 		}
-		if _, err := holder.Lock(w.ctx); err != nil {
+		if _, err := holder.Acquire(w.ctx); err != nil {
 			return peerFig{}, err
 		}
 		w0, werr := w.b.watchCount()
@@ -772,7 +772,7 @@ func (w *peerWork) queue() ([]string, bool, error) {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				if _, err := m.Lock(w.ctx); err != nil {
+				if _, err := m.Acquire(w.ctx); err != nil {
 					errs <- err
 					return
 				}
@@ -780,7 +780,7 @@ func (w *peerWork) queue() ([]string, bool, error) {
 					errs <- errors.New("mutual exclusion violated")
 				}
 				holders.Add(-1)
-				if err := m.Unlock(w.ctx); err != nil {
+				if err := m.Release(w.ctx); err != nil {
 					errs <- err
 				}
 			}()
@@ -793,7 +793,7 @@ func (w *peerWork) queue() ([]string, bool, error) {
 			return peerFig{}, err
 		}
 		start, cpu := time.Now(), cpuTime()
-		if err := holder.Unlock(w.ctx); err != nil {
+		if err := holder.Release(w.ctx); err != nil {
 			return peerFig{}, err
 		}
 		wg.Wait()
@@ -896,10 +896,10 @@ func (w *peerWork) rwlock() ([]string, bool, error) {
 	}
 	round := func(d time.Duration) (peerFig, error) {
 		return peerLoop(f.readers, d, int64(f.readers), func(i int) (func() error, error) {
-			if _, err := locks[i].Lock(w.ctx); err != nil {
+			if _, err := locks[i].Acquire(w.ctx); err != nil {
 				return nil, err
 			}
-			return func() error { return locks[i].Unlock(w.ctx) }, nil
+			return func() error { return locks[i].Release(w.ctx) }, nil
 		})
 	}
 	cmd := func(key string, d time.Duration) string {
@@ -956,7 +956,7 @@ func (w *peerWork) semaphore() ([]string, bool, error) {
 			if err != nil {
 				return nil, err
 			}
-			return func() error { return lease.Close(w.ctx) }, nil
+			return func() error { return lease.Release(w.ctx) }, nil
 		})
 	}
 	cmd := func(key string, d time.Duration) string {

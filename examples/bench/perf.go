@@ -16,6 +16,7 @@ import (
 
 	"github.com/go-zookeeper/zk"
 
+	"github.com/zkrecipes/zkrecipes/internal/engine"
 	"github.com/zkrecipes/zkrecipes/mutex"
 	"github.com/zkrecipes/zkrecipes/recipes"
 )
@@ -119,16 +120,16 @@ func (b *bench) keys(ctx context.Context) (string, bool, error) {
 		loops = append(loops, &rawLoop{conn: r.conn, parent: fmt.Sprintf("%s/keys/base/k%d", b.root, i)})
 	}
 	ours := func(i int) error {
-		if _, err := locks[i].Lock(ctx); err != nil {
+		if _, err := locks[i].Acquire(ctx); err != nil {
 			return err
 		}
-		return locks[i].Unlock(ctx)
+		return locks[i].Release(ctx)
 	}
 	base := func(i int) error { return loops[i].run(1) }
-	stats := func() recipes.Stats {
-		var s recipes.Stats
+	stats := func() engine.Stats {
+		var s engine.Stats
 		for _, c := range clients {
-			s = addStats(s, c.Stats())
+			s = addStats(s, engine.Of(c).Stats())
 		}
 		return s
 	}
@@ -140,7 +141,7 @@ func (b *bench) keys(ctx context.Context) (string, bool, error) {
 	}
 	var (
 		os_, bs, ratios, ocpu, bcpu []float64
-		req                         recipes.Stats
+		req                         engine.Stats
 		oursOps                     int
 	)
 	tw := table("round", "ours ops/s", "base ops/s", "ours/base", "ours CPU µs/op", "base CPU µs/op", "order")
@@ -252,7 +253,7 @@ func (b *bench) local(ctx context.Context) (string, bool, error) {
 		lastNode string
 	)
 	localLock := func(int) error {
-		l, err := m.Lock(ctx)
+		l, err := m.Acquire(ctx)
 		if err != nil {
 			return err
 		}
@@ -262,7 +263,7 @@ func (b *bench) local(ctx context.Context) (string, bool, error) {
 		seqMu.Unlock()
 		return nil
 	}
-	localUnlock := func(int) error { return m.Unlock(ctx) }
+	localUnlock := func(int) error { return m.Release(ctx) }
 	ref, err := newOursInProc(ctx, f.sessions, b.servers, b.root+"/local/contended", f.sessionTimeout)
 	if err != nil {
 		return "", false, err
@@ -278,7 +279,7 @@ func (b *bench) local(ctx context.Context) (string, bool, error) {
 	}
 	var (
 		ls, rs, ratios []float64
-		req            recipes.Stats
+		req            engine.Stats
 		localAcq       int
 	)
 	tw := table("round", "local acq/s", "contended acq/s", "local/contended", "order")
@@ -286,12 +287,12 @@ func (b *bench) local(ctx context.Context) (string, bool, error) {
 		var lr, rr float64
 		order, err := alternate(ctx, r, "local",
 			func() error {
-				before := c.Stats()
+				before := engine.Of(c).Stats()
 				w, total, err := contend(localN, time.Now().Add(f.duration), localLock, localUnlock)
 				if err != nil {
 					return fmt.Errorf("local: %w", err)
 				}
-				req, localAcq = addStats(req, c.Stats().Sub(before)), localAcq+total
+				req, localAcq = addStats(req, engine.Of(c).Stats().Sub(before)), localAcq+total
 				lr = float64(w) / f.duration.Seconds()
 				return nil
 			},
@@ -342,7 +343,7 @@ func (b *bench) local(ctx context.Context) (string, bool, error) {
 			from := len(seq)
 			seqMu.Unlock()
 			start := time.Now()
-			rl, err := rm.Lock(ctx)
+			rl, err := rm.Acquire(ctx)
 			if err != nil {
 				remoteErr = err
 				return
@@ -373,7 +374,7 @@ func (b *bench) local(ctx context.Context) (string, bool, error) {
 			seqMu.Unlock()
 			remoteAcq++
 			worstHandoffs, worstWait = max(worstHandoffs, n), max(worstWait, wait)
-			if err := rm.Unlock(ctx); err != nil {
+			if err := rm.Release(ctx); err != nil {
 				remoteErr = err
 				return
 			}
@@ -459,13 +460,13 @@ func (b *bench) herd(ctx context.Context) (string, bool, error) {
 		release[i] = make(chan struct{})
 	}
 	worker := func(i int) {
-		if _, err := locks[i].Lock(ctx); err != nil {
+		if _, err := locks[i].Acquire(ctx); err != nil {
 			errc <- fmt.Errorf("waiter %d: %w", i, err)
 			return
 		}
 		acquired <- i
 		<-release[i]
-		if err := locks[i].Unlock(ctx); err != nil {
+		if err := locks[i].Release(ctx); err != nil {
 			errc <- fmt.Errorf("waiter %d: unlock: %w", i, err)
 			return
 		}
@@ -496,10 +497,10 @@ func (b *bench) herd(ctx context.Context) (string, bool, error) {
 	if werr == nil && werr2 == nil {
 		watchesPer = float64(watches1-watches0) / herdN
 	}
-	snap := func() []recipes.Stats {
-		s := make([]recipes.Stats, len(clients))
+	snap := func() []engine.Stats {
+		s := make([]engine.Stats, len(clients))
 		for i, c := range clients {
-			s[i] = c.Stats()
+			s[i] = engine.Of(c).Stats()
 		}
 		return s
 	}
@@ -657,10 +658,10 @@ func (b *bench) queue(ctx context.Context) (string, bool, error) {
 			}
 		}()
 	}
-	stats := func() recipes.Stats {
-		var s recipes.Stats
+	stats := func() engine.Stats {
+		var s engine.Stats
 		for _, c := range cls {
-			s = addStats(s, c.Stats())
+			s = addStats(s, engine.Of(c).Stats())
 		}
 		return s
 	}
@@ -675,7 +676,7 @@ func (b *bench) queue(ctx context.Context) (string, bool, error) {
 			}
 			ms[i] = m
 		}
-		if _, err := ms[0].Lock(ctx); err != nil {
+		if _, err := ms[0].Acquire(ctx); err != nil {
 			return fig{}, err
 		}
 		w0, werr := b.watchCount()
@@ -685,11 +686,11 @@ func (b *bench) queue(ctx context.Context) (string, bool, error) {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				if _, err := ms[i%queueConns].Lock(ctx); err != nil {
+				if _, err := ms[i%queueConns].Acquire(ctx); err != nil {
 					errs <- err
 					return
 				}
-				if err := ms[i%queueConns].Unlock(ctx); err != nil {
+				if err := ms[i%queueConns].Release(ctx); err != nil {
 					errs <- err
 				}
 			}()
@@ -703,7 +704,7 @@ func (b *bench) queue(ctx context.Context) (string, bool, error) {
 		}
 		s0, b0, p0 := stats(), ours.n.Load(), b.packets()
 		start := time.Now()
-		if err := ms[0].Unlock(ctx); err != nil {
+		if err := ms[0].Release(ctx); err != nil {
 			return fig{}, err
 		}
 		wg.Wait()
@@ -913,7 +914,7 @@ func (b *bench) held(ctx context.Context) (string, bool, error) {
 		go func() {
 			defer wg.Done()
 			for i := w; i < heldN; i += workers {
-				l, err := locks[i].Lock(ctx)
+				l, err := locks[i].Acquire(ctx)
 				if err != nil {
 					mu.Lock()
 					errs = append(errs, err)
@@ -933,7 +934,7 @@ func (b *bench) held(ctx context.Context) (string, bool, error) {
 	heapPer := (float64(h1) - float64(h0)) / heldN
 	gPer := float64(g1-g0) / heldN
 	for _, l := range leases {
-		if err := l.Unlock(ctx); err != nil {
+		if err := l.Release(ctx); err != nil {
 			return "", false, err
 		}
 	}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/zkrecipes/zkrecipes/internal/engine"
 	"github.com/zkrecipes/zkrecipes/mutex"
 	"github.com/zkrecipes/zkrecipes/recipes"
 	"github.com/zkrecipes/zkrecipes/semaphore"
@@ -50,7 +51,7 @@ func (b *bench) semaphoreScenario(ctx context.Context) (string, error) {
 			if err != nil {
 				return err
 			}
-			if err := lease.Close(ctx); err != nil {
+			if err := lease.Release(ctx); err != nil {
 				return err
 			}
 		}
@@ -58,10 +59,10 @@ func (b *bench) semaphoreScenario(ctx context.Context) (string, error) {
 	}
 	mutexLoop := func(n int) error {
 		for range n {
-			if _, err := m.Lock(ctx); err != nil {
+			if _, err := m.Acquire(ctx); err != nil {
 				return err
 			}
-			if err := m.Unlock(ctx); err != nil {
+			if err := m.Release(ctx); err != nil {
 				return err
 			}
 		}
@@ -78,7 +79,7 @@ func (b *bench) semaphoreScenario(ctx context.Context) (string, error) {
 
 	var (
 		sems, mutexes, ratios []float64
-		semReq, mutexReq      recipes.Stats
+		semReq, mutexReq      engine.Stats
 		semOps, mutexOps      int
 		semPkts, mutexPkts    pktCount
 		semCPU, mutexCPU      time.Duration
@@ -86,15 +87,15 @@ func (b *bench) semaphoreScenario(ctx context.Context) (string, error) {
 	tw := table("round", "semaphore ops/s", "mutex ops/s", "semaphore/mutex")
 	for r := range f.rounds {
 		var semTime, mutexTime time.Duration
-		measure := func(loop func(int) error, n int, took, cpu *time.Duration, req *recipes.Stats, ops *int, pk *pktCount) error {
-			before, p0 := c.Stats(), b.packets()
+		measure := func(loop func(int) error, n int, took, cpu *time.Duration, req *engine.Stats, ops *int, pk *pktCount) error {
+			before, p0 := engine.Of(c).Stats(), b.packets()
 			start, cpu0 := time.Now(), cpuTime()
 			if err := loop(n); err != nil {
 				return err
 			}
 			*took += time.Since(start)
 			*cpu += cpuTime() - cpu0
-			*req = addStats(*req, c.Stats().Sub(before))
+			*req = addStats(*req, engine.Of(c).Stats().Sub(before))
 			*ops += n
 			pk.add(p0, b.packets(), n)
 			return nil

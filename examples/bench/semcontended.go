@@ -64,7 +64,7 @@ func (b *bench) semContended(ctx context.Context) (string, error) {
 		if h > semMaxLeases {
 			return 0, 0, fmt.Errorf("%d leases held at once on a semaphore of %d", h, semMaxLeases)
 		}
-		if err := lease.Close(ctx); err != nil {
+		if err := lease.Release(ctx); err != nil {
 			return 0, 0, fmt.Errorf("close: %w", err)
 		}
 		return 0, wait, nil

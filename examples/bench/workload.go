@@ -11,6 +11,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/zkrecipes/zkrecipes/internal/engine"
 	"github.com/zkrecipes/zkrecipes/mutex"
 	"github.com/zkrecipes/zkrecipes/recipes"
 )
@@ -42,10 +43,10 @@ func (p *pop) close() {
 	}
 }
 
-func (p *pop) stats() recipes.Stats {
-	var s recipes.Stats
+func (p *pop) stats() engine.Stats {
+	var s engine.Stats
 	for _, c := range p.clients {
-		s = addStats(s, c.Stats())
+		s = addStats(s, engine.Of(c).Stats())
 	}
 	return s
 }
@@ -84,7 +85,7 @@ func (b *bench) mutexPop(ctx context.Context, n int, path string) (*pop, error) 
 	var holders atomic.Int64
 	p.op = func(i int) (int, time.Duration, error) {
 		start := time.Now()
-		if _, err := locks[i].Lock(ctx); err != nil {
+		if _, err := locks[i].Acquire(ctx); err != nil {
 			return 0, 0, fmt.Errorf("lock: %w", err)
 		}
 		wait := time.Since(start)
@@ -93,7 +94,7 @@ func (b *bench) mutexPop(ctx context.Context, n int, path string) (*pop, error) 
 		if h != 1 {
 			return 0, 0, fmt.Errorf("mutual exclusion violated: %d holders", h)
 		}
-		if err := locks[i].Unlock(ctx); err != nil {
+		if err := locks[i].Release(ctx); err != nil {
 			return 0, 0, fmt.Errorf("unlock: %w", err)
 		}
 		return 0, wait, nil
@@ -106,7 +107,7 @@ type popRound struct {
 	window []int             // acquisitions made before the deadline, by class
 	total  int               // all acquisitions (some finish after the deadline)
 	waits  [][]time.Duration // waits of the acquisitions in window, by class
-	stats  recipes.Stats     // requests the side's Clients sent
+	stats  engine.Stats      // requests the side's Clients sent
 	cpu    time.Duration     // this process's CPU time while the side ran
 }
 
@@ -235,7 +236,7 @@ type popSummary struct {
 func summarize(rounds []popRound, classes int, d time.Duration) popSummary {
 	s := popSummary{rate: make([]float64, classes), p50: make([]time.Duration, classes), p99: make([]time.Duration, classes)}
 	var (
-		stats recipes.Stats
+		stats engine.Stats
 		total int
 		cpus  []float64
 	)

@@ -79,7 +79,7 @@ func run(ctx context.Context, servers []string) error {
 	}
 
 	// worker-a takes the lock and reads the balance.
-	leaseA, err := ma.Lock(ctx)
+	leaseA, err := ma.Acquire(ctx)
 	if err != nil {
 		return err
 	}
@@ -100,7 +100,7 @@ func run(ctx context.Context, servers []string) error {
 	}
 	gotB := make(chan result, 1)
 	go func() {
-		l, err := mb.Lock(ctx)
+		l, err := mb.Acquire(ctx)
 		gotB <- result{l, err}
 	}()
 
@@ -130,7 +130,7 @@ func run(ctx context.Context, servers []string) error {
 		return fmt.Errorf("worker-b: fenced write: %w", err)
 	}
 	demo.Say("worker-b: adds 50: balance %d -> %d (fenced write)", balanceB, balanceB+50)
-	if err := leaseB.Unlock(ctx); err != nil { // Lock ran in another goroutine: release through the lease
+	if err := leaseB.Release(ctx); err != nil { // Lock ran in another goroutine: release through the lease
 		return err
 	}
 	demo.Say("worker-b: released")
@@ -143,7 +143,7 @@ func run(ctx context.Context, servers []string) error {
 	demo.Say("worker-a: writes its result %d (a fenced write: only while its lock node exists)", balance+10)
 	_, errA := leaseA.Fenced(ctx, recipes.SetOp(balancePath, []byte(strconv.Itoa(balance+10)), -1))
 	switch {
-	case errors.Is(errA, mutex.ErrFenced):
+	case errors.Is(errA, recipes.ErrFenced):
 		demo.Say("worker-a: write REFUSED: %v", errA)
 	case errA == nil:
 		demo.Say("worker-a: write ACCEPTED: the balance is wrong now")
@@ -151,7 +151,7 @@ func run(ctx context.Context, servers []string) error {
 		return fmt.Errorf("worker-a: fenced write: %w", errA)
 	}
 	demo.Say("worker-a: its token %v is below worker-b's %v: a store that keeps the largest token seen would refuse it too", tokenA, tokenB)
-	if err := ma.Unlock(ctx); err != nil {
+	if err := ma.Release(ctx); err != nil {
 		demo.Say("worker-a: unlock: %v", err)
 	}
 	final, err := readBalance(admin)
@@ -159,7 +159,7 @@ func run(ctx context.Context, servers []string) error {
 		return err
 	}
 	unlisten() // no state lines after the verdict
-	return demo.Verdict(errors.Is(errA, mutex.ErrFenced) && final == balanceB+50 && tokenB.Compare(tokenA) > 0,
+	return demo.Verdict(errors.Is(errA, recipes.ErrFenced) && final == balanceB+50 && tokenB.Compare(tokenA) > 0,
 		"the paused holder's stale write was refused with ErrFenced; the balance is %d (worker-b's), tokens %v < %v", final, tokenA, tokenB)
 }
 

@@ -216,7 +216,7 @@ func run(ctx context.Context, servers []string) error {
 	}
 	for i, p := range ps {
 		role := "follows"
-		if p.IsLeader {
+		if p.Holds {
 			role = "LEADS"
 		}
 		demo.Say("   election, place %d: %s %s", i+1, p.ID, role)

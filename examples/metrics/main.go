@@ -5,12 +5,16 @@
 // ("host:port,host:port"), or, when that is unset, starts a local server
 // with zktest.Launch and stops it at exit. Then it:
 //
-//  1. serves /metrics on -listen (a registry of its own, through promhttp);
-//  2. connects with recipes.WithMetrics and runs a lock cycle (Lock, then
-//     Unlock) on a mutex;
+//  1. makes a registry of its own, registers the zkrecipes metrics in it
+//     (prommetrics.New) and serves that registry on -listen's /metrics
+//     (promhttp.HandlerFor);
+//  2. connects with recipes.WithMetrics in namespace zkrecipes-demo and
+//     runs a lock cycle (Lock, then Unlock) on a mutex;
 //  3. scrapes its own /metrics once and prints the zkrecipes series: the
-//     requests the cycle made, its wait and hold time, the connection's
-//     state changes.
+//     requests the cycle made (its first create finds the lock's parent
+//     missing: result no_parent, not an error), its wait and hold time,
+//     labelled with the namespace and the path, the connection's state
+//     changes.
 //
 // With -serve 1m it keeps serving for a minute afterwards, for a look with
 // curl or a Prometheus server. Run it with "go run ./examples/metrics".
@@ -36,7 +40,10 @@ import (
 	"github.com/zkrecipes/zkrecipes/recipes"
 )
 
-const lockPath = "/zkrecipes-demo/metrics-lock"
+const (
+	namespace = "zkrecipes-demo"
+	lockPath  = "/metrics-lock"
+)
 
 var (
 	listen = flag.String("listen", "127.0.0.1:0", "address to serve /metrics on")
@@ -49,7 +56,7 @@ func main() {
 }
 
 func run(ctx context.Context, servers []string) error {
-	reg := prometheus.NewRegistry()
+	reg := prometheus.NewRegistry() // the registry the zkrecipes metrics are in, served below
 	pm, err := prommetrics.New(reg)
 	if err != nil {
 		return err
@@ -66,7 +73,7 @@ func run(ctx context.Context, servers []string) error {
 	url := "http://" + ln.Addr().String() + "/metrics"
 	demo.Say("serving %s", url)
 
-	c, err := demo.Connect(servers, 4*time.Second, recipes.WithMetrics(pm))
+	c, err := demo.Connect(servers, 4*time.Second, recipes.WithMetrics(pm), recipes.WithNamespace(namespace))
 	if err != nil {
 		return err
 	}
@@ -75,13 +82,13 @@ func run(ctx context.Context, servers []string) error {
 	if err != nil {
 		return err
 	}
-	lease, err := m.Lock(ctx)
+	lease, err := m.Acquire(ctx)
 	if err != nil {
 		return err
 	}
 	demo.Say("locked %s (node %s)", lockPath, lease.Node())
 	time.Sleep(10 * time.Millisecond) // something to hold for
-	if err := lease.Unlock(ctx); err != nil {
+	if err := lease.Release(ctx); err != nil {
 		return err
 	}
 	demo.Say("unlocked")
@@ -97,11 +104,14 @@ func run(ctx context.Context, servers []string) error {
 			fmt.Println("  " + line)
 		}
 	}
+	lock := `path="` + lockPath + `",recipe="mutex"`
+	ns := `zk_namespace="` + namespace + `"`
 	want := []string{
-		`zkrecipes_recipe_wait_seconds_count{path="` + lockPath + `",recipe="mutex"} 1`,
-		`zkrecipes_recipe_hold_seconds_count{path="` + lockPath + `",recipe="mutex"} 1`,
-		`zkrecipes_recipe_acquires_total{path="` + lockPath + `",recipe="mutex",result="acquired"} 1`,
+		`zkrecipes_recipe_wait_seconds_count{` + lock + `,` + ns + `} 1`,
+		`zkrecipes_recipe_hold_seconds_count{` + lock + `,` + ns + `} 1`,
+		`zkrecipes_recipe_acquires_total{` + lock + `,result="acquired",` + ns + `} 1`,
 		`zkrecipes_requests_total{op="create",result="ok"}`,
+		`zkrecipes_requests_total{op="create",result="no_node"} 0`, // a missing parent is no_parent
 		`zkrecipes_connection_state_changes_total{state="CONNECTED"} 1`,
 	}
 	var missing []string

@@ -101,7 +101,7 @@ func run(ctx context.Context, servers []string) error {
 	if err := errors.Join(collect(errs)...); err != nil {
 		return err
 	}
-	data, _, err := clients[1].Conn().Get(resourcePath)
+	data, _, err := clients[1].Get(ctx, resourcePath)
 	if err != nil {
 		return err
 	}
@@ -110,23 +110,23 @@ func run(ctx context.Context, servers []string) error {
 	// Act 2: a released lease can no longer write.
 	fmt.Println("\n== act 2: fencing refuses a writer whose lock is gone")
 	m := locks[1]
-	lease, err := m.Lock(ctx)
+	lease, err := m.Acquire(ctx)
 	if err != nil {
 		return err
 	}
-	if err := m.Unlock(ctx); err != nil {
+	if err := m.Release(ctx); err != nil {
 		return err
 	}
 	_, err = lease.Fenced(ctx, recipes.SetOp(resourcePath, []byte("stale write"), -1))
-	if !errors.Is(err, mutex.ErrFenced) {
+	if !errors.Is(err, recipes.ErrFenced) {
 		return fmt.Errorf("stale fenced write: want ErrFenced, got %w", err)
 	}
-	fmt.Printf("worker-2: write after unlock refused: %v\n", err)
+	fmt.Printf("worker-2: write after release refused: %v\n", err)
 
 	// Act 3: a connection blip while holding the lock.
 	fmt.Println("\n== act 3: the network of worker-1 is cut while it holds the lock")
 	m, c := locks[0], clients[0]
-	lease, err = m.Lock(ctx)
+	lease, err = m.Acquire(ctx)
 	if err != nil {
 		return err
 	}
@@ -142,21 +142,21 @@ func run(ctx context.Context, servers []string) error {
 		return err
 	}
 	fmt.Printf("worker-1: back with session 0x%x (lease lost: %v)\n", c.SessionID(), lease.IsLost())
-	if err := m.Unlock(ctx); err != nil {
+	if err := m.Release(ctx); err != nil {
 		return err
 	}
 	fmt.Println("worker-1: released")
-	if err := c.Conn().Delete(resourcePath, -1); err != nil {
+	if err := c.Delete(ctx, resourcePath, -1); err != nil {
 		return err
 	}
 	time.Sleep(100 * time.Millisecond) // let the state listeners print
-	return demo.Verdict(true, "%d sessions took %d turns each with fenced writes; a write after unlock was refused; a holder cut off saw lease.Done() close and came back", workers, turns)
+	return demo.Verdict(true, "%d sessions took %d turns each with fenced writes; a write after release was refused; a holder cut off saw lease.Done() close and came back", workers, turns)
 }
 
 // holdOnce takes the lock, makes a fenced write and releases the lock.
 func holdOnce(ctx context.Context, name string, c *recipes.Client, m *mutex.Mutex, turn int) error {
 	fmt.Printf("%s: waiting for the lock (turn %d)\n", name, turn)
-	lease, err := m.Lock(ctx)
+	lease, err := m.Acquire(ctx)
 	if err != nil {
 		return err
 	}
@@ -170,7 +170,7 @@ func holdOnce(ctx context.Context, name string, c *recipes.Client, m *mutex.Mute
 	// The write is applied only if our lock node still exists.
 	data := []byte(fmt.Sprintf("last written by %s holding token %v", name, token))
 	op := recipes.SetOp(resourcePath, data, -1)
-	if ok, _, err := c.Conn().Exists(resourcePath); err != nil {
+	if ok, _, err := c.Exists(ctx, resourcePath); err != nil {
 		return err
 	} else if !ok {
 		op = recipes.CreateOp(resourcePath, data, 0)
@@ -181,7 +181,7 @@ func holdOnce(ctx context.Context, name string, c *recipes.Client, m *mutex.Mute
 	fmt.Printf("%s: fenced write of %s done\n", name, resourcePath)
 
 	time.Sleep(150 * time.Millisecond) // work while holding the lock
-	if err := m.Unlock(ctx); err != nil {
+	if err := m.Release(ctx); err != nil {
 		return err
 	}
 	fmt.Printf("%s: released\n", name)

@@ -68,7 +68,7 @@ func run(ctx context.Context, servers []string) error {
 	if err != nil {
 		return err
 	}
-	keepLease, err := keep.Lock(ctx)
+	keepLease, err := keep.Acquire(ctx)
 	if err != nil {
 		return err
 	}
@@ -82,10 +82,10 @@ func run(ctx context.Context, servers []string) error {
 		if err != nil {
 			return err
 		}
-		if _, err := m.Lock(ctx); err != nil {
+		if _, err := m.Acquire(ctx); err != nil {
 			return err
 		}
-		if err := m.Unlock(ctx); err != nil {
+		if err := m.Release(ctx); err != nil {
 			return err
 		}
 	}
@@ -120,7 +120,7 @@ func run(ctx context.Context, servers []string) error {
 	stillHeld := ok && st.EphemeralOwner == other.SessionID()
 	demo.Say("%s is still held: %v", held, stillHeld)
 
-	if err := keep.Unlock(ctx); err != nil {
+	if err := keep.Release(ctx); err != nil {
 		return err
 	}
 	demo.Say("the other service releases %s: its parent is empty now", held)

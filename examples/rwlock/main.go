@@ -81,7 +81,7 @@ func run(ctx context.Context, servers []string) error {
 	defer stop()
 	var wg sync.WaitGroup
 	errs := make(chan error, readers+2)
-	actor := func(name string, fn func(context.Context, string, *rwlock.RWLock, *stats) error) {
+	actor := func(name string, fn func(context.Context, string, *recipes.Client, *rwlock.RWLock, *stats) error) {
 		c, err := demo.Connect(servers, 4*time.Second)
 		if err != nil {
 			errs <- err
@@ -97,7 +97,7 @@ func run(ctx context.Context, servers []string) error {
 		go func() {
 			defer wg.Done()
 			defer c.Close(context.Background())
-			if err := fn(runCtx, name, rw, &st); err != nil && runCtx.Err() == nil {
+			if err := fn(runCtx, name, c, rw, &st); err != nil && runCtx.Err() == nil {
 				errs <- fmt.Errorf("%s: %w", name, err)
 				stop()
 			}
@@ -151,18 +151,17 @@ func readConfig(c *recipes.Client) (version int, b string, consistent bool, err 
 }
 
 // reader reads the configuration under the read lock, again and again.
-func reader(ctx context.Context, name string, rw *rwlock.RWLock, st *stats) error {
-	c := rw.ReadLock().Client()
+func reader(ctx context.Context, name string, c *recipes.Client, rw *rwlock.RWLock, st *stats) error {
 	seen := -1
 	for ctx.Err() == nil {
-		if _, err := rw.ReadLock().Lock(ctx); err != nil {
+		if _, err := rw.ReadLock().Acquire(ctx); err != nil {
 			return err
 		}
 		v, b, ok, err := readConfig(c)
 		if st.downgraded.Load() {
 			st.readsWhileDowngraded.Add(1)
 		}
-		if uerr := rw.ReadLock().Unlock(context.Background()); err == nil {
+		if uerr := rw.ReadLock().Release(context.Background()); err == nil {
 			err = uerr
 		}
 		if err != nil {
@@ -185,13 +184,12 @@ func reader(ctx context.Context, name string, rw *rwlock.RWLock, st *stats) erro
 
 // writer updates the configuration under the write lock; writer-1 then
 // downgrades and reads on.
-func writer(ctx context.Context, name string, rw *rwlock.RWLock, st *stats) error {
-	c := rw.WriteLock().Client()
+func writer(ctx context.Context, name string, c *recipes.Client, rw *rwlock.RWLock, st *stats) error {
 	for ctx.Err() == nil {
 		if err := demo.Pause(ctx, 300*time.Millisecond); err != nil {
 			return nil
 		}
-		lease, err := rw.WriteLock().Lock(ctx)
+		lease, err := rw.WriteLock().Acquire(ctx)
 		if err != nil {
 			return err
 		}
@@ -206,19 +204,19 @@ func writer(ctx context.Context, name string, rw *rwlock.RWLock, st *stats) erro
 			}
 		}
 		if err != nil {
-			rw.WriteLock().Unlock(context.Background())
+			rw.WriteLock().Release(context.Background())
 			return err
 		}
 		token, _ := lease.Token(ctx)
 		st.writes.Add(1)
 		demo.Say("%s: WRITE lock (token %v): wrote version %d", name, token, v)
 		if name != "writer-1" {
-			if err := rw.WriteLock().Unlock(ctx); err != nil {
+			if err := rw.WriteLock().Release(ctx); err != nil {
 				return err
 			}
 			continue
 		}
-		if err := downgrade(ctx, name, rw, st, v); err != nil {
+		if err := downgrade(ctx, name, c, rw, st, v); err != nil {
 			return err
 		}
 	}
@@ -227,22 +225,22 @@ func writer(ctx context.Context, name string, rw *rwlock.RWLock, st *stats) erro
 
 // downgrade takes the read lock while holding the write lock, releases the
 // write lock, and reads the configuration it wrote while others read too.
-func downgrade(ctx context.Context, name string, rw *rwlock.RWLock, st *stats, wrote int) error {
-	if _, err := rw.ReadLock().Lock(ctx); err != nil {
-		rw.WriteLock().Unlock(context.Background())
+func downgrade(ctx context.Context, name string, c *recipes.Client, rw *rwlock.RWLock, st *stats, wrote int) error {
+	if _, err := rw.ReadLock().Acquire(ctx); err != nil {
+		rw.WriteLock().Release(context.Background())
 		return err
 	}
-	if err := rw.WriteLock().Unlock(ctx); err != nil {
-		rw.ReadLock().Unlock(context.Background())
+	if err := rw.WriteLock().Release(ctx); err != nil {
+		rw.ReadLock().Release(context.Background())
 		return err
 	}
 	st.downgrades.Add(1)
 	st.downgraded.Store(true)
 	demo.Say("%s: downgraded to the READ lock: readers may read version %d now, writers wait", name, wrote)
 	pauseErr := demo.Pause(ctx, 150*time.Millisecond) // demo pacing: others read meanwhile
-	v, _, ok, err := readConfig(rw.ReadLock().Client())
+	v, _, ok, err := readConfig(c)
 	st.downgraded.Store(false)
-	if uerr := rw.ReadLock().Unlock(context.Background()); err == nil {
+	if uerr := rw.ReadLock().Release(context.Background()); err == nil {
 		err = uerr
 	}
 	if err != nil {

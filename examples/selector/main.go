@@ -112,7 +112,7 @@ func run(ctx context.Context, servers []string) error {
 			return err
 		}
 		defer c.Close(context.Background())
-		s, err := election.NewSelector(c, selectorPath, fmt.Sprintf("leader-%d", i), lead, election.AutoRequeue())
+		s, err := election.NewSelector(c, selectorPath, fmt.Sprintf("leader-%d", i), lead, election.WithAutoRequeue())
 		if err != nil {
 			return err
 		}

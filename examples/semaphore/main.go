@@ -3,7 +3,7 @@
 // session of its own as separate processes would have, calls a fragile
 // "service" that must never see more than a few calls at once.
 //
-// The limit lives in ZooKeeper, in a SharedCount, so an operator can
+// The limit lives in ZooKeeper, in a shared.SharedCount, so an operator can
 // change it while the workers run: it starts at -max and is raised by one
 // halfway through, and a waiting worker gets in at once. The service
 // counts the calls in flight and remembers the most it saw; the verdict
@@ -27,6 +27,7 @@ import (
 
 	"github.com/zkrecipes/zkrecipes/examples/internal/demo"
 	"github.com/zkrecipes/zkrecipes/semaphore"
+	"github.com/zkrecipes/zkrecipes/shared"
 )
 
 const (
@@ -85,8 +86,11 @@ func run(ctx context.Context, servers []string) error {
 
 	svc := &service{}
 	svc.limit.Store(int64(*maxCalls))
-	limit, err := semaphore.NewSharedCount(ctx, admin, limitPath, *maxCalls)
+	limit, err := shared.NewSharedCount(admin, limitPath, *maxCalls)
 	if err != nil {
+		return err
+	}
+	if err := limit.Start(ctx); err != nil {
 		return err
 	}
 	defer limit.Close(ctx)
@@ -103,8 +107,11 @@ func run(ctx context.Context, servers []string) error {
 			return err
 		}
 		defer c.Close(context.Background())
-		count, err := semaphore.NewSharedCount(ctx, c, limitPath, *maxCalls)
+		count, err := shared.NewSharedCount(c, limitPath, *maxCalls)
 		if err != nil {
+			return err
+		}
+		if err := count.Start(ctx); err != nil {
 			return err
 		}
 		defer count.Close(ctx)
@@ -125,7 +132,7 @@ func run(ctx context.Context, servers []string) error {
 					return
 				}
 				svc.call(name)
-				if err := lease.Close(context.Background()); err != nil {
+				if err := lease.Release(context.Background()); err != nil {
 					errs <- fmt.Errorf("%s: %w", name, err)
 					stop()
 					return

@@ -21,10 +21,11 @@ import (
 // session (so the server deletes its ephemeral nodes at once) and leaves no
 // goroutine behind.
 type Client struct {
-	conn *zk.Conn
-	cfg  Config
-	log  *slog.Logger
-	wire *Wire // nil for an adopted connection dialled without one
+	conn    *zk.Conn
+	cfg     Config
+	log     *slog.Logger
+	wire    *Wire    // nil for an adopted connection dialled without one
+	servers []string // the addresses Connect dials (nil for an adopted connection)
 
 	inbox *queue[zk.Event] // session events from go-zookeeper, drained at once
 
@@ -86,6 +87,7 @@ func Connect(ctx context.Context, servers []string, opts ...Option) (*Client, er
 		}
 	}
 	c := newClient(cfg)
+	c.servers = zk.FormatServers(servers) // as go-zookeeper dials them: port 2181 where none is given
 	c.wire = NewWire(cfg.dialer)
 	zkopts := []func(*zk.Conn){
 		zk.WithLogger(&zkLogAdapter{c: c, next: cfg.zkLogger}),
@@ -188,7 +190,7 @@ func newClient(cfg Config) *Client {
 	}
 	c.knowledge.init()
 	if cfg.metrics != nil {
-		c.met = newInstruments(cfg.metrics, cfg.metricsPath)
+		c.met = newInstruments(cfg.metrics, cfg.namespace, cfg.metricsPath)
 	}
 	return c
 }
@@ -228,7 +230,13 @@ func (c *Client) afterStart(ctx context.Context) error {
 			if ctx.Err() != nil { // the caller's ctx, not the connect timeout
 				return Namedf("connect", "no session yet: %w", ctx.Err())
 			}
-			return Namedf("connect", "no session within %v (is ZooKeeper running at the addresses given, and reachable from here?): %w", c.cfg.connectTimeout, err)
+			why := "is ZooKeeper running at the addresses given, and reachable from here?"
+			if c.wire != nil {
+				if derr := c.wire.LastDialError(); derr != nil {
+					why = "last " + derr.Error()
+				}
+			}
+			return Namedf("connect", "no session within %v from %s (%s): %w", c.cfg.connectTimeout, strings.Join(c.servers, ","), why, err)
 		}
 	}
 	for _, a := range c.cfg.auth {

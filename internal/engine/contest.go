@@ -147,6 +147,41 @@ func (c *Client) Enter(ctx context.Context, parent, lockName string, data []byte
 	}, nil
 }
 
+// contestOn makes a contest on an existing node of ours, path in session
+// sid (an owned node's, which the OwnedNode keeps and deletes): end it with
+// drop, not Leave.
+func (c *Client) contestOn(parent, path string, sid int64, d *Driver, opts []EnterOption) *Contest {
+	cfg := applyEnterOptions(opts)
+	_, name := SplitPath(path)
+	ct := &Contest{
+		c: c, parent: parent, path: path, sid: sid, driver: d,
+		granted: cfg.granted, verifyOwner: cfg.verifyOwner,
+		me:     Contender{Name: name, Key: d.SortKey(name)},
+		prefix: protectedPrefixOf(name),
+	}
+	if c.met != nil {
+		since := cfg.since
+		if since.IsZero() {
+			since = time.Now()
+		}
+		ct.met = c.startContest(d, parent, since)
+	}
+	return ct
+}
+
+// drop ends a contest made by contestOn, leaving its node to its owner.
+func (ct *Contest) drop() {
+	if ct.done {
+		return
+	}
+	ct.done = true
+	ct.met.released()
+	if ct.know != nil {
+		ct.c.knowledge.leave(ct.know)
+		ct.know = nil
+	}
+}
+
 // applyEnterOptions applies opts to a fresh config. (A config the options
 // are applied to moves to the heap: Enter's own stays on the stack.)
 func applyEnterOptions(opts []EnterOption) enterConfig {

@@ -59,9 +59,9 @@ func (c *Client) EnsureContainers(ctx context.Context, dir string) error {
 		err := c.Retry(ctx, func() error {
 			var err error
 			if c.cfg.noContainers {
-				_, err = c.Create(ctx, dir, nil, 0)
+				_, err = c.create(ctx, reqCreateParent, dir, nil, 0)
 			} else {
-				_, err = c.CreateContainer(ctx, dir)
+				_, err = c.createContainer(ctx, reqCreateParent, dir)
 			}
 			return err
 		})
@@ -110,6 +110,26 @@ func (c *Client) CreateProtectedFixed(ctx context.Context, parent, name string, 
 // late copy of an earlier create may still land: the caller sweeps for it
 // when it leaves).
 func (c *Client) createProtected(ctx context.Context, parent, uuid, name string, data []byte, sequential bool) (_ string, _ int64, lostReply bool, _ error) {
+	mode := int32(zk.FlagEphemeral)
+	if sequential {
+		mode |= zk.FlagSequence
+	}
+	return c.createProtectedMode(ctx, parent, uuid, name, data, mode)
+}
+
+// createProtectedMode is createProtected in any mode: ephemeral or
+// persistent, sequential or not. A persistent node outlives the session
+// it was made in: one found after a new session began is ours all the
+// same, and sweeping for a late copy does not stop with the session.
+func (c *Client) createProtectedMode(ctx context.Context, parent, uuid, name string, data []byte, mode int32) (_ string, _ int64, lostReply bool, _ error) {
+	sequential := mode&zk.FlagSequence != 0
+	ephemeral := mode&zk.FlagEphemeral != 0
+	owner := func(sid int64) int64 { // the session a node of ours goes with (0: none)
+		if ephemeral {
+			return sid
+		}
+		return 0
+	}
 	if err := c.check(); err != nil {
 		return "", 0, false, err
 	}
@@ -117,10 +137,7 @@ func (c *Client) createProtected(ctx context.Context, parent, uuid, name string,
 		return "", 0, false, err
 	}
 	target, prefix := protectedPath(parent, uuid, name)
-	flags := int32(zk.FlagEphemeral)
-	if sequential {
-		flags |= zk.FlagSequence
-	}
+	flags := mode
 	var (
 		searching bool  // a create may have succeeded without our hearing of it
 		sid       int64 // session the last create was sent in
@@ -151,20 +168,20 @@ func (c *Client) createProtected(ctx context.Context, parent, uuid, name string,
 			found, err := c.findProtected(ctx, parent, prefix, name)
 			switch {
 			case ctx.Err() != nil:
-				c.cleanupProtected(parent, prefix, sid) // a copy of ours may exist
+				c.cleanupProtected(parent, prefix, owner(sid)) // a copy of ours may exist
 				return "", 0, lostReply, fmt.Errorf("zkrecipes: create in %s: %w", parent, ctx.Err())
 			case err == nil:
 				searching = false
 				if found != "" {
 					p := JoinPath(parent, found)
-					if c.conn.SessionID() == sid {
-						return p, sid, lostReply, nil
+					if c.conn.SessionID() == sid || !ephemeral {
+						return p, owner(sid), lostReply, nil
 					}
 					_ = c.GuaranteedDelete(context.Background(), p, sid) // a leftover of the old session
 				}
 			case IsRetryable(err):
 				if werr := pause(err); werr != nil {
-					c.cleanupProtected(parent, prefix, sid)
+					c.cleanupProtected(parent, prefix, owner(sid))
 					return "", 0, lostReply, fmt.Errorf("zkrecipes: create in %s: %w", parent, explain(werr))
 				}
 				continue
@@ -177,19 +194,19 @@ func (c *Client) createProtected(ctx context.Context, parent, uuid, name string,
 		}
 		if err := c.awaitConnection(ctx, &retry); err != nil {
 			if lostReply {
-				c.cleanupProtected(parent, prefix, sid)
+				c.cleanupProtected(parent, prefix, owner(sid))
 			}
 			return "", 0, lostReply, fmt.Errorf("zkrecipes: create in %s: %w", parent, err)
 		}
-		if cur := c.conn.SessionID(); sid != 0 && cur != sid {
+		if cur := c.conn.SessionID(); ephemeral && sid != 0 && cur != sid {
 			// A new session: a new name, so that a name once seen gone
 			// never exists again (the engine's knowledge relies on it).
 			uuid = NewUUID()
 			target, prefix = protectedPath(parent, uuid, name)
 		}
 		sid = c.conn.SessionID()
-		p, err := c.Create(ctx, target, data, flags)
-		if err == nil && c.conn.SessionID() != sid {
+		p, err := c.CreateMakingParents(ctx, target, data, flags)
+		if err == nil && ephemeral && c.conn.SessionID() != sid {
 			// go-zookeeper queues a request made while disconnected and
 			// sends it on the next connection, in whatever session that
 			// has: the node belongs to the session that made it, which
@@ -208,12 +225,12 @@ func (c *Client) createProtected(ctx context.Context, parent, uuid, name string,
 		}
 		switch {
 		case err == nil:
-			return p, sid, lostReply, nil
+			return p, owner(sid), lostReply, nil
 		case ctx.Err() != nil && errors.Is(err, ctx.Err()):
 			// Abandoned in flight: a late reply deletes what it made, and
 			// a copy from an earlier lost reply is swept for.
 			if lostReply {
-				c.cleanupProtected(parent, prefix, sid)
+				c.cleanupProtected(parent, prefix, owner(sid))
 			}
 			return "", 0, lostReply, fmt.Errorf("zkrecipes: create in %s: %w", parent, err)
 		case errors.Is(err, zk.ErrNoNode):
@@ -226,7 +243,7 @@ func (c *Client) createProtected(ctx context.Context, parent, uuid, name string,
 		case IsRetryable(err):
 			searching, lostReply = true, true
 			if werr := pause(err); werr != nil {
-				c.cleanupProtected(parent, prefix, sid)
+				c.cleanupProtected(parent, prefix, owner(sid))
 				return "", 0, lostReply, fmt.Errorf("zkrecipes: create in %s: %w", parent, explain(werr))
 			}
 		case errors.Is(err, zk.ErrSessionExpired):

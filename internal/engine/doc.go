@@ -19,7 +19,15 @@
 //     and when to list again. Decide is the one check; the knowledge of
 //     gone nodes spares waiters a list per hand-off.
 //   - Holds (token, fenced writes, Done) and long-lived participation in a
-//     queue (a leader latch's terms).
+//     queue (a leader latch's terms), on an OwnedNode.
+//   - OwnedNode, a node of ours that must exist: made in the background
+//     (protected where asked, in any create mode), made again with the
+//     latest data after a deletion or a lost session (a sequential one at
+//     a new path), checked to belong to the current session, deleted with
+//     a guaranteed delete on Close.
+//   - CompareAndSet, the compare-and-set loop on a versioned node: read,
+//     compute, write on condition of the version read, and on a conflict
+//     read again, under the retry policy.
 //   - The two primitives every recipe waits and watches through:
 //     Await, to wait until a condition over a watched read holds (with the
 //     lost-session rule written once), and Follow, to keep what reads see
@@ -52,10 +60,13 @@
 //     keeping one watch of each kind (Watches.Armed). A FollowEvent
 //     names the node and what happened to it, so persistent recursive
 //     watches can later feed the same events from one watch on the root.
-//     SharedValue and a SharedCount are a FollowNode with a versioned
-//     write.
-//   - Persistent nodes and group membership re-create their node from a
-//     Follow of it, and service discovery is a cache of JSON instances.
+//     SharedValue and SharedCount (package shared) are a FollowNode with
+//     versioned writes through CompareAndSet; an atomic counter is
+//     CompareAndSet alone.
+//   - Persistent nodes, group membership and a registered service
+//     instance are an OwnedNode each (SetData for a new payload, Listen
+//     for the node made again), and service discovery reads a cache of
+//     JSON instances.
 //
 // Each of those is its own package next to mutex and election.
 package engine

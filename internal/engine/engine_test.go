@@ -56,7 +56,7 @@ func TestEngineFixedSequenceGrantedAndBlocks(t *testing.T) {
 	// lists again (Relist) and holds beside the downgraded reader.
 	r, err := engine.Of(c).Enter(ctx, "/rw", "__READ__", nil, readerDriver)
 	require.NoError(t, err)
-	watches := c.Stats().Watches
+	watches := engine.Of(c).Stats().Watches
 	got := make(chan error, 1)
 	go func() {
 		held, _, err := r.Acquire(ctx, true)
@@ -66,17 +66,17 @@ func TestEngineFixedSequenceGrantedAndBlocks(t *testing.T) {
 		got <- err
 	}()
 	eventually(t, 5*time.Second, "the reader watches the writer", func() bool {
-		return c.Stats().Watches > watches
+		return engine.Of(c).Stats().Watches > watches
 	})
 	select {
 	case err := <-got:
 		t.Fatalf("reader held while the writer holds: %v", err)
 	default:
 	}
-	before := c.Stats()
+	before := engine.Of(c).Stats()
 	require.NoError(t, w.Leave(ctx))
 	require.NoError(t, <-got)
-	assert.Equal(t, uint64(1), c.Stats().Sub(before).Children, "one list after the writer went")
+	assert.Equal(t, uint64(1), engine.Of(c).Stats().Sub(before).Children, "one list after the writer went")
 
 	// A writer queued behind all of them waits for the downgraded reader.
 	w2, err := engine.Of(c).Enter(ctx, "/rw", "__WRIT__", nil, writer)
@@ -111,9 +111,9 @@ func TestAwaitCount(t *testing.T) {
 
 	// Too many: a lease going wakes the waiter.
 	done := make(chan error, 1)
-	watches := c.Stats().Watches
+	watches := engine.Of(c).Stats().Watches
 	go func() { _, err := ours.AwaitCount(ctx, engine.FixedLimit(2), true); done <- err }()
-	eventually(t, 5*time.Second, "waiter watching", func() bool { return c.Stats().Watches > watches })
+	eventually(t, 5*time.Second, "waiter watching", func() bool { return engine.Of(c).Stats().Watches > watches })
 	select {
 	case err := <-done:
 		t.Fatalf("returned with 3 leases of 2: %v", err)
@@ -130,9 +130,9 @@ func TestAwaitCount(t *testing.T) {
 		defer mu.Unlock()
 		return max, changed
 	}
-	watches = c.Stats().Watches
+	watches = engine.Of(c).Stats().Watches
 	go func() { _, err := ours.AwaitCount(ctx, limit, true); done <- err }()
-	eventually(t, 5*time.Second, "waiter watching", func() bool { return c.Stats().Watches > watches })
+	eventually(t, 5*time.Second, "waiter watching", func() bool { return engine.Of(c).Stats().Watches > watches })
 	mu.Lock()
 	max = 2
 	close(changed)

@@ -43,7 +43,7 @@ var (
 	ErrNotAcquired = errors.New("zkrecipes: not acquired")
 	// ErrFenced is returned by a fenced write that the server refused because
 	// the lock node no longer exists.
-	ErrFenced = errors.New("zkrecipes: fenced: lock node no longer exists")
+	ErrFenced = errors.New("zkrecipes: fenced: the hold's node no longer exists")
 	// ErrNoGoroutineID is returned when the calling goroutine's id, the
 	// default owner of a reentrant hold, cannot be read. Name an explicit
 	// owner instead (mutex.WithOwner).
@@ -57,6 +57,10 @@ var (
 	ErrNotStarted = errors.New("zkrecipes: not started")
 	// ErrAlreadyStarted is returned by a second Start.
 	ErrAlreadyStarted = errors.New("zkrecipes: already started")
+	// ErrNoLeader is returned when an election has no leader.
+	ErrNoLeader = errors.New("zkrecipes: no leader")
+	// ErrUpgrade is returned when a read lock's owner asks for the write lock.
+	ErrUpgrade = errors.New("zkrecipes: the read lock's owner cannot take the write lock (upgrade)")
 )
 
 // IsRetryable reports whether err is a transient connection problem after

@@ -119,10 +119,10 @@ func TestFollowChildren(t *testing.T) {
 	// A connection cut: the follower reads again on RECONNECTED, finds the
 	// same list, and calls nobody; a change made meanwhile is seen.
 	log := testutil.WatchStates(t, c)
-	before := c.Stats().Children
+	before := engine.Of(c).Stats().Children
 	proxy.Cut()
 	log.WaitFor(t, 0, 10*time.Second, recipes.StateSuspended, recipes.StateReconnected)
-	eventually(t, 5*time.Second, "read again after the reconnection", func() bool { return c.Stats().Children > before })
+	eventually(t, 5*time.Second, "read again after the reconnection", func() bool { return engine.Of(c).Stats().Children > before })
 	assert.Len(t, v.all(), 2, "nothing new")
 	_, err = c.Create(context.Background(), "/follow/kids/b", nil, 0)
 	require.NoError(t, err)

@@ -236,7 +236,8 @@ func fuzzUUID(b [16]byte) string {
 // which names the process-wide record of gone contenders may keep: it never
 // panics; when it finds a uuid, the name starts with _c_<uuid>-, the uuid
 // has the dashed 8-4-4-4-12 hex form, and protectedPrefixOf and isProtected
-// agree with it; a name made from any 16 bytes in that form, followed by
+// agree with it, and so does ParseProtected (the prefix and its rest make
+// the name); a name made from any 16 bytes in that form, followed by
 // anything, is recognised; go-zookeeper's and Kazoo's names are not.
 func FuzzProtectedUUID(f *testing.F) {
 	for _, s := range []string{
@@ -260,6 +261,9 @@ func FuzzProtectedUUID(f *testing.F) {
 			t.Fatalf("protectedUUID(%q) ok=%v, isProtected %v", name, ok, !ok)
 		}
 		prefix := protectedPrefixOf(name)
+		if pu, rest, pok := ParseProtected(name); pu != u || pok != ok || ok && prefix+rest != name || !ok && rest != "" {
+			t.Fatalf("ParseProtected(%q) = %q, %q, %v; protectedUUID %q, %v", name, pu, rest, pok, u, ok)
+		}
 		if ok {
 			if !strings.HasPrefix(name, ProtectedPrefix+u+"-") || !isDashedUUID(u) {
 				t.Fatalf("protectedUUID(%q) = %q", name, u)

@@ -109,11 +109,11 @@ func TestLostCreateReplyThroughPausedFollower(t *testing.T) {
 				assert.NoError(t, zkc.Resume(f))
 			}()
 		})
-		before := c.Stats()
+		before := engine.Of(c).Stats()
 		ct, err := engine.Of(c).Enter(ctx, "/lag", "lock-", nil, lockDriver)
 		require.NoError(t, err, "round %d", i)
 		<-resumed
-		d := c.Stats().Sub(before)
+		d := engine.Of(c).Stats().Sub(before)
 		assert.GreaterOrEqual(t, d.Syncs, uint64(1), "round %d: the search after a lost reply syncs first", i)
 		held, _, err := ct.Acquire(ctx, false)
 		require.NoError(t, err)
@@ -173,10 +173,10 @@ func TestNegotiatedTimeoutFromHandshake(t *testing.T) {
 		recipes.WithZKLogger(zkLoggerFunc(func(string, ...any) { lines.Add(1) })))
 	assert.Equal(t, 4*time.Second, c.SessionTimeout(), "Connect")
 
-	w := recipes.NewWire(nil)
+	w := engine.NewWire(nil)
 	conn, events, err := zk.Connect(zkc.Servers(), 30*time.Second, zk.WithDialer(w.Dial), zk.WithLogInfo(false))
 	require.NoError(t, err)
-	adopted, err := recipes.NewClient(context.Background(), conn, events, recipes.WithWire(w))
+	adopted, err := recipes.NewClient(context.Background(), conn, events, recipes.Option(engine.WithWire(w)))
 	require.NoError(t, err)
 	defer adopted.Close(context.Background())
 	assert.Equal(t, 4*time.Second, adopted.SessionTimeout(), "NewClient with a Wire")
@@ -279,11 +279,11 @@ func TestReleaseDoesNotBlockWhileDisconnected(t *testing.T) {
 	start = time.Now()
 	require.NoError(t, ct2.Leave(ctx))
 	assert.Less(t, time.Since(start), 100*time.Millisecond, "no request while SUSPENDED")
-	assert.GreaterOrEqual(t, c.Stats().PendingDeletes, int64(1))
+	assert.GreaterOrEqual(t, engine.Of(c).Stats().PendingDeletes, int64(1))
 	proxy.Restore()
 	eventually(t, 10*time.Second, "both nodes deleted by the worker", func() bool {
 		kids, _, err := direct.Children(ctx, "/release")
-		return err == nil && len(kids) == 0 && c.Stats().PendingDeletes == 0
+		return err == nil && len(kids) == 0 && engine.Of(c).Stats().PendingDeletes == 0
 	})
 }
 

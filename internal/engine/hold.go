@@ -16,6 +16,7 @@ type Hold struct {
 	c    *Client
 	path string
 	sig  Signals
+	what string // names the recipe and its path in errors ("mutex /a")
 
 	mu         sync.Mutex
 	isReleased bool
@@ -32,8 +33,41 @@ func NewHold(c *Client, path string, sig Signals) *Hold {
 	return &Hold{c: c, path: path, sig: sig}
 }
 
-// Node returns the server path of the node that proves the hold.
+// Named sets what names the hold's recipe and path in its errors
+// ("mutex /locks/a"), and returns h.
+func (h *Hold) Named(what string) *Hold {
+	h.what = what
+	return h
+}
+
+// errorf is Namedf with the hold's name, or a plain "zkrecipes: " error
+// for a hold without one.
+func (h *Hold) errorf(format string, args ...any) error {
+	if h.what == "" {
+		return fmt.Errorf("zkrecipes: "+format, args...)
+	}
+	return Namedf(h.what, format, args...)
+}
+
+// named names err with the hold's recipe and path, if it has a name.
+func (h *Hold) named(err error) error {
+	if h.what == "" {
+		return err
+	}
+	return Named(h.what, err)
+}
+
+// Node returns the path of the node that proves the hold as users see it,
+// inside the client's namespace.
 func (h *Hold) Node() string {
+	if h == nil {
+		return ""
+	}
+	return h.c.StripNamespace(h.path)
+}
+
+// Path returns the server path of the node that proves the hold.
+func (h *Hold) Path() string {
 	if h == nil {
 		return ""
 	}
@@ -127,7 +161,7 @@ func (h *Hold) Token(ctx context.Context) (int64, error) {
 	released := h.isReleased
 	h.mu.Unlock()
 	if released {
-		return 0, fmt.Errorf("%w: %s was released before its token was read", ErrNotHeld, h.path)
+		return 0, h.errorf("token: %w: %s was released before its token was read", ErrNotHeld, h.Node())
 	}
 	var st *zk.Stat
 	err := h.c.Retry(ctx, func() error {
@@ -139,10 +173,10 @@ func (h *Hold) Token(ctx context.Context) (int64, error) {
 		return err
 	})
 	if errors.Is(err, zk.ErrNoNode) {
-		return 0, fmt.Errorf("%w: %s is gone", ErrLockLost, h.path)
+		return 0, h.errorf("token: %w: %s is gone", ErrLockLost, h.Node())
 	}
 	if err != nil {
-		return 0, fmt.Errorf("zkrecipes: token of %s: %w", h.path, err)
+		return 0, h.errorf("token of %s: %w", h.Node(), err)
 	}
 	h.token = st.Czxid
 	return h.token, nil
@@ -163,28 +197,28 @@ func (h *Hold) Fenced(ctx context.Context, ops ...Op) ([]zk.MultiResponse, error
 	if ctx == nil {
 		return nil, fmt.Errorf("%w: nil context", ErrInvalidArgument)
 	}
-	ops, err := h.c.NamespaceOps("fenced", ops)
+	full, err := h.c.NamespaceOps("fenced", ops)
 	if err != nil {
 		return nil, err
 	}
-	all := make([]Op, 0, len(ops)+1)
+	all := make([]Op, 0, len(full)+1)
 	all = append(all, CheckOp(h.path, -1))
-	all = append(all, ops...)
+	all = append(all, full...)
 	if err := ctx.Err(); err != nil {
-		return nil, fmt.Errorf("zkrecipes: fenced multi on %s: %w", h.path, err)
+		return nil, h.errorf("fenced multi on %s: %w", h.Node(), err)
 	}
 	h.mu.Lock()
 	released := h.isReleased
 	h.mu.Unlock()
 	if released { // its node may live on (a local hand-off): refuse here
-		return nil, fmt.Errorf("%w: %s was released", ErrFenced, h.path)
+		return nil, h.errorf("%w: %s was released", ErrFenced, h.Node())
 	}
 	// Not retried: after a connection loss the transaction may have been
 	// applied, and the caller's writes need not be idempotent.
 	res, err := h.c.Multi(ctx, all...)
 	if len(res) > 0 {
 		if errors.Is(res[0].Error, zk.ErrNoNode) {
-			return res[1:], fmt.Errorf("%w: %s", ErrFenced, h.path)
+			return res[1:], h.errorf("%w: %s", ErrFenced, h.Node())
 		}
 		res = res[1:]
 	}
@@ -193,9 +227,9 @@ func (h *Hold) Fenced(ctx context.Context, ops ...Op) ([]zk.MultiResponse, error
 	}
 	if err != nil {
 		if len(res) > 0 {
-			return res, MultiError("fenced multi", ops, res, err)
+			return res, h.named(MultiError("fenced multi", ops, res, err))
 		}
-		return res, fmt.Errorf("zkrecipes: fenced multi on %s: %w", h.path, err)
+		return res, h.errorf("fenced multi on %s: %w", h.Node(), err)
 	}
 	return res, nil
 }

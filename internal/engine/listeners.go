@@ -248,3 +248,25 @@ func (l *listener[T]) stop() {
 }
 
 const listenerStopWait = 5 * time.Second
+
+// ListenFirst is Listen with first queued before any value posted later:
+// the current state, for a listener that must hear it first. A caller
+// that posts under a lock of its own registers under that lock too, so
+// that no value posted in between is lost or comes first.
+func (ls *Listeners[T]) ListenFirst(fn func(T), first T) (remove func()) {
+	if fn == nil {
+		return func() {}
+	}
+	l := newListener(fn, nil, nil)
+	l.drain = true
+	l.q.push(first)
+	return ls.add(l)
+}
+
+// SubscribeFirst is Subscribe with first queued before any value posted
+// later (see ListenFirst).
+func (ls *Listeners[T]) SubscribeFirst(first T) (<-chan T, func()) {
+	ch, l := newSubscription[T]()
+	l.q.push(first)
+	return ch, ls.add(l)
+}

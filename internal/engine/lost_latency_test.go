@@ -31,7 +31,7 @@ func TestLostBeforeServerExpiresOnSlowLink(t *testing.T) {
 	sid := c.SessionID()
 
 	const node = "/lost-latency"
-	_, err := c.Conn().Create(node, nil, zk.FlagEphemeral, zk.WorldACL(zk.PermAll))
+	_, err := engine.Of(c).Conn().Create(node, nil, zk.FlagEphemeral, zk.WorldACL(zk.PermAll))
 	require.NoError(t, err)
 
 	observer, _, err := zk.Connect(zkc.Servers(), 4*time.Second, zk.WithLogInfo(false))

@@ -11,9 +11,13 @@ import (
 	"github.com/go-zookeeper/zk"
 )
 
-// Metrics is where a Client reports what it measures (package recipes
-// documents it for users). Its methods are called when the client is made
-// and the first time a recipe path is used, never on the hot path: the
+// Metrics is where a Client reports what it measures. Package recipes
+// declares the public interface (recipes.Metrics, with the same methods
+// on its own Metric and instrument types) and hands the engine an adapter
+// to it; the engine's instruments are the user's own, so a measurement
+// goes straight to them. Its methods are called when the client is made,
+// the first time a recipe path is used, and the first time a request ends
+// in a way possibleResults does not expect; never on the hot path: the
 // client keeps the instruments they return and, per measurement, calls
 // only their Add or Observe.
 type Metrics interface {
@@ -61,8 +65,8 @@ func (k MetricKind) String() string {
 // Metric describes one metric of the fixed set a Client reports.
 type Metric struct {
 	// Name is dotted, OpenTelemetry style, without a unit suffix:
-	// "zkrecipes.requests". Prometheus adapters write it with
-	// underscores and the usual suffixes (PrometheusName).
+	// "zkrecipes.requests" (recipes.Metric.PrometheusName gives the
+	// Prometheus name).
 	Name string
 	Kind MetricKind
 	// Unit is "s" for durations, else a UCUM annotation like "{request}".
@@ -73,20 +77,6 @@ type Metric struct {
 	Labels []string
 	// Buckets are suggested histogram bucket bounds (histograms only).
 	Buckets []float64
-}
-
-// PrometheusName is the metric's name as Prometheus writes it: dots become
-// underscores, then "_seconds" for a duration and "_total" for a counter
-// are appended, as OpenTelemetry's Prometheus exporter does.
-func (m Metric) PrometheusName() string {
-	n := strings.ReplaceAll(m.Name, ".", "_")
-	if m.Unit == "s" {
-		n += "_seconds"
-	}
-	if m.Kind == KindCounter {
-		n += "_total"
-	}
-	return n
 }
 
 var (
@@ -102,30 +92,30 @@ var (
 	MetricSuspended = Metric{Name: "zkrecipes.connection.suspended", Kind: KindCounter, Unit: "s",
 		Help: "Time spent SUSPENDED, added when a suspension ends (RECONNECTED, LOST or Close)."}
 	MetricRequests = Metric{Name: "zkrecipes.requests", Kind: KindCounter, Unit: "{request}",
-		Help:   "ZooKeeper requests sent by the client, by operation and result (ok, or the kind of error).",
+		Help:   "ZooKeeper requests sent by the client, by operation and result: ok; no_parent, parent_exists (steps of a healthy create under a missing parent, not errors); no_node, node_exists, bad_version (the server's no); connection, session_expired, ctx_done, other.",
 		Labels: []string{"op", "result"}}
 	MetricRetries = Metric{Name: "zkrecipes.retries", Kind: KindCounter, Unit: "{retry}",
 		Help: "Pauses before trying again after a connection error: Client.Retry, a recipe's wait, a background delete."}
 	MetricPendingDeletes = Metric{Name: "zkrecipes.deletes.pending", Kind: KindGauge, Unit: "{delete}",
 		Help: "Guaranteed deletes (released holds) still being made, retrying in the background while the connection is down."}
 	MetricAcquires = Metric{Name: "zkrecipes.recipe.acquires", Kind: KindCounter, Unit: "{acquire}",
-		Help:   "Acquisitions that queued a node, by recipe, path and result (acquired, not_acquired, ctx_done, lost, error); for a leader latch each term is one.",
-		Labels: []string{"recipe", "path", "result"}}
+		Help:   "Acquisitions that queued a node, by recipe, namespace, path and result (acquired, not_acquired, ctx_done, lost, error); for a leader latch each term is one.",
+		Labels: []string{"recipe", "zk_namespace", "path", "result"}}
 	MetricWait = Metric{Name: "zkrecipes.recipe.wait", Kind: KindHistogram, Unit: "s",
 		Help:    "Time from queueing a node (before its create) to holding, for acquisitions that held.",
-		Labels:  []string{"recipe", "path"},
+		Labels:  []string{"recipe", "zk_namespace", "path"},
 		Buckets: durationBuckets}
 	MetricHold = Metric{Name: "zkrecipes.recipe.hold", Kind: KindHistogram, Unit: "s",
 		Help:    "Time from holding to release (or, for a term, to its end).",
-		Labels:  []string{"recipe", "path"},
+		Labels:  []string{"recipe", "zk_namespace", "path"},
 		Buckets: durationBuckets}
 	MetricQueue = Metric{Name: "zkrecipes.recipe.queue", Kind: KindHistogram, Unit: "{contender}",
 		Help:    "Contenders ahead of ours (for a semaphore, leases taken) at the first look after queueing.",
-		Labels:  []string{"recipe", "path"},
+		Labels:  []string{"recipe", "zk_namespace", "path"},
 		Buckets: queueBuckets}
 	MetricHeld = Metric{Name: "zkrecipes.recipe.held", Kind: KindGauge, Unit: "{hold}",
-		Help:   "Holds (locks, leases, leadership terms) held now, by recipe and path.",
-		Labels: []string{"recipe", "path"}}
+		Help:   "Holds (locks, leases, leadership terms) held now, by recipe, namespace and path.",
+		Labels: []string{"recipe", "zk_namespace", "path"}}
 )
 
 // AllMetrics returns the fixed set of metrics a Client reports, for
@@ -176,6 +166,19 @@ const (
 	numOps
 )
 
+// Two kinds of create are counted as op create, with their own reading of
+// the server's answer.
+const (
+	// reqCreateMakingParents is a create whose caller answers a missing
+	// parent (NoNode) by creating the parents and trying again: that
+	// NoNode is part of a healthy create, counted as no_parent.
+	reqCreateMakingParents = numOps + iota
+	// reqCreateParent is the create of a missing parent (EnsureContainers):
+	// NoNode is counted as no_parent (its own parent is made next), and
+	// NodeExists, another client's parent made first, as parent_exists.
+	reqCreateParent
+)
+
 var opNames = [numOps]string{"create", "delete", "get_data", "exists", "get_children", "set_data", "multi", "sync", "add_auth"}
 
 // Request results, the values of the "result" label.
@@ -183,6 +186,8 @@ type reqResult uint8
 
 const (
 	resOK reqResult = iota
+	resNoParent
+	resParentExists
 	resConnection
 	resNoNode
 	resNodeExists
@@ -193,7 +198,51 @@ const (
 	numResults
 )
 
-var resultNames = [numResults]string{"ok", "connection", "no_node", "node_exists", "bad_version", "session_expired", "ctx_done", "other"}
+var resultNames = [numResults]string{"ok", "no_parent", "parent_exists", "connection", "no_node", "node_exists",
+	"bad_version", "session_expired", "ctx_done", "other"}
+
+// possibleResults lists, for each op, the results a request of it can
+// have: the Client makes the series of these when it is made (a zero
+// series, so that a dashboard sees the first one happen), and no other.
+// ZooKeeper answers NodeExists only to a create (or a multi), BadVersion
+// only to a delete or setData (or a multi), NoNode to neither exists (an
+// answer of its own: not there) nor sync nor addAuth; connection,
+// session_expired, ctx_done and other (NoAuth, NotEmpty, a closing
+// client...) can end any request. Should a request end otherwise all the
+// same, its series is made then (countRequest).
+var possibleResults = [numOps][]reqResult{
+	reqCreate:   {resOK, resNoParent, resParentExists, resConnection, resNoNode, resNodeExists, resSessionExpired, resCtxDone, resOther},
+	reqDelete:   {resOK, resConnection, resNoNode, resBadVersion, resSessionExpired, resCtxDone, resOther},
+	reqGetData:  {resOK, resConnection, resNoNode, resSessionExpired, resCtxDone, resOther},
+	reqExists:   {resOK, resConnection, resSessionExpired, resCtxDone, resOther},
+	reqChildren: {resOK, resConnection, resNoNode, resSessionExpired, resCtxDone, resOther},
+	reqSetData:  {resOK, resConnection, resNoNode, resBadVersion, resSessionExpired, resCtxDone, resOther},
+	reqMulti:    {resOK, resConnection, resNoNode, resNodeExists, resBadVersion, resSessionExpired, resCtxDone, resOther},
+	reqSync:     {resOK, resConnection, resSessionExpired, resCtxDone, resOther},
+	reqAddAuth:  {resOK, resConnection, resSessionExpired, resCtxDone, resOther},
+}
+
+// requestResult returns the series of a request of op that ended with
+// err: its "op" row and its result.
+func requestResult(op reqOp, err error) (reqOp, reqResult) {
+	r := resultOf(err)
+	switch op {
+	case reqCreateMakingParents:
+		op = reqCreate
+		if r == resNoNode {
+			r = resNoParent
+		}
+	case reqCreateParent:
+		op = reqCreate
+		switch r {
+		case resNoNode:
+			r = resNoParent
+		case resNodeExists:
+			r = resParentExists
+		}
+	}
+	return op, r
+}
 
 func resultOf(err error) reqResult {
 	switch {
@@ -247,15 +296,17 @@ func acquireResult(held bool, err error) int {
 // check.
 type instruments struct {
 	m          Metrics
+	namespace  string                           // the "zk_namespace" label: the namespace without its "/"
 	pathLabel  func(recipe, path string) string // nil: the path itself
 	states     [len(stateNames)]Counter
 	suspended  Counter
-	requests   [numOps][numResults]Counter
+	requests   [numOps][numResults]Counter // nil for a result its op cannot have
 	retries    Counter
 	pendingDel Gauge
 
-	mu      sync.RWMutex
-	recipes map[recipeKey]*recipeInstruments
+	mu         sync.RWMutex
+	recipes    map[recipeKey]*recipeInstruments
+	unexpected map[[2]uint8]Counter // requests series made on first use, outside possibleResults
 }
 
 // recipeKey is a recipe path as measured: the recipe's name and its path
@@ -271,16 +322,17 @@ type recipeInstruments struct {
 	held     Gauge
 }
 
-func newInstruments(m Metrics, pathLabel func(recipe, path string) string) *instruments {
-	in := &instruments{m: m, pathLabel: pathLabel, recipes: map[recipeKey]*recipeInstruments{}}
+func newInstruments(m Metrics, namespace string, pathLabel func(recipe, path string) string) *instruments {
+	in := &instruments{m: m, namespace: strings.TrimPrefix(namespace, "/"), pathLabel: pathLabel,
+		recipes: map[recipeKey]*recipeInstruments{}, unexpected: map[[2]uint8]Counter{}}
 	for s := range in.states {
 		if State(s) != StateLatent { // never entered
 			in.states[s] = m.Counter(MetricStateChanges, stateNames[s])
 		}
 	}
 	in.suspended = m.Counter(MetricSuspended)
-	for op := range in.requests {
-		for r := range in.requests[op] {
+	for op, results := range possibleResults {
+		for _, r := range results {
 			in.requests[op][r] = m.Counter(MetricRequests, opNames[op], resultNames[r])
 		}
 	}
@@ -316,14 +368,15 @@ func (c *Client) recipeInstruments(d *Driver, parent string) *recipeInstruments 
 	if in.pathLabel != nil {
 		path = in.pathLabel(recipe, path)
 	}
+	ns := in.namespace
 	ri = &recipeInstruments{
-		wait:  in.m.Histogram(MetricWait, recipe, path),
-		hold:  in.m.Histogram(MetricHold, recipe, path),
-		queue: in.m.Histogram(MetricQueue, recipe, path),
-		held:  in.m.Gauge(MetricHeld, recipe, path),
+		wait:  in.m.Histogram(MetricWait, recipe, ns, path),
+		hold:  in.m.Histogram(MetricHold, recipe, ns, path),
+		queue: in.m.Histogram(MetricQueue, recipe, ns, path),
+		held:  in.m.Gauge(MetricHeld, recipe, ns, path),
 	}
 	for r := range ri.acquires {
-		ri.acquires[r] = in.m.Counter(MetricAcquires, recipe, path, acquireNames[r])
+		ri.acquires[r] = in.m.Counter(MetricAcquires, recipe, ns, path, acquireNames[r])
 	}
 	in.recipes[k] = ri
 	return ri
@@ -331,9 +384,29 @@ func (c *Client) recipeInstruments(d *Driver, parent string) *recipeInstruments 
 
 // countRequest counts a request of op that ended with err.
 func (c *Client) countRequest(op reqOp, err error) {
-	if c.met != nil {
-		c.met.requests[op][resultOf(err)].Add(1)
+	if c.met == nil {
+		return
 	}
+	op, r := requestResult(op, err)
+	if ctr := c.met.requests[op][r]; ctr != nil {
+		ctr.Add(1)
+		return
+	}
+	c.met.unexpectedRequest(op, r).Add(1)
+}
+
+// unexpectedRequest returns the series of a result possibleResults does
+// not list for op, made on first use.
+func (in *instruments) unexpectedRequest(op reqOp, r reqResult) Counter {
+	k := [2]uint8{uint8(op), uint8(r)}
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	ctr := in.unexpected[k]
+	if ctr == nil {
+		ctr = in.m.Counter(MetricRequests, opNames[op], resultNames[r])
+		in.unexpected[k] = ctr
+	}
+	return ctr
 }
 
 // countRetry counts a pause before another attempt.

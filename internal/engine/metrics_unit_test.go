@@ -3,6 +3,7 @@ package engine
 import (
 	"context"
 	"errors"
+	"strings"
 	"testing"
 	"time"
 
@@ -52,4 +53,82 @@ func contextErr() error {
 	defer cancel()
 	<-ctx.Done()
 	return ctx.Err()
+}
+
+func TestMetricsCreateResults(t *testing.T) {
+	for _, tc := range []struct {
+		op     reqOp
+		err    error
+		result string
+	}{
+		{reqCreate, zk.ErrNoNode, "no_node"}, // a create whose caller gives up: an error
+		{reqCreate, zk.ErrNodeExists, "node_exists"},
+		{reqCreateMakingParents, zk.ErrNoNode, "no_parent"}, // the parents are made next
+		{reqCreateMakingParents, zk.ErrNodeExists, "node_exists"},
+		{reqCreateMakingParents, nil, "ok"},
+		{reqCreateParent, zk.ErrNoNode, "no_parent"},
+		{reqCreateParent, zk.ErrNodeExists, "parent_exists"}, // another client's, made first
+		{reqCreateParent, zk.ErrConnectionClosed, "connection"},
+		{reqDelete, zk.ErrNoNode, "no_node"},
+	} {
+		op, r := requestResult(tc.op, tc.err)
+		assert.Equal(t, tc.result, resultNames[r], "%v %v", tc.op, tc.err)
+		if tc.op != reqDelete {
+			assert.Equal(t, "create", opNames[op])
+		}
+	}
+}
+
+// countingMetrics counts the series it is asked for, by "name{labels}".
+type countingMetrics struct {
+	made   map[string]int
+	values map[string]*countingSeries
+}
+
+type countingSeries struct{ v float64 }
+
+func (s *countingSeries) Add(d float64)     { s.v += d }
+func (s *countingSeries) Observe(v float64) { s.v += v }
+
+func (m *countingMetrics) series(mt Metric, lv []string) *countingSeries {
+	key := mt.Name + "{" + strings.Join(lv, ",") + "}"
+	m.made[key]++
+	if m.values[key] == nil {
+		m.values[key] = &countingSeries{}
+	}
+	return m.values[key]
+}
+
+func (m *countingMetrics) Counter(mt Metric, lv ...string) Counter     { return m.series(mt, lv) }
+func (m *countingMetrics) Gauge(mt Metric, lv ...string) Gauge         { return m.series(mt, lv) }
+func (m *countingMetrics) Histogram(mt Metric, lv ...string) Histogram { return m.series(mt, lv) }
+
+// TestMetricsUnexpectedResult: a result possibleResults does not list
+// for an op is still counted, in a series made on first use, once.
+func TestMetricsUnexpectedResult(t *testing.T) {
+	m := &countingMetrics{made: map[string]int{}, values: map[string]*countingSeries{}}
+	c := &Client{met: newInstruments(m, "", nil)}
+	const key = "zkrecipes.requests{sync,no_node}"
+	assert.Zero(t, m.made[key], "not made up front")
+	c.countRequest(reqSync, zk.ErrNoNode)
+	c.countRequest(reqSync, zk.ErrNoNode)
+	assert.Equal(t, 1, m.made[key])
+	assert.Equal(t, 2.0, m.values[key].v)
+	c.countRequest(reqSync, nil)
+	assert.Equal(t, 1.0, m.values["zkrecipes.requests{sync,ok}"].v)
+}
+
+// TestMetricsOnAllocatesNothing: with metrics on, counting a request
+// (of every op and result the table expects) allocates nothing.
+func TestMetricsOnAllocatesNothing(t *testing.T) {
+	m := &countingMetrics{made: map[string]int{}, values: map[string]*countingSeries{}}
+	c := &Client{met: newInstruments(m, "app", nil)}
+	allocs := testing.AllocsPerRun(100, func() {
+		c.countRequest(reqCreate, nil)
+		c.countRequest(reqCreateMakingParents, zk.ErrNoNode)
+		c.countRequest(reqCreateParent, zk.ErrNodeExists)
+		c.countRequest(reqGetData, zk.ErrNoNode)
+		c.countRetry()
+	})
+	assert.Zero(t, allocs)
 }

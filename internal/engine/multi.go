@@ -119,7 +119,7 @@ func (c *Client) NamespaceOps(what string, ops []Op) ([]Op, error) {
 			full, err = c.FullPath(o.path)
 		}
 		if err != nil {
-			return nil, fmt.Errorf("%s op %d: %w", what, i, err)
+			return nil, fmt.Errorf("%w (%s op %d)", err, what, i)
 		}
 		o.path = full
 		out[i] = o

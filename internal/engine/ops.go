@@ -155,7 +155,19 @@ type (
 // Create creates a node with the ACL the client's provider gives for it.
 // A create whose reply arrives after ctx ended deletes what it made.
 func (c *Client) Create(ctx context.Context, path string, data []byte, flags int32) (string, error) {
-	return send(c, ctx, reqCreate, func() (string, error) {
+	return c.create(ctx, reqCreate, path, data, flags)
+}
+
+// CreateMakingParents is Create for a caller that answers zk.ErrNoNode (a
+// missing parent) by creating the parents (EnsureContainers) and trying
+// again: that answer is part of a healthy create, and metrics count it as
+// result no_parent, not as the error no_node.
+func (c *Client) CreateMakingParents(ctx context.Context, path string, data []byte, flags int32) (string, error) {
+	return c.create(ctx, reqCreateMakingParents, path, data, flags)
+}
+
+func (c *Client) create(ctx context.Context, op reqOp, path string, data []byte, flags int32) (string, error) {
+	return send(c, ctx, op, func() (string, error) {
 		c.stats.creates.Add(1)
 		return c.conn.Create(path, data, flags, c.ACL(path))
 	}, c.undoCreate)
@@ -163,7 +175,12 @@ func (c *Client) Create(ctx context.Context, path string, data []byte, flags int
 
 // CreateContainer creates a container node.
 func (c *Client) CreateContainer(ctx context.Context, path string) (string, error) {
-	return send(c, ctx, reqCreate, func() (string, error) {
+	return c.createContainer(ctx, reqCreate, path)
+}
+
+// createContainer creates a container node, counted as op.
+func (c *Client) createContainer(ctx context.Context, op reqOp, path string) (string, error) {
+	return send(c, ctx, op, func() (string, error) {
 		c.stats.creates.Add(1)
 		return c.conn.CreateContainer(path, nil, zk.FlagContainer, c.ACL(path))
 	}, nil) // an empty container goes by itself

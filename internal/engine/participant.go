@@ -31,20 +31,22 @@ type Participation struct {
 }
 
 // Participate runs a Participation until ctx ends or the client closes,
-// and returns an error wrapping ctx.Err() or ErrClosed. It creates its
-// node and waits until the driver says it holds; then it calls OnTerm with
-// a fresh Hold for the term. When the connection comes back after a term
-// or a wait was cut short, it checks again: with the same session and our
-// node still there it goes on with that node; when the node is gone
-// (deleted by someone, with the whole queue path, or with a lost session)
-// it makes a new one, recreating the parents. When it returns, its node is
-// deleted and the last term's Hold is done.
+// and returns an error wrapping ctx.Err() or ErrClosed. Its node is an
+// OwnedNode (protected, ephemeral sequential): made in the background,
+// made again when it goes (deleted by someone, with the whole queue path,
+// or with a lost session), and checked to belong to the current session
+// before each wait. It waits until the driver says the node holds; then it
+// calls OnTerm with a fresh Hold for the term. When a term or a wait is
+// cut short it checks the node again: while it is there and ours it goes
+// on with it (keeping its place); otherwise it goes on with the new node,
+// at the back of the queue. When it returns, its node is deleted and the
+// last term's Hold is done.
 //
 // Ending ctx is how a participant leaves: the term's Done closes and
-// OnTermEnd runs before the node is deleted (GuaranteedDelete, so leaving
-// never blocks on a dead connection). A Participation keeps no state
-// between runs: running it again enters with a new node, at the back of
-// the queue (a leader latch's Resign, then Start).
+// OnTermEnd runs before the node is deleted (a guaranteed delete, so
+// leaving never blocks on a dead connection). A Participation keeps no
+// state between runs: running it again enters with a new node, at the
+// back of the queue (a leader latch's Resign, then Start).
 func (c *Client) Participate(ctx context.Context, p Participation) error {
 	if err := c.check(); err != nil {
 		return err
@@ -61,31 +63,35 @@ func (c *Client) Participate(ctx context.Context, p Participation) error {
 	if p.LockName == "" {
 		return fmt.Errorf("%w: empty lock name", ErrInvalidArgument)
 	}
+	own, err := c.Own(OwnedSpec{
+		Path: JoinPath(p.Parent, p.LockName), Mode: zk.FlagEphemeral | zk.FlagSequence, Protected: true,
+		Data: p.Data, What: "participant in " + c.StripNamespace(p.Parent),
+	})
+	if err != nil {
+		return err
+	}
+	defer func() { _ = own.Close(context.Background()) }()
+	cur, err := own.Await(ctx)
+	if err != nil {
+		return err
+	}
+	node := ""
 	for {
-		if err := c.WaitConnected(ctx); err != nil {
-			return err
-		}
-		ct, err := c.Enter(ctx, p.Parent, p.LockName, p.Data, p.Driver, p.Options...)
-		if err != nil {
-			if ctx.Err() != nil || errors.Is(err, ErrClosed) || !endsWithSession(err) && !IsRetryable(err) {
-				return err
+		if cur.Path != node {
+			node = cur.Path
+			if p.OnNode != nil {
+				p.OnNode(node)
 			}
-			c.log.Warn("zkrecipes: participant will create its node again", "parent", p.Parent, "err", err)
-			if err := c.sleep(ctx, retryPause); err != nil {
-				return fmt.Errorf("zkrecipes: participating in %s: %w", p.Parent, err)
-			}
-			continue
 		}
-		if p.OnNode != nil {
-			p.OnNode(ct.Path())
-		}
-		err = c.participateWith(ctx, ct, p)
-		_ = ct.Leave(context.Background())
+		ct := c.contestOn(p.Parent, cur.Path, cur.Session, p.Driver, p.Options)
+		err := c.participateWith(ctx, ct, p)
+		ct.drop()
 		if err != nil {
 			return err
 		}
-		c.log.Warn("zkrecipes: participant's node is gone (deleted, or its session lost); creating a new one at the back of the queue",
-			"parent", p.Parent, "node", ct.Path())
+		if cur, err = own.Verify(ctx); err != nil {
+			return err
+		}
 	}
 }
 

@@ -3,6 +3,7 @@ package engine
 import (
 	"encoding/binary"
 	"errors"
+	"fmt"
 	"net"
 	"sync"
 	"sync/atomic"
@@ -64,9 +65,25 @@ type Wire struct {
 	lastRecv   atomic.Int64 // monotonic nanoseconds since wireEpoch; 0 = never
 	lastAcked  atomic.Int64 // send time of the last answered request, as lastRecv
 	handshakes atomic.Uint64
-	zxid       atomic.Int64             // the last zxid a reply carried, in this session
-	current    atomic.Pointer[wireConn] // the connection dialled last
-	shut       atomic.Bool              // stop: refuse dials, the last one cut
+	zxid       atomic.Int64              // the last zxid a reply carried, in this session
+	current    atomic.Pointer[wireConn]  // the connection dialled last
+	shut       atomic.Bool               // stop: refuse dials, the last one cut
+	dialErr    atomic.Pointer[dialError] // the last dial that failed, nil after one succeeds
+}
+
+// dialError is a failed dial: to what, and why.
+type dialError struct {
+	address string
+	err     error
+}
+
+// LastDialError returns the error of the last dial when it failed (nil
+// when the last dial succeeded, or before any), naming the address.
+func (w *Wire) LastDialError() error {
+	if d := w.dialErr.Load(); d != nil {
+		return fmt.Errorf("dial %s: %w", d.address, d.err)
+	}
+	return nil
 }
 
 // wireEpoch anchors the monotonic times a Wire stores.
@@ -90,8 +107,10 @@ func (w *Wire) Dial(network, address string, timeout time.Duration) (net.Conn, e
 	}
 	conn, err := w.dial(network, address, timeout)
 	if err != nil {
+		w.dialErr.Store(&dialError{address: address, err: err})
 		return nil, err
 	}
+	w.dialErr.Store(nil)
 	c := &wireConn{Conn: conn, w: w}
 	c.out.init(connectRequestLen, reqHeaderLen) // the ConnectRequest, then requests
 	c.in.init(handshakeLen, replyHeaderLen)     // the ConnectResponse, then replies

@@ -87,3 +87,16 @@ func Options[T any, O ~func(*T) error](o *T, opts []O) error {
 	}
 	return nil
 }
+
+// Participants turns the queue ReadQueue read into the public
+// Participants; writer, if not nil, tells a read/write lock's write nodes.
+func Participants(ms []engine.Member, writer func(engine.Contender) bool) []recipes.Participant {
+	out := make([]recipes.Participant, len(ms))
+	for i, m := range ms {
+		out[i] = recipes.Participant{Node: m.Node, ID: string(m.Data), Holds: m.Holds}
+		if writer != nil {
+			out[i].Writer = writer(m.Contender)
+		}
+	}
+	return out
+}

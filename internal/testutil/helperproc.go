@@ -9,6 +9,7 @@ package testutil
 import (
 	"bufio"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -18,6 +19,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/zkrecipes/zkrecipes/recipes"
 )
 
 // Helpers describes how a package's tests re-run the test binary as a
@@ -224,6 +227,31 @@ type Holder struct {
 	Node           string
 	Token          int64
 	SessionTimeout time.Duration
+}
+
+// HoldUntilParentGone is the body of a helper that holds until it is
+// killed: it connects to servers with a 2s session, takes a hold with
+// acquire (within 30s), prints the lines WaitHolder reads (ready last),
+// and blocks until its stdin closes (the parent is gone), when it returns
+// an error without releasing, like a crash.
+func HoldUntilParentGone(servers []string, ready string, acquire func(ctx context.Context, c *recipes.Client) (recipes.Hold, error)) error {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	c, err := recipes.Connect(context.Background(), servers, recipes.WithSessionTimeout(2*time.Second))
+	if err != nil {
+		return err
+	}
+	h, err := acquire(ctx, c)
+	if err != nil {
+		return err
+	}
+	tok, err := h.Token(ctx)
+	if err != nil {
+		return err
+	}
+	PrintHolder(h.Node(), tok.Czxid, c.SessionTimeout(), ready)
+	_, _ = io.Copy(io.Discard, os.Stdin)
+	return errors.New("stdin closed: the parent is gone")
 }
 
 // PrintHolder prints, in a helper, the line WaitHolder reads, then ready

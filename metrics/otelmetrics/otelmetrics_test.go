@@ -84,18 +84,20 @@ func TestMetricsOpenTelemetry(t *testing.T) {
 	t.Cleanup(func() { _ = mp.Shutdown(context.Background()) })
 	om, err := otelmetrics.New(mp)
 	require.NoError(t, err)
-	c := zkutil.Connect(t, []string{proxy.Addr()}, recipes.WithMetrics(om))
+	c := zkutil.Connect(t, []string{proxy.Addr()}, recipes.WithMetrics(om), recipes.WithNamespace("app"))
 	ctx := context.Background()
 
 	m, err := mutex.New(c, "/locks/a")
 	require.NoError(t, err)
-	l, err := m.Lock(ctx)
+	l, err := m.Acquire(ctx)
 	require.NoError(t, err)
-	require.NoError(t, l.Unlock(ctx))
+	require.NoError(t, l.Release(ctx))
 
 	ms := collected(t, reader)
 	assert.GreaterOrEqual(t, sum(t, ms, "zkrecipes.requests", attribute.String("op", "create"), attribute.String("result", "ok")), 1.0)
-	lock := []attribute.KeyValue{attribute.String("recipe", "mutex"), attribute.String("path", "/locks/a")}
+	assert.Zero(t, sum(t, ms, "zkrecipes.requests", attribute.String("op", "create"), attribute.String("result", "no_node")))
+	assert.GreaterOrEqual(t, sum(t, ms, "zkrecipes.requests", attribute.String("op", "create"), attribute.String("result", "no_parent")), 1.0)
+	lock := []attribute.KeyValue{attribute.String("recipe", "mutex"), attribute.String("zk_namespace", "app"), attribute.String("path", "/locks/a")}
 	assert.Equal(t, uint64(1), count(t, ms, "zkrecipes.recipe.wait", lock...))
 	assert.Equal(t, uint64(1), count(t, ms, "zkrecipes.recipe.hold", lock...))
 	assert.Equal(t, uint64(1), count(t, ms, "zkrecipes.recipe.queue", lock...))

@@ -61,32 +61,35 @@ func TestMetricsPrometheus(t *testing.T) {
 	reg := prometheus.NewRegistry()
 	pm, err := prommetrics.New(reg)
 	require.NoError(t, err)
-	c := zkutil.Connect(t, []string{proxy.Addr()}, recipes.WithMetrics(pm))
+	c := zkutil.Connect(t, []string{proxy.Addr()}, recipes.WithMetrics(pm), recipes.WithNamespace("app"))
 	ctx := context.Background()
 
 	m, err := mutex.New(c, "/locks/a")
 	require.NoError(t, err)
-	l, err := m.Lock(ctx)
+	l, err := m.Acquire(ctx)
 	require.NoError(t, err)
-	require.NoError(t, l.Unlock(ctx))
+	require.NoError(t, l.Release(ctx))
 
 	creates := pm.Counter(recipes.MetricRequests, "create", "ok").(prometheus.Collector)
 	assert.GreaterOrEqual(t, testutil.ToFloat64(creates), 1.0)
-	lockSeries := map[string]string{"recipe": "mutex", "path": "/locks/a"}
+	assert.Zero(t, testutil.ToFloat64(pm.Counter(recipes.MetricRequests, "create", "no_node").(prometheus.Collector)),
+		"the parents' NoNode is part of a healthy create")
+	assert.GreaterOrEqual(t, testutil.ToFloat64(pm.Counter(recipes.MetricRequests, "create", "no_parent").(prometheus.Collector)), 1.0)
+	lockSeries := map[string]string{"recipe": "mutex", "zk_namespace": "app", "path": "/locks/a"}
 	assert.Equal(t, uint64(1), histogramCount(t, reg, "zkrecipes_recipe_wait_seconds", lockSeries))
 	assert.Equal(t, uint64(1), histogramCount(t, reg, "zkrecipes_recipe_hold_seconds", lockSeries))
 	assert.Equal(t, uint64(1), histogramCount(t, reg, "zkrecipes_recipe_queue", lockSeries))
 	require.NoError(t, testutil.GatherAndCompare(reg, strings.NewReader(`
 # HELP zkrecipes_recipe_acquires_total `+recipes.MetricAcquires.Help+`
 # TYPE zkrecipes_recipe_acquires_total counter
-zkrecipes_recipe_acquires_total{path="/locks/a",recipe="mutex",result="acquired"} 1
-zkrecipes_recipe_acquires_total{path="/locks/a",recipe="mutex",result="ctx_done"} 0
-zkrecipes_recipe_acquires_total{path="/locks/a",recipe="mutex",result="error"} 0
-zkrecipes_recipe_acquires_total{path="/locks/a",recipe="mutex",result="lost"} 0
-zkrecipes_recipe_acquires_total{path="/locks/a",recipe="mutex",result="not_acquired"} 0
+zkrecipes_recipe_acquires_total{path="/locks/a",recipe="mutex",result="acquired",zk_namespace="app"} 1
+zkrecipes_recipe_acquires_total{path="/locks/a",recipe="mutex",result="ctx_done",zk_namespace="app"} 0
+zkrecipes_recipe_acquires_total{path="/locks/a",recipe="mutex",result="error",zk_namespace="app"} 0
+zkrecipes_recipe_acquires_total{path="/locks/a",recipe="mutex",result="lost",zk_namespace="app"} 0
+zkrecipes_recipe_acquires_total{path="/locks/a",recipe="mutex",result="not_acquired",zk_namespace="app"} 0
 # HELP zkrecipes_recipe_held `+recipes.MetricHeld.Help+`
 # TYPE zkrecipes_recipe_held gauge
-zkrecipes_recipe_held{path="/locks/a",recipe="mutex"} 0
+zkrecipes_recipe_held{path="/locks/a",recipe="mutex",zk_namespace="app"} 0
 `), "zkrecipes_recipe_acquires_total", "zkrecipes_recipe_held"))
 
 	proxy.Cut()
@@ -115,11 +118,11 @@ func BenchmarkLockCycleMeasurements(b *testing.B) {
 	create := pm.Counter(recipes.MetricRequests, "create", "ok")
 	children := pm.Counter(recipes.MetricRequests, "get_children", "ok")
 	del := pm.Counter(recipes.MetricRequests, "delete", "ok")
-	acq := pm.Counter(recipes.MetricAcquires, "mutex", "/a", "acquired")
-	held := pm.Gauge(recipes.MetricHeld, "mutex", "/a")
-	queue := pm.Histogram(recipes.MetricQueue, "mutex", "/a")
-	wait := pm.Histogram(recipes.MetricWait, "mutex", "/a")
-	hold := pm.Histogram(recipes.MetricHold, "mutex", "/a")
+	acq := pm.Counter(recipes.MetricAcquires, "mutex", "app", "/a", "acquired")
+	held := pm.Gauge(recipes.MetricHeld, "mutex", "app", "/a")
+	queue := pm.Histogram(recipes.MetricQueue, "mutex", "app", "/a")
+	wait := pm.Histogram(recipes.MetricWait, "mutex", "app", "/a")
+	hold := pm.Histogram(recipes.MetricHold, "mutex", "app", "/a")
 	b.ReportAllocs()
 	for b.Loop() {
 		since := time.Now()

@@ -1,0 +1,202 @@
+package engine
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/cenkalti/backoff/v4"
+	"github.com/go-zookeeper/zk"
+)
+
+// CAS configures a compare-and-set loop (CompareAndSet).
+type CAS struct {
+	// Create makes the loop create the node (its missing parents as
+	// containers) when it does not exist, with what the update returns
+	// for an absent node. Without it an absent node ends the loop with an
+	// error wrapping zk.ErrNoNode.
+	Create bool
+	// Tries bounds the attempts; 0 leaves the bound to the client's retry
+	// policy.
+	Tries int
+}
+
+// CASResult is the outcome of a compare-and-set loop.
+type CASResult struct {
+	Prev       []byte   // the data the winning update was computed from
+	PrevExists bool     // false when the winning write created the node
+	Data       []byte   // what was written
+	Stat       *zk.Stat // the node after the write
+	Tries      int      // attempts made, the winning one included
+}
+
+// ErrConflict is returned, wrapping the last conflict's error
+// (zk.ErrBadVersion, or zk.ErrNodeExists on a create), by a
+// compare-and-set loop that gave up: other writers won every attempt it
+// was allowed.
+var ErrConflict = errors.New("zkrecipes: other writers won every attempt")
+
+// CompareAndSet is the compare-and-set loop on the node at path (a server
+// path): it reads the node's data and version, computes the new data
+// with update (prev is nil and exists false for an absent node), and
+// writes it on condition that the version is still the one it read (or,
+// for an absent node with CAS.Create, that nobody created it meanwhile).
+// When another writer came first (zk.ErrBadVersion, zk.ErrNodeExists, the
+// node deleted meanwhile) it reads again and tries again, after a pause
+// of the client's retry policy, until a write succeeds, the policy or
+// CAS.Tries gives up (ErrConflict), update returns an error (returned as
+// it is), or ctx ends (an error wrapping ctx.Err()). Requests that fail
+// for a connection reason are retried under the retry policy.
+//
+// A write whose reply is lost may have been applied: the loop reads
+// again, and takes a node at the next version holding exactly the bytes
+// it wrote as its own write. (Another writer that computed the same bytes
+// from the same version could be mistaken for it; exactly one of the two
+// writes was applied then.)
+func (c *Client) CompareAndSet(ctx context.Context, path string, cas CAS, update func(prev []byte, exists bool) ([]byte, error)) (CASResult, error) {
+	if err := c.check(); err != nil {
+		return CASResult{}, err
+	}
+	if ctx == nil {
+		return CASResult{}, fmt.Errorf("%w: nil context", ErrInvalidArgument)
+	}
+	if update == nil {
+		return CASResult{}, fmt.Errorf("%w: nil update", ErrInvalidArgument)
+	}
+	if err := ValidatePath(path); err != nil {
+		return CASResult{}, err
+	}
+	var (
+		conflicts backoff.BackOff
+		pending   *casWrite // a write whose reply was lost
+	)
+	for tries := 1; ; tries++ {
+		var (
+			prev   []byte
+			st     *zk.Stat
+			exists = true
+		)
+		err := c.Retry(ctx, func() error {
+			var err error
+			prev, st, err = c.Get(ctx, path)
+			if errors.Is(err, zk.ErrNoNode) {
+				exists, err = false, nil
+			}
+			return err
+		})
+		if err != nil {
+			return CASResult{}, c.casError(ctx, path, err)
+		}
+		if pending != nil {
+			if pending.landed(exists, prev, st) {
+				return CASResult{Prev: pending.prev, PrevExists: pending.prevExists, Data: pending.data, Stat: st, Tries: tries - 1}, nil
+			}
+			pending = nil
+		}
+		if !exists && !cas.Create {
+			return CASResult{}, c.casError(ctx, path, zk.ErrNoNode)
+		}
+		if !exists {
+			prev = nil
+		}
+		data, err := update(prev, exists)
+		if err != nil {
+			return CASResult{}, err
+		}
+		res := CASResult{Prev: prev, PrevExists: exists, Data: data, Tries: tries}
+		var wst *zk.Stat
+		if exists {
+			wst, err = c.Set(ctx, path, data, st.Version)
+		} else {
+			wst, err = c.casCreate(ctx, path, data)
+		}
+		switch {
+		case err == nil:
+			res.Stat = wst
+			return res, nil
+		case ctx.Err() != nil:
+			return CASResult{}, c.casError(ctx, path, err)
+		case IsRetryable(err):
+			// Applied or not: the next read tells.
+			pending = &casWrite{prevExists: exists, prev: prev, data: data}
+			if exists {
+				pending.version = st.Version
+			}
+			c.countRetry()
+			if serr := c.sleep(ctx, retryPause); serr != nil {
+				return CASResult{}, c.casError(ctx, path, serr)
+			}
+			continue
+		case errors.Is(err, zk.ErrBadVersion), errors.Is(err, zk.ErrNodeExists),
+			errors.Is(err, zk.ErrNoNode) && cas.Create:
+			// Another writer came first: read again.
+		default:
+			return CASResult{}, c.casError(ctx, path, err)
+		}
+		if cas.Tries > 0 && tries >= cas.Tries {
+			return CASResult{}, Namedf("compare-and-set "+c.StripNamespace(path), "%w after %d tries: %w", ErrConflict, tries, err)
+		}
+		if conflicts == nil {
+			conflicts = c.cfg.retry()
+		}
+		d := conflicts.NextBackOff()
+		if d == backoff.Stop {
+			return CASResult{}, Namedf("compare-and-set "+c.StripNamespace(path), "%w after %d tries: %w", ErrConflict, tries, err)
+		}
+		if serr := c.sleep(ctx, d); serr != nil {
+			return CASResult{}, c.casError(ctx, path, serr)
+		}
+	}
+}
+
+// casCreate creates path with data, its missing parents as containers,
+// and returns its stat.
+func (c *Client) casCreate(ctx context.Context, path string, data []byte) (*zk.Stat, error) {
+	for {
+		_, err := c.CreateMakingParents(ctx, path, data, 0)
+		if errors.Is(err, zk.ErrNoNode) {
+			parent, _ := SplitPath(path)
+			if err := c.EnsureContainers(ctx, parent); err != nil {
+				return nil, err
+			}
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+		// The create reply has no stat: read it (a node at version 0
+		// holding our bytes, unless another writer came since).
+		_, st, err := c.Get(ctx, path)
+		if err != nil {
+			return &zk.Stat{}, nil //nolint:nilerr // the write succeeded; the stat is a courtesy
+		}
+		return st, nil
+	}
+}
+
+// casWrite is a write whose reply was lost.
+type casWrite struct {
+	prevExists bool
+	prev, data []byte
+	version    int32 // the version it was conditioned on (prevExists)
+}
+
+// landed reports whether the node as read holds w's write.
+func (w *casWrite) landed(exists bool, data []byte, st *zk.Stat) bool {
+	if !exists || !bytes.Equal(data, w.data) {
+		return false
+	}
+	if w.prevExists {
+		return st.Version == w.version+1
+	}
+	return st.Version == 0
+}
+
+func (c *Client) casError(ctx context.Context, path string, err error) error {
+	what := "compare-and-set " + c.StripNamespace(path)
+	if cerr := ctx.Err(); cerr != nil && !errors.Is(err, cerr) {
+		return Namedf(what, "%w (last error: %w)", cerr, err)
+	}
+	return Namedf(what, "%w", explain(err))
+}

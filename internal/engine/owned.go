@@ -1,0 +1,628 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/cenkalti/backoff/v4"
+	"github.com/go-zookeeper/zk"
+)
+
+// OwnedSpec describes a node of ours that must exist: a leader latch's
+// node, a persistent node, a group member, a registered service instance.
+type OwnedSpec struct {
+	// Path is the server path of the node. With Protected, the node is
+	// made under Path's parent, named _c_<uuid>-<Path's last segment>;
+	// with a sequential Mode the server appends its suffix.
+	Path string
+	// Mode is the create mode: zk.FlagEphemeral, zk.FlagSequence, both,
+	// or 0 for a persistent node.
+	Mode int32
+	// Protected makes each create a protected create (see
+	// CreateProtected), in any Mode: a create whose reply is lost is found
+	// again by its uuid, never made twice.
+	Protected bool
+	// Data is the node's first data (SetData changes it later).
+	Data []byte
+	// What names the node in logs ("leader latch /l", say); Path when
+	// empty.
+	What string
+}
+
+// Owned is one incarnation of an owned node: each node made for it (the
+// first, and each one made again after a deletion or a lost session) is
+// a new one.
+type Owned struct {
+	// Path is the node's server path ("" for none).
+	Path string
+	// Session is the session that owns the node when it is ephemeral
+	// (0 for a persistent node).
+	Session int64
+	// Gen counts the nodes made: 1 for the first, 2 for the one made
+	// again after it, and so on.
+	Gen uint64
+}
+
+// Recreated reports whether the node was made again after an earlier one
+// went.
+func (o Owned) Recreated() bool { return o.Gen > 1 }
+
+// OwnedNode keeps a node of ours in existence until Close: it creates the
+// node in the background, and when the node goes (deleted by someone,
+// with its parent, or with a lost session) it creates it again, with the
+// latest data, its missing parents as containers. A sequential node is
+// made again as a new sequential node, with a new path (Owned.Path, and
+// the listeners, say which). The node is checked each time the
+// connection comes back and each time its watch fires: an ephemeral node
+// must belong to the current session (the owner check a leader latch
+// needs: CURATOR-696), or it is not ours and a new one is made (a node
+// at a fixed path that another session owns is waited for instead: it is
+// taken over once it is gone, as Curator's PersistentNode does).
+//
+// Failures away from the caller are logged at warn and retried with the
+// client's retry policy (after it gives up, once a second: never a tight
+// loop). Close deletes the node with a guaranteed delete.
+//
+// An OwnedNode is safe for concurrent use.
+type OwnedNode struct {
+	c          *Client
+	spec       OwnedSpec
+	parent     string
+	name       string
+	ephemeral  bool
+	sequential bool
+
+	mu      sync.Mutex
+	cur     Owned
+	mine    bool   // cur was made by us (not a node taken over)
+	sweep   string // cur's protected prefix when a create reply was lost
+	gen     uint64
+	data    []byte
+	dataGen uint64 // bumped by every SetData
+	wrote   uint64 // the dataGen cur holds
+	lastErr error  // the last create's failure, when it cannot be retried
+	changed chan struct{}
+	closed  bool
+
+	kick      chan struct{} // look again (buffered 1)
+	cancel    context.CancelFunc
+	done      chan struct{} // the background loop has ended
+	listeners Listeners[Owned]
+}
+
+// Own starts keeping the node spec describes in existence, in the
+// background, and returns at once: Await waits for the node.
+func (c *Client) Own(spec OwnedSpec) (*OwnedNode, error) {
+	if err := c.check(); err != nil {
+		return nil, err
+	}
+	if err := ValidatePath(spec.Path); err != nil {
+		return nil, err
+	}
+	if spec.Path == "/" {
+		return nil, fmt.Errorf("%w: the root cannot be owned", ErrInvalidPath)
+	}
+	if spec.Mode&^(zk.FlagEphemeral|zk.FlagSequence) != 0 {
+		return nil, fmt.Errorf("%w: create mode %d (ephemeral, sequential, both or neither)", ErrInvalidArgument, spec.Mode)
+	}
+	o := &OwnedNode{
+		c: c, spec: spec,
+		ephemeral:  spec.Mode&zk.FlagEphemeral != 0,
+		sequential: spec.Mode&zk.FlagSequence != 0,
+		data:       append([]byte(nil), spec.Data...),
+		dataGen:    1, // the first data; a node taken over holds generation 0
+		changed:    make(chan struct{}),
+		kick:       make(chan struct{}, 1),
+		done:       make(chan struct{}),
+	}
+	o.parent, o.name = SplitPath(spec.Path)
+	if o.spec.What == "" {
+		o.spec.What = c.StripNamespace(spec.Path)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	o.cancel = cancel
+	go o.run(ctx)
+	return o, nil
+}
+
+// Node returns the current node (Path "" while there is none).
+func (o *OwnedNode) Node() Owned {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return o.cur
+}
+
+// Data returns the latest data (what the node holds, or will hold once
+// made or written).
+func (o *OwnedNode) Data() []byte {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return append([]byte(nil), o.data...)
+}
+
+// Await waits until the node exists and returns it. It returns an error
+// wrapping ctx.Err() when ctx ends first, ErrClosed after Close, and the
+// last create's error when that cannot be retried (NoAuth, say; the
+// background keeps trying).
+func (o *OwnedNode) Await(ctx context.Context) (Owned, error) {
+	return o.waitFor(ctx, "waiting for the node", func() (Owned, bool, error) {
+		if o.cur.Path != "" {
+			return o.cur, true, nil
+		}
+		return Owned{}, false, o.lastErr
+	})
+}
+
+// Verify checks with the server that the current node is there and, when
+// ephemeral, belongs to the current session (the owner check a leader
+// latch makes before it leads), and returns it when it is. When it is
+// not, it has the node made again (a node under our name that another
+// session owns is not ours) and checks the new one; errors as Await.
+func (o *OwnedNode) Verify(ctx context.Context) (Owned, error) {
+	if ctx == nil {
+		return Owned{}, fmt.Errorf("%w: nil context", ErrInvalidArgument)
+	}
+	for {
+		if err := o.usable(); err != nil {
+			return Owned{}, err
+		}
+		if err := o.c.WaitConnected(ctx); err != nil {
+			return Owned{}, Namedf(o.spec.What, "verifying the node: %w", err)
+		}
+		snap := o.c.Snapshot()
+		cur, err := o.Await(ctx)
+		if err != nil {
+			return Owned{}, err
+		}
+		ok, err := o.owns(ctx, cur, o.c.conn.SessionID())
+		switch {
+		case err != nil:
+			return Owned{}, err
+		case ok:
+			return cur, nil
+		}
+		o.poke()
+		o.mu.Lock()
+		ch, same := o.changed, o.cur == cur
+		o.mu.Unlock()
+		if !same {
+			continue
+		}
+		select {
+		case <-ch: // the node changed: look again
+		case <-snap.Changed: // so did the connection
+		case <-ctx.Done():
+			return Owned{}, Namedf(o.spec.What, "verifying the node: %w", ctx.Err())
+		case <-o.c.closeCh:
+			return Owned{}, ErrClientClosed
+		}
+	}
+}
+
+// owns asks the server whether n exists and, when ephemeral, belongs to
+// session sid.
+func (o *OwnedNode) owns(ctx context.Context, n Owned, sid int64) (bool, error) {
+	var (
+		ok bool
+		st *zk.Stat
+	)
+	err := o.c.Retry(ctx, func() error {
+		var err error
+		ok, st, err = o.c.Exists(ctx, n.Path)
+		return err
+	})
+	switch {
+	case err != nil:
+		return false, Namedf(o.spec.What, "checking %s: %w", o.c.StripNamespace(n.Path), err)
+	case !ok:
+		return false, nil
+	}
+	return !o.ephemeral || st.EphemeralOwner == sid, nil
+}
+
+// SetData records data as the node's data, at once and whatever happens
+// next (a node made later is made with it), and waits within ctx until
+// the node holds it. It returns an error wrapping ctx.Err() when ctx ends
+// first (the data is still written in the background), ErrClosed after
+// Close.
+func (o *OwnedNode) SetData(ctx context.Context, data []byte) error {
+	if ctx == nil {
+		return fmt.Errorf("%w: nil context", ErrInvalidArgument)
+	}
+	o.mu.Lock()
+	if o.closed {
+		o.mu.Unlock()
+		return Namedf(o.spec.What, "set data: %w", ErrClosed)
+	}
+	o.data = append([]byte(nil), data...)
+	o.dataGen++
+	g := o.dataGen
+	o.mu.Unlock()
+	o.poke()
+	_, err := o.waitFor(ctx, "writing the data", func() (Owned, bool, error) {
+		if o.cur.Path != "" && o.wrote >= g {
+			return o.cur, true, nil
+		}
+		return Owned{}, false, nil
+	})
+	return err
+}
+
+// Listen calls fn with the current node, if there is one, then with each
+// node made after it (a node made again after a deletion or a lost
+// session, which for a sequential node has a new path), in order, on a
+// goroutine of its own. The returned function removes the listener.
+func (o *OwnedNode) Listen(fn func(Owned)) (remove func()) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if o.cur.Path == "" {
+		return o.listeners.Listen(fn)
+	}
+	return o.listeners.ListenFirst(fn, o.cur)
+}
+
+// Close stops keeping the node and deletes it with a guaranteed delete
+// (when the delete cannot be made now it goes on in the background until
+// it succeeds or the session ends), waiting for that within ctx. A node
+// at a fixed path that belongs to another session is left to it. It is
+// safe to call more than once.
+func (o *OwnedNode) Close(ctx context.Context) error {
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	o.mu.Lock()
+	if o.closed {
+		o.mu.Unlock()
+		return nil
+	}
+	o.closed = true
+	o.broadcast()
+	o.mu.Unlock()
+	o.cancel()
+	select {
+	case <-o.done:
+	case <-ctx.Done():
+		go func() { <-o.done; o.finish(context.Background()) }()
+		return Namedf(o.spec.What, "close: %w", ctx.Err())
+	}
+	return o.finish(ctx)
+}
+
+// finish deletes the node once the loop has ended.
+func (o *OwnedNode) finish(ctx context.Context) error {
+	defer o.listeners.Close()
+	o.mu.Lock()
+	cur, mine, sweep := o.cur, o.mine, o.sweep
+	o.cur = Owned{}
+	o.mu.Unlock()
+	if cur.Path == "" || !mine {
+		return nil
+	}
+	o.forget(cur, sweep)
+	sid := cur.Session
+	if !o.ephemeral {
+		sid = 0 // a persistent node outlives its session
+	}
+	if err := o.c.GuaranteedDelete(ctx, cur.Path, sid); err != nil && !errors.Is(err, ErrClosed) {
+		return Namedf(o.spec.What, "%w", err)
+	}
+	return nil
+}
+
+// forget stops tracking cur, and sweeps for a late copy of its protected
+// create.
+func (o *OwnedNode) forget(cur Owned, sweep string) {
+	if o.ephemeral {
+		o.c.untrack(cur.Path)
+	}
+	if sweep != "" {
+		o.c.cleanupProtected(o.parent, sweep, cur.Session)
+	}
+}
+
+func (o *OwnedNode) usable() error {
+	if err := o.c.check(); err != nil {
+		return err
+	}
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if o.closed {
+		return Namedf(o.spec.What, "%w", ErrClosed)
+	}
+	return nil
+}
+
+// waitFor waits until cond, called under o.mu, holds or fails.
+func (o *OwnedNode) waitFor(ctx context.Context, what string, cond func() (Owned, bool, error)) (Owned, error) {
+	if ctx == nil {
+		return Owned{}, fmt.Errorf("%w: nil context", ErrInvalidArgument)
+	}
+	for {
+		if err := o.c.check(); err != nil {
+			return Owned{}, err
+		}
+		o.mu.Lock()
+		n, ok, err := cond()
+		closed, ch := o.closed, o.changed
+		o.mu.Unlock()
+		switch {
+		case ok:
+			return n, nil
+		case err != nil:
+			return Owned{}, Namedf(o.spec.What, "%w", err)
+		case closed:
+			return Owned{}, Namedf(o.spec.What, "%s: %w", what, ErrClosed)
+		}
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			return Owned{}, Namedf(o.spec.What, "%s: %w", what, ctx.Err())
+		case <-o.c.closeCh:
+			return Owned{}, ErrClientClosed
+		}
+	}
+}
+
+// broadcast wakes the waiters; o.mu is held.
+func (o *OwnedNode) broadcast() {
+	close(o.changed)
+	o.changed = make(chan struct{})
+}
+
+// poke makes the loop look again.
+func (o *OwnedNode) poke() {
+	select {
+	case o.kick <- struct{}{}:
+	default:
+	}
+}
+
+// run is the background loop: it brings the node to what it must be,
+// then waits for its watch, a state change, a poke or the end.
+func (o *OwnedNode) run(ctx context.Context) {
+	defer close(o.done)
+	c := o.c
+	var (
+		retry backoff.BackOff
+		w     ownedWatch
+	)
+	for {
+		if ctx.Err() != nil || c.check() != nil {
+			return
+		}
+		snap := c.Snapshot()
+		var pause *time.Timer
+		if snap.State.IsConnected() {
+			err := o.step(ctx, snap, &w)
+			switch {
+			case ctx.Err() != nil || errors.Is(err, ErrClosed):
+				return
+			case err == nil:
+				retry = nil
+			default:
+				c.log.Warn("zkrecipes: keeping a node of ours failed; trying again", "what", o.spec.What, "err", err)
+				if retry == nil {
+					retry = c.cfg.retry()
+				}
+				d := retry.NextBackOff()
+				if d == backoff.Stop {
+					retry, d = nil, time.Second
+				}
+				pause = time.NewTimer(d)
+			}
+		}
+		var paused <-chan time.Time
+		if pause != nil {
+			paused = pause.C
+		}
+		select {
+		case <-w.ch:
+			w = ownedWatch{}
+		case <-paused:
+		case <-snap.Changed:
+		case <-o.kick:
+		case <-ctx.Done():
+		case <-c.closeCh:
+		}
+		if pause != nil {
+			pause.Stop()
+		}
+	}
+}
+
+// ownedWatch is the watch the loop left on the node.
+type ownedWatch struct {
+	path string
+	sid  int64
+	ch   <-chan zk.Event
+}
+
+// step makes the node exist, be ours and hold the latest data, and leaves
+// a watch on it in *w (kept while it has not fired).
+func (o *OwnedNode) step(ctx context.Context, snap Snapshot, w *ownedWatch) error {
+	c := o.c
+	for {
+		o.mu.Lock()
+		cur, data, dgen, wrote, sweep := o.cur, o.data, o.dataGen, o.wrote, o.sweep
+		o.mu.Unlock()
+		if cur.Path == "" {
+			if err := o.create(ctx, data, dgen); err != nil {
+				o.mu.Lock()
+				if !IsRetryable(err) && !errors.Is(err, zk.ErrSessionExpired) && !errors.Is(err, ErrSessionLost) && ctx.Err() == nil {
+					o.lastErr = err
+					o.broadcast()
+				}
+				o.mu.Unlock()
+				return err
+			}
+			continue
+		}
+		var (
+			ok  bool
+			st  *zk.Stat
+			err error
+		)
+		if w.path == cur.Path && w.sid == snap.SessionID && w.ch != nil {
+			ok, st, err = c.Exists(ctx, cur.Path)
+		} else {
+			var ch <-chan zk.Event
+			ok, st, ch, err = c.ExistsW(ctx, cur.Path)
+			if err == nil {
+				*w = ownedWatch{path: cur.Path, sid: snap.SessionID, ch: ch}
+			}
+		}
+		if err != nil {
+			return err
+		}
+		switch {
+		case !ok:
+			c.log.Warn("zkrecipes: a node of ours is gone (deleted, or with its session); making it again",
+				"what", o.spec.What, "node", c.StripNamespace(cur.Path))
+			o.drop(cur, sweep)
+			continue
+		case o.ephemeral && st.EphemeralOwner != c.conn.SessionID():
+			o.mu.Lock()
+			leftover := o.mine && cur.Session == st.EphemeralOwner
+			o.mu.Unlock()
+			switch {
+			case leftover:
+				// Made by an older session of ours that the server keeps.
+				c.log.Warn("zkrecipes: a node of ours belongs to an older session of ours; deleting it and making a new one",
+					"what", o.spec.What, "node", c.StripNamespace(cur.Path), "owner", fmt.Sprintf("0x%x", st.EphemeralOwner))
+				if err := c.Delete(ctx, cur.Path, st.Version); err != nil && !errors.Is(err, zk.ErrNoNode) {
+					return err
+				}
+				o.drop(cur, sweep)
+				continue
+			case o.protectedOrSequential():
+				// Our name, another session's node: not ours (CURATOR-696).
+				c.log.Warn("zkrecipes: a node of ours belongs to another session; making a new one",
+					"what", o.spec.What, "node", c.StripNamespace(cur.Path), "owner", fmt.Sprintf("0x%x", st.EphemeralOwner))
+				o.drop(cur, sweep)
+				continue
+			}
+			return nil // another session's node at our path: taken over once it goes
+		}
+		if wrote < dgen {
+			_, err := c.Set(ctx, cur.Path, data, -1)
+			switch {
+			case errors.Is(err, zk.ErrNoNode):
+				continue // the next look makes it again
+			case err != nil:
+				return err
+			}
+			o.mu.Lock()
+			if o.cur == cur && o.wrote < dgen {
+				o.wrote = dgen
+				o.broadcast()
+			}
+			o.mu.Unlock()
+			continue // the write fired the watch: look again
+		}
+		return nil
+	}
+}
+
+// protectedOrSequential reports whether each node has a name of its own,
+// which no other session can have made.
+func (o *OwnedNode) protectedOrSequential() bool { return o.spec.Protected || o.sequential }
+
+// drop forgets cur, a node that is gone or not ours.
+func (o *OwnedNode) drop(cur Owned, sweep string) {
+	o.mu.Lock()
+	if o.cur != cur {
+		o.mu.Unlock()
+		return
+	}
+	o.cur, o.mine, o.sweep = Owned{}, false, ""
+	o.broadcast()
+	o.mu.Unlock()
+	o.forget(cur, sweep)
+}
+
+// create makes a node with data (data generation dgen).
+func (o *OwnedNode) create(ctx context.Context, data []byte, dgen uint64) error {
+	c := o.c
+	if o.spec.Protected {
+		p, sid, lost, err := c.createProtectedMode(ctx, o.parent, NewUUID(), o.name, data, o.spec.Mode)
+		if err != nil {
+			return err
+		}
+		sweep := ""
+		if lost {
+			_, n := SplitPath(p)
+			sweep = protectedPrefixOf(n)
+		}
+		o.made(p, sid, true, dgen, sweep)
+		return nil
+	}
+	for {
+		sid := c.conn.SessionID()
+		p, err := c.CreateMakingParents(ctx, o.spec.Path, data, o.spec.Mode)
+		switch {
+		case err == nil:
+			if !o.ephemeral {
+				sid = 0
+			} else if cur := c.conn.SessionID(); cur != sid {
+				// Queued while disconnected and sent in a newer session.
+				owner, oerr := c.ownerOf(ctx, p)
+				if oerr != nil {
+					if errors.Is(oerr, zk.ErrNoNode) {
+						continue
+					}
+					return oerr
+				}
+				sid = owner
+			}
+			o.made(p, sid, true, dgen, "")
+			return nil
+		case errors.Is(err, zk.ErrNoNode):
+			if err := c.EnsureContainers(ctx, o.parent); err != nil {
+				return err
+			}
+		case errors.Is(err, zk.ErrNodeExists) && !o.sequential:
+			// Made by an attempt of ours whose reply was lost, by an
+			// older session of ours, or by someone else: take it over
+			// (the data is written to it; an ephemeral node of another
+			// session is waited for until it goes).
+			ok, st, err := c.Exists(ctx, o.spec.Path)
+			switch {
+			case err != nil:
+				return err
+			case !ok:
+				continue
+			}
+			owner := st.EphemeralOwner
+			mine := !o.ephemeral || owner == c.conn.SessionID()
+			if !mine {
+				c.log.Warn("zkrecipes: our node's path is taken by another session; waiting for it to go",
+					"what", o.spec.What, "node", c.StripNamespace(o.spec.Path), "owner", fmt.Sprintf("0x%x", owner))
+			}
+			o.made(o.spec.Path, owner, mine, 0, "")
+			return nil
+		default:
+			return fmt.Errorf("create %s: %w", c.StripNamespace(o.spec.Path), explain(err))
+		}
+	}
+}
+
+// made records a new node.
+func (o *OwnedNode) made(path string, sid int64, mine bool, dgen uint64, sweep string) {
+	o.mu.Lock()
+	o.gen++
+	o.cur = Owned{Path: path, Session: sid, Gen: o.gen}
+	o.mine, o.wrote, o.sweep, o.lastErr = mine, dgen, sweep, nil
+	n := o.cur
+	o.broadcast()
+	o.listeners.Post(n)
+	o.mu.Unlock()
+	if o.ephemeral && mine {
+		o.c.track(path, sid)
+	}
+	if n.Recreated() {
+		o.c.log.Warn("zkrecipes: a node of ours was made again", "what", o.spec.What, "node", o.c.StripNamespace(path))
+	}
+}

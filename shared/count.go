@@ -1,0 +1,151 @@
+package shared
+
+import (
+	"context"
+	"encoding/binary"
+	"fmt"
+	"math"
+
+	"github.com/zkrecipes/zkrecipes/recipes"
+)
+
+// SharedCount is Curator's SharedCount: an int shared by every process,
+// kept in a persistent node as Curator keeps it (4 bytes, big-endian, so
+// a value fits in 32 bits), on top of the same machinery as SharedValue.
+// Start it before use and Close it when done.
+type SharedCount struct {
+	v cell[int]
+}
+
+// NewSharedCount returns the shared count at path, whose node Start
+// creates with seed when it does not exist. It does not touch ZooKeeper.
+// A seed that does not fit in 32 bits is refused (ErrInvalidArgument).
+func NewSharedCount(c *recipes.Client, path string, seed int, opts ...Option) (*SharedCount, error) {
+	data, err := encodeCount(seed)
+	if err != nil {
+		return nil, err
+	}
+	s := &SharedCount{}
+	if err := s.v.init(c, path, "shared count", data, seed, countCodec{}, opts); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+// countCodec is Curator's format: 4 bytes, big-endian.
+type countCodec struct{}
+
+func (countCodec) encode(v int) ([]byte, error) { return encodeCount(v) }
+func (countCodec) decode(b []byte) (int, error) { return decodeCount(b) }
+func (countCodec) equal(a, b int) bool          { return a == b }
+func (countCodec) clone(v int) int              { return v }
+
+func encodeCount(v int) ([]byte, error) {
+	if v < math.MinInt32 || v > math.MaxInt32 {
+		return nil, fmt.Errorf("%w: shared count %d does not fit in 32 bits", recipes.ErrInvalidArgument, v)
+	}
+	b := make([]byte, 4)
+	binary.BigEndian.PutUint32(b, uint32(int32(v)))
+	return b, nil
+}
+
+func decodeCount(b []byte) (int, error) {
+	if len(b) != 4 {
+		return 0, fmt.Errorf("%w: a shared count is 4 bytes, not %d", recipes.ErrInvalidArgument, len(b))
+	}
+	return int(int32(binary.BigEndian.Uint32(b))), nil
+}
+
+func (s *SharedCount) ok() bool { return s != nil && s.v.c != nil }
+
+func (s *SharedCount) notMade() error { return notMade("SharedCount", "NewSharedCount") }
+
+// Start creates the node with the seed when it does not exist (its
+// missing parents as containers, as Curator does), reads the count and
+// starts following the node: the cache is read again at every change and
+// after every reconnection. It returns ErrAlreadyStarted when started,
+// ErrClosed after Close, and an error wrapping ctx.Err() when ctx ends
+// first; a node that does not hold 4 bytes is refused
+// (ErrInvalidArgument). A failed Start creates nothing.
+func (s *SharedCount) Start(ctx context.Context) error {
+	if !s.ok() {
+		return s.notMade()
+	}
+	return s.v.start(ctx)
+}
+
+// Close stops following the node and removes the listeners, waiting for
+// that within ctx. The node stays. It is safe to call more than once, and
+// before Start.
+func (s *SharedCount) Close(ctx context.Context) error {
+	if !s.ok() {
+		return s.notMade()
+	}
+	return s.v.close(ctx)
+}
+
+// Path returns the path as given to NewSharedCount.
+func (s *SharedCount) Path() string {
+	if !s.ok() {
+		return ""
+	}
+	return s.v.path
+}
+
+// Get returns the current value (cached; refreshed by a watch). Before
+// Start it is the seed.
+func (s *SharedCount) Get() int { return s.GetVersioned().Value }
+
+// GetVersioned returns the current value with its node version, for
+// TrySet. Before Start it is the seed, at version -1.
+func (s *SharedCount) GetVersioned() VersionedValue[int] {
+	if !s.ok() {
+		return VersionedValue[int]{Version: -1}
+	}
+	return s.v.getVersioned()
+}
+
+// TrySet sets the count to v only if the node is still at prev's version
+// (optimistic concurrency: of several clients setting from the same
+// version, exactly one wins). It reports whether it won; on a stale
+// version the cache is read again, so GetVersioned gives the value to try
+// from next. It returns ErrNotStarted before Start, ErrClosed after Close
+// and ErrInvalidArgument for a value that does not fit in 32 bits.
+func (s *SharedCount) TrySet(ctx context.Context, prev VersionedValue[int], v int) (bool, error) {
+	if !s.ok() {
+		return false, s.notMade()
+	}
+	return s.v.trySet(ctx, prev, v)
+}
+
+// Set sets the count to v whatever the version (making the node again,
+// with its parents, if it was deleted). It returns ErrNotStarted before
+// Start, ErrClosed after Close and ErrInvalidArgument for a value that
+// does not fit in 32 bits.
+func (s *SharedCount) Set(ctx context.Context, v int) error {
+	if !s.ok() {
+		return s.notMade()
+	}
+	return s.v.set(ctx, v)
+}
+
+// Listen calls fn with the current count (once known: after Start), then
+// with every new version of the node, in order, on a goroutine of its own
+// (a slow fn never blocks the count or the client). The returned function
+// removes the listener; Close removes them all.
+func (s *SharedCount) Listen(fn func(VersionedValue[int])) (remove func()) {
+	if !s.ok() {
+		return func() {}
+	}
+	return s.v.listen(fn)
+}
+
+// Subscribe returns a channel that receives the current count (once
+// known: after Start), then every new version, in order, queued without
+// bound; the returned function, or Close, closes it.
+func (s *SharedCount) Subscribe() (<-chan VersionedValue[int], func()) {
+	if !s.ok() {
+		return closedChan[VersionedValue[int]](), func() {}
+	}
+	return s.v.subscribe()
+}
