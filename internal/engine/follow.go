@@ -311,6 +311,7 @@ type Follower struct {
 	waiting     []*followRead // failed: due again at their .at
 	pending     int           // reads not yet run well once
 	initialised bool
+	watched     bool // a read left watches in this session (they go with it)
 }
 
 // NewFollower returns a Follower that reports to onEvent (nil: to
@@ -519,18 +520,15 @@ func (f *Follower) fired(it followItem) {
 
 // newSession forgets every watch and reads everything again.
 func (f *Follower) newSession(had bool) {
-	watched := false
 	for _, rd := range f.reads {
-		if len(rd.w.armed) > 0 {
-			watched = true
-		}
 		rd.w.forget()
 	}
-	if had && watched {
+	if had && f.watched {
 		// What changed between the old session's watches and the next
 		// reads was not seen as it happened; those reads see the result.
 		f.c.log.Warn("zkrecipes: watches dropped with the session; reading again", "what", f.what)
 	}
+	f.watched = false
 	f.all()
 }
 
@@ -596,6 +594,9 @@ func (f *Follower) runDirty(ctx context.Context) error {
 		case err == nil:
 			rd.w.fired = nil
 			rd.retry = nil
+			if len(rd.w.armed) > 0 {
+				f.watched = true
+			}
 			if !rd.ok && !rd.removed {
 				rd.ok = true
 				f.pending--
