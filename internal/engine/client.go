@@ -198,9 +198,14 @@ func newClient(cfg Config) *Client {
 // event takes one event of the connection: a watch's goes to the
 // followers at once (before go-zookeeper hands it to the watch's channel,
 // and before the reply to any later request is read), every one to the
-// state machine.
+// state machine. An adopted connection's events come late through its
+// event channel (which drops them when full): there, each watch hears its
+// own channel instead (see backstop), since an event this late could
+// reach a watch set again after it fired.
 func (c *Client) event(ev zk.Event) {
-	c.hub.dispatch(ev)
+	if !c.adopted {
+		c.hub.dispatch(ev)
+	}
 	c.inbox.push(ev)
 }
 

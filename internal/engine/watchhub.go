@@ -157,13 +157,14 @@ func (h *watchHub) fire(r *watchReg, ev zk.Event) {
 	}
 }
 
-// backstop makes sure r hears its watch on an adopted connection, whose
-// events reach the hub through go-zookeeper's event channel, which drops
+// backstop makes r hear its watch on an adopted connection, whose events
+// reach the Client late, through go-zookeeper's event channel, which drops
 // events when it is full: a goroutine waits on the watch's own channel
-// (which go-zookeeper never drops) until it fires, the connection drops
-// the watch (the session ended or the connection closed) or the client
-// closes. A connection Connect dialled needs none: its event callback
-// sees every event.
+// (which go-zookeeper never drops, and which is this watch's alone) until
+// it fires, the connection drops the watch (the session ended or the
+// connection closed) or the client closes. A connection Connect dialled
+// needs none: its event callback sees every event in order with the
+// replies.
 func (c *Client) backstop(r *watchReg, ch <-chan zk.Event) {
 	if !c.adopted || ch == nil {
 		return
