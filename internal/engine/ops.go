@@ -155,6 +155,9 @@ type (
 // Create creates a node with the ACL the client's provider gives for it.
 // A create whose reply arrives after ctx ended deletes what it made.
 func (c *Client) Create(ctx context.Context, path string, data []byte, flags int32) (string, error) {
+	if created, err, ok := c.wireCreate(ctx, path, data, flags); ok {
+		return created, err
+	}
 	return send(c, ctx, reqCreate, func() (string, error) {
 		c.stats.creates.Add(1)
 		return c.conn.Create(path, data, flags, c.ACL(path))
@@ -180,6 +183,9 @@ func (c *Client) undoCreate(path string, err error) {
 
 // Delete deletes a node (version -1 for any).
 func (c *Client) Delete(ctx context.Context, path string, version int32) error {
+	if err, ok := c.wireDelete(ctx, path, version); ok {
+		return err
+	}
 	_, err := send(c, ctx, reqDelete, func() (struct{}, error) {
 		c.stats.deletes.Add(1)
 		return struct{}{}, c.conn.Delete(path, version)
@@ -189,6 +195,9 @@ func (c *Client) Delete(ctx context.Context, path string, version int32) error {
 
 // Get reads a node's data.
 func (c *Client) Get(ctx context.Context, path string) ([]byte, *zk.Stat, error) {
+	if data, st, err, ok := c.wireGet(ctx, path); ok {
+		return data, st, err
+	}
 	r, err := send(c, ctx, reqGetData, func() (pair[[]byte, *zk.Stat], error) {
 		c.stats.getData.Add(1)
 		d, st, err := c.conn.Get(path)
@@ -212,6 +221,9 @@ func (c *Client) GetW(ctx context.Context, path string) ([]byte, *zk.Stat, <-cha
 
 // Exists reports whether a node exists.
 func (c *Client) Exists(ctx context.Context, path string) (bool, *zk.Stat, error) {
+	if there, st, err, ok := c.wireExists(ctx, path); ok {
+		return there, st, err
+	}
 	r, err := send(c, ctx, reqExists, func() (pair[bool, *zk.Stat], error) {
 		c.stats.exists.Add(1)
 		ok, st, err := c.conn.Exists(path)
@@ -235,6 +247,9 @@ func (c *Client) ExistsW(ctx context.Context, path string) (bool, *zk.Stat, <-ch
 
 // Children lists a node's children; the Stat is the parent's.
 func (c *Client) Children(ctx context.Context, path string) ([]string, *zk.Stat, error) {
+	if kids, st, err, ok := c.wireChildren(ctx, path); ok {
+		return kids, st, err
+	}
 	r, err := send(c, ctx, reqChildren, func() (pair[[]string, *zk.Stat], error) {
 		c.stats.children.Add(1)
 		kids, st, err := c.conn.Children(path)
@@ -258,6 +273,9 @@ func (c *Client) ChildrenW(ctx context.Context, path string) ([]string, *zk.Stat
 
 // Set writes a node's data.
 func (c *Client) Set(ctx context.Context, path string, data []byte, version int32) (*zk.Stat, error) {
+	if st, err, ok := c.wireSet(ctx, path, data, version); ok {
+		return st, err
+	}
 	return send(c, ctx, reqSetData, func() (*zk.Stat, error) {
 		c.stats.setData.Add(1)
 		return c.conn.Set(path, data, version)
@@ -268,6 +286,9 @@ func (c *Client) Set(ctx context.Context, path string, data []byte, version int3
 // leader on path, so that a read after it sees every write committed
 // before it (a follower may lag behind).
 func (c *Client) Sync(ctx context.Context, path string) error {
+	if err, ok := c.wireSync(ctx, path); ok {
+		return err
+	}
 	_, err := send(c, ctx, reqSync, func() (string, error) {
 		c.stats.syncs.Add(1)
 		return c.conn.Sync(path)
