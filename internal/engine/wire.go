@@ -69,6 +69,7 @@ type Wire struct {
 	shut       atomic.Bool              // stop: refuse dials, the last one cut
 	lastXid    atomic.Int32             // the last xid go-zookeeper sent a request with
 	auths      atomic.Int32             // credentials added: go-zookeeper re-sends them on each connection
+	made       atomic.Uint64            // requests the Wire made itself (wirecall.go)
 }
 
 // wireEpoch anchors the monotonic times a Wire stores.

@@ -184,9 +184,15 @@ func (c *wireConn) call(ctx context.Context, op int32, frame []byte, late func(*
 	binary.BigEndian.PutUint32(frame[4:8], uint32(xid))
 	binary.BigEndian.PutUint32(frame[8:12], uint32(op))
 	c.sentFrames(frame, wireNow(), true)
-	stop := context.AfterFunc(ctx, c.pokeWrite)
+	c.w.made.Add(1)
+	var stop func() bool
+	if ctx.Done() != nil {
+		stop = context.AfterFunc(ctx, c.pokeWrite)
+	}
 	_, err := c.Conn.Write(frame)
-	stop()
+	if stop != nil {
+		stop()
+	}
 	c.mu.Lock()
 	c.writing = false
 	poked := c.poked
@@ -417,12 +423,19 @@ func wirePath(path string) bool {
 
 // ---------------------------------------------------------------- engine
 
-// wireFor returns the Wire's connection when a request with ctx goes
-// through the Wire: ctx can end (with one that cannot, the caller's
-// goroutine makes the request on go-zookeeper, which costs no hand-off
-// either) and the Wire can send now. nil: ask go-zookeeper.
+// WireRequests returns how many requests the Wire made itself (the others
+// went through go-zookeeper's calls); tests read it.
+func (c *Client) WireRequests() uint64 {
+	if c == nil || c.wire == nil {
+		return 0
+	}
+	return c.wire.made.Load()
+}
+
+// wireFor returns the Wire's connection when a request goes through the
+// Wire: when the Wire can send now. nil: ask go-zookeeper.
 func (c *Client) wireFor(ctx context.Context) *wireConn {
-	if c == nil || c.conn == nil || ctx == nil || ctx.Done() == nil {
+	if c == nil || c.conn == nil || ctx == nil {
 		return nil
 	}
 	return c.wire.ready()
