@@ -56,12 +56,18 @@ func (s Stats) Sub(o Stats) Stats {
 // Client they return ErrNilClient, on a closed one ErrClosed.
 //
 // Each returns when its reply arrives or ctx ends, whichever comes first,
-// even while the request is in flight on a stalled link: go-zookeeper
-// cannot cancel a request, so a goroutine of the client's waits for the
-// reply and drops it. A create whose reply comes after ctx ended deletes
-// the node it made, so that a caller told "ctx ended" is left nothing.
-// When ctx ends the error is ctx.Err() itself (the caller says what it
-// was doing).
+// even while the request is in flight on a stalled link. go-zookeeper
+// cannot cancel a request, so the requests that set no watch (Create,
+// Delete, Get, Exists, Children, Set, Sync) go through the client's Wire
+// when it can send them: it writes them from the caller's goroutine and
+// hands the caller the reply, which the caller waits for or for ctx (see
+// wirecall.go). Otherwise (a watch, a multi, auth, no Wire, or a
+// connection not ready), with a ctx that can end, a goroutine of the
+// client's makes the request on go-zookeeper, and drops the reply that
+// comes after ctx ended. A create whose reply comes after ctx ended
+// deletes the node it made, so that a caller told "ctx ended" is left
+// nothing. When ctx ends the error is ctx.Err() itself (the caller says
+// what it was doing).
 
 // send runs req, a go-zookeeper request, and returns its reply, or
 // ctx.Err() when ctx ends first (late then gets the reply, if it is not

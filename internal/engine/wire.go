@@ -407,6 +407,8 @@ func (c *wireConn) sentFrames(p []byte, now int64, own bool) []byte {
 			}
 			if int32(binary.BigEndian.Uint32(h.hdr[8:12])) != opSetAuth {
 				c.sendLoop = true
+			} else if c.w.auths.Load() == 0 {
+				c.w.auths.Store(1) // credentials added on the zk.Conn itself
 			}
 		}
 		c.mu.Lock()
