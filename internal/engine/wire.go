@@ -49,6 +49,10 @@ import (
 // starts the count again from 0, as go-zookeeper does. go-zookeeper hands
 // no reply's zxid to its callers, so they see no difference.
 //
+// Wire also makes the requests that set no watch itself, so that a caller
+// can wait for the reply or for its ctx without a goroutine hand-off: see
+// wirecall.go.
+//
 // Connect always dials through a Wire (around the WithDialer dialer, if
 // given). To give NewClient the same knowledge for a connection you make
 // yourself, dial through one and pass it with WithWire:

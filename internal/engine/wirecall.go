@@ -26,7 +26,11 @@ import (
 // reply frame, but with its xid rewritten to that of a ping's reply
 // (-2), which go-zookeeper ignores. Nothing else changes on the wire: the
 // server sees requests of this session on this connection, answered in
-// order, so a caller's request goes after every request it made before.
+// order, so a caller's request goes after every request it made before
+// and saw answered. (A request abandoned on go-zookeeper's path while it
+// still waited in go-zookeeper's queue, its ctx ended, may go out after a
+// later request of the Wire's; its outcome was unknown to its caller
+// anyway, and an abandoned create's node is deleted when its reply comes.)
 //
 // xids: go-zookeeper numbers its requests 1, 2, 3, ... The Wire numbers
 // its own 2^30 ahead of the last xid go-zookeeper sent, so the first byte

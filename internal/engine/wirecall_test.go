@@ -20,9 +20,11 @@ import (
 func TestWireRequestsMatchGoZookeeper(t *testing.T) {
 	zkc := zktest.Start(t)
 	e := engine.Of(connect(t, zkc.Servers()))
-	conn := e.Conn()
+	conn, _, err := zk.Connect(zkc.Servers(), 10*time.Second, zk.WithLogInfo(false))
+	require.NoError(t, err)
+	defer conn.Close()
 	acl := zk.WorldACL(zk.PermAll)
-	_, err := conn.Create("/wm", []byte("parent"), 0, acl)
+	_, err = conn.Create("/wm", []byte("parent"), 0, acl)
 	require.NoError(t, err)
 	_, err = conn.Create("/wm/nil", nil, 0, acl)
 	require.NoError(t, err)
