@@ -17,12 +17,14 @@ import (
 // The uncontended cycle against a real server, ours and the raw requests
 // it makes, for allocations and client CPU per op (-benchmem, -cpuprofile).
 // Round trips dominate the time; examples/bench compares the two sides in
-// interleaved rounds, which is the figure to quote. With a cancellable ctx,
-// each request (Lock's create and children, Unlock's delete) is made by a
-// goroutine of the client's while the caller waits for it or for ctx
-// (go-zookeeper cannot abandon a request in flight, and the call must
-// still honour ctx): more goroutine wake-ups per request than with
-// context.Background(), whose requests are made in the caller's goroutine.
+// interleaved rounds, which is the figure to quote. Lock's create and
+// children and Unlock's delete set no watch, so the client's Wire makes
+// them itself, from the caller's goroutine, whatever the ctx: it writes
+// the request and hands the caller the reply, and the caller waits for
+// that or for ctx (go-zookeeper cannot abandon a request in flight, and
+// the call must still honour ctx). A cancellable ctx then costs no
+// goroutine hand-off, only an AfterFunc on ctx while the request is
+// written (see internal/engine/wirecall.go).
 //
 //	go test -run XXX -bench LockUnlock -benchmem ./mutex/
 

@@ -62,7 +62,7 @@ func TestBackgroundEventsAreLoggedAtWarn(t *testing.T) {
 	require.NoError(t, err)
 	require.NoError(t, admin.Delete(ctx, latch.Node(), -1))
 	testutil.Eventually(t, 10*time.Second, "the recreated latch node logged", func() bool {
-		return log.has("participant's node is gone")
+		return log.has("a node of ours is gone")
 	})
 }
 

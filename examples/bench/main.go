@@ -17,9 +17,10 @@
 //     round too, with its own target: ours/baseline <= 1.10 (cpu_pass in
 //     the RESULT line; -strict looks at the throughput ratio only). Ours
 //     gets the run's ctx, which can be cancelled; a third side runs the
-//     same loop with context.Background(), whose requests are made in the
-//     caller's goroutine, to show what honouring ctx costs
-//     (cpu_ratio_background, cpu_ctx_cost).
+//     same loop with context.Background(), which nothing can cancel, to
+//     show what honouring ctx costs (cpu_ratio_background, cpu_ctx_cost).
+//     Both make their requests in the caller's goroutine, through the
+//     client's Wire (see internal/engine/wirecall.go).
 //   - contended: -sessions sessions (separate Clients, resp. separate
 //     *zk.Conn) loop Lock;Unlock on one path for -duration per round; the
 //     baseline is go-zookeeper's own zk.NewLock. Target: ours/zk.Lock >= 1.0.
@@ -356,12 +357,14 @@ func (b *bench) uncontended(ctx context.Context) (string, bool, error) {
 		defer met.close()
 	}
 
-	// ours runs with the run's ctx, which can be cancelled: each request
-	// is then made by a goroutine of the client's while the caller waits
-	// for it or for ctx (see engine.send). The same loop with
-	// context.Background(), which nothing can cancel (as nothing can
-	// cancel the raw loop's requests), makes them in the caller's
-	// goroutine: a side of its own measures what honouring ctx costs.
+	// ours runs with the run's ctx, which can be cancelled: Lock and
+	// Unlock must return when it ends even while a request is in flight.
+	// The client's Wire writes each request from the caller's goroutine
+	// and hands it the reply, so the caller waits for the reply or for ctx
+	// without a goroutine hand-off (see internal/engine/wirecall.go). The
+	// same loop with context.Background(), which nothing can cancel (as
+	// nothing can cancel the raw loop's requests), is a side of its own:
+	// what honouring ctx costs is the difference.
 	loop := func(ctx context.Context, n int) error {
 		for range n {
 			if _, err := m.Acquire(ctx); err != nil {
@@ -497,7 +500,7 @@ func (b *bench) uncontended(ctx context.Context) (string, bool, error) {
 	fmt.Printf("server packets received per op (pings included): ours %s, baseline %s\n", oursPkts, basePkts)
 	fmt.Printf("client CPU per op (this process, user+system, median over rounds): ours %.0fµs, baseline %.0fµs\n",
 		median(oursCPUs), median(baseCPUs))
-	fmt.Printf("ours with context.Background() (requests in the caller's goroutine), the same rounds: CPU %.0fµs/op, %.3f of the raw loop's; ours (cancellable ctx) over it %.3f\n",
+	fmt.Printf("ours with context.Background(), the same rounds: CPU %.0fµs/op, %.3f of the raw loop's; ours (cancellable ctx) over it %.3f\n",
 		median(bgCPUs), median(bgRatios), median(ctxCosts))
 
 	addReport(reportRow{
@@ -509,12 +512,12 @@ func (b *bench) uncontended(ctx context.Context) (string, bool, error) {
 		workload: "cycle: client CPU per op, ours over the raw loop",
 		ours:     fmt.Sprintf("%.0f µs/op", median(oursCPUs)), base: fmt.Sprintf("%.0f µs/op", median(baseCPUs)),
 		ratio: cpuRatio, target: uncontendedCPUTarget, met: cpuOK, hasTarget: true, lowerBetter: true,
-		note: fmt.Sprintf("getrusage of this process while each side runs; the ctx is cancellable, so each request is made by a goroutine of the client's while Lock or Unlock waits for it or for ctx: the same loop with context.Background() in the same rounds, requests in the caller's goroutine, costs %.3f of the raw loop (see BenchmarkLockUnlock in package mutex)", median(bgRatios)),
+		note: fmt.Sprintf("getrusage of this process while each side runs; the ctx is cancellable, and Lock and Unlock return when it ends even while a request is in flight: the client's Wire makes each request in the caller's goroutine, who waits for the reply or for ctx; the same loop with context.Background() in the same rounds costs %.3f of the raw loop (see BenchmarkLockUnlock in package mutex)", median(bgRatios)),
 	}, reportRow{
 		workload: "cycle: client CPU per op, a cancellable ctx over context.Background()",
 		ours:     fmt.Sprintf("%.0f µs/op", median(oursCPUs)), base: fmt.Sprintf("%.0f µs/op", median(bgCPUs)),
 		ratio: median(ctxCosts), lowerBetter: true,
-		note: "what honouring ctx while a request is in flight costs: go-zookeeper's calls block until the reply, so a goroutine of the client's makes each request and the caller waits for it or for ctx",
+		note: "what honouring ctx while a request is in flight costs: go-zookeeper's calls block until the reply and cannot be abandoned, so the client's Wire writes each watch-free request itself, from the caller's goroutine, and hands it the reply; the caller waits for that or for ctx",
 	})
 	line := fmt.Sprintf("RESULT scenario=uncontended ours_ops=%.1f base_ops=%.1f ratio=%.4f target=%.2f pass=%t rounds=%d ops=%d %s server_pkts_per_op_ours=%s server_pkts_per_op_base=%s cpu_us_per_op_ours=%.1f cpu_us_per_op_base=%.1f cpu_ratio=%.4f cpu_target=%.2f cpu_pass=%t cpu_us_per_op_background=%.1f cpu_ratio_background=%.4f cpu_ctx_cost=%.4f",
 		median(ours), median(bases), ratio, uncontendedTarget, ok, f.rounds, f.ops, per.kv("op"), oursPkts.kv(), basePkts.kv(),

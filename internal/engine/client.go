@@ -310,6 +310,9 @@ func (c *Client) SessionID() int64 {
 // "user:password") to the session; go-zookeeper sends it again after every
 // reconnect.
 func (c *Client) AddAuth(ctx context.Context, scheme string, auth []byte) error {
+	if c != nil && c.wire != nil {
+		c.wire.auths.Add(1) // the Wire waits for go-zookeeper to re-send it on each connection
+	}
 	_, err := send(c, ctx, reqAddAuth, func() (struct{}, error) {
 		return struct{}{}, c.conn.AddAuth(scheme, auth)
 	}, nil)

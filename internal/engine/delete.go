@@ -42,6 +42,16 @@ func (c *Client) GuaranteedDelete(ctx context.Context, path string, sid int64) e
 	if ctx.Done() == nil { // nothing to honour: no goroutine needed
 		return c.deleteNow(path, sid)
 	}
+	// The Wire's requests can be abandoned (see wirecall.go): the caller's
+	// goroutine makes the delete, and when ctx ends first the worker makes
+	// sure of it.
+	if err, ok := c.wireDelete(ctx, path, -1); ok {
+		if err != nil && errors.Is(err, ctx.Err()) {
+			c.deleteInBackground(path, sid, nil)
+			return nil // the delete goes on
+		}
+		return c.afterDelete(path, sid, deleted(path, err))
+	}
 	// go-zookeeper's requests cannot be abandoned, so the delete is made on
 	// another goroutine while we wait for it or for ctx: the client's
 	// delete goroutine when it is idle (it lives as long as the client: a
@@ -107,7 +117,12 @@ func (c *Client) deleteLoop() {
 
 // deleteNow tries once and hands a connection failure to the worker.
 func (c *Client) deleteNow(path string, sid int64) error {
-	err := c.deleteOnce(path)
+	return c.afterDelete(path, sid, c.deleteOnce(path))
+}
+
+// afterDelete reports the outcome of a delete attempt (as deleteOnce
+// reports it), and hands a connection failure to the worker.
+func (c *Client) afterDelete(path string, sid int64, err error) error {
 	switch {
 	case err == nil || errors.Is(err, zk.ErrSessionExpired):
 		return nil
@@ -150,7 +165,12 @@ func (c *Client) deleteInBackground(path string, sid int64, res chan<- error) bo
 
 // deleteOnce deletes path; a missing node counts as success.
 func (c *Client) deleteOnce(path string) error {
-	err := c.Delete(context.Background(), path, -1)
+	return deleted(path, c.Delete(context.Background(), path, -1))
+}
+
+// deleted is the outcome of a delete of path that returned err: a missing
+// node counts as success.
+func deleted(path string, err error) error {
 	if err == nil || errors.Is(err, zk.ErrNoNode) {
 		parent, name := SplitPath(path)
 		bury(parent, name, name[max(0, len(name)-10):]) // the sequence suffix orders eviction

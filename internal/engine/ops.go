@@ -56,12 +56,18 @@ func (s Stats) Sub(o Stats) Stats {
 // Client they return ErrNilClient, on a closed one ErrClosed.
 //
 // Each returns when its reply arrives or ctx ends, whichever comes first,
-// even while the request is in flight on a stalled link: go-zookeeper
-// cannot cancel a request, so a goroutine of the client's waits for the
-// reply and drops it. A create whose reply comes after ctx ended deletes
-// the node it made, so that a caller told "ctx ended" is left nothing.
-// When ctx ends the error is ctx.Err() itself (the caller says what it
-// was doing).
+// even while the request is in flight on a stalled link. go-zookeeper
+// cannot cancel a request, so the requests that set no watch (Create,
+// Delete, Get, Exists, Children, Set, Sync) go through the client's Wire
+// when it can send them: it writes them from the caller's goroutine and
+// hands the caller the reply, which the caller waits for or for ctx (see
+// wirecall.go). Otherwise (a watch, a multi, auth, no Wire, or a
+// connection not ready), with a ctx that can end, a goroutine of the
+// client's makes the request on go-zookeeper, and drops the reply that
+// comes after ctx ended. A create whose reply comes after ctx ended
+// deletes the node it made, so that a caller told "ctx ended" is left
+// nothing. When ctx ends the error is ctx.Err() itself (the caller says
+// what it was doing).
 
 // send runs req, a go-zookeeper request, and returns its reply, or
 // ctx.Err() when ctx ends first (late then gets the reply, if it is not
@@ -167,6 +173,9 @@ func (c *Client) CreateMakingParents(ctx context.Context, path string, data []by
 }
 
 func (c *Client) create(ctx context.Context, op reqOp, path string, data []byte, flags int32) (string, error) {
+	if created, err, ok := c.wireCreate(ctx, op, path, data, flags); ok {
+		return created, err
+	}
 	return send(c, ctx, op, func() (string, error) {
 		c.stats.creates.Add(1)
 		return c.conn.Create(path, data, flags, c.ACL(path))
@@ -197,6 +206,9 @@ func (c *Client) undoCreate(path string, err error) {
 
 // Delete deletes a node (version -1 for any).
 func (c *Client) Delete(ctx context.Context, path string, version int32) error {
+	if err, ok := c.wireDelete(ctx, path, version); ok {
+		return err
+	}
 	_, err := send(c, ctx, reqDelete, func() (struct{}, error) {
 		c.stats.deletes.Add(1)
 		return struct{}{}, c.conn.Delete(path, version)
@@ -206,6 +218,9 @@ func (c *Client) Delete(ctx context.Context, path string, version int32) error {
 
 // Get reads a node's data.
 func (c *Client) Get(ctx context.Context, path string) ([]byte, *zk.Stat, error) {
+	if data, st, err, ok := c.wireGet(ctx, path); ok {
+		return data, st, err
+	}
 	r, err := send(c, ctx, reqGetData, func() (pair[[]byte, *zk.Stat], error) {
 		c.stats.getData.Add(1)
 		d, st, err := c.conn.Get(path)
@@ -229,6 +244,9 @@ func (c *Client) GetW(ctx context.Context, path string) ([]byte, *zk.Stat, <-cha
 
 // Exists reports whether a node exists.
 func (c *Client) Exists(ctx context.Context, path string) (bool, *zk.Stat, error) {
+	if there, st, err, ok := c.wireExists(ctx, path); ok {
+		return there, st, err
+	}
 	r, err := send(c, ctx, reqExists, func() (pair[bool, *zk.Stat], error) {
 		c.stats.exists.Add(1)
 		ok, st, err := c.conn.Exists(path)
@@ -252,6 +270,9 @@ func (c *Client) ExistsW(ctx context.Context, path string) (bool, *zk.Stat, <-ch
 
 // Children lists a node's children; the Stat is the parent's.
 func (c *Client) Children(ctx context.Context, path string) ([]string, *zk.Stat, error) {
+	if kids, st, err, ok := c.wireChildren(ctx, path); ok {
+		return kids, st, err
+	}
 	r, err := send(c, ctx, reqChildren, func() (pair[[]string, *zk.Stat], error) {
 		c.stats.children.Add(1)
 		kids, st, err := c.conn.Children(path)
@@ -275,6 +296,9 @@ func (c *Client) ChildrenW(ctx context.Context, path string) ([]string, *zk.Stat
 
 // Set writes a node's data.
 func (c *Client) Set(ctx context.Context, path string, data []byte, version int32) (*zk.Stat, error) {
+	if st, err, ok := c.wireSet(ctx, path, data, version); ok {
+		return st, err
+	}
 	return send(c, ctx, reqSetData, func() (*zk.Stat, error) {
 		c.stats.setData.Add(1)
 		return c.conn.Set(path, data, version)
@@ -285,6 +309,9 @@ func (c *Client) Set(ctx context.Context, path string, data []byte, version int3
 // leader on path, so that a read after it sees every write committed
 // before it (a follower may lag behind).
 func (c *Client) Sync(ctx context.Context, path string) error {
+	if err, ok := c.wireSync(ctx, path); ok {
+		return err
+	}
 	_, err := send(c, ctx, reqSync, func() (string, error) {
 		c.stats.syncs.Add(1)
 		return c.conn.Sync(path)

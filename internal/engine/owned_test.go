@@ -84,8 +84,8 @@ func TestOwnedNodeRecreatedWithLatestData(t *testing.T) {
 	})
 
 	// The parent deleted too: made again with its parent.
-	require.NoError(t, admin.Delete(ctx, first.Path, -1))
-	require.NoError(t, admin.Delete(ctx, "/owned/a", -1))
+	_, err := admin.Multi(ctx, recipes.DeleteOp(first.Path, -1), recipes.DeleteOp("/owned/a", -1)) // at once: the node is made again at once
+	require.NoError(t, err)
 	third := receive(t, heard)
 	assert.Equal(t, uint64(3), third.Gen)
 	v, err := o.Verify(ctx)

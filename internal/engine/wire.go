@@ -50,6 +50,10 @@ import (
 // starts the count again from 0, as go-zookeeper does. go-zookeeper hands
 // no reply's zxid to its callers, so they see no difference.
 //
+// Wire also makes the requests that set no watch itself, so that a caller
+// can wait for the reply or for its ctx without a goroutine hand-off: see
+// wirecall.go.
+//
 // Connect always dials through a Wire (around the WithDialer dialer, if
 // given). To give NewClient the same knowledge for a connection you make
 // yourself, dial through one and pass it with WithWire:
@@ -68,6 +72,9 @@ type Wire struct {
 	zxid       atomic.Int64              // the last zxid a reply carried, in this session
 	current    atomic.Pointer[wireConn]  // the connection dialled last
 	shut       atomic.Bool               // stop: refuse dials, the last one cut
+	lastXid    atomic.Int32              // the last xid go-zookeeper sent a request with
+	auths      atomic.Int32              // credentials added: go-zookeeper re-sends them on each connection
+	made       atomic.Uint64             // requests the Wire made itself (wirecall.go)
 	dialErr    atomic.Pointer[dialError] // the last dial that failed, nil after one succeeds
 }
 
@@ -111,7 +118,7 @@ func (w *Wire) Dial(network, address string, timeout time.Duration) (net.Conn, e
 		return nil, err
 	}
 	w.dialErr.Store(nil)
-	c := &wireConn{Conn: conn, w: w}
+	c := &wireConn{Conn: conn, w: w, wlock: make(chan struct{}, 1)}
 	c.out.init(connectRequestLen, reqHeaderLen) // the ConnectRequest, then requests
 	c.in.init(handshakeLen, replyHeaderLen)     // the ConnectResponse, then replies
 	w.current.Store(c)
@@ -338,19 +345,35 @@ func (r *pending) answer(xid int32) int64 {
 
 // wireConn is one connection seen by a Wire. go-zookeeper writes from one
 // goroutine and reads from another; each side's parser is used by its own
-// side only, and mu guards what they share.
+// side only, and mu guards what they share. The Wire's own requests
+// (wirecall.go) are written under wlock, as go-zookeeper's are.
 type wireConn struct {
 	net.Conn
-	w   *Wire
-	out frameParser // client → server
-	in  frameParser // server → client
+	w     *Wire
+	wlock chan struct{} // held while a frame is written (nil: unused, in tests)
+	out   frameParser   // client → server
+	in    frameParser   // server → client
 
 	startZxid int64 // the zxid the ConnectRequest carried (the writing side's)
+	sendLoop  bool  // go-zookeeper sent a frame from its send loop (under wlock)
+
+	// The reading side's: whether the reply being read is one of the
+	// Wire's, and the call taking the rest of its bytes.
+	ours bool
+	capt *wireCall
+
+	ready atomic.Bool // the Wire may send its own requests (see wireConn.call)
 
 	mu          sync.Mutex
 	pend        pending
 	connectSent int64 // when the ConnectRequest went out
 	active      bool  // the handshake granted a session: replies now count
+	closed      bool  // the connection ended: no more of the Wire's requests
+	calls       map[int32]*wireCall
+	tops        [256]uint32 // the Wire's requests in flight, by their xid's first byte
+	seq         uint32
+	writing     bool // the Wire is writing a frame of its own
+	poked       bool // and its ctx ended meanwhile
 }
 
 // Write records the request frames in p before writing them, so that a
@@ -358,13 +381,20 @@ type wireConn struct {
 // the ConnectRequest and setWatches (see Wire). A failed write ends the
 // connection, and with it any hope of replies.
 func (c *wireConn) Write(p []byte) (int, error) {
+	if c.wlock != nil {
+		c.wlock <- struct{}{}
+		defer func() { <-c.wlock }()
+	}
 	return c.Conn.Write(c.sent(p, wireNow()))
 }
 
 // sent records the request frames in p, sent at now, and returns the bytes
 // to write: p, or a copy with the zxids written in (Write must not change
 // p).
-func (c *wireConn) sent(p []byte, now int64) []byte {
+func (c *wireConn) sent(p []byte, now int64) []byte { return c.sentFrames(p, now, false) }
+
+// sentFrames is sent, for go-zookeeper's frames or (own) the Wire's.
+func (c *wireConn) sentFrames(p []byte, now int64, own bool) []byte {
 	out, copied := p, false
 	for rest := p; ; {
 		h, r, ok := c.out.next(rest)
@@ -393,6 +423,17 @@ func (c *wireConn) sent(p []byte, now int64) []byte {
 		if !h.done {
 			continue
 		}
+		if !own && h.index > 0 && len(h.hdr) >= 12 {
+			xid := int32(binary.BigEndian.Uint32(h.hdr[4:8]))
+			if xid > 0 {
+				c.w.lastXid.Store(xid)
+			}
+			if int32(binary.BigEndian.Uint32(h.hdr[8:12])) != opSetAuth {
+				c.sendLoop = true
+			} else if c.w.auths.Load() == 0 {
+				c.w.auths.Store(1) // credentials added on the zk.Conn itself
+			}
+		}
 		c.mu.Lock()
 		if h.index == 0 {
 			c.connectSent = now // the ConnectRequest has no xid
@@ -408,11 +449,15 @@ func (c *wireConn) Read(p []byte) (int, error) {
 	if n > 0 {
 		c.received(p[:n])
 	}
+	if err != nil { // go-zookeeper gives the connection up
+		c.fail()
+	}
 	return n, err
 }
 
 // received reads the reply frames in p, and zeroes the zxid of every reply
-// to a request in it (see Wire).
+// to a request in it (see Wire). The replies to the Wire's own requests
+// it takes, and hands on to go-zookeeper as replies to a ping.
 func (c *wireConn) received(p []byte) {
 	c.mu.Lock()
 	active := c.active
@@ -421,6 +466,17 @@ func (c *wireConn) received(p []byte) {
 		c.w.lastRecv.Store(wireNow())
 	}
 	for {
+		if r := c.capt; r != nil && len(p) > 0 { // the rest of a reply of the Wire's
+			k := min(int64(len(p)), c.in.skip)
+			r.reply = append(r.reply, p[:k]...)
+			c.in.skip -= k
+			p = p[k:]
+			if c.in.skip == 0 {
+				c.capt = nil
+				c.finish(r)
+			}
+			continue
+		}
 		h, rest, ok := c.in.next(p)
 		if !ok {
 			return
@@ -431,6 +487,17 @@ func (c *wireConn) received(p []byte) {
 				c.handshake(h.hdr)
 			}
 			continue
+		}
+		if h.off == 0 {
+			c.ours = false
+		}
+		if h.off <= 4 && h.off+len(h.seg) > 4 { // the xid's first byte
+			c.mu.Lock()
+			c.ours = c.tops[h.hdr[4]] > 0
+			c.mu.Unlock()
+		}
+		if c.ours && overlapsXid(h.seg, h.off) {
+			putXid(h.seg, h.off, xidPing)
 		}
 		if len(h.hdr) < 8 {
 			continue
@@ -452,10 +519,37 @@ func (c *wireConn) received(p []byte) {
 		}
 		c.mu.Lock()
 		sent, active := c.pend.answer(xid), c.active
+		var r *wireCall
+		if c.ours {
+			r = c.calls[xid]
+		}
 		c.mu.Unlock()
 		if active && sent != 0 {
 			c.w.acked(sent)
 		}
+		if r != nil {
+			c.ours = false
+			if c.in.skip == 0 {
+				c.finish(r)
+			} else {
+				r.reply = make([]byte, 0, c.in.skip)
+				c.capt = r
+			}
+		}
+	}
+}
+
+// overlapsXid tells whether seg, at frame offset off, holds any byte of a
+// reply's xid (frame offsets [4, 8)).
+func overlapsXid(seg []byte, off int) bool { return off < 8 && off+len(seg) > 4 }
+
+// putXid writes v, big-endian, at frame offsets [4, 8), into the part of
+// the frame that seg holds.
+func putXid(seg []byte, off int, v int32) {
+	var b [4]byte
+	binary.BigEndian.PutUint32(b[:], uint32(v))
+	for i := max(off, 4); i < min(off+len(seg), 8); i++ {
+		seg[i-off] = b[i-4]
 	}
 }
 
@@ -476,6 +570,7 @@ func (c *wireConn) handshake(hdr []byte) {
 	c.mu.Lock()
 	c.active = true
 	sent := c.connectSent
+	c.ready.Store(!c.closed && c.wlock != nil)
 	c.mu.Unlock()
 	c.w.lastRecv.Store(wireNow())
 	if sent != 0 {

@@ -4,6 +4,8 @@ import (
 	"encoding/binary"
 	"math/rand/v2"
 	"testing"
+
+	"github.com/go-zookeeper/zk"
 )
 
 // frame builds a ZooKeeper frame: a length prefix, then the int32 fields,
@@ -295,6 +297,100 @@ func TestWireKeepsTheZxid(t *testing.T) {
 		c3.out.init(connectRequestLen, reqHeaderLen)
 		if got := send(c3, cut(connectReq)); string(got) != string(connectReq) {
 			t.Fatalf("chunking %d: the ConnectRequest after an expiry %x", ci, got)
+		}
+	}
+}
+
+// replyFrame is a reply: xid, zxid, err, then body.
+func replyFrame(xid int32, zxid int64, code int32, body []byte) []byte {
+	f := binary.BigEndian.AppendUint32(nil, 0)
+	f = binary.BigEndian.AppendUint32(f, uint32(xid))
+	f = binary.BigEndian.AppendUint64(f, uint64(zxid))
+	f = binary.BigEndian.AppendUint32(f, uint32(code))
+	f = append(f, body...)
+	binary.BigEndian.PutUint32(f, uint32(len(f)-4))
+	return f
+}
+
+// The replies to the Wire's own requests reach their calls whole (error
+// code and body), and go-zookeeper reads them as replies to a ping; every
+// other frame passes unchanged (but for the zxid of replies), however the
+// stream is cut.
+func TestWireTakesItsReplies(t *testing.T) {
+	long := make([]byte, 3000)
+	for i := range long {
+		long[i] = byte(i)
+	}
+	const a, b = 0x40000005, 0x41000107 // the Wire's xids
+	frames := [][]byte{
+		replyFrame(5, 0, 0, []byte("go-zookeeper's")),
+		replyFrame(a, 0, 0, long),
+		replyFrame(-1, 0, 0, []byte("a watch event")),
+		replyFrame(b, 0, -101, nil),
+		replyFrame(-2, 0, 0, nil),
+		replyFrame(6, 0, 0, nil),
+	}
+	var stream, want []byte
+	for _, f := range frames {
+		stream = append(stream, f...)
+		g := append([]byte(nil), f...)
+		if xid := int32(binary.BigEndian.Uint32(g[4:8])); xid == a || xid == b {
+			ping := int32(xidPing)
+			binary.BigEndian.PutUint32(g[4:8], uint32(ping))
+		}
+		want = append(want, g...)
+	}
+	rng := rand.New(rand.NewPCG(3, 4))
+	for ci, chunks := range chunkings(stream, rng) {
+		c := &wireConn{w: &Wire{}}
+		c.in.init(handshakeLen, replyHeaderLen)
+		c.received(connectResponse(4000, 1))
+		calls := map[int32]*wireCall{}
+		for _, x := range []int32{a, b} {
+			calls[x] = &wireCall{xid: x, done: make(chan struct{})}
+		}
+		c.calls = map[int32]*wireCall{a: calls[a], b: calls[b]}
+		c.tops[0x40]++
+		c.tops[0x41]++
+		var got []byte
+		for _, ch := range chunks {
+			p := append([]byte(nil), ch...)
+			c.received(p)
+			got = append(got, p...)
+		}
+		if string(got) != string(want) {
+			t.Fatalf("chunking %d: go-zookeeper reads another stream", ci)
+		}
+		for x, body := range map[int32][]byte{a: long, b: nil} {
+			r := calls[x]
+			select {
+			case <-r.done:
+			default:
+				t.Fatalf("chunking %d: call %#x not finished", ci, x)
+			}
+			res, err := r.result()
+			if x == a && (err != nil || string(res) != string(body)) {
+				t.Fatalf("chunking %d: call %#x: %d bytes, %v", ci, x, len(res), err)
+			}
+			if x == b && err != zk.ErrNoNode {
+				t.Fatalf("chunking %d: call %#x: %v", ci, x, err)
+			}
+		}
+		if len(c.calls) != 0 || c.tops[0x40] != 0 || c.tops[0x41] != 0 {
+			t.Fatalf("chunking %d: calls left %d", ci, len(c.calls))
+		}
+	}
+}
+
+// wirePath takes only the paths go-zookeeper takes.
+func TestWirePath(t *testing.T) {
+	for p, ok := range map[string]bool{
+		"/a": true, "/a/b-c_d.e": true, "/a/...": true, "/a b": true,
+		"": false, "/": false, "a": false, "/a/": false, "//a": false, "/a//b": false,
+		"/.": false, "/a/..": false, "/a/./b": false, "/a\x00": false, "/a\x7f": false, "/é": false,
+	} {
+		if wirePath(p) != ok {
+			t.Errorf("wirePath(%q) = %v", p, !ok)
 		}
 	}
 }
