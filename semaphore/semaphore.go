@@ -281,7 +281,7 @@ func (s *Semaphore) acquireOne(ctx context.Context, wait bool) (*Lease, error) {
 		}
 		sig, err := ct.AwaitCount(ctx, s.limit, wait)
 		if err == nil {
-			return &Lease{hold: engine.NewHold(engine.Of(s.c), ct.Path(), sig).Named("semaphore "+s.path), s: s, ct: ct}, nil
+			return &Lease{hold: engine.NewHold(engine.Of(s.c), ct.Path(), sig).Named("semaphore " + s.path), s: s, ct: ct}, nil
 		}
 		_ = ct.Leave(context.WithoutCancel(ctx))
 		if errors.Is(err, recipes.ErrLockLost) && ctx.Err() == nil {
