@@ -148,7 +148,15 @@ func typeLines(fset *token.FileSet, s *ast.TypeSpec) []string {
 	}
 	name := s.Name.Name
 	if s.TypeParams != nil {
-		name += expr(fset, s.TypeParams)
+		var ps []string
+		for _, f := range s.TypeParams.List {
+			names := make([]string, len(f.Names))
+			for i, n := range f.Names {
+				names[i] = n.Name
+			}
+			ps = append(ps, strings.Join(names, ", ")+" "+expr(fset, f.Type))
+		}
+		name += "[" + strings.Join(ps, ", ") + "]"
 	}
 	if s.Assign.IsValid() {
 		return []string{"type " + name + " = " + expr(fset, s.Type)}
