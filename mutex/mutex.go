@@ -10,22 +10,22 @@
 //
 // Reentrancy is counted per owner. The default owner is the calling
 // goroutine, as Curator's is the calling thread: a goroutine that holds the
-// lock may lock it again, and must unlock it as many times. Unlock by
-// anyone else returns ErrNotOwner and releases nothing.
+// lock may acquire it again, and must release it as many times. Release
+// by anyone else returns ErrNotOwner and releases nothing.
 //
-// To release from another goroutine, use the Lease: Lease.Unlock releases
+// To release from another goroutine, use the Lease: Lease.Release releases
 // one hold of the lease's owner from any goroutine (a revocation listener,
 // a worker finishing the job). To hand the ownership itself between
 // goroutines, put an explicit owner in the context with WithOwner and pass
-// it to Lock and Unlock. Calls that pass the same owner are one holder,
-// whichever goroutines make them: a second Lock while the owner's first is
+// it to Acquire and Release. Calls that pass the same owner are one holder,
+// whichever goroutines make them: a second Acquire while the owner's first is
 // still queued waits for it and then counts one more hold on the same
 // Lease; if the first fails, the second makes its own attempt.
 //
 // The goroutine id is read in a few nanoseconds (see
-// engine.LookupGoroutineID). Should it ever be unreadable, Lock, TryLock
-// and Unlock without an explicit owner return an error wrapping
-// ErrNoGoroutineID rather than make every goroutine the same owner.
+// engine.LookupGoroutineID). Should it ever be unreadable, Acquire,
+// TryAcquire and Release without an explicit owner return an error that
+// says so rather than make every goroutine the same owner.
 //
 // # Losing the lock
 //
@@ -126,8 +126,8 @@ func WithExtraLockNames(names ...string) Option {
 // WithRevocationListener makes holds revocable, as Curator's makeRevocable:
 // when someone writes RevokeMessage into a held lock node (see Revoke), fn
 // is called once, on a goroutine of its own, with the lease. It is up to fn
-// to release the lock, with lease.Unlock: fn's goroutine is not the owner,
-// so Mutex.Unlock there would return ErrNotOwner (unless the lock was
+// to release the lock, with lease.Release: fn's goroutine is not the owner,
+// so Mutex.Release there would return ErrNotOwner (unless the lock was
 // taken with an explicit owner that fn names too).
 func WithRevocationListener(fn func(*Lease)) Option {
 	return func(o *options) error {
@@ -162,7 +162,7 @@ type Mutex struct {
 // attempt is an owner's acquisition in flight. Other calls by the same
 // owner wait for it rather than queue a node of their own.
 type attempt struct {
-	wait bool          // a Lock, which may wait for another holder; not a TryLock
+	wait bool          // an Acquire, which may wait for another holder; not a TryAcquire
 	done chan struct{} // closed when the attempt ends, won or not
 }
 
@@ -250,13 +250,13 @@ type (
 	explicit    struct{ v any }
 )
 
-// WithOwner returns a context that names owner as the owner for Lock,
-// TryLock, Unlock and IsHeld, instead of the calling goroutine. owner must
+// WithOwner returns a context that names owner as the owner for Acquire,
+// TryAcquire, Release and IsHeld, instead of the calling goroutine. owner must
 // be comparable (a string, a pointer, an id...). Calls naming the same
 // owner are one holder, in whatever goroutines they run: use it to hand a
-// lock between goroutines, or when the goroutine id cannot be read
-// (ErrNoGoroutineID). To merely release from another goroutine,
-// Lease.Unlock is enough.
+// lock between goroutines, or when the goroutine id cannot be read. To
+// merely release from another goroutine,
+// Lease.Release is enough.
 func WithOwner(ctx context.Context, owner any) context.Context {
 	if ctx == nil {
 		ctx = context.Background()

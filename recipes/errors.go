@@ -42,7 +42,7 @@ var (
 	// the lock node no longer exists.
 	ErrFenced = engine.ErrFenced
 	// ErrNotConnected is returned by an operation that makes one attempt
-	// (a TryLock, say) while the client has no connection to a server. It
+	// (a TryAcquire, say) while the client has no connection to a server. It
 	// is retryable (IsRetryable).
 	ErrNotConnected = engine.ErrNotConnected
 	// ErrNotStarted is returned by a recipe with a Start (a latch, a

@@ -15,7 +15,7 @@
 //	zkrun [flags] sem   [flags] -n N PATH -- CMD [ARGS...]
 //	zkrun [flags] elect [flags] PATH ID -- CMD [ARGS...]
 //
-// lock runs CMD while holding the mutex at PATH (mutex.New, Lock). sem runs
+// lock runs CMD while holding the mutex at PATH (mutex.New, Acquire). sem runs
 // CMD while holding one lease of the semaphore at PATH with N leases
 // (semaphore.New, Acquire); every user of the semaphore must give the same
 // N. elect runs CMD while participant ID leads the election at PATH
@@ -490,7 +490,7 @@ func take(ctx context.Context, c *recipes.Client, cfg config) (*hold, error) {
 		return &hold{node: l.Node(), done: l.Done(), token: l.Token, release: l.Release}, nil
 	case "elect":
 		// A latch, not a Selector: Await takes a ctx, so -timeout and the
-		// signals end the wait as they end Lock's, and the Term gives Done,
+		// signals end the wait as they end Acquire's, and the Term gives Done,
 		// Token and Node as a lease does. The command is run once, and Close
 		// ends the leadership when it ends, which is a selector's
 		// "lead while the function runs" without a callback.
