@@ -475,7 +475,11 @@ func (c *Client) viaWire(ctx context.Context, wc *wireConn, op reqOp, zop int32,
 		}
 	}
 	body, err = r.result()
-	c.countRequest(op, err)
+	if zop == zopExists && errors.Is(err, zk.ErrNoNode) {
+		c.countRequest(op, nil) // a missing node is an answer to exists, as go-zookeeper reports it
+	} else {
+		c.countRequest(op, err)
+	}
 	return body, err, true
 }
 
