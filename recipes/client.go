@@ -206,27 +206,16 @@ func (c *Client) create(ctx context.Context, path string, data []byte, flags int
 	if err != nil {
 		return "", err
 	}
-	parent, _ := engine.SplitPath(full)
-	makesParents := parents || parent == e.Namespace()
-	for tries := 0; ; tries++ {
-		var p string
-		var err error
-		if makesParents { // a missing parent is a step of the create (metrics: no_parent)
-			p, err = e.CreateMakingParents(ctx, full, data, flags)
-		} else {
-			p, err = e.Create(ctx, full, data, flags)
-		}
-		if err == nil {
-			return e.StripNamespace(p), nil
-		}
-		missing := errors.Is(err, zk.ErrNoNode) && tries < 5 && makesParents
-		if !missing {
-			return "", opError("create", path, err)
-		}
-		if err := e.EnsureContainers(ctx, parent); err != nil {
-			return "", opError("create", path, err)
-		}
+	var p string
+	if parent, _ := engine.SplitPath(full); parents || parent == e.Namespace() {
+		p, err = e.CreateWithParents(ctx, full, data, flags)
+	} else {
+		p, err = e.Create(ctx, full, data, flags)
 	}
+	if err != nil {
+		return "", opError("create", path, err)
+	}
+	return e.StripNamespace(p), nil
 }
 
 // Delete deletes a node (version -1 for any).

@@ -413,3 +413,20 @@ func (c *Client) cleanupProtected(parent, prefix string, sid int64) {
 		})
 	})
 }
+
+// CreateWithParents creates path, making its missing parents first
+// (EnsureContainers: containers, or persistent nodes WithoutContainers),
+// again when a parent goes between the two steps. A missing parent is a
+// step of the create, counted as no_parent in metrics.
+func (c *Client) CreateWithParents(ctx context.Context, path string, data []byte, flags int32) (string, error) {
+	parent, _ := SplitPath(path)
+	for tries := 0; ; tries++ {
+		p, err := c.CreateMakingParents(ctx, path, data, flags)
+		if err == nil || !errors.Is(err, zk.ErrNoNode) || tries >= 5 {
+			return p, err
+		}
+		if err := c.EnsureContainers(ctx, parent); err != nil {
+			return "", err
+		}
+	}
+}
