@@ -35,6 +35,11 @@
 //       Acquires InterProcessMutex(path), prints ACQUIRED, waits for any line
 //       (or EOF) on stdin, releases, prints RELEASED and exits 0.
 //
+//   doublebarrier <connectString> <path> <memberQty>
+//       One DistributedDoubleBarrier member: prints READY, waits for the
+//       line ENTER, enters, prints ENTERED, waits for LEAVE, leaves, prints
+//       LEFT and exits 0.
+//
 //   rwlock <connectString> <path> <read|write> <iterations> <outFile> <holdMillis>
 //       As mutex, with InterProcessReadWriteLock(path).readLock() or
 //       .writeLock(): prints READY, waits for GO, and records every hold.
@@ -147,6 +152,7 @@ import java.util.concurrent.TimeUnit;
 import org.apache.curator.framework.CuratorFramework;
 import org.apache.curator.framework.CuratorFrameworkFactory;
 import org.apache.curator.framework.recipes.locks.InterProcessMutex;
+import org.apache.curator.framework.recipes.barriers.DistributedDoubleBarrier;
 import org.apache.curator.framework.recipes.locks.InterProcessReadWriteLock;
 import org.apache.curator.framework.recipes.locks.LockInternals;
 import org.apache.curator.framework.recipes.locks.LockInternalsSorter;
@@ -190,6 +196,7 @@ public class CuratorRecipes {
         register("latch", "<connectString> <path> <id>", CuratorRecipes::latch);
         register("selector", "<connectString> <path> <id> <iterations> <outFile> <holdMillis>", CuratorRecipes::selector);
         register("selholder", "<connectString> <path> <id>", CuratorRecipes::selholder);
+        register("doublebarrier", "<connectString> <path> <memberQty>", CuratorRecipes::doublebarrier);
     }
 
     static void register(String name, String usage, Mode mode) {
@@ -348,6 +355,25 @@ public class CuratorRecipes {
             readLine(); // any line, or EOF, releases
             lock.release();
             say("RELEASED");
+        }
+    }
+
+    /**
+     * doublebarrier: one DistributedDoubleBarrier member. Prints READY,
+     * waits for "ENTER", enters (no timeout), prints ENTERED, waits for
+     * "LEAVE", leaves, prints LEFT.
+     */
+    static void doublebarrier(String[] args) throws Exception {
+        need(args, 3, "doublebarrier");
+        try (CuratorFramework client = connect(args[0])) {
+            DistributedDoubleBarrier b = new DistributedDoubleBarrier(client, args[1], Integer.parseInt(args[2]));
+            say("READY");
+            awaitLine("ENTER");
+            b.enter();
+            say("ENTERED");
+            awaitLine("LEAVE");
+            b.leave();
+            say("LEFT");
         }
     }
 
