@@ -56,6 +56,16 @@ var (
 	// ErrUpgrade is returned when the owner of a read lock asks for the
 	// write lock of the same read/write lock, which would deadlock.
 	ErrUpgrade = engine.ErrUpgrade
+	// ErrConflict is returned by an atomic update that did not happen
+	// (package atomicval): other writers came first on every attempt its
+	// retry policies allowed, a compare-and-set found another value than
+	// the expected one (or no node), or the promoted lock was not taken in
+	// time. Nothing was written.
+	ErrConflict = engine.ErrConflict
+	// ErrCorrupt is returned when a node holds data a recipe cannot read:
+	// an atomic long that is not 8 bytes, say. The message names the
+	// length found.
+	ErrCorrupt = engine.ErrCorrupt
 )
 
 // IsRetryable reports whether err is a transient connection problem after

@@ -23,6 +23,7 @@ func TestSentinelsErrorsIs(t *testing.T) {
 		"ErrFenced": recipes.ErrFenced, "ErrNotConnected": recipes.ErrNotConnected,
 		"ErrNotStarted": recipes.ErrNotStarted, "ErrAlreadyStarted": recipes.ErrAlreadyStarted,
 		"ErrNoLeader": recipes.ErrNoLeader, "ErrUpgrade": recipes.ErrUpgrade,
+		"ErrConflict": recipes.ErrConflict, "ErrCorrupt": recipes.ErrCorrupt,
 	}
 	for name, err := range all {
 		if err == nil {

@@ -17,9 +17,13 @@ type CAS struct {
 	// for an absent node. Without it an absent node ends the loop with an
 	// error wrapping zk.ErrNoNode.
 	Create bool
-	// Tries bounds the attempts; 0 leaves the bound to the client's retry
-	// policy.
+	// Tries bounds the attempts; 0 leaves the bound to the retry policy.
 	Tries int
+	// Retry, when set, makes the pauses between attempts that lost to
+	// another writer (and the bound on them) its own instead of the
+	// client's retry policy's. Requests that fail for a connection reason
+	// are still retried under the client's policy.
+	Retry func() backoff.BackOff
 }
 
 // CASResult is the outcome of a compare-and-set loop.
@@ -34,8 +38,9 @@ type CASResult struct {
 // ErrConflict is returned, wrapping the last conflict's error
 // (zk.ErrBadVersion, or zk.ErrNodeExists on a create), by a
 // compare-and-set loop that gave up: other writers won every attempt it
-// was allowed.
-var ErrConflict = errors.New("zkrecipes: other writers won every attempt")
+// was allowed. Package recipes exports it (recipes.ErrConflict) for the
+// atomic values, whose every update that did not happen wraps it.
+var ErrConflict = errors.New("zkrecipes: conflict")
 
 // CompareAndSet is the compare-and-set loop on the node at path (a server
 // path): it reads the node's data and version, computes the new data
@@ -135,14 +140,21 @@ func (c *Client) CompareAndSet(ctx context.Context, path string, cas CAS, update
 			return CASResult{}, c.casError(ctx, path, err)
 		}
 		if cas.Tries > 0 && tries >= cas.Tries {
-			return CASResult{}, Namedf("compare-and-set "+c.StripNamespace(path), "%w after %d tries: %w", ErrConflict, tries, err)
+			return CASResult{}, Namedf("compare-and-set "+c.StripNamespace(path), "other writers came first on all %d tries: %w: %w", tries, ErrConflict, err)
 		}
 		if conflicts == nil {
-			conflicts = c.cfg.retry()
+			if cas.Retry != nil {
+				conflicts = cas.Retry()
+				if conflicts == nil { // a policy of no retries
+					conflicts = &backoff.StopBackOff{}
+				}
+			} else {
+				conflicts = c.cfg.retry()
+			}
 		}
 		d := conflicts.NextBackOff()
 		if d == backoff.Stop {
-			return CASResult{}, Namedf("compare-and-set "+c.StripNamespace(path), "%w after %d tries: %w", ErrConflict, tries, err)
+			return CASResult{}, Namedf("compare-and-set "+c.StripNamespace(path), "other writers came first on all %d tries: %w: %w", tries, ErrConflict, err)
 		}
 		if serr := c.sleep(ctx, d); serr != nil {
 			return CASResult{}, c.casError(ctx, path, serr)
