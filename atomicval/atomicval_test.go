@@ -46,8 +46,8 @@ func quick() backoff.BackOff {
 func once() backoff.BackOff { return &backoff.StopBackOff{} }
 
 // hammer runs clients×goroutines workers, each calling Increment until
-// it has made perCall increments (counting the calls that failed with
-// ErrConflict), and returns the stats summed over the successful calls.
+// it has made `each` increments, and returns the number of calls that
+// failed with ErrConflict and the tries summed over all calls.
 func hammer(t *testing.T, ctx context.Context, path string, clients, goroutines, each int, opts ...atomicval.Option) (failed, optimistic, promoted int64) {
 	t.Helper()
 	var wg sync.WaitGroup

@@ -75,5 +75,5 @@ func corrupt(what string, want int, b []byte) error {
 	if len(head) > 16 {
 		head = head[:16]
 	}
-	return fmt.Errorf("%w: %s is %d bytes (or empty), the node holds %d (%x)", recipes.ErrCorrupt, what, want, len(b), head)
+	return fmt.Errorf("%w: %s is %d bytes (or empty), the node holds %d ([% x])", recipes.ErrCorrupt, what, want, len(b), head)
 }
