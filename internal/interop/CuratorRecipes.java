@@ -90,9 +90,10 @@
 //
 //   atomiclong <connectString> <path> <threads> <iterations> <lockPath|->
 //       DistributedAtomicLong(path) with BoundedExponentialBackoffRetry(5,
-//       50, 20), promoted to an InterProcessMutex at lockPath
-//       (PromotedToLock, maxLockTime 10s, the same policy) unless lockPath
-//       is "-". Prints READY, waits for GO, then <threads> threads each
+//       50, 20); or, unless lockPath is "-", with RetryNTimes(1, 1) (two
+//       optimistic tries) promoted to an InterProcessMutex at lockPath
+//       (PromotedToLock, maxLockTime 10s, BoundedExponentialBackoffRetry(5,
+//       50, 20)). Prints READY, waits for GO, then <threads> threads each
 //       call increment() until <iterations> calls have succeeded, calling
 //       again after every call whose succeeded() is false. Prints
 //       "DONE <succeeded calls> <failed calls> <promoted tries>" and exits 0.
@@ -183,6 +184,7 @@ import org.apache.curator.framework.recipes.leader.LeaderSelectorListenerAdapter
 import org.apache.curator.framework.recipes.leader.Participant;
 import org.apache.curator.retry.BoundedExponentialBackoffRetry;
 import org.apache.curator.retry.ExponentialBackoffRetry;
+import org.apache.curator.retry.RetryNTimes;
 
 public class CuratorRecipes {
     static final int SESSION_TIMEOUT_MS = 4000;
@@ -557,9 +559,10 @@ public class CuratorRecipes {
         try (CuratorFramework client = connect(args[0])) {
             // Capped pauses: ExponentialBackoffRetry's grow without bound
             // (a call can take many seconds under contention).
+            // Promoted: two optimistic tries, so that contention promotes.
             DistributedAtomicLong counter = lockPath.equals("-")
                     ? new DistributedAtomicLong(client, args[1], new BoundedExponentialBackoffRetry(5, 50, 20))
-                    : new DistributedAtomicLong(client, args[1], new BoundedExponentialBackoffRetry(5, 50, 20),
+                    : new DistributedAtomicLong(client, args[1], new RetryNTimes(1, 1),
                             PromotedToLock.builder().lockPath(lockPath).timeout(10, TimeUnit.SECONDS)
                                     .retryPolicy(new BoundedExponentialBackoffRetry(5, 50, 20)).build());
             AtomicLong succeeded = new AtomicLong();
