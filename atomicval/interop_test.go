@@ -129,7 +129,8 @@ func interopIncrements(t *testing.T, zkc *zktest.Cluster, dir string, promoted b
 }
 
 // interopInteger: Curator's DistributedAtomicInteger adds to the value an
-// Int32 initialised, and the Int32 reads the sum.
+// Int32 initialised; Curator's SharedCount and the Int32 read the sum:
+// the three share a path.
 func interopInteger(t *testing.T, zkc *zktest.Cluster, dir string) {
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
@@ -141,6 +142,8 @@ func interopInteger(t *testing.T, zkc *zktest.Cluster, dir string) {
 	require.True(t, ok)
 	out := curatorLines(t, testutil.Curator(t, ctx, dir, "atomicint-add", zkc.ConnectString(), path, "42"))
 	assert.Equal(t, []string{"ADDED -40 2"}, out)
+	out = curatorLines(t, testutil.Curator(t, ctx, dir, "sharedcount-get", zkc.ConnectString(), path))
+	assert.Equal(t, []string{"2 1"}, out, "Curator's SharedCount reads the sum at version 1")
 	v, err := n.Get(ctx)
 	require.NoError(t, err)
 	assert.Equal(t, int32(2), v)
