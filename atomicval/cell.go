@@ -202,7 +202,7 @@ func (s *cell[T]) compareAndSet(ctx context.Context, expected, v T) (Result[T], 
 	}
 	start := time.Now()
 	data := s.codec.encode(v)
-	_, err := s.e.CompareAndSet(ctx, s.full, engine.CAS{Tries: 1}, func(prev []byte, _ bool) ([]byte, error) {
+	_, err := s.e.CompareAndSet(ctx, s.full, engine.CAS{Tries: 1, Exact: true}, func(prev []byte, _ bool) ([]byte, error) {
 		res.Stats.OptimisticTries++
 		cur, err := s.codec.decode(prev)
 		if err != nil {
@@ -240,7 +240,7 @@ func (s *cell[T]) update(ctx context.Context, op string, next func(T) T) (Result
 		return res, err
 	}
 	start := time.Now()
-	err := s.try(ctx, engine.CAS{Create: true, Retry: s.o.retry}, &res, &res.Stats.OptimisticTries, next)
+	err := s.try(ctx, engine.CAS{Create: true, Retry: s.o.retry, Exact: true}, &res, &res.Stats.OptimisticTries, next)
 	res.Stats.OptimisticTime = time.Since(start)
 	if err == nil || s.lock == nil || !errors.Is(err, recipes.ErrConflict) || ctx.Err() != nil {
 		return res, s.outcome(op, err)
@@ -309,7 +309,7 @@ func (s *cell[T]) promoted(ctx context.Context, res *Result[T], next func(T) T) 
 			s.c.Logger().Warn("zkrecipes: "+s.kind+": releasing the promoted lock", "path", s.path, "lock", p.Path, "err", rerr)
 		}
 	}()
-	return s.try(ctx, engine.CAS{Create: true, Retry: p.Retry}, res, &res.Stats.PromotedTries, next)
+	return s.try(ctx, engine.CAS{Create: true, Retry: p.Retry, Exact: true}, res, &res.Stats.PromotedTries, next)
 }
 
 // initialize creates the node with v unless it exists.

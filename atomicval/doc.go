@@ -54,9 +54,10 @@
 // update that did not happen returns an error: errors.Is(err,
 // recipes.ErrConflict) when other writers won every try allowed, when a
 // compare-and-set found another value (or no node), or when the promoted
-// lock was not taken within its timeout; another error when ZooKeeper
-// failed or ctx ended. Result.Succeeded is true exactly when the error is
-// nil. The Result carries the value the last try read (PreValue; under
+// lock was not taken within its timeout; recipes.ErrUnknownOutcome when
+// a lost reply leaves the outcome unknown (see below); another error when
+// ZooKeeper failed or ctx ended. Result.Succeeded is true exactly when
+// the error is nil. The Result carries the value the last try read (PreValue; under
 // the lock when promoted), the value written (PostValue) and Stats (the
 // optimistic and promoted tries and the time each phase took), on
 // success and failure alike.
@@ -65,18 +66,26 @@
 // atomic value); errors are package recipes' sentinels, matched with
 // errors.Is.
 //
-// # What it does not guarantee
+// # Lost replies
 //
 // A write whose reply is lost to a connection problem may or may not have
-// been applied. The compare-and-set loop reads the node again and takes
-// the next version holding exactly the bytes it wrote as its own write;
-// two updaters that computed the same bytes from the same version (two
-// increments of the same value) cannot be told apart then, so after a
-// lost reply one increment may be counted once too few or too many.
-// Without connection problems every acknowledged update was applied
-// exactly once. A ZooKeeper counter also serialises every update through
-// the leader: it suits ids and statistics at tens to hundreds of updates
-// a second, not a hot counter.
+// been applied. The update reads the node again: when it is still at the
+// version the write was conditioned on, or the one write since is
+// another's, the write was not applied and the update tries again; when
+// writers have written since, or the next version holds the very bytes
+// it wrote (two increments of one value write the same bytes), the node
+// cannot tell, and the update ends with an error wrapping
+// recipes.ErrUnknownOutcome (as does a ctx that ends with a write in
+// flight). So an update is never applied twice, and never acknowledged
+// when it was not applied: the acknowledged updates are all applied, and
+// of those that ended with ErrUnknownOutcome some may be. (Curator tries
+// such an update again, and may apply it twice.)
+//
+// # Limits
+//
+// A ZooKeeper counter serialises every update through the leader: it
+// suits ids and statistics at tens to hundreds of updates a second, not a
+// hot counter.
 //
 // Curator's CachedAtomicLong (blocks of ids) is not here yet.
 package atomicval

@@ -62,6 +62,13 @@ var (
 	// the expected one (or no node), or the promoted lock was not taken in
 	// time. Nothing was written.
 	ErrConflict = engine.ErrConflict
+	// ErrUnknownOutcome is returned by an atomic update (package
+	// atomicval) whose write may or may not have been applied: its reply
+	// was lost to a connection problem (or ctx ended with it in flight)
+	// and the node does not tell, because other writers wrote since or
+	// wrote the same bytes. Read the value to decide; the update was not
+	// tried again, so it was applied at most once.
+	ErrUnknownOutcome = engine.ErrUnknownOutcome
 	// ErrCorrupt is returned when a node holds data a recipe cannot read:
 	// an atomic long that is not 8 bytes, say. The message names the
 	// length found.

@@ -24,6 +24,7 @@ func TestSentinelsErrorsIs(t *testing.T) {
 		"ErrNotStarted": recipes.ErrNotStarted, "ErrAlreadyStarted": recipes.ErrAlreadyStarted,
 		"ErrNoLeader": recipes.ErrNoLeader, "ErrUpgrade": recipes.ErrUpgrade,
 		"ErrConflict": recipes.ErrConflict, "ErrCorrupt": recipes.ErrCorrupt,
+		"ErrUnknownOutcome": recipes.ErrUnknownOutcome,
 	}
 	for name, err := range all {
 		if err == nil {
