@@ -18,6 +18,9 @@
 //   - reaper: persistent lock parents removed by a cleanup.Reaper, counted
 //     by cleanup.Scan before and after;
 //   - fenced: a paused lock holder's write refused with ErrFenced;
+//   - counter: workers take order numbers from one atomicval.Int64,
+//     promoted to a lock when the optimistic tries lose; every number is
+//     handed out once;
 //   - bench: the benchmark against go-zookeeper.
 //
 // Each connects to ZK_SERVERS or starts a local ZooKeeper, and the recipe

@@ -33,6 +33,7 @@ var examples = []struct {
 	{"reaper", []string{"-threshold", "1s"}},
 	{"fenced", []string{"-session-timeout", "1s"}},
 	{"metrics", nil},
+	{"counter", nil},
 }
 
 // example is the directory, and the binary, of the example a run runs.

@@ -56,6 +56,23 @@ var (
 	// ErrUpgrade is returned when the owner of a read lock asks for the
 	// write lock of the same read/write lock, which would deadlock.
 	ErrUpgrade = engine.ErrUpgrade
+	// ErrConflict is returned by an atomic update that did not happen
+	// (package atomicval): other writers came first on every attempt its
+	// retry policies allowed, a compare-and-set found another value than
+	// the expected one (or no node), or the promoted lock was not taken in
+	// time. Nothing was written.
+	ErrConflict = engine.ErrConflict
+	// ErrUnknownOutcome is returned by an atomic update (package
+	// atomicval) whose write may or may not have been applied: its reply
+	// was lost to a connection problem (or ctx ended with it in flight)
+	// and the node does not tell, because other writers wrote since or
+	// wrote the same bytes. Read the value to decide; the update was not
+	// tried again, so it was applied at most once.
+	ErrUnknownOutcome = engine.ErrUnknownOutcome
+	// ErrCorrupt is returned when a node holds data a recipe cannot read:
+	// an atomic long that is not 8 bytes, say. The message names the
+	// length found.
+	ErrCorrupt = engine.ErrCorrupt
 )
 
 // IsRetryable reports whether err is a transient connection problem after

@@ -23,6 +23,8 @@ func TestSentinelsErrorsIs(t *testing.T) {
 		"ErrFenced": recipes.ErrFenced, "ErrNotConnected": recipes.ErrNotConnected,
 		"ErrNotStarted": recipes.ErrNotStarted, "ErrAlreadyStarted": recipes.ErrAlreadyStarted,
 		"ErrNoLeader": recipes.ErrNoLeader, "ErrUpgrade": recipes.ErrUpgrade,
+		"ErrConflict": recipes.ErrConflict, "ErrCorrupt": recipes.ErrCorrupt,
+		"ErrUnknownOutcome": recipes.ErrUnknownOutcome,
 	}
 	for name, err := range all {
 		if err == nil {

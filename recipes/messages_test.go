@@ -12,6 +12,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/zkrecipes/zkrecipes/atomicval"
 	"github.com/zkrecipes/zkrecipes/cleanup"
 	"github.com/zkrecipes/zkrecipes/election"
 	"github.com/zkrecipes/zkrecipes/mutex"
@@ -161,6 +162,30 @@ func TestErrorMessages(t *testing.T) {
 	add("Reaper.Start twice", r.Start(ctx))
 	must(r.Close(ctx))
 	add("Reaper.AddPath after Close", r.AddPath("/messages/x"))
+
+	// The atomic values.
+	al, err := atomicval.NewInt64(c, "/messages/atomic/long")
+	must(err)
+	_, err = al.CompareAndSet(ctx, 0, 1)
+	add("Int64.CompareAndSet of a missing node", err)
+	_, err = al.Initialize(ctx, 10)
+	must(err)
+	_, err = al.CompareAndSet(ctx, 9, 1)
+	add("Int64.CompareAndSet from another value", err)
+	_, err = c.CreateWithParents(ctx, "/messages/atomic/short", []byte{1, 2, 3}, 0)
+	must(err)
+	as, err := atomicval.NewInt64(c, "/messages/atomic/short")
+	must(err)
+	_, err = as.Get(ctx)
+	add("Int64.Get of 3 bytes", err)
+	_, err = as.Increment(ctx)
+	add("Int64.Increment of 3 bytes", err)
+	ai, err := atomicval.NewInt32(c, "/messages/atomic/long")
+	must(err)
+	_, err = ai.Add(ctx, 1)
+	add("Int32.Add of 8 bytes", err)
+	_, err = atomicval.NewInt64(c, "/messages/atomic/long", atomicval.WithPromotedToLock(atomicval.PromotedToLock{Path: "/messages/atomic/long/lock"}))
+	add("NewInt64 with its lock below it", err)
 
 	// Errors after the client closed, through a recipe.
 	_, err = mutex.New(closed, "/messages/lock")

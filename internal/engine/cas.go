@@ -17,9 +17,22 @@ type CAS struct {
 	// for an absent node. Without it an absent node ends the loop with an
 	// error wrapping zk.ErrNoNode.
 	Create bool
-	// Tries bounds the attempts; 0 leaves the bound to the client's retry
-	// policy.
+	// Tries bounds the attempts; 0 leaves the bound to the retry policy.
 	Tries int
+	// Retry, when set, makes the pauses between attempts that lost to
+	// another writer (and the bound on them) its own instead of the
+	// client's retry policy's. Requests that fail for a connection reason
+	// are still retried under the client's policy.
+	Retry func() backoff.BackOff
+	// Exact makes a write whose reply was lost, and whose outcome the
+	// next read cannot tell, end the loop with an error wrapping
+	// ErrUnknownOutcome, instead of taking a node at the next version
+	// holding the same bytes as the write (another writer's identical
+	// write, as two increments of one value are) as applied and anything
+	// else as not applied (when it may have been applied and overwritten
+	// since). A counter needs it: without it, a lost reply may count an
+	// increment twice or not at all.
+	Exact bool
 }
 
 // CASResult is the outcome of a compare-and-set loop.
@@ -34,8 +47,9 @@ type CASResult struct {
 // ErrConflict is returned, wrapping the last conflict's error
 // (zk.ErrBadVersion, or zk.ErrNodeExists on a create), by a
 // compare-and-set loop that gave up: other writers won every attempt it
-// was allowed.
-var ErrConflict = errors.New("zkrecipes: other writers won every attempt")
+// was allowed. Package recipes exports it (recipes.ErrConflict) for the
+// atomic values, whose every update that did not happen wraps it.
+var ErrConflict = errors.New("zkrecipes: conflict")
 
 // CompareAndSet is the compare-and-set loop on the node at path (a server
 // path): it reads the node's data and version, computes the new data
@@ -86,11 +100,22 @@ func (c *Client) CompareAndSet(ctx context.Context, path string, cas CAS, update
 			return err
 		})
 		if err != nil {
+			if pending != nil && cas.Exact {
+				return CASResult{}, c.casError(ctx, path, fmt.Errorf("%w: reading after a lost reply: %w", ErrUnknownOutcome, err))
+			}
 			return CASResult{}, c.casError(ctx, path, err)
 		}
 		if pending != nil {
-			if pending.landed(exists, prev, st) {
-				return CASResult{Prev: pending.prev, PrevExists: pending.prevExists, Data: pending.data, Stat: st, Tries: tries - 1}, nil
+			switch pending.judge(exists, prev, st) {
+			case casLanded:
+				if !cas.Exact {
+					return CASResult{Prev: pending.prev, PrevExists: pending.prevExists, Data: pending.data, Stat: st, Tries: tries - 1}, nil
+				}
+				return CASResult{}, c.unknownOutcome(path, st)
+			case casUnknown:
+				if cas.Exact {
+					return CASResult{}, c.unknownOutcome(path, st)
+				}
 			}
 			pending = nil
 		}
@@ -116,15 +141,21 @@ func (c *Client) CompareAndSet(ctx context.Context, path string, cas CAS, update
 			res.Stat = wst
 			return res, nil
 		case ctx.Err() != nil:
+			if cas.Exact && !definite(err) {
+				return CASResult{}, Namedf("compare-and-set "+c.StripNamespace(path), "%w: %w: ctx ended with a write in flight", ctx.Err(), ErrUnknownOutcome)
+			}
 			return CASResult{}, c.casError(ctx, path, err)
 		case IsRetryable(err):
 			// Applied or not: the next read tells.
 			pending = &casWrite{prevExists: exists, prev: prev, data: data}
 			if exists {
-				pending.version = st.Version
+				pending.version, pending.czxid = st.Version, st.Czxid
 			}
 			c.countRetry()
 			if serr := c.sleep(ctx, retryPause); serr != nil {
+				if cas.Exact {
+					serr = fmt.Errorf("%w: a write's reply was lost: %w", ErrUnknownOutcome, serr)
+				}
 				return CASResult{}, c.casError(ctx, path, serr)
 			}
 			continue
@@ -135,14 +166,21 @@ func (c *Client) CompareAndSet(ctx context.Context, path string, cas CAS, update
 			return CASResult{}, c.casError(ctx, path, err)
 		}
 		if cas.Tries > 0 && tries >= cas.Tries {
-			return CASResult{}, Namedf("compare-and-set "+c.StripNamespace(path), "%w after %d tries: %w", ErrConflict, tries, err)
+			return CASResult{}, Namedf("compare-and-set "+c.StripNamespace(path), "other writers came first on all %d tries: %w: %w", tries, ErrConflict, err)
 		}
 		if conflicts == nil {
-			conflicts = c.cfg.retry()
+			if cas.Retry != nil {
+				conflicts = cas.Retry()
+				if conflicts == nil { // a policy of no retries
+					conflicts = &backoff.StopBackOff{}
+				}
+			} else {
+				conflicts = c.cfg.retry()
+			}
 		}
 		d := conflicts.NextBackOff()
 		if d == backoff.Stop {
-			return CASResult{}, Namedf("compare-and-set "+c.StripNamespace(path), "%w after %d tries: %w", ErrConflict, tries, err)
+			return CASResult{}, Namedf("compare-and-set "+c.StripNamespace(path), "other writers came first on all %d tries: %w: %w", tries, ErrConflict, err)
 		}
 		if serr := c.sleep(ctx, d); serr != nil {
 			return CASResult{}, c.casError(ctx, path, serr)
@@ -180,17 +218,53 @@ type casWrite struct {
 	prevExists bool
 	prev, data []byte
 	version    int32 // the version it was conditioned on (prevExists)
+	czxid      int64 // the node's czxid then (prevExists)
 }
 
-// landed reports whether the node as read holds w's write.
-func (w *casWrite) landed(exists bool, data []byte, st *zk.Stat) bool {
-	if !exists || !bytes.Equal(data, w.data) {
-		return false
+// casOutcome is what the node read after a lost reply tells of the write.
+type casOutcome int
+
+const (
+	casNotApplied casOutcome = iota // the write was certainly not applied
+	casLanded                       // the next version holds the write's bytes: applied, or an identical write was
+	casUnknown                      // the node moved on: the write may be among the versions since
+)
+
+// judge tells what the node as read says of w. A node deleted since is
+// taken as w not applied.
+func (w *casWrite) judge(exists bool, data []byte, st *zk.Stat) casOutcome {
+	switch {
+	case !exists:
+		return casNotApplied
+	case w.prevExists && st.Czxid != w.czxid:
+		return casUnknown // deleted and made again since
 	}
+	next := int32(0) // the version w's write made
 	if w.prevExists {
-		return st.Version == w.version+1
+		if st.Version == w.version {
+			return casNotApplied // a write conditioned on it would have moved it
+		}
+		next = w.version + 1
 	}
-	return st.Version == 0
+	switch {
+	case st.Version != next:
+		return casUnknown
+	case bytes.Equal(data, w.data):
+		return casLanded
+	}
+	return casNotApplied // the one write since is another's
+}
+
+// definite reports whether a write's error says it was not applied.
+func definite(err error) bool {
+	return errors.Is(err, zk.ErrBadVersion) || errors.Is(err, zk.ErrNodeExists) || errors.Is(err, zk.ErrNoNode)
+}
+
+// unknownOutcome is the error of an Exact loop whose lost write's fate
+// the node does not tell.
+func (c *Client) unknownOutcome(path string, st *zk.Stat) error {
+	return Namedf("compare-and-set "+c.StripNamespace(path),
+		"%w: the reply to a write was lost, and the node (now at version %d) does not tell whether it was applied", ErrUnknownOutcome, st.Version)
 }
 
 func (c *Client) casError(ctx context.Context, path string, err error) error {

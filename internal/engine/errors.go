@@ -59,6 +59,13 @@ var (
 	ErrAlreadyStarted = errors.New("zkrecipes: already started")
 	// ErrNoLeader is returned when an election has no leader.
 	ErrNoLeader = errors.New("zkrecipes: no leader")
+	// ErrUnknownOutcome is returned by an update whose write may or may
+	// not have been applied: its reply was lost to a connection problem
+	// and the node does not tell.
+	ErrUnknownOutcome = errors.New("zkrecipes: outcome unknown")
+	// ErrCorrupt is returned when a node holds data a recipe cannot read
+	// (an atomic long that is not 8 bytes, say).
+	ErrCorrupt = errors.New("zkrecipes: corrupt data")
 	// ErrUpgrade is returned when a read lock's owner asks for the write lock.
 	ErrUpgrade = errors.New("zkrecipes: the read lock's owner cannot take the write lock (upgrade)")
 )

@@ -93,6 +93,23 @@
 //       For each pair, starts SharedCount(path, seed 0), calls
 //       setCount(value) and prints "SET <path> <value>"; exits 0.
 //
+//   atomiclong <connectString> <path> <threads> <iterations> <lockPath|->
+//       DistributedAtomicLong(path) with BoundedExponentialBackoffRetry(5,
+//       50, 20); or, unless lockPath is "-", with RetryNTimes(1, 1) (two
+//       optimistic tries) promoted to an InterProcessMutex at lockPath
+//       (PromotedToLock, maxLockTime 10s, BoundedExponentialBackoffRetry(5,
+//       50, 20)). Prints READY, waits for GO, then <threads> threads each
+//       call increment() until <iterations> calls have succeeded, calling
+//       again after every call whose succeeded() is false. Prints
+//       "DONE <succeeded calls> <failed calls> <promoted tries>" and exits 0.
+//
+//   atomiclong-get <connectString> <path> [<path>...]
+//       Prints DistributedAtomicLong(path).get().postValue() for each path.
+//
+//   atomicint-add <connectString> <path> <delta>
+//       DistributedAtomicInteger(path).add(delta), once; prints
+//       "ADDED <preValue> <postValue>", or exits 1 if it did not succeed.
+//
 //   latch <connectString> <path> <id>
 //       Starts LeaderLatch(path, id, CloseMode.NOTIFY_LEADER) with a
 //       listener that prints "LEADER <nanos>" from isLeader and
@@ -148,6 +165,7 @@ import java.util.Map;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.LinkedBlockingQueue;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicLong;
 
 import org.apache.curator.framework.CuratorFramework;
 import org.apache.curator.framework.CuratorFrameworkFactory;
@@ -159,6 +177,10 @@ import org.apache.curator.framework.recipes.locks.LockInternalsSorter;
 import org.apache.curator.framework.recipes.locks.StandardLockInternalsDriver;
 import org.apache.curator.framework.recipes.locks.InterProcessSemaphoreV2;
 import org.apache.curator.framework.recipes.locks.Lease;
+import org.apache.curator.framework.recipes.atomic.AtomicValue;
+import org.apache.curator.framework.recipes.atomic.DistributedAtomicInteger;
+import org.apache.curator.framework.recipes.atomic.DistributedAtomicLong;
+import org.apache.curator.framework.recipes.atomic.PromotedToLock;
 import org.apache.curator.framework.recipes.shared.SharedCount;
 import org.apache.curator.framework.recipes.shared.VersionedValue;
 import org.apache.curator.framework.recipes.leader.LeaderLatch;
@@ -166,7 +188,9 @@ import org.apache.curator.framework.recipes.leader.LeaderLatchListener;
 import org.apache.curator.framework.recipes.leader.LeaderSelector;
 import org.apache.curator.framework.recipes.leader.LeaderSelectorListenerAdapter;
 import org.apache.curator.framework.recipes.leader.Participant;
+import org.apache.curator.retry.BoundedExponentialBackoffRetry;
 import org.apache.curator.retry.ExponentialBackoffRetry;
+import org.apache.curator.retry.RetryNTimes;
 
 public class CuratorRecipes {
     static final int SESSION_TIMEOUT_MS = 4000;
@@ -193,6 +217,9 @@ public class CuratorRecipes {
         register("semholder", "<connectString> <path> <maxLeases> <qty>", CuratorRecipes::semholder);
         register("sharedcount-get", "<connectString> <path> [<path>...]", CuratorRecipes::sharedcountGet);
         register("sharedcount-set", "<connectString> <path> <value> [<path> <value>...]", CuratorRecipes::sharedcountSet);
+        register("atomiclong", "<connectString> <path> <threads> <iterations> <lockPath|->", CuratorRecipes::atomiclong);
+        register("atomiclong-get", "<connectString> <path> [<path>...]", CuratorRecipes::atomiclongGet);
+        register("atomicint-add", "<connectString> <path> <delta>", CuratorRecipes::atomicintAdd);
         register("latch", "<connectString> <path> <id>", CuratorRecipes::latch);
         register("selector", "<connectString> <path> <id> <iterations> <outFile> <holdMillis>", CuratorRecipes::selector);
         register("selholder", "<connectString> <path> <id>", CuratorRecipes::selholder);
@@ -547,6 +574,83 @@ public class CuratorRecipes {
                     say("SET " + args[i] + " " + value);
                 }
             }
+        }
+    }
+
+    static void atomiclong(String[] args) throws Exception {
+        need(args, 5, "atomiclong");
+        int threads = Integer.parseInt(args[2]);
+        int iterations = Integer.parseInt(args[3]);
+        String lockPath = args[4];
+        try (CuratorFramework client = connect(args[0])) {
+            // Capped pauses: ExponentialBackoffRetry's grow without bound
+            // (a call can take many seconds under contention).
+            // Promoted: two optimistic tries, so that contention promotes.
+            DistributedAtomicLong counter = lockPath.equals("-")
+                    ? new DistributedAtomicLong(client, args[1], new BoundedExponentialBackoffRetry(5, 50, 20))
+                    : new DistributedAtomicLong(client, args[1], new RetryNTimes(1, 1),
+                            PromotedToLock.builder().lockPath(lockPath).timeout(10, TimeUnit.SECONDS)
+                                    .retryPolicy(new BoundedExponentialBackoffRetry(5, 50, 20)).build());
+            AtomicLong succeeded = new AtomicLong();
+            AtomicLong failed = new AtomicLong();
+            AtomicLong promoted = new AtomicLong();
+            say("READY");
+            awaitLine("GO");
+            Thread[] workers = new Thread[threads];
+            Throwable[] errors = new Throwable[threads];
+            for (int t = 0; t < threads; t++) {
+                final int me = t;
+                workers[t] = new Thread(() -> {
+                    try {
+                        for (int done = 0; done < iterations;) {
+                            AtomicValue<Long> v = counter.increment();
+                            promoted.addAndGet(v.getStats().getPromotedLockTries());
+                            if (v.succeeded()) {
+                                done++;
+                                succeeded.incrementAndGet();
+                            } else {
+                                failed.incrementAndGet();
+                            }
+                        }
+                    } catch (Throwable e) {
+                        errors[me] = e;
+                    }
+                });
+                workers[t].start();
+            }
+            for (Thread w : workers) {
+                w.join();
+            }
+            for (Throwable e : errors) {
+                if (e != null) {
+                    throw new Exception(e);
+                }
+            }
+            say("DONE " + succeeded.get() + " " + failed.get() + " " + promoted.get());
+        }
+    }
+
+    static void atomiclongGet(String[] args) throws Exception {
+        if (args.length < 2) {
+            need(args, 2, "atomiclong-get");
+        }
+        try (CuratorFramework client = connect(args[0])) {
+            for (int i = 1; i < args.length; i++) {
+                AtomicValue<Long> v = new DistributedAtomicLong(client, args[i], new ExponentialBackoffRetry(10, 10)).get();
+                say(String.valueOf(v.postValue()));
+            }
+        }
+    }
+
+    static void atomicintAdd(String[] args) throws Exception {
+        need(args, 3, "atomicint-add");
+        try (CuratorFramework client = connect(args[0])) {
+            AtomicValue<Integer> v = new DistributedAtomicInteger(client, args[1], new ExponentialBackoffRetry(10, 10))
+                    .add(Integer.parseInt(args[2]));
+            if (!v.succeeded()) {
+                throw new Exception("add did not succeed");
+            }
+            say("ADDED " + v.preValue() + " " + v.postValue());
         }
     }
 

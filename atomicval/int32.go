@@ -1,0 +1,127 @@
+package atomicval
+
+import (
+	"context"
+
+	"github.com/zkrecipes/zkrecipes/recipes"
+)
+
+// Int32 is Curator's DistributedAtomicInteger: an int32 in the node at its
+// path, 4 bytes big-endian, that any number of processes update
+// atomically. That is shared.SharedCount's format: an Int32 and a
+// SharedCount (Go's or Curator's) may share a path. It keeps no state between calls and needs no Start or
+// Close; its methods are safe for concurrent use.
+type Int32 struct {
+	v cell[int32]
+}
+
+// NewInt32 returns the atomic integer at path. It does not touch ZooKeeper.
+// Bad options are refused (recipes.ErrInvalidArgument), a bad path too
+// (recipes.ErrInvalidPath).
+func NewInt32(c *recipes.Client, path string, opts ...Option) (*Int32, error) {
+	n := &Int32{}
+	if err := n.v.init(c, path, "atomic integer", intCodec{}, opts); err != nil {
+		return nil, err
+	}
+	return n, nil
+}
+
+func (n *Int32) ok() error {
+	if n == nil || n.v.c == nil {
+		return notMade("Int32", "NewInt32")
+	}
+	return nil
+}
+
+// Path returns the path as given to NewInt32.
+func (n *Int32) Path() string {
+	if n.ok() != nil {
+		return ""
+	}
+	return n.v.path
+}
+
+// Get reads the value: 0 when the node does not exist or is empty; data
+// that is not 4 bytes is an error wrapping recipes.ErrCorrupt.
+func (n *Int32) Get(ctx context.Context) (int32, error) {
+	if err := n.ok(); err != nil {
+		return 0, err
+	}
+	return n.v.get(ctx)
+}
+
+// CompareAndSet sets the value to v if it is expected (an empty node is
+// 0), in one try; it never creates the node. When the value is another,
+// the node does not exist, or another writer changed it between the read
+// and the write, it writes nothing and returns an error wrapping
+// recipes.ErrConflict, with the value it read in Result.PreValue.
+func (n *Int32) CompareAndSet(ctx context.Context, expected, v int32) (Result[int32], error) {
+	if err := n.ok(); err != nil {
+		return Result[int32]{}, err
+	}
+	return n.v.compareAndSet(ctx, expected, v)
+}
+
+// TrySet sets the value to v, atomically with respect to the other
+// updates, creating the node if need be: optimistic tries, then, with
+// WithPromotedToLock, tries holding the lock. When other writers came
+// first on every try allowed, it returns an error wrapping
+// recipes.ErrConflict.
+func (n *Int32) TrySet(ctx context.Context, v int32) (Result[int32], error) {
+	if err := n.ok(); err != nil {
+		return Result[int32]{}, err
+	}
+	return n.v.update(ctx, "try-set", func(int32) int32 { return v })
+}
+
+// Initialize creates the node with v if it does not exist, and reports
+// whether it did; an existing node is left as it is. (A create whose
+// reply was lost and that is tried again reports false for its own
+// node.)
+func (n *Int32) Initialize(ctx context.Context, v int32) (bool, error) {
+	if err := n.ok(); err != nil {
+		return false, err
+	}
+	return n.v.initialize(ctx, v)
+}
+
+// ForceSet writes v whatever the value and its version (not atomic with
+// respect to the other updates), creating the node if need be.
+func (n *Int32) ForceSet(ctx context.Context, v int32) error {
+	if err := n.ok(); err != nil {
+		return err
+	}
+	return n.v.forceSet(ctx, v)
+}
+
+// Increment adds 1, as Add does.
+func (n *Int32) Increment(ctx context.Context) (Result[int32], error) {
+	return n.add(ctx, "increment", 1)
+}
+
+// Decrement subtracts 1, as Add does.
+func (n *Int32) Decrement(ctx context.Context) (Result[int32], error) {
+	return n.add(ctx, "decrement", -1)
+}
+
+// Add adds delta to the value (wrapping around as Java's int does),
+// atomically, creating the node (from 0) if need be: optimistic tries,
+// then, with WithPromotedToLock, tries holding the lock. Result.PreValue
+// and PostValue are the value before and after. When other writers came
+// first on every try allowed, it adds nothing and returns an error
+// wrapping recipes.ErrConflict.
+func (n *Int32) Add(ctx context.Context, delta int32) (Result[int32], error) {
+	return n.add(ctx, "add", delta)
+}
+
+// Subtract subtracts delta, as Add does.
+func (n *Int32) Subtract(ctx context.Context, delta int32) (Result[int32], error) {
+	return n.add(ctx, "subtract", -delta)
+}
+
+func (n *Int32) add(ctx context.Context, op string, delta int32) (Result[int32], error) {
+	if err := n.ok(); err != nil {
+		return Result[int32]{}, err
+	}
+	return n.v.update(ctx, op, func(v int32) int32 { return v + delta })
+}
