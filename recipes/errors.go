@@ -56,6 +56,10 @@ var (
 	// ErrUpgrade is returned when the owner of a read lock asks for the
 	// write lock of the same read/write lock, which would deadlock.
 	ErrUpgrade = engine.ErrUpgrade
+	// ErrUnimplemented is returned when the server lacks what an operation
+	// needs: persistent watches (Client.WatchPersistent) need ZooKeeper
+	// 3.6 or later, and a client made by Connect.
+	ErrUnimplemented = engine.ErrUnimplemented
 )
 
 // IsRetryable reports whether err is a transient connection problem after

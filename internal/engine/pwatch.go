@@ -51,11 +51,6 @@ import (
 //   - Since 3.8.4 and 3.9.2 events are filtered by ACL: a node the
 //     session may not read is not reported.
 
-// ErrUnimplemented is returned when the server has no persistent watches
-// (ZooKeeper before 3.6, or a server configured without them), or the
-// client cannot send them (a connection it adopted).
-var ErrUnimplemented = errors.New("zkrecipes: persistent watches not implemented by the server (ZooKeeper 3.6 or later needed)")
-
 // Server errors the Wire's own requests may get, which go-zookeeper does
 // not name.
 var (
@@ -261,7 +256,7 @@ func (c *Client) addWatchOnce(ctx context.Context, e *pwEntry, w *PersistentWatc
 	if err != nil {
 		return err
 	}
-	return c.waitWire(ctx, wc, r)
+	return c.addWatchErr(c.waitWire(ctx, wc, r))
 }
 
 // sendAddWatch sends e's addWatch on wc. When the reply says the watch is
@@ -307,9 +302,17 @@ func (c *Client) waitWire(ctx context.Context, wc *wireConn, r *wireCall) error 
 		}
 	}
 	_, err := r.result()
+	return err
+}
+
+// addWatchErr maps an addWatch's error: UNIMPLEMENTED (before 3.6) or
+// MARSHALLINGERROR (a server configured without persistent watches) is
+// remembered, and becomes ErrUnimplemented.
+func (c *Client) addWatchErr(err error) error {
 	if errors.Is(err, errUnimplementedOp) || errors.Is(err, errMarshalling) {
-		c.pw.unsupported.Store(true)
-		c.log.Warn("zkrecipes: the server has no persistent watches (ZooKeeper 3.6 or later needed)", "err", err)
+		if !c.pw.unsupported.Swap(true) {
+			c.log.Warn("zkrecipes: the server has no persistent watches (ZooKeeper 3.6 or later needed)", "err", err)
+		}
 		return fmt.Errorf("%w (the server answered: %v)", ErrUnimplemented, err)
 	}
 	return err
@@ -369,10 +372,7 @@ func (w *PersistentWatch) Remove(ctx context.Context) error {
 	switch {
 	case err == nil, errors.Is(err, errNoWatcher), IsRetryable(err):
 		return nil
-	case errors.Is(err, ErrUnimplemented):
-		c.pw.unsupported.Store(false) // addWatch works; only removal does not
-		fallthrough
-	case errors.Is(err, zk.ErrBadArguments):
+	case errors.Is(err, errMarshalling), errors.Is(err, errUnimplementedOp), errors.Is(err, zk.ErrBadArguments):
 		if !c.pw.noRemove.Swap(true) {
 			c.log.Info("zkrecipes: the server cannot remove persistent watches (before ZooKeeper 3.9): removed ones stop client-side and stay on the server until the connection ends")
 		}
@@ -560,7 +560,7 @@ func (c *Client) readdAll() error {
 	}
 	var failed error
 	for _, s := range calls {
-		err := c.waitWire(ctx, wc, s.r)
+		err := c.addWatchErr(c.waitWire(ctx, wc, s.r))
 		switch {
 		case err == nil, IsRetryable(err), ctx.Err() != nil && c.check() != nil:
 			continue
