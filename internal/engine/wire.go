@@ -380,11 +380,16 @@ type wireConn struct {
 
 // SetWriteDeadline records the deadline go-zookeeper sets around each of
 // its writes, so that the Wire, which sets one of its own around its
-// frames, can put it back after them.
+// frames, can put it back after them. While the Wire writes a frame of
+// its own (go-zookeeper, done with its write, clears its deadline), the
+// Wire's deadline stays, and go-zookeeper's is applied after it.
 func (c *wireConn) SetWriteDeadline(t time.Time) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.zkDeadline = t
+	if c.writing {
+		return nil
+	}
 	return c.Conn.SetWriteDeadline(t)
 }
 
