@@ -173,7 +173,9 @@ func TestWatchPersistentRecursive(t *testing.T) {
 func TestWatchPersistentReAdded(t *testing.T) {
 	zkc := zktest.Start(t)
 	proxy := zktest.NewProxy(t, zkc.Servers()[0])
-	c := connect(t, []string{proxy.Addr()}, recipes.WithSessionTimeout(time.Second))
+	// go-zookeeper waits 1s before it dials its one server again: a
+	// session that survives the cut needs more than that.
+	c := connect(t, []string{proxy.Addr()}, recipes.WithSessionTimeout(2500*time.Millisecond))
 	b := connect(t, zkc.Servers())
 	ctx := context.Background()
 	_, err := b.Create(ctx, "/re", nil, 0)
@@ -189,6 +191,7 @@ func TestWatchPersistentReAdded(t *testing.T) {
 	_, err = b.Create(ctx, "/re/1", nil, 0)
 	require.NoError(t, err)
 	log.has(t, "created /re/1")
+	require.Equal(t, []string{"resync", "created /re/1"}, log.lines(), "one resync for one connection")
 
 	proxy.Cut()
 	testutil.Eventually(t, 10*time.Second, "a second resync", func() bool { return log.resyncs() == 2 })

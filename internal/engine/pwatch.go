@@ -112,7 +112,8 @@ type PersistentWatch struct {
 	path      string
 	recursive bool
 	q         *queue[PersistentEvent]
-	removed   bool // under c.pw.mu
+	removed   bool      // under c.pw.mu
+	synced    *wireConn // the connection it was last told of (PersistentResync), under c.pw.mu
 }
 
 // Path returns the server path watched.
@@ -126,6 +127,15 @@ func (w *PersistentWatch) Recursive() bool { return w.recursive }
 // watch is removed, the client closed, or done closed.
 func (w *PersistentWatch) Events(done <-chan struct{}) (events []PersistentEvent, ok bool) {
 	return w.q.take(done)
+}
+
+// resynced tells w that its watch is set on wc, once per connection
+// (AddWatch and the re-adding goroutine may both set it); c.pw.mu is held.
+func (w *PersistentWatch) resynced(wc *wireConn) {
+	if w.synced != wc {
+		w.synced = wc
+		w.q.push(PersistentEvent{Kind: PersistentResync})
+	}
 }
 
 // pwEntry is a watched path: one server watch, shared by its owners.
@@ -247,7 +257,7 @@ func (c *Client) addWatchOnce(ctx context.Context, e *pwEntry, w *PersistentWatc
 	}
 	c.pw.mu.Lock()
 	if e.on == wc {
-		w.q.push(PersistentEvent{Kind: PersistentResync})
+		w.resynced(wc)
 		c.pw.mu.Unlock()
 		return nil
 	}
@@ -278,7 +288,7 @@ func (c *Client) sendAddWatch(ctx context.Context, wc *wireConn, e *pwEntry) (*w
 		}
 		e.on = wc
 		for o := range e.owners {
-			o.q.push(PersistentEvent{Kind: PersistentResync})
+			o.resynced(wc)
 		}
 	}
 	r, err := wc.callThen(ctx, zopAddWatch, f, nil, then)
