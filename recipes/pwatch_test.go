@@ -287,3 +287,34 @@ func TestWatchPersistentMisuse(t *testing.T) {
 	_, err = c.WatchPersistent(ctx, "/m", true, func(recipes.PersistentEvent) {})
 	assert.True(t, errors.Is(err, recipes.ErrClosed), "%v", err)
 }
+
+// ZOOKEEPER-4466, confirmed: on 3.6–3.8 a one-shot watch on the exact
+// root of a recursive persistent watch (set here through the raw
+// connection, which the Client's guard cannot see) silently turns it into
+// a one-shot one: a child created after it is not reported. 3.9 keeps
+// both. The root's own change is reported either way, and marks the point
+// in the stream after the child's creation.
+func TestWatchPersistentOneShotOnRoot(t *testing.T) {
+	zkc := zktest.Start(t)
+	c := connect(t, zkc.Servers())
+	b := connect(t, zkc.Servers())
+	ctx := context.Background()
+	_, err := b.Create(ctx, "/k", nil, 0)
+	require.NoError(t, err)
+	var log pevents
+	w, err := c.WatchPersistent(ctx, "/k", true, log.add)
+	require.NoError(t, err)
+	t.Cleanup(func() { w.Close(ctx) })
+	_, _, _, err = c.UnsafeConn().GetW("/k") // what the guard refuses through the Client
+	require.NoError(t, err)
+	_, err = b.Create(ctx, "/k/x", nil, 0)
+	require.NoError(t, err)
+	_, err = b.Set(ctx, "/k", []byte("x"), -1)
+	require.NoError(t, err)
+	log.has(t, "changed /k")
+	if before39(zkc) {
+		assert.Equal(t, []string{"resync", "changed /k"}, log.lines(), "%s replaced the persistent watch", zkc.Version())
+	} else {
+		assert.Equal(t, []string{"resync", "created /k/x", "changed /k"}, log.lines(), "%s keeps both", zkc.Version())
+	}
+}
