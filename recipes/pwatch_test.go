@@ -274,7 +274,8 @@ func TestWatchPersistentShared(t *testing.T) {
 	require.NoError(t, w2.Close(ctx), "twice")
 }
 
-// Misuse: a nil listener, a bad path, a closed client.
+// Misuse: a nil listener, a bad path, a closed client; a watch still open
+// when its client closes ends with it.
 func TestWatchPersistentMisuse(t *testing.T) {
 	zkc := testutil.SharedServer(t)
 	c := connect(t, zkc.Servers())
@@ -283,7 +284,11 @@ func TestWatchPersistentMisuse(t *testing.T) {
 	assert.ErrorIs(t, err, recipes.ErrInvalidArgument)
 	_, err = c.WatchPersistent(ctx, "m", true, func(recipes.PersistentEvent) {})
 	assert.ErrorIs(t, err, recipes.ErrInvalidPath)
-	require.NoError(t, c.Close(ctx))
+	var log pevents
+	w, err := c.WatchPersistent(ctx, "/m", true, log.add)
+	require.NoError(t, err)
+	require.NoError(t, c.Close(ctx)) // ends the watch and its goroutine (TestMain checks none is left)
+	require.NoError(t, w.Close(ctx), "after the client")
 	_, err = c.WatchPersistent(ctx, "/m", true, func(recipes.PersistentEvent) {})
 	assert.True(t, errors.Is(err, recipes.ErrClosed), "%v", err)
 }
