@@ -73,6 +73,10 @@ var (
 	// an atomic long that is not 8 bytes, say. The message names the
 	// length found.
 	ErrCorrupt = engine.ErrCorrupt
+	// ErrUnimplemented is returned when the server lacks what an operation
+	// needs: persistent watches (Client.WatchPersistent) need ZooKeeper
+	// 3.6 or later, and a client made by Connect.
+	ErrUnimplemented = engine.ErrUnimplemented
 )
 
 // IsRetryable reports whether err is a transient connection problem after

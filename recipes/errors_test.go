@@ -23,7 +23,7 @@ func TestSentinelsErrorsIs(t *testing.T) {
 		"ErrFenced": recipes.ErrFenced, "ErrNotConnected": recipes.ErrNotConnected,
 		"ErrNotStarted": recipes.ErrNotStarted, "ErrAlreadyStarted": recipes.ErrAlreadyStarted,
 		"ErrNoLeader": recipes.ErrNoLeader, "ErrUpgrade": recipes.ErrUpgrade,
-		"ErrConflict": recipes.ErrConflict, "ErrCorrupt": recipes.ErrCorrupt,
+		"ErrConflict": recipes.ErrConflict, "ErrCorrupt": recipes.ErrCorrupt, "ErrUnimplemented": recipes.ErrUnimplemented,
 		"ErrUnknownOutcome": recipes.ErrUnknownOutcome,
 	}
 	for name, err := range all {

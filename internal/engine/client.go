@@ -59,6 +59,7 @@ type Client struct {
 
 	hub     watchHub // routes watch events and states to the followers
 	adopted bool     // NewClient's: events come through go-zookeeper's channel, which drops when full
+	pw      pwatches // persistent watches (pwatch.go)
 	sharedFollower
 }
 
@@ -89,6 +90,7 @@ func Connect(ctx context.Context, servers []string, opts ...Option) (*Client, er
 	c := newClient(cfg)
 	c.servers = zk.FormatServers(servers) // as go-zookeeper dials them: port 2181 where none is given
 	c.wire = NewWire(cfg.dialer)
+	c.wire.onUsable = c.pw.kickNow
 	zkopts := []func(*zk.Conn){
 		zk.WithLogger(&zkLogAdapter{c: c, next: cfg.zkLogger}),
 		zk.WithEventCallback(c.event),
@@ -189,6 +191,7 @@ func newClient(cfg Config) *Client {
 		pumpDone:  make(chan struct{}),
 	}
 	c.knowledge.init()
+	c.pw.init()
 	if cfg.metrics != nil {
 		c.met = newInstruments(cfg.metrics, cfg.namespace, cfg.metricsPath)
 	}
@@ -204,6 +207,9 @@ func newClient(cfg Config) *Client {
 // reach a watch set again after it fired.
 func (c *Client) event(ev zk.Event) {
 	if !c.adopted {
+		if c.pw.n.Load() > 0 {
+			c.pw.route(ev)
+		}
 		c.hub.dispatch(ev)
 	}
 	c.inbox.push(ev)
@@ -435,6 +441,7 @@ func (c *Client) shutdown(ctx context.Context) error {
 	}
 	c.mu.Unlock()
 	c.listeners.Close()
+	c.pw.closeWatches()
 	closed := make(chan struct{})
 	go func() {
 		defer close(closed)

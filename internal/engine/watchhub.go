@@ -217,3 +217,15 @@ func (h *watchHub) watching() int {
 	}
 	return n
 }
+
+// armedAt reports whether a read waits for a watch of any kind on path.
+func (h *watchHub) armedAt(path string) bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for _, k := range []WatchKind{WatchData, WatchExists, WatchChildren} {
+		if len(h.regs[watchID{path, k}]) > 0 {
+			return true
+		}
+	}
+	return false
+}

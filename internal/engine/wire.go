@@ -76,6 +76,7 @@ type Wire struct {
 	auths      atomic.Int32              // credentials added: go-zookeeper re-sends them on each connection
 	made       atomic.Uint64             // requests the Wire made itself (wirecall.go)
 	dialErr    atomic.Pointer[dialError] // the last dial that failed, nil after one succeeds
+	onUsable   func()                    // told, without blocking, when a connection becomes usable (see usable)
 }
 
 // dialError is a failed dial: to what, and why.
@@ -372,8 +373,24 @@ type wireConn struct {
 	calls       map[int32]*wireCall
 	tops        [256]uint32 // the Wire's requests in flight, by their xid's first byte
 	seq         uint32
-	writing     bool // the Wire is writing a frame of its own
-	poked       bool // and its ctx ended meanwhile
+	writing     bool      // the Wire is writing a frame of its own
+	poked       bool      // and its ctx ended meanwhile
+	zkDeadline  time.Time // the write deadline go-zookeeper set last
+}
+
+// SetWriteDeadline records the deadline go-zookeeper sets around each of
+// its writes, so that the Wire, which sets one of its own around its
+// frames, can put it back after them. While the Wire writes a frame of
+// its own (go-zookeeper, done with its write, clears its deadline), the
+// Wire's deadline stays, and go-zookeeper's is applied after it.
+func (c *wireConn) SetWriteDeadline(t time.Time) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.zkDeadline = t
+	if c.writing {
+		return nil
+	}
+	return c.Conn.SetWriteDeadline(t)
 }
 
 // Write records the request frames in p before writing them, so that a
@@ -429,7 +446,10 @@ func (c *wireConn) sentFrames(p []byte, now int64, own bool) []byte {
 				c.w.lastXid.Store(xid)
 			}
 			if int32(binary.BigEndian.Uint32(h.hdr[8:12])) != opSetAuth {
-				c.sendLoop = true
+				if !c.sendLoop {
+					c.sendLoop = true
+					c.usable(false)
+				}
 			} else if c.w.auths.Load() == 0 {
 				c.w.auths.Store(1) // credentials added on the zk.Conn itself
 			}
@@ -577,6 +597,22 @@ func (c *wireConn) handshake(hdr []byte) {
 		c.w.acked(sent)
 	}
 	c.w.handshakes.Add(1)
+	c.usable(true)
+}
+
+// usable tells the Wire's owner (onUsable) that the connection became
+// usable for the Wire's own requests: at the handshake when the client
+// has no credentials (handshake set), else once go-zookeeper sent a frame
+// from its send loop, after re-sending them. Each connection is told once
+// or twice; the owner checks.
+func (c *wireConn) usable(handshake bool) {
+	if c.w.onUsable == nil || !c.ready.Load() {
+		return
+	}
+	if handshake && c.w.auths.Load() > 0 {
+		return // not before go-zookeeper's re-auth
+	}
+	c.w.onUsable()
 }
 
 // LastAnswered returns when the client sent the last request whose reply

@@ -52,15 +52,17 @@ const wireXidAhead = 1 << 30
 
 // go-zookeeper v1.0.4's request opcodes the Wire sends, and its setAuth.
 const (
-	zopCreate       = 1
-	zopDelete       = 2
-	zopExists       = 3
-	zopGetData      = 4
-	zopSetData      = 5
-	zopSync         = 9
-	zopGetChildren2 = 12
-	opSetAuth       = 100
-	xidPing         = -2
+	zopCreate        = 1
+	zopDelete        = 2
+	zopExists        = 3
+	zopGetData       = 4
+	zopSetData       = 5
+	zopSync          = 9
+	zopGetChildren2  = 12
+	zopRemoveWatches = 18
+	zopAddWatch      = 106
+	opSetAuth        = 100
+	xidPing          = -2
 )
 
 // errWireNotReady says the Wire cannot make the request now: the caller
@@ -80,6 +82,7 @@ type wireCall struct {
 	finished  bool
 	abandoned bool
 	late      func(*wireCall) // called, on the reading goroutine, when an abandoned call finishes
+	then      func(*wireCall) // called when the call finishes, before done closes (on the reading goroutine for a reply)
 }
 
 // result returns the body after the reply's error code, and that error as
@@ -132,6 +135,12 @@ func zkError(code int32) error {
 		return zk.ErrReconfigDisabled
 	case -8:
 		return zk.ErrBadArguments
+	case -5:
+		return errMarshalling
+	case -6:
+		return errUnimplementedOp
+	case -121:
+		return errNoWatcher
 	}
 	return fmt.Errorf("unknown error: %d", code)
 }
@@ -154,6 +163,13 @@ func (w *Wire) ready() *wireConn {
 // frame is being written (a stalled link whose buffers are full), the
 // connection is cut: it is of no use anyway.
 func (c *wireConn) call(ctx context.Context, op int32, frame []byte, late func(*wireCall)) (*wireCall, error) {
+	return c.callThen(ctx, op, frame, late, nil)
+}
+
+// callThen is call, with then called when the call finishes, before its
+// waiter wakes: on the reading goroutine for a reply, before any frame
+// after the reply is read.
+func (c *wireConn) callThen(ctx context.Context, op int32, frame []byte, late, then func(*wireCall)) (*wireCall, error) {
 	select {
 	case c.wlock <- struct{}{}:
 	case <-ctx.Done():
@@ -164,7 +180,7 @@ func (c *wireConn) call(ctx context.Context, op int32, frame []byte, late func(*
 	if out.n != 0 || out.want != 0 || out.skip != 0 { // inside a frame of go-zookeeper's
 		return nil, errWireNotReady
 	}
-	r := &wireCall{done: make(chan struct{}), late: late}
+	r := &wireCall{done: make(chan struct{}), late: late, then: then}
 	c.mu.Lock()
 	if c.closed || !c.active || (c.w.auths.Load() > 0 && !c.sendLoop) {
 		c.mu.Unlock()
@@ -182,6 +198,11 @@ func (c *wireConn) call(ctx context.Context, op int32, frame []byte, late func(*
 	c.calls[xid] = r
 	c.tops[byte(uint32(xid)>>24)]++
 	c.writing = true
+	// A deadline of the Wire's own, as go-zookeeper sets around each of its
+	// writes: a write that stalls on a dead peer must not hold wlock, and
+	// with it go-zookeeper's sender, for longer than go-zookeeper's own
+	// would. go-zookeeper's deadline is put back after.
+	_ = c.Conn.SetWriteDeadline(time.Now().Add(c.w.writeTimeout()))
 	c.mu.Unlock()
 
 	binary.BigEndian.PutUint32(frame[0:4], uint32(len(frame)-4))
@@ -199,16 +220,23 @@ func (c *wireConn) call(ctx context.Context, op int32, frame []byte, late func(*
 	}
 	c.mu.Lock()
 	c.writing = false
-	poked := c.poked
 	c.poked = false
+	_ = c.Conn.SetWriteDeadline(c.zkDeadline)
 	c.mu.Unlock()
 	if err != nil {
 		_ = c.Conn.Close() // part of a frame may be out: the stream is broken
 		c.fail()
-	} else if poked {
-		_ = c.Conn.SetWriteDeadline(time.Time{})
 	}
 	return r, nil
+}
+
+// writeTimeout bounds a write of the Wire's own frame: go-zookeeper's
+// bound for its writes (2/3 of the negotiated session timeout).
+func (w *Wire) writeTimeout() time.Duration {
+	if d := w.SessionTimeout(); d > 0 {
+		return d * 2 / 3
+	}
+	return 10 * time.Second
 }
 
 // pokeWrite makes the write under way fail at once (ctx ended).
@@ -250,6 +278,9 @@ func (c *wireConn) finish(r *wireCall) {
 		late = nil
 	}
 	c.mu.Unlock()
+	if r.then != nil {
+		r.then(r)
+	}
 	close(r.done)
 	if late != nil {
 		late(r)

@@ -1,0 +1,603 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/cenkalti/backoff/v4"
+	"github.com/go-zookeeper/zk"
+)
+
+// Persistent watches (ZooKeeper 3.6 and later).
+//
+// A persistent watch stays on its node after it fires; a recursive one
+// covers the node's whole subtree and reports NodeCreated, NodeDeleted
+// and NodeDataChanged with the path of the node that changed (never
+// NodeChildrenChanged). go-zookeeper v1.0.4 cannot send addWatch (opcode
+// 106) or removeWatches (18), so the Wire sends them itself (wirecall.go);
+// their events are watch notifications like any other, which
+// go-zookeeper hands to the client's event callback, where the client
+// routes them to the watch's owner.
+//
+// The server keeps a watch only as long as the connection it came on:
+// after every new connection (the same session or a new one) the Wire
+// adds every registered watch again, once go-zookeeper has re-sent its
+// credentials, and each owner is told (PersistentResync) before any event
+// that follows the new watch. What changed while the watch was away is
+// not replayed: an owner that mirrors the subtree reads it again then.
+//
+// What the servers allow:
+//   - Below 3.6 addWatch is answered UNIMPLEMENTED and the connection
+//     closed; servers configured with WatchManagerOptimized answer
+//     MARSHALLINGERROR. The client remembers it and AddWatch returns
+//     ErrUnimplemented from then on (nothing is tried again in a loop):
+//     the caller falls back to one-shot watches.
+//   - 3.6 to 3.8 cannot remove a persistent watch (removeWatches with the
+//     persistent types came in 3.9.0; they answer MARSHALLINGERROR):
+//     Remove then stops delivering client-side, and the server's watch
+//     lasts until the connection ends. PersistentRemoveUnsupported tells.
+//   - 3.6 to 3.8 keep one watch mode per connection and path: a one-shot
+//     watch set on the exact root of a persistent watch silently turns it
+//     into a one-shot one (ZOOKEEPER-4466, fixed in 3.9.0). So the
+//     client's watched reads (GetW, ExistsW, ChildrenW) refuse the root of
+//     one of its persistent watches, and AddWatch refuses a path one of
+//     the client's followers holds a one-shot watch on. A one-shot watch
+//     set there through the raw connection is not seen: do not.
+//   - Since 3.8.4 and 3.9.2 events are filtered by ACL: a node the
+//     session may not read is not reported.
+
+// Server errors the Wire's own requests may get, which go-zookeeper does
+// not name.
+var (
+	errMarshalling     = errors.New("marshalling error")
+	errUnimplementedOp = errors.New("unimplemented")
+	errNoWatcher       = errors.New("no watcher")
+)
+
+// addWatch modes and removeWatches types for persistent watches.
+const (
+	addWatchPersistent          = 0
+	addWatchPersistentRecursive = 1
+	removePersistent            = 4
+	removePersistentRecursive   = 5
+)
+
+// PersistentEventKind says what a PersistentEvent reports.
+type PersistentEventKind uint8
+
+const (
+	// PersistentResync: the watch is set on the server (first, and again
+	// on each new connection). Events follow from here; what changed
+	// before is not reported: read what you mirror again.
+	PersistentResync PersistentEventKind = iota + 1
+	// PersistentNode: a node changed (Path, Type).
+	PersistentNode
+	// PersistentFailed: setting the watch again on a new connection failed
+	// (Err). It is tried again under the client's retry policy, unless Err
+	// wraps ErrUnimplemented (a server without persistent watches): then
+	// no events come until a later connection reaches one that has them.
+	PersistentFailed
+)
+
+// String names the kind.
+func (k PersistentEventKind) String() string {
+	switch k {
+	case PersistentResync:
+		return "resync"
+	case PersistentNode:
+		return "node"
+	case PersistentFailed:
+		return "failed"
+	}
+	return "unknown"
+}
+
+// PersistentEvent is one thing a PersistentWatch reports.
+type PersistentEvent struct {
+	Kind PersistentEventKind
+	Path string       // PersistentNode: the server path of the node that changed
+	Type zk.EventType // PersistentNode: NodeCreated, NodeDeleted, NodeDataChanged (and NodeChildrenChanged, not recursive)
+	Err  error        // PersistentFailed
+}
+
+// PersistentWatch is one persistent watch of a Client, from AddWatch
+// until Remove (or the client's Close).
+type PersistentWatch struct {
+	c         *Client
+	path      string
+	recursive bool
+	q         *queue[PersistentEvent]
+	removed   bool      // under c.pw.mu
+	synced    *wireConn // the connection it was last told of (PersistentResync), under c.pw.mu
+}
+
+// Path returns the server path watched.
+func (w *PersistentWatch) Path() string { return w.path }
+
+// Recursive reports whether the watch covers the subtree.
+func (w *PersistentWatch) Recursive() bool { return w.recursive }
+
+// Events blocks until the watch has events and returns them all, in
+// order: a PersistentResync first, then every event. ok is false once the
+// watch is removed, the client closed, or done closed.
+func (w *PersistentWatch) Events(done <-chan struct{}) (events []PersistentEvent, ok bool) {
+	return w.q.take(done)
+}
+
+// resynced tells w that its watch is set on wc, once per connection
+// (AddWatch and the re-adding goroutine may both set it); c.pw.mu is held.
+func (w *PersistentWatch) resynced(wc *wireConn) {
+	if w.synced != wc {
+		w.synced = wc
+		w.q.push(PersistentEvent{Kind: PersistentResync})
+	}
+}
+
+// pwEntry is a watched path: one server watch, shared by its owners.
+type pwEntry struct {
+	path      string
+	recursive bool
+	owners    map[*PersistentWatch]struct{}
+	on        *wireConn // the connection the server holds it on; nil: none yet
+}
+
+// pwatches are a client's persistent watches.
+type pwatches struct {
+	mu          sync.Mutex
+	entries     map[string]*pwEntry
+	n           atomic.Int32  // len(entries), read without mu on every event
+	unsupported atomic.Bool   // the server answered UNIMPLEMENTED or MARSHALLINGERROR to addWatch
+	noRemove    atomic.Bool   // the server cannot remove persistent watches (3.6–3.8)
+	op          chan struct{} // one addWatch or removeWatches exchange at a time
+	kick        chan struct{} // a connection became usable
+	started     bool          // the re-adding goroutine runs (c.mu)
+}
+
+func (p *pwatches) init() {
+	p.op = make(chan struct{}, 1)
+	p.kick = make(chan struct{}, 1)
+}
+
+func (p *pwatches) kickNow() {
+	select {
+	case p.kick <- struct{}{}:
+	default:
+	}
+}
+
+func (p *pwatches) lock(ctx context.Context) error {
+	select {
+	case p.op <- struct{}{}:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+func (p *pwatches) unlock() { <-p.op }
+
+// PersistentRemoveUnsupported reports whether the server refused to
+// remove a persistent watch (ZooKeeper 3.6 to 3.8): removed watches then
+// stay on the server until the connection ends, reporting to nobody.
+func (c *Client) PersistentRemoveUnsupported() bool { return c.pw.noRemove.Load() }
+
+// AddWatch sets a persistent watch on path (a server path), recursive for
+// the whole subtree, and returns it once the server holds it; its first
+// event is a PersistentResync. Two watches of one client on one path share
+// the server's watch, and must have the same mode. It fails with
+// ErrUnimplemented on a server without persistent watches (see above),
+// and retries connection errors under the client's retry policy until ctx
+// ends.
+func (c *Client) AddWatch(ctx context.Context, path string, recursive bool) (*PersistentWatch, error) {
+	if err := c.check(); err != nil {
+		return nil, err
+	}
+	if ctx == nil {
+		return nil, fmt.Errorf("%w: nil context", ErrInvalidArgument)
+	}
+	what := "watch " + c.StripNamespace(path)
+	if err := ValidatePath(path); err != nil {
+		return nil, err
+	}
+	if !wirePath(path) && path != "/" {
+		return nil, Namedf(what, "%w: only printable ASCII paths", ErrInvalidPath)
+	}
+	if c.wire == nil || c.adopted {
+		return nil, Namedf(what, "%w: a client made by Connect is needed", ErrUnimplemented)
+	}
+	if c.pw.unsupported.Load() {
+		return nil, Named(what, ErrUnimplemented)
+	}
+	if c.hub.armedAt(path) {
+		return nil, Namedf(what, "%w: a one-shot watch of this client is set on the path; on ZooKeeper 3.6–3.8 it would replace the persistent one (ZOOKEEPER-4466)", ErrInvalidArgument)
+	}
+	w := &PersistentWatch{c: c, path: path, recursive: recursive, q: newQueue[PersistentEvent]()}
+	c.pw.mu.Lock()
+	if c.pw.entries == nil {
+		c.pw.entries = map[string]*pwEntry{}
+	}
+	e := c.pw.entries[path]
+	if e == nil {
+		e = &pwEntry{path: path, recursive: recursive, owners: map[*PersistentWatch]struct{}{}}
+		c.pw.entries[path] = e
+		c.pw.n.Add(1)
+	} else if e.recursive != recursive {
+		c.pw.mu.Unlock()
+		return nil, Namedf(what, "%w: a watch of the other mode is set on the path", ErrInvalidArgument)
+	}
+	e.owners[w] = struct{}{}
+	c.pw.mu.Unlock()
+	c.startReadding()
+	err := c.Retry(ctx, func() error { return c.addWatchOnce(ctx, e, w) })
+	if err != nil {
+		c.removeOwner(w)
+		if errors.Is(err, ErrUnimplemented) {
+			return nil, Named(what, err)
+		}
+		return nil, Namedf(what, "add: %w", err)
+	}
+	return w, nil
+}
+
+// addWatchOnce sets e on the current connection, unless it is set there
+// already (then only w is told).
+func (c *Client) addWatchOnce(ctx context.Context, e *pwEntry, w *PersistentWatch) error {
+	if err := c.pw.lock(ctx); err != nil {
+		return err
+	}
+	defer c.pw.unlock()
+	wc := c.wire.usableConn()
+	if wc == nil {
+		return ErrNotConnected
+	}
+	c.pw.mu.Lock()
+	if e.on == wc {
+		w.resynced(wc)
+		c.pw.mu.Unlock()
+		return nil
+	}
+	c.pw.mu.Unlock()
+	r, err := c.sendAddWatch(ctx, wc, e)
+	if err != nil {
+		return err
+	}
+	return c.addWatchErr(c.waitWire(ctx, wc, r))
+}
+
+// sendAddWatch sends e's addWatch on wc. When the reply says the watch is
+// set, every owner of e is told, before any later frame is read.
+func (c *Client) sendAddWatch(ctx context.Context, wc *wireConn, e *pwEntry) (*wireCall, error) {
+	mode := int32(addWatchPersistent)
+	if e.recursive {
+		mode = addWatchPersistentRecursive
+	}
+	f := newFrame(8 + len(e.path)).str(e.path).int32(mode)
+	then := func(r *wireCall) {
+		if _, err := r.result(); err != nil {
+			return
+		}
+		c.pw.mu.Lock()
+		defer c.pw.mu.Unlock()
+		if c.pw.entries[e.path] != e {
+			return // removed meanwhile
+		}
+		e.on = wc
+		for o := range e.owners {
+			o.resynced(wc)
+		}
+	}
+	r, err := wc.callThen(ctx, zopAddWatch, f, nil, then)
+	if errors.Is(err, errWireNotReady) {
+		return nil, ErrNotConnected
+	}
+	if err != nil {
+		return nil, err
+	}
+	c.stats.watches.Add(1)
+	return r, nil
+}
+
+// waitWire waits for r's reply (or ctx) and maps the server's answer.
+func (c *Client) waitWire(ctx context.Context, wc *wireConn, r *wireCall) error {
+	select {
+	case <-r.done:
+	case <-ctx.Done():
+		if !wc.abandon(r) {
+			return ctx.Err()
+		}
+	}
+	_, err := r.result()
+	return err
+}
+
+// addWatchErr maps an addWatch's error: UNIMPLEMENTED (before 3.6) or
+// MARSHALLINGERROR (a server configured without persistent watches) is
+// remembered, and becomes ErrUnimplemented.
+func (c *Client) addWatchErr(err error) error {
+	if errors.Is(err, errUnimplementedOp) || errors.Is(err, errMarshalling) {
+		if !c.pw.unsupported.Swap(true) {
+			c.log.Warn("zkrecipes: the server has no persistent watches (ZooKeeper 3.6 or later needed)", "err", err)
+		}
+		return fmt.Errorf("%w (the server answered: %v)", ErrUnimplemented, err)
+	}
+	return err
+}
+
+// usableConn returns the connection the Wire can send on now, once
+// go-zookeeper has re-sent its credentials on it; nil otherwise.
+func (w *Wire) usableConn() *wireConn {
+	c := w.ready()
+	if c == nil {
+		return nil
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.closed || !c.active || (w.auths.Load() > 0 && !c.sendLoop) {
+		return nil
+	}
+	return c
+}
+
+// Remove removes the watch: no event reaches it after Remove returns
+// (Events reports the end). The server's watch is removed with the last
+// of its owners, on ZooKeeper 3.9 and later; earlier servers keep it
+// until the connection ends (see PersistentRemoveUnsupported). Remove
+// returns an error only when ctx ended before the server answered; the
+// watch is removed client-side either way.
+func (w *PersistentWatch) Remove(ctx context.Context) error {
+	c := w.c
+	if ctx == nil {
+		return fmt.Errorf("%w: nil context", ErrInvalidArgument)
+	}
+	e, last := c.removeOwner(w)
+	if !last || e.on == nil || c.pw.noRemove.Load() || c.check() != nil {
+		return nil
+	}
+	if err := c.pw.lock(ctx); err != nil {
+		return Namedf("watch "+c.StripNamespace(w.path), "remove: %w", err)
+	}
+	defer c.pw.unlock()
+	c.pw.mu.Lock()
+	again := c.pw.entries[w.path] != nil // added again meanwhile: keep the server's
+	c.pw.mu.Unlock()
+	wc := c.wire.usableConn()
+	if again || wc == nil || wc != e.on {
+		return nil // a new connection holds no watch of it
+	}
+	typ := int32(removePersistent)
+	if e.recursive {
+		typ = removePersistentRecursive
+	}
+	f := newFrame(8 + len(w.path)).str(w.path).int32(typ)
+	r, err := wc.call(ctx, zopRemoveWatches, f, nil)
+	if err != nil {
+		return nil // not sent: the connection is going
+	}
+	err = c.waitWire(ctx, wc, r)
+	switch {
+	case err == nil, errors.Is(err, errNoWatcher), IsRetryable(err):
+		return nil
+	case errors.Is(err, errMarshalling), errors.Is(err, errUnimplementedOp), errors.Is(err, zk.ErrBadArguments):
+		if !c.pw.noRemove.Swap(true) {
+			c.log.Info("zkrecipes: the server cannot remove persistent watches (before ZooKeeper 3.9): removed ones stop client-side and stay on the server until the connection ends")
+		}
+		return nil
+	case ctx.Err() != nil:
+		return Namedf("watch "+c.StripNamespace(w.path), "remove: %w", err)
+	}
+	c.log.Warn("zkrecipes: removing a persistent watch failed", "path", c.StripNamespace(w.path), "err", err)
+	return nil
+}
+
+// removeOwner drops w from its entry; last says the entry went with it.
+func (c *Client) removeOwner(w *PersistentWatch) (e *pwEntry, last bool) {
+	c.pw.mu.Lock()
+	defer c.pw.mu.Unlock()
+	e = c.pw.entries[w.path]
+	if w.removed || e == nil {
+		return &pwEntry{}, false
+	}
+	w.removed = true
+	w.q.close()
+	delete(e.owners, w)
+	if len(e.owners) > 0 {
+		return e, false
+	}
+	delete(c.pw.entries, w.path)
+	c.pw.n.Add(-1)
+	return e, true
+}
+
+// route hands a watch event to the persistent watches it concerns: those
+// on its path, and the recursive ones above it. It runs on go-zookeeper's
+// receive goroutine, in the connection's order.
+func (p *pwatches) route(ev zk.Event) {
+	switch ev.Type {
+	case zk.EventNodeCreated, zk.EventNodeDeleted, zk.EventNodeDataChanged, zk.EventNodeChildrenChanged:
+	default:
+		return
+	}
+	if ev.Path == "" || ev.Path[0] != '/' {
+		return
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for at := ev.Path; ; {
+		if e := p.entries[at]; e != nil {
+			exact := at == ev.Path
+			// A recursive watch is never told of children (the event came
+			// from a one-shot watch on the same path); a plain one only of
+			// its own node.
+			if (e.recursive && ev.Type != zk.EventNodeChildrenChanged) || (!e.recursive && exact) {
+				for o := range e.owners {
+					o.q.push(PersistentEvent{Kind: PersistentNode, Path: ev.Path, Type: ev.Type})
+				}
+			}
+		}
+		if at == "/" {
+			return
+		}
+		i := strings.LastIndexByte(at, '/')
+		if i == 0 {
+			at = "/"
+		} else {
+			at = at[:i]
+		}
+	}
+}
+
+// guardOneShot refuses a one-shot watch on the root of a persistent watch
+// of the client (see ZOOKEEPER-4466 above).
+func (c *Client) guardOneShot(path string) error {
+	if c.pw.n.Load() == 0 {
+		return nil
+	}
+	c.pw.mu.Lock()
+	e := c.pw.entries[path]
+	c.pw.mu.Unlock()
+	if e == nil {
+		return nil
+	}
+	return fmt.Errorf("%w: %s is the root of a persistent watch of this client: a one-shot watch there would replace it on ZooKeeper 3.6–3.8 (ZOOKEEPER-4466); read it without a watch, the persistent watch reports its changes", ErrInvalidArgument, c.StripNamespace(path))
+}
+
+// startReadding starts the goroutine that sets the watches again on each
+// new connection, once.
+func (c *Client) startReadding() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.closed || c.pw.started {
+		return
+	}
+	c.pw.started = true
+	c.wg.Add(1)
+	go c.readdLoop()
+}
+
+// readdLoop sets every watch again on each connection that becomes
+// usable, and after a failure under the retry policy.
+func (c *Client) readdLoop() {
+	defer c.wg.Done()
+	var (
+		retry backoff.BackOff
+		timer *time.Timer
+		again <-chan time.Time
+	)
+	defer func() {
+		if timer != nil {
+			timer.Stop()
+		}
+	}()
+	for {
+		select {
+		case <-c.pw.kick:
+		case <-again:
+			again = nil
+		case <-c.closeCh:
+			return
+		}
+		err := c.readdAll()
+		if err == nil {
+			retry = nil
+			continue
+		}
+		if retry == nil {
+			retry = c.cfg.retry()
+		}
+		d := retry.NextBackOff()
+		if d == backoff.Stop {
+			retry = nil
+			d = time.Second
+		}
+		if timer == nil {
+			timer = time.NewTimer(d)
+		} else {
+			timer.Stop()
+			timer.Reset(d)
+		}
+		again = timer.C
+	}
+}
+
+// readdAll sends addWatch for every watch the current connection lacks,
+// all at once, and waits for the replies. An error asks for another try
+// later; a connection that ends is not one (the next one kicks).
+func (c *Client) readdAll() error {
+	if c.pw.unsupported.Load() {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), max(c.SessionTimeout(), time.Second))
+	defer cancel()
+	go func() { // Close ends ctx too
+		select {
+		case <-c.closeCh:
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
+	if err := c.pw.lock(ctx); err != nil {
+		return nil
+	}
+	defer c.pw.unlock()
+	wc := c.wire.usableConn()
+	if wc == nil {
+		return nil
+	}
+	c.pw.mu.Lock()
+	var todo []*pwEntry
+	for _, e := range c.pw.entries {
+		if e.on != wc {
+			todo = append(todo, e)
+		}
+	}
+	c.pw.mu.Unlock()
+	type sent struct {
+		e *pwEntry
+		r *wireCall
+	}
+	var calls []sent
+	for _, e := range todo {
+		r, err := c.sendAddWatch(ctx, wc, e)
+		if err != nil {
+			break // the connection is going
+		}
+		calls = append(calls, sent{e, r})
+	}
+	var failed error
+	for _, s := range calls {
+		err := c.addWatchErr(c.waitWire(ctx, wc, s.r))
+		switch {
+		case err == nil, IsRetryable(err), ctx.Err() != nil && c.check() != nil:
+			continue
+		}
+		c.pw.mu.Lock()
+		for o := range s.e.owners {
+			o.q.push(PersistentEvent{Kind: PersistentFailed, Err: err})
+		}
+		c.pw.mu.Unlock()
+		c.log.Warn("zkrecipes: setting a persistent watch again failed", "path", c.StripNamespace(s.e.path), "err", err)
+		if !errors.Is(err, ErrUnimplemented) {
+			failed = err
+		}
+	}
+	return failed
+}
+
+// closeWatches ends every persistent watch (the client closes).
+func (p *pwatches) closeWatches() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for path, e := range p.entries {
+		for o := range e.owners {
+			o.removed = true
+			o.q.close()
+		}
+		delete(p.entries, path)
+	}
+	p.n.Store(0)
+}

@@ -1,0 +1,143 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"io"
+	"net"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/go-zookeeper/zk"
+)
+
+// A frame the Wire writes itself, with no ctx deadline, on a link whose
+// peer reads nothing, fails after go-zookeeper's own write bound (2/3 of
+// the session timeout) instead of holding the write lock, and with it
+// go-zookeeper's sender, for ever; go-zookeeper's deadline is put back
+// after it.
+func TestWireOwnWriteHasADeadline(t *testing.T) {
+	client, server := net.Pipe()
+	defer server.Close()
+	w := &Wire{}
+	c := &wireConn{Conn: client, w: w, wlock: make(chan struct{}, 1)}
+	defer c.Close()
+	c.out.init(connectRequestLen, reqHeaderLen)
+	c.in.init(handshakeLen, replyHeaderLen)
+	cr := frame(41, 0)
+	read := make(chan struct{})
+	go func() { _, _ = io.CopyN(io.Discard, server, int64(len(cr))); close(read) }()
+	if _, err := c.Write(cr); err != nil {
+		t.Fatal(err)
+	}
+	<-read
+	c.received(connectResponse(300, 1)) // writes bounded by 200ms
+
+	done := make(chan error, 1)
+	go func() {
+		r, err := c.call(context.Background(), zopGetData, newFrame(8).str("/a").boolean(false), nil)
+		if err == nil {
+			<-r.done
+			_, err = r.result()
+		}
+		done <- err
+	}()
+	select {
+	case err := <-done:
+		if !errors.Is(err, zk.ErrConnectionClosed) {
+			t.Fatalf("the stalled write ended with %v", err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("the Wire's write stalled without a deadline")
+	}
+}
+
+// go-zookeeper's write deadline stays in force across a frame the Wire
+// writes between its frames.
+func TestWireKeepsGoZookeepersDeadline(t *testing.T) {
+	client, server := net.Pipe()
+	defer server.Close()
+	w := &Wire{}
+	c := &wireConn{Conn: client, w: w, wlock: make(chan struct{}, 1)}
+	defer c.Close()
+	c.out.init(connectRequestLen, reqHeaderLen)
+	c.in.init(handshakeLen, replyHeaderLen)
+	stop := make(chan struct{})
+	go func() { // read until told to stop
+		buf := make([]byte, 1)
+		for {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			if _, err := server.Read(buf); err != nil {
+				return
+			}
+		}
+	}()
+	if _, err := c.Write(frame(41, 0)); err != nil {
+		t.Fatal(err)
+	}
+	c.received(connectResponse(60000, 1)) // the Wire's own bound: 40s
+	_ = c.SetWriteDeadline(time.Now().Add(200 * time.Millisecond))
+	r, err := c.call(context.Background(), zopGetData, newFrame(8).str("/a").boolean(false), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_ = r
+	close(stop)
+	start := time.Now()
+	_, err = c.Write(frame(100, 5, 4)) // go-zookeeper's next frame, nobody reading
+	var ne net.Error
+	if !errors.As(err, &ne) || !ne.Timeout() || time.Since(start) > 5*time.Second {
+		t.Fatalf("go-zookeeper's write: %v after %v", err, time.Since(start))
+	}
+}
+
+// Events reach the watches they concern: a recursive one anywhere under
+// its root (never NodeChildrenChanged), a plain one on its own node only.
+func TestPersistentRoute(t *testing.T) {
+	var p pwatches
+	p.init()
+	mk := func(path string, recursive bool) *PersistentWatch {
+		w := &PersistentWatch{path: path, recursive: recursive, q: newQueue[PersistentEvent]()}
+		if p.entries == nil {
+			p.entries = map[string]*pwEntry{}
+		}
+		p.entries[path] = &pwEntry{path: path, recursive: recursive, owners: map[*PersistentWatch]struct{}{w: {}}}
+		p.n.Add(1)
+		return w
+	}
+	root := mk("/", true)
+	tree := mk("/a/b", true)
+	plain := mk("/a", false)
+	for _, ev := range []zk.Event{
+		{Type: zk.EventNodeCreated, Path: "/a/b/c/d"},
+		{Type: zk.EventNodeChildrenChanged, Path: "/a/b"},
+		{Type: zk.EventNodeDataChanged, Path: "/a"},
+		{Type: zk.EventNodeChildrenChanged, Path: "/a"},
+		{Type: zk.EventNodeDeleted, Path: "/a/bb"},
+		{Type: zk.EventSession, State: zk.StateHasSession},
+		{Type: zk.EventNotWatching, Path: "/a/b"},
+	} {
+		p.route(ev)
+	}
+	got := func(w *PersistentWatch) []string {
+		evs, _ := w.q.poll()
+		var out []string
+		for _, ev := range evs {
+			out = append(out, ev.Type.String()+" "+ev.Path)
+		}
+		return out
+	}
+	check := func(name string, w *PersistentWatch, want ...string) {
+		if g := got(w); !slices.Equal(g, want) {
+			t.Errorf("%s: got %q, want %q", name, g, want)
+		}
+	}
+	check("root", root, "EventNodeCreated /a/b/c/d", "EventNodeDataChanged /a", "EventNodeDeleted /a/bb")
+	check("tree", tree, "EventNodeCreated /a/b/c/d")
+	check("plain", plain, "EventNodeDataChanged /a", "EventNodeChildrenChanged /a")
+}
