@@ -169,6 +169,14 @@ func TestMisuse(t *testing.T) {
 			{Name: "Set", Call: func() error { _, err := cl.c().Set(ctx, "/misuse", nil, -1); return err }},
 			{Name: "Sync", Call: func() error { return cl.c().Sync(ctx, "/") }},
 			{Name: "Multi", Call: func() error { _, err := cl.c().Multi(ctx, recipes.CheckOp("/", -1)); return err }},
+			{Name: "Client.GetW", Call: func() error { _, _, _, err := cl.c().GetW(ctx, "/"); return err }},
+			{Name: "Client.ExistsW", Call: func() error { _, _, _, err := cl.c().ExistsW(ctx, "/"); return err }},
+			{Name: "Client.ChildrenW", Call: func() error { _, _, _, err := cl.c().ChildrenW(ctx, "/"); return err }},
+			{Name: "Client.CreateWithParents", Call: func() error { _, err := cl.c().CreateWithParents(ctx, "/misuse/x", nil, 0); return err }},
+			{Name: "Client.WatchPersistent", Call: func() error {
+				_, err := cl.c().WatchPersistent(ctx, "/", true, func(recipes.PersistentEvent) {})
+				return err
+			}},
 		}))
 	}
 	add("closed Client.Listen", noError, func() error {

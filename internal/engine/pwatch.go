@@ -454,7 +454,7 @@ func (p *pwatches) route(ev zk.Event) {
 // guardOneShot refuses a one-shot watch on the root of a persistent watch
 // of the client (see ZOOKEEPER-4466 above).
 func (c *Client) guardOneShot(path string) error {
-	if c.pw.n.Load() == 0 {
+	if c == nil || c.pw.n.Load() == 0 { // a nil client: send refuses it
 		return nil
 	}
 	c.pw.mu.Lock()
