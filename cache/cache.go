@@ -210,7 +210,12 @@ func NewTreeCache(c *recipes.Client, path string, opts ...Option) (*Cache, error
 
 // NewNodeCache returns a cache of the node at path alone (Curator's
 // NodeCache view): New with WithMaxDepth(0), on a persistent watch that
-// is not recursive. Get(path) reads it.
+// is not recursive (or on the recursive one a deeper cache of the same
+// client holds on the path: one server watch per path and connection).
+// Get(path) reads it. A client's deeper cache cannot start on a path
+// where its node cache (or a WatchPersistent that is not recursive)
+// already holds a watch: Start fails with ErrInvalidArgument; start the
+// deeper cache first, or use another client.
 func NewNodeCache(c *recipes.Client, path string, opts ...Option) (*Cache, error) {
 	return New(c, path, append(slices.Clone(opts), WithMaxDepth(0))...)
 }
@@ -278,6 +283,11 @@ func (c *Cache) Start(ctx context.Context) error {
 	if !c.o.oneShot {
 		var err error
 		w, err = c.e.AddWatch(ctx, c.full, c.o.maxDepth > 0)
+		if c.o.maxDepth == 0 && errors.Is(err, recipes.ErrInvalidArgument) {
+			// A recursive watch of the client's holds the path (a deeper
+			// cache): it serves a node cache too.
+			w, err = c.e.AddWatch(ctx, c.full, true)
+		}
 		switch {
 		case errors.Is(err, recipes.ErrUnimplemented):
 			c.e.Logger().Info("zkrecipes: the server has no persistent watches; the cache uses one-shot watches", "cache", c.path)

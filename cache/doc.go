@@ -28,7 +28,10 @@
 // per node, read again each time one fires, after every reconnection and
 // after a new session; failed reads are retried under the client's retry
 // policy, never in a tight loop. Either way the cache gives the same
-// reads and the same events.
+// reads and the same kinds of events; on one-shot watches the events of
+// different nodes come in the order the cache read them, which may not
+// be the order the server applied the changes in (a node's own events
+// keep theirs).
 //
 // # Events
 //
