@@ -2,6 +2,7 @@ package cache_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -149,7 +150,7 @@ func readServer(c *recipes.Client, root string, depth int) ([]cache.Node, error)
 	var walk func(p string, d int) error
 	walk = func(p string, d int) error {
 		data, st, err := c.Get(ctx, p)
-		if err == zk.ErrNoNode {
+		if errors.Is(err, zk.ErrNoNode) {
 			return nil
 		}
 		if err != nil {
@@ -160,7 +161,7 @@ func readServer(c *recipes.Client, root string, depth int) ([]cache.Node, error)
 			return nil
 		}
 		kids, _, err := c.Children(ctx, p)
-		if err == zk.ErrNoNode {
+		if errors.Is(err, zk.ErrNoNode) {
 			return nil
 		}
 		if err != nil {
