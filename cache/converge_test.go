@@ -5,7 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
-		"sync"
+	"sync"
 	"testing"
 	"time"
 
@@ -273,4 +273,3 @@ func TestConvergence(t *testing.T) {
 		})
 	}
 }
-
