@@ -153,7 +153,7 @@ func (e Event) String() string {
 // entry is a node in the cache's memory.
 type entry struct {
 	node Node
-	kids map[string]struct{} // names
+	kids map[string]struct{} // names; nil for a leaf
 }
 
 // Cache is a local mirror of a ZooKeeper subtree, of one node, or of one
@@ -597,9 +597,12 @@ func (c *Cache) upsertLocked(evs []Event, full string, data []byte, st *zk.Stat)
 		if pen == nil {
 			return evs
 		}
+		if pen.kids == nil {
+			pen.kids = map[string]struct{}{}
+		}
 		pen.kids[name] = struct{}{}
 	}
-	c.nodes[full] = &entry{node: n, kids: map[string]struct{}{}}
+	c.nodes[full] = &entry{node: n}
 	return c.emit(evs, Event{Type: NodeCreated, Path: n.Path, New: &n})
 }
 
