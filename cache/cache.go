@@ -174,6 +174,7 @@ type Cache struct {
 	initialized bool
 	initCh      chan struct{} // closed at Initialized
 	listeners   engine.Listeners[[]Event]
+	subs        map[*subscription]struct{} // Subscribe's channels
 
 	persistent atomic.Bool // running on a persistent watch
 	resyncs    atomic.Int64
@@ -371,13 +372,26 @@ func (c *Cache) Close(ctx context.Context) error {
 		}
 	}
 	c.persistent.Store(false)
+	c.mu.Lock()
+	subs := c.subs
+	c.subs = nil
+	c.mu.Unlock()
+	for s := range subs {
+		s.end() // nobody may be reading: stop sending before the listeners close
+	}
+	finish := func() {
+		c.listeners.Close()
+		for s := range subs { // their listeners are gone: nothing sends now
+			s.closed.Do(func() { close(s.ch) })
+		}
+	}
 	if id := engine.GoroutineID(); id != 0 {
 		if _, mine := c.listenerGs.Load(id); mine {
-			go c.listeners.Close() // ends once this listener call returns
+			go finish() // ends once this listener call returns
 			return err
 		}
 	}
-	c.listeners.Close()
+	finish()
 	return err
 }
 
