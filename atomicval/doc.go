@@ -87,5 +87,11 @@
 // suits ids and statistics at tens to hundreds of updates a second, not a
 // hot counter.
 //
-// Curator's CachedAtomicLong (blocks of ids) is not here yet.
+// # Blocks of ids
+//
+// CachedInt64 is Curator's CachedAtomicLong: it takes a block of ids from
+// an Int64 in one Add and hands them out from memory. Ids are unique
+// across the processes that share the counter, not ordered across them,
+// and have gaps (a block a process did not finish; a block whose Add had
+// an unknown outcome, which is skipped rather than risk an id twice).
 package atomicval
