@@ -47,6 +47,19 @@
 //   - Initialize creates the node with a value only if it does not exist.
 //   - ForceSet writes whatever the value, creating the node if need be.
 //
+// # Reads
+//
+// A ZooKeeper follower serves reads from its own copy, which may lag
+// behind writes already acknowledged to other clients. Get and
+// CompareAndSet sync with the leader first, so that they see every write
+// acknowledged before they were called: with the updates, the counter is
+// linearizable (the chaos suite checks its whole history with porcupine).
+// Curator's get() does not sync: on a follower it may return a value from
+// before an increment another process has already seen succeed, and its
+// compareAndSet may fail against a value that is there. The sync costs
+// one round trip to the leader. The updates need none: a stale read only
+// costs them a lost try.
+//
 // # Results that cannot be ignored by accident
 //
 // Curator's updates return an AtomicValue whose succeeded() callers
