@@ -1203,3 +1203,65 @@ func TestGoBarriersAndCounters(t *testing.T) {
 		t.Errorf("after every member left: %v", err)
 	}
 }
+
+// TestCuratorDoubleBarrier: a double barrier of 3 with two Curator members
+// waiting and one Go member: zkinspect sees Curator's members as ours
+// (curator-compatible, waiting), then all three IN once ready exists.
+func TestCuratorDoubleBarrier(t *testing.T) {
+	runRoot := newRunRoot()
+	if _, err := interop.JavaClasspath(); err != nil {
+		testutil.Unavailable(t, err)
+	}
+	zkc := zkServer(t)
+	ctx := testCtx(t)
+	dir := t.TempDir()
+	path := runRoot + "/curator-double"
+	obs := connectT(t, zkc)
+	var javas []*interop.Proc
+	for range 2 {
+		j := testutil.Curator(t, ctx, dir, "doublebarrier", zkc.ConnectString(), path, "3")
+		if err := j.WaitLine(ctx, "READY"); err != nil {
+			t.Fatal(err)
+		}
+		if err := j.Send("ENTER"); err != nil {
+			t.Fatal(err)
+		}
+		javas = append(javas, j)
+	}
+	waitChildren(t, obs, path, 2)
+	out := new(normaliser).text(inspectOut(t, zkc, path))
+	for _, want := range []string{"double barrier (DistributedDoubleBarrier)", "status: 2 members, ready: no; 0 entered, 2 waiting", "curator-compatible"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("Curator's waiting members: no %q in\n%s", want, out)
+		}
+	}
+	d, err := barrier.NewDouble(connectT(t, zkc), path, 3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := d.Enter(ctx); err != nil {
+		t.Fatal(err)
+	}
+	for _, j := range javas {
+		if err := j.WaitLine(ctx, "ENTERED"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	out = new(normaliser).text(inspectOut(t, zkc, path))
+	if !strings.Contains(out, "status: 3 members, ready: yes; 3 entered, 0 waiting") {
+		t.Errorf("all entered:\n%s", out)
+	}
+	for _, j := range javas {
+		if err := j.Send("LEAVE"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := d.Leave(ctx); err != nil {
+		t.Fatal(err)
+	}
+	for _, j := range javas {
+		if err := j.WaitLine(ctx, "LEFT"); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
