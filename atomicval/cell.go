@@ -177,6 +177,12 @@ func (s *cell[T]) get(ctx context.Context) (T, error) {
 	}
 	var data []byte
 	err := s.e.Retry(ctx, func() error {
+		// A follower serves reads from its own copy, which may lag
+		// behind writes already acknowledged to others: sync first, so
+		// that the read sees every write acknowledged before the call.
+		if err := s.e.Sync(ctx, s.full); err != nil {
+			return err
+		}
 		var err error
 		data, _, err = s.e.Get(ctx, s.full)
 		if errors.Is(err, zk.ErrNoNode) {
@@ -202,6 +208,12 @@ func (s *cell[T]) compareAndSet(ctx context.Context, expected, v T) (Result[T], 
 	}
 	start := time.Now()
 	data := s.codec.encode(v)
+	// Sync first, as get does: a lagging follower's read would refuse a
+	// compare-and-set from a value already there.
+	if err := s.e.Retry(ctx, func() error { return s.e.Sync(ctx, s.full) }); err != nil {
+		res.Stats.OptimisticTime = time.Since(start)
+		return res, engine.Namedf(s.name(), "compare-and-set: sync: %w", err)
+	}
 	_, err := s.e.CompareAndSet(ctx, s.full, engine.CAS{Tries: 1, Exact: true}, func(prev []byte, _ bool) ([]byte, error) {
 		res.Stats.OptimisticTries++
 		cur, err := s.codec.decode(prev)

@@ -21,6 +21,9 @@
 //   - counter: workers take order numbers from one atomicval.Int64,
 //     promoted to a lock when the optimistic tries lose; every number is
 //     handed out once;
+//   - barrier: a batch job: workers start together (a double barrier, then
+//     a start gate), take job ids in blocks (atomicval.CachedInt64) and
+//     finish together;
 //   - bench: the benchmark against go-zookeeper.
 //
 // Each connects to ZK_SERVERS or starts a local ZooKeeper, and the recipe

@@ -4,12 +4,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"regexp"
 	"slices"
 	"sort"
 	"strings"
 
 	"github.com/go-zookeeper/zk"
 
+	"github.com/zkrecipes/zkrecipes/barrier"
 	"github.com/zkrecipes/zkrecipes/election"
 	"github.com/zkrecipes/zkrecipes/internal/engine"
 	"github.com/zkrecipes/zkrecipes/mutex"
@@ -30,6 +32,10 @@ import (
 //     __lock__);
 //   - leader latch: latch-;
 //   - a semaphore's leases: lease-.
+//
+// A double barrier (DistributedDoubleBarrier) is a node whose children are
+// ephemeral members named by a UUID and perhaps the persistent node
+// ready, none with children.
 //
 // A semaphore (InterProcessSemaphoreV2) is a node whose children are
 // persistent nodes named locks and leases, both there (or leases alone,
@@ -150,6 +156,32 @@ type class struct {
 	strays []child
 	// locks and leases are a semaphore's parts (nil when absent).
 	locks, leases *probe
+	// ready is whether a double barrier's ready node exists.
+	ready bool
+}
+
+// reUUIDName is a double barrier member's name: Curator's (and
+// zkrecipes') random UUID.
+var reUUIDName = regexp.MustCompile(`^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$`)
+
+// doubleBarrier reports whether kids are a double barrier's: ephemeral
+// members named by a UUID, without children, and perhaps the persistent
+// ready node (without children); one of the two at least.
+func doubleBarrier(kids []child) bool {
+	if len(kids) == 0 {
+		return false
+	}
+	for _, k := range kids {
+		switch {
+		case k.st == nil || k.st.NumChildren > 0:
+			return false
+		case k.ephemeral() && reUUIDName.MatchString(k.name):
+		case !k.ephemeral() && k.name == barrier.ReadyNode:
+		default:
+			return false
+		}
+	}
+	return true
 }
 
 // classify tells what the node p is from its children; a node whose
@@ -216,6 +248,17 @@ func classifyKids(p *probe) *class {
 		cl.kind = kindEmpty
 		if p.st != nil && p.st.DataLength > 0 {
 			cl.kind = kindData
+		}
+		return cl
+	}
+	if doubleBarrier(p.kids) {
+		cl.kind = kindDouble
+		for _, k := range p.kids {
+			if k.ephemeral() {
+				cl.queue = append(cl.queue, k)
+			} else {
+				cl.ready = true
+			}
 		}
 		return cl
 	}

@@ -26,6 +26,7 @@ var kindLabels = map[string]string{
 	kindData:      "data node",
 	kindLeases:    "a semaphore's leases",
 	kindUnknown:   "unknown (not a queue zkinspect knows)",
+	kindDouble:    "double barrier (DistributedDoubleBarrier)",
 }
 
 var roleLabels = map[string]string{
@@ -35,6 +36,12 @@ var roleLabels = map[string]string{
 	roleAcquiring: "acquiring",
 	roleUnknown:   "HOLDS?",
 	roleNone:      "?",
+	roleEntered:   "IN",
+}
+
+var counterLabels = map[string]string{
+	"int":  "4 bytes, as SharedCount, DistributedAtomicInteger, atomicval.Int32 or Kazoo's Counter(support_curator) hold it",
+	"long": "8 bytes, as DistributedAtomicLong and atomicval.Int64 hold it",
 }
 
 var libraryLabels = map[string]string{
@@ -95,6 +102,13 @@ func renderQueue(b *strings.Builder, q *Queue) {
 		}
 		status = fmt.Sprintf("%d leases held (max %s)", q.Holders, max)
 	}
+	if q.Kind == kindDouble {
+		ready := "no"
+		if q.Ready != nil && *q.Ready {
+			ready = "yes"
+		}
+		status = fmt.Sprintf("%d members, ready: %s; %d entered", len(q.Nodes), ready, q.Holders)
+	}
 	if q.Undecided > 0 {
 		status += fmt.Sprintf(", %d holding or waiting", q.Undecided)
 	}
@@ -107,8 +121,13 @@ func renderQueue(b *strings.Builder, q *Queue) {
 	default:
 		fmt.Fprintf(b, "status: %s\n", status)
 	}
+	if c := q.Counter; c != nil {
+		fmt.Fprintf(b, "counter: %d (%s: %s)\n", c.Value, c.Type, counterLabels[c.Type])
+	}
 	switch q.Kind {
 	case kindEmpty, kindData:
+	case kindDouble:
+		renderNodes(b, q.Nodes, false, "no members")
 	case kindSemaphore:
 		fmt.Fprintf(b, "leases (%s):\n", engine.JoinPath(q.Path, semaphore.LeaseParent))
 		renderNodes(b, q.Nodes, false, "no leases")
@@ -191,6 +210,10 @@ func renderSummary(b *strings.Builder, rep *Report) {
 			if l.Undecided > 0 {
 				holders = fmt.Sprintf("%d?", l.Undecided)
 			}
+		case l.Kind == kindDouble && *l.Held:
+			state = "ready"
+		case l.Kind == kindDouble:
+			state = "waiting"
 		case *l.Held:
 			state = "held"
 		}

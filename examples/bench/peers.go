@@ -64,7 +64,7 @@ var (
 func init() {
 	scenarios = append(scenarios, "peers")
 	flag.BoolVar(&peersOn, "peers", true, "peers: run Curator 5.4 (java + Debian's jars) and Kazoo 2.8 (/usr/bin/python3 with python3-kazoo) where installed; -peers=false skips them")
-	flag.StringVar(&peerWorkloads, "peer-workloads", "cycle,contend,queue,rwlock,semaphore", "peers: the workloads to run, a comma-separated list of cycle, contend, queue, rwlock, semaphore")
+	flag.StringVar(&peerWorkloads, "peer-workloads", "cycle,contend,queue,rwlock,semaphore,counter,doublebarrier", "peers: the workloads to run, a comma-separated list of cycle, contend, queue, rwlock, semaphore, counter, doublebarrier")
 }
 
 // ---------------------------------------------------------- peer processes
@@ -83,6 +83,7 @@ type peerProc struct {
 type peerAnswer struct {
 	ops, total, most int
 	seconds, cpu     float64
+	extra            []float64 // counter's and doublebarrier's further figures
 }
 
 // tailBuffer keeps the last 8 KiB written to it.
@@ -239,7 +240,7 @@ func (p *peerProc) doQueued(limit time.Duration, cmd string, queued func() error
 	cpu1, clockOK1 := processCPU(p.cmd.Process.Pid)
 	line := p.out.Text()
 	f := strings.Fields(line)
-	if len(f) != 6 || f[0] != "DONE" {
+	if len(f) < 6 || f[0] != "DONE" {
 		return peerAnswer{}, fmt.Errorf("%s: %q: %s; stderr: %s", p.label, cmd, line, p.stderr)
 	}
 	var (
@@ -249,6 +250,9 @@ func (p *peerProc) doQueued(limit time.Duration, cmd string, queued func() error
 	atoi := func(s string) int { v, err := strconv.Atoi(s); errs = append(errs, err); return v }
 	atof := func(s string) float64 { v, err := strconv.ParseFloat(s, 64); errs = append(errs, err); return v }
 	a.ops, a.seconds, a.cpu, a.total, a.most = atoi(f[1]), atof(f[2]), atof(f[3]), atoi(f[4]), atoi(f[5])
+	for _, x := range f[6:] {
+		a.extra = append(a.extra, atof(x))
+	}
 	if err := errors.Join(errs...); err != nil {
 		return a, fmt.Errorf("%s: bad answer %q: %w", p.label, line, err)
 	}
@@ -289,6 +293,7 @@ type peerRow struct {
 	ratio         map[string]float64 // peer key -> median over rounds of ours/peer
 	note          map[string]string  // peer key -> why it has no figure, or a remark
 	target        float64            // ours/Curator target, or 0
+	latency       string             // figures are milliseconds (1e3/rate) of this, e.g. "ms to all in"
 }
 
 // peerRows are the peers scenario's figures for the -md report.
@@ -303,6 +308,8 @@ func (r peerRow) value(key string) string {
 		return "na"
 	case r.queue:
 		return fmt.Sprintf("%.0f", 1e6/v)
+	case r.latency != "":
+		return fmt.Sprintf("%.1f", 1e3/v)
 	default:
 		return fmt.Sprintf("%.1f", v)
 	}
@@ -316,6 +323,9 @@ func (r peerRow) cell(key string) string {
 	s := fmt.Sprintf("%.0f ops/s, CPU %.0f µs/op", r.rate[key], r.cpu[key])
 	if r.queue {
 		s = fmt.Sprintf("%.0f µs/hand-off, CPU %.0f µs/hand-off", 1e6/r.rate[key], r.cpu[key])
+	}
+	if r.latency != "" {
+		s = fmt.Sprintf("%.1f %s", 1e3/r.rate[key], r.latency)
 	}
 	if n := r.note[key]; n != "" {
 		s += " (" + n + ")"
@@ -347,10 +357,10 @@ func (b *bench) peers(ctx context.Context) ([]string, bool, error) {
 	work := map[string]bool{}
 	for _, w := range strings.Split(peerWorkloads, ",") {
 		switch w = strings.TrimSpace(w); w {
-		case "cycle", "contend", "queue", "rwlock", "semaphore":
+		case "cycle", "contend", "queue", "rwlock", "semaphore", "counter", "doublebarrier":
 			work[w] = true
 		default:
-			return nil, false, fmt.Errorf("-peer-workloads: %q is not one of cycle, contend, queue, rwlock, semaphore", w)
+			return nil, false, fmt.Errorf("-peer-workloads: %q is not one of cycle, contend, queue, rwlock, semaphore, counter, doublebarrier", w)
 		}
 	}
 	sessions := max(f.sessions, f.readers)
@@ -419,7 +429,9 @@ func (b *bench) peers(ctx context.Context) ([]string, bool, error) {
 	for _, w := range []struct {
 		name string
 		run  func() ([]string, bool, error)
-	}{{"cycle", pw.cycle}, {"contend", pw.contend}, {"queue", pw.queue}, {"rwlock", pw.rwlock}, {"semaphore", pw.semaphore}} {
+	}{{"cycle", pw.cycle}, {"contend", pw.contend}, {"queue", pw.queue}, {"rwlock", pw.rwlock}, {"semaphore", pw.semaphore},
+		{"counter", pw.counter}, {"doublebarrier", pw.doubleBarrier}} { // peeratomic.go
+
 		if !work[w.name] {
 			continue
 		}
@@ -460,6 +472,9 @@ func (w *peerWork) compare(row peerRow, rounds int, sides []peerSide) (string, b
 	if row.queue {
 		unit, cpuUnit = "µs/hand-off", "CPU µs/hand-off"
 	}
+	if row.latency != "" {
+		unit = "ms"
+	}
 	cols := []string{"round"}
 	for _, s := range sides {
 		cols = append(cols, s.label+" "+unit)
@@ -472,10 +487,19 @@ func (w *peerWork) compare(row peerRow, rounds int, sides []peerSide) (string, b
 	}
 	tw := table(append(cols, "first")...)
 	show := func(rate float64) float64 {
-		if row.queue {
+		switch {
+		case row.queue:
 			return 1e6 / rate
+		case row.latency != "":
+			return 1e3 / rate
 		}
 		return rate
+	}
+	showf := func(v float64) string {
+		if row.latency != "" {
+			return fmt.Sprintf("%.1f", v)
+		}
+		return fmt.Sprintf("%.0f", v)
 	}
 	for r := range rounds {
 		figs := map[string]peerFig{}
@@ -500,7 +524,7 @@ func (w *peerWork) compare(row peerRow, rounds int, sides []peerSide) (string, b
 		}
 		var vals []string
 		for _, s := range sides {
-			vals = append(vals, fmt.Sprintf("%.0f", show(figs[s.key].rate)))
+			vals = append(vals, showf(show(figs[s.key].rate)))
 			if s.key != "ours" {
 				vals = append(vals, fmt.Sprintf("%.2f", figs["ours"].rate/figs[s.key].rate))
 			}
@@ -513,7 +537,7 @@ func (w *peerWork) compare(row peerRow, rounds int, sides []peerSide) (string, b
 	var vals []string
 	for _, s := range sides {
 		row.rate[s.key], row.cpu[s.key] = median(rates[s.key]), median(cpus[s.key])
-		vals = append(vals, fmt.Sprintf("%.0f", show(row.rate[s.key])))
+		vals = append(vals, showf(show(row.rate[s.key])))
 		if s.key != "ours" {
 			row.ratio[s.key] = median(ratios[s.key])
 			vals = append(vals, fmt.Sprintf("%.2f", row.ratio[s.key]))
@@ -540,6 +564,8 @@ func (w *peerWork) compare(row peerRow, rounds int, sides []peerSide) (string, b
 	fmt.Fprintf(&kv, "RESULT scenario=peers workload=%s", row.key)
 	if row.queue {
 		kv.WriteString(" unit=us_per_handoff")
+	} else if row.latency != "" {
+		kv.WriteString(" unit=ms")
 	} else {
 		kv.WriteString(" unit=ops_per_s")
 	}

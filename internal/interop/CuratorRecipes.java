@@ -219,6 +219,8 @@ public class CuratorRecipes {
         register("sharedcount-set", "<connectString> <path> <value> [<path> <value>...]", CuratorRecipes::sharedcountSet);
         register("atomiclong", "<connectString> <path> <threads> <iterations> <lockPath|->", CuratorRecipes::atomiclong);
         register("atomiclong-get", "<connectString> <path> [<path>...]", CuratorRecipes::atomiclongGet);
+        register("sharedcount-incr", "<connectString> <path> <iterations>", CuratorRecipes::sharedcountIncr);
+        register("atomicint", "<connectString> <path> <iterations>", CuratorRecipes::atomicint);
         register("atomicint-add", "<connectString> <path> <delta>", CuratorRecipes::atomicintAdd);
         register("latch", "<connectString> <path> <id>", CuratorRecipes::latch);
         register("selector", "<connectString> <path> <id> <iterations> <outFile> <holdMillis>", CuratorRecipes::selector);
@@ -639,6 +641,57 @@ public class CuratorRecipes {
                 AtomicValue<Long> v = new DistributedAtomicLong(client, args[i], new ExponentialBackoffRetry(10, 10)).get();
                 say(String.valueOf(v.postValue()));
             }
+        }
+    }
+
+    /**
+     * READY, waits for GO, then adds 1 to a SharedCount <iterations> times
+     * with trySetCount from the cached versioned value (which a lost try
+     * reads again); DONE <iterations> <lost tries>.
+     */
+    static void sharedcountIncr(String[] args) throws Exception {
+        need(args, 3, "sharedcount-incr");
+        int iterations = Integer.parseInt(args[2]);
+        try (CuratorFramework client = connect(args[0]);
+                SharedCount count = new SharedCount(client, args[1], 0)) {
+            count.start();
+            say("READY");
+            awaitLine("GO");
+            long lost = 0;
+            for (int done = 0; done < iterations;) {
+                VersionedValue<Integer> v = count.getVersionedValue();
+                if (count.trySetCount(v, v.getValue() + 1)) {
+                    done++;
+                } else {
+                    lost++;
+                }
+            }
+            say("DONE " + iterations + " " + lost);
+        }
+    }
+
+    /**
+     * READY, waits for GO, then increments a DistributedAtomicInteger
+     * <iterations> times (calling again after a call that did not
+     * succeed); DONE <iterations> <failed calls>.
+     */
+    static void atomicint(String[] args) throws Exception {
+        need(args, 3, "atomicint");
+        int iterations = Integer.parseInt(args[2]);
+        try (CuratorFramework client = connect(args[0])) {
+            DistributedAtomicInteger counter =
+                    new DistributedAtomicInteger(client, args[1], new BoundedExponentialBackoffRetry(5, 50, 20));
+            say("READY");
+            awaitLine("GO");
+            long failed = 0;
+            for (int done = 0; done < iterations;) {
+                if (counter.increment().succeeded()) {
+                    done++;
+                } else {
+                    failed++;
+                }
+            }
+            say("DONE " + iterations + " " + failed);
         }
     }
 
