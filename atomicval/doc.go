@@ -28,7 +28,7 @@
 // "optimistic" mode): read the value and the version, compute the new
 // value, write it on condition that the version did not move; when
 // another writer came first, read again and try again, pausing as the
-// retry policy says (WithRetryPolicy; the client's by default), until the
+// retry policy says (WithRetryPolicy; ContentionPolicy by default), until the
 // policy gives up. With WithPromotedToLock, an update the optimistic
 // tries could not make is then tried again holding a mutex.Mutex at
 // another path (Curator's PromotedToLock, on an InterProcessMutex that
