@@ -277,8 +277,9 @@ func (q *core) length(ctx context.Context) (int, error) {
 // run consumes until ctx ends or the client closes.
 func (q *core) run(ctx context.Context) {
 	defer close(q.done)
+	locked := map[string]bool{} // items skipped: another consumer holds their lock
 	for {
-		names, err := q.next(ctx)
+		names, err := q.next(ctx, locked)
 		switch {
 		case ctx.Err() != nil, errors.Is(err, recipes.ErrClosed):
 			return
@@ -300,7 +301,10 @@ func (q *core) run(ctx context.Context) {
 			if q.kind == kindDelay && dueOf(name) > time.Now().UnixMilli() {
 				break
 			}
-			q.process(ctx, name)
+			if q.process(ctx, name) {
+				locked[name] = true
+				continue
+			}
 			if q.kind == kindPriority || q.kind == kindDelay {
 				break // list again: a more urgent item may have come
 			}
@@ -308,17 +312,21 @@ func (q *core) run(ctx context.Context) {
 	}
 }
 
-// next waits until the queue has an item due and returns the items in
-// the order they are taken. It lists the directory again on every change
-// of its children, every reconnection and every new session (so nothing
-// put while the consumer was away is missed: CURATOR-623), and, in a delay
-// queue, when the first item falls due.
-func (q *core) next(ctx context.Context) ([]string, error) {
+// next waits until the queue has an item due that no other consumer has
+// locked, and returns those items in the order they are taken. It lists
+// the directory again on every change of its children, every
+// reconnection and every new session (so nothing put while the consumer
+// was away is missed: CURATOR-623), in a delay queue when the first item
+// falls due, and when the lock of an item in locked goes (locked forgets
+// it then, and forgets the items that are gone).
+func (q *core) next(ctx context.Context, locked map[string]bool) ([]string, error) {
 	var (
 		got   []string
 		timer *time.Timer
+		stop  = make(chan struct{})
 	)
 	defer func() {
+		close(stop)
 		if timer != nil {
 			timer.Stop()
 		}
@@ -338,9 +346,48 @@ func (q *core) next(ctx context.Context) ([]string, error) {
 		if err != nil {
 			return engine.Look{}, err
 		}
-		items := sortItems(kids, ItemPrefix, q.kind)
+		all := sortItems(kids, ItemPrefix, q.kind)
+		present := make(map[string]bool, len(all))
+		for _, n := range all {
+			present[n] = true
+		}
+		for n := range locked {
+			if !present[n] {
+				delete(locked, n) // consumed
+				continue
+			}
+			ok, _, err := q.e.Exists(ctx, engine.JoinPath(q.lockFull, n))
+			if err != nil {
+				return engine.Look{}, err
+			}
+			if !ok {
+				delete(locked, n) // its lock went: take it again
+			}
+		}
+		items := make([]string, 0, len(all))
+		for _, n := range all {
+			if !locked[n] {
+				items = append(items, n)
+			}
+		}
+		look := engine.Look{Watch: ch}
+		if len(items) == 0 && len(locked) > 0 {
+			// Only locked items: wait for a lock to go as well.
+			for n := range locked {
+				ok, _, ech, err := q.e.ExistsW(ctx, engine.JoinPath(q.lockFull, n))
+				if err != nil {
+					return engine.Look{}, err
+				}
+				if !ok {
+					delete(locked, n)
+					return engine.Look{Again: true}, nil
+				}
+				look.Also = relay(ech, stop)
+				break
+			}
+		}
 		if len(items) == 0 {
-			return engine.Look{Watch: ch}, nil
+			return look, nil
 		}
 		if q.kind == kindDelay {
 			if wait := time.Until(time.UnixMilli(dueOf(items[0]))); wait > 0 {
@@ -358,13 +405,27 @@ func (q *core) next(ctx context.Context) ([]string, error) {
 	return got, err
 }
 
-// process consumes one item.
-func (q *core) process(ctx context.Context, name string) {
+// relay closes the channel it returns when ch delivers, or never once
+// stop closes.
+func relay(ch <-chan zk.Event, stop <-chan struct{}) <-chan struct{} {
+	out := make(chan struct{})
+	go func() {
+		select {
+		case <-ch:
+			close(out)
+		case <-stop:
+		}
+	}()
+	return out
+}
+
+// process consumes one item; true when another consumer holds its lock.
+func (q *core) process(ctx context.Context, name string) bool {
 	if q.lockFull == "" {
 		q.processNormally(ctx, name)
-		return
+		return false
 	}
-	q.processWithLock(ctx, name)
+	return q.processWithLock(ctx, name)
 }
 
 // processNormally is Curator's normal mode: read, delete, consume (at
@@ -513,13 +574,16 @@ func (q *core) release(l *lock) {
 
 // processWithLock is lock-safety mode: lock, read, consume, then delete
 // (or requeue) in a fenced transaction.
-func (q *core) processWithLock(ctx context.Context, name string) {
+func (q *core) processWithLock(ctx context.Context, name string) bool {
 	l, err := q.takeLock(ctx, name)
+	if errors.Is(err, errTaken) {
+		return true
+	}
 	if err != nil {
-		if !errors.Is(err, errTaken) && ctx.Err() == nil {
+		if ctx.Err() == nil {
 			q.log.Warn("zkrecipes: locking a queue item failed", "queue", q.path, "item", name, "err", err)
 		}
-		return
+		return false
 	}
 	node := engine.JoinPath(q.full, name)
 	var data []byte
@@ -533,7 +597,7 @@ func (q *core) processWithLock(ctx context.Context, name string) {
 			q.log.Warn("zkrecipes: reading a queue item failed", "queue", q.path, "item", name, "err", err)
 		}
 		q.release(l)
-		return
+		return false
 	}
 	items, err := Decode(data)
 	if err != nil {
@@ -541,7 +605,7 @@ func (q *core) processWithLock(ctx context.Context, name string) {
 		m := q.message(name, nil)
 		m.lock, m.data = l, data
 		_ = m.finish(ctx, false)
-		return
+		return false
 	}
 	m := q.message(name, items)
 	m.lock, m.data = l, data
@@ -553,6 +617,7 @@ func (q *core) processWithLock(ctx context.Context, name string) {
 	if err := m.finish(ctx, requeue); err != nil && !errors.Is(err, errItemGone) && !m.told() {
 		q.log.Error("zkrecipes: the item's lock was lost while it was consumed; it may be delivered again", "queue", q.path, "item", name, "err", err)
 	}
+	return false
 }
 
 // Message is one queue node handed to a Consumer: its items (one, or
