@@ -21,6 +21,9 @@
 //   - counter: workers take order numbers from one atomicval.Int64,
 //     promoted to a lock when the optimistic tries lose; every number is
 //     handed out once;
+//   - queue: workers consume jobs from a queue.Queue in lock-safety mode;
+//     one crashes mid-job, its job runs again elsewhere and it is told;
+//     no job is lost;
 //   - bench: the benchmark against go-zookeeper.
 //
 // Each connects to ZK_SERVERS or starts a local ZooKeeper, and the recipe

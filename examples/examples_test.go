@@ -34,6 +34,7 @@ var examples = []struct {
 	{"fenced", []string{"-session-timeout", "1s"}},
 	{"metrics", nil},
 	{"counter", nil},
+	{"queue", nil},
 }
 
 // example is the directory, and the binary, of the example a run runs.
