@@ -17,14 +17,33 @@
 //
 // ZooKeeper makes a poor queue, and Curator's own Tech Note 4 says so.
 // Every item is a znode held in every server's memory and written to
-// every server's log; every take lists the whole directory (the list is
-// the size of the queue, and one reply cannot exceed the client's and
-// server's jute.maxbuffer, 1 MB by default, about 60,000 qn- names); every
-// consumer is woken by every change of the directory. Use these queues for
-// a few hundred items a second at most and a backlog of thousands, for
-// coordination work (jobs, commands) between services that share a
-// ZooKeeper anyway; use a message broker for data. Measured limits are in
-// the section "Measured" below.
+// every server's log; every take lists the whole directory, whose reply
+// grows with the backlog and cannot exceed the client's packet limit (the
+// Java client's jute.maxbuffer, 1 MB by default: about 60,000 items, past
+// which Curator's consumers fail; go-zookeeper's 1.5 MB, about 90,000,
+// recipes.WithMaxBufferSize); every consumer is woken by every change of
+// the directory. Use these queues for about a thousand items a second at
+// most and a backlog of thousands, for coordination work (jobs, commands)
+// between services that share a ZooKeeper anyway; use a message broker for
+// data.
+//
+// # Measured
+//
+// On one standalone ZooKeeper 3.8.0 (fsync on, 2 cores shared with the
+// clients), small items:
+//
+//   - Throughput, 1 producer and 4 consumers, each a session
+//     (examples/bench, -which peers -peer-workloads workqueue, 1,000 items,
+//     median of 3 rounds): Queue 1,050 items/s (Curator's DistributedQueue
+//     696/s in the same rounds), SimpleQueue 1,021/s (Curator's
+//     SimpleDistributedQueue 839/s). One producer's synchronous puts, a
+//     write and an fsync each, are the bound.
+//   - Depth: a SimpleQueue's Take lists the whole directory each time, so
+//     one taker's rate falls with the backlog: 787 items/s with 1,000
+//     items queued, 275/s at 10,000, 62/s at 50,000, 22/s at 70,000. A
+//     Queue's consumer lists once per batch and stays near 1,100-1,600/s
+//     at the same depths. Filling the queue: about 3,000-8,000 puts/s
+//     with 16 puts in flight.
 //
 // # Delivery
 //
