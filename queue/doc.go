@@ -42,7 +42,7 @@
 //     one taker's rate falls with the backlog: 787 items/s with 1,000
 //     items queued, 275/s at 10,000, 62/s at 50,000, 22/s at 70,000. A
 //     Queue's consumer lists once per batch and stays near 1,100-1,600/s
-//     at the same depths. Filling the queue: about 3,000-8,000 puts/s
+//     at the same depths. Filling the queue: about 6,000-16,000 puts/s
 //     with 16 puts in flight.
 //
 // # Delivery
