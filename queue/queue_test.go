@@ -361,7 +361,13 @@ func TestQueueLockSafetySessionExpiredMidItem(t *testing.T) {
 	assert.Equal(t, "00", string(held.Data()))
 	lockNode := locks + "/queue-0000000000"
 
+	bHolds := make(chan struct{})
+	bGo := make(chan struct{})
 	b, err := queue.New(connect(t, zkc.Servers()), path, queue.WithLockPath(locks), queue.WithConsumer(queue.ConsumerFunc(func(ctx context.Context, m *queue.Message) error {
+		if string(m.Data()) == "00" { // a's item: b holds it while a acks
+			close(bHolds)
+			<-bGo
+		}
 		record("b", m, m.Ack(ctx))
 		return nil
 	})))
@@ -384,10 +390,23 @@ func TestQueueLockSafetySessionExpiredMidItem(t *testing.T) {
 	case <-ctx.Done():
 		t.Fatal("a's Done did not close when its connection went")
 	}
-	eventually(t, 30*time.Second, "b gets item 00 once a's session is gone", func() bool { return count() == items })
+	select {
+	case <-bHolds:
+	case <-ctx.Done():
+		t.Fatal("b did not get item 00 once a's session was gone")
+	}
 	proxy.Restore()
 	close(release)
-	eventually(t, 30*time.Second, "a acks", func() bool { return count() == items+1 })
+	eventually(t, 30*time.Second, "a acks", func() bool { return count() == items })
+	// a's Ack was refused: b's item and b's lock are still there.
+	ok, _, err = admin.Exists(ctx, path+"/queue-0000000000")
+	require.NoError(t, err)
+	assert.True(t, ok, "a's refused Ack left the item b holds")
+	ok, _, err = admin.Exists(ctx, lockNode)
+	require.NoError(t, err)
+	assert.True(t, ok, "and b's lock node")
+	close(bGo)
+	eventually(t, 30*time.Second, "b acks", func() bool { return count() == items+1 })
 
 	mu.Lock()
 	defer mu.Unlock()
@@ -411,8 +430,11 @@ func TestQueueLockSafetySessionExpiredMidItem(t *testing.T) {
 		}
 		assert.Equal(t, len(ds)-1, told, "item %s: every duplicate delivery but one was told: %+v", item, ds)
 	}
-	assert.Len(t, per["00"], 2)
-	assert.ErrorContains(t, per["00"][1].ackErr, "zkrecipes: queue /lsx/q: ack /lsx/q/queue-0000000000: ")
+	require.Len(t, per["00"], 2)
+	assert.Equal(t, "a", per["00"][0].who)
+	assert.ErrorContains(t, per["00"][0].ackErr, "zkrecipes: queue /lsx/q: ack /lsx/q/queue-0000000000: ")
+	assert.Equal(t, "b", per["00"][1].who)
+	assert.NoError(t, per["00"][1].ackErr)
 	eventually(t, 10*time.Second, "no lock left (a tries the rest of its old list)", func() bool {
 		kids, _, err := admin.Children(ctx, locks)
 		return err == nil && len(kids) == 0
