@@ -74,6 +74,11 @@
 //     is put back in one transaction under its own name without its
 //     sequence, so the name never grows and keeps its id, priority and
 //     due time (Curator drops the priority and the due time).
+//   - A lock-safety consumer skips an item another consumer has locked,
+//     watches that lock, and takes the item once the lock goes (its
+//     holder's session expired). Curator's consumer looks again only when
+//     the queue's children change, so an item whose consumer died waits
+//     for the next put (seen with Curator 5.4: TestCuratorInteropGoConsumerKilled).
 //   - CURATOR-623: the consumer lists the directory again after every
 //     reconnection and every new session, so items put while it was
 //     disconnected are not missed.

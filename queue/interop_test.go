@@ -9,6 +9,7 @@ package queue_test
 import (
 	"context"
 	"fmt"
+	"os"
 	"slices"
 	"strings"
 	"sync"
@@ -214,4 +215,81 @@ func TestCuratorInteropQueueLockSafetyKill(t *testing.T) {
 		kids, _, err := c.Children(ctx, locks)
 		return err == nil && len(kids) == 0
 	})
+}
+
+// TestQueueHelperProcess is not a test: it is the body of the helper
+// process TestCuratorInteropGoConsumerKilled starts. It returns at once
+// unless ZKQ_HELPER is set.
+func TestQueueHelperProcess(t *testing.T) {
+	queueHelpers.Run(map[string]func() error{"hang": helperHang})
+}
+
+var queueHelpers = testutil.Helpers{Test: "TestQueueHelperProcess", RoleEnv: "ZKQ_HELPER"}
+
+// helperHang consumes ZKQ_PATH in lock-safety mode (locks at ZKQ_LOCKS)
+// with a 2s session, prints "HOLDING <item>" for its first item and never
+// finishes it: the test SIGKILLs it there.
+func helperHang() error {
+	c, err := recipes.Connect(context.Background(), strings.Split(os.Getenv("ZKQ_SERVERS"), ","), recipes.WithSessionTimeout(2*time.Second))
+	if err != nil {
+		return err
+	}
+	held := make(chan struct{})
+	q, err := queue.New(c, os.Getenv("ZKQ_PATH"), queue.WithLockPath(os.Getenv("ZKQ_LOCKS")), queue.WithConsumer(queue.ConsumerFunc(func(_ context.Context, m *queue.Message) error {
+		fmt.Printf("HOLDING %s\n", m.Data())
+		close(held)
+		select {} // until killed
+	})))
+	if err != nil {
+		return err
+	}
+	if err := q.Start(context.Background()); err != nil {
+		return err
+	}
+	<-held
+	select {}
+}
+
+// TestCuratorInteropGoConsumerKilled: a Go consumer in lock-safety mode is
+// SIGKILLed while it works on an item; a Curator consumer on the same lock
+// path gets that item once the Go consumer's session is gone, and the
+// rest, each once. (Curator's consumer only looks again when the queue's
+// children change, not when a lock goes: the test puts one more item
+// after the session is gone, or Curator would wait for the next put.)
+func TestCuratorInteropGoConsumerKilled(t *testing.T) {
+	zkc := testutil.CuratorServer(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	const path, locks, n = "/interop/gokill/q", "/interop/gokill/locks", 5
+	c := connect(t, zkc.Servers())
+	prod, err := queue.New(c, path)
+	require.NoError(t, err)
+	for _, it := range names("g", n) {
+		require.NoError(t, prod.Put(ctx, []byte(it)))
+	}
+	h := queueHelpers.Start(t, "go-consumer", "hang", "ZKQ_SERVERS="+strings.Join(zkc.Servers(), ","), "ZKQ_PATH="+path, "ZKQ_LOCKS="+locks)
+	line, err := h.WaitLine(ctx, "HOLDING ")
+	require.NoError(t, err)
+	assert.Equal(t, "HOLDING g00", line)
+	lock := locks + "/queue-0000000000"
+	ok, _, err := c.Exists(ctx, lock)
+	require.NoError(t, err)
+	require.True(t, ok, "the Go consumer's lock, Curator's name")
+	h.Kill()
+
+	java := testutil.Curator(t, ctx, t.TempDir(), "queue-consume", zkc.ConnectString(), "plain", path, fmt.Sprint(n+1), locks, "0")
+	require.NoError(t, java.WaitLine(ctx, "READY"))
+	eventually(t, 30*time.Second, "the killed consumer's session expires, and its lock with it", func() bool {
+		ok, _, err := c.Exists(ctx, lock)
+		return err == nil && !ok
+	})
+	require.NoError(t, prod.Put(ctx, []byte("nudge")))
+	require.NoError(t, java.WaitLine(ctx, "DONE"))
+	require.NoError(t, java.Wait())
+	got := javaItems(java)
+	slices.Sort(got)
+	assert.Equal(t, append(names("g", n), "nudge"), got, "every item once, g00 included")
+	left, err := prod.Len(ctx)
+	require.NoError(t, err)
+	assert.Zero(t, left)
 }
