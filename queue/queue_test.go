@@ -443,3 +443,31 @@ func TestQueueLockSafetySessionExpiredMidItem(t *testing.T) {
 	require.NoError(t, err)
 	assert.Zero(t, n)
 }
+
+// IDQueue.Remove in lock-safety mode leaves an item another consumer has
+// locked, removes the others of the id, and leaves no lock behind.
+func TestIDQueueRemoveUnderLock(t *testing.T) {
+	zkc := testutil.SharedServer(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	c := connect(t, zkc.Servers())
+	q, err := queue.NewID(c, "/idrm/q", queue.WithLockPath("/idrm/locks"))
+	require.NoError(t, err)
+	require.NoError(t, q.Start(ctx))
+	closeQ(t, q.Close)
+	for _, id := range []string{"a", "b", "a", "a"} {
+		require.NoError(t, q.Put(ctx, id, []byte(id)))
+	}
+	// Another consumer holds the first "a".
+	_, err = connect(t, zkc.Servers()).Create(ctx, "/idrm/locks/queue-|a|0000000000", nil, zk.FlagEphemeral)
+	require.NoError(t, err)
+	n, err := q.Remove(ctx, "a")
+	require.NoError(t, err)
+	assert.Equal(t, 2, n)
+	kids, _, err := c.Children(ctx, "/idrm/q")
+	require.NoError(t, err)
+	assert.ElementsMatch(t, []string{"queue-|a|0000000000", "queue-|b|0000000001"}, kids)
+	locks, _, err := c.Children(ctx, "/idrm/locks")
+	require.NoError(t, err)
+	assert.Equal(t, []string{"queue-|a|0000000000"}, locks, "only the other consumer's lock")
+}
