@@ -4,8 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -470,4 +472,75 @@ func TestIDQueueRemoveUnderLock(t *testing.T) {
 	locks, _, err := c.Children(ctx, "/idrm/locks")
 	require.NoError(t, err)
 	assert.Equal(t, []string{"queue-|a|0000000000"}, locks, "only the other consumer's lock")
+}
+
+// errorLog keeps the messages of the error records a client logs.
+type errorLog struct {
+	mu   sync.Mutex
+	msgs []string
+}
+
+func (l *errorLog) Enabled(_ context.Context, lv slog.Level) bool { return lv >= slog.LevelError }
+func (l *errorLog) Handle(_ context.Context, r slog.Record) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.msgs = append(l.msgs, r.Message)
+	return nil
+}
+func (l *errorLog) WithAttrs([]slog.Attr) slog.Handler { return l }
+func (l *errorLog) WithGroup(string) slog.Handler      { return l }
+
+func (l *errorLog) has(sub string) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for _, m := range l.msgs {
+		if strings.Contains(m, sub) {
+			return true
+		}
+	}
+	return false
+}
+
+// A lock-safety consumer that returns without calling Ack after its lock
+// went with its session deletes nothing: the queue's own fenced ack is
+// refused, and it logs so at error level. The item is delivered again
+// (here to the same consumer, in its new session).
+func TestQueueLockLostWithoutAckIsLogged(t *testing.T) {
+	zkc := testutil_server(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	proxy := zktest.NewProxy(t, zkc.Servers()[0])
+	admin := connect(t, zkc.Servers())
+	const path, locks = "/lost/q", "/lost/locks"
+	prod, err := queue.New(admin, path)
+	require.NoError(t, err)
+	require.NoError(t, prod.Put(ctx, []byte("x")))
+
+	log := &errorLog{}
+	ca := connect(t, []string{proxy.Addr()}, recipes.WithSessionTimeout(2*time.Second), recipes.WithLogger(slog.New(log)))
+	inHand, release := make(chan struct{}), make(chan struct{})
+	var deliveries atomic.Int32
+	a, err := queue.New(ca, path, queue.WithLockPath(locks), queue.WithConsumer(queue.ConsumerFunc(func(context.Context, *queue.Message) error {
+		if deliveries.Add(1) == 1 {
+			close(inHand)
+			<-release
+		}
+		return nil // no Ack: the queue acks
+	})))
+	require.NoError(t, err)
+	require.NoError(t, a.Start(ctx))
+	closeQ(t, a.Close)
+	<-inHand
+	proxy.Blackhole()
+	eventually(t, 30*time.Second, "a's session expires, and its lock with it", func() bool {
+		ok, _, err := admin.Exists(ctx, locks+"/queue-0000000000")
+		return err == nil && !ok
+	})
+	proxy.Restore()
+	close(release)
+	eventually(t, 30*time.Second, "the refused ack is logged at error", func() bool { return log.has("lock was lost") })
+	eventually(t, 30*time.Second, "the item is delivered again, and then gone", func() bool {
+		n, err := prod.Len(ctx)
+		return err == nil && n == 0 && deliveries.Load() == 2
+	})
 }
