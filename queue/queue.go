@@ -53,6 +53,7 @@ type options struct {
 	consumer  Consumer
 	lockPath  string
 	errorMode ErrorMode
+	maxItems  int
 }
 
 // WithConsumer makes the queue consume: Start starts a goroutine that
@@ -91,6 +92,20 @@ func WithErrorMode(m ErrorMode) Option {
 			return fmt.Errorf("%w: error mode %d", recipes.ErrInvalidArgument, m)
 		}
 		o.errorMode = m
+		return nil
+	}
+}
+
+// WithMaxItems bounds the queue (Curator's maxItems): a Put waits while
+// the queue holds max nodes or more, until one goes or its ctx ends. The
+// bound is checked before each put, not in the same transaction, so
+// producers that put at once can pass it by a few (as in Curator).
+func WithMaxItems(max int) Option {
+	return func(o *options) error {
+		if max < 1 {
+			return fmt.Errorf("%w: max items %d", recipes.ErrInvalidArgument, max)
+		}
+		o.maxItems = max
 		return nil
 	}
 }
@@ -242,6 +257,11 @@ func (q *core) put(ctx context.Context, name string, items [][]byte) error {
 	if len(items) == 0 {
 		return engine.Namedf(q.what(), "put: %w: no items", recipes.ErrInvalidArgument)
 	}
+	if q.opts.maxItems > 0 {
+		if err := q.waitRoom(ctx); err != nil {
+			return engine.Namedf(q.what(), "put: %w", err)
+		}
+	}
 	data := Encode(items)
 	err := q.e.Retry(ctx, func() error {
 		_, err := q.e.CreateWithParents(ctx, engine.JoinPath(q.full, name), data, zk.FlagSequence)
@@ -251,6 +271,23 @@ func (q *core) put(ctx context.Context, name string, items [][]byte) error {
 		return engine.Namedf(q.what(), "put: %w", err)
 	}
 	return nil
+}
+
+// waitRoom waits until the queue holds fewer than maxItems nodes.
+func (q *core) waitRoom(ctx context.Context) error {
+	_, err := q.e.Await(ctx, engine.Wait{What: q.path + " to have room"}, func(engine.Snapshot, engine.Wake) (engine.Look, error) {
+		kids, _, ch, err := q.e.ChildrenW(ctx, q.full)
+		switch {
+		case errors.Is(err, zk.ErrNoNode):
+			return engine.Look{Done: true}, nil
+		case err != nil:
+			return engine.Look{}, err
+		case len(sortItems(kids, ItemPrefix, kindPlain)) < q.opts.maxItems:
+			return engine.Look{Done: true}, nil
+		}
+		return engine.Look{Watch: ch}, nil
+	})
+	return err
 }
 
 // length counts the items now.

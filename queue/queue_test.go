@@ -544,3 +544,32 @@ func TestQueueLockLostWithoutAckIsLogged(t *testing.T) {
 		return err == nil && n == 0 && deliveries.Load() == 2
 	})
 }
+
+// WithMaxItems: a Put waits while the queue is full, until an item goes
+// or its ctx ends.
+func TestQueueMaxItems(t *testing.T) {
+	zkc := testutil.SharedServer(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	c := connect(t, zkc.Servers())
+	q, err := queue.New(c, "/bounded/q", queue.WithMaxItems(2))
+	require.NoError(t, err)
+	require.NoError(t, q.Put(ctx, []byte("1")))
+	require.NoError(t, q.Put(ctx, []byte("2")))
+	tctx, tcancel := context.WithTimeout(ctx, 200*time.Millisecond)
+	err = q.Put(tctx, []byte("3"))
+	tcancel()
+	require.ErrorIs(t, err, context.DeadlineExceeded)
+	assert.ErrorContains(t, err, "zkrecipes: queue /bounded/q: put: waiting for /bounded/q to have room")
+	put := make(chan error, 1)
+	go func() { put <- q.Put(ctx, []byte("3")) }()
+	col := &collector{}
+	cons, err := queue.New(connect(t, zkc.Servers()), "/bounded/q", queue.WithConsumer(col))
+	require.NoError(t, err)
+	require.NoError(t, cons.Start(ctx))
+	closeQ(t, cons.Close)
+	require.NoError(t, <-put, "room once the consumer took items")
+	assert.Equal(t, []string{"1", "2", "3"}, col.wait(t, 3))
+	_, err = queue.New(c, "/bounded/q", queue.WithMaxItems(0))
+	assert.ErrorIs(t, err, recipes.ErrInvalidArgument)
+}
