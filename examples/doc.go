@@ -24,6 +24,9 @@
 //   - barrier: a batch job: workers start together (a double barrier, then
 //     a start gate), take job ids in blocks (atomicval.CachedInt64) and
 //     finish together;
+//   - queue: workers consume jobs from a queue.Queue in lock-safety mode;
+//     one crashes mid-job, its job runs again elsewhere and it is told;
+//     no job is lost;
 //   - bench: the benchmark against go-zookeeper.
 //
 // Each connects to ZK_SERVERS or starts a local ZooKeeper, and the recipe

@@ -35,6 +35,7 @@ var examples = []struct {
 	{"metrics", nil},
 	{"counter", nil},
 	{"barrier", nil},
+	{"queue", nil},
 }
 
 // example is the directory, and the binary, of the example a run runs.

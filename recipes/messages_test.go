@@ -16,6 +16,7 @@ import (
 	"github.com/zkrecipes/zkrecipes/cleanup"
 	"github.com/zkrecipes/zkrecipes/election"
 	"github.com/zkrecipes/zkrecipes/mutex"
+	"github.com/zkrecipes/zkrecipes/queue"
 	"github.com/zkrecipes/zkrecipes/recipes"
 	"github.com/zkrecipes/zkrecipes/recipes/zktest"
 	"github.com/zkrecipes/zkrecipes/rwlock"
@@ -189,6 +190,19 @@ func TestErrorMessages(t *testing.T) {
 	add("Int32.Add of 8 bytes", err)
 	_, err = atomicval.NewInt64(c, "/messages/atomic/long", atomicval.WithPromotedToLock(atomicval.PromotedToLock{Path: "/messages/atomic/long/lock"}))
 	add("NewInt64 with its lock below it", err)
+
+	// The queues.
+	_, err = queue.New(c, "/messages/queue", queue.WithLockPath("/messages/queue/locks"))
+	add("queue.New with its lock path below it", err)
+	idq, err := queue.NewID(c, "/messages/idqueue")
+	must(err)
+	add("IDQueue.Put with an empty id", idq.Put(ctx, "", []byte("x")))
+	sq, err := queue.NewSimple(c, "/messages/simple")
+	must(err)
+	tctx, tcancel := context.WithTimeout(ctx, 50*time.Millisecond)
+	_, err = sq.Take(tctx)
+	tcancel()
+	add("SimpleQueue.Take until its ctx ends", err)
 
 	// Errors after the client closed, through a recipe.
 	_, err = mutex.New(closed, "/messages/lock")

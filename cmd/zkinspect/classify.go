@@ -15,6 +15,7 @@ import (
 	"github.com/zkrecipes/zkrecipes/election"
 	"github.com/zkrecipes/zkrecipes/internal/engine"
 	"github.com/zkrecipes/zkrecipes/mutex"
+	"github.com/zkrecipes/zkrecipes/queue"
 	"github.com/zkrecipes/zkrecipes/rwlock"
 	"github.com/zkrecipes/zkrecipes/semaphore"
 )
@@ -45,6 +46,11 @@ import (
 // summary walks it); one with no children is empty, or a data node when it
 // has data. Anything else is unknown and shown as such: ephemeral children
 // no recipe here makes, or queue nodes of two recipes side by side.
+//
+// A work queue (package queue, Curator's SimpleDistributedQueue and
+// DistributedQueue family) is a node whose children are all persistent
+// items without children, named qn-<seq> or queue-...<seq>: its depth and
+// its oldest item's age are shown.
 
 // kazooReadName is Kazoo's read lock name (its write lock is a Lock, named
 // mutex.KazooLockName).
@@ -286,6 +292,9 @@ func classifyKids(p *probe) *class {
 	}
 	if len(cl.queue) == 0 {
 		cl.kind = kindParent
+		if k := queueItems(cl.others); k != "" {
+			cl.kind, cl.queue, cl.others = k, cl.others, nil
+		}
 		return cl
 	}
 	has := func(names ...string) bool {
@@ -323,6 +332,43 @@ func classifyKids(p *probe) *class {
 		return unknown("queue nodes of more than one recipe side by side (" + strings.Join(names, ", ") + ")")
 	}
 	return cl
+}
+
+// queueItems tells whether kids are the items of a queue (package queue,
+// Curator's queues, ZooKeeper's contrib queue): persistent nodes without
+// children, every one named qn-<seq> (a simple queue) or every one
+// queue-...<seq> (the DistributedQueue family). It returns the kind, or
+// "" when they are not.
+func queueItems(kids []child) string {
+	kind := ""
+	for _, k := range kids {
+		if k.st == nil || k.ephemeral() || k.st.NumChildren > 0 || !isSequence(itemSeq(k.name)) {
+			return ""
+		}
+		var this string
+		switch {
+		case strings.HasPrefix(k.name, queue.SimplePrefix):
+			this = kindSimpleQueue
+		case strings.HasPrefix(k.name, queue.ItemPrefix):
+			this = kindQueue
+		default:
+			return ""
+		}
+		if kind != "" && this != kind {
+			return ""
+		}
+		kind = this
+	}
+	return kind
+}
+
+// itemSeq returns the last 10 characters of a queue item's name: its
+// sequence suffix.
+func itemSeq(name string) string {
+	if len(name) < 10 {
+		return ""
+	}
+	return name[len(name)-10:]
 }
 
 // shortList joins names, the first few only.

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"encoding/base64"
 	"encoding/binary"
@@ -18,6 +19,7 @@ import (
 	"github.com/zkrecipes/zkrecipes/election"
 	"github.com/zkrecipes/zkrecipes/internal/engine"
 	"github.com/zkrecipes/zkrecipes/mutex"
+	"github.com/zkrecipes/zkrecipes/queue"
 	"github.com/zkrecipes/zkrecipes/recipes"
 	"github.com/zkrecipes/zkrecipes/rwlock"
 	"github.com/zkrecipes/zkrecipes/semaphore"
@@ -35,6 +37,11 @@ const (
 	kindUnknown   = "unknown" // children that make no recipe zkinspect knows
 	kindParent    = "parent"  // persistent children only: a summary walks them
 	kindDouble    = "doublebarrier"
+	// kindQueue and kindSimpleQueue are work queues (package queue): items
+	// queue-...<seq> (Curator's DistributedQueue family) or qn-<seq>
+	// (SimpleDistributedQueue, ZooKeeper's contrib queue).
+	kindQueue       = "queue"
+	kindSimpleQueue = "simple-queue"
 )
 
 // Roles of a node in its queue.
@@ -46,6 +53,7 @@ const (
 	roleUnknown   = "maybe-holder" // held or waiting: the inspector cannot tell
 	roleNone      = "unknown"      // a child of a node zkinspect cannot classify
 	roleEntered   = "entered"      // a double barrier's member once the ready node exists
+	roleItem      = "item"         // a work queue's item
 )
 
 // Libraries, by node name.
@@ -116,6 +124,11 @@ type Queue struct {
 	OldestWaiterAgeMS *int64 `json:"oldest_waiter_age_ms,omitempty"`
 	// MaxLeases is a semaphore's maximum, when -count gave it.
 	MaxLeases *int `json:"max_leases,omitempty"`
+	// Depth is a work queue's number of items (nodes; a PutMulti counts
+	// once).
+	Depth *int `json:"depth,omitempty"`
+	// OldestItemAgeMS is the age of a work queue's oldest item.
+	OldestItemAgeMS *int64 `json:"oldest_item_age_ms,omitempty"`
 	// Nodes are the contenders in queue order (a semaphore's leases; every
 	// child of an unknown node).
 	Nodes []Node `json:"nodes"`
@@ -178,6 +191,9 @@ type LockSummary struct {
 	Undecided         int    `json:"undecided,omitempty"`
 	OldestWaiterAgeMS *int64 `json:"oldest_waiter_age_ms,omitempty"`
 	Ready             *bool  `json:"ready,omitempty"` // a double barrier's
+	// Depth and OldestItemAgeMS are a work queue's (Queue's).
+	Depth           *int   `json:"depth,omitempty"`
+	OldestItemAgeMS *int64 `json:"oldest_item_age_ms,omitempty"`
 }
 
 // reader makes the read requests of one inspection, retrying connection
@@ -319,6 +335,8 @@ func sortKey(kind, name string) string {
 		return engine.SortKey(name, election.LatchName)
 	case kindLeases, kindSemaphore:
 		return engine.SortKey(name, semaphore.LeaseName)
+	case kindQueue, kindSimpleQueue:
+		return name // Curator's DistributedQueue and SimpleDistributedQueue order
 	case kindUnknown:
 		_, key := queueNodeName(name)
 		if key == "" {
@@ -401,6 +419,23 @@ func readQueue(ctx context.Context, r *reader, cfg config, path string, cl *clas
 		return readSemaphore(ctx, r, cfg, q, cl, top)
 	case kindDouble:
 		return readDouble(r, q, cl), nil
+	case kindQueue, kindSimpleQueue:
+		q.Nodes = r.nodes(kind, cl.queue)
+		depth := len(q.Nodes)
+		q.Depth = &depth
+		var oldest int64
+		for i := range q.Nodes {
+			n := &q.Nodes[i]
+			n.Role, n.Library = roleItem, libCurator
+			oldest = max(oldest, n.AgeMS)
+			if kind == kindQueue { // the table shows the items, not Curator's framing
+				if items, err := queue.Decode(n.raw); err == nil {
+					n.raw = bytes.Join(items, []byte(", "))
+				}
+			}
+		}
+		q.OldestItemAgeMS = &oldest
+		return q, nil
 	case kindUnknown:
 		q.Nodes = r.nodes(kind, cl.queue)
 		for i := range q.Nodes {
@@ -677,7 +712,8 @@ func summarise(ctx context.Context, r *reader, cfg config, rep *Report, p *probe
 			if err != nil {
 				return err
 			}
-			rep.Locks = append(rep.Locks, LockSummary{Path: p.path, Kind: cl.kind, Held: q.Held, Holders: q.Holders, Waiters: q.Waiters, Undecided: q.Undecided, OldestWaiterAgeMS: q.OldestWaiterAgeMS, Ready: q.Ready})
+			rep.Locks = append(rep.Locks, LockSummary{Path: p.path, Kind: cl.kind, Held: q.Held, Holders: q.Holders, Waiters: q.Waiters, Undecided: q.Undecided, OldestWaiterAgeMS: q.OldestWaiterAgeMS, Ready: q.Ready,
+				Depth: q.Depth, OldestItemAgeMS: q.OldestItemAgeMS})
 			if cl.kind == kindSemaphore {
 				return nil // its parts are in its line
 			}

@@ -32,6 +32,7 @@ import (
 	"github.com/zkrecipes/zkrecipes/internal/interop"
 	"github.com/zkrecipes/zkrecipes/internal/testutil"
 	"github.com/zkrecipes/zkrecipes/mutex"
+	"github.com/zkrecipes/zkrecipes/queue"
 	"github.com/zkrecipes/zkrecipes/recipes"
 	"github.com/zkrecipes/zkrecipes/recipes/zktest"
 	"github.com/zkrecipes/zkrecipes/rwlock"
@@ -169,6 +170,9 @@ func (n *normaliser) json(t *testing.T, s string) string {
 		if q.OldestWaiterAgeMS != nil {
 			*q.OldestWaiterAgeMS = 0
 		}
+		if q.OldestItemAgeMS != nil {
+			*q.OldestItemAgeMS = 0
+		}
 	}
 	for i := range rep.Skipped {
 		rep.Skipped[i].Path = n.text(rep.Skipped[i].Path)
@@ -177,6 +181,9 @@ func (n *normaliser) json(t *testing.T, s string) string {
 		rep.Locks[i].Path = n.text(rep.Locks[i].Path)
 		if rep.Locks[i].OldestWaiterAgeMS != nil {
 			*rep.Locks[i].OldestWaiterAgeMS = 0
+		}
+		if rep.Locks[i].OldestItemAgeMS != nil {
+			*rep.Locks[i].OldestItemAgeMS = 0
 		}
 	}
 	var b strings.Builder
@@ -430,6 +437,35 @@ func TestGoLatch(t *testing.T) {
 		waitChildren(t, obs, path, i)
 	}
 	goldenBoth(t, zkc, "latch", path)
+}
+
+// TestGoQueue: work queues (package queue): a DistributedQueue and a
+// simple queue show their depth and their oldest item's age, and a
+// summary lists them with their depth as waiters.
+func TestGoQueue(t *testing.T) {
+	runRoot := newRunRoot()
+	zkc := zkServer(t)
+	ctx := testCtx(t)
+	c := connectT(t, zkc)
+	dq, err := queue.New(c, runRoot+"/jobs")
+	if err != nil {
+		t.Fatal(err)
+	}
+	sq, err := queue.NewSimple(c, runRoot+"/simple")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 3 {
+		if err := dq.Put(ctx, fmt.Appendf(nil, "job %d", i)); err != nil {
+			t.Fatal(err)
+		}
+		if err := sq.Offer(ctx, fmt.Appendf(nil, "cmd %d", i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	goldenBoth(t, zkc, "queue", runRoot+"/jobs")
+	goldenBoth(t, zkc, "simple-queue", runRoot+"/simple")
+	golden(t, "parent-queues", new(normaliser).text(inspectOut(t, zkc, runRoot)))
 }
 
 // release tells a holder process to release, and waits for it to exit.

@@ -18,15 +18,17 @@ import (
 const maxData = 40
 
 var kindLabels = map[string]string{
-	kindMutex:     "mutex (InterProcessMutex, LeaderSelector, zk.Lock or Kazoo Lock)",
-	kindRWLock:    "read/write lock",
-	kindSemaphore: "semaphore (InterProcessSemaphoreV2)",
-	kindLatch:     "leader latch",
-	kindEmpty:     "empty",
-	kindData:      "data node",
-	kindLeases:    "a semaphore's leases",
-	kindUnknown:   "unknown (not a queue zkinspect knows)",
-	kindDouble:    "double barrier (DistributedDoubleBarrier)",
+	kindMutex:       "mutex (InterProcessMutex, LeaderSelector, zk.Lock or Kazoo Lock)",
+	kindRWLock:      "read/write lock",
+	kindSemaphore:   "semaphore (InterProcessSemaphoreV2)",
+	kindLatch:       "leader latch",
+	kindEmpty:       "empty",
+	kindData:        "data node",
+	kindLeases:      "a semaphore's leases",
+	kindUnknown:     "unknown (not a queue zkinspect knows)",
+	kindDouble:      "double barrier (DistributedDoubleBarrier)",
+	kindQueue:       "work queue (DistributedQueue family)",
+	kindSimpleQueue: "work queue (SimpleDistributedQueue, ZooKeeper's contrib queue)",
 }
 
 var roleLabels = map[string]string{
@@ -37,6 +39,7 @@ var roleLabels = map[string]string{
 	roleUnknown:   "HOLDS?",
 	roleNone:      "?",
 	roleEntered:   "IN",
+	roleItem:      "item",
 }
 
 var counterLabels = map[string]string{
@@ -116,6 +119,12 @@ func renderQueue(b *strings.Builder, q *Queue) {
 	if q.OldestWaiterAgeMS != nil {
 		status += ", oldest waiting " + formatAge(time.Duration(*q.OldestWaiterAgeMS)*time.Millisecond)
 	}
+	if q.Depth != nil {
+		status = fmt.Sprintf("%d items", *q.Depth)
+		if *q.Depth > 0 && q.OldestItemAgeMS != nil {
+			status += ", oldest " + formatAge(time.Duration(*q.OldestItemAgeMS)*time.Millisecond)
+		}
+	}
 	switch q.Kind {
 	case kindEmpty, kindData, kindUnknown:
 	default:
@@ -133,6 +142,8 @@ func renderQueue(b *strings.Builder, q *Queue) {
 		renderNodes(b, q.Nodes, false, "no leases")
 		fmt.Fprintf(b, "internal lock (%s):\n", engine.JoinPath(q.Path, semaphore.LockParent))
 		renderNodes(b, q.InternalLock, false, "nobody acquiring")
+	case kindQueue, kindSimpleQueue:
+		renderNodes(b, q.Nodes, false, "no items")
 	default:
 		renderNodes(b, q.Nodes, q.Kind == kindRWLock, "no contenders")
 	}
@@ -220,6 +231,12 @@ func renderSummary(b *strings.Builder, rep *Report) {
 		oldest := "-"
 		if l.OldestWaiterAgeMS != nil {
 			oldest = formatAge(time.Duration(*l.OldestWaiterAgeMS) * time.Millisecond)
+		}
+		if l.Depth != nil { // a work queue: its items wait
+			state, holders, waiters = "queue", "-", strconv.Itoa(*l.Depth)
+			if *l.Depth > 0 && l.OldestItemAgeMS != nil {
+				oldest = formatAge(time.Duration(*l.OldestItemAgeMS) * time.Millisecond)
+			}
 		}
 		fmt.Fprintf(tw, "  %s\t%s\t%s\t%7s\t%7s\t%13s\n", l.Path, l.Kind, state, holders, waiters, oldest)
 	}

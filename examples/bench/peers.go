@@ -21,6 +21,7 @@ import (
 
 	"github.com/zkrecipes/zkrecipes/internal/interop"
 	"github.com/zkrecipes/zkrecipes/mutex"
+	"github.com/zkrecipes/zkrecipes/queue"
 	"github.com/zkrecipes/zkrecipes/recipes"
 	"github.com/zkrecipes/zkrecipes/rwlock"
 	"github.com/zkrecipes/zkrecipes/semaphore"
@@ -64,7 +65,7 @@ var (
 func init() {
 	scenarios = append(scenarios, "peers")
 	flag.BoolVar(&peersOn, "peers", true, "peers: run Curator 5.4 (java + Debian's jars) and Kazoo 2.8 (/usr/bin/python3 with python3-kazoo) where installed; -peers=false skips them")
-	flag.StringVar(&peerWorkloads, "peer-workloads", "cycle,contend,queue,rwlock,semaphore,counter,doublebarrier", "peers: the workloads to run, a comma-separated list of cycle, contend, queue, rwlock, semaphore, counter, doublebarrier")
+	flag.StringVar(&peerWorkloads, "peer-workloads", "cycle,contend,queue,rwlock,semaphore,counter,doublebarrier,workqueue", "peers: the workloads to run, a comma-separated list of cycle, contend, queue, rwlock, semaphore, counter, doublebarrier, workqueue")
 }
 
 // ---------------------------------------------------------- peer processes
@@ -357,10 +358,10 @@ func (b *bench) peers(ctx context.Context) ([]string, bool, error) {
 	work := map[string]bool{}
 	for _, w := range strings.Split(peerWorkloads, ",") {
 		switch w = strings.TrimSpace(w); w {
-		case "cycle", "contend", "queue", "rwlock", "semaphore", "counter", "doublebarrier":
+		case "cycle", "contend", "queue", "rwlock", "semaphore", "counter", "doublebarrier", "workqueue":
 			work[w] = true
 		default:
-			return nil, false, fmt.Errorf("-peer-workloads: %q is not one of cycle, contend, queue, rwlock, semaphore, counter, doublebarrier", w)
+			return nil, false, fmt.Errorf("-peer-workloads: %q is not one of cycle, contend, queue, rwlock, semaphore, counter, doublebarrier, workqueue", w)
 		}
 	}
 	sessions := max(f.sessions, f.readers)
@@ -430,7 +431,7 @@ func (b *bench) peers(ctx context.Context) ([]string, bool, error) {
 		name string
 		run  func() ([]string, bool, error)
 	}{{"cycle", pw.cycle}, {"contend", pw.contend}, {"queue", pw.queue}, {"rwlock", pw.rwlock}, {"semaphore", pw.semaphore},
-		{"counter", pw.counter}, {"doublebarrier", pw.doubleBarrier}} { // peeratomic.go
+		{"counter", pw.counter}, {"doublebarrier", pw.doubleBarrier}, {"workqueue", pw.workqueue}} { // peeratomic.go, workqueue below
 
 		if !work[w.name] {
 			continue
@@ -1047,4 +1048,137 @@ func (b *bench) peersMarkdown() error {
 	}
 	fmt.Printf("\nwrote %s\n", mdFile)
 	return nil
+}
+
+// -------------------------------------------------------------- workqueue
+
+// peerQueueItems and peerQueueConsumers shape the workqueue workload.
+const (
+	peerQueueItems     = 1000
+	peerQueueConsumers = 4
+)
+
+// workqueue: one producer session puts items into a work queue while 4
+// consumer sessions take them, ours (package queue) against Curator's
+// DistributedQueue and SimpleDistributedQueue (Kazoo's queues have their
+// own layout: no row); items consumed per second, from the first put to
+// the last item consumed.
+func (w *peerWork) workqueue() ([]string, bool, error) {
+	if len(w.clients) < peerQueueConsumers+1 {
+		return nil, false, fmt.Errorf("workqueue needs %d sessions (-sessions)", peerQueueConsumers+1)
+	}
+	var lines []string
+	pass := true
+	for _, kind := range []string{"dq", "simple"} {
+		label := map[string]string{"dq": "DistributedQueue", "simple": "SimpleDistributedQueue"}[kind]
+		fmt.Printf("\n-- peers workqueue %s: 1 producer puts %d items while %d consumers take them, each a session (items/s)\n", label, peerQueueItems, peerQueueConsumers)
+		ours := peerSide{label: "ours", key: "ours", run: func(r int) (peerFig, error) {
+			return w.oursWorkqueue(kind, fmt.Sprintf("%s/r%d", w.path("workqueue-"+kind, "ours"), r))
+		}}
+		sides := []peerSide{ours}
+		if p := w.proc("curator"); p != nil {
+			sides = append(sides, peerSide{label: p.label, key: p.key, run: func(r int) (peerFig, error) {
+				a, err := p.do(3*time.Minute, "workqueue %s/r%d %d %s %d", w.path("workqueue-"+kind, p.key), r, peerQueueItems, kind, peerQueueConsumers)
+				if err != nil {
+					return peerFig{}, err
+				}
+				return peerFig{rate: float64(a.ops) / a.seconds, cpuUS: a.cpu * 1e6 / float64(max(a.total, 1))}, nil
+			}})
+		}
+		row := peerRow{workload: fmt.Sprintf("workqueue %s: 1 producer, %d consumers, %d items (items/s)", label, peerQueueConsumers, peerQueueItems), key: "workqueue-" + kind}
+		row.note = map[string]string{}
+		if w.proc("kazoo") != nil {
+			row.note["kazoo"] = "Kazoo's queues have their own layout: no row"
+		}
+		line, ok, err := w.compare(row, w.b.f.rounds, sides)
+		if err != nil {
+			return lines, false, err
+		}
+		lines, pass = append(lines, line), pass && ok
+	}
+	return lines, pass, nil
+}
+
+// oursWorkqueue runs one round of the workqueue workload with package
+// queue: a Queue (normal mode) or a SimpleQueue.
+func (w *peerWork) oursWorkqueue(kind, path string) (peerFig, error) {
+	ctx, cancel := context.WithTimeout(w.ctx, 2*time.Minute)
+	defer cancel()
+	var (
+		got  atomic.Int64
+		all  = make(chan struct{})
+		once sync.Once
+		wg   sync.WaitGroup
+	)
+	count := func() {
+		if got.Add(1) == peerQueueItems {
+			once.Do(func() { close(all) })
+		}
+	}
+	var put func([]byte) error
+	var closers []func(context.Context) error
+	if kind == "dq" {
+		for i := 1; i <= peerQueueConsumers; i++ {
+			q, err := queue.New(w.clients[i], path, queue.WithConsumer(queue.ConsumerFunc(func(context.Context, *queue.Message) error {
+				count()
+				return nil
+			})))
+			if err != nil {
+				return peerFig{}, err
+			}
+			if err := q.Start(ctx); err != nil {
+				return peerFig{}, err
+			}
+			closers = append(closers, q.Close)
+		}
+		p, err := queue.New(w.clients[0], path)
+		if err != nil {
+			return peerFig{}, err
+		}
+		put = func(b []byte) error { return p.Put(ctx, b) }
+	} else {
+		cctx, ccancel := context.WithCancel(ctx)
+		defer ccancel()
+		for i := 1; i <= peerQueueConsumers; i++ {
+			q, err := queue.NewSimple(w.clients[i], path)
+			if err != nil {
+				return peerFig{}, err
+			}
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for {
+					if _, err := q.Take(cctx); err != nil {
+						return
+					}
+					count()
+				}
+			}()
+		}
+		defer wg.Wait()
+		defer ccancel()
+		p, err := queue.NewSimple(w.clients[0], path)
+		if err != nil {
+			return peerFig{}, err
+		}
+		put = func(b []byte) error { return p.Offer(ctx, b) }
+	}
+	defer func() {
+		for _, c := range closers {
+			c(context.Background())
+		}
+	}()
+	start, cpu := time.Now(), cpuTime()
+	for range peerQueueItems {
+		if err := put([]byte("job")); err != nil {
+			return peerFig{}, err
+		}
+	}
+	select {
+	case <-all:
+	case <-ctx.Done():
+		return peerFig{}, fmt.Errorf("workqueue: %d of %d items consumed: %w", got.Load(), peerQueueItems, ctx.Err())
+	}
+	took, used := time.Since(start), cpuTime()-cpu
+	return peerFig{rate: peerQueueItems / took.Seconds(), cpuUS: cpuPerOp(used, peerQueueItems)}, nil
 }

@@ -23,6 +23,9 @@
 //	                                            that succeeded, begun before the deadline; total: calls
 //	doublebarrier <path> <members> <cycles>     <cycles> times: <members> threads (client i each) enter one
 //	                                            DistributedDoubleBarrier together, then leave together
+//	workqueue <path> <items> <dq|simple> <consumers>  client 0 puts <items> into a DistributedQueue (dq) or
+//	                                            SimpleDistributedQueue (simple) while clients 1..consumers consume;
+//	                                            the clock runs from the first put to the last item consumed
 //	exit
 //
 // Answer: "DONE <ops> <seconds> <cpuSeconds> <total> <most>": ops counted
@@ -44,6 +47,7 @@ import java.lang.management.ManagementFactory;
 import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicLong;
@@ -60,6 +64,12 @@ import org.apache.curator.framework.recipes.locks.InterProcessReadWriteLock;
 import org.apache.curator.framework.recipes.locks.InterProcessSemaphoreV2;
 import org.apache.curator.framework.recipes.locks.Lease;
 import org.apache.curator.retry.BoundedExponentialBackoffRetry;
+import org.apache.curator.framework.recipes.queue.DistributedQueue;
+import org.apache.curator.framework.recipes.queue.QueueBuilder;
+import org.apache.curator.framework.recipes.queue.QueueConsumer;
+import org.apache.curator.framework.recipes.queue.QueueSerializer;
+import org.apache.curator.framework.recipes.queue.SimpleDistributedQueue;
+import org.apache.curator.framework.state.ConnectionState;
 import org.apache.curator.retry.ExponentialBackoffRetry;
 import org.apache.curator.retry.RetryNTimes;
 
@@ -176,6 +186,8 @@ public class BenchCurator {
                 return counter(f[1], Integer.parseInt(f[2]), Long.parseLong(f[3]), f[4]);
             case "doublebarrier":
                 return doubleBarrier(f[1], Integer.parseInt(f[2]), Integer.parseInt(f[3]));
+            case "workqueue":
+                return workqueue(f[1], Integer.parseInt(f[2]), f[3], Integer.parseInt(f[4]));
             default:
                 throw new IllegalArgumentException("unknown command " + String.join(" ", f));
         }
@@ -256,6 +268,101 @@ public class BenchCurator {
         r.ops = inWindow.get();
         r.total = all.get();
         r.most = most.get();
+        return r;
+    }
+
+    static final QueueSerializer<byte[]> RAW = new QueueSerializer<byte[]>() {
+        @Override
+        public byte[] serialize(byte[] item) {
+            return item;
+        }
+
+        @Override
+        public byte[] deserialize(byte[] bytes) {
+            return bytes;
+        }
+    };
+
+    /**
+     * workqueue: session 0 puts items into a DistributedQueue (kind dq) or
+     * SimpleDistributedQueue (kind simple) at path while sessions 1..consumers
+     * consume them (a DistributedQueue consumer each; a thread polling each
+     * for simple); the time is from the first put to the last item consumed.
+     */
+    static Result workqueue(String path, int items, String kind, int consumers) throws Exception {
+        CountDownLatch all = new CountDownLatch(items);
+        List<DistributedQueue<byte[]>> queues = new ArrayList<>();
+        List<Thread> threads = new ArrayList<>();
+        AtomicReference<Throwable> failed = new AtomicReference<>();
+        DistributedQueue<byte[]> producer = null;
+        SimpleDistributedQueue simple = null;
+        if (kind.equals("dq")) {
+            for (int i = 1; i <= consumers; i++) {
+                QueueConsumer<byte[]> consumer = new QueueConsumer<byte[]>() {
+                    @Override
+                    public void consumeMessage(byte[] item) {
+                        all.countDown();
+                    }
+
+                    @Override
+                    public void stateChanged(CuratorFramework c, ConnectionState s) {}
+                };
+                DistributedQueue<byte[]> q = QueueBuilder.builder(clients.get(i), consumer, RAW, path).buildQueue();
+                q.start();
+                queues.add(q);
+            }
+            producer = QueueBuilder.builder(clients.get(0), null, RAW, path).putInBackground(false).buildQueue();
+            producer.start();
+        } else {
+            simple = new SimpleDistributedQueue(clients.get(0), path);
+            for (int i = 1; i <= consumers; i++) {
+                SimpleDistributedQueue q = new SimpleDistributedQueue(clients.get(i), path);
+                Thread t = new Thread(() -> {
+                    try {
+                        while (all.getCount() > 0) {
+                            if (q.poll(50, TimeUnit.MILLISECONDS) != null) {
+                                all.countDown();
+                            }
+                        }
+                    } catch (Throwable e) {
+                        failed.compareAndSet(null, e);
+                    }
+                });
+                t.start();
+                threads.add(t);
+            }
+        }
+        byte[] item = "job".getBytes(StandardCharsets.UTF_8);
+        double cpu0 = cpuSeconds();
+        long t0 = System.nanoTime();
+        for (int j = 0; j < items; j++) {
+            if (producer != null) {
+                producer.put(item);
+            } else {
+                simple.offer(item);
+            }
+        }
+        boolean done = all.await(2, TimeUnit.MINUTES);
+        Result r = new Result();
+        r.seconds = (System.nanoTime() - t0) / 1e9;
+        r.cpu = cpuSeconds() - cpu0;
+        for (DistributedQueue<byte[]> q : queues) {
+            q.close();
+        }
+        if (producer != null) {
+            producer.close();
+        }
+        for (Thread t : threads) {
+            t.join();
+        }
+        if (failed.get() != null) {
+            throw new Exception(failed.get());
+        }
+        if (!done) {
+            throw new IllegalStateException("workqueue: " + all.getCount() + " items not consumed within two minutes");
+        }
+        r.ops = r.total = items;
+        r.most = 1;
         return r;
     }
 
