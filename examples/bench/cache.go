@@ -120,8 +120,8 @@ func cacheValue(prefix string) []byte {
 type cacheFigs struct {
 	load, p50, p99, resync, resyncd time.Duration
 	recon                           time.Duration // restore to the client's RECONNECTED
-	cpuLoad, cpuEvent                float64 // µs per node, per event
-	size                             int
+	cpuLoad, cpuEvent               float64       // µs per node, per event
+	size                            int
 }
 
 func (b *bench) cacheScenario(ctx context.Context) (string, error) {
