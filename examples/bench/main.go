@@ -67,6 +67,13 @@
 //     peers, -peer-workloads picks workloads, and a peer that is not
 //     installed is skipped with a line saying why. With -md the figures go
 //     to a peers table of the report.
+//   - cache (cache.go): package cache against Curator's CuratorCache
+//     (peers/BenchCurator.java) on one tree of -cache-nodes leaves under
+//     fan-out 100, each side's session through a proxy of its own, in
+//     alternating rounds: time to "initialized" and client CPU per node;
+//     change-to-event latency p50/p99 at 300 sets/s and client CPU per
+//     event; the resync after both links are black-holed and restored
+//     (restore to the last change heard, and to the reconnect). No target.
 //   - mixed: -mixed-readers reading and -mixed-writers writing sessions on
 //     one rwlock path, against the contended mutex on as many sessions:
 //     read and write acquisitions/s, the writers' wait p50/p99, and
@@ -96,6 +103,7 @@
 //	RESULT scenario=mixed readers=... writers=... read_ops=... write_ops=... mutex_ops=... ratio=... write_p50_ms=... write_p99_ms=... ...
 //	RESULT scenario=semcontended sessions=... max_leases=4 sem_ops=... mutex_ops=... ratio=... p50_ms=... p99_ms=... ... max_held=...
 //	RESULT scenario=failover recipe=latch|selector way=graceful|kill|blackhole failover_median_ms=... failover_max_ms=... session_timeout_ms=... median_per_timeout=... ...
+//	RESULT scenario=cache nodes=... load_ms_ours=... load_ms_curator=... cpu_us_per_node_ours=... lat_p50_ms_ours=... lat_p99_ms_ours=... resync_ms_ours=... ...
 //	RESULT scenario=peers workload=cycle|contend|queue10|queue100|queue1000|rwlock|semaphore unit=ops_per_s|us_per_handoff ours=... curator=... ours_per_curator=... kazoo=... ours_per_kazoo=... cpu_us_per_op_ours=... ...
 //
 // Both sides use the same session timeout (-session-timeout). Mutual
