@@ -177,6 +177,7 @@ type Cache struct {
 
 	persistent atomic.Bool // running on a persistent watch
 	resyncs    atomic.Int64
+	listenerGs sync.Map // goroutine ids of the listeners (Close from a listener does not wait for itself)
 	cancel     context.CancelFunc
 	done       chan struct{} // the worker has ended
 	watch      *engine.PersistentWatch
@@ -301,6 +302,14 @@ func (c *Cache) Start(ctx context.Context) error {
 	}
 	rctx, cancel := context.WithCancel(context.Background())
 	c.mu.Lock()
+	if c.closed { // Close came while the watch was being set
+		c.mu.Unlock()
+		cancel()
+		if w != nil {
+			_ = w.Remove(ctx)
+		}
+		return engine.Named(c.name(), recipes.ErrClosed)
+	}
 	c.cancel, c.done, c.watch = cancel, make(chan struct{}), w
 	done := c.done
 	c.mu.Unlock()
@@ -362,6 +371,12 @@ func (c *Cache) Close(ctx context.Context) error {
 		}
 	}
 	c.persistent.Store(false)
+	if id := engine.GoroutineID(); id != 0 {
+		if _, mine := c.listenerGs.Load(id); mine {
+			go c.listeners.Close() // ends once this listener call returns
+			return err
+		}
+	}
 	c.listeners.Close()
 	return err
 }
@@ -405,6 +420,9 @@ func (c *Cache) WaitInitialized(ctx context.Context) error {
 	case <-c.initCh:
 		return nil
 	case <-ended:
+		if c.e.Check() != nil {
+			return engine.Named(c.name(), recipes.ErrClientClosed)
+		}
 		return engine.Named(c.name(), recipes.ErrClosed)
 	case <-c.e.Done():
 		return engine.Named(c.name(), recipes.ErrClientClosed)

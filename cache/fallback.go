@@ -92,6 +92,10 @@ func (fb *fallback) onEvent(ev engine.FollowEvent) {
 func (fb *fallback) read(ctx context.Context, w *engine.Watches, full string, depth int) error {
 	c := fb.c
 	v, err := c.e.ReadData(ctx, full, w, full == c.full)
+	if refused(err) {
+		c.refusedRead(full)
+		v, err = engine.NodeView{}, nil // left out, and not read again until its parent's list changes
+	}
 	if err != nil {
 		return err
 	}
@@ -100,6 +104,10 @@ func (fb *fallback) read(ctx context.Context, w *engine.Watches, full string, de
 	deeper := depth < c.o.maxDepth
 	if there && deeper {
 		cv, err := c.e.ReadChildren(ctx, full, w, false)
+		if refused(err) {
+			c.refusedRead(full)
+			cv, err = engine.ChildrenView{Exists: true}, nil // its children are left out
+		}
 		if err != nil {
 			return err
 		}

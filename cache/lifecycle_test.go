@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/go-zookeeper/zk"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -259,4 +260,56 @@ func TestPanickingListener(t *testing.T) {
 	require.Error(t, err, "the child must die: %s", out)
 	assert.Contains(t, string(out), "panic: listener boom")
 	assert.NotContains(t, string(out), "the panic was swallowed")
+}
+
+// A listener may close the cache: Close returns at once, and the
+// listener's goroutine ends once the call returns.
+func TestCloseFromListener(t *testing.T) {
+	zkc := testutil.SharedServer(t)
+	c := connect(t, zkc.Servers(), recipes.WithNamespace(t.Name()))
+	cc, err := cache.New(c, "/x")
+	require.NoError(t, err)
+	closed := make(chan error, 1)
+	began := time.Now()
+	cc.Listen(func(ev cache.Event) {
+		if ev.Type == cache.Initialized {
+			closed <- cc.Close(context.Background())
+		}
+	})
+	require.NoError(t, cc.Start(context.Background()))
+	select {
+	case err := <-closed:
+		require.NoError(t, err)
+	case <-time.After(10 * time.Second):
+		t.Fatal("Close from the listener did not return")
+	}
+	assert.Less(t, time.Since(began), 3*time.Second, "Close did not wait for its own listener")
+	eventually(t, 10*time.Second, "the cache's goroutines gone", func() bool { return cacheGoroutines() == 0 })
+}
+
+// A node the session may not read is left out (logged), and the rest of
+// the tree is cached: the cache initialises and follows the readable
+// nodes. On both kinds of watches.
+func TestUnreadableNode(t *testing.T) {
+	modes(t, func(t *testing.T, opts []cache.Option) {
+		zkc := testutil.SharedServer(t)
+		ctx := context.Background()
+		root := "/" + strings.ReplaceAll(t.Name(), "/", "-")
+		owner := connect(t, zkc.Servers())
+		require.NoError(t, owner.AddAuth(ctx, "digest", []byte("owner:secret")))
+		mustCreate(t, owner, root, "")
+		mustCreate(t, owner, root+"/open", "o")
+		_, err := owner.UnsafeConn().Create(root+"/closed", []byte("c"), 0, zk.DigestACL(zk.PermAll, "owner", "secret"))
+		require.NoError(t, err)
+		c := connect(t, zkc.Servers())
+		cc, err := cache.New(c, root, opts...)
+		require.NoError(t, err)
+		start(t, cc)
+		assert.Equal(t, []string{root, root + "/open"}, paths(cc.Snapshot()))
+		mustSet(t, owner, root+"/open", "o2")
+		eventually(t, 10*time.Second, "the readable node followed", func() bool {
+			n, ok := cc.Get(root + "/open")
+			return ok && string(n.Data) == "o2"
+		})
+	})
 }

@@ -1,5 +1,7 @@
 package cache
 
+import "github.com/zkrecipes/zkrecipes/internal/engine"
+
 // ListenOption filters what a listener hears (Curator's
 // CuratorCacheListenerBuilder). With no For... option a listener hears
 // every type; with some, only those.
@@ -66,7 +68,8 @@ func AfterInitialized() ListenOption {
 // modify them. A panicking listener is not recovered: it ends the
 // program, as a panic on any goroutine does. The returned function removes
 // the listener; Close removes every listener after delivering what was
-// queued.
+// queued. A listener may call Close (it then does not wait for the
+// listeners, its own call included, to finish).
 func (c *Cache) Listen(fn func(Event), opts ...ListenOption) (remove func()) {
 	if !c.ok() || fn == nil {
 		return func() {}
@@ -77,8 +80,14 @@ func (c *Cache) Listen(fn func(Event), opts ...ListenOption) (remove func()) {
 			o(&lo)
 		}
 	}
-	seenInit := false
+	seenInit, known := false, false
 	deliver := func(evs []Event) {
+		if !known {
+			known = true
+			if id := engine.GoroutineID(); id != 0 {
+				c.listenerGs.Store(id, struct{}{})
+			}
+		}
 		for _, ev := range evs {
 			if ev.Type == Initialized {
 				seenInit = true

@@ -261,6 +261,9 @@ func (c *Cache) readTree(ctx context.Context) (map[string]*loaded, error) {
 				next, err := read(t)
 				if errors.Is(err, zk.ErrNoNode) {
 					next, err = nil, nil // gone meanwhile
+				} else if refused(err) {
+					c.refusedRead(t.full)
+					next, err = nil, nil // left out
 				}
 				mu.Lock()
 				active--
@@ -321,6 +324,10 @@ func (c *Cache) apply(ctx context.Context, evs []engine.PersistentEvent) error {
 		if errors.Is(err, zk.ErrNoNode) {
 			return nil
 		}
+		if refused(err) {
+			c.refusedRead(full)
+			return nil // left out (as if gone)
+		}
 		results[i] = result{there: err == nil, data: data, stat: st}
 		return err
 	})
@@ -358,6 +365,17 @@ func (c *Cache) apply(ctx context.Context, evs []engine.PersistentEvent) error {
 	}
 	c.publishLocked(out, false)
 	return nil
+}
+
+// refused reports whether a read was refused for want of permission: the
+// node is left out of the cache, not retried.
+func refused(err error) bool {
+	return errors.Is(err, zk.ErrNoAuth) || errors.Is(err, zk.ErrAuthFailed)
+}
+
+// refusedRead logs a node left out because the session may not read it.
+func (c *Cache) refusedRead(full string) {
+	c.e.Logger().Warn("zkrecipes: cache: the session may not read a node; it is left out", "cache", c.path, "node", c.e.StripNamespace(full))
 }
 
 // parallel runs fn(0..n-1), readers at a time, and returns the first

@@ -119,6 +119,7 @@ func TestChildrenView(t *testing.T) {
 		mustCreate(t, w, "/svc/a", "A")
 		mustCreate(t, w, "/svc/a/deep", "no")
 		mustSet(t, w, "/svc", "parent2")
+		rec.waitLen(t, 3) // /svc/a heard before it changes (or the two may be one event)
 		mustSet(t, w, "/svc/a", "A2")
 		rec.waitFor(t, cache.NodeChanged, 1)
 		rec.waitLen(t, 4)

@@ -21,6 +21,10 @@
 //   - counter: workers take order numbers from one atomicval.Int64,
 //     promoted to a lock when the optimistic tries lose; every number is
 //     handed out once;
+//   - cache: a feature-flag tree mirrored by a cache.Cache; the reader's
+//     link is cut while flags change, a service goes and a flag is deleted
+//     and created again with the same version; the cache equals the
+//     server after its resync (-one-shot: on TreeCache's one-shot watches);
 //   - bench: the benchmark against go-zookeeper.
 //
 // Each connects to ZK_SERVERS or starts a local ZooKeeper, and the recipe

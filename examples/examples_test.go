@@ -34,6 +34,8 @@ var examples = []struct {
 	{"fenced", []string{"-session-timeout", "1s"}},
 	{"metrics", nil},
 	{"counter", nil},
+	{"cache", nil},
+	{"cache-one-shot", []string{"-one-shot"}},
 }
 
 // example is the directory, and the binary, of the example a run runs.
