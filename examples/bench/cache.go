@@ -40,6 +40,7 @@ import (
 	"time"
 
 	"github.com/zkrecipes/zkrecipes/cache"
+	"github.com/zkrecipes/zkrecipes/internal/engine"
 	"github.com/zkrecipes/zkrecipes/internal/interop"
 	"github.com/zkrecipes/zkrecipes/recipes"
 	"github.com/zkrecipes/zkrecipes/recipes/zktest"
@@ -121,6 +122,7 @@ func cacheValue(prefix string) []byte {
 type cacheFigs struct {
 	load, p50, p99, resync, resyncd time.Duration
 	recon                           time.Duration // restore to the client's RECONNECTED
+	loadReq, resyncReq              float64       // ours: read requests (getData, getChildren, exists)
 	cpuLoad, cpuEvent               float64       // µs per node, per event
 	size                            int
 }
@@ -236,7 +238,7 @@ func (b *bench) cacheScenario(ctx context.Context) (string, error) {
 				return err
 			}
 			cc.Listen(s.listen)
-			c0, t0 := cpuTime(), time.Now()
+			c0, t0, st0 := cpuTime(), time.Now(), engine.Of(oc).Stats()
 			if err := cc.Start(ctx); err != nil {
 				return err
 			}
@@ -244,6 +246,7 @@ func (b *bench) cacheScenario(ctx context.Context) (string, error) {
 				return err
 			}
 			o.load = time.Since(t0)
+			o.loadReq = reads(engine.Of(oc).Stats().Sub(st0))
 			o.cpuLoad = float64((cpuTime() - c0).Microseconds()) / float64(cc.Size())
 			o.size = cc.Size()
 			return nil
@@ -330,6 +333,7 @@ func (b *bench) cacheScenario(ctx context.Context) (string, error) {
 				return "", err
 			}
 		}
+		st0 := engine.Of(oc).Stats()
 		pxOurs.Blackhole()
 		pxCur.Blackhole()
 		// Distinct leaves, so that each set is one change to find.
@@ -359,6 +363,7 @@ func (b *bench) cacheScenario(ctx context.Context) (string, error) {
 		}
 		o.resync = s.resync[len(s.resync)-1].Sub(restored)
 		o.resyncd = s.resyncd.Sub(restored)
+		o.resyncReq = reads(engine.Of(oc).Stats().Sub(st0))
 		if !s.recon.IsZero() {
 			o.recon = s.recon.Sub(restored)
 		}
@@ -420,7 +425,8 @@ func (b *bench) cacheScenario(ctx context.Context) (string, error) {
 			fmt.Fprintf(&res, " %s_curator=%.3f", c.name, med(curs, c.get))
 		}
 	}
-	fmt.Fprintf(&res, " resynced_ms_ours=%.3f", med(ours, msOf(func(f cacheFigs) time.Duration { return f.resyncd })))
+	fmt.Fprintf(&res, " resynced_ms_ours=%.3f load_requests_ours=%.0f resync_requests_ours=%.0f", med(ours, msOf(func(f cacheFigs) time.Duration { return f.resyncd })),
+		med(ours, func(f cacheFigs) float64 { return f.loadReq }), med(ours, func(f cacheFigs) float64 { return f.resyncReq }))
 	if cur != nil {
 		lo, lc := med(ours, cols[0].get), med(curs, cols[0].get)
 		fmt.Fprintf(&res, " load_speedup=%.2f", lc/lo)
@@ -440,11 +446,15 @@ func (b *bench) cacheScenario(ctx context.Context) (string, error) {
 		unit := []string{"ms", "µs", "ms", "ms", "µs", "ms", "ms", "ms"}[i]
 		fmt.Fprintf(&md, "| %s | %.1f %s | %s |\n", c.name, med(ours, c.get), unit, curCell(c, unit))
 	}
+	fmt.Fprintf(&md, "\nOur read requests: %.0f per load, %.0f per resync (getData, getChildren, exists).\n", med(ours, func(f cacheFigs) float64 { return f.loadReq }), med(ours, func(f cacheFigs) float64 { return f.resyncReq }))
 	fmt.Fprintf(&md, "\nCPU is the client's: ours this process's getrusage (for events, less what the same sets cost with no cache open, %.0f µs per set), Curator's its process CPU clock. resync_ms runs from the restore to the last changed leaf heard; reconnect_ms to the client's RECONNECTED (go-zookeeper redials a second after it has tried every server); the difference is the read.\n", writerCPU)
 	cacheMD = md.String()
 	fmt.Printf("   medians: %s\n", strings.TrimPrefix(res.String(), "RESULT "))
 	return res.String(), nil
 }
+
+// reads counts the read requests in s.
+func reads(s engine.Stats) float64 { return float64(s.GetData + s.Children + s.Exists) }
 
 // parallelDo runs fn on every item, n at a time, and returns the first error.
 func parallelDo(n int, items []string, fn func(string) error) error {
