@@ -142,9 +142,11 @@ func TestChaos(t *testing.T) {
 	}
 	t.Logf("%d workers running; injecting faults for %v (seed %d), logs in %s", len(h.procs), *flagDuration, seed, dir)
 
+	cw := startCacheWorker(t, h) // cache_test.go
 	runStart := time.Now()
 	h.runFaults(runStart.Add(*flagDuration))
 	runEnd := time.Now()
+	cw.stop()
 
 	h.stopWorkers(time.Minute)
 	left := h.checkLeftovers(admin, 30*time.Second)
@@ -161,6 +163,7 @@ func TestChaos(t *testing.T) {
 	}
 	summary := rep.summary(h, runEnd.Sub(runStart), time.Since(began))
 	fmt.Println(summary)
+	cw.report()
 	if err := os.WriteFile(filepath.Join(dir, "summary.txt"), []byte(summary+"\n"+strings.Join(rep.notes, "\n")+"\n"), 0o644); err != nil {
 		t.Log(err)
 	}

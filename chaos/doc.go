@@ -31,6 +31,18 @@
 // It prints one summary line starting with "CHAOS SUMMARY", which names the
 // server's version (server=3.9.6).
 //
+// Alongside, a cache worker (cache_test.go; -cache=false leaves it out)
+// keeps two caches of /chaos/cache (1,110 nodes to begin with, depth 3),
+// one on a persistent recursive watch and one on the one-shot fallback,
+// each on its own session through its own proxies, while writers create,
+// change, delete and re-create nodes there. In cycles of a few seconds it
+// cuts or black-holes the caches' links (past their session timeout every
+// fourth cycle, so the sessions expire) while the suite injects its own
+// faults; at each quiet point both caches must equal a fresh full read of
+// the server node for node (data, version, mzxid) within a minute, and
+// their events must replay to what they hold. It prints a line starting
+// with "CACHE SUMMARY" (checks, mismatches, faults by kind).
+//
 // By default the faults on ZooKeeper members (zk-leader-kill,
 // zk-follower-pause, zk-follower-create, zk-quorum-pause, zk-restart-all)
 // are injected only on ZooKeeper 3.9.4 or later: Debian's ZooKeeper 3.8.0

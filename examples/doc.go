@@ -27,6 +27,10 @@
 //   - queue: workers consume jobs from a queue.Queue in lock-safety mode;
 //     one crashes mid-job, its job runs again elsewhere and it is told;
 //     no job is lost;
+//   - cache: a feature-flag tree mirrored by a cache.Cache; the reader's
+//     link is cut while flags change, a service goes and a flag is deleted
+//     and created again with the same version; the cache equals the
+//     server after its resync (-one-shot: on TreeCache's one-shot watches);
 //   - bench: the benchmark against go-zookeeper.
 //
 // Each connects to ZK_SERVERS or starts a local ZooKeeper, and the recipe

@@ -36,6 +36,8 @@ var examples = []struct {
 	{"counter", nil},
 	{"barrier", nil},
 	{"queue", nil},
+	{"cache", nil},
+	{"cache-one-shot", []string{"-one-shot"}},
 }
 
 // example is the directory, and the binary, of the example a run runs.

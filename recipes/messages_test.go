@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/zkrecipes/zkrecipes/atomicval"
+	"github.com/zkrecipes/zkrecipes/cache"
 	"github.com/zkrecipes/zkrecipes/cleanup"
 	"github.com/zkrecipes/zkrecipes/election"
 	"github.com/zkrecipes/zkrecipes/mutex"
@@ -203,6 +204,18 @@ func TestErrorMessages(t *testing.T) {
 	_, err = sq.Take(tctx)
 	tcancel()
 	add("SimpleQueue.Take until its ctx ends", err)
+	// The cache.
+	_, err = cache.New(c, "/", cache.WithMaxDepth(1))
+	add("cache.New on the root", err)
+	_, err = cache.New(c, "/messages/cache", cache.WithMaxDepth(-2))
+	add("cache.New with a negative depth", err)
+	cc, err := cache.New(c, "/messages/cache")
+	must(err)
+	add("Cache.WaitInitialized before Start", cc.WaitInitialized(ctx))
+	must(cc.Start(ctx))
+	add("Cache.Start twice", cc.Start(ctx))
+	must(cc.Close(ctx))
+	add("Cache.Start after Close", cc.Start(ctx))
 
 	// Errors after the client closed, through a recipe.
 	_, err = mutex.New(closed, "/messages/lock")

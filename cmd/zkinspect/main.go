@@ -19,7 +19,8 @@
 //	-log-level level        log to stderr at this level (default error)
 //	-count <path>|<n>       a semaphore's maximum: a SharedCount path, or a number
 //	-summary                summarise every lock under <path>
-//	-watch                  redraw on every change until interrupted (ctrl-C)
+//	-watch                  redraw on every change until interrupted (ctrl-C); on a
+//	                        plain data subtree, print each change (see below)
 //	-json                   machine-readable output (one line per redraw with -watch)
 //	-timeout d              give up on a one-shot inspection after d (default 30s)
 //
@@ -62,6 +63,22 @@
 // mutex, and /app a parent. A node zkinspect cannot classify (ephemeral
 // children no recipe makes, queue nodes of two recipes side by side) is
 // shown as unknown, its children listed without roles, never guessed.
+//
+// -watch on a plain data subtree (a data node, or a parent under which a
+// summary finds data nodes and no recipe's queue: configuration, feature
+// flags) follows it through a cache (package cache: one persistent
+// recursive watch on ZooKeeper 3.6+, one-shot watches below; a full read
+// merged after every reconnection) and prints the nodes there, then one
+// line per change as it happens, in the server's order:
+//
+//	12:00:01.250 created /cfg/b v0 2 bytes "on"
+//	12:00:02.004 changed /cfg/b v1 (was v0) 3 bytes "off"
+//	12:00:03.117 deleted /cfg/b v1
+//
+// "resynced" follows the changes a reconnection's full read found. With
+// -json each line is a JSON object (event, path, version, old_version,
+// data or data_base64, data_len, time). The choice is made when -watch
+// starts.
 //
 // Nodes are listed in queue order (engine.SortKey, as Curator sorts them),
 // with their session (ephemeralOwner), age (from their creation time), data

@@ -1040,7 +1040,7 @@ func peersTable() string {
 // peersMarkdown writes the -md report when the peers are the only
 // scenario with figures for it (perfScenarios writes it otherwise).
 func (b *bench) peersMarkdown() error {
-	if mdFile == "" || len(report) > 0 || len(peerRows) == 0 {
+	if mdFile == "" || len(report) > 0 || len(peerRows) == 0 && cacheMD == "" {
 		return nil
 	}
 	if err := b.writeMarkdown(mdFile); err != nil {

@@ -163,6 +163,29 @@
 //       items came, then exits 0. With hang 1 the first item is printed as
 //       "HOLDING <item>" instead, and the consumer never returns from it
 //       (for a test that SIGKILLs it mid-item).
+//   cache <connectString> <path>
+//       Starts CuratorCache.build(client, path) with a listener on every
+//       event. Each event prints "EVENT <TYPE> <path> <version>" (TYPE is
+//       NODE_CREATED, NODE_CHANGED or NODE_DELETED; for a deletion the path
+//       and version are the old node's), in the order Curator's listener
+//       thread delivers them; the initialised callback prints INITIALIZED.
+//       Stdin commands:
+//         "DUMP <n>"  prints "BEGIN <n>", then "NODE <path> <version>
+//                     <mzxid> <hex data>" for every node the cache holds,
+//                     sorted by path ("-" for empty data), then "END <n>";
+//         "close"     closes the cache and the client, prints CLOSED,
+//                     exits 0 (EOF does the same, silently).
+//
+//   write <connectString>
+//       A plain writer for the cache tests: prints READY, then runs one
+//       stdin command at a time, in order, each answered by one line:
+//         "create <path> <data>", "set <path> <data>", "delete <path>"
+//             ("-" for empty data) answer "OK <n>" or "FAIL <n> <code>"
+//             (n counts the commands from 1; code is the KeeperException
+//             code, e.g. NONODE, NODEEXISTS, NOTEMPTY);
+//         "SYNC <n>"  answers "SYNCED <n>" once every earlier command is
+//                     answered;
+//         "close" or EOF closes the client and exits 0.
 //
 // To add a mode (rwlock, semaphore, leader latch...), write a static method
 // with the Mode signature and register it in MODES.
@@ -189,6 +212,10 @@ import org.apache.curator.framework.CuratorFramework;
 import org.apache.curator.framework.CuratorFrameworkFactory;
 import org.apache.curator.framework.recipes.locks.InterProcessMutex;
 import org.apache.curator.framework.recipes.barriers.DistributedDoubleBarrier;
+import org.apache.curator.framework.recipes.cache.ChildData;
+import org.apache.curator.framework.recipes.cache.CuratorCache;
+import org.apache.curator.framework.recipes.cache.CuratorCacheListener;
+import org.apache.zookeeper.KeeperException;
 import org.apache.curator.framework.recipes.locks.InterProcessReadWriteLock;
 import org.apache.curator.framework.recipes.locks.LockInternals;
 import org.apache.curator.framework.recipes.locks.LockInternalsSorter;
@@ -256,6 +283,8 @@ public class CuratorRecipes {
         register("doublebarrier", "<connectString> <path> <memberQty>", CuratorRecipes::doublebarrier);
         register("queue-produce", "<connectString> <kind> <path> <count>", CuratorRecipes::queueProduce);
         register("queue-consume", "<connectString> <kind> <path> <count> <lockPath|-> <hang>", CuratorRecipes::queueConsume);
+        register("cache", "<connectString> <path>", CuratorRecipes::cache);
+        register("write", "<connectString>", CuratorRecipes::write);
     }
 
     static void register(String name, String usage, Mode mode) {
@@ -1061,6 +1090,105 @@ public class CuratorRecipes {
                         return;
                     default:
                         throw new IllegalArgumentException("selholder: unknown command " + line);
+                }
+            }
+        }
+    }
+
+    /** Hex of b, or "-" when b is null or empty. */
+    static String hexOrDash(byte[] b) {
+        if (b == null || b.length == 0) {
+            return "-";
+        }
+        StringBuilder s = new StringBuilder(2 * b.length);
+        for (byte x : b) {
+            s.append(String.format("%02x", x & 0xff));
+        }
+        return s.toString();
+    }
+
+    /**
+     * cache: a CuratorCache on path; prints every event and INITIALIZED,
+     * answers DUMP with the cache's contents (see the head of the file).
+     */
+    static void cache(String[] args) throws Exception {
+        need(args, 2, "cache");
+        try (CuratorFramework client = connect(args[0]);
+                CuratorCache cache = CuratorCache.build(client, args[1])) {
+            CuratorCacheListener l = CuratorCacheListener.builder()
+                    .forAll((type, oldData, data) -> {
+                        ChildData d = data != null ? data : oldData;
+                        say("EVENT " + type + " " + d.getPath() + " " + d.getStat().getVersion());
+                    })
+                    .forInitialized(() -> say("INITIALIZED"))
+                    .build();
+            cache.listenable().addListener(l);
+            cache.start();
+            for (;;) {
+                String line = readLine();
+                if (line == null) {
+                    return;
+                }
+                String[] f = line.trim().split("\\s+");
+                if (f[0].equals("close")) {
+                    break;
+                }
+                if (f[0].equals("DUMP") && f.length == 2) {
+                    StringBuilder b = new StringBuilder("BEGIN " + f[1] + "\n");
+                    cache.stream()
+                            .sorted((x, y) -> x.getPath().compareTo(y.getPath()))
+                            .forEach(d -> b.append("NODE ").append(d.getPath()).append(' ')
+                                    .append(d.getStat().getVersion()).append(' ')
+                                    .append(d.getStat().getMzxid()).append(' ')
+                                    .append(hexOrDash(d.getData())).append('\n'));
+                    b.append("END ").append(f[1]);
+                    say(b.toString());
+                    continue;
+                }
+                throw new IllegalArgumentException("cache: unknown command " + line);
+            }
+        }
+        say("CLOSED");
+    }
+
+    /** write: runs create/set/delete commands from stdin, one at a time. */
+    static void write(String[] args) throws Exception {
+        need(args, 1, "write");
+        try (CuratorFramework client = connect(args[0])) {
+            say("READY");
+            int n = 0;
+            for (;;) {
+                String line = readLine();
+                if (line == null) {
+                    return;
+                }
+                String[] f = line.trim().split("\\s+");
+                if (f[0].equals("close")) {
+                    return;
+                }
+                if (f[0].equals("SYNC") && f.length == 2) {
+                    say("SYNCED " + f[1]);
+                    continue;
+                }
+                n++;
+                byte[] data = f.length > 2 && !f[2].equals("-") ? f[2].getBytes(StandardCharsets.UTF_8) : new byte[0];
+                try {
+                    switch (f[0]) {
+                        case "create":
+                            client.create().forPath(f[1], data);
+                            break;
+                        case "set":
+                            client.setData().forPath(f[1], data);
+                            break;
+                        case "delete":
+                            client.delete().forPath(f[1]);
+                            break;
+                        default:
+                            throw new IllegalArgumentException("write: unknown command " + line);
+                    }
+                    say("OK " + n);
+                } catch (KeeperException e) {
+                    say("FAIL " + n + " " + e.code());
                 }
             }
         }

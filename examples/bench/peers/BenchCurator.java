@@ -26,6 +26,18 @@
 //	workqueue <path> <items> <dq|simple> <consumers>  client 0 puts <items> into a DistributedQueue (dq) or
 //	                                            SimpleDistributedQueue (simple) while clients 1..consumers consume;
 //	                                            the clock runs from the first put to the last item consumed
+//	cacheload <path>                            a new CuratorCache of <path> on client 0 (the previous one closed):
+//	                                            start, wait for "initialized"; answers ops = the cache's size then,
+//	                                            seconds = start to initialized
+//	cachelat-start                              forget the latency samples; the benchmark then sets nodes with data
+//	                                            "t<epoch nanos of the set>..."; each NODE_CHANGED with such data is
+//	                                            one sample (epoch nanos at the listener minus the set's)
+//	cachelat-wait <m>                           wait (30 s at most) for m samples; answers ops = samples,
+//	                                            seconds = the p50, total = the p99 in microseconds
+//	cacheresync-start                           forget the resync samples: NODE_CHANGED events with data "r..."
+//	cacheresync-wait <k> <epochNanos>           wait (60 s at most) for k of them; answers ops = those seen,
+//	                                            seconds = from <epochNanos> (the link restored) to the k-th,
+//	                                            total = microseconds from <epochNanos> to client 0's RECONNECTED
 //	exit
 //
 // Answer: "DONE <ops> <seconds> <cpuSeconds> <total> <most>": ops counted
@@ -59,6 +71,8 @@ import org.apache.curator.framework.recipes.atomic.AtomicValue;
 import org.apache.curator.framework.recipes.atomic.DistributedAtomicLong;
 import org.apache.curator.framework.recipes.atomic.PromotedToLock;
 import org.apache.curator.framework.recipes.barriers.DistributedDoubleBarrier;
+import org.apache.curator.framework.recipes.cache.CuratorCache;
+import org.apache.curator.framework.recipes.cache.CuratorCacheListener;
 import org.apache.curator.framework.recipes.locks.InterProcessMutex;
 import org.apache.curator.framework.recipes.locks.InterProcessReadWriteLock;
 import org.apache.curator.framework.recipes.locks.InterProcessSemaphoreV2;
@@ -188,6 +202,16 @@ public class BenchCurator {
                 return doubleBarrier(f[1], Integer.parseInt(f[2]), Integer.parseInt(f[3]));
             case "workqueue":
                 return workqueue(f[1], Integer.parseInt(f[2]), f[3], Integer.parseInt(f[4]));
+            case "cacheload":
+                return cacheLoad(f[1]);
+            case "cachelat-start":
+                return cacheReset(latSamples);
+            case "cachelat-wait":
+                return cacheLatWait(Integer.parseInt(f[1]));
+            case "cacheresync-start":
+                return cacheReset(resyncSamples);
+            case "cacheresync-wait":
+                return cacheResyncWait(Integer.parseInt(f[1]), Long.parseLong(f[2]));
             default:
                 throw new IllegalArgumentException("unknown command " + String.join(" ", f));
         }
@@ -546,6 +570,120 @@ public class BenchCurator {
         r.ops = r.total = cycles;
         r.most = members;
         r.extra = new double[] {pct(in, 0.5), pct(out, 0.5), pct(in, 1.0), pct(out, 1.0)};
+        return r;
+    }
+
+    // ------------------------------------------------------------ cache
+
+    static CuratorCache cache;
+    static final List<Long> latSamples = new ArrayList<>();   // nanoseconds, guarded by itself
+    static final List<Long> resyncSamples = new ArrayList<>(); // epoch nanos of each "r" change, guarded by itself
+
+    static long epochNanos() {
+        java.time.Instant i = java.time.Instant.now();
+        return i.getEpochSecond() * 1_000_000_000L + i.getNano();
+    }
+
+    static Result cacheLoad(String path) throws Exception {
+        if (cache != null) {
+            cache.close();
+        }
+        java.util.concurrent.CountDownLatch init = new java.util.concurrent.CountDownLatch(1);
+        CuratorCache c = CuratorCache.build(clients.get(0), path);
+        c.listenable().addListener(CuratorCacheListener.builder()
+                .forChanges((oldNode, node) -> {
+                    long now = epochNanos();
+                    byte[] d = node.getData();
+                    if (d == null || d.length == 0) {
+                        return;
+                    }
+                    if (d[0] == 't') {
+                        int end = 1;
+                        while (end < d.length && d[end] >= '0' && d[end] <= '9') {
+                            end++;
+                        }
+                        long sent = Long.parseLong(new String(d, 1, end - 1, StandardCharsets.US_ASCII));
+                        synchronized (latSamples) {
+                            latSamples.add(now - sent);
+                            latSamples.notifyAll();
+                        }
+                    } else if (d[0] == 'r') {
+                        synchronized (resyncSamples) {
+                            resyncSamples.add(now);
+                            resyncSamples.notifyAll();
+                        }
+                    }
+                })
+                .forInitialized(init::countDown)
+                .build());
+        Result r = new Result();
+        double cpu0 = cpuSeconds();
+        long t0 = System.nanoTime();
+        c.start();
+        if (!init.await(5, TimeUnit.MINUTES)) {
+            throw new IllegalStateException("CuratorCache of " + path + " not initialized after 5 minutes");
+        }
+        r.seconds = (System.nanoTime() - t0) / 1e9;
+        r.cpu = cpuSeconds() - cpu0;
+        r.ops = r.total = c.size();
+        cache = c;
+        return r;
+    }
+
+    static Result cacheReset(List<Long> samples) {
+        synchronized (samples) {
+            samples.clear();
+        }
+        reconnected.set(0);
+        if (stateListening.compareAndSet(false, true)) {
+            clients.get(0).getConnectionStateListenable().addListener((c, st) -> {
+                if (st == org.apache.curator.framework.state.ConnectionState.RECONNECTED) {
+                    reconnected.compareAndSet(0, epochNanos());
+                }
+            });
+        }
+        return new Result();
+    }
+
+    static final AtomicLong reconnected = new AtomicLong();
+    static final java.util.concurrent.atomic.AtomicBoolean stateListening = new java.util.concurrent.atomic.AtomicBoolean();
+
+    /** Waits until samples has n entries or the deadline passes; returns a copy. */
+    static List<Long> awaitSamples(List<Long> samples, int n, long seconds) throws InterruptedException {
+        long deadline = System.nanoTime() + seconds * 1_000_000_000L;
+        synchronized (samples) {
+            while (samples.size() < n) {
+                long left = deadline - System.nanoTime();
+                if (left <= 0) {
+                    break;
+                }
+                samples.wait(Math.max(1, left / 1_000_000));
+            }
+            return new ArrayList<>(samples);
+        }
+    }
+
+    static Result cacheLatWait(int m) throws Exception {
+        List<Long> s = awaitSamples(latSamples, m, 30);
+        java.util.Collections.sort(s);
+        Result r = new Result();
+        r.ops = s.size();
+        if (!s.isEmpty()) {
+            r.seconds = s.get(s.size() / 2) / 1e9;
+            r.total = s.get(Math.min(s.size() - 1, (int) Math.ceil(s.size() * 0.99) - 1)) / 1000;
+        }
+        return r;
+    }
+
+    static Result cacheResyncWait(int k, long restored) throws Exception {
+        List<Long> s = awaitSamples(resyncSamples, k, 60);
+        Result r = new Result();
+        r.ops = s.size();
+        if (!s.isEmpty()) {
+            r.seconds = (java.util.Collections.max(s) - restored) / 1e9;
+        }
+        long rc = reconnected.get();
+        r.total = rc == 0 ? -1 : (rc - restored) / 1000;
         return r;
     }
 }
