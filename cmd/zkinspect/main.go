@@ -19,7 +19,8 @@
 //	-log-level level        log to stderr at this level (default error)
 //	-count <path>|<n>       a semaphore's maximum: a SharedCount path, or a number
 //	-summary                summarise every lock under <path>
-//	-watch                  redraw on every change until interrupted (ctrl-C)
+//	-watch                  redraw on every change until interrupted (ctrl-C); on a
+//	                        plain data subtree, print each change (see below)
 //	-json                   machine-readable output (one line per redraw with -watch)
 //	-timeout d              give up on a one-shot inspection after d (default 30s)
 //
@@ -52,12 +53,32 @@
 //     give it with -count (the SharedCount path, or the number) to see who
 //     is over it.
 //   - leader latch: _c_<uuid>-latch-<seq> nodes; the first leads.
+//   - double barrier (Curator's DistributedDoubleBarrier, barrier.DoubleBarrier):
+//     ephemeral members named by a UUID, and the persistent node ready
+//     once they have entered; members are listed IN when ready exists,
+//     else waiting (the barrier's memberQty is not stored in ZooKeeper).
 //
 // A node whose children are all persistent is a parent of locks (a
 // summary walks it), whatever its name: a mutex at /app/locks/report is a
 // mutex, and /app a parent. A node zkinspect cannot classify (ephemeral
 // children no recipe makes, queue nodes of two recipes side by side) is
 // shown as unknown, its children listed without roles, never guessed.
+//
+// -watch on a plain data subtree (a data node, or a parent under which a
+// summary finds data nodes and no recipe's queue: configuration, feature
+// flags) follows it through a cache (package cache: one persistent
+// recursive watch on ZooKeeper 3.6+, one-shot watches below; a full read
+// merged after every reconnection) and prints the nodes there, then one
+// line per change as it happens, in the server's order:
+//
+//	12:00:01.250 created /cfg/b v0 2 bytes "on"
+//	12:00:02.004 changed /cfg/b v1 (was v0) 3 bytes "off"
+//	12:00:03.117 deleted /cfg/b v1
+//
+// "resynced" follows the changes a reconnection's full read found. With
+// -json each line is a JSON object (event, path, version, old_version,
+// data or data_base64, data_len, time). The choice is made when -watch
+// starts.
 //
 // Nodes are listed in queue order (engine.SortKey, as Curator sorts them),
 // with their session (ephemeralOwner), age (from their creation time), data
@@ -72,7 +93,12 @@
 // of its own, with "?" where a lock has its state.
 // A node with data and no children (a SharedCount, a configuration node)
 // is a data node, not a lock: the summary does not list it but counts it
-// in its header, and given as <path> it is shown as a data node. A subtree
+// in its header, and given as <path> it is shown as a data node, with its
+// value as a counter when it holds 4 bytes (an int: SharedCount,
+// DistributedAtomicInteger, atomicval.Int32) or 8 (a long:
+// DistributedAtomicLong, atomicval.Int64). A DistributedBarrier is up
+// while its node exists (any node given as <path> says so), down when
+// there is no node. A subtree
 // the session may not read (NoAuth: an ACL protects it) is skipped with a
 // line naming it and the reason, and the walk goes on.
 //

@@ -18,8 +18,12 @@ import (
 // the data of each node, the existence of a missing path) unless one is
 // still armed there, and Follow reads again when one fires, after a
 // reconnection, and after a failed inspection (drawn, then retried with
-// backoff). It returns nil when ctx ends.
+// backoff). It returns nil when ctx ends. On a plain data subtree (see
+// plainData) it prints each change instead, through a cache (watchData).
 func watchLoop(ctx context.Context, c *recipes.Client, cfg config, w io.Writer) error {
+	if plainData(ctx, c, cfg) {
+		return watchData(ctx, c, cfg, w)
+	}
 	clearScreen := redraws(w, cfg.json)
 	ctx, stop := context.WithCancel(ctx)
 	defer stop()

@@ -56,7 +56,13 @@
 //     holding together; Kazoo's side is its own ReadLock, whose nodes
 //     Curator does not know) and semaphore (-sessions sessions on one
 //     semaphore of 4 leases: Curator's InterProcessSemaphoreV2, Kazoo's
-//     Semaphore). Each peer is one process (peers/BenchCurator.java,
+//     Semaphore), counter (-sessions sessions incrementing one counter:
+//     atomicval.Int64 against Curator's DistributedAtomicLong, optimistic
+//     and promoted to a lock: increments/s, p99 and slowest call, failed
+//     calls; target ours >= 2 x Curator and p99 < 20 ms) and doublebarrier
+//     (10 members entering one double barrier together, then leaving
+//     together: ms from the start to the last member's return, median of
+//     10 cycles; see peeratomic.go; Curator only). Each peer is one process (peers/BenchCurator.java,
 //     peers/bench_kazoo.py, embedded) started once per run with its
 //     sessions connected (same -session-timeout) and warmed up before any
 //     clock starts, then given one stdin command per turn; its CPU time is
@@ -67,6 +73,13 @@
 //     peers, -peer-workloads picks workloads, and a peer that is not
 //     installed is skipped with a line saying why. With -md the figures go
 //     to a peers table of the report.
+//   - cache (cache.go): package cache against Curator's CuratorCache
+//     (peers/BenchCurator.java) on one tree of -cache-nodes leaves under
+//     fan-out 100, each side's session through a proxy of its own, in
+//     alternating rounds: time to "initialized" and client CPU per node;
+//     change-to-event latency p50/p99 at 300 sets/s and client CPU per
+//     event; the resync after both links are black-holed and restored
+//     (restore to the last change heard, and to the reconnect). No target.
 //   - mixed: -mixed-readers reading and -mixed-writers writing sessions on
 //     one rwlock path, against the contended mutex on as many sessions:
 //     read and write acquisitions/s, the writers' wait p50/p99, and
@@ -96,7 +109,8 @@
 //	RESULT scenario=mixed readers=... writers=... read_ops=... write_ops=... mutex_ops=... ratio=... write_p50_ms=... write_p99_ms=... ...
 //	RESULT scenario=semcontended sessions=... max_leases=4 sem_ops=... mutex_ops=... ratio=... p50_ms=... p99_ms=... ... max_held=...
 //	RESULT scenario=failover recipe=latch|selector way=graceful|kill|blackhole failover_median_ms=... failover_max_ms=... session_timeout_ms=... median_per_timeout=... ...
-//	RESULT scenario=peers workload=cycle|contend|queue10|queue100|queue1000|rwlock|semaphore unit=ops_per_s|us_per_handoff ours=... curator=... ours_per_curator=... kazoo=... ours_per_kazoo=... cpu_us_per_op_ours=... ...
+//	RESULT scenario=cache nodes=... load_ms_ours=... load_ms_curator=... cpu_us_per_node_ours=... lat_p50_ms_ours=... lat_p99_ms_ours=... resync_ms_ours=... ...
+//	RESULT scenario=peers workload=cycle|contend|queue10|queue100|queue1000|rwlock|semaphore|counter|counter-promoted|doublebarrier-enter|doublebarrier-leave|workqueue-dq|workqueue-simple unit=ops_per_s|us_per_handoff|ms ours=... curator=... ours_per_curator=... kazoo=... ours_per_kazoo=... cpu_us_per_op_ours=... ...
 //
 // Both sides use the same session timeout (-session-timeout). Mutual
 // exclusion is checked while the contended rounds run. Any error, or a
@@ -183,7 +197,7 @@ func main() {
 	flag.DurationVar(&f.duration, "duration", 5*time.Second, "contended and readers: time per side per round")
 	flag.IntVar(&f.sessions, "sessions", 16, "contended: number of sessions contending")
 	flag.IntVar(&f.readers, "readers", 32, "readers: number of reading sessions")
-	flag.StringVar(&f.which, "which", "all", "scenarios to run: all, or a comma-separated list of uncontended, contended, contended-procs, readers, semaphore, mixed, semcontended, failover, peers, keys, local, herd, queue, held (they run in that order)")
+	flag.StringVar(&f.which, "which", "all", "scenarios to run: all, or a comma-separated list of uncontended, contended, contended-procs, readers, semaphore, mixed, semcontended, failover, peers, cache, keys, local, herd, queue, held (they run in that order)")
 	flag.DurationVar(&f.sessionTimeout, "session-timeout", 4*time.Second, "session timeout requested by both sides")
 	flag.BoolVar(&f.procs, "procs", false, "contended: run every session in an OS process of its own (this binary re-run as a worker) instead of a goroutine, so that sessions share no state, as with separate services")
 	flag.StringVar(&f.cpuprofile, "cpuprofile", "", "write a CPU profile of this process to `file`")
@@ -302,6 +316,13 @@ func run(f flags) (int, error) {
 			return 0, fmt.Errorf("peers: %w", err)
 		}
 		results, pass = append(results, lines...), pass && ok
+	}
+	if which["cache"] {
+		line, err := b.cacheScenario(ctx) // package cache against Curator's CuratorCache: cache.go
+		if err != nil {
+			return 0, fmt.Errorf("cache: %w", err)
+		}
+		results = append(results, line)
 	}
 	extra, ok, err := b.perfScenarios(ctx, which) // keys, local, herd, queue, held: perf.go
 	if err != nil {

@@ -94,6 +94,7 @@ func (b *bench) writeMarkdown(file string) error {
 		fmt.Fprintf(&sb, "\nRatios: keys and local are ours over the baseline (higher is better); queue is zk.Lock's time per hand-off over ours (higher: ours faster), and its growth row the cost at the largest queue over the smallest (time, requests and bytes, each at most 1.2×); herd and the remote waiter are counts that must stay at or below the target. Bytes in queue are the bytes the client read from its connections (a counting dialer), pings included. The remote waiter's figure is the longest streak of local hand-offs under one lock node of the local process queued ahead of the remote waiter's node: WithLocalHandoff bounds exactly that, before the lock goes back to the ZooKeeper queue.\n")
 	}
 	sb.WriteString(peersTable()) // peers.go; empty when the peers did not run
+	sb.WriteString(cacheMD)      // cache.go; empty when the cache scenario did not run
 	if err := os.WriteFile(file, []byte(sb.String()), 0o644); err != nil {
 		return err
 	}

@@ -146,6 +146,47 @@
 //                        releases its mutex node);
 //         "close"        closes the selector, prints CLOSED and exits 0.
 //
+//   queue-produce <connectString> <kind> <path> <count>
+//       Puts count items "j00", "j01", ... with Curator's queue of that
+//       kind: simple (SimpleDistributedQueue.offer), plain
+//       (DistributedQueue.put, then one putMulti of "jm1" and "jm2"), id
+//       (DistributedIdQueue.put with id "job/<i mod 3>"), priority
+//       (DistributedPriorityQueue.put with priority count-i, so the last
+//       item is the most urgent), delay (DistributedDelayQueue.put, item
+//       i due 500+i ms from now: a due time each). Puts in the
+//       foreground; prints PUT and exits 0.
+//
+//   queue-consume <connectString> <kind> <path> <count> <lockPath|-> <hang>
+//       Consumes with Curator's queue of that kind (simple: take() count
+//       times), in lock-safety mode unless lockPath is "-". Prints READY,
+//       then "ITEM <item>" for each item (UTF-8), and DONE once count
+//       items came, then exits 0. With hang 1 the first item is printed as
+//       "HOLDING <item>" instead, and the consumer never returns from it
+//       (for a test that SIGKILLs it mid-item).
+//   cache <connectString> <path>
+//       Starts CuratorCache.build(client, path) with a listener on every
+//       event. Each event prints "EVENT <TYPE> <path> <version>" (TYPE is
+//       NODE_CREATED, NODE_CHANGED or NODE_DELETED; for a deletion the path
+//       and version are the old node's), in the order Curator's listener
+//       thread delivers them; the initialised callback prints INITIALIZED.
+//       Stdin commands:
+//         "DUMP <n>"  prints "BEGIN <n>", then "NODE <path> <version>
+//                     <mzxid> <hex data>" for every node the cache holds,
+//                     sorted by path ("-" for empty data), then "END <n>";
+//         "close"     closes the cache and the client, prints CLOSED,
+//                     exits 0 (EOF does the same, silently).
+//
+//   write <connectString>
+//       A plain writer for the cache tests: prints READY, then runs one
+//       stdin command at a time, in order, each answered by one line:
+//         "create <path> <data>", "set <path> <data>", "delete <path>"
+//             ("-" for empty data) answer "OK <n>" or "FAIL <n> <code>"
+//             (n counts the commands from 1; code is the KeeperException
+//             code, e.g. NONODE, NODEEXISTS, NOTEMPTY);
+//         "SYNC <n>"  answers "SYNCED <n>" once every earlier command is
+//                     answered;
+//         "close" or EOF closes the client and exits 0.
+//
 // To add a mode (rwlock, semaphore, leader latch...), write a static method
 // with the Mode signature and register it in MODES.
 
@@ -171,6 +212,10 @@ import org.apache.curator.framework.CuratorFramework;
 import org.apache.curator.framework.CuratorFrameworkFactory;
 import org.apache.curator.framework.recipes.locks.InterProcessMutex;
 import org.apache.curator.framework.recipes.barriers.DistributedDoubleBarrier;
+import org.apache.curator.framework.recipes.cache.ChildData;
+import org.apache.curator.framework.recipes.cache.CuratorCache;
+import org.apache.curator.framework.recipes.cache.CuratorCacheListener;
+import org.apache.zookeeper.KeeperException;
 import org.apache.curator.framework.recipes.locks.InterProcessReadWriteLock;
 import org.apache.curator.framework.recipes.locks.LockInternals;
 import org.apache.curator.framework.recipes.locks.LockInternalsSorter;
@@ -181,6 +226,16 @@ import org.apache.curator.framework.recipes.atomic.AtomicValue;
 import org.apache.curator.framework.recipes.atomic.DistributedAtomicInteger;
 import org.apache.curator.framework.recipes.atomic.DistributedAtomicLong;
 import org.apache.curator.framework.recipes.atomic.PromotedToLock;
+import org.apache.curator.framework.recipes.queue.DistributedDelayQueue;
+import org.apache.curator.framework.recipes.queue.DistributedIdQueue;
+import org.apache.curator.framework.recipes.queue.DistributedPriorityQueue;
+import org.apache.curator.framework.recipes.queue.DistributedQueue;
+import org.apache.curator.framework.recipes.queue.MultiItem;
+import org.apache.curator.framework.recipes.queue.QueueBuilder;
+import org.apache.curator.framework.recipes.queue.QueueConsumer;
+import org.apache.curator.framework.recipes.queue.QueueSerializer;
+import org.apache.curator.framework.recipes.queue.SimpleDistributedQueue;
+import org.apache.curator.framework.state.ConnectionState;
 import org.apache.curator.framework.recipes.shared.SharedCount;
 import org.apache.curator.framework.recipes.shared.VersionedValue;
 import org.apache.curator.framework.recipes.leader.LeaderLatch;
@@ -219,11 +274,17 @@ public class CuratorRecipes {
         register("sharedcount-set", "<connectString> <path> <value> [<path> <value>...]", CuratorRecipes::sharedcountSet);
         register("atomiclong", "<connectString> <path> <threads> <iterations> <lockPath|->", CuratorRecipes::atomiclong);
         register("atomiclong-get", "<connectString> <path> [<path>...]", CuratorRecipes::atomiclongGet);
+        register("sharedcount-incr", "<connectString> <path> <iterations>", CuratorRecipes::sharedcountIncr);
+        register("atomicint", "<connectString> <path> <iterations>", CuratorRecipes::atomicint);
         register("atomicint-add", "<connectString> <path> <delta>", CuratorRecipes::atomicintAdd);
         register("latch", "<connectString> <path> <id>", CuratorRecipes::latch);
         register("selector", "<connectString> <path> <id> <iterations> <outFile> <holdMillis>", CuratorRecipes::selector);
         register("selholder", "<connectString> <path> <id>", CuratorRecipes::selholder);
         register("doublebarrier", "<connectString> <path> <memberQty>", CuratorRecipes::doublebarrier);
+        register("queue-produce", "<connectString> <kind> <path> <count>", CuratorRecipes::queueProduce);
+        register("queue-consume", "<connectString> <kind> <path> <count> <lockPath|-> <hang>", CuratorRecipes::queueConsume);
+        register("cache", "<connectString> <path>", CuratorRecipes::cache);
+        register("write", "<connectString>", CuratorRecipes::write);
     }
 
     static void register(String name, String usage, Mode mode) {
@@ -390,6 +451,165 @@ public class CuratorRecipes {
      * waits for "ENTER", enters (no timeout), prints ENTERED, waits for
      * "LEAVE", leaves, prints LEFT.
      */
+    static final QueueSerializer<String> UTF8 = new QueueSerializer<String>() {
+        @Override
+        public byte[] serialize(String item) {
+            return item.getBytes(StandardCharsets.UTF_8);
+        }
+
+        @Override
+        public String deserialize(byte[] bytes) {
+            return new String(bytes, StandardCharsets.UTF_8);
+        }
+    };
+
+    static QueueBuilder<String> queueBuilder(CuratorFramework client, QueueConsumer<String> consumer, String path, String lockPath) {
+        QueueBuilder<String> b = QueueBuilder.builder(client, consumer, UTF8, path).putInBackground(false);
+        if (!lockPath.equals("-")) {
+            b = b.lockPath(lockPath);
+        }
+        return b;
+    }
+
+    static void queueProduce(String[] args) throws Exception {
+        need(args, 4, "queue-produce");
+        String kind = args[1];
+        String path = args[2];
+        int count = Integer.parseInt(args[3]);
+        try (CuratorFramework client = connect(args[0])) {
+            switch (kind) {
+                case "simple": {
+                    SimpleDistributedQueue q = new SimpleDistributedQueue(client, path);
+                    for (int i = 0; i < count; i++) {
+                        q.offer(String.format("j%02d", i).getBytes(StandardCharsets.UTF_8));
+                    }
+                    break;
+                }
+                case "plain": {
+                    DistributedQueue<String> q = queueBuilder(client, null, path, "-").buildQueue();
+                    q.start();
+                    for (int i = 0; i < count; i++) {
+                        q.put(String.format("j%02d", i));
+                    }
+                    final String[] multi = {"jm1", "jm2"};
+                    final int[] at = {0};
+                    q.putMulti(new MultiItem<String>() {
+                        @Override
+                        public String nextItem() {
+                            return at[0] < multi.length ? multi[at[0]++] : null;
+                        }
+                    });
+                    q.close();
+                    break;
+                }
+                case "id": {
+                    DistributedIdQueue<String> q = queueBuilder(client, null, path, "-").buildIdQueue();
+                    q.start();
+                    for (int i = 0; i < count; i++) {
+                        q.put(String.format("j%02d", i), "job/" + (i % 3));
+                    }
+                    q.close();
+                    break;
+                }
+                case "priority": {
+                    DistributedPriorityQueue<String> q = queueBuilder(client, null, path, "-").buildPriorityQueue(0);
+                    q.start();
+                    for (int i = 0; i < count; i++) {
+                        q.put(String.format("j%02d", i), count - i);
+                    }
+                    q.close();
+                    break;
+                }
+                case "delay": {
+                    DistributedDelayQueue<String> q = queueBuilder(client, null, path, "-").buildDelayQueue();
+                    q.start();
+                    long due = System.currentTimeMillis() + 500;
+                    for (int i = 0; i < count; i++) {
+                        q.put(String.format("j%02d", i), due + i);
+                    }
+                    q.close();
+                    break;
+                }
+                default:
+                    throw new IllegalArgumentException("queue kind " + kind);
+            }
+            say("PUT");
+        }
+    }
+
+    static void queueConsume(String[] args) throws Exception {
+        need(args, 6, "queue-consume");
+        String kind = args[1];
+        String path = args[2];
+        int count = Integer.parseInt(args[3]);
+        String lockPath = args[4];
+        boolean hang = args[5].equals("1");
+        try (CuratorFramework client = connect(args[0])) {
+            if (kind.equals("simple")) {
+                SimpleDistributedQueue q = new SimpleDistributedQueue(client, path);
+                say("READY");
+                for (int i = 0; i < count; i++) {
+                    say("ITEM " + new String(q.take(), StandardCharsets.UTF_8));
+                }
+                say("DONE");
+                return;
+            }
+            CountDownLatch done = new CountDownLatch(count);
+            final boolean[] first = {true};
+            QueueConsumer<String> consumer = new QueueConsumer<String>() {
+                @Override
+                public void consumeMessage(String item) throws Exception {
+                    synchronized (first) {
+                        if (hang && first[0]) {
+                            first[0] = false;
+                            say("HOLDING " + item);
+                            new CountDownLatch(1).await();
+                        }
+                    }
+                    say("ITEM " + item);
+                    done.countDown();
+                }
+
+                @Override
+                public void stateChanged(CuratorFramework c, ConnectionState s) {}
+            };
+            QueueBuilder<String> b = queueBuilder(client, consumer, path, lockPath);
+            java.io.Closeable q;
+            switch (kind) {
+                case "plain": {
+                    DistributedQueue<String> dq = b.buildQueue();
+                    dq.start();
+                    q = dq;
+                    break;
+                }
+                case "id": {
+                    DistributedIdQueue<String> dq = b.buildIdQueue();
+                    dq.start();
+                    q = dq;
+                    break;
+                }
+                case "priority": {
+                    DistributedPriorityQueue<String> dq = b.buildPriorityQueue(0);
+                    dq.start();
+                    q = dq;
+                    break;
+                }
+                case "delay": {
+                    DistributedDelayQueue<String> dq = b.buildDelayQueue();
+                    dq.start();
+                    q = dq;
+                    break;
+                }
+                default:
+                    throw new IllegalArgumentException("queue kind " + kind);
+            }
+            say("READY");
+            done.await();
+            say("DONE");
+            q.close();
+        }
+    }
+
     static void doublebarrier(String[] args) throws Exception {
         need(args, 3, "doublebarrier");
         try (CuratorFramework client = connect(args[0])) {
@@ -642,6 +862,57 @@ public class CuratorRecipes {
         }
     }
 
+    /**
+     * READY, waits for GO, then adds 1 to a SharedCount <iterations> times
+     * with trySetCount from the cached versioned value (which a lost try
+     * reads again); DONE <iterations> <lost tries>.
+     */
+    static void sharedcountIncr(String[] args) throws Exception {
+        need(args, 3, "sharedcount-incr");
+        int iterations = Integer.parseInt(args[2]);
+        try (CuratorFramework client = connect(args[0]);
+                SharedCount count = new SharedCount(client, args[1], 0)) {
+            count.start();
+            say("READY");
+            awaitLine("GO");
+            long lost = 0;
+            for (int done = 0; done < iterations;) {
+                VersionedValue<Integer> v = count.getVersionedValue();
+                if (count.trySetCount(v, v.getValue() + 1)) {
+                    done++;
+                } else {
+                    lost++;
+                }
+            }
+            say("DONE " + iterations + " " + lost);
+        }
+    }
+
+    /**
+     * READY, waits for GO, then increments a DistributedAtomicInteger
+     * <iterations> times (calling again after a call that did not
+     * succeed); DONE <iterations> <failed calls>.
+     */
+    static void atomicint(String[] args) throws Exception {
+        need(args, 3, "atomicint");
+        int iterations = Integer.parseInt(args[2]);
+        try (CuratorFramework client = connect(args[0])) {
+            DistributedAtomicInteger counter =
+                    new DistributedAtomicInteger(client, args[1], new BoundedExponentialBackoffRetry(5, 50, 20));
+            say("READY");
+            awaitLine("GO");
+            long failed = 0;
+            for (int done = 0; done < iterations;) {
+                if (counter.increment().succeeded()) {
+                    done++;
+                } else {
+                    failed++;
+                }
+            }
+            say("DONE " + iterations + " " + failed);
+        }
+    }
+
     static void atomicintAdd(String[] args) throws Exception {
         need(args, 3, "atomicint-add");
         try (CuratorFramework client = connect(args[0])) {
@@ -819,6 +1090,105 @@ public class CuratorRecipes {
                         return;
                     default:
                         throw new IllegalArgumentException("selholder: unknown command " + line);
+                }
+            }
+        }
+    }
+
+    /** Hex of b, or "-" when b is null or empty. */
+    static String hexOrDash(byte[] b) {
+        if (b == null || b.length == 0) {
+            return "-";
+        }
+        StringBuilder s = new StringBuilder(2 * b.length);
+        for (byte x : b) {
+            s.append(String.format("%02x", x & 0xff));
+        }
+        return s.toString();
+    }
+
+    /**
+     * cache: a CuratorCache on path; prints every event and INITIALIZED,
+     * answers DUMP with the cache's contents (see the head of the file).
+     */
+    static void cache(String[] args) throws Exception {
+        need(args, 2, "cache");
+        try (CuratorFramework client = connect(args[0]);
+                CuratorCache cache = CuratorCache.build(client, args[1])) {
+            CuratorCacheListener l = CuratorCacheListener.builder()
+                    .forAll((type, oldData, data) -> {
+                        ChildData d = data != null ? data : oldData;
+                        say("EVENT " + type + " " + d.getPath() + " " + d.getStat().getVersion());
+                    })
+                    .forInitialized(() -> say("INITIALIZED"))
+                    .build();
+            cache.listenable().addListener(l);
+            cache.start();
+            for (;;) {
+                String line = readLine();
+                if (line == null) {
+                    return;
+                }
+                String[] f = line.trim().split("\\s+");
+                if (f[0].equals("close")) {
+                    break;
+                }
+                if (f[0].equals("DUMP") && f.length == 2) {
+                    StringBuilder b = new StringBuilder("BEGIN " + f[1] + "\n");
+                    cache.stream()
+                            .sorted((x, y) -> x.getPath().compareTo(y.getPath()))
+                            .forEach(d -> b.append("NODE ").append(d.getPath()).append(' ')
+                                    .append(d.getStat().getVersion()).append(' ')
+                                    .append(d.getStat().getMzxid()).append(' ')
+                                    .append(hexOrDash(d.getData())).append('\n'));
+                    b.append("END ").append(f[1]);
+                    say(b.toString());
+                    continue;
+                }
+                throw new IllegalArgumentException("cache: unknown command " + line);
+            }
+        }
+        say("CLOSED");
+    }
+
+    /** write: runs create/set/delete commands from stdin, one at a time. */
+    static void write(String[] args) throws Exception {
+        need(args, 1, "write");
+        try (CuratorFramework client = connect(args[0])) {
+            say("READY");
+            int n = 0;
+            for (;;) {
+                String line = readLine();
+                if (line == null) {
+                    return;
+                }
+                String[] f = line.trim().split("\\s+");
+                if (f[0].equals("close")) {
+                    return;
+                }
+                if (f[0].equals("SYNC") && f.length == 2) {
+                    say("SYNCED " + f[1]);
+                    continue;
+                }
+                n++;
+                byte[] data = f.length > 2 && !f[2].equals("-") ? f[2].getBytes(StandardCharsets.UTF_8) : new byte[0];
+                try {
+                    switch (f[0]) {
+                        case "create":
+                            client.create().forPath(f[1], data);
+                            break;
+                        case "set":
+                            client.setData().forPath(f[1], data);
+                            break;
+                        case "delete":
+                            client.delete().forPath(f[1]);
+                            break;
+                        default:
+                            throw new IllegalArgumentException("write: unknown command " + line);
+                    }
+                    say("OK " + n);
+                } catch (KeeperException e) {
+                    say("FAIL " + n + " " + e.code());
                 }
             }
         }

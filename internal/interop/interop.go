@@ -22,6 +22,10 @@
 // line, releases and prints RELEASED. The Curator program also drives
 // InterProcessReadWriteLock ("rwlock", "rwparticipants", "rwholder",
 // "rwdowngrade"; Kazoo has no Curator-compatible read/write lock).
+// For the cache it runs a CuratorCache that prints its events and, on
+// "DUMP", its contents ("cache"), and a plain writer driven line by line
+// ("write"); cache_test.go has a Go cache and a Curator one watch the same
+// tree while both write it.
 //
 // # Contender ordering in the three libraries
 //

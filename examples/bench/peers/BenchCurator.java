@@ -16,6 +16,28 @@
 //	                                            clock runs from the holder's release until all are done
 //	rwlock <path> <sessions> <millis>           one thread per session loops readLock() acquire;release
 //	semaphore <path> <sessions> <leases> <millis>  one thread per session loops InterProcessSemaphoreV2 acquire;returnLease
+//	counter <path> <sessions> <millis> <lockPath|->  one thread per session loops DistributedAtomicLong increment()
+//	                                            (ExponentialBackoffRetry(10, 10); with a lock path, two optimistic
+//	                                            tries (RetryNTimes(1, 1)), then PromotedToLock there, timeout 5 s,
+//	                                            BoundedExponentialBackoffRetry(1, 4, 29) under it); ops: increments
+//	                                            that succeeded, begun before the deadline; total: calls
+//	doublebarrier <path> <members> <cycles>     <cycles> times: <members> threads (client i each) enter one
+//	                                            DistributedDoubleBarrier together, then leave together
+//	workqueue <path> <items> <dq|simple> <consumers>  client 0 puts <items> into a DistributedQueue (dq) or
+//	                                            SimpleDistributedQueue (simple) while clients 1..consumers consume;
+//	                                            the clock runs from the first put to the last item consumed
+//	cacheload <path>                            a new CuratorCache of <path> on client 0 (the previous one closed):
+//	                                            start, wait for "initialized"; answers ops = the cache's size then,
+//	                                            seconds = start to initialized
+//	cachelat-start                              forget the latency samples; the benchmark then sets nodes with data
+//	                                            "t<epoch nanos of the set>..."; each NODE_CHANGED with such data is
+//	                                            one sample (epoch nanos at the listener minus the set's)
+//	cachelat-wait <m>                           wait (30 s at most) for m samples; answers ops = samples,
+//	                                            seconds = the p50, total = the p99 in microseconds
+//	cacheresync-start                           forget the resync samples: NODE_CHANGED events with data "r..."
+//	cacheresync-wait <k> <epochNanos>           wait (60 s at most) for k of them; answers ops = those seen,
+//	                                            seconds = from <epochNanos> (the link restored) to the k-th,
+//	                                            total = microseconds from <epochNanos> to client 0's RECONNECTED
 //	exit
 //
 // Answer: "DONE <ops> <seconds> <cpuSeconds> <total> <most>": ops counted
@@ -23,7 +45,11 @@
 // wall seconds the workload took (the timed commands: their duration; queue:
 // release to last hand-off), this process's CPU time over that time (all
 // threads: ZooKeeper's, Curator's, the JIT's and GC's), acquisitions in all,
-// and the most holders seen at once. On a failure, or a broken invariant
+// and the most holders seen at once. counter adds "<p50Ms> <p99Ms> <maxMs>
+// <failed>" (each call's latency; calls whose succeeded() was false);
+// doublebarrier adds "<inP50Ms> <outP50Ms> <inMaxMs> <outMaxMs>": from the
+// moment all members start entering (leaving) to the last one's return,
+// the median and the largest over the cycles. On a failure, or a broken invariant
 // (two mutex holders, more semaphore holders than leases), it prints
 // "ERROR <message>" and exits 1.
 
@@ -33,6 +59,7 @@ import java.lang.management.ManagementFactory;
 import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicLong;
@@ -40,11 +67,25 @@ import java.util.concurrent.atomic.AtomicReference;
 
 import org.apache.curator.framework.CuratorFramework;
 import org.apache.curator.framework.CuratorFrameworkFactory;
+import org.apache.curator.framework.recipes.atomic.AtomicValue;
+import org.apache.curator.framework.recipes.atomic.DistributedAtomicLong;
+import org.apache.curator.framework.recipes.atomic.PromotedToLock;
+import org.apache.curator.framework.recipes.barriers.DistributedDoubleBarrier;
+import org.apache.curator.framework.recipes.cache.CuratorCache;
+import org.apache.curator.framework.recipes.cache.CuratorCacheListener;
 import org.apache.curator.framework.recipes.locks.InterProcessMutex;
 import org.apache.curator.framework.recipes.locks.InterProcessReadWriteLock;
 import org.apache.curator.framework.recipes.locks.InterProcessSemaphoreV2;
 import org.apache.curator.framework.recipes.locks.Lease;
+import org.apache.curator.retry.BoundedExponentialBackoffRetry;
+import org.apache.curator.framework.recipes.queue.DistributedQueue;
+import org.apache.curator.framework.recipes.queue.QueueBuilder;
+import org.apache.curator.framework.recipes.queue.QueueConsumer;
+import org.apache.curator.framework.recipes.queue.QueueSerializer;
+import org.apache.curator.framework.recipes.queue.SimpleDistributedQueue;
+import org.apache.curator.framework.state.ConnectionState;
 import org.apache.curator.retry.ExponentialBackoffRetry;
+import org.apache.curator.retry.RetryNTimes;
 
 public class BenchCurator {
     static final com.sun.management.OperatingSystemMXBean OS =
@@ -67,8 +108,16 @@ public class BenchCurator {
         long ops, total, most;
         double seconds, cpu;
 
+        double[] extra; // counter, doublebarrier
+
         String line() {
-            return String.format("DONE %d %.9f %.9f %d %d", ops, seconds, cpu, total, most);
+            StringBuilder b = new StringBuilder(String.format("DONE %d %.9f %.9f %d %d", ops, seconds, cpu, total, most));
+            if (extra != null) {
+                for (double x : extra) {
+                    b.append(String.format(" %.3f", x));
+                }
+            }
+            return b.toString();
         }
     }
 
@@ -147,6 +196,22 @@ public class BenchCurator {
                 });
             case "queue":
                 return queue(f[1], Integer.parseInt(f[2]), Integer.parseInt(f[3]));
+            case "counter":
+                return counter(f[1], Integer.parseInt(f[2]), Long.parseLong(f[3]), f[4]);
+            case "doublebarrier":
+                return doubleBarrier(f[1], Integer.parseInt(f[2]), Integer.parseInt(f[3]));
+            case "workqueue":
+                return workqueue(f[1], Integer.parseInt(f[2]), f[3], Integer.parseInt(f[4]));
+            case "cacheload":
+                return cacheLoad(f[1]);
+            case "cachelat-start":
+                return cacheReset(latSamples);
+            case "cachelat-wait":
+                return cacheLatWait(Integer.parseInt(f[1]));
+            case "cacheresync-start":
+                return cacheReset(resyncSamples);
+            case "cacheresync-wait":
+                return cacheResyncWait(Integer.parseInt(f[1]), Long.parseLong(f[2]));
             default:
                 throw new IllegalArgumentException("unknown command " + String.join(" ", f));
         }
@@ -230,6 +295,101 @@ public class BenchCurator {
         return r;
     }
 
+    static final QueueSerializer<byte[]> RAW = new QueueSerializer<byte[]>() {
+        @Override
+        public byte[] serialize(byte[] item) {
+            return item;
+        }
+
+        @Override
+        public byte[] deserialize(byte[] bytes) {
+            return bytes;
+        }
+    };
+
+    /**
+     * workqueue: session 0 puts items into a DistributedQueue (kind dq) or
+     * SimpleDistributedQueue (kind simple) at path while sessions 1..consumers
+     * consume them (a DistributedQueue consumer each; a thread polling each
+     * for simple); the time is from the first put to the last item consumed.
+     */
+    static Result workqueue(String path, int items, String kind, int consumers) throws Exception {
+        CountDownLatch all = new CountDownLatch(items);
+        List<DistributedQueue<byte[]>> queues = new ArrayList<>();
+        List<Thread> threads = new ArrayList<>();
+        AtomicReference<Throwable> failed = new AtomicReference<>();
+        DistributedQueue<byte[]> producer = null;
+        SimpleDistributedQueue simple = null;
+        if (kind.equals("dq")) {
+            for (int i = 1; i <= consumers; i++) {
+                QueueConsumer<byte[]> consumer = new QueueConsumer<byte[]>() {
+                    @Override
+                    public void consumeMessage(byte[] item) {
+                        all.countDown();
+                    }
+
+                    @Override
+                    public void stateChanged(CuratorFramework c, ConnectionState s) {}
+                };
+                DistributedQueue<byte[]> q = QueueBuilder.builder(clients.get(i), consumer, RAW, path).buildQueue();
+                q.start();
+                queues.add(q);
+            }
+            producer = QueueBuilder.builder(clients.get(0), null, RAW, path).putInBackground(false).buildQueue();
+            producer.start();
+        } else {
+            simple = new SimpleDistributedQueue(clients.get(0), path);
+            for (int i = 1; i <= consumers; i++) {
+                SimpleDistributedQueue q = new SimpleDistributedQueue(clients.get(i), path);
+                Thread t = new Thread(() -> {
+                    try {
+                        while (all.getCount() > 0) {
+                            if (q.poll(50, TimeUnit.MILLISECONDS) != null) {
+                                all.countDown();
+                            }
+                        }
+                    } catch (Throwable e) {
+                        failed.compareAndSet(null, e);
+                    }
+                });
+                t.start();
+                threads.add(t);
+            }
+        }
+        byte[] item = "job".getBytes(StandardCharsets.UTF_8);
+        double cpu0 = cpuSeconds();
+        long t0 = System.nanoTime();
+        for (int j = 0; j < items; j++) {
+            if (producer != null) {
+                producer.put(item);
+            } else {
+                simple.offer(item);
+            }
+        }
+        boolean done = all.await(2, TimeUnit.MINUTES);
+        Result r = new Result();
+        r.seconds = (System.nanoTime() - t0) / 1e9;
+        r.cpu = cpuSeconds() - cpu0;
+        for (DistributedQueue<byte[]> q : queues) {
+            q.close();
+        }
+        if (producer != null) {
+            producer.close();
+        }
+        for (Thread t : threads) {
+            t.join();
+        }
+        if (failed.get() != null) {
+            throw new Exception(failed.get());
+        }
+        if (!done) {
+            throw new IllegalStateException("workqueue: " + all.getCount() + " items not consumed within two minutes");
+        }
+        r.ops = r.total = items;
+        r.most = 1;
+        return r;
+    }
+
     static Result queue(String path, int waiters, int sessions) throws Exception {
         InterProcessMutex holder = new InterProcessMutex(clients.get(0), path);
         holder.acquire();
@@ -279,6 +439,251 @@ public class BenchCurator {
         }
         r.ops = r.total = waiters;
         r.most = 1;
+        return r;
+    }
+
+    static double pct(long[] xs, double q) {
+        if (xs.length == 0) {
+            return 0;
+        }
+        long[] s = xs.clone();
+        java.util.Arrays.sort(s);
+        int i = (int) Math.ceil(q * s.length) - 1;
+        return s[Math.max(0, Math.min(s.length - 1, i))] / 1e6;
+    }
+
+    static Result counter(String path, int sessions, long millis, String lockPath) throws Exception {
+        List<DistributedAtomicLong> counters = new ArrayList<>();
+        for (int i = 0; i < sessions; i++) {
+            counters.add(lockPath.equals("-")
+                    ? new DistributedAtomicLong(clients.get(i), path, new ExponentialBackoffRetry(10, 10))
+                    : new DistributedAtomicLong(clients.get(i), path, new RetryNTimes(1, 1),
+                            PromotedToLock.builder().lockPath(lockPath).timeout(5, TimeUnit.SECONDS)
+                                    .retryPolicy(new BoundedExponentialBackoffRetry(1, 4, 29)).build()));
+        }
+        AtomicLong inWindow = new AtomicLong(), all = new AtomicLong(), failedCalls = new AtomicLong();
+        AtomicReference<Throwable> failed = new AtomicReference<>();
+        List<long[]> lats = new ArrayList<>();
+        double cpu0 = cpuSeconds();
+        long deadline = System.nanoTime() + millis * 1_000_000L;
+        List<Thread> threads = new ArrayList<>();
+        for (DistributedAtomicLong c : counters) {
+            long[] mine = new long[1 << 20];
+            int[] n = new int[1];
+            Thread t = new Thread(() -> {
+                try {
+                    while (failed.get() == null && System.nanoTime() < deadline) {
+                        long t0 = System.nanoTime();
+                        AtomicValue<Long> v = c.increment();
+                        long d = System.nanoTime() - t0;
+                        if (n[0] < mine.length) {
+                            mine[n[0]++] = d;
+                        }
+                        all.incrementAndGet();
+                        if (!v.succeeded()) {
+                            failedCalls.incrementAndGet();
+                        } else if (t0 < deadline) {
+                            inWindow.incrementAndGet();
+                        }
+                    }
+                } catch (Throwable e) {
+                    failed.compareAndSet(null, e);
+                }
+                synchronized (lats) {
+                    lats.add(java.util.Arrays.copyOf(mine, n[0]));
+                }
+            });
+            t.start();
+            threads.add(t);
+        }
+        for (Thread t : threads) {
+            t.join();
+        }
+        if (failed.get() != null) {
+            throw new Exception(failed.get());
+        }
+        int total = 0;
+        for (long[] l : lats) {
+            total += l.length;
+        }
+        long[] every = new long[total];
+        int k = 0;
+        for (long[] l : lats) {
+            System.arraycopy(l, 0, every, k, l.length);
+            k += l.length;
+        }
+        Result r = new Result();
+        r.cpu = cpuSeconds() - cpu0;
+        r.seconds = millis / 1e3;
+        r.ops = inWindow.get();
+        r.total = all.get();
+        r.extra = new double[] {pct(every, 0.5), pct(every, 0.99), pct(every, 1.0), failedCalls.get()};
+        return r;
+    }
+
+    static Result doubleBarrier(String path, int members, int cycles) throws Exception {
+        long[] in = new long[cycles], out = new long[cycles];
+        double cpu0 = cpuSeconds();
+        long began = System.nanoTime();
+        for (int cy = 0; cy < cycles; cy++) {
+            java.util.concurrent.CyclicBarrier start = new java.util.concurrent.CyclicBarrier(members);
+            AtomicLong enterStart = new AtomicLong(), leaveStart = new AtomicLong();
+            AtomicLong lastIn = new AtomicLong(), lastOut = new AtomicLong();
+            AtomicReference<Throwable> failed = new AtomicReference<>();
+            List<Thread> threads = new ArrayList<>();
+            for (int i = 0; i < members; i++) {
+                DistributedDoubleBarrier b = new DistributedDoubleBarrier(clients.get(i), path, members);
+                Thread t = new Thread(() -> {
+                    try {
+                        start.await();
+                        enterStart.compareAndSet(0, System.nanoTime());
+                        if (!b.enter(60, TimeUnit.SECONDS)) {
+                            throw new IllegalStateException("enter timed out");
+                        }
+                        lastIn.accumulateAndGet(System.nanoTime(), Math::max);
+                        start.await();
+                        leaveStart.compareAndSet(0, System.nanoTime());
+                        if (!b.leave(60, TimeUnit.SECONDS)) {
+                            throw new IllegalStateException("leave timed out");
+                        }
+                        lastOut.accumulateAndGet(System.nanoTime(), Math::max);
+                    } catch (Throwable e) {
+                        failed.compareAndSet(null, e);
+                        start.reset();
+                    }
+                });
+                t.start();
+                threads.add(t);
+            }
+            for (Thread t : threads) {
+                t.join();
+            }
+            if (failed.get() != null) {
+                throw new Exception(failed.get());
+            }
+            in[cy] = lastIn.get() - enterStart.get();
+            out[cy] = lastOut.get() - leaveStart.get();
+        }
+        Result r = new Result();
+        r.seconds = (System.nanoTime() - began) / 1e9;
+        r.cpu = cpuSeconds() - cpu0;
+        r.ops = r.total = cycles;
+        r.most = members;
+        r.extra = new double[] {pct(in, 0.5), pct(out, 0.5), pct(in, 1.0), pct(out, 1.0)};
+        return r;
+    }
+
+    // ------------------------------------------------------------ cache
+
+    static CuratorCache cache;
+    static final List<Long> latSamples = new ArrayList<>();   // nanoseconds, guarded by itself
+    static final List<Long> resyncSamples = new ArrayList<>(); // epoch nanos of each "r" change, guarded by itself
+
+    static long epochNanos() {
+        java.time.Instant i = java.time.Instant.now();
+        return i.getEpochSecond() * 1_000_000_000L + i.getNano();
+    }
+
+    static Result cacheLoad(String path) throws Exception {
+        if (cache != null) {
+            cache.close();
+        }
+        java.util.concurrent.CountDownLatch init = new java.util.concurrent.CountDownLatch(1);
+        CuratorCache c = CuratorCache.build(clients.get(0), path);
+        c.listenable().addListener(CuratorCacheListener.builder()
+                .forChanges((oldNode, node) -> {
+                    long now = epochNanos();
+                    byte[] d = node.getData();
+                    if (d == null || d.length == 0) {
+                        return;
+                    }
+                    if (d[0] == 't') {
+                        int end = 1;
+                        while (end < d.length && d[end] >= '0' && d[end] <= '9') {
+                            end++;
+                        }
+                        long sent = Long.parseLong(new String(d, 1, end - 1, StandardCharsets.US_ASCII));
+                        synchronized (latSamples) {
+                            latSamples.add(now - sent);
+                            latSamples.notifyAll();
+                        }
+                    } else if (d[0] == 'r') {
+                        synchronized (resyncSamples) {
+                            resyncSamples.add(now);
+                            resyncSamples.notifyAll();
+                        }
+                    }
+                })
+                .forInitialized(init::countDown)
+                .build());
+        Result r = new Result();
+        double cpu0 = cpuSeconds();
+        long t0 = System.nanoTime();
+        c.start();
+        if (!init.await(5, TimeUnit.MINUTES)) {
+            throw new IllegalStateException("CuratorCache of " + path + " not initialized after 5 minutes");
+        }
+        r.seconds = (System.nanoTime() - t0) / 1e9;
+        r.cpu = cpuSeconds() - cpu0;
+        r.ops = r.total = c.size();
+        cache = c;
+        return r;
+    }
+
+    static Result cacheReset(List<Long> samples) {
+        synchronized (samples) {
+            samples.clear();
+        }
+        reconnected.set(0);
+        if (stateListening.compareAndSet(false, true)) {
+            clients.get(0).getConnectionStateListenable().addListener((c, st) -> {
+                if (st == org.apache.curator.framework.state.ConnectionState.RECONNECTED) {
+                    reconnected.compareAndSet(0, epochNanos());
+                }
+            });
+        }
+        return new Result();
+    }
+
+    static final AtomicLong reconnected = new AtomicLong();
+    static final java.util.concurrent.atomic.AtomicBoolean stateListening = new java.util.concurrent.atomic.AtomicBoolean();
+
+    /** Waits until samples has n entries or the deadline passes; returns a copy. */
+    static List<Long> awaitSamples(List<Long> samples, int n, long seconds) throws InterruptedException {
+        long deadline = System.nanoTime() + seconds * 1_000_000_000L;
+        synchronized (samples) {
+            while (samples.size() < n) {
+                long left = deadline - System.nanoTime();
+                if (left <= 0) {
+                    break;
+                }
+                samples.wait(Math.max(1, left / 1_000_000));
+            }
+            return new ArrayList<>(samples);
+        }
+    }
+
+    static Result cacheLatWait(int m) throws Exception {
+        List<Long> s = awaitSamples(latSamples, m, 30);
+        java.util.Collections.sort(s);
+        Result r = new Result();
+        r.ops = s.size();
+        if (!s.isEmpty()) {
+            r.seconds = s.get(s.size() / 2) / 1e9;
+            r.total = s.get(Math.min(s.size() - 1, (int) Math.ceil(s.size() * 0.99) - 1)) / 1000;
+        }
+        return r;
+    }
+
+    static Result cacheResyncWait(int k, long restored) throws Exception {
+        List<Long> s = awaitSamples(resyncSamples, k, 60);
+        Result r = new Result();
+        r.ops = s.size();
+        if (!s.isEmpty()) {
+            r.seconds = (java.util.Collections.max(s) - restored) / 1e9;
+        }
+        long rc = reconnected.get();
+        r.total = rc == 0 ? -1 : (rc - restored) / 1000;
         return r;
     }
 }
