@@ -68,6 +68,11 @@ func WithoutData() Option {
 // It costs one server watch or two per cached node and a read per change,
 // and, as go-zookeeper cannot remove one-shot watches, those left when the
 // cache closes stay on the server until they fire or the session ends.
+// It cannot run where the same client holds a persistent watch on the
+// cache's root (another cache, or a WatchPersistent): the client refuses
+// a one-shot watch there (ZOOKEEPER-4466), and the cache retries, under
+// the client's retry policy, without ever initialising. Use another
+// client.
 func WithOneShotWatches() Option {
 	return func(o *options) error {
 		o.oneShot = true
@@ -153,7 +158,7 @@ func (e Event) String() string {
 // entry is a node in the cache's memory.
 type entry struct {
 	node Node
-	kids map[string]struct{} // names
+	kids map[string]struct{} // names; nil for a leaf
 }
 
 // Cache is a local mirror of a ZooKeeper subtree, of one node, or of one
@@ -174,6 +179,7 @@ type Cache struct {
 	initialized bool
 	initCh      chan struct{} // closed at Initialized
 	listeners   engine.Listeners[[]Event]
+	subs        map[*subscription]struct{} // Subscribe's channels
 
 	persistent atomic.Bool // running on a persistent watch
 	resyncs    atomic.Int64
@@ -371,13 +377,26 @@ func (c *Cache) Close(ctx context.Context) error {
 		}
 	}
 	c.persistent.Store(false)
+	c.mu.Lock()
+	subs := c.subs
+	c.subs = nil
+	c.mu.Unlock()
+	for s := range subs {
+		s.end() // nobody may be reading: stop sending before the listeners close
+	}
+	finish := func() {
+		c.listeners.Close()
+		for s := range subs { // their listeners are gone: nothing sends now
+			s.closed.Do(func() { close(s.ch) })
+		}
+	}
 	if id := engine.GoroutineID(); id != 0 {
 		if _, mine := c.listenerGs.Load(id); mine {
-			go c.listeners.Close() // ends once this listener call returns
+			go finish() // ends once this listener call returns
 			return err
 		}
 	}
-	c.listeners.Close()
+	finish()
 	return err
 }
 
@@ -597,9 +616,12 @@ func (c *Cache) upsertLocked(evs []Event, full string, data []byte, st *zk.Stat)
 		if pen == nil {
 			return evs
 		}
+		if pen.kids == nil {
+			pen.kids = map[string]struct{}{}
+		}
 		pen.kids[name] = struct{}{}
 	}
-	c.nodes[full] = &entry{node: n, kids: map[string]struct{}{}}
+	c.nodes[full] = &entry{node: n}
 	return c.emit(evs, Event{Type: NodeCreated, Path: n.Path, New: &n})
 }
 
