@@ -153,7 +153,7 @@ func (e Event) String() string {
 // entry is a node in the cache's memory.
 type entry struct {
 	node Node
-	kids map[string]struct{} // names
+	kids map[string]struct{} // names; nil for a leaf
 }
 
 // Cache is a local mirror of a ZooKeeper subtree, of one node, or of one
@@ -174,6 +174,7 @@ type Cache struct {
 	initialized bool
 	initCh      chan struct{} // closed at Initialized
 	listeners   engine.Listeners[[]Event]
+	subs        map[*subscription]struct{} // Subscribe's channels
 
 	persistent atomic.Bool // running on a persistent watch
 	resyncs    atomic.Int64
@@ -371,13 +372,26 @@ func (c *Cache) Close(ctx context.Context) error {
 		}
 	}
 	c.persistent.Store(false)
+	c.mu.Lock()
+	subs := c.subs
+	c.subs = nil
+	c.mu.Unlock()
+	for s := range subs {
+		s.end() // nobody may be reading: stop sending before the listeners close
+	}
+	finish := func() {
+		c.listeners.Close()
+		for s := range subs { // their listeners are gone: nothing sends now
+			s.closed.Do(func() { close(s.ch) })
+		}
+	}
 	if id := engine.GoroutineID(); id != 0 {
 		if _, mine := c.listenerGs.Load(id); mine {
-			go c.listeners.Close() // ends once this listener call returns
+			go finish() // ends once this listener call returns
 			return err
 		}
 	}
-	c.listeners.Close()
+	finish()
 	return err
 }
 
@@ -597,9 +611,12 @@ func (c *Cache) upsertLocked(evs []Event, full string, data []byte, st *zk.Stat)
 		if pen == nil {
 			return evs
 		}
+		if pen.kids == nil {
+			pen.kids = map[string]struct{}{}
+		}
 		pen.kids[name] = struct{}{}
 	}
-	c.nodes[full] = &entry{node: n, kids: map[string]struct{}{}}
+	c.nodes[full] = &entry{node: n}
 	return c.emit(evs, Event{Type: NodeCreated, Path: n.Path, New: &n})
 }
 

@@ -15,6 +15,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/zkrecipes/zkrecipes/cache"
+	"github.com/zkrecipes/zkrecipes/internal/engine"
 	"github.com/zkrecipes/zkrecipes/internal/testutil"
 	"github.com/zkrecipes/zkrecipes/recipes"
 	"github.com/zkrecipes/zkrecipes/recipes/zktest"
@@ -249,4 +250,47 @@ func TestScriptedHistory(t *testing.T) {
 			_ = ctx
 		})
 	}
+}
+
+// A node changed, then deleted and created again while the cache's read
+// of the change is on its way (a slow link): the read sees the new node,
+// so the deletion that follows in the watch's stream is of the old one
+// and must not remove the new one from the cache. The events are
+// NODE_DELETED of the old node and NODE_CREATED of the new one, once each,
+// and never a NODE_DELETED of the node that exists.
+func TestDeleteOfOlderNode(t *testing.T) {
+	zkc := zktest.Start(t)
+	proxy := zktest.NewProxy(t, zkc.Servers()[0])
+	c := connect(t, []string{proxy.Addr()}, recipes.WithSessionTimeout(4*time.Second))
+	w := connect(t, zkc.Servers())
+	mustCreate(t, w, "/o", "")
+	mustCreate(t, w, "/o/p", "1")
+	cc, err := cache.New(c, "/o")
+	require.NoError(t, err)
+	var rec recorder
+	defer cc.Listen(rec.add, cache.AfterInitialized())()
+	start(t, cc)
+	proxy.SetLatency(150 * time.Millisecond)
+	reads := engine.Of(c).Stats().GetData
+	mustSet(t, w, "/o/p", "2")
+	// The cache got the event and sent its read, which is on its way.
+	eventually(t, 10*time.Second, "the cache's read sent", func() bool { return engine.Of(c).Stats().GetData > reads })
+	mustDelete(t, w, "/o/p")
+	st := mustCreate(t, w, "/o/p", "3")
+	eventually(t, 10*time.Second, "the new node cached", func() bool {
+		n, ok := cc.Get("/o/p")
+		return ok && n.Stat.Czxid == st.Czxid
+	})
+	proxy.SetLatency(0)
+	mustSet(t, w, "/o", "mark") // the end of the stream
+	eventually(t, 10*time.Second, "the mark", func() bool { return slices.Contains(rec.lines(), "NODE_CHANGED /o =mark") })
+	for _, ev := range rec.events() {
+		if ev.Type == cache.NodeDeleted {
+			assert.NotEqual(t, st.Czxid, ev.Old.Stat.Czxid, "a deletion of the node that exists: %v", rec.lines())
+		}
+	}
+	n, ok := cc.Get("/o/p")
+	require.True(t, ok, "the node that exists is cached: %v", rec.lines())
+	assert.Equal(t, "3", string(n.Data))
+	t.Log(rec.lines())
 }

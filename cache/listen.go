@@ -1,6 +1,10 @@
 package cache
 
-import "github.com/zkrecipes/zkrecipes/internal/engine"
+import (
+	"sync"
+
+	"github.com/zkrecipes/zkrecipes/internal/engine"
+)
 
 // ListenOption filters what a listener hears (Curator's
 // CuratorCacheListenerBuilder). With no For... option a listener hears
@@ -109,4 +113,52 @@ func (c *Cache) Listen(fn func(Event), opts ...ListenOption) (remove func()) {
 		first = append(first, Event{Type: Initialized})
 	}
 	return c.listeners.ListenFirst(deliver, first)
+}
+
+// subscription is a Subscribe channel and what ends it.
+type subscription struct {
+	ch     chan Event
+	done   chan struct{} // closed: stop sending
+	stop   sync.Once
+	closed sync.Once
+}
+
+func (s *subscription) end() { s.stop.Do(func() { close(s.done) }) }
+
+// Subscribe is Listen for a channel: it receives what a listener with
+// opts would hear (the current contents first, then every change, in
+// order), queued without bound while the reader is slow. The returned
+// function, or Close, closes the channel (events still queued are
+// dropped).
+func (c *Cache) Subscribe(opts ...ListenOption) (<-chan Event, func()) {
+	s := &subscription{ch: make(chan Event), done: make(chan struct{})}
+	if !c.ok() {
+		close(s.ch)
+		return s.ch, func() {}
+	}
+	c.mu.Lock()
+	if c.subs == nil {
+		c.subs = map[*subscription]struct{}{}
+	}
+	c.subs[s] = struct{}{}
+	c.mu.Unlock()
+	remove := c.Listen(func(ev Event) {
+		select {
+		case <-s.done:
+			return
+		default:
+		}
+		select {
+		case s.ch <- ev:
+		case <-s.done:
+		}
+	}, opts...)
+	return s.ch, func() {
+		s.end()
+		remove()
+		c.mu.Lock()
+		delete(c.subs, s)
+		c.mu.Unlock()
+		s.closed.Do(func() { close(s.ch) })
+	}
 }

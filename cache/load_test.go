@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"runtime"
 	"testing"
 	"time"
 
@@ -39,9 +40,15 @@ func TestInitialLoad(t *testing.T) {
 			cc, err := cache.New(c, "/big", tc.opts...)
 			require.NoError(t, err)
 			before := engine.Of(c).Stats()
+			var m0, m1 runtime.MemStats
+			runtime.GC()
+			runtime.ReadMemStats(&m0)
 			began := time.Now()
 			start(t, cc)
 			took := time.Since(began)
+			runtime.GC()
+			runtime.ReadMemStats(&m1)
+			t.Logf("%s: about %d heap bytes per cached node (100-byte values)", tc.name, (int64(m1.HeapAlloc)-int64(m0.HeapAlloc))/int64(cc.Size()))
 			reads := engine.Of(c).Stats().Sub(before)
 			require.Equal(t, len(all), cc.Size(), "every node there at Initialized")
 			// One round trip, measured on the same session, for scale.

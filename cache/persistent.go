@@ -282,14 +282,20 @@ func (c *Cache) readTree(ctx context.Context) (map[string]*loaded, error) {
 	return out, nil
 }
 
-// apply merges a batch of the watch's events: the nodes created or
-// changed are read (all at once, pipelined), then every event is applied
-// in order. A node's read shows it as of after the whole batch, so the
-// events about it before its last deletion in the batch are skipped.
+// apply merges a batch of the watch's events. Every node they name is
+// read (all at once, pipelined): its data for a creation or a change, its
+// stat alone for a deletion. Then the events are applied in order, each
+// against what the read saw, which is as of after the whole batch (or
+// later): the creations and changes of a node before its last deletion in
+// the batch are skipped (what was read is after that deletion), and a
+// deletion of a node that the read still shows with the czxid the cache
+// holds is skipped too (the node deleted was an older one, whose deletion
+// the cache's copy already reflects: reporting it would delete a node that
+// exists).
 func (c *Cache) apply(ctx context.Context, evs []engine.PersistentEvent) error {
 	lastDelete := map[string]int{}
+	wantData := map[string]bool{}
 	var toRead []string
-	seen := map[string]bool{}
 	for i, ev := range evs {
 		if ev.Kind != engine.PersistentNode || !c.inScope(ev.Path) {
 			continue
@@ -298,13 +304,16 @@ func (c *Cache) apply(ctx context.Context, evs []engine.PersistentEvent) error {
 		case zk.EventNodeDeleted:
 			lastDelete[ev.Path] = i
 		case zk.EventNodeCreated, zk.EventNodeDataChanged:
-			if !seen[ev.Path] {
-				seen[ev.Path] = true
-				toRead = append(toRead, ev.Path)
-			}
+		default:
+			continue
 		}
+		data, seen := wantData[ev.Path]
+		if !seen {
+			toRead = append(toRead, ev.Path)
+		}
+		wantData[ev.Path] = data || ev.Type != zk.EventNodeDeleted
 	}
-	if len(toRead) == 0 && len(lastDelete) == 0 {
+	if len(toRead) == 0 {
 		return nil
 	}
 	type result struct {
@@ -315,21 +324,27 @@ func (c *Cache) apply(ctx context.Context, evs []engine.PersistentEvent) error {
 	results := make([]result, len(toRead))
 	err := parallel(ctx, len(toRead), func(i int) error {
 		full := toRead[i]
-		if c.o.noData {
-			ok, st, err := c.e.Exists(ctx, full)
-			results[i] = result{there: ok, stat: st}
-			return err
+		var (
+			r   result
+			err error
+		)
+		if c.o.noData || !wantData[full] {
+			r.there, r.stat, err = c.e.Exists(ctx, full)
+		} else {
+			r.data, r.stat, err = c.e.Get(ctx, full)
+			r.there = err == nil
 		}
-		data, st, err := c.e.Get(ctx, full)
-		if errors.Is(err, zk.ErrNoNode) {
+		switch {
+		case errors.Is(err, zk.ErrNoNode):
 			return nil
-		}
-		if refused(err) {
+		case refused(err):
 			c.refusedRead(full)
 			return nil // left out (as if gone)
+		case err != nil:
+			return err
 		}
-		results[i] = result{there: err == nil, data: data, stat: st}
-		return err
+		results[i] = r
+		return nil
 	})
 	if err != nil {
 		return err
@@ -348,14 +363,17 @@ func (c *Cache) apply(ctx context.Context, evs []engine.PersistentEvent) error {
 		if ev.Kind != engine.PersistentNode || !c.inScope(ev.Path) {
 			continue
 		}
+		r := byPath[ev.Path]
 		switch ev.Type {
 		case zk.EventNodeDeleted:
+			if en := c.nodes[ev.Path]; en != nil && r.there && r.stat.Czxid == en.node.Stat.Czxid {
+				continue // an older node's deletion
+			}
 			out = c.removeLocked(out, ev.Path)
 		case zk.EventNodeCreated, zk.EventNodeDataChanged:
 			if d, ok := lastDelete[ev.Path]; ok && d > i {
 				continue // what was read is after that deletion
 			}
-			r := byPath[ev.Path]
 			if r.there {
 				out = c.upsertLocked(out, ev.Path, r.data, r.stat)
 			} else {

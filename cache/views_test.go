@@ -284,3 +284,43 @@ func TestListenLate(t *testing.T) {
 		assert.Equal(t, "/l", recs[i].events()[0].Path, "parents first")
 	}
 }
+
+// Subscribe: a channel with what a listener hears, filtered alike; the
+// returned function closes it, and so does Close.
+func TestSubscribe(t *testing.T) {
+	zkc := testutil.SharedServer(t)
+	c := connect(t, zkc.Servers(), recipes.WithNamespace(t.Name()))
+	w := connect(t, zkc.Servers(), recipes.WithNamespace(t.Name()))
+	mustCreate(t, w, "/s", "0")
+	cc, err := cache.New(c, "/s")
+	require.NoError(t, err)
+	start(t, cc)
+	all, stopAll := cc.Subscribe()
+	changes, _ := cc.Subscribe(cache.ForChanges())
+	unread, _ := cc.Subscribe() // never read: Close must not hang on it
+	_ = unread
+	next := func(ch <-chan cache.Event) string {
+		select {
+		case ev, ok := <-ch:
+			if !ok {
+				return "closed"
+			}
+			return line(ev)
+		case <-time.After(10 * time.Second):
+			return "timeout"
+		}
+	}
+	assert.Equal(t, "NODE_CREATED /s =0", next(all))
+	assert.Equal(t, "INITIALIZED", next(all))
+	mustSet(t, w, "/s", "1")
+	assert.Equal(t, "NODE_CHANGED /s =1", next(all))
+	assert.Equal(t, "NODE_CHANGED /s =1", next(changes))
+	stopAll()
+	assert.Equal(t, "closed", next(all))
+	stopAll()
+	before := time.Now()
+	require.NoError(t, cc.Close(context.Background()))
+	assert.Less(t, time.Since(before), 3*time.Second)
+	assert.Equal(t, "closed", next(changes))
+	eventually(t, 10*time.Second, "the cache's goroutines gone", func() bool { return cacheGoroutines() == 0 })
+}
