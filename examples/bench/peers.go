@@ -1,6 +1,7 @@
 package main
 
 import (
+	"archive/zip"
 	"bufio"
 	"context"
 	_ "embed"
@@ -83,6 +84,7 @@ type peerProc struct {
 type peerAnswer struct {
 	ops, total, most int
 	seconds, cpu     float64
+	extra            []int64 // numbers after <most>, for the commands that give them
 }
 
 // tailBuffer keeps the last 8 KiB written to it.
@@ -132,6 +134,8 @@ func startCurator(dir string, servers []string, timeout time.Duration, sessions 
 	version := "Curator"
 	if jars, _ := filepath.Glob(filepath.Join(interop.JavaDir, "curator-recipes-*.jar")); len(jars) == 1 && os.Getenv(interop.ClasspathEnv) == "" {
 		version = strings.TrimSuffix(filepath.Base(jars[0]), ".jar") // curator-recipes-5.4.0, Debian's versioned name
+	} else if v := jarVersion(cp, "curator-recipes"); v != "" {
+		version = "curator-recipes-" + v // from the classpath's jar (CURATOR_CLASSPATH)
 	}
 	if out, err := exec.Command(java, "-version").CombinedOutput(); err == nil {
 		// openjdk version "17.0.15" 2025-04-15
@@ -141,10 +145,47 @@ func startCurator(dir string, servers []string, timeout time.Duration, sessions 
 	}
 	// The JIT is left at its default (tiered up to C2): the peer is kept
 	// warm, so it runs compiled code, as a long-lived service would.
-	p, err := startPeer("Curator 5.4", "curator", java,
+	label := "Curator"
+	if v, ok := strings.CutPrefix(strings.SplitN(version, ",", 2)[0], "curator-recipes-"); ok {
+		label = "Curator " + v
+	}
+	p, err := startPeer(label, "curator", java,
 		"-Xmx256m", "-XX:+UseSerialGC", "-cp", cp, src,
 		strings.Join(servers, ","), strconv.FormatInt(timeout.Milliseconds(), 10), strconv.Itoa(sessions))
 	return p, version, err
+}
+
+// jarVersion returns the version in the Maven metadata of the first jar of
+// classpath cp whose name begins with artifact, or "".
+func jarVersion(cp, artifact string) string {
+	for _, j := range filepath.SplitList(cp) {
+		if !strings.HasPrefix(filepath.Base(j), artifact) || !strings.HasSuffix(j, ".jar") {
+			continue
+		}
+		z, err := zip.OpenReader(j)
+		if err != nil {
+			return ""
+		}
+		defer z.Close()
+		for _, f := range z.File {
+			if !strings.HasSuffix(f.Name, "/"+artifact+"/pom.properties") {
+				continue
+			}
+			r, err := f.Open()
+			if err != nil {
+				return ""
+			}
+			b, _ := io.ReadAll(r)
+			r.Close()
+			for _, line := range strings.Split(string(b), "\n") {
+				if v, ok := strings.CutPrefix(strings.TrimSpace(line), "version="); ok {
+					return v
+				}
+			}
+		}
+		return ""
+	}
+	return ""
 }
 
 // startKazoo starts bench_kazoo.py with sessions sessions, or says why it
@@ -239,7 +280,7 @@ func (p *peerProc) doQueued(limit time.Duration, cmd string, queued func() error
 	cpu1, clockOK1 := processCPU(p.cmd.Process.Pid)
 	line := p.out.Text()
 	f := strings.Fields(line)
-	if len(f) != 6 || f[0] != "DONE" {
+	if len(f) < 6 || f[0] != "DONE" {
 		return peerAnswer{}, fmt.Errorf("%s: %q: %s; stderr: %s", p.label, cmd, line, p.stderr)
 	}
 	var (
@@ -249,6 +290,11 @@ func (p *peerProc) doQueued(limit time.Duration, cmd string, queued func() error
 	atoi := func(s string) int { v, err := strconv.Atoi(s); errs = append(errs, err); return v }
 	atof := func(s string) float64 { v, err := strconv.ParseFloat(s, 64); errs = append(errs, err); return v }
 	a.ops, a.seconds, a.cpu, a.total, a.most = atoi(f[1]), atof(f[2]), atof(f[3]), atoi(f[4]), atoi(f[5])
+	for _, x := range f[6:] {
+		v, err := strconv.ParseInt(x, 10, 64)
+		errs = append(errs, err)
+		a.extra = append(a.extra, v)
+	}
 	if err := errors.Join(errs...); err != nil {
 		return a, fmt.Errorf("%s: bad answer %q: %w", p.label, line, err)
 	}
