@@ -150,7 +150,9 @@ func startCurator(dir string, servers []string, timeout time.Duration, sessions 
 		label = "Curator " + v
 	}
 	p, err := startPeer(label, "curator", java,
-		"-Xmx256m", "-XX:+UseSerialGC", "-cp", cp, src,
+		// Soft references cleared at every GC, so that the cache scenario's
+		// heap figures (used heap after System.gc()) hold no stale caches.
+		"-Xmx256m", "-XX:+UseSerialGC", "-XX:SoftRefLRUPolicyMSPerMB=0", "-cp", cp, src,
 		strings.Join(servers, ","), strconv.FormatInt(timeout.Milliseconds(), 10), strconv.Itoa(sessions))
 	return p, version, err
 }

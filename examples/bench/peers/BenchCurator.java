@@ -359,8 +359,9 @@ public class BenchCurator {
         });
     }
 
-    static long heapUsed() {
-        for (int i = 0; i < 2; i++) {
+    static long heapUsed() throws InterruptedException {
+        Thread.sleep(300); // a closed cache's last callbacks let go of it
+        for (int i = 0; i < 3; i++) {
             System.gc();
         }
         return ManagementFactory.getMemoryMXBean().getHeapMemoryUsage().getUsed();
