@@ -28,7 +28,7 @@
 // "optimistic" mode): read the value and the version, compute the new
 // value, write it on condition that the version did not move; when
 // another writer came first, read again and try again, pausing as the
-// retry policy says (WithRetryPolicy; the client's by default), until the
+// retry policy says (WithRetryPolicy; ContentionPolicy by default), until the
 // policy gives up. With WithPromotedToLock, an update the optimistic
 // tries could not make is then tried again holding a mutex.Mutex at
 // another path (Curator's PromotedToLock, on an InterProcessMutex that
@@ -46,6 +46,19 @@
 //     compareAndSet(0, ...) fails on an empty node).
 //   - Initialize creates the node with a value only if it does not exist.
 //   - ForceSet writes whatever the value, creating the node if need be.
+//
+// # Reads
+//
+// A ZooKeeper follower serves reads from its own copy, which may lag
+// behind writes already acknowledged to other clients. Get and
+// CompareAndSet sync with the leader first, so that they see every write
+// acknowledged before they were called: with the updates, the counter is
+// linearizable (the chaos suite checks its whole history with porcupine).
+// Curator's get() does not sync: on a follower it may return a value from
+// before an increment another process has already seen succeed, and its
+// compareAndSet may fail against a value that is there. The sync costs
+// one round trip to the leader. The updates need none: a stale read only
+// costs them a lost try.
 //
 // # Results that cannot be ignored by accident
 //
@@ -83,9 +96,20 @@
 //
 // # Limits
 //
-// A ZooKeeper counter serialises every update through the leader: it
-// suits ids and statistics at tens to hundreds of updates a second, not a
-// hot counter.
+// A ZooKeeper counter serialises every update through the leader, and
+// each successful update needs a read and a conditional write after the
+// previous one committed: one node takes about as many updates a second
+// from 2 sessions as from 16 (about 1,500 on the benchmark's local
+// server, Curator's alike); more sessions only wait longer. It suits ids
+// and statistics at tens to hundreds of updates a second, not a hot
+// counter: take ids in blocks (CachedInt64), or add in batches.
+// docs/counters-and-barriers.md has the figures.
 //
-// Curator's CachedAtomicLong (blocks of ids) is not here yet.
+// # Blocks of ids
+//
+// CachedInt64 is Curator's CachedAtomicLong: it takes a block of ids from
+// an Int64 in one Add and hands them out from memory. Ids are unique
+// across the processes that share the counter, not ordered across them,
+// and have gaps (a block a process did not finish; a block whose Add had
+// an unknown outcome, which is skipped rather than risk an id twice).
 package atomicval

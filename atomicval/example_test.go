@@ -58,3 +58,44 @@ func ExampleInt64() {
 	// order 1003
 	// false 1003 true
 }
+
+// ExampleCachedInt64 takes ids in blocks of 100 (one ZooKeeper update
+// per block, as Curator's CachedAtomicLong does): two allocators of one
+// counter never hand out the same id.
+func ExampleCachedInt64() {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	c, err := recipes.Connect(ctx, exampleServers()) // e.g. []string{"127.0.0.1:2181"}
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer c.Close(context.Background())
+
+	counter, err := atomicval.NewInt64(c, "/jobs/ids")
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	a, _ := atomicval.NewCachedInt64(counter, 100)
+	b, _ := atomicval.NewCachedInt64(counter, 100)
+	for range 2 {
+		ida, err := a.Next(ctx)
+		if err != nil {
+			fmt.Println(err)
+			return
+		}
+		idb, err := b.Next(ctx)
+		if err != nil {
+			fmt.Println(err)
+			return
+		}
+		fmt.Println(ida, idb)
+	}
+	v, _ := counter.Get(ctx)
+	fmt.Println("counter", v, "a has", a.Remaining(), "left")
+	// Output:
+	// 0 100
+	// 1 101
+	// counter 200 a has 98 left
+}

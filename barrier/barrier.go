@@ -18,8 +18,9 @@
 //
 // # Better than Curator
 //
-//   - Enter counts the members again after every wake-up: a timed enter
-//     never returns with too few members (Curator's GH-1290).
+//   - Enter counts the members again after every wake-up, children and
+//     session events alike: a timed enter never returns with too few
+//     members (Curator's GH-1290).
 //   - A member whose Enter fails, or whose ctx ends, deletes its own node
 //     before returning, so it does not count for later arrivals (Curator's
 //     CURATOR-318 and CURATOR-80, open there).
@@ -33,7 +34,11 @@
 // is gone, and Enter returns an error wrapping recipes.ErrSessionLost. A
 // member that enters and then crashes is counted until its session
 // expires. A group larger than memberQty enters as soon as memberQty of
-// it are present; the others enter at once once ready exists.
+// it are present; the others enter at once once ready exists. memberQty
+// is not stored in ZooKeeper: every member must be given the same.
+// Kazoo's DoubleBarrier has another layout and does not meet this one
+// (its Barrier does meet Barrier). docs/counters-and-barriers.md has the
+// guarantees with the evidence.
 package barrier
 
 import (

@@ -219,3 +219,86 @@ func TestBadInput(t *testing.T) {
 	var zd barrier.DoubleBarrier
 	assert.ErrorIs(t, zd.Enter(ctx), recipes.ErrInvalidArgument)
 }
+
+// GH-1290: Curator's timed enter returned true with too few members when
+// a wake-up came (its do-once wait took any event for "enough"). Here a
+// member of a 3-member barrier waits while the only other member comes
+// and goes (children events) and its own connection is cut twice
+// (Suspended, then Reconnected: session events): with never more than 2
+// members present, Enter never returns nil. Its ctx then ends while it is
+// disconnected; once the connection is back its node is gone, and no
+// ready node was ever made.
+func TestDoubleBarrierTimedEnterRecountsThroughEvents(t *testing.T) {
+	zkc := zktest.Start(t)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	const path, qty = "/double/recount", 3
+	proxy := zktest.NewProxy(t, zkc.Servers()[0])
+	ac := connect(t, []string{proxy.Addr()}, recipes.WithSessionTimeout(6*time.Second))
+	a, err := barrier.NewDouble(ac, path, qty)
+	require.NoError(t, err)
+	b, err := barrier.NewDouble(connect(t, zkc.Servers()), path, qty)
+	require.NoError(t, err)
+	admin := connect(t, zkc.Servers())
+
+	var mu sync.Mutex
+	suspended, reconnected := 0, 0
+	defer ac.Listen(func(s recipes.State) {
+		mu.Lock()
+		defer mu.Unlock()
+		switch s {
+		case recipes.StateSuspended:
+			suspended++
+		case recipes.StateReconnected:
+			reconnected++
+		}
+	})()
+	states := func() (int, int) { mu.Lock(); defer mu.Unlock(); return suspended, reconnected }
+
+	actx, acancel := context.WithCancel(ctx)
+	defer acancel()
+	entered := make(chan error, 1)
+	go func() { entered <- a.Enter(actx) }()
+	eventually(t, 10*time.Second, "a's member node", func() bool {
+		ms, _, err := admin.Children(ctx, path)
+		return err == nil && len(ms) == 1
+	})
+	notYet := func(when string) {
+		t.Helper()
+		select {
+		case err := <-entered:
+			t.Fatalf("%s: Enter returned (%v) with fewer than %d members ever present", when, err, qty)
+		default:
+		}
+	}
+	for i := range 3 {
+		// b joins (2 of 3) and gives up: two children events for a.
+		bctx, bcancel := context.WithTimeout(ctx, 150*time.Millisecond)
+		require.ErrorIs(t, b.Enter(bctx), context.DeadlineExceeded)
+		bcancel()
+		notYet("after b came and went")
+		if i < 2 {
+			s0, r0 := states()
+			proxy.Cut()
+			eventually(t, 10*time.Second, "a suspended and reconnected", func() bool {
+				s, r := states()
+				return s > s0 && r > r0
+			})
+			notYet("after a's connection was cut and came back")
+		}
+	}
+	s0, _ := states()
+	proxy.Cut()
+	eventually(t, 10*time.Second, "a suspended", func() bool { s, _ := states(); return s > s0 })
+	acancel()
+	err = <-entered
+	require.ErrorIs(t, err, context.Canceled)
+	assert.Empty(t, a.Node())
+	eventually(t, 20*time.Second, "nothing of a left once it reconnects", func() bool {
+		kids, _, err := admin.Children(ctx, path)
+		return err == nil && len(kids) == 0
+	})
+	ok, _, err := admin.Exists(ctx, path+"/"+barrier.ReadyNode)
+	require.NoError(t, err)
+	assert.False(t, ok, "no ready node")
+}

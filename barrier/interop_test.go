@@ -85,3 +85,49 @@ func TestCuratorInteropDoubleBarrier(t *testing.T) {
 		assert.Empty(t, kids, "no member node and no ready node left")
 	}
 }
+
+// TestKazooInteropBarrier: Kazoo's Barrier and ours are one barrier (the
+// node is the barrier). Kazoo raises it: ours is up and its Wait blocks
+// until Kazoo removes it. Ours raises it: Kazoo's wait times out while it
+// is up and returns True once ours removes it.
+func TestKazooInteropBarrier(t *testing.T) {
+	zkc := testutil.Server(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	const path = "/interop/kazoo-barrier"
+	kz := testutil.Kazoo(t, ctx, t.TempDir(), "barrier", zkc.ConnectString(), path)
+	require.NoError(t, kz.WaitLine(ctx, "READY"))
+	last := func() string { l := kz.Lines(); return l[len(l)-1] }
+	b, err := barrier.New(connect(t, zkc.Servers()), path)
+	require.NoError(t, err)
+
+	require.NoError(t, kz.Send("SET"))
+	require.NoError(t, kz.WaitLine(ctx, "SET"))
+	up, err := b.IsSet(ctx)
+	require.NoError(t, err)
+	assert.True(t, up, "Kazoo's barrier is ours")
+	waited := make(chan error, 1)
+	go func() { waited <- b.Wait(ctx) }()
+	// Kazoo's own timed wait on its barrier, while ours waits too.
+	require.NoError(t, kz.Send("WAIT 200"))
+	require.NoError(t, kz.WaitLine(ctx, "WAITED False"))
+	select {
+	case err := <-waited:
+		t.Fatalf("our Wait returned with Kazoo's barrier up: %v", err)
+	default:
+	}
+	require.NoError(t, kz.Send("REMOVE"))
+	require.NoError(t, kz.WaitLine(ctx, "REMOVED True"))
+	require.NoError(t, <-waited, "Kazoo removing its barrier releases our Wait")
+
+	require.NoError(t, b.Set(ctx))
+	require.NoError(t, kz.Send("WAIT 200"))
+	require.NoError(t, kz.WaitLine(ctx, "WAITED False"), "Kazoo waits on our barrier: %q", last())
+	require.NoError(t, kz.Send("WAIT 30000"))
+	require.NoError(t, b.Remove(ctx))
+	require.NoError(t, kz.WaitLine(ctx, "WAITED True"), "our Remove releases Kazoo's wait")
+	require.NoError(t, kz.Send("REMOVE"))
+	require.NoError(t, kz.WaitLine(ctx, "REMOVED False"), "nothing left to remove")
+	require.NoError(t, kz.CloseStdin())
+	require.NoError(t, kz.Wait())
+}

@@ -68,6 +68,11 @@ func WithoutData() Option {
 // It costs one server watch or two per cached node and a read per change,
 // and, as go-zookeeper cannot remove one-shot watches, those left when the
 // cache closes stay on the server until they fire or the session ends.
+// It cannot run where the same client holds a persistent watch on the
+// cache's root (another cache, or a WatchPersistent): the client refuses
+// a one-shot watch there (ZOOKEEPER-4466), and the cache retries, under
+// the client's retry policy, without ever initialising. Use another
+// client.
 func WithOneShotWatches() Option {
 	return func(o *options) error {
 		o.oneShot = true

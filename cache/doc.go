@@ -60,9 +60,17 @@
 // cached node, then Initialized once the first load is done), then every
 // change, in the order the server applied them, each listener on a
 // goroutine of its own (never the client's event loop: a slow listener
-// delays only itself). ListenOptions filter them as Curator's listener
-// builder does (ForCreates, ForChanges, ForDeletes, ForInitialized,
-// AfterInitialized).
+// delays only itself). Subscribe gives the same on a channel.
+// ListenOptions filter them as Curator's listener builder does
+// (ForCreates, ForChanges, ForDeletes, ForInitialized, AfterInitialized).
+//
+// Each batch of watch events is checked against reads made after it: a
+// change is applied only when the node's mzxid moved forward, a node
+// whose czxid differs was deleted and created again, and a deletion is
+// applied only when the node the cache holds is gone (not when the
+// deleted node was an older one the cache has already replaced), so that
+// the events a listener hears, replayed in order, always give the
+// cache's contents.
 //
 // # What the cache guarantees, and what it does not
 //

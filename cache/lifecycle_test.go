@@ -1,13 +1,16 @@
 package cache_test
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"os"
 	"os/exec"
 	"runtime"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -312,4 +315,51 @@ func TestUnreadableNode(t *testing.T) {
 			return ok && string(n.Data) == "o2"
 		})
 	})
+}
+
+// lockedBuffer is a log sink for tests.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
+// The one-shot fallback retries a failing read under the client's retry
+// policy, never in a tight loop (Curator's PersistentWatcher retries at
+// once). Here its watched read of the root fails for good: the same
+// client holds a persistent watch there, and a one-shot watch on it would
+// replace that watch on ZooKeeper 3.6–3.8 (ZOOKEEPER-4466), so the client
+// refuses it. Over two seconds the cache tries a handful of times, and
+// never initialises.
+func TestFallbackBacksOff(t *testing.T) {
+	zkc := testutil.SharedServer(t)
+	ctx := context.Background()
+	var logs lockedBuffer
+	c := connect(t, zkc.Servers(), recipes.WithNamespace(t.Name()),
+		recipes.WithLogger(slog.New(slog.NewTextHandler(&logs, nil))))
+	pw, err := c.WatchPersistent(ctx, "/tight", true, func(recipes.PersistentEvent) {})
+	require.NoError(t, err)
+	defer pw.Close(ctx)
+	cc, err := cache.New(c, "/tight", cache.WithOneShotWatches())
+	require.NoError(t, err)
+	require.NoError(t, cc.Start(ctx))
+	defer cc.Close(ctx)
+	wctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+	defer cancel()
+	assert.ErrorIs(t, cc.WaitInitialized(wctx), context.DeadlineExceeded)
+	tries := strings.Count(logs.String(), "reading failed; trying again")
+	t.Logf("%d tries in 2s", tries)
+	assert.GreaterOrEqual(t, tries, 2, "it does try again")
+	assert.LessOrEqual(t, tries, 20, "no tight loop")
 }

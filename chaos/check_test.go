@@ -81,6 +81,7 @@ type report struct {
 	staleSigs map[string][]staleSig
 	staleSeen map[string]bool // nodes confirmed left behind by the stale-node bug
 	lateDone  int             // reader violations where Done closed just after it was looked at
+	counter   string          // the counter's outcome, for the summary
 }
 
 // staleSig is a lock call that failed with "session lost" for its node
@@ -187,6 +188,7 @@ func (h *harness) check(admin *recipes.Client, leftovers []string) *report {
 	h.checkSemaphore(rep, logs[roleSem])
 	h.checkLeader(rep, admin, roleSelector, leadSel, logs[roleSelector])
 	h.checkLeader(rep, admin, roleLatch, leadLatch, logs[roleLatch])
+	h.checkCounterRole(rep, logs[roleCounter])
 	for _, r := range roles {
 		sort.Slice(rep.ops[r], func(i, j int) bool { return rep.ops[r][i] < rep.ops[r][j] })
 	}
@@ -516,6 +518,9 @@ func (r *report) summary(h *harness, faulting, total time.Duration) string {
 	b.WriteString(")")
 	if len(off) > 0 {
 		fmt.Fprintf(&b, " not-injected=%s", strings.Join(off, ","))
+	}
+	if r.counter != "" {
+		fmt.Fprintf(&b, " %s", r.counter)
 	}
 	fmt.Fprintf(&b, " violations=%d", r.total)
 	if r.server > 0 {

@@ -10,7 +10,9 @@
 // loop on every recipe: mutex and read/write-lock writers increment a shared
 // record through fenced writes, readers check it does not change under the
 // read lock, semaphore holders count themselves in a gauge, and leaders
-// (LeaderSelector and LeaderLatch) write fenced heartbeats. Meanwhile a
+// (LeaderSelector and LeaderLatch) write fenced heartbeats, and counter
+// workers increment, compare-and-set and read one atomicval.Int64, logging
+// each operation's call and return. Meanwhile a
 // schedule drawn from -seed injects faults: holders SIGKILLed, SIGSTOPped or
 // black-holed past their session timeout, the ZooKeeper leader killed and
 // restarted, followers and a quorum paused, the whole ensemble restarted. At
@@ -18,7 +20,14 @@
 // ZooKeeper, and fails the test on any lost update, unacknowledged value
 // without an attempt, semaphore over its maximum, leader token going
 // backwards, reader seeing a write under its lock, lock unavailable longer
-// than the session timeout + 2 s after a fault heals, or node left behind.
+// than the session timeout + 2 s after a fault heals, or node left behind;
+// for the counter, a final value below the acknowledged increments or
+// above those plus the ones whose outcome was unknown (a worker killed
+// mid-call, ErrUnknownOutcome), and a history that porcupine
+// (github.com/anishathalye/porcupine, as etcd's robustness tests use it)
+// finds not linearizable. linear_test.go, without the build tag, shows the
+// model rejecting broken histories, an unfenced counter's among them; and
+// -sabotage makes a counter worker write some increments unfenced.
 // It prints one summary line starting with "CHAOS SUMMARY", which names the
 // server's version (server=3.9.6).
 //

@@ -201,7 +201,7 @@ func (h *harness) inject(kind string) (*fault, error) {
 	case fKillHolder:
 		role := roles[h.params.IntN(len(roles))]
 		mode := "hold"
-		if (role == roleMutex || role == roleRWWrite) && h.params.IntN(2) == 0 {
+		if (role == roleMutex || role == roleRWWrite || role == roleCounter) && h.params.IntN(2) == 0 {
 			mode = "commit" // between the write landing and its outcome being logged
 		}
 		p, seg := h.stallHolder(role, mode, f)

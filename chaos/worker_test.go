@@ -67,9 +67,10 @@ const (
 	roleSem      = "semaphore" // semaphore.Semaphore, gauge
 	roleSelector = "selector"  // election.Selector, heartbeats
 	roleLatch    = "latch"     // election.Latch, heartbeats
+	roleCounter  = "counter"   // atomicval.Int64: increments, compare-and-sets, reads
 )
 
-var roles = []string{roleMutex, roleRWWrite, roleRWRead, roleSem, roleSelector, roleLatch}
+var roles = []string{roleMutex, roleRWWrite, roleRWRead, roleSem, roleSelector, roleLatch, roleCounter}
 
 // Server paths (no namespace) shared by the workers and the checker.
 const (
@@ -106,6 +107,7 @@ var pace = map[string]pacing{
 	roleSem:      {10 * time.Millisecond, 40 * time.Millisecond, 5 * time.Millisecond, 20 * time.Millisecond},
 	roleSelector: {0, 0, 0, 0},
 	roleLatch:    {0, 0, 10 * time.Millisecond, 30 * time.Millisecond},
+	roleCounter:  {0, 0, 10 * time.Millisecond, 40 * time.Millisecond},
 }
 
 // TestWorkerProcess is not a test: it is the body of the worker processes
@@ -213,6 +215,8 @@ func runWorker(role string) error {
 		err = w.runSelector()
 	case roleLatch:
 		err = w.runLatch()
+	case roleCounter:
+		err = w.runCounter()
 	}
 	cerr := c.Close(context.Background())
 	w.log.printf("stop")

@@ -21,6 +21,12 @@
 //   - counter: workers take order numbers from one atomicval.Int64,
 //     promoted to a lock when the optimistic tries lose; every number is
 //     handed out once;
+//   - barrier: a batch job: workers start together (a double barrier, then
+//     a start gate), take job ids in blocks (atomicval.CachedInt64) and
+//     finish together;
+//   - queue: workers consume jobs from a queue.Queue in lock-safety mode;
+//     one crashes mid-job, its job runs again elsewhere and it is told;
+//     no job is lost;
 //   - cache: a feature-flag tree mirrored by a cache.Cache; the reader's
 //     link is cut while flags change, a service goes and a flag is deleted
 //     and created again with the same version; the cache equals the

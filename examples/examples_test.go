@@ -34,6 +34,8 @@ var examples = []struct {
 	{"fenced", []string{"-session-timeout", "1s"}},
 	{"metrics", nil},
 	{"counter", nil},
+	{"barrier", nil},
+	{"queue", nil},
 	{"cache", nil},
 	{"cache-one-shot", []string{"-one-shot"}},
 }

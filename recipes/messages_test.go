@@ -17,6 +17,7 @@ import (
 	"github.com/zkrecipes/zkrecipes/cleanup"
 	"github.com/zkrecipes/zkrecipes/election"
 	"github.com/zkrecipes/zkrecipes/mutex"
+	"github.com/zkrecipes/zkrecipes/queue"
 	"github.com/zkrecipes/zkrecipes/recipes"
 	"github.com/zkrecipes/zkrecipes/recipes/zktest"
 	"github.com/zkrecipes/zkrecipes/rwlock"
@@ -181,6 +182,9 @@ func TestErrorMessages(t *testing.T) {
 	add("Int64.Get of 3 bytes", err)
 	_, err = as.Increment(ctx)
 	add("Int64.Increment of 3 bytes", err)
+	scs, err := shared.NewSharedCount(c, "/messages/atomic/short", 0)
+	must(err)
+	add("SharedCount.Start of 3 bytes", scs.Start(ctx))
 	ai, err := atomicval.NewInt32(c, "/messages/atomic/long")
 	must(err)
 	_, err = ai.Add(ctx, 1)
@@ -188,6 +192,18 @@ func TestErrorMessages(t *testing.T) {
 	_, err = atomicval.NewInt64(c, "/messages/atomic/long", atomicval.WithPromotedToLock(atomicval.PromotedToLock{Path: "/messages/atomic/long/lock"}))
 	add("NewInt64 with its lock below it", err)
 
+	// The queues.
+	_, err = queue.New(c, "/messages/queue", queue.WithLockPath("/messages/queue/locks"))
+	add("queue.New with its lock path below it", err)
+	idq, err := queue.NewID(c, "/messages/idqueue")
+	must(err)
+	add("IDQueue.Put with an empty id", idq.Put(ctx, "", []byte("x")))
+	sq, err := queue.NewSimple(c, "/messages/simple")
+	must(err)
+	tctx, tcancel := context.WithTimeout(ctx, 50*time.Millisecond)
+	_, err = sq.Take(tctx)
+	tcancel()
+	add("SimpleQueue.Take until its ctx ends", err)
 	// The cache.
 	_, err = cache.New(c, "/", cache.WithMaxDepth(1))
 	add("cache.New on the root", err)

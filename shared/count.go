@@ -51,7 +51,11 @@ func encodeCount(v int) ([]byte, error) {
 
 func decodeCount(b []byte) (int, error) {
 	if len(b) != 4 {
-		return 0, fmt.Errorf("%w: a shared count is 4 bytes, not %d", recipes.ErrInvalidArgument, len(b))
+		head := b
+		if len(head) > 16 {
+			head = head[:16]
+		}
+		return 0, fmt.Errorf("%w: a shared count is 4 bytes, the node holds %d ([% x])", recipes.ErrCorrupt, len(b), head)
 	}
 	return int(int32(binary.BigEndian.Uint32(b))), nil
 }
@@ -65,8 +69,8 @@ func (s *SharedCount) notMade() error { return notMade("SharedCount", "NewShared
 // starts following the node: the cache is read again at every change and
 // after every reconnection. It returns ErrAlreadyStarted when started,
 // ErrClosed after Close, and an error wrapping ctx.Err() when ctx ends
-// first; a node that does not hold 4 bytes is refused
-// (ErrInvalidArgument). A failed Start creates nothing.
+// first; a node that does not hold 4 bytes is refused as corrupt
+// (ErrCorrupt, as atomicval refuses it). A failed Start creates nothing.
 func (s *SharedCount) Start(ctx context.Context) error {
 	if !s.ok() {
 		return s.notMade()

@@ -5,7 +5,22 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/assert"
+
+	"github.com/zkrecipes/zkrecipes/recipes"
 )
+
+// A count's node of another length than 4 bytes is corrupt (as atomicval
+// reads it), not an invalid argument: the caller passed nothing wrong.
+func TestDecodeCountWrongLengthIsCorrupt(t *testing.T) {
+	for _, data := range [][]byte{nil, {}, {1, 2, 3}, {0, 0, 0, 0, 7}, make([]byte, 8)} {
+		_, err := decodeCount(data)
+		assert.ErrorIs(t, err, recipes.ErrCorrupt, "% x", data)
+		assert.NotErrorIs(t, err, recipes.ErrInvalidArgument, "% x", data)
+	}
+	v, err := decodeCount([]byte{0xff, 0xff, 0xff, 0xfe})
+	assert.NoError(t, err)
+	assert.Equal(t, -2, v)
+}
 
 // CURATOR-688: a shared count whose node version overflowed int32 stopped
 // updating. Versions wrap from MaxInt32 to MinInt32; the cache still takes

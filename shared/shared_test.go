@@ -122,7 +122,9 @@ func TestSharedCountNotACountAndNodeDeleted(t *testing.T) {
 	require.NoError(t, err)
 	bad, err := shared.NewSharedCount(c, "/notcount", 1)
 	require.NoError(t, err)
-	assert.ErrorIs(t, bad.Start(ctx), recipes.ErrInvalidArgument)
+	err = bad.Start(ctx)
+	assert.ErrorIs(t, err, recipes.ErrCorrupt, "data of another length is a corrupt node, as the atomic values read it")
+	assert.NotErrorIs(t, err, recipes.ErrInvalidArgument, "the caller's arguments were fine")
 	_, err = shared.NewSharedCount(c, "/big", 1<<40)
 	assert.ErrorIs(t, err, recipes.ErrInvalidArgument)
 

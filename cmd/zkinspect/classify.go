@@ -4,15 +4,18 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"regexp"
 	"slices"
 	"sort"
 	"strings"
 
 	"github.com/go-zookeeper/zk"
 
+	"github.com/zkrecipes/zkrecipes/barrier"
 	"github.com/zkrecipes/zkrecipes/election"
 	"github.com/zkrecipes/zkrecipes/internal/engine"
 	"github.com/zkrecipes/zkrecipes/mutex"
+	"github.com/zkrecipes/zkrecipes/queue"
 	"github.com/zkrecipes/zkrecipes/rwlock"
 	"github.com/zkrecipes/zkrecipes/semaphore"
 )
@@ -31,6 +34,10 @@ import (
 //   - leader latch: latch-;
 //   - a semaphore's leases: lease-.
 //
+// A double barrier (DistributedDoubleBarrier) is a node whose children are
+// ephemeral members named by a UUID and perhaps the persistent node
+// ready, none with children.
+//
 // A semaphore (InterProcessSemaphoreV2) is a node whose children are
 // persistent nodes named locks and leases, both there (or leases alone,
 // with leases in it: the internal lock's container is reaped between
@@ -39,6 +46,11 @@ import (
 // summary walks it); one with no children is empty, or a data node when it
 // has data. Anything else is unknown and shown as such: ephemeral children
 // no recipe here makes, or queue nodes of two recipes side by side.
+//
+// A work queue (package queue, Curator's SimpleDistributedQueue and
+// DistributedQueue family) is a node whose children are all persistent
+// items without children, named qn-<seq> or queue-...<seq>: its depth and
+// its oldest item's age are shown.
 
 // kazooReadName is Kazoo's read lock name (its write lock is a Lock, named
 // mutex.KazooLockName).
@@ -150,6 +162,32 @@ type class struct {
 	strays []child
 	// locks and leases are a semaphore's parts (nil when absent).
 	locks, leases *probe
+	// ready is whether a double barrier's ready node exists.
+	ready bool
+}
+
+// reUUIDName is a double barrier member's name: Curator's (and
+// zkrecipes') random UUID.
+var reUUIDName = regexp.MustCompile(`^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$`)
+
+// doubleBarrier reports whether kids are a double barrier's: ephemeral
+// members named by a UUID, without children, and perhaps the persistent
+// ready node (without children); one of the two at least.
+func doubleBarrier(kids []child) bool {
+	if len(kids) == 0 {
+		return false
+	}
+	for _, k := range kids {
+		switch {
+		case k.st == nil || k.st.NumChildren > 0:
+			return false
+		case k.ephemeral() && reUUIDName.MatchString(k.name):
+		case !k.ephemeral() && k.name == barrier.ReadyNode:
+		default:
+			return false
+		}
+	}
+	return true
 }
 
 // classify tells what the node p is from its children; a node whose
@@ -219,6 +257,17 @@ func classifyKids(p *probe) *class {
 		}
 		return cl
 	}
+	if doubleBarrier(p.kids) {
+		cl.kind = kindDouble
+		for _, k := range p.kids {
+			if k.ephemeral() {
+				cl.queue = append(cl.queue, k)
+			} else {
+				cl.ready = true
+			}
+		}
+		return cl
+	}
 	locks := map[string]bool{}
 	for _, k := range p.kids {
 		switch {
@@ -243,6 +292,9 @@ func classifyKids(p *probe) *class {
 	}
 	if len(cl.queue) == 0 {
 		cl.kind = kindParent
+		if k := queueItems(cl.others); k != "" {
+			cl.kind, cl.queue, cl.others = k, cl.others, nil
+		}
 		return cl
 	}
 	has := func(names ...string) bool {
@@ -280,6 +332,43 @@ func classifyKids(p *probe) *class {
 		return unknown("queue nodes of more than one recipe side by side (" + strings.Join(names, ", ") + ")")
 	}
 	return cl
+}
+
+// queueItems tells whether kids are the items of a queue (package queue,
+// Curator's queues, ZooKeeper's contrib queue): persistent nodes without
+// children, every one named qn-<seq> (a simple queue) or every one
+// queue-...<seq> (the DistributedQueue family). It returns the kind, or
+// "" when they are not.
+func queueItems(kids []child) string {
+	kind := ""
+	for _, k := range kids {
+		if k.st == nil || k.ephemeral() || k.st.NumChildren > 0 || !isSequence(itemSeq(k.name)) {
+			return ""
+		}
+		var this string
+		switch {
+		case strings.HasPrefix(k.name, queue.SimplePrefix):
+			this = kindSimpleQueue
+		case strings.HasPrefix(k.name, queue.ItemPrefix):
+			this = kindQueue
+		default:
+			return ""
+		}
+		if kind != "" && this != kind {
+			return ""
+		}
+		kind = this
+	}
+	return kind
+}
+
+// itemSeq returns the last 10 characters of a queue item's name: its
+// sequence suffix.
+func itemSeq(name string) string {
+	if len(name) < 10 {
+		return ""
+	}
+	return name[len(name)-10:]
 }
 
 // shortList joins names, the first few only.

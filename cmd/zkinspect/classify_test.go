@@ -336,6 +336,7 @@ func TestClassifyKids(t *testing.T) {
 		c.st = &zk.Stat{NumChildren: 1}
 		return c
 	}
+	readyNode := func() child { return child{name: "ready", key: "ready", st: &zk.Stat{}} }
 	for _, tc := range []struct {
 		kids []child
 		data int32
@@ -364,6 +365,13 @@ func TestClassifyKids(t *testing.T) {
 		{[]child{eph(u + "__READ__0000000001"), eph(u + "lock-0000000002")}, 0, kindUnknown},
 		{[]child{eph("my-lock-a")}, 0, kindUnknown},
 		{[]child{eph(u + "lock-000000001")}, 0, kindUnknown}, // 9 digits
+		// double barriers: uuid members, perhaps ready (persistent, no children)
+		{[]child{eph("6f1d2c4e-8b1a-4c2d-9e3f-0a1b2c3d4e5f")}, 0, kindDouble},
+		{[]child{eph("6f1d2c4e-8b1a-4c2d-9e3f-0a1b2c3d4e5f"), readyNode()}, 0, kindDouble},
+		{[]child{readyNode()}, 0, kindDouble},
+		{[]child{eph("6f1d2c4e-8b1a-4c2d-9e3f-0a1b2c3d4e5f"), eph("worker-1")}, 0, kindUnknown},
+		{[]child{eph("6f1d2c4e-8b1a-4c2d-9e3f-0a1b2c3d4e5f"), eph(u + "lock-0000000001")}, 0, kindUnknown},
+		{[]child{pers("ready")}, 0, kindParent}, // a ready with children is no barrier's
 	} {
 		p := &probe{path: "/x", st: &zk.Stat{DataLength: tc.data}, kids: tc.kids}
 		var names []string

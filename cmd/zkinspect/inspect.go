@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"encoding/base64"
 	"encoding/binary"
@@ -18,6 +19,7 @@ import (
 	"github.com/zkrecipes/zkrecipes/election"
 	"github.com/zkrecipes/zkrecipes/internal/engine"
 	"github.com/zkrecipes/zkrecipes/mutex"
+	"github.com/zkrecipes/zkrecipes/queue"
 	"github.com/zkrecipes/zkrecipes/recipes"
 	"github.com/zkrecipes/zkrecipes/rwlock"
 	"github.com/zkrecipes/zkrecipes/semaphore"
@@ -34,6 +36,12 @@ const (
 	kindData      = "data"    // a node with data and without children: not a queue
 	kindUnknown   = "unknown" // children that make no recipe zkinspect knows
 	kindParent    = "parent"  // persistent children only: a summary walks them
+	kindDouble    = "doublebarrier"
+	// kindQueue and kindSimpleQueue are work queues (package queue): items
+	// queue-...<seq> (Curator's DistributedQueue family) or qn-<seq>
+	// (SimpleDistributedQueue, ZooKeeper's contrib queue).
+	kindQueue       = "queue"
+	kindSimpleQueue = "simple-queue"
 )
 
 // Roles of a node in its queue.
@@ -44,6 +52,8 @@ const (
 	roleAcquiring = "acquiring"    // a semaphore's internal lock holder, taking a lease
 	roleUnknown   = "maybe-holder" // held or waiting: the inspector cannot tell
 	roleNone      = "unknown"      // a child of a node zkinspect cannot classify
+	roleEntered   = "entered"      // a double barrier's member once the ready node exists
+	roleItem      = "item"         // a work queue's item
 )
 
 // Libraries, by node name.
@@ -63,7 +73,7 @@ var (
 // protected name (engine.ParseProtected) is Curator's and zkrecipes'.
 func library(name string) string {
 	switch {
-	case isProtected(name):
+	case isProtected(name), reUUIDName.MatchString(name): // a double barrier's member
 		return libCurator
 	case zkLockName.MatchString(name):
 		return libZKLock
@@ -114,12 +124,31 @@ type Queue struct {
 	OldestWaiterAgeMS *int64 `json:"oldest_waiter_age_ms,omitempty"`
 	// MaxLeases is a semaphore's maximum, when -count gave it.
 	MaxLeases *int `json:"max_leases,omitempty"`
+	// Depth is a work queue's number of items (nodes; a PutMulti counts
+	// once).
+	Depth *int `json:"depth,omitempty"`
+	// OldestItemAgeMS is the age of a work queue's oldest item.
+	OldestItemAgeMS *int64 `json:"oldest_item_age_ms,omitempty"`
 	// Nodes are the contenders in queue order (a semaphore's leases; every
 	// child of an unknown node).
 	Nodes []Node `json:"nodes"`
 	// InternalLock is a semaphore's internal lock queue (<path>/locks).
-	InternalLock []Node   `json:"internal_lock,omitempty"`
-	Notes        []string `json:"notes,omitempty"`
+	InternalLock []Node `json:"internal_lock,omitempty"`
+	// Ready is whether a double barrier's ready node exists (its members
+	// have entered); null for other kinds.
+	Ready *bool `json:"ready,omitempty"`
+	// Counter is a data node of 4 or 8 bytes read as a counter.
+	Counter *Counter `json:"counter,omitempty"`
+	Notes   []string `json:"notes,omitempty"`
+}
+
+// Counter is a data node's value as a counter, by its length: "long" for
+// 8 bytes (DistributedAtomicLong, atomicval.Int64), "int" for 4
+// (SharedCount, DistributedAtomicInteger, atomicval.Int32, Kazoo's
+// Counter with support_curator), big-endian.
+type Counter struct {
+	Type  string `json:"type"`
+	Value int64  `json:"value"`
 }
 
 // Node is one contender (or one child of an unknown node).
@@ -161,6 +190,10 @@ type LockSummary struct {
 	Waiters           int    `json:"waiters"`
 	Undecided         int    `json:"undecided,omitempty"`
 	OldestWaiterAgeMS *int64 `json:"oldest_waiter_age_ms,omitempty"`
+	Ready             *bool  `json:"ready,omitempty"` // a double barrier's
+	// Depth and OldestItemAgeMS are a work queue's (Queue's).
+	Depth           *int   `json:"depth,omitempty"`
+	OldestItemAgeMS *int64 `json:"oldest_item_age_ms,omitempty"`
 }
 
 // reader makes the read requests of one inspection, retrying connection
@@ -236,7 +269,7 @@ func (r *reader) exists(ctx context.Context, path string) (bool, error) {
 // waits there (a recipe's parent is a container node, which the server
 // removes once it is empty), or the path or the namespace is not the one
 // the recipes use.
-var errNoNode = errors.New("no such node (an idle lock's parent is a container the server removes; or check the path and -namespace)")
+var errNoNode = errors.New("no such node (an idle lock's parent is a container the server removes; a DistributedBarrier here is down; or check the path and -namespace)")
 
 // inspect reads the queue, or the locks, at cfg.path.
 func inspect(ctx context.Context, r *reader, cfg config) (*Report, error) {
@@ -302,6 +335,8 @@ func sortKey(kind, name string) string {
 		return engine.SortKey(name, election.LatchName)
 	case kindLeases, kindSemaphore:
 		return engine.SortKey(name, semaphore.LeaseName)
+	case kindQueue, kindSimpleQueue:
+		return name // Curator's DistributedQueue and SimpleDistributedQueue order
 	case kindUnknown:
 		_, key := queueNodeName(name)
 		if key == "" {
@@ -374,13 +409,33 @@ func readQueue(ctx context.Context, r *reader, cfg config, path string, cl *clas
 	switch kind {
 	case kindEmpty:
 		q.Held = new(bool)
-		q.Notes = append(q.Notes, "no children: nothing holds or waits here")
+		q.Notes = append(q.Notes, "no children: nothing holds or waits here",
+			"as a DistributedBarrier: up (a barrier is up while its node exists)")
 		return q, nil
 	case kindData:
 		q.Held = new(bool)
 		return readData(ctx, r, q)
 	case kindSemaphore:
 		return readSemaphore(ctx, r, cfg, q, cl, top)
+	case kindDouble:
+		return readDouble(r, q, cl), nil
+	case kindQueue, kindSimpleQueue:
+		q.Nodes = r.nodes(kind, cl.queue)
+		depth := len(q.Nodes)
+		q.Depth = &depth
+		var oldest int64
+		for i := range q.Nodes {
+			n := &q.Nodes[i]
+			n.Role, n.Library = roleItem, libCurator
+			oldest = max(oldest, n.AgeMS)
+			if kind == kindQueue { // the table shows the items, not Curator's framing
+				if items, err := queue.Decode(n.raw); err == nil {
+					n.raw = bytes.Join(items, []byte(", "))
+				}
+			}
+		}
+		q.OldestItemAgeMS = &oldest
+		return q, nil
 	case kindUnknown:
 		q.Nodes = r.nodes(kind, cl.queue)
 		for i := range q.Nodes {
@@ -479,7 +534,7 @@ func rwRoles(q *Queue) {
 func tally(q *Queue, nodes []Node) {
 	for _, n := range nodes {
 		switch n.Role {
-		case roleHolder, roleLeader:
+		case roleHolder, roleLeader, roleEntered:
 			q.Holders++
 		case roleUnknown:
 			q.Undecided++
@@ -557,8 +612,8 @@ func readSemaphore(ctx context.Context, r *reader, cfg config, q *Queue, cl *cla
 	return q, nil
 }
 
-// readData describes a data node: its size, its data and, for 4 bytes,
-// its value as a SharedCount.
+// readData describes a data node: its size, its data and, for 4 or 8
+// bytes, its value as a counter.
 func readData(ctx context.Context, r *reader, q *Queue) (*Queue, error) {
 	data, _, err := r.get(ctx, q.Path)
 	if err != nil && !errors.Is(err, zk.ErrNoNode) {
@@ -566,11 +621,39 @@ func readData(ctx context.Context, r *reader, q *Queue) (*Queue, error) {
 	}
 	q.Notes = append(q.Notes, fmt.Sprintf("a data node (%d bytes, no children): not a lock, semaphore or latch queue", len(data)))
 	note := "data: " + formatData(data)
-	if len(data) == 4 {
-		note += fmt.Sprintf(" (as a SharedCount: %d)", int32(binary.BigEndian.Uint32(data)))
+	switch len(data) {
+	case 4:
+		q.Counter = &Counter{Type: "int", Value: int64(int32(binary.BigEndian.Uint32(data)))}
+		note += fmt.Sprintf(" (as a SharedCount: %d)", q.Counter.Value)
+	case 8:
+		q.Counter = &Counter{Type: "long", Value: int64(binary.BigEndian.Uint64(data))}
 	}
 	q.Notes = append(q.Notes, note)
+	q.Notes = append(q.Notes, "as a DistributedBarrier: up (a barrier is up while its node exists)")
 	return q, nil
+}
+
+// readDouble makes a double barrier's member list: every member has
+// entered once the ready node exists, else each waits in enter (the
+// barrier's memberQty is not stored in ZooKeeper).
+func readDouble(r *reader, q *Queue, cl *class) *Queue {
+	ready := cl.ready
+	q.Ready = &ready
+	q.Nodes = r.nodes(kindDouble, cl.queue)
+	for i := range q.Nodes {
+		q.Nodes[i].Role = roleWaiter
+		if ready {
+			q.Nodes[i].Role = roleEntered
+		}
+	}
+	tally(q, q.Nodes)
+	q.Held = &ready
+	if ready {
+		q.Notes = append(q.Notes, "ready exists: the members present have entered (or are leaving: each deletes its node, the lowest last, then ready is deleted)")
+	} else {
+		q.Notes = append(q.Notes, "no ready node: the members wait in enter until memberQty are present (memberQty is not stored in ZooKeeper)")
+	}
+	return q
 }
 
 // readMax returns a semaphore's maximum from -count: a number, or the
@@ -629,7 +712,8 @@ func summarise(ctx context.Context, r *reader, cfg config, rep *Report, p *probe
 			if err != nil {
 				return err
 			}
-			rep.Locks = append(rep.Locks, LockSummary{Path: p.path, Kind: cl.kind, Held: q.Held, Holders: q.Holders, Waiters: q.Waiters, Undecided: q.Undecided, OldestWaiterAgeMS: q.OldestWaiterAgeMS})
+			rep.Locks = append(rep.Locks, LockSummary{Path: p.path, Kind: cl.kind, Held: q.Held, Holders: q.Holders, Waiters: q.Waiters, Undecided: q.Undecided, OldestWaiterAgeMS: q.OldestWaiterAgeMS, Ready: q.Ready,
+				Depth: q.Depth, OldestItemAgeMS: q.OldestItemAgeMS})
 			if cl.kind == kindSemaphore {
 				return nil // its parts are in its line
 			}

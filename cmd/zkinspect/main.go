@@ -53,6 +53,10 @@
 //     give it with -count (the SharedCount path, or the number) to see who
 //     is over it.
 //   - leader latch: _c_<uuid>-latch-<seq> nodes; the first leads.
+//   - double barrier (Curator's DistributedDoubleBarrier, barrier.DoubleBarrier):
+//     ephemeral members named by a UUID, and the persistent node ready
+//     once they have entered; members are listed IN when ready exists,
+//     else waiting (the barrier's memberQty is not stored in ZooKeeper).
 //
 // A node whose children are all persistent is a parent of locks (a
 // summary walks it), whatever its name: a mutex at /app/locks/report is a
@@ -89,7 +93,12 @@
 // of its own, with "?" where a lock has its state.
 // A node with data and no children (a SharedCount, a configuration node)
 // is a data node, not a lock: the summary does not list it but counts it
-// in its header, and given as <path> it is shown as a data node. A subtree
+// in its header, and given as <path> it is shown as a data node, with its
+// value as a counter when it holds 4 bytes (an int: SharedCount,
+// DistributedAtomicInteger, atomicval.Int32) or 8 (a long:
+// DistributedAtomicLong, atomicval.Int64). A DistributedBarrier is up
+// while its node exists (any node given as <path> says so), down when
+// there is no node. A subtree
 // the session may not read (NoAuth: an ACL protects it) is skipped with a
 // line naming it and the reason, and the walk goes on.
 //

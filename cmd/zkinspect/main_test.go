@@ -25,11 +25,14 @@ import (
 
 	"github.com/go-zookeeper/zk"
 
+	"github.com/zkrecipes/zkrecipes/atomicval"
+	"github.com/zkrecipes/zkrecipes/barrier"
 	"github.com/zkrecipes/zkrecipes/election"
 	"github.com/zkrecipes/zkrecipes/internal/engine"
 	"github.com/zkrecipes/zkrecipes/internal/interop"
 	"github.com/zkrecipes/zkrecipes/internal/testutil"
 	"github.com/zkrecipes/zkrecipes/mutex"
+	"github.com/zkrecipes/zkrecipes/queue"
 	"github.com/zkrecipes/zkrecipes/recipes"
 	"github.com/zkrecipes/zkrecipes/recipes/zktest"
 	"github.com/zkrecipes/zkrecipes/rwlock"
@@ -130,6 +133,7 @@ func (n *normaliser) data(s string) string {
 func (n *normaliser) node(x *Node) {
 	x.Name = n.text(x.Name)
 	x.Path = n.text(x.Path)
+	x.Key = n.text(x.Key)
 	if x.Session != "" {
 		x.Session = n.session(x.Session)
 	}
@@ -166,6 +170,9 @@ func (n *normaliser) json(t *testing.T, s string) string {
 		if q.OldestWaiterAgeMS != nil {
 			*q.OldestWaiterAgeMS = 0
 		}
+		if q.OldestItemAgeMS != nil {
+			*q.OldestItemAgeMS = 0
+		}
 	}
 	for i := range rep.Skipped {
 		rep.Skipped[i].Path = n.text(rep.Skipped[i].Path)
@@ -174,6 +181,9 @@ func (n *normaliser) json(t *testing.T, s string) string {
 		rep.Locks[i].Path = n.text(rep.Locks[i].Path)
 		if rep.Locks[i].OldestWaiterAgeMS != nil {
 			*rep.Locks[i].OldestWaiterAgeMS = 0
+		}
+		if rep.Locks[i].OldestItemAgeMS != nil {
+			*rep.Locks[i].OldestItemAgeMS = 0
 		}
 	}
 	var b strings.Builder
@@ -427,6 +437,35 @@ func TestGoLatch(t *testing.T) {
 		waitChildren(t, obs, path, i)
 	}
 	goldenBoth(t, zkc, "latch", path)
+}
+
+// TestGoQueue: work queues (package queue): a DistributedQueue and a
+// simple queue show their depth and their oldest item's age, and a
+// summary lists them with their depth as waiters.
+func TestGoQueue(t *testing.T) {
+	runRoot := newRunRoot()
+	zkc := zkServer(t)
+	ctx := testCtx(t)
+	c := connectT(t, zkc)
+	dq, err := queue.New(c, runRoot+"/jobs")
+	if err != nil {
+		t.Fatal(err)
+	}
+	sq, err := queue.NewSimple(c, runRoot+"/simple")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 3 {
+		if err := dq.Put(ctx, fmt.Appendf(nil, "job %d", i)); err != nil {
+			t.Fatal(err)
+		}
+		if err := sq.Offer(ctx, fmt.Appendf(nil, "cmd %d", i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	goldenBoth(t, zkc, "queue", runRoot+"/jobs")
+	goldenBoth(t, zkc, "simple-queue", runRoot+"/simple")
+	golden(t, "parent-queues", new(normaliser).text(inspectOut(t, zkc, runRoot)))
 }
 
 // release tells a holder process to release, and waits for it to exit.
@@ -1117,4 +1156,148 @@ func startCount(t *testing.T, c *recipes.Client, path string, seed int) *shared.
 	}
 	t.Cleanup(func() { _ = count.Close(context.Background()) })
 	return count
+}
+
+// TestGoBarriersAndCounters: a double barrier of 3 with two members
+// waiting, then all three entered (ready); a barrier that is up; a
+// counter of each width (a long, an int).
+func TestGoBarriersAndCounters(t *testing.T) {
+	runRoot := newRunRoot()
+	zkc := zkServer(t)
+	ctx := testCtx(t)
+	obs := connectT(t, zkc)
+	path := runRoot + "/jobs/start"
+	var members []*barrier.DoubleBarrier
+	for range 3 {
+		d, err := barrier.NewDouble(connectT(t, zkc), path, 3)
+		if err != nil {
+			t.Fatal(err)
+		}
+		members = append(members, d)
+	}
+	var entered []<-chan error
+	for _, d := range members[:2] {
+		entered = append(entered, lockAsync(t, func() error { return d.Enter(ctx) }))
+	}
+	waitChildren(t, obs, path, 2)
+	goldenBoth(t, zkc, "double-barrier-waiting", path)
+	if err := members[2].Enter(ctx); err != nil {
+		t.Fatal(err)
+	}
+	for _, ch := range entered {
+		if err := <-ch; err != nil {
+			t.Fatal(err)
+		}
+	}
+	goldenBoth(t, zkc, "double-barrier-ready", path)
+
+	b, err := barrier.New(obs, runRoot+"/jobs/gate")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Set(ctx); err != nil {
+		t.Fatal(err)
+	}
+	golden(t, "barrier-up", new(normaliser).text(inspectOut(t, zkc, runRoot+"/jobs/gate")))
+	long, err := atomicval.NewInt64(obs, runRoot+"/ids/orders")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := long.Add(ctx, 1<<40); err != nil {
+		t.Fatal(err)
+	}
+	goldenBoth(t, zkc, "counter-long", runRoot+"/ids/orders")
+	short, err := atomicval.NewInt32(obs, runRoot+"/ids/retries")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := short.Add(ctx, -3); err != nil {
+		t.Fatal(err)
+	}
+	golden(t, "counter-int", new(normaliser).text(inspectOut(t, zkc, runRoot+"/ids/retries")))
+	golden(t, "summary-barriers", new(normaliser).text(inspectOut(t, zkc, runRoot)))
+
+	var wg sync.WaitGroup
+	for _, d := range members {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if err := d.Leave(ctx); err != nil {
+				t.Error(err)
+			}
+		}()
+	}
+	wg.Wait()
+	var out bytes.Buffer
+	err = run(ctx, []string{"-servers", zkc.ConnectString(), path}, &out)
+	if err == nil {
+		// The container may stay a moment: then it has no children.
+		if !strings.Contains(out.String(), "empty") {
+			t.Errorf("after every member left: %s", out.String())
+		}
+	} else if !errors.Is(err, errNoNode) {
+		t.Errorf("after every member left: %v", err)
+	}
+}
+
+// TestCuratorDoubleBarrier: a double barrier of 3 with two Curator members
+// waiting and one Go member: zkinspect sees Curator's members as ours
+// (curator-compatible, waiting), then all three IN once ready exists.
+func TestCuratorDoubleBarrier(t *testing.T) {
+	runRoot := newRunRoot()
+	if _, err := interop.JavaClasspath(); err != nil {
+		testutil.Unavailable(t, err)
+	}
+	zkc := zkServer(t)
+	ctx := testCtx(t)
+	dir := t.TempDir()
+	path := runRoot + "/curator-double"
+	obs := connectT(t, zkc)
+	var javas []*interop.Proc
+	for range 2 {
+		j := testutil.Curator(t, ctx, dir, "doublebarrier", zkc.ConnectString(), path, "3")
+		if err := j.WaitLine(ctx, "READY"); err != nil {
+			t.Fatal(err)
+		}
+		if err := j.Send("ENTER"); err != nil {
+			t.Fatal(err)
+		}
+		javas = append(javas, j)
+	}
+	waitChildren(t, obs, path, 2)
+	out := new(normaliser).text(inspectOut(t, zkc, path))
+	for _, want := range []string{"double barrier (DistributedDoubleBarrier)", "status: 2 members, ready: no; 0 entered, 2 waiting", "curator-compatible"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("Curator's waiting members: no %q in\n%s", want, out)
+		}
+	}
+	d, err := barrier.NewDouble(connectT(t, zkc), path, 3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := d.Enter(ctx); err != nil {
+		t.Fatal(err)
+	}
+	for _, j := range javas {
+		if err := j.WaitLine(ctx, "ENTERED"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	out = new(normaliser).text(inspectOut(t, zkc, path))
+	if !strings.Contains(out, "status: 3 members, ready: yes; 3 entered, 0 waiting") {
+		t.Errorf("all entered:\n%s", out)
+	}
+	for _, j := range javas {
+		if err := j.Send("LEAVE"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := d.Leave(ctx); err != nil {
+		t.Fatal(err)
+	}
+	for _, j := range javas {
+		if err := j.WaitLine(ctx, "LEFT"); err != nil {
+			t.Fatal(err)
+		}
+	}
 }

@@ -18,14 +18,17 @@ import (
 const maxData = 40
 
 var kindLabels = map[string]string{
-	kindMutex:     "mutex (InterProcessMutex, LeaderSelector, zk.Lock or Kazoo Lock)",
-	kindRWLock:    "read/write lock",
-	kindSemaphore: "semaphore (InterProcessSemaphoreV2)",
-	kindLatch:     "leader latch",
-	kindEmpty:     "empty",
-	kindData:      "data node",
-	kindLeases:    "a semaphore's leases",
-	kindUnknown:   "unknown (not a queue zkinspect knows)",
+	kindMutex:       "mutex (InterProcessMutex, LeaderSelector, zk.Lock or Kazoo Lock)",
+	kindRWLock:      "read/write lock",
+	kindSemaphore:   "semaphore (InterProcessSemaphoreV2)",
+	kindLatch:       "leader latch",
+	kindEmpty:       "empty",
+	kindData:        "data node",
+	kindLeases:      "a semaphore's leases",
+	kindUnknown:     "unknown (not a queue zkinspect knows)",
+	kindDouble:      "double barrier (DistributedDoubleBarrier)",
+	kindQueue:       "work queue (DistributedQueue family)",
+	kindSimpleQueue: "work queue (SimpleDistributedQueue, ZooKeeper's contrib queue)",
 }
 
 var roleLabels = map[string]string{
@@ -35,6 +38,13 @@ var roleLabels = map[string]string{
 	roleAcquiring: "acquiring",
 	roleUnknown:   "HOLDS?",
 	roleNone:      "?",
+	roleEntered:   "IN",
+	roleItem:      "item",
+}
+
+var counterLabels = map[string]string{
+	"int":  "4 bytes, as SharedCount, DistributedAtomicInteger, atomicval.Int32 or Kazoo's Counter(support_curator) hold it",
+	"long": "8 bytes, as DistributedAtomicLong and atomicval.Int64 hold it",
 }
 
 var libraryLabels = map[string]string{
@@ -95,6 +105,13 @@ func renderQueue(b *strings.Builder, q *Queue) {
 		}
 		status = fmt.Sprintf("%d leases held (max %s)", q.Holders, max)
 	}
+	if q.Kind == kindDouble {
+		ready := "no"
+		if q.Ready != nil && *q.Ready {
+			ready = "yes"
+		}
+		status = fmt.Sprintf("%d members, ready: %s; %d entered", len(q.Nodes), ready, q.Holders)
+	}
 	if q.Undecided > 0 {
 		status += fmt.Sprintf(", %d holding or waiting", q.Undecided)
 	}
@@ -102,18 +119,31 @@ func renderQueue(b *strings.Builder, q *Queue) {
 	if q.OldestWaiterAgeMS != nil {
 		status += ", oldest waiting " + formatAge(time.Duration(*q.OldestWaiterAgeMS)*time.Millisecond)
 	}
+	if q.Depth != nil {
+		status = fmt.Sprintf("%d items", *q.Depth)
+		if *q.Depth > 0 && q.OldestItemAgeMS != nil {
+			status += ", oldest " + formatAge(time.Duration(*q.OldestItemAgeMS)*time.Millisecond)
+		}
+	}
 	switch q.Kind {
 	case kindEmpty, kindData, kindUnknown:
 	default:
 		fmt.Fprintf(b, "status: %s\n", status)
 	}
+	if c := q.Counter; c != nil {
+		fmt.Fprintf(b, "counter: %d (%s: %s)\n", c.Value, c.Type, counterLabels[c.Type])
+	}
 	switch q.Kind {
 	case kindEmpty, kindData:
+	case kindDouble:
+		renderNodes(b, q.Nodes, false, "no members")
 	case kindSemaphore:
 		fmt.Fprintf(b, "leases (%s):\n", engine.JoinPath(q.Path, semaphore.LeaseParent))
 		renderNodes(b, q.Nodes, false, "no leases")
 		fmt.Fprintf(b, "internal lock (%s):\n", engine.JoinPath(q.Path, semaphore.LockParent))
 		renderNodes(b, q.InternalLock, false, "nobody acquiring")
+	case kindQueue, kindSimpleQueue:
+		renderNodes(b, q.Nodes, false, "no items")
 	default:
 		renderNodes(b, q.Nodes, q.Kind == kindRWLock, "no contenders")
 	}
@@ -191,12 +221,22 @@ func renderSummary(b *strings.Builder, rep *Report) {
 			if l.Undecided > 0 {
 				holders = fmt.Sprintf("%d?", l.Undecided)
 			}
+		case l.Kind == kindDouble && *l.Held:
+			state = "ready"
+		case l.Kind == kindDouble:
+			state = "waiting"
 		case *l.Held:
 			state = "held"
 		}
 		oldest := "-"
 		if l.OldestWaiterAgeMS != nil {
 			oldest = formatAge(time.Duration(*l.OldestWaiterAgeMS) * time.Millisecond)
+		}
+		if l.Depth != nil { // a work queue: its items wait
+			state, holders, waiters = "queue", "-", strconv.Itoa(*l.Depth)
+			if *l.Depth > 0 && l.OldestItemAgeMS != nil {
+				oldest = formatAge(time.Duration(*l.OldestItemAgeMS) * time.Millisecond)
+			}
 		}
 		fmt.Fprintf(tw, "  %s\t%s\t%s\t%7s\t%7s\t%13s\n", l.Path, l.Kind, state, holders, waiters, oldest)
 	}

@@ -328,8 +328,8 @@ func (b *bench) cacheSize(ctx context.Context, admin, oc *recipes.Client, pxOurs
 			c.cpuLoad = a.cpu * 1e6 / float64(max(a.ops, 1))
 			c.size = a.ops
 			if len(a.extra) == 3 {
-				c.heap = float64(a.extra[0]) / float64(max(a.extra[1], 1))
-				c.loadReq = float64(a.extra[2])
+				c.heap = a.extra[0] / max(a.extra[1], 1)
+				c.loadReq = a.extra[2]
 			}
 			if w1 := watches(); w0 >= 0 && w1 >= 0 {
 				c.watches = w1 - w0
@@ -462,9 +462,9 @@ func (b *bench) cacheSize(ctx context.Context, admin, oc *recipes.Client, pxOurs
 				// Curator's RECONNECTED reaches its listeners after the
 				// cache's first reads may have begun: the read is timed
 				// from its first reply (one round trip short).
-				c.resyncd = time.Duration(a.extra[0]) * time.Microsecond
-				c.resyncReq = float64(a.extra[1])
-				c.read = c.resyncd - min(c.recon, time.Duration(a.extra[2])*time.Microsecond)
+				c.resyncd = time.Duration(a.extra[0] * float64(time.Microsecond))
+				c.resyncReq = a.extra[1]
+				c.read = c.resyncd - min(c.recon, time.Duration(a.extra[2]*float64(time.Microsecond)))
 			}
 		}
 		if err := cc.Close(ctx); err != nil {

@@ -56,7 +56,13 @@
 //     holding together; Kazoo's side is its own ReadLock, whose nodes
 //     Curator does not know) and semaphore (-sessions sessions on one
 //     semaphore of 4 leases: Curator's InterProcessSemaphoreV2, Kazoo's
-//     Semaphore). Each peer is one process (peers/BenchCurator.java,
+//     Semaphore), counter (-sessions sessions incrementing one counter:
+//     atomicval.Int64 against Curator's DistributedAtomicLong, optimistic
+//     and promoted to a lock: increments/s, p99 and slowest call, failed
+//     calls; target ours >= 2 x Curator and p99 < 20 ms) and doublebarrier
+//     (10 members entering one double barrier together, then leaving
+//     together: ms from the start to the last member's return, median of
+//     10 cycles; see peeratomic.go; Curator only). Each peer is one process (peers/BenchCurator.java,
 //     peers/bench_kazoo.py, embedded) started once per run with its
 //     sessions connected (same -session-timeout) and warmed up before any
 //     clock starts, then given one stdin command per turn; its CPU time is
@@ -104,7 +110,7 @@
 //	RESULT scenario=semcontended sessions=... max_leases=4 sem_ops=... mutex_ops=... ratio=... p50_ms=... p99_ms=... ... max_held=...
 //	RESULT scenario=failover recipe=latch|selector way=graceful|kill|blackhole failover_median_ms=... failover_max_ms=... session_timeout_ms=... median_per_timeout=... ...
 //	RESULT scenario=cache nodes=... load_ms_ours=... load_ms_curator=... cpu_us_per_node_ours=... lat_p50_ms_ours=... lat_p99_ms_ours=... resync_ms_ours=... ...
-//	RESULT scenario=peers workload=cycle|contend|queue10|queue100|queue1000|rwlock|semaphore unit=ops_per_s|us_per_handoff ours=... curator=... ours_per_curator=... kazoo=... ours_per_kazoo=... cpu_us_per_op_ours=... ...
+//	RESULT scenario=peers workload=cycle|contend|queue10|queue100|queue1000|rwlock|semaphore|counter|counter-promoted|doublebarrier-enter|doublebarrier-leave|workqueue-dq|workqueue-simple unit=ops_per_s|us_per_handoff|ms ours=... curator=... ours_per_curator=... kazoo=... ours_per_kazoo=... cpu_us_per_op_ours=... ...
 //
 // Both sides use the same session timeout (-session-timeout). Mutual
 // exclusion is checked while the contended rounds run. Any error, or a

@@ -22,6 +22,7 @@ import (
 
 	"github.com/zkrecipes/zkrecipes/internal/interop"
 	"github.com/zkrecipes/zkrecipes/mutex"
+	"github.com/zkrecipes/zkrecipes/queue"
 	"github.com/zkrecipes/zkrecipes/recipes"
 	"github.com/zkrecipes/zkrecipes/rwlock"
 	"github.com/zkrecipes/zkrecipes/semaphore"
@@ -65,7 +66,7 @@ var (
 func init() {
 	scenarios = append(scenarios, "peers")
 	flag.BoolVar(&peersOn, "peers", true, "peers: run Curator 5.4 (java + Debian's jars) and Kazoo 2.8 (/usr/bin/python3 with python3-kazoo) where installed; -peers=false skips them")
-	flag.StringVar(&peerWorkloads, "peer-workloads", "cycle,contend,queue,rwlock,semaphore", "peers: the workloads to run, a comma-separated list of cycle, contend, queue, rwlock, semaphore")
+	flag.StringVar(&peerWorkloads, "peer-workloads", "cycle,contend,queue,rwlock,semaphore,counter,doublebarrier,workqueue", "peers: the workloads to run, a comma-separated list of cycle, contend, queue, rwlock, semaphore, counter, doublebarrier, workqueue")
 }
 
 // ---------------------------------------------------------- peer processes
@@ -84,7 +85,7 @@ type peerProc struct {
 type peerAnswer struct {
 	ops, total, most int
 	seconds, cpu     float64
-	extra            []int64 // numbers after <most>, for the commands that give them
+	extra            []float64 // counter's and doublebarrier's further figures
 }
 
 // tailBuffer keeps the last 8 KiB written to it.
@@ -293,9 +294,7 @@ func (p *peerProc) doQueued(limit time.Duration, cmd string, queued func() error
 	atof := func(s string) float64 { v, err := strconv.ParseFloat(s, 64); errs = append(errs, err); return v }
 	a.ops, a.seconds, a.cpu, a.total, a.most = atoi(f[1]), atof(f[2]), atof(f[3]), atoi(f[4]), atoi(f[5])
 	for _, x := range f[6:] {
-		v, err := strconv.ParseInt(x, 10, 64)
-		errs = append(errs, err)
-		a.extra = append(a.extra, v)
+		a.extra = append(a.extra, atof(x))
 	}
 	if err := errors.Join(errs...); err != nil {
 		return a, fmt.Errorf("%s: bad answer %q: %w", p.label, line, err)
@@ -337,6 +336,7 @@ type peerRow struct {
 	ratio         map[string]float64 // peer key -> median over rounds of ours/peer
 	note          map[string]string  // peer key -> why it has no figure, or a remark
 	target        float64            // ours/Curator target, or 0
+	latency       string             // figures are milliseconds (1e3/rate) of this, e.g. "ms to all in"
 }
 
 // peerRows are the peers scenario's figures for the -md report.
@@ -351,6 +351,8 @@ func (r peerRow) value(key string) string {
 		return "na"
 	case r.queue:
 		return fmt.Sprintf("%.0f", 1e6/v)
+	case r.latency != "":
+		return fmt.Sprintf("%.1f", 1e3/v)
 	default:
 		return fmt.Sprintf("%.1f", v)
 	}
@@ -364,6 +366,9 @@ func (r peerRow) cell(key string) string {
 	s := fmt.Sprintf("%.0f ops/s, CPU %.0f µs/op", r.rate[key], r.cpu[key])
 	if r.queue {
 		s = fmt.Sprintf("%.0f µs/hand-off, CPU %.0f µs/hand-off", 1e6/r.rate[key], r.cpu[key])
+	}
+	if r.latency != "" {
+		s = fmt.Sprintf("%.1f %s", 1e3/r.rate[key], r.latency)
 	}
 	if n := r.note[key]; n != "" {
 		s += " (" + n + ")"
@@ -395,10 +400,10 @@ func (b *bench) peers(ctx context.Context) ([]string, bool, error) {
 	work := map[string]bool{}
 	for _, w := range strings.Split(peerWorkloads, ",") {
 		switch w = strings.TrimSpace(w); w {
-		case "cycle", "contend", "queue", "rwlock", "semaphore":
+		case "cycle", "contend", "queue", "rwlock", "semaphore", "counter", "doublebarrier", "workqueue":
 			work[w] = true
 		default:
-			return nil, false, fmt.Errorf("-peer-workloads: %q is not one of cycle, contend, queue, rwlock, semaphore", w)
+			return nil, false, fmt.Errorf("-peer-workloads: %q is not one of cycle, contend, queue, rwlock, semaphore, counter, doublebarrier, workqueue", w)
 		}
 	}
 	sessions := max(f.sessions, f.readers)
@@ -467,7 +472,9 @@ func (b *bench) peers(ctx context.Context) ([]string, bool, error) {
 	for _, w := range []struct {
 		name string
 		run  func() ([]string, bool, error)
-	}{{"cycle", pw.cycle}, {"contend", pw.contend}, {"queue", pw.queue}, {"rwlock", pw.rwlock}, {"semaphore", pw.semaphore}} {
+	}{{"cycle", pw.cycle}, {"contend", pw.contend}, {"queue", pw.queue}, {"rwlock", pw.rwlock}, {"semaphore", pw.semaphore},
+		{"counter", pw.counter}, {"doublebarrier", pw.doubleBarrier}, {"workqueue", pw.workqueue}} { // peeratomic.go, workqueue below
+
 		if !work[w.name] {
 			continue
 		}
@@ -508,6 +515,9 @@ func (w *peerWork) compare(row peerRow, rounds int, sides []peerSide) (string, b
 	if row.queue {
 		unit, cpuUnit = "µs/hand-off", "CPU µs/hand-off"
 	}
+	if row.latency != "" {
+		unit = "ms"
+	}
 	cols := []string{"round"}
 	for _, s := range sides {
 		cols = append(cols, s.label+" "+unit)
@@ -520,10 +530,19 @@ func (w *peerWork) compare(row peerRow, rounds int, sides []peerSide) (string, b
 	}
 	tw := table(append(cols, "first")...)
 	show := func(rate float64) float64 {
-		if row.queue {
+		switch {
+		case row.queue:
 			return 1e6 / rate
+		case row.latency != "":
+			return 1e3 / rate
 		}
 		return rate
+	}
+	showf := func(v float64) string {
+		if row.latency != "" {
+			return fmt.Sprintf("%.1f", v)
+		}
+		return fmt.Sprintf("%.0f", v)
 	}
 	for r := range rounds {
 		figs := map[string]peerFig{}
@@ -548,7 +567,7 @@ func (w *peerWork) compare(row peerRow, rounds int, sides []peerSide) (string, b
 		}
 		var vals []string
 		for _, s := range sides {
-			vals = append(vals, fmt.Sprintf("%.0f", show(figs[s.key].rate)))
+			vals = append(vals, showf(show(figs[s.key].rate)))
 			if s.key != "ours" {
 				vals = append(vals, fmt.Sprintf("%.2f", figs["ours"].rate/figs[s.key].rate))
 			}
@@ -561,7 +580,7 @@ func (w *peerWork) compare(row peerRow, rounds int, sides []peerSide) (string, b
 	var vals []string
 	for _, s := range sides {
 		row.rate[s.key], row.cpu[s.key] = median(rates[s.key]), median(cpus[s.key])
-		vals = append(vals, fmt.Sprintf("%.0f", show(row.rate[s.key])))
+		vals = append(vals, showf(show(row.rate[s.key])))
 		if s.key != "ours" {
 			row.ratio[s.key] = median(ratios[s.key])
 			vals = append(vals, fmt.Sprintf("%.2f", row.ratio[s.key]))
@@ -588,6 +607,8 @@ func (w *peerWork) compare(row peerRow, rounds int, sides []peerSide) (string, b
 	fmt.Fprintf(&kv, "RESULT scenario=peers workload=%s", row.key)
 	if row.queue {
 		kv.WriteString(" unit=us_per_handoff")
+	} else if row.latency != "" {
+		kv.WriteString(" unit=ms")
 	} else {
 		kv.WriteString(" unit=ops_per_s")
 	}
@@ -1069,4 +1090,137 @@ func (b *bench) peersMarkdown() error {
 	}
 	fmt.Printf("\nwrote %s\n", mdFile)
 	return nil
+}
+
+// -------------------------------------------------------------- workqueue
+
+// peerQueueItems and peerQueueConsumers shape the workqueue workload.
+const (
+	peerQueueItems     = 1000
+	peerQueueConsumers = 4
+)
+
+// workqueue: one producer session puts items into a work queue while 4
+// consumer sessions take them, ours (package queue) against Curator's
+// DistributedQueue and SimpleDistributedQueue (Kazoo's queues have their
+// own layout: no row); items consumed per second, from the first put to
+// the last item consumed.
+func (w *peerWork) workqueue() ([]string, bool, error) {
+	if len(w.clients) < peerQueueConsumers+1 {
+		return nil, false, fmt.Errorf("workqueue needs %d sessions (-sessions)", peerQueueConsumers+1)
+	}
+	var lines []string
+	pass := true
+	for _, kind := range []string{"dq", "simple"} {
+		label := map[string]string{"dq": "DistributedQueue", "simple": "SimpleDistributedQueue"}[kind]
+		fmt.Printf("\n-- peers workqueue %s: 1 producer puts %d items while %d consumers take them, each a session (items/s)\n", label, peerQueueItems, peerQueueConsumers)
+		ours := peerSide{label: "ours", key: "ours", run: func(r int) (peerFig, error) {
+			return w.oursWorkqueue(kind, fmt.Sprintf("%s/r%d", w.path("workqueue-"+kind, "ours"), r))
+		}}
+		sides := []peerSide{ours}
+		if p := w.proc("curator"); p != nil {
+			sides = append(sides, peerSide{label: p.label, key: p.key, run: func(r int) (peerFig, error) {
+				a, err := p.do(3*time.Minute, "workqueue %s/r%d %d %s %d", w.path("workqueue-"+kind, p.key), r, peerQueueItems, kind, peerQueueConsumers)
+				if err != nil {
+					return peerFig{}, err
+				}
+				return peerFig{rate: float64(a.ops) / a.seconds, cpuUS: a.cpu * 1e6 / float64(max(a.total, 1))}, nil
+			}})
+		}
+		row := peerRow{workload: fmt.Sprintf("workqueue %s: 1 producer, %d consumers, %d items (items/s)", label, peerQueueConsumers, peerQueueItems), key: "workqueue-" + kind}
+		row.note = map[string]string{}
+		if w.proc("kazoo") != nil {
+			row.note["kazoo"] = "Kazoo's queues have their own layout: no row"
+		}
+		line, ok, err := w.compare(row, w.b.f.rounds, sides)
+		if err != nil {
+			return lines, false, err
+		}
+		lines, pass = append(lines, line), pass && ok
+	}
+	return lines, pass, nil
+}
+
+// oursWorkqueue runs one round of the workqueue workload with package
+// queue: a Queue (normal mode) or a SimpleQueue.
+func (w *peerWork) oursWorkqueue(kind, path string) (peerFig, error) {
+	ctx, cancel := context.WithTimeout(w.ctx, 2*time.Minute)
+	defer cancel()
+	var (
+		got  atomic.Int64
+		all  = make(chan struct{})
+		once sync.Once
+		wg   sync.WaitGroup
+	)
+	count := func() {
+		if got.Add(1) == peerQueueItems {
+			once.Do(func() { close(all) })
+		}
+	}
+	var put func([]byte) error
+	var closers []func(context.Context) error
+	if kind == "dq" {
+		for i := 1; i <= peerQueueConsumers; i++ {
+			q, err := queue.New(w.clients[i], path, queue.WithConsumer(queue.ConsumerFunc(func(context.Context, *queue.Message) error {
+				count()
+				return nil
+			})))
+			if err != nil {
+				return peerFig{}, err
+			}
+			if err := q.Start(ctx); err != nil {
+				return peerFig{}, err
+			}
+			closers = append(closers, q.Close)
+		}
+		p, err := queue.New(w.clients[0], path)
+		if err != nil {
+			return peerFig{}, err
+		}
+		put = func(b []byte) error { return p.Put(ctx, b) }
+	} else {
+		cctx, ccancel := context.WithCancel(ctx)
+		defer ccancel()
+		for i := 1; i <= peerQueueConsumers; i++ {
+			q, err := queue.NewSimple(w.clients[i], path)
+			if err != nil {
+				return peerFig{}, err
+			}
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for {
+					if _, err := q.Take(cctx); err != nil {
+						return
+					}
+					count()
+				}
+			}()
+		}
+		defer wg.Wait()
+		defer ccancel()
+		p, err := queue.NewSimple(w.clients[0], path)
+		if err != nil {
+			return peerFig{}, err
+		}
+		put = func(b []byte) error { return p.Offer(ctx, b) }
+	}
+	defer func() {
+		for _, c := range closers {
+			c(context.Background())
+		}
+	}()
+	start, cpu := time.Now(), cpuTime()
+	for range peerQueueItems {
+		if err := put([]byte("job")); err != nil {
+			return peerFig{}, err
+		}
+	}
+	select {
+	case <-all:
+	case <-ctx.Done():
+		return peerFig{}, fmt.Errorf("workqueue: %d of %d items consumed: %w", got.Load(), peerQueueItems, ctx.Err())
+	}
+	took, used := time.Since(start), cpuTime()-cpu
+	return peerFig{rate: peerQueueItems / took.Seconds(), cpuUS: cpuPerOp(used, peerQueueItems)}, nil
 }

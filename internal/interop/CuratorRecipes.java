@@ -146,6 +146,23 @@
 //                        releases its mutex node);
 //         "close"        closes the selector, prints CLOSED and exits 0.
 //
+//   queue-produce <connectString> <kind> <path> <count>
+//       Puts count items "j00", "j01", ... with Curator's queue of that
+//       kind: simple (SimpleDistributedQueue.offer), plain
+//       (DistributedQueue.put, then one putMulti of "jm1" and "jm2"), id
+//       (DistributedIdQueue.put with id "job/<i mod 3>"), priority
+//       (DistributedPriorityQueue.put with priority count-i, so the last
+//       item is the most urgent), delay (DistributedDelayQueue.put, item
+//       i due 500+i ms from now: a due time each). Puts in the
+//       foreground; prints PUT and exits 0.
+//
+//   queue-consume <connectString> <kind> <path> <count> <lockPath|-> <hang>
+//       Consumes with Curator's queue of that kind (simple: take() count
+//       times), in lock-safety mode unless lockPath is "-". Prints READY,
+//       then "ITEM <item>" for each item (UTF-8), and DONE once count
+//       items came, then exits 0. With hang 1 the first item is printed as
+//       "HOLDING <item>" instead, and the consumer never returns from it
+//       (for a test that SIGKILLs it mid-item).
 //   cache <connectString> <path>
 //       Starts CuratorCache.build(client, path) with a listener on every
 //       event. Each event prints "EVENT <TYPE> <path> <version>" (TYPE is
@@ -209,6 +226,16 @@ import org.apache.curator.framework.recipes.atomic.AtomicValue;
 import org.apache.curator.framework.recipes.atomic.DistributedAtomicInteger;
 import org.apache.curator.framework.recipes.atomic.DistributedAtomicLong;
 import org.apache.curator.framework.recipes.atomic.PromotedToLock;
+import org.apache.curator.framework.recipes.queue.DistributedDelayQueue;
+import org.apache.curator.framework.recipes.queue.DistributedIdQueue;
+import org.apache.curator.framework.recipes.queue.DistributedPriorityQueue;
+import org.apache.curator.framework.recipes.queue.DistributedQueue;
+import org.apache.curator.framework.recipes.queue.MultiItem;
+import org.apache.curator.framework.recipes.queue.QueueBuilder;
+import org.apache.curator.framework.recipes.queue.QueueConsumer;
+import org.apache.curator.framework.recipes.queue.QueueSerializer;
+import org.apache.curator.framework.recipes.queue.SimpleDistributedQueue;
+import org.apache.curator.framework.state.ConnectionState;
 import org.apache.curator.framework.recipes.shared.SharedCount;
 import org.apache.curator.framework.recipes.shared.VersionedValue;
 import org.apache.curator.framework.recipes.leader.LeaderLatch;
@@ -247,11 +274,15 @@ public class CuratorRecipes {
         register("sharedcount-set", "<connectString> <path> <value> [<path> <value>...]", CuratorRecipes::sharedcountSet);
         register("atomiclong", "<connectString> <path> <threads> <iterations> <lockPath|->", CuratorRecipes::atomiclong);
         register("atomiclong-get", "<connectString> <path> [<path>...]", CuratorRecipes::atomiclongGet);
+        register("sharedcount-incr", "<connectString> <path> <iterations>", CuratorRecipes::sharedcountIncr);
+        register("atomicint", "<connectString> <path> <iterations>", CuratorRecipes::atomicint);
         register("atomicint-add", "<connectString> <path> <delta>", CuratorRecipes::atomicintAdd);
         register("latch", "<connectString> <path> <id>", CuratorRecipes::latch);
         register("selector", "<connectString> <path> <id> <iterations> <outFile> <holdMillis>", CuratorRecipes::selector);
         register("selholder", "<connectString> <path> <id>", CuratorRecipes::selholder);
         register("doublebarrier", "<connectString> <path> <memberQty>", CuratorRecipes::doublebarrier);
+        register("queue-produce", "<connectString> <kind> <path> <count>", CuratorRecipes::queueProduce);
+        register("queue-consume", "<connectString> <kind> <path> <count> <lockPath|-> <hang>", CuratorRecipes::queueConsume);
         register("cache", "<connectString> <path>", CuratorRecipes::cache);
         register("write", "<connectString>", CuratorRecipes::write);
     }
@@ -420,6 +451,165 @@ public class CuratorRecipes {
      * waits for "ENTER", enters (no timeout), prints ENTERED, waits for
      * "LEAVE", leaves, prints LEFT.
      */
+    static final QueueSerializer<String> UTF8 = new QueueSerializer<String>() {
+        @Override
+        public byte[] serialize(String item) {
+            return item.getBytes(StandardCharsets.UTF_8);
+        }
+
+        @Override
+        public String deserialize(byte[] bytes) {
+            return new String(bytes, StandardCharsets.UTF_8);
+        }
+    };
+
+    static QueueBuilder<String> queueBuilder(CuratorFramework client, QueueConsumer<String> consumer, String path, String lockPath) {
+        QueueBuilder<String> b = QueueBuilder.builder(client, consumer, UTF8, path).putInBackground(false);
+        if (!lockPath.equals("-")) {
+            b = b.lockPath(lockPath);
+        }
+        return b;
+    }
+
+    static void queueProduce(String[] args) throws Exception {
+        need(args, 4, "queue-produce");
+        String kind = args[1];
+        String path = args[2];
+        int count = Integer.parseInt(args[3]);
+        try (CuratorFramework client = connect(args[0])) {
+            switch (kind) {
+                case "simple": {
+                    SimpleDistributedQueue q = new SimpleDistributedQueue(client, path);
+                    for (int i = 0; i < count; i++) {
+                        q.offer(String.format("j%02d", i).getBytes(StandardCharsets.UTF_8));
+                    }
+                    break;
+                }
+                case "plain": {
+                    DistributedQueue<String> q = queueBuilder(client, null, path, "-").buildQueue();
+                    q.start();
+                    for (int i = 0; i < count; i++) {
+                        q.put(String.format("j%02d", i));
+                    }
+                    final String[] multi = {"jm1", "jm2"};
+                    final int[] at = {0};
+                    q.putMulti(new MultiItem<String>() {
+                        @Override
+                        public String nextItem() {
+                            return at[0] < multi.length ? multi[at[0]++] : null;
+                        }
+                    });
+                    q.close();
+                    break;
+                }
+                case "id": {
+                    DistributedIdQueue<String> q = queueBuilder(client, null, path, "-").buildIdQueue();
+                    q.start();
+                    for (int i = 0; i < count; i++) {
+                        q.put(String.format("j%02d", i), "job/" + (i % 3));
+                    }
+                    q.close();
+                    break;
+                }
+                case "priority": {
+                    DistributedPriorityQueue<String> q = queueBuilder(client, null, path, "-").buildPriorityQueue(0);
+                    q.start();
+                    for (int i = 0; i < count; i++) {
+                        q.put(String.format("j%02d", i), count - i);
+                    }
+                    q.close();
+                    break;
+                }
+                case "delay": {
+                    DistributedDelayQueue<String> q = queueBuilder(client, null, path, "-").buildDelayQueue();
+                    q.start();
+                    long due = System.currentTimeMillis() + 500;
+                    for (int i = 0; i < count; i++) {
+                        q.put(String.format("j%02d", i), due + i);
+                    }
+                    q.close();
+                    break;
+                }
+                default:
+                    throw new IllegalArgumentException("queue kind " + kind);
+            }
+            say("PUT");
+        }
+    }
+
+    static void queueConsume(String[] args) throws Exception {
+        need(args, 6, "queue-consume");
+        String kind = args[1];
+        String path = args[2];
+        int count = Integer.parseInt(args[3]);
+        String lockPath = args[4];
+        boolean hang = args[5].equals("1");
+        try (CuratorFramework client = connect(args[0])) {
+            if (kind.equals("simple")) {
+                SimpleDistributedQueue q = new SimpleDistributedQueue(client, path);
+                say("READY");
+                for (int i = 0; i < count; i++) {
+                    say("ITEM " + new String(q.take(), StandardCharsets.UTF_8));
+                }
+                say("DONE");
+                return;
+            }
+            CountDownLatch done = new CountDownLatch(count);
+            final boolean[] first = {true};
+            QueueConsumer<String> consumer = new QueueConsumer<String>() {
+                @Override
+                public void consumeMessage(String item) throws Exception {
+                    synchronized (first) {
+                        if (hang && first[0]) {
+                            first[0] = false;
+                            say("HOLDING " + item);
+                            new CountDownLatch(1).await();
+                        }
+                    }
+                    say("ITEM " + item);
+                    done.countDown();
+                }
+
+                @Override
+                public void stateChanged(CuratorFramework c, ConnectionState s) {}
+            };
+            QueueBuilder<String> b = queueBuilder(client, consumer, path, lockPath);
+            java.io.Closeable q;
+            switch (kind) {
+                case "plain": {
+                    DistributedQueue<String> dq = b.buildQueue();
+                    dq.start();
+                    q = dq;
+                    break;
+                }
+                case "id": {
+                    DistributedIdQueue<String> dq = b.buildIdQueue();
+                    dq.start();
+                    q = dq;
+                    break;
+                }
+                case "priority": {
+                    DistributedPriorityQueue<String> dq = b.buildPriorityQueue(0);
+                    dq.start();
+                    q = dq;
+                    break;
+                }
+                case "delay": {
+                    DistributedDelayQueue<String> dq = b.buildDelayQueue();
+                    dq.start();
+                    q = dq;
+                    break;
+                }
+                default:
+                    throw new IllegalArgumentException("queue kind " + kind);
+            }
+            say("READY");
+            done.await();
+            say("DONE");
+            q.close();
+        }
+    }
+
     static void doublebarrier(String[] args) throws Exception {
         need(args, 3, "doublebarrier");
         try (CuratorFramework client = connect(args[0])) {
@@ -669,6 +859,57 @@ public class CuratorRecipes {
                 AtomicValue<Long> v = new DistributedAtomicLong(client, args[i], new ExponentialBackoffRetry(10, 10)).get();
                 say(String.valueOf(v.postValue()));
             }
+        }
+    }
+
+    /**
+     * READY, waits for GO, then adds 1 to a SharedCount <iterations> times
+     * with trySetCount from the cached versioned value (which a lost try
+     * reads again); DONE <iterations> <lost tries>.
+     */
+    static void sharedcountIncr(String[] args) throws Exception {
+        need(args, 3, "sharedcount-incr");
+        int iterations = Integer.parseInt(args[2]);
+        try (CuratorFramework client = connect(args[0]);
+                SharedCount count = new SharedCount(client, args[1], 0)) {
+            count.start();
+            say("READY");
+            awaitLine("GO");
+            long lost = 0;
+            for (int done = 0; done < iterations;) {
+                VersionedValue<Integer> v = count.getVersionedValue();
+                if (count.trySetCount(v, v.getValue() + 1)) {
+                    done++;
+                } else {
+                    lost++;
+                }
+            }
+            say("DONE " + iterations + " " + lost);
+        }
+    }
+
+    /**
+     * READY, waits for GO, then increments a DistributedAtomicInteger
+     * <iterations> times (calling again after a call that did not
+     * succeed); DONE <iterations> <failed calls>.
+     */
+    static void atomicint(String[] args) throws Exception {
+        need(args, 3, "atomicint");
+        int iterations = Integer.parseInt(args[2]);
+        try (CuratorFramework client = connect(args[0])) {
+            DistributedAtomicInteger counter =
+                    new DistributedAtomicInteger(client, args[1], new BoundedExponentialBackoffRetry(5, 50, 20));
+            say("READY");
+            awaitLine("GO");
+            long failed = 0;
+            for (int done = 0; done < iterations;) {
+                if (counter.increment().succeeded()) {
+                    done++;
+                } else {
+                    failed++;
+                }
+            }
+            say("DONE " + iterations + " " + failed);
         }
     }
 

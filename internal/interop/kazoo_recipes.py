@@ -39,6 +39,19 @@ unescaped into the regular expression (?:__lock__|PATTERNS)(-?\\d{10})$,
 searched anywhere in each child name, and sorts the matches by the captured
 sequence text.
 
+  counter <hosts> <path> <iterations>
+      kazoo.recipe.counter.Counter(client, path, support_curator=True) (4
+      bytes big-endian, Curator's SharedCount and DistributedAtomicInteger
+      layout). Prints READY, waits for "GO", adds 1 <iterations> times
+      (Kazoo retries a lost compare-and-set itself, without bound here),
+      then prints "DONE <iterations> <last post_value>".
+
+  barrier <hosts> <path>
+      kazoo.recipe.barrier.Barrier(client, path). Prints READY, then reads
+      commands from stdin until EOF: "SET" (create, prints "SET"),
+      "REMOVE" (prints "REMOVED True|False"), "WAIT <ms>" (wait with a
+      timeout, prints "WAITED True|False": True when the barrier is down).
+
 To add a mode, write a function taking the argument list and register it in
 MODES.
 """
@@ -82,8 +95,8 @@ def await_line(want):
             return
 
 
-def connect(hosts):
-    client = KazooClient(hosts=hosts, timeout=SESSION_TIMEOUT_S)
+def connect(hosts, **kw):
+    client = KazooClient(hosts=hosts, timeout=SESSION_TIMEOUT_S, **kw)
     client.start(timeout=CONNECT_WAIT_S)
     return client
 
@@ -176,16 +189,65 @@ def mode_holder(args):
         close(client)
 
 
+def mode_counter(args):
+    need(args, 3, "counter")
+    hosts, path, iterations = args
+    iterations = int(iterations)
+    from kazoo.recipe.counter import Counter
+    # Under contention a compare-and-set loses often: retry without bound,
+    # with short pauses (Kazoo's default command retry makes one try).
+    client = connect(hosts, command_retry=dict(
+        max_tries=-1, delay=0.002, backoff=2, max_jitter=0.5, max_delay=0.05))
+    try:
+        counter = Counter(client, path, support_curator=True)
+        say("READY")
+        await_line("GO")
+        for _ in range(iterations):
+            counter += 1
+        say("DONE %d %d" % (iterations, counter.post_value))
+    finally:
+        close(client)
+
+
+def mode_barrier(args):
+    need(args, 2, "barrier")
+    hosts, path = args
+    from kazoo.recipe.barrier import Barrier
+    client = connect(hosts)
+    try:
+        b = Barrier(client, path)
+        say("READY")
+        for line in sys.stdin:
+            cmd = line.split()
+            if not cmd:
+                continue
+            if cmd[0] == "SET":
+                b.create()
+                say("SET")
+            elif cmd[0] == "REMOVE":
+                say("REMOVED %s" % b.remove())
+            elif cmd[0] == "WAIT":
+                say("WAITED %s" % b.wait(int(cmd[1]) / 1000.0))
+            else:
+                raise ValueError("unknown command %r" % line)
+    finally:
+        close(client)
+
+
 MODES = {
     "mutex": mode_mutex,
     "participants": mode_participants,
     "holder": mode_holder,
+    "counter": mode_counter,
+    "barrier": mode_barrier,
 }
 
 USAGE = {
     "mutex": "<hosts> <path> <iterations> <outFile> <holdMillis>",
     "participants": "<hosts> <path>",
     "holder": "<hosts> <path>",
+    "counter": "<hosts> <path> <iterations>",
+    "barrier": "<hosts> <path>",
 }
 
 

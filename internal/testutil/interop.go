@@ -90,3 +90,21 @@ func Curator(t testing.TB, ctx context.Context, dir string, args ...string) *int
 	t.Cleanup(p.Kill)
 	return p
 }
+
+// Kazoo starts interop's kazoo_recipes.py in mode args[0] (see
+// interop.StartKazoo); the process is killed at the end of the test. A
+// missing Kazoo skips the test, or fails it in CI.
+func Kazoo(t testing.TB, ctx context.Context, dir string, args ...string) *interop.Proc {
+	t.Helper()
+	if err := interop.KazooAvailable(); errors.Is(err, interop.ErrUnavailable) {
+		Unavailable(t, err)
+	} else if err != nil {
+		t.Fatal(err)
+	}
+	p, err := interop.StartKazoo(ctx, dir, args...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(p.Kill)
+	return p
+}

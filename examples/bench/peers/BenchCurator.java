@@ -16,6 +16,16 @@
 //	                                            clock runs from the holder's release until all are done
 //	rwlock <path> <sessions> <millis>           one thread per session loops readLock() acquire;release
 //	semaphore <path> <sessions> <leases> <millis>  one thread per session loops InterProcessSemaphoreV2 acquire;returnLease
+//	counter <path> <sessions> <millis> <lockPath|->  one thread per session loops DistributedAtomicLong increment()
+//	                                            (ExponentialBackoffRetry(10, 10); with a lock path, two optimistic
+//	                                            tries (RetryNTimes(1, 1)), then PromotedToLock there, timeout 5 s,
+//	                                            BoundedExponentialBackoffRetry(1, 4, 29) under it); ops: increments
+//	                                            that succeeded, begun before the deadline; total: calls
+//	doublebarrier <path> <members> <cycles>     <cycles> times: <members> threads (client i each) enter one
+//	                                            DistributedDoubleBarrier together, then leave together
+//	workqueue <path> <items> <dq|simple> <consumers>  client 0 puts <items> into a DistributedQueue (dq) or
+//	                                            SimpleDistributedQueue (simple) while clients 1..consumers consume;
+//	                                            the clock runs from the first put to the last item consumed
 //	cacheload <path>                            a new CuratorCache of <path> on client 0 (the previous one closed):
 //	                                            start, wait for "initialized"; answers ops = the cache's size then,
 //	                                            seconds = start to initialized, and three more numbers: the heap's
@@ -42,7 +52,11 @@
 // wall seconds the workload took (the timed commands: their duration; queue:
 // release to last hand-off), this process's CPU time over that time (all
 // threads: ZooKeeper's, Curator's, the JIT's and GC's), acquisitions in all,
-// and the most holders seen at once. On a failure, or a broken invariant
+// and the most holders seen at once. counter adds "<p50Ms> <p99Ms> <maxMs>
+// <failed>" (each call's latency; calls whose succeeded() was false);
+// doublebarrier adds "<inP50Ms> <outP50Ms> <inMaxMs> <outMaxMs>": from the
+// moment all members start entering (leaving) to the last one's return,
+// the median and the largest over the cycles. On a failure, or a broken invariant
 // (two mutex holders, more semaphore holders than leases), it prints
 // "ERROR <message>" and exits 1.
 
@@ -52,6 +66,7 @@ import java.lang.management.ManagementFactory;
 import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicLong;
@@ -59,13 +74,25 @@ import java.util.concurrent.atomic.AtomicReference;
 
 import org.apache.curator.framework.CuratorFramework;
 import org.apache.curator.framework.CuratorFrameworkFactory;
+import org.apache.curator.framework.recipes.atomic.AtomicValue;
+import org.apache.curator.framework.recipes.atomic.DistributedAtomicLong;
+import org.apache.curator.framework.recipes.atomic.PromotedToLock;
+import org.apache.curator.framework.recipes.barriers.DistributedDoubleBarrier;
 import org.apache.curator.framework.recipes.cache.CuratorCache;
 import org.apache.curator.framework.recipes.cache.CuratorCacheListener;
 import org.apache.curator.framework.recipes.locks.InterProcessMutex;
 import org.apache.curator.framework.recipes.locks.InterProcessReadWriteLock;
 import org.apache.curator.framework.recipes.locks.InterProcessSemaphoreV2;
 import org.apache.curator.framework.recipes.locks.Lease;
+import org.apache.curator.retry.BoundedExponentialBackoffRetry;
+import org.apache.curator.framework.recipes.queue.DistributedQueue;
+import org.apache.curator.framework.recipes.queue.QueueBuilder;
+import org.apache.curator.framework.recipes.queue.QueueConsumer;
+import org.apache.curator.framework.recipes.queue.QueueSerializer;
+import org.apache.curator.framework.recipes.queue.SimpleDistributedQueue;
+import org.apache.curator.framework.state.ConnectionState;
 import org.apache.curator.retry.ExponentialBackoffRetry;
+import org.apache.curator.retry.RetryNTimes;
 
 public class BenchCurator {
     static final com.sun.management.OperatingSystemMXBean OS =
@@ -87,13 +114,14 @@ public class BenchCurator {
     static final class Result {
         long ops, total, most;
         double seconds, cpu;
-        long[] extra; // appended after <most> when set
+
+        double[] extra; // counter, doublebarrier
 
         String line() {
             StringBuilder b = new StringBuilder(String.format("DONE %d %.9f %.9f %d %d", ops, seconds, cpu, total, most));
             if (extra != null) {
-                for (long x : extra) {
-                    b.append(' ').append(x);
+                for (double x : extra) {
+                    b.append(String.format(" %.3f", x));
                 }
             }
             return b.toString();
@@ -175,6 +203,12 @@ public class BenchCurator {
                 });
             case "queue":
                 return queue(f[1], Integer.parseInt(f[2]), Integer.parseInt(f[3]));
+            case "counter":
+                return counter(f[1], Integer.parseInt(f[2]), Long.parseLong(f[3]), f[4]);
+            case "doublebarrier":
+                return doubleBarrier(f[1], Integer.parseInt(f[2]), Integer.parseInt(f[3]));
+            case "workqueue":
+                return workqueue(f[1], Integer.parseInt(f[2]), f[3], Integer.parseInt(f[4]));
             case "cacheload":
                 return cacheLoad(f[1]);
             case "cachelat-start":
@@ -268,6 +302,101 @@ public class BenchCurator {
         return r;
     }
 
+    static final QueueSerializer<byte[]> RAW = new QueueSerializer<byte[]>() {
+        @Override
+        public byte[] serialize(byte[] item) {
+            return item;
+        }
+
+        @Override
+        public byte[] deserialize(byte[] bytes) {
+            return bytes;
+        }
+    };
+
+    /**
+     * workqueue: session 0 puts items into a DistributedQueue (kind dq) or
+     * SimpleDistributedQueue (kind simple) at path while sessions 1..consumers
+     * consume them (a DistributedQueue consumer each; a thread polling each
+     * for simple); the time is from the first put to the last item consumed.
+     */
+    static Result workqueue(String path, int items, String kind, int consumers) throws Exception {
+        CountDownLatch all = new CountDownLatch(items);
+        List<DistributedQueue<byte[]>> queues = new ArrayList<>();
+        List<Thread> threads = new ArrayList<>();
+        AtomicReference<Throwable> failed = new AtomicReference<>();
+        DistributedQueue<byte[]> producer = null;
+        SimpleDistributedQueue simple = null;
+        if (kind.equals("dq")) {
+            for (int i = 1; i <= consumers; i++) {
+                QueueConsumer<byte[]> consumer = new QueueConsumer<byte[]>() {
+                    @Override
+                    public void consumeMessage(byte[] item) {
+                        all.countDown();
+                    }
+
+                    @Override
+                    public void stateChanged(CuratorFramework c, ConnectionState s) {}
+                };
+                DistributedQueue<byte[]> q = QueueBuilder.builder(clients.get(i), consumer, RAW, path).buildQueue();
+                q.start();
+                queues.add(q);
+            }
+            producer = QueueBuilder.builder(clients.get(0), null, RAW, path).putInBackground(false).buildQueue();
+            producer.start();
+        } else {
+            simple = new SimpleDistributedQueue(clients.get(0), path);
+            for (int i = 1; i <= consumers; i++) {
+                SimpleDistributedQueue q = new SimpleDistributedQueue(clients.get(i), path);
+                Thread t = new Thread(() -> {
+                    try {
+                        while (all.getCount() > 0) {
+                            if (q.poll(50, TimeUnit.MILLISECONDS) != null) {
+                                all.countDown();
+                            }
+                        }
+                    } catch (Throwable e) {
+                        failed.compareAndSet(null, e);
+                    }
+                });
+                t.start();
+                threads.add(t);
+            }
+        }
+        byte[] item = "job".getBytes(StandardCharsets.UTF_8);
+        double cpu0 = cpuSeconds();
+        long t0 = System.nanoTime();
+        for (int j = 0; j < items; j++) {
+            if (producer != null) {
+                producer.put(item);
+            } else {
+                simple.offer(item);
+            }
+        }
+        boolean done = all.await(2, TimeUnit.MINUTES);
+        Result r = new Result();
+        r.seconds = (System.nanoTime() - t0) / 1e9;
+        r.cpu = cpuSeconds() - cpu0;
+        for (DistributedQueue<byte[]> q : queues) {
+            q.close();
+        }
+        if (producer != null) {
+            producer.close();
+        }
+        for (Thread t : threads) {
+            t.join();
+        }
+        if (failed.get() != null) {
+            throw new Exception(failed.get());
+        }
+        if (!done) {
+            throw new IllegalStateException("workqueue: " + all.getCount() + " items not consumed within two minutes");
+        }
+        r.ops = r.total = items;
+        r.most = 1;
+        return r;
+    }
+
     static Result queue(String path, int waiters, int sessions) throws Exception {
         InterProcessMutex holder = new InterProcessMutex(clients.get(0), path);
         holder.acquire();
@@ -317,6 +446,137 @@ public class BenchCurator {
         }
         r.ops = r.total = waiters;
         r.most = 1;
+        return r;
+    }
+
+    static double pct(long[] xs, double q) {
+        if (xs.length == 0) {
+            return 0;
+        }
+        long[] s = xs.clone();
+        java.util.Arrays.sort(s);
+        int i = (int) Math.ceil(q * s.length) - 1;
+        return s[Math.max(0, Math.min(s.length - 1, i))] / 1e6;
+    }
+
+    static Result counter(String path, int sessions, long millis, String lockPath) throws Exception {
+        List<DistributedAtomicLong> counters = new ArrayList<>();
+        for (int i = 0; i < sessions; i++) {
+            counters.add(lockPath.equals("-")
+                    ? new DistributedAtomicLong(clients.get(i), path, new ExponentialBackoffRetry(10, 10))
+                    : new DistributedAtomicLong(clients.get(i), path, new RetryNTimes(1, 1),
+                            PromotedToLock.builder().lockPath(lockPath).timeout(5, TimeUnit.SECONDS)
+                                    .retryPolicy(new BoundedExponentialBackoffRetry(1, 4, 29)).build()));
+        }
+        AtomicLong inWindow = new AtomicLong(), all = new AtomicLong(), failedCalls = new AtomicLong();
+        AtomicReference<Throwable> failed = new AtomicReference<>();
+        List<long[]> lats = new ArrayList<>();
+        double cpu0 = cpuSeconds();
+        long deadline = System.nanoTime() + millis * 1_000_000L;
+        List<Thread> threads = new ArrayList<>();
+        for (DistributedAtomicLong c : counters) {
+            long[] mine = new long[1 << 20];
+            int[] n = new int[1];
+            Thread t = new Thread(() -> {
+                try {
+                    while (failed.get() == null && System.nanoTime() < deadline) {
+                        long t0 = System.nanoTime();
+                        AtomicValue<Long> v = c.increment();
+                        long d = System.nanoTime() - t0;
+                        if (n[0] < mine.length) {
+                            mine[n[0]++] = d;
+                        }
+                        all.incrementAndGet();
+                        if (!v.succeeded()) {
+                            failedCalls.incrementAndGet();
+                        } else if (t0 < deadline) {
+                            inWindow.incrementAndGet();
+                        }
+                    }
+                } catch (Throwable e) {
+                    failed.compareAndSet(null, e);
+                }
+                synchronized (lats) {
+                    lats.add(java.util.Arrays.copyOf(mine, n[0]));
+                }
+            });
+            t.start();
+            threads.add(t);
+        }
+        for (Thread t : threads) {
+            t.join();
+        }
+        if (failed.get() != null) {
+            throw new Exception(failed.get());
+        }
+        int total = 0;
+        for (long[] l : lats) {
+            total += l.length;
+        }
+        long[] every = new long[total];
+        int k = 0;
+        for (long[] l : lats) {
+            System.arraycopy(l, 0, every, k, l.length);
+            k += l.length;
+        }
+        Result r = new Result();
+        r.cpu = cpuSeconds() - cpu0;
+        r.seconds = millis / 1e3;
+        r.ops = inWindow.get();
+        r.total = all.get();
+        r.extra = new double[] {pct(every, 0.5), pct(every, 0.99), pct(every, 1.0), failedCalls.get()};
+        return r;
+    }
+
+    static Result doubleBarrier(String path, int members, int cycles) throws Exception {
+        long[] in = new long[cycles], out = new long[cycles];
+        double cpu0 = cpuSeconds();
+        long began = System.nanoTime();
+        for (int cy = 0; cy < cycles; cy++) {
+            java.util.concurrent.CyclicBarrier start = new java.util.concurrent.CyclicBarrier(members);
+            AtomicLong enterStart = new AtomicLong(), leaveStart = new AtomicLong();
+            AtomicLong lastIn = new AtomicLong(), lastOut = new AtomicLong();
+            AtomicReference<Throwable> failed = new AtomicReference<>();
+            List<Thread> threads = new ArrayList<>();
+            for (int i = 0; i < members; i++) {
+                DistributedDoubleBarrier b = new DistributedDoubleBarrier(clients.get(i), path, members);
+                Thread t = new Thread(() -> {
+                    try {
+                        start.await();
+                        enterStart.compareAndSet(0, System.nanoTime());
+                        if (!b.enter(60, TimeUnit.SECONDS)) {
+                            throw new IllegalStateException("enter timed out");
+                        }
+                        lastIn.accumulateAndGet(System.nanoTime(), Math::max);
+                        start.await();
+                        leaveStart.compareAndSet(0, System.nanoTime());
+                        if (!b.leave(60, TimeUnit.SECONDS)) {
+                            throw new IllegalStateException("leave timed out");
+                        }
+                        lastOut.accumulateAndGet(System.nanoTime(), Math::max);
+                    } catch (Throwable e) {
+                        failed.compareAndSet(null, e);
+                        start.reset();
+                    }
+                });
+                t.start();
+                threads.add(t);
+            }
+            for (Thread t : threads) {
+                t.join();
+            }
+            if (failed.get() != null) {
+                throw new Exception(failed.get());
+            }
+            in[cy] = lastIn.get() - enterStart.get();
+            out[cy] = lastOut.get() - leaveStart.get();
+        }
+        Result r = new Result();
+        r.seconds = (System.nanoTime() - began) / 1e9;
+        r.cpu = cpuSeconds() - cpu0;
+        r.ops = r.total = cycles;
+        r.most = members;
+        r.extra = new double[] {pct(in, 0.5), pct(out, 0.5), pct(in, 1.0), pct(out, 1.0)};
         return r;
     }
 
@@ -419,7 +679,7 @@ public class BenchCurator {
         r.ops = r.total = c.size();
         long readsLoad = reads.get() - reads0;
         long heap1 = heapUsed();
-        r.extra = new long[] {heap1 - heap0, c.size(), readsLoad};
+        r.extra = new double[] {heap1 - heap0, c.size(), readsLoad};
         cache = c;
         return r;
     }
@@ -487,7 +747,7 @@ public class BenchCurator {
             Thread.sleep(50);
         }
         long f = firstRead.get();
-        r.extra = new long[] {(lastRead.get() - restored) / 1000, reads.get() - resyncReads0, f == 0 ? -1 : (f - restored) / 1000};
+        r.extra = new double[] {(lastRead.get() - restored) / 1000, reads.get() - resyncReads0, f == 0 ? -1 : (f - restored) / 1000};
         return r;
     }
 }

@@ -1,0 +1,867 @@
+package queue
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/go-zookeeper/zk"
+
+	"github.com/zkrecipes/zkrecipes/internal/engine"
+	"github.com/zkrecipes/zkrecipes/internal/recipeargs"
+	"github.com/zkrecipes/zkrecipes/recipes"
+)
+
+// Consumer consumes the items of a Queue (Curator's QueueConsumer). Consume
+// is called for one queue node at a time, on the queue's goroutine, in
+// queue order; its ctx ends when the queue is closed.
+//
+// In lock-safety mode, returning nil deletes the item (through Ack, unless
+// Consume called Ack itself) and returning an error puts it back (or
+// deletes it, under ErrorDelete). In normal mode the item was deleted
+// before Consume was called; an error is logged and the item is gone.
+type Consumer interface {
+	Consume(ctx context.Context, m *Message) error
+}
+
+// ConsumerFunc makes a function a Consumer.
+type ConsumerFunc func(ctx context.Context, m *Message) error
+
+// Consume calls f.
+func (f ConsumerFunc) Consume(ctx context.Context, m *Message) error { return f(ctx, m) }
+
+// ErrorMode says what lock-safety mode does with an item whose Consume
+// returned an error (Curator's ErrorMode).
+type ErrorMode uint8
+
+const (
+	// ErrorRequeue puts the item back at the tail of the queue, under its
+	// own name (without its sequence): Curator's default.
+	ErrorRequeue ErrorMode = iota
+	// ErrorDelete deletes the item.
+	ErrorDelete
+)
+
+// Option configures a queue.
+type Option func(*options) error
+
+type options struct {
+	consumer  Consumer
+	lockPath  string
+	errorMode ErrorMode
+	maxItems  int
+}
+
+// WithConsumer makes the queue consume: Start starts a goroutine that
+// hands every item to c, until Close. Without it the queue only produces.
+func WithConsumer(c Consumer) Option {
+	return func(o *options) error {
+		if c == nil {
+			return fmt.Errorf("%w: nil Consumer", recipes.ErrInvalidArgument)
+		}
+		o.consumer = c
+		return nil
+	}
+}
+
+// WithLockPath turns on lock-safety mode (Curator's lockPath): before it
+// consumes an item the consumer creates the ephemeral node
+// lockPath/<item>, and it deletes the item only after Consume returned.
+// Delivery is then at least once (see the package doc). lockPath must
+// differ from the queue's path; Curator consumers of the same queue must
+// use the same one.
+func WithLockPath(lockPath string) Option {
+	return func(o *options) error {
+		if lockPath == "" {
+			return fmt.Errorf("%w: empty lock path", recipes.ErrInvalidPath)
+		}
+		o.lockPath = lockPath
+		return nil
+	}
+}
+
+// WithErrorMode sets what lock-safety mode does with an item whose
+// Consume failed: ErrorRequeue (the default) or ErrorDelete.
+func WithErrorMode(m ErrorMode) Option {
+	return func(o *options) error {
+		if m != ErrorRequeue && m != ErrorDelete {
+			return fmt.Errorf("%w: error mode %d", recipes.ErrInvalidArgument, m)
+		}
+		o.errorMode = m
+		return nil
+	}
+}
+
+// WithMaxItems bounds the queue (Curator's maxItems): a Put waits while
+// the queue holds max nodes or more, until one goes or its ctx ends. The
+// bound is checked before each put, not in the same transaction, so
+// producers that put at once can pass it by a few (as in Curator).
+func WithMaxItems(max int) Option {
+	return func(o *options) error {
+		if max < 1 {
+			return fmt.Errorf("%w: max items %d", recipes.ErrInvalidArgument, max)
+		}
+		o.maxItems = max
+		return nil
+	}
+}
+
+// core is what every queue of the DistributedQueue family shares.
+type core struct {
+	c        *recipes.Client
+	e        *engine.Client
+	kind     kind
+	path     string // as given
+	full     string // on the server
+	lockPath string // as given; "" in normal mode
+	lockFull string
+	opts     options
+	log      *slog.Logger
+
+	mu      sync.Mutex
+	started bool
+	closed  bool
+	cancel  context.CancelFunc
+	done    chan struct{}
+}
+
+func newCore(c *recipes.Client, k kind, path string, opts []Option) (*core, error) {
+	full, err := recipeargs.Path(c, path, "a queue path")
+	if err != nil {
+		return nil, err
+	}
+	q := &core{c: c, e: engine.Of(c), kind: k, path: path, full: full}
+	for _, o := range opts {
+		if o == nil {
+			return nil, engine.Namedf(q.what(), "%w: nil Option", recipes.ErrInvalidArgument)
+		}
+		if err := o(&q.opts); err != nil {
+			return nil, engine.Named(q.what(), err)
+		}
+	}
+	if q.opts.lockPath != "" {
+		lf, err := recipeargs.Path(c, q.opts.lockPath, "a queue lock path")
+		if err != nil {
+			return nil, engine.Named(q.what(), err)
+		}
+		if lf == full || strings.HasPrefix(lf, full+"/") {
+			return nil, engine.Namedf(q.what(), "%w: the lock path %s must not be the queue's path or under it", recipes.ErrInvalidPath, q.opts.lockPath)
+		}
+		q.lockPath, q.lockFull = q.opts.lockPath, lf
+	}
+	q.log = q.e.Logger()
+	return q, nil
+}
+
+func (q *core) what() string { return q.kind.String() + " " + q.path }
+
+func (q *core) check(ctx context.Context) error {
+	if q == nil || q.c == nil {
+		return fmt.Errorf("%w: queue not made by its constructor", recipes.ErrInvalidArgument)
+	}
+	if ctx == nil {
+		return fmt.Errorf("%w: nil context", recipes.ErrInvalidArgument)
+	}
+	return engine.Named(q.what(), q.e.Check())
+}
+
+// start makes the queue's directory and lock directory (persistent, their
+// parents containers, as Curator's start does) and, with a consumer,
+// starts consuming.
+func (q *core) start(ctx context.Context) error {
+	if err := q.check(ctx); err != nil {
+		return err
+	}
+	q.mu.Lock()
+	switch {
+	case q.closed:
+		q.mu.Unlock()
+		return engine.Namedf(q.what(), "start: %w", recipes.ErrClosed)
+	case q.started:
+		q.mu.Unlock()
+		return engine.Namedf(q.what(), "start: %w", recipes.ErrAlreadyStarted)
+	}
+	q.started = true
+	q.mu.Unlock()
+	for _, dir := range []string{q.full, q.lockFull} {
+		if dir == "" {
+			continue
+		}
+		if err := q.ensureDir(ctx, dir); err != nil {
+			q.mu.Lock()
+			q.started = false
+			q.mu.Unlock()
+			return engine.Namedf(q.what(), "start: %w", err)
+		}
+	}
+	if q.opts.consumer == nil {
+		return nil
+	}
+	rctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	q.mu.Lock()
+	q.cancel, q.done = cancel, make(chan struct{})
+	q.mu.Unlock()
+	go q.run(rctx)
+	return nil
+}
+
+func (q *core) ensureDir(ctx context.Context, dir string) error {
+	err := q.e.Retry(ctx, func() error {
+		_, err := q.e.CreateWithParents(ctx, dir, nil, 0)
+		return err
+	})
+	if errors.Is(err, zk.ErrNodeExists) {
+		return nil
+	}
+	return err
+}
+
+// close stops consuming: the consumer's ctx ends, and close waits for the
+// item in hand to be finished (until ctx ends).
+func (q *core) close(ctx context.Context) error {
+	if q == nil || q.c == nil {
+		return fmt.Errorf("%w: queue not made by its constructor", recipes.ErrInvalidArgument)
+	}
+	if ctx == nil {
+		return fmt.Errorf("%w: nil context", recipes.ErrInvalidArgument)
+	}
+	q.mu.Lock()
+	if q.closed {
+		q.mu.Unlock()
+		return nil
+	}
+	q.closed = true
+	cancel, done := q.cancel, q.done
+	q.mu.Unlock()
+	if cancel == nil {
+		return nil
+	}
+	cancel()
+	select {
+	case <-done:
+		return nil
+	case <-ctx.Done():
+		return engine.Namedf(q.what(), "close: %w", ctx.Err())
+	}
+}
+
+// put creates one item node named name<seq> holding items.
+func (q *core) put(ctx context.Context, name string, items [][]byte) error {
+	if err := q.check(ctx); err != nil {
+		return err
+	}
+	if len(items) == 0 {
+		return engine.Namedf(q.what(), "put: %w: no items", recipes.ErrInvalidArgument)
+	}
+	if q.opts.maxItems > 0 {
+		if err := q.waitRoom(ctx); err != nil {
+			return engine.Namedf(q.what(), "put: %w", err)
+		}
+	}
+	data := Encode(items)
+	err := q.e.Retry(ctx, func() error {
+		_, err := q.e.CreateWithParents(ctx, engine.JoinPath(q.full, name), data, zk.FlagSequence)
+		return err
+	})
+	if err != nil {
+		return engine.Namedf(q.what(), "put: %w", err)
+	}
+	return nil
+}
+
+// waitRoom waits until the queue holds fewer than maxItems nodes.
+func (q *core) waitRoom(ctx context.Context) error {
+	_, err := q.e.Await(ctx, engine.Wait{What: q.path + " to have room"}, func(engine.Snapshot, engine.Wake) (engine.Look, error) {
+		kids, _, ch, err := q.e.ChildrenW(ctx, q.full)
+		switch {
+		case errors.Is(err, zk.ErrNoNode):
+			return engine.Look{Done: true}, nil
+		case err != nil:
+			return engine.Look{}, err
+		case len(sortItems(kids, ItemPrefix, kindPlain)) < q.opts.maxItems:
+			return engine.Look{Done: true}, nil
+		}
+		return engine.Look{Watch: ch}, nil
+	})
+	return err
+}
+
+// length counts the items now.
+func (q *core) length(ctx context.Context) (int, error) {
+	if err := q.check(ctx); err != nil {
+		return 0, err
+	}
+	var n int
+	err := q.e.Retry(ctx, func() error {
+		kids, _, err := q.e.Children(ctx, q.full)
+		if errors.Is(err, zk.ErrNoNode) {
+			n = 0
+			return nil
+		}
+		n = len(sortItems(kids, ItemPrefix, kindPlain))
+		return err
+	})
+	if err != nil {
+		return 0, engine.Namedf(q.what(), "len: %w", err)
+	}
+	return n, nil
+}
+
+// run consumes until ctx ends or the client closes.
+func (q *core) run(ctx context.Context) {
+	defer close(q.done)
+	locked := map[string]bool{} // items skipped: another consumer holds their lock
+	for {
+		names, err := q.next(ctx, locked)
+		switch {
+		case ctx.Err() != nil, errors.Is(err, recipes.ErrClosed):
+			return
+		case err != nil:
+			q.log.Warn("zkrecipes: listing the queue failed; trying again", "queue", q.path, "err", err)
+			t := time.NewTimer(time.Second)
+			select {
+			case <-t.C:
+			case <-ctx.Done():
+				t.Stop()
+				return
+			}
+			continue
+		}
+		for _, name := range names {
+			if ctx.Err() != nil {
+				return
+			}
+			if q.kind == kindDelay && dueOf(name) > time.Now().UnixMilli() {
+				break
+			}
+			if q.process(ctx, name) {
+				locked[name] = true
+				continue
+			}
+			if q.kind == kindPriority || q.kind == kindDelay {
+				break // list again: a more urgent item may have come
+			}
+		}
+	}
+}
+
+// next waits until the queue has an item due that no other consumer has
+// locked, and returns those items in the order they are taken. It lists
+// the directory again on every change of its children, every
+// reconnection and every new session (so nothing put while the consumer
+// was away is missed: CURATOR-623), in a delay queue when the first item
+// falls due, and when the lock of an item in locked goes (locked forgets
+// it then, and forgets the items that are gone).
+func (q *core) next(ctx context.Context, locked map[string]bool) ([]string, error) {
+	var (
+		got   []string
+		timer *time.Timer
+		stop  = make(chan struct{})
+	)
+	defer func() {
+		close(stop)
+		if timer != nil {
+			timer.Stop()
+		}
+	}()
+	_, err := q.e.Await(ctx, engine.Wait{What: q.path}, func(engine.Snapshot, engine.Wake) (engine.Look, error) {
+		kids, _, ch, err := q.e.ChildrenW(ctx, q.full)
+		if errors.Is(err, zk.ErrNoNode) {
+			there, _, ech, err := q.e.ExistsW(ctx, q.full)
+			switch {
+			case err != nil:
+				return engine.Look{}, err
+			case there:
+				return engine.Look{Again: true}, nil
+			}
+			return engine.Look{Watch: ech}, nil
+		}
+		if err != nil {
+			return engine.Look{}, err
+		}
+		all := sortItems(kids, ItemPrefix, q.kind)
+		present := make(map[string]bool, len(all))
+		for _, n := range all {
+			present[n] = true
+		}
+		for n := range locked {
+			if !present[n] {
+				delete(locked, n) // consumed
+				continue
+			}
+			ok, _, err := q.e.Exists(ctx, engine.JoinPath(q.lockFull, n))
+			if err != nil {
+				return engine.Look{}, err
+			}
+			if !ok {
+				delete(locked, n) // its lock went: take it again
+			}
+		}
+		items := make([]string, 0, len(all))
+		for _, n := range all {
+			if !locked[n] {
+				items = append(items, n)
+			}
+		}
+		look := engine.Look{Watch: ch}
+		if len(items) == 0 && len(locked) > 0 {
+			// Only locked items: wait for a lock to go as well.
+			for n := range locked {
+				ok, _, ech, err := q.e.ExistsW(ctx, engine.JoinPath(q.lockFull, n))
+				if err != nil {
+					return engine.Look{}, err
+				}
+				if !ok {
+					delete(locked, n)
+					return engine.Look{Again: true}, nil
+				}
+				look.Also = relay(ech, stop)
+				break
+			}
+		}
+		if len(items) == 0 {
+			return look, nil
+		}
+		if q.kind == kindDelay {
+			if wait := time.Until(time.UnixMilli(dueOf(items[0]))); wait > 0 {
+				if timer != nil {
+					timer.Stop()
+				}
+				due := make(chan struct{})
+				timer = time.AfterFunc(wait, func() { close(due) })
+				return engine.Look{Watch: ch, Also: due}, nil
+			}
+		}
+		got = items
+		return engine.Look{Done: true}, nil
+	})
+	return got, err
+}
+
+// relay closes the channel it returns when ch delivers, or never once
+// stop closes.
+func relay(ch <-chan zk.Event, stop <-chan struct{}) <-chan struct{} {
+	out := make(chan struct{})
+	go func() {
+		select {
+		case <-ch:
+			close(out)
+		case <-stop:
+		}
+	}()
+	return out
+}
+
+// process consumes one item; true when another consumer holds its lock.
+func (q *core) process(ctx context.Context, name string) bool {
+	if q.lockFull == "" {
+		q.processNormally(ctx, name)
+		return false
+	}
+	return q.processWithLock(ctx, name)
+}
+
+// processNormally is Curator's normal mode: read, delete, consume (at
+// most once).
+func (q *core) processNormally(ctx context.Context, name string) {
+	node := engine.JoinPath(q.full, name)
+	var (
+		data []byte
+		st   *zk.Stat
+	)
+	err := q.e.Retry(ctx, func() error {
+		var err error
+		data, st, err = q.e.Get(ctx, node)
+		return err
+	})
+	if err != nil {
+		if !errors.Is(err, zk.ErrNoNode) && ctx.Err() == nil {
+			q.log.Warn("zkrecipes: reading a queue item failed", "queue", q.path, "item", name, "err", err)
+		}
+		return
+	}
+	err = q.e.Retry(ctx, func() error { return q.e.Delete(ctx, node, st.Version) })
+	if err != nil {
+		if !errors.Is(err, zk.ErrNoNode) && !errors.Is(err, zk.ErrBadVersion) && ctx.Err() == nil {
+			q.log.Warn("zkrecipes: deleting a queue item failed", "queue", q.path, "item", name, "err", err)
+		}
+		return // another consumer has it
+	}
+	items, err := Decode(data)
+	if err != nil {
+		q.log.Error("zkrecipes: corrupt queue item dropped", "queue", q.path, "item", name, "err", err)
+		return
+	}
+	m := q.message(name, items)
+	m.acked = true // nothing left to delete
+	if err := q.opts.consumer.Consume(ctx, m); err != nil {
+		q.log.Warn("zkrecipes: the consumer failed; in normal mode the item is gone", "queue", q.path, "item", name, "err", err)
+	}
+}
+
+func (q *core) message(name string, items [][]byte) *Message {
+	m := &Message{Items: items, Node: q.e.StripNamespace(engine.JoinPath(q.full, name)), name: name, q: q}
+	if q.kind == kindID {
+		if id, _, ok := parseID(name); ok {
+			m.ID = id
+		}
+	}
+	return m
+}
+
+// lock is a consumer's lock on one item in lock-safety mode: the
+// Curator-compatible ephemeral lockPath/<item> and, made in the same
+// transaction, the ephemeral marker lockPath/_c_<uuid>-<item>, whose name
+// no other consumer can take: it exists exactly as long as this lock
+// (the lock node's name can be taken again by another consumer once the
+// session that owned it is gone, so a check on it proves nothing).
+type lock struct {
+	node, marker string
+	sid          int64
+	hold         *engine.Hold
+}
+
+// errTaken means another consumer holds the item's lock; errItemGone that
+// the item was deleted by someone else while we held its lock.
+var (
+	errTaken    = errors.New("taken")
+	errItemGone = errors.New("item gone")
+)
+
+// takeLock creates the item's lock, or returns errTaken.
+func (q *core) takeLock(ctx context.Context, name string) (*lock, error) {
+	l := &lock{
+		node:   engine.JoinPath(q.lockFull, name),
+		marker: engine.JoinPath(q.lockFull, "_c_"+engine.NewUUID()+"-"+name),
+	}
+	lostReply := false
+	err := q.e.Retry(ctx, func() error {
+		if err := q.e.WaitConnected(ctx); err != nil {
+			return err
+		}
+		snap := q.e.Snapshot()
+		if lostReply {
+			// The last try may have been applied: the marker says.
+			ok, st, err := q.e.Exists(ctx, l.marker)
+			if err != nil {
+				return err
+			}
+			if ok {
+				if st.EphemeralOwner != snap.SessionID {
+					q.release(l) // made in a session gone since
+					return errTaken
+				}
+				l.sid = snap.SessionID
+				l.hold = engine.NewHold(q.e, l.marker, engine.Signals{Done: q.e.HoldSignal(snap), Lost: snap.Lost}).Named(q.what())
+				return nil
+			}
+		}
+		res, err := q.e.Multi(ctx,
+			engine.CreateOp(l.node, []byte(engine.LocalIP()), zk.FlagEphemeral),
+			engine.CreateOp(l.marker, nil, zk.FlagEphemeral))
+		switch {
+		case err == nil:
+			if q.e.SessionID() != snap.SessionID {
+				lostReply = true // made in the session we have now: look
+				return zk.ErrConnectionClosed
+			}
+			l.sid = snap.SessionID
+			l.hold = engine.NewHold(q.e, l.marker, engine.Signals{Done: q.e.HoldSignal(snap), Lost: snap.Lost}).Named(q.what())
+			return nil
+		case engine.IsRetryable(err):
+			lostReply = true
+			return err
+		case len(res) > 0 && errors.Is(res[0].Error, zk.ErrNodeExists):
+			return errTaken
+		case errors.Is(err, zk.ErrNoNode): // the lock directory went
+			if err := q.ensureDir(ctx, q.lockFull); err != nil {
+				return err
+			}
+			return zk.ErrConnectionClosed // try again (retryable)
+		}
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	return l, nil
+}
+
+// release deletes the lock without touching the item, in one transaction
+// that needs the marker: a lock whose session is gone is left alone (its
+// name may be another consumer's lock by now).
+func (q *core) release(l *lock) {
+	ctx, cancel := context.WithTimeout(context.Background(), q.e.SessionTimeout()+time.Second)
+	defer cancel()
+	err := q.e.Retry(ctx, func() error {
+		_, err := q.e.Multi(ctx, engine.DeleteOp(l.marker, -1), engine.DeleteOp(l.node, -1))
+		return err
+	})
+	if err != nil && !errors.Is(err, zk.ErrNoNode) {
+		q.log.Warn("zkrecipes: releasing a queue item's lock failed; it goes with the session", "queue", q.path, "lock", q.e.StripNamespace(l.node), "err", err)
+	}
+	if l.hold != nil {
+		l.hold.MarkReleased()
+	}
+}
+
+// processWithLock is lock-safety mode: lock, read, consume, then delete
+// (or requeue) in a fenced transaction.
+func (q *core) processWithLock(ctx context.Context, name string) bool {
+	l, err := q.takeLock(ctx, name)
+	if errors.Is(err, errTaken) {
+		return true
+	}
+	if err != nil {
+		if ctx.Err() == nil {
+			q.log.Warn("zkrecipes: locking a queue item failed", "queue", q.path, "item", name, "err", err)
+		}
+		return false
+	}
+	node := engine.JoinPath(q.full, name)
+	var data []byte
+	err = q.e.Retry(ctx, func() error {
+		var err error
+		data, _, err = q.e.Get(ctx, node)
+		return err
+	})
+	if err != nil {
+		if !errors.Is(err, zk.ErrNoNode) && ctx.Err() == nil {
+			q.log.Warn("zkrecipes: reading a queue item failed", "queue", q.path, "item", name, "err", err)
+		}
+		q.release(l)
+		return false
+	}
+	items, err := Decode(data)
+	if err != nil {
+		q.log.Error("zkrecipes: corrupt queue item dropped", "queue", q.path, "item", name, "err", err)
+		m := q.message(name, nil)
+		m.lock, m.data = l, data
+		_ = m.finish(ctx, false)
+		return false
+	}
+	m := q.message(name, items)
+	m.lock, m.data = l, data
+	cerr := q.opts.consumer.Consume(ctx, m)
+	if cerr != nil {
+		q.log.Warn("zkrecipes: the consumer failed", "queue", q.path, "item", name, "requeue", q.opts.errorMode == ErrorRequeue, "err", cerr)
+	}
+	requeue := cerr != nil && q.opts.errorMode == ErrorRequeue
+	if err := m.finish(ctx, requeue); err != nil && !errors.Is(err, errItemGone) && !m.told() {
+		q.log.Error("zkrecipes: the item's lock was lost while it was consumed; it may be delivered again", "queue", q.path, "item", name, "err", err)
+	}
+	return false
+}
+
+// Message is one queue node handed to a Consumer: its items (one, or
+// several for a PutMulti) and, in lock-safety mode, the consumer's hold
+// on it.
+type Message struct {
+	// Items are the node's items, in the order they were put.
+	Items [][]byte
+	// Node is the item node's path (inside the client's namespace).
+	Node string
+	// ID is an IDQueue item's id (with '/' and '|' made '_'), "" for
+	// other queues.
+	ID string
+
+	q    *core
+	name string
+	data []byte
+	lock *lock // nil in normal mode
+
+	mu     sync.Mutex
+	acked  bool
+	ackErr error
+	asked  bool // Ack was called by the consumer
+}
+
+// Data returns the first item: the item, for a node put by Put.
+func (m *Message) Data() []byte {
+	if len(m.Items) == 0 {
+		return nil
+	}
+	return m.Items[0]
+}
+
+// Done returns a channel that closes when the consumer's lock on the item
+// may be gone (lock-safety mode): on SUSPENDED under the client's Standard
+// error policy, on LOST, when the client closes, and once the item is
+// acknowledged. Work that must not run twice stops when it closes. In
+// normal mode the item is already deleted and nothing can be lost: Done
+// returns nil (a channel that never closes).
+func (m *Message) Done() <-chan struct{} {
+	if m.lock == nil {
+		return nil
+	}
+	return m.lock.hold.Done()
+}
+
+// IsLost reports whether the session that held the item's lock was lost
+// (or the client closed): the item may then be with another consumer.
+// Always false in normal mode.
+func (m *Message) IsLost() bool { return m.lock != nil && m.lock.hold.IsLost() }
+
+// Fenced runs ops (recipe paths, as Client.Multi takes them) as one
+// transaction together with a check that the consumer still holds the
+// item's lock, so the server refuses the writes of a consumer whose lock
+// was lost (recipes.ErrFenced). In normal mode there is no lock: it
+// returns an error wrapping recipes.ErrNotHeld.
+func (m *Message) Fenced(ctx context.Context, ops ...recipes.Op) ([]zk.MultiResponse, error) {
+	if m.lock == nil {
+		return nil, engine.Namedf(m.q.what(), "fenced: %w: normal mode has no lock", recipes.ErrNotHeld)
+	}
+	return m.lock.hold.Fenced(ctx, ops...)
+}
+
+// Ack deletes the item and releases its lock in one fenced transaction,
+// in lock-safety mode (in normal mode the item is already deleted: nil).
+// When the lock was lost (its session expired while the item was being
+// consumed, so another consumer may have it now), nothing is deleted and
+// Ack returns an error wrapping recipes.ErrLockLost. Consume need not
+// call it (the queue acknowledges an item whose Consume returned nil), but
+// a consumer that must know whether it alone consumed the item calls it
+// before it returns. Later calls return the first one's result.
+func (m *Message) Ack(ctx context.Context) error {
+	if ctx == nil {
+		return fmt.Errorf("%w: nil context", recipes.ErrInvalidArgument)
+	}
+	m.mu.Lock()
+	m.asked = true
+	m.mu.Unlock()
+	if err := m.finish(ctx, false); !errors.Is(err, errItemGone) {
+		return err
+	}
+	return nil
+}
+
+func (m *Message) told() bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.asked
+}
+
+// finish deletes (or requeues) the item and releases the lock, once.
+func (m *Message) finish(ctx context.Context, requeue bool) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.acked {
+		return m.ackErr
+	}
+	m.acked = true
+	m.ackErr = m.q.fencedFinish(ctx, m, requeue)
+	if m.lock != nil {
+		m.lock.hold.MarkReleased()
+	}
+	return m.ackErr
+}
+
+// fencedFinish is the one transaction that ends a lock-safety hold: the
+// marker deleted (which fails once the lock's session is gone), the item
+// deleted or put back under its own name, the lock node deleted.
+func (q *core) fencedFinish(ctx context.Context, m *Message, requeue bool) error {
+	l := m.lock
+	// Finish even when the consumer's ctx (the queue's) ended: the work is
+	// done, and the lock would otherwise hold the item until the session
+	// ends.
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), q.e.SessionTimeout()+time.Second)
+	defer cancel()
+	node := engine.JoinPath(q.full, m.name)
+	ops := []engine.Op{engine.DeleteOp(l.marker, -1), engine.DeleteOp(node, -1)}
+	if requeue {
+		ops = append(ops, engine.CreateOp(engine.JoinPath(q.full, requeueName(m.name)), m.data, zk.FlagSequence))
+	}
+	ops = append(ops, engine.DeleteOp(l.node, -1))
+	verb := "ack"
+	if requeue {
+		verb = "requeue"
+	}
+	lost := func() error {
+		return engine.Namedf(q.what(), "%s %s: %w: the item's lock went with its session, so the item may be delivered to another consumer", verb, m.Node, recipes.ErrLockLost)
+	}
+	for {
+		if err := q.e.WaitConnected(ctx); err != nil {
+			return engine.Namedf(q.what(), "%s %s: %w", verb, m.Node, err)
+		}
+		if q.e.SessionID() != l.sid {
+			return lost()
+		}
+		res, err := q.e.Multi(ctx, ops...)
+		switch {
+		case err == nil:
+			return nil
+		case engine.IsRetryable(err):
+			// Applied or not? Only we delete our marker in our session.
+			if err := q.e.WaitConnected(ctx); err != nil {
+				return engine.Namedf(q.what(), "%s %s: %w", verb, m.Node, err)
+			}
+			if q.e.SessionID() != l.sid {
+				return lost()
+			}
+			ok, _, xerr := q.e.Exists(ctx, l.marker)
+			if xerr != nil {
+				if engine.IsRetryable(xerr) {
+					continue
+				}
+				return engine.Namedf(q.what(), "%s %s: %w", verb, m.Node, xerr)
+			}
+			if !ok {
+				return nil // applied
+			}
+			continue
+		case failed(res) == 0: // the marker is gone: so is our lock
+			return lost()
+		case failed(res) == 1 && errors.Is(err, zk.ErrNoNode):
+			// The item was deleted by someone else (a normal-mode
+			// consumer, an IDQueue.Remove): release the lock.
+			q.release(l)
+			return errItemGone
+		}
+		q.release(l)
+		return engine.Named(q.what(), engine.MultiError(verb+" "+m.Node, ops, res, err))
+	}
+}
+
+// failed returns the index of the op a failed multi failed on, -1 when
+// none is marked.
+func failed(res []zk.MultiResponse) int {
+	for i, r := range res {
+		if r.Error != nil {
+			return i
+		}
+	}
+	return -1
+}
+
+// tryRemove deletes one item (IDQueue.Remove), under its lock in
+// lock-safety mode; false when it was gone or locked.
+func (q *core) tryRemove(ctx context.Context, name string) (bool, error) {
+	node := engine.JoinPath(q.full, name)
+	if q.lockFull == "" {
+		err := q.e.Retry(ctx, func() error { return q.e.Delete(ctx, node, -1) })
+		if errors.Is(err, zk.ErrNoNode) {
+			return false, nil
+		}
+		return err == nil, err
+	}
+	l, err := q.takeLock(ctx, name)
+	if errors.Is(err, errTaken) {
+		return false, nil
+	}
+	if err != nil {
+		return false, err
+	}
+	m := q.message(name, nil)
+	m.lock = l
+	switch err := m.finish(ctx, false); {
+	case errors.Is(err, errItemGone):
+		return false, nil
+	case err != nil:
+		return false, err
+	}
+	return true, nil
+}
