@@ -5,6 +5,7 @@ import (
 	"errors"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/cenkalti/backoff/v4"
@@ -22,9 +23,14 @@ const readers = 64
 // multiBatch is how many nodes one multiRead request (ZooKeeper 3.6+)
 // reads in a load; multiNames caps the children's names one request
 // fetches (a node with more is read alone, with getChildren2).
+// A batch is smaller when the values are large: about multiBytes of data
+// per request, judged from the nodes read so far (node by node until
+// multiSeen have been).
 const (
 	multiBatch = 64
 	multiNames = 8192
+	multiBytes = 256 << 10
+	multiSeen  = 16
 )
 
 // runPersistent keeps the cache current on w until ctx ends (false), or
@@ -204,6 +210,7 @@ func (c *Cache) readTree(ctx context.Context) (map[string]*loaded, error) {
 		out    = map[string]*loaded{}
 		wg     sync.WaitGroup
 	)
+	var seenNodes, seenBytes atomic.Int64 // nodes read, and their data
 	read := func(t task) ([]task, error) {
 		var (
 			l    loaded
@@ -243,6 +250,8 @@ func (c *Cache) readTree(ctx context.Context) (map[string]*loaded, error) {
 		for i, k := range kids {
 			next[i] = task{engine.JoinPath(t.full, k), t.depth + 1}
 		}
+		seenNodes.Add(1)
+		seenBytes.Add(int64(len(l.data)))
 		mu.Lock()
 		out[t.full] = &l
 		mu.Unlock()
@@ -258,6 +267,15 @@ func (c *Cache) readTree(ctx context.Context) (map[string]*loaded, error) {
 			return nil, nil // left out
 		}
 		return next, err
+	}
+	// batch is how many nodes the next multiRead takes.
+	batch := func() int {
+		n := seenNodes.Load()
+		if n < multiSeen || c.noMulti.Load() {
+			return 1
+		}
+		avg := seenBytes.Load()/n + 1
+		return int(max(1, min(multiBatch, multiBytes/avg)))
 	}
 	record := func(full string, l *loaded) {
 		mu.Lock()
@@ -311,6 +329,8 @@ func (c *Cache) readTree(ctx context.Context) (map[string]*loaded, error) {
 			case r.Err != nil:
 				return nil, r.Err
 			}
+			seenNodes.Add(1)
+			seenBytes.Add(int64(len(r.Data)))
 			l := &loaded{data: r.Data, stat: r.Stat}
 			if ts[i].depth < c.o.maxDepth && r.Stat.NumChildren > 0 {
 				parents = append(parents, parent{ts[i], l})
@@ -386,8 +406,8 @@ func (c *Cache) readTree(ctx context.Context) (map[string]*loaded, error) {
 					return
 				}
 				n := min(len(queue), take)
-				if c.noMulti.Load() {
-					n = 1
+				if n > 1 {
+					n = min(n, batch())
 				}
 				ts := slices.Clone(queue[len(queue)-n:])
 				queue = queue[:len(queue)-n]
