@@ -183,7 +183,8 @@ type Cache struct {
 
 	persistent atomic.Bool // running on a persistent watch
 	resyncs    atomic.Int64
-	listenerGs sync.Map // goroutine ids of the listeners (Close from a listener does not wait for itself)
+	noMulti    atomic.Bool // the server has no multiRead (before 3.6): loads read node by node
+	listenerGs sync.Map    // goroutine ids of the listeners (Close from a listener does not wait for itself)
 	cancel     context.CancelFunc
 	done       chan struct{} // the worker has ended
 	watch      *engine.PersistentWatch

@@ -58,16 +58,48 @@ func TestInitialLoad(t *testing.T) {
 				require.NoError(t, err)
 			}
 			rt := time.Since(rtBegan) / 20
-			t.Logf("%s: %d nodes initialised in %v (%.0f nodes/s; %d getData, %d getChildren; one sequential round trip %v, %d of them would take %v)",
+			t.Logf("%s: %d nodes initialised in %v (%.0f nodes/s; %d multiRead, %d getData, %d getChildren; one sequential round trip %v, %d of them would take %v)",
 				tc.name, cc.Size(), took.Round(time.Millisecond), float64(cc.Size())/took.Seconds(),
-				reads.GetData, reads.Children, rt.Round(time.Microsecond), reads.GetData+reads.Children,
-				(rt * time.Duration(reads.GetData+reads.Children)).Round(time.Millisecond))
+				reads.MultiReads, reads.GetData, reads.Children, rt.Round(time.Microsecond), reads.GetData+reads.Children+reads.MultiReads,
+				(rt * time.Duration(reads.GetData+reads.Children+reads.MultiReads)).Round(time.Millisecond))
+			if tc.name == "persistent" {
+				// 64 nodes per multiRead (after the first 16 read alone):
+				// well under a request per 10 nodes.
+				assert.Less(t, int(reads.GetData+reads.Children+reads.MultiReads), cc.Size()/10, "requests for the load")
+			}
 			n, ok := cc.Get("/big/n3/n44")
 			require.True(t, ok)
 			assert.Equal(t, value, n.Data)
 			require.NoError(t, cc.Close(context.Background()))
 		})
 	}
+}
+
+// A load of large values takes fewer nodes per multiRead (about 256 KiB
+// of data per request) and still reads every node whole.
+func TestLoadLargeValues(t *testing.T) {
+	zkc := testutil.SharedServer(t)
+	ctx := context.Background()
+	w := connect(t, zkc.Servers(), recipes.WithNamespace("large"))
+	value := bytes.Repeat([]byte("v"), 200<<10)
+	all := createTree(t, w, "/l", 40, 1, value) // 41 nodes, 8 MiB
+	c := connect(t, zkc.Servers(), recipes.WithNamespace("large"))
+	cc, err := cache.New(c, "/l")
+	require.NoError(t, err)
+	before := engine.Of(c).Stats()
+	start(t, cc)
+	reads := engine.Of(c).Stats().Sub(before)
+	require.Equal(t, len(all), cc.Size())
+	for _, p := range all {
+		n, ok := cc.Get(p)
+		require.True(t, ok, p)
+		require.Equal(t, value, n.Data, p)
+	}
+	t.Logf("%d nodes of %d KiB: %d multiRead, %d getData, %d getChildren", len(all), len(value)>>10, reads.MultiReads, reads.GetData, reads.Children)
+	// At most one 200 KiB value per request beyond the 256 KiB mark: no
+	// fewer requests than nodes.
+	assert.GreaterOrEqual(t, int(reads.MultiReads+reads.GetData), len(all), "one value per request")
+	require.NoError(t, cc.Close(ctx))
 }
 
 // CURATOR-690: Curator 5.4's cache never reported "initialised" past

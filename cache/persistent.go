@@ -5,6 +5,7 @@ import (
 	"errors"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/cenkalti/backoff/v4"
@@ -18,6 +19,19 @@ import (
 // on the session at once: go-zookeeper and the Wire pipeline them, so a
 // load costs about one round trip per level of the tree, not per node.
 const readers = 64
+
+// multiBatch is how many nodes one multiRead request (ZooKeeper 3.6+)
+// reads in a load; multiNames caps the children's names one request
+// fetches (a node with more is read alone, with getChildren2).
+// A batch is smaller when the values are large: about multiBytes of data
+// per request, judged from the nodes read so far (node by node until
+// multiSeen have been).
+const (
+	multiBatch = 64
+	multiNames = 8192
+	multiBytes = 256 << 10
+	multiSeen  = 16
+)
 
 // runPersistent keeps the cache current on w until ctx ends (false), or
 // until the client reaches a server without persistent watches (true:
@@ -196,6 +210,7 @@ func (c *Cache) readTree(ctx context.Context) (map[string]*loaded, error) {
 		out    = map[string]*loaded{}
 		wg     sync.WaitGroup
 	)
+	var seenNodes, seenBytes atomic.Int64 // nodes read, and their data
 	read := func(t task) ([]task, error) {
 		var (
 			l    loaded
@@ -235,10 +250,146 @@ func (c *Cache) readTree(ctx context.Context) (map[string]*loaded, error) {
 		for i, k := range kids {
 			next[i] = task{engine.JoinPath(t.full, k), t.depth + 1}
 		}
+		seenNodes.Add(1)
+		seenBytes.Add(int64(len(l.data)))
 		mu.Lock()
 		out[t.full] = &l
 		mu.Unlock()
 		return next, nil
+	}
+	// readOne is read with a node gone or unreadable left out.
+	readOne := func(t task) ([]task, error) {
+		next, err := read(t)
+		if errors.Is(err, zk.ErrNoNode) {
+			return nil, nil // gone meanwhile
+		} else if refused(err) {
+			c.refusedRead(t.full)
+			return nil, nil // left out
+		}
+		return next, err
+	}
+	// batch is how many nodes the next multiRead takes.
+	batch := func() int {
+		n := seenNodes.Load()
+		if n < multiSeen || c.noMulti.Load() {
+			return 1
+		}
+		avg := seenBytes.Load()/n + 1
+		return int(max(1, min(multiBatch, multiBytes/avg)))
+	}
+	record := func(full string, l *loaded) {
+		mu.Lock()
+		out[full] = l
+		mu.Unlock()
+	}
+	// readBatch reads ts in one multiRead (their data), then their
+	// children in as few more; one by one where the server or the
+	// connection cannot.
+	readBatch := func(ts []task) ([]task, error) {
+		if len(ts) == 1 && c.noMulti.Load() {
+			return readOne(ts[0])
+		}
+		ops := make([]engine.ReadOp, len(ts))
+		for i, t := range ts {
+			ops[i] = engine.ReadOp{Path: t.full}
+		}
+		res, err, ok := c.e.MultiRead(ctx, ops)
+		if errors.Is(err, engine.ErrUnimplemented) {
+			c.noMulti.Store(true)
+		}
+		if !ok || errors.Is(err, engine.ErrUnimplemented) {
+			var next []task
+			for _, t := range ts {
+				n, err := readOne(t)
+				if err != nil {
+					return nil, err
+				}
+				next = append(next, n...)
+			}
+			return next, nil
+		}
+		if err != nil {
+			return nil, err
+		}
+		type parent struct {
+			t task
+			l *loaded
+		}
+		var (
+			parents []parent
+			next    []task
+		)
+		for i, r := range res {
+			switch {
+			case errors.Is(r.Err, zk.ErrNoNode):
+				continue
+			case refused(r.Err):
+				c.refusedRead(ts[i].full)
+				continue
+			case r.Err != nil:
+				return nil, r.Err
+			}
+			seenNodes.Add(1)
+			seenBytes.Add(int64(len(r.Data)))
+			l := &loaded{data: r.Data, stat: r.Stat}
+			if ts[i].depth < c.o.maxDepth && r.Stat.NumChildren > 0 {
+				parents = append(parents, parent{ts[i], l})
+				continue
+			}
+			record(ts[i].full, l)
+		}
+		for len(parents) > 0 {
+			n, names := 1, int(parents[0].l.stat.NumChildren)
+			for n < len(parents) && n < multiBatch && names+int(parents[n].l.stat.NumChildren) <= multiNames {
+				names += int(parents[n].l.stat.NumChildren)
+				n++
+			}
+			grp := parents[:n]
+			parents = parents[n:]
+			kids := make([][]string, n)
+			errs := make([]error, n)
+			if n == 1 && names > multiNames {
+				kids[0], _, errs[0] = c.e.Children(ctx, grp[0].t.full)
+			} else {
+				ops := make([]engine.ReadOp, n)
+				for i, p := range grp {
+					ops[i] = engine.ReadOp{Path: p.t.full, Children: true}
+				}
+				res, err, ok := c.e.MultiRead(ctx, ops)
+				if err != nil {
+					return nil, err
+				}
+				for i := range grp {
+					if !ok {
+						kids[i], _, errs[i] = c.e.Children(ctx, grp[i].t.full)
+					} else {
+						kids[i], errs[i] = res[i].Children, res[i].Err
+					}
+				}
+			}
+			for i, p := range grp {
+				switch err := errs[i]; {
+				case errors.Is(err, zk.ErrNoNode):
+					continue
+				case refused(err):
+					c.refusedRead(p.t.full)
+					continue
+				case err != nil:
+					return nil, err
+				}
+				slices.Sort(kids[i])
+				p.l.kids = kids[i]
+				record(p.t.full, p.l)
+				for _, k := range kids[i] {
+					next = append(next, task{engine.JoinPath(p.t.full, k), p.t.depth + 1})
+				}
+			}
+		}
+		return next, nil
+	}
+	take := multiBatch
+	if c.o.noData {
+		take = 1 // a multiRead gives no stat with the children
 	}
 	for range readers {
 		wg.Add(1)
@@ -254,16 +405,22 @@ func (c *Cache) readTree(ctx context.Context) (map[string]*loaded, error) {
 					cond.Broadcast()
 					return
 				}
-				t := queue[len(queue)-1]
-				queue = queue[:len(queue)-1]
+				n := min(len(queue), take)
+				if n > 1 {
+					n = min(n, batch())
+				}
+				ts := slices.Clone(queue[len(queue)-n:])
+				queue = queue[:len(queue)-n]
 				active++
 				mu.Unlock()
-				next, err := read(t)
-				if errors.Is(err, zk.ErrNoNode) {
-					next, err = nil, nil // gone meanwhile
-				} else if refused(err) {
-					c.refusedRead(t.full)
-					next, err = nil, nil // left out
+				var (
+					next []task
+					err  error
+				)
+				if c.o.noData {
+					next, err = readOne(ts[0])
+				} else {
+					next, err = readBatch(ts)
 				}
 				mu.Lock()
 				active--

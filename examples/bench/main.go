@@ -74,12 +74,16 @@
 //     installed is skipped with a line saying why. With -md the figures go
 //     to a peers table of the report.
 //   - cache (cache.go): package cache against Curator's CuratorCache
-//     (peers/BenchCurator.java) on one tree of -cache-nodes leaves under
-//     fan-out 100, each side's session through a proxy of its own, in
-//     alternating rounds: time to "initialized" and client CPU per node;
-//     change-to-event latency p50/p99 at 300 sets/s and client CPU per
-//     event; the resync after both links are black-holed and restored
-//     (restore to the last change heard, and to the reconnect). No target.
+//     (peers/BenchCurator.java) on one tree of -cache-nodes leaves (10000;
+//     "10000,100000" runs both of issue 26's sizes) under fan-out 100,
+//     each side's session through a proxy of its own, in alternating
+//     rounds: time to "initialized", the nodes there then, client CPU and
+//     heap bytes per node, requests; change-to-event latency p50/p99 at
+//     -cache-rate (1,000) sets/s and client CPU per event; the resync after
+//     both links are black-holed and restored (the reconnect, the read,
+//     its requests); server watches per cache. Targets (pass= in its
+//     RESULT line, not counted by -strict): p99 <= 10 ms, load and resync
+//     read >= 3x Curator's rate, heap <= 0.5x Curator's.
 //   - mixed: -mixed-readers reading and -mixed-writers writing sessions on
 //     one rwlock path, against the contended mutex on as many sessions:
 //     read and write acquisitions/s, the writers' wait p50/p99, and

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"archive/zip"
 	"bufio"
 	"context"
 	_ "embed"
@@ -134,6 +135,8 @@ func startCurator(dir string, servers []string, timeout time.Duration, sessions 
 	version := "Curator"
 	if jars, _ := filepath.Glob(filepath.Join(interop.JavaDir, "curator-recipes-*.jar")); len(jars) == 1 && os.Getenv(interop.ClasspathEnv) == "" {
 		version = strings.TrimSuffix(filepath.Base(jars[0]), ".jar") // curator-recipes-5.4.0, Debian's versioned name
+	} else if v := jarVersion(cp, "curator-recipes"); v != "" {
+		version = "curator-recipes-" + v // from the classpath's jar (CURATOR_CLASSPATH)
 	}
 	if out, err := exec.Command(java, "-version").CombinedOutput(); err == nil {
 		// openjdk version "17.0.15" 2025-04-15
@@ -143,10 +146,49 @@ func startCurator(dir string, servers []string, timeout time.Duration, sessions 
 	}
 	// The JIT is left at its default (tiered up to C2): the peer is kept
 	// warm, so it runs compiled code, as a long-lived service would.
-	p, err := startPeer("Curator 5.4", "curator", java,
-		"-Xmx256m", "-XX:+UseSerialGC", "-cp", cp, src,
+	label := "Curator"
+	if v, ok := strings.CutPrefix(strings.SplitN(version, ",", 2)[0], "curator-recipes-"); ok {
+		label = "Curator " + v
+	}
+	p, err := startPeer(label, "curator", java,
+		// Soft references cleared at every GC, so that the cache scenario's
+		// heap figures (used heap after System.gc()) hold no stale caches.
+		"-Xmx256m", "-XX:+UseSerialGC", "-XX:SoftRefLRUPolicyMSPerMB=0", "-cp", cp, src,
 		strings.Join(servers, ","), strconv.FormatInt(timeout.Milliseconds(), 10), strconv.Itoa(sessions))
 	return p, version, err
+}
+
+// jarVersion returns the version in the Maven metadata of the first jar of
+// classpath cp whose name begins with artifact, or "".
+func jarVersion(cp, artifact string) string {
+	for _, j := range filepath.SplitList(cp) {
+		if !strings.HasPrefix(filepath.Base(j), artifact) || !strings.HasSuffix(j, ".jar") {
+			continue
+		}
+		z, err := zip.OpenReader(j)
+		if err != nil {
+			return ""
+		}
+		defer z.Close()
+		for _, f := range z.File {
+			if !strings.HasSuffix(f.Name, "/"+artifact+"/pom.properties") {
+				continue
+			}
+			r, err := f.Open()
+			if err != nil {
+				return ""
+			}
+			b, _ := io.ReadAll(r)
+			r.Close()
+			for _, line := range strings.Split(string(b), "\n") {
+				if v, ok := strings.CutPrefix(strings.TrimSpace(line), "version="); ok {
+					return v
+				}
+			}
+		}
+		return ""
+	}
+	return ""
 }
 
 // startKazoo starts bench_kazoo.py with sessions sessions, or says why it

@@ -21,15 +21,17 @@ type Stats struct {
 	Children uint64 // getChildren requests, with or without a watch
 	SetData  uint64 // setData requests
 	Multis   uint64 // multi requests
-	Syncs    uint64 // sync requests
-	Watches  uint64 // watches set (a subset of the reads above)
+	// MultiReads counts multiRead requests (each reads many nodes).
+	MultiReads uint64
+	Syncs      uint64 // sync requests
+	Watches    uint64 // watches set (a subset of the reads above)
 	// PendingDeletes is the number of guaranteed deletes still retrying in the background.
 	PendingDeletes int64
 }
 
 type counters struct {
-	creates, deletes, getData, exists, children, setData, multis, syncs, watches atomic.Uint64
-	pendingDeletes                                                               atomic.Int64
+	creates, deletes, getData, exists, children, setData, multis, syncs, watches, multiReads atomic.Uint64
+	pendingDeletes                                                                           atomic.Int64
 }
 
 // Stats returns the request counters.
@@ -38,7 +40,7 @@ func (c *Client) Stats() Stats {
 	return Stats{
 		Creates: s.creates.Load(), Deletes: s.deletes.Load(), GetData: s.getData.Load(),
 		Exists: s.exists.Load(), Children: s.children.Load(), SetData: s.setData.Load(),
-		Multis: s.multis.Load(), Syncs: s.syncs.Load(), Watches: s.watches.Load(), PendingDeletes: s.pendingDeletes.Load(),
+		Multis: s.multis.Load(), MultiReads: s.multiReads.Load(), Syncs: s.syncs.Load(), Watches: s.watches.Load(), PendingDeletes: s.pendingDeletes.Load(),
 	}
 }
 
@@ -47,7 +49,7 @@ func (s Stats) Sub(o Stats) Stats {
 	return Stats{
 		Creates: s.Creates - o.Creates, Deletes: s.Deletes - o.Deletes, GetData: s.GetData - o.GetData,
 		Exists: s.Exists - o.Exists, Children: s.Children - o.Children, SetData: s.SetData - o.SetData,
-		Multis: s.Multis - o.Multis, Syncs: s.Syncs - o.Syncs, Watches: s.Watches - o.Watches, PendingDeletes: s.PendingDeletes - o.PendingDeletes,
+		Multis: s.Multis - o.Multis, MultiReads: s.MultiReads - o.MultiReads, Syncs: s.Syncs - o.Syncs, Watches: s.Watches - o.Watches, PendingDeletes: s.PendingDeletes - o.PendingDeletes,
 	}
 }
 

@@ -28,7 +28,10 @@
 //	                                            the clock runs from the first put to the last item consumed
 //	cacheload <path>                            a new CuratorCache of <path> on client 0 (the previous one closed):
 //	                                            start, wait for "initialized"; answers ops = the cache's size then,
-//	                                            seconds = start to initialized
+//	                                            seconds = start to initialized, and three more numbers: the heap's
+//	                                            growth in bytes (used heap after a full GC, before the start and
+//	                                            after "initialized"), the cache's size at that second GC, and the
+//	                                            read requests (getData, getChildren, exists) client 0 made meanwhile
 //	cachelat-start                              forget the latency samples; the benchmark then sets nodes with data
 //	                                            "t<epoch nanos of the set>..."; each NODE_CHANGED with such data is
 //	                                            one sample (epoch nanos at the listener minus the set's)
@@ -37,7 +40,11 @@
 //	cacheresync-start                           forget the resync samples: NODE_CHANGED events with data "r..."
 //	cacheresync-wait <k> <epochNanos>           wait (60 s at most) for k of them; answers ops = those seen,
 //	                                            seconds = from <epochNanos> (the link restored) to the k-th,
-//	                                            total = microseconds from <epochNanos> to client 0's RECONNECTED
+//	                                            total = microseconds from <epochNanos> to client 0's RECONNECTED;
+//	                                            then waits until client 0 has made no read for a second (2 minutes
+//	                                            at most) and adds two numbers: microseconds from <epochNanos> to its
+//	                                            last read's reply, its reads since cacheresync-start, and
+//	                                            microseconds from <epochNanos> to the first of them
 //	exit
 //
 // Answer: "DONE <ops> <seconds> <cpuSeconds> <total> <most>": ops counted
@@ -584,36 +591,80 @@ public class BenchCurator {
         return i.getEpochSecond() * 1_000_000_000L + i.getNano();
     }
 
+    // Client 0's read requests, counted through Curator's tracer (every
+    // operation commits a trace named after its builder).
+    static final AtomicLong reads = new AtomicLong();
+    static final AtomicLong lastRead = new AtomicLong(); // epoch nanos of the last read's reply
+    static final AtomicLong firstRead = new AtomicLong(); // epoch nanos of the first read's reply since cacheresync-start
+    static final java.util.concurrent.atomic.AtomicBoolean tracing = new java.util.concurrent.atomic.AtomicBoolean();
+
+    static void traceReads() {
+        if (!tracing.compareAndSet(false, true)) {
+            return;
+        }
+        clients.get(0).getZookeeperClient().setTracerDriver(new org.apache.curator.drivers.TracerDriver() {
+            @Override
+            public void addTrace(String name, long time, TimeUnit unit) {
+                if (name.startsWith("GetData") || name.startsWith("GetChildren") || name.startsWith("Exists")) {
+                    reads.incrementAndGet();
+                    long now = epochNanos();
+                    lastRead.set(now);
+                    firstRead.compareAndSet(0, now);
+                }
+            }
+
+            @Override
+            public void addCount(String name, int increment) {
+            }
+        });
+    }
+
+    static long heapUsed() throws InterruptedException {
+        Thread.sleep(300); // a closed cache's last callbacks let go of it
+        for (int i = 0; i < 3; i++) {
+            System.gc();
+        }
+        return ManagementFactory.getMemoryMXBean().getHeapMemoryUsage().getUsed();
+    }
+
+    static void sample(byte[] d) {
+        long now = epochNanos();
+        if (d == null || d.length == 0) {
+            return;
+        }
+        if (d[0] == 't') {
+            int end = 1;
+            while (end < d.length && d[end] >= '0' && d[end] <= '9') {
+                end++;
+            }
+            long sent = Long.parseLong(new String(d, 1, end - 1, StandardCharsets.US_ASCII));
+            synchronized (latSamples) {
+                latSamples.add(now - sent);
+                latSamples.notifyAll();
+            }
+        } else if (d[0] == 'r') {
+            synchronized (resyncSamples) {
+                resyncSamples.add(now);
+                resyncSamples.notifyAll();
+            }
+        }
+    }
+
     static Result cacheLoad(String path) throws Exception {
+        traceReads();
         if (cache != null) {
             cache.close();
+            cache = null;
         }
+        long heap0 = heapUsed();
+        long reads0 = reads.get();
         java.util.concurrent.CountDownLatch init = new java.util.concurrent.CountDownLatch(1);
         CuratorCache c = CuratorCache.build(clients.get(0), path);
         c.listenable().addListener(CuratorCacheListener.builder()
-                .forChanges((oldNode, node) -> {
-                    long now = epochNanos();
-                    byte[] d = node.getData();
-                    if (d == null || d.length == 0) {
-                        return;
-                    }
-                    if (d[0] == 't') {
-                        int end = 1;
-                        while (end < d.length && d[end] >= '0' && d[end] <= '9') {
-                            end++;
-                        }
-                        long sent = Long.parseLong(new String(d, 1, end - 1, StandardCharsets.US_ASCII));
-                        synchronized (latSamples) {
-                            latSamples.add(now - sent);
-                            latSamples.notifyAll();
-                        }
-                    } else if (d[0] == 'r') {
-                        synchronized (resyncSamples) {
-                            resyncSamples.add(now);
-                            resyncSamples.notifyAll();
-                        }
-                    }
-                })
+                .forChanges((oldNode, node) -> sample(node.getData()))
+                // A node the load missed (CURATOR-690) comes as a creation
+                // when it changes.
+                .forCreates(node -> sample(node.getData()))
                 .forInitialized(init::countDown)
                 .build());
         Result r = new Result();
@@ -626,14 +677,21 @@ public class BenchCurator {
         r.seconds = (System.nanoTime() - t0) / 1e9;
         r.cpu = cpuSeconds() - cpu0;
         r.ops = r.total = c.size();
+        long readsLoad = reads.get() - reads0;
+        long heap1 = heapUsed();
+        r.extra = new double[] {heap1 - heap0, c.size(), readsLoad};
         cache = c;
         return r;
     }
+
+    static long resyncReads0;
 
     static Result cacheReset(List<Long> samples) {
         synchronized (samples) {
             samples.clear();
         }
+        resyncReads0 = reads.get();
+        firstRead.set(0);
         reconnected.set(0);
         if (stateListening.compareAndSet(false, true)) {
             clients.get(0).getConnectionStateListenable().addListener((c, st) -> {
@@ -684,6 +742,12 @@ public class BenchCurator {
         }
         long rc = reconnected.get();
         r.total = rc == 0 ? -1 : (rc - restored) / 1000;
+        long deadline = System.nanoTime() + 120_000_000_000L;
+        while (System.nanoTime() < deadline && epochNanos() - Math.max(lastRead.get(), restored) < 1_000_000_000L) {
+            Thread.sleep(50);
+        }
+        long f = firstRead.get();
+        r.extra = new double[] {(lastRead.get() - restored) / 1000, reads.get() - resyncReads0, f == 0 ? -1 : (f - restored) / 1000};
         return r;
     }
 }
