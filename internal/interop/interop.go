@@ -126,6 +126,10 @@ var JVMFlags = []string{"-Xmx128m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1
 // same class path also starts a server.
 var javaJars = []struct{ jar, pkg string }{
 	{"curator-recipes.jar", "libcurator-recipes-java"},
+	{"curator-x-discovery.jar", "libcurator-discovery-java"},
+	{"jackson-databind.jar", "libjackson2-databind-java"},
+	{"jackson-core.jar", "libjackson2-core-java"},
+	{"jackson-annotations.jar", "libjackson2-annotations-java"},
 	{"curator-framework.jar", "libcurator-framework-java"},
 	{"curator-client.jar", "libcurator-client-java"},
 	{"guava.jar", "libguava-java"},
