@@ -66,6 +66,7 @@ public class GenGolden {
         write("typed", new ServiceInstance<>("orders", "id-1", "10.0.0.5", 8080, null, d, T, ServiceType.DYNAMIC, spring), Details.class, true);
         write("nulls", new ServiceInstance<Object>("orders", "id-2", null, null, null, null, T, ServiceType.DYNAMIC, null), Object.class, true);
         write("string", new ServiceInstance<Object>("orders", "id-3", "h", 1, 2, "hello \"w\" é\u2028<>&", T, ServiceType.STATIC, spring), Object.class, true);
+        write("controls", new ServiceInstance<Object>("or\u0001ders", "id\t\n\r\b\f\u001f/\\", "h", 65535, null, "\u007f\u0000", T, ServiceType.STATIC, null), Object.class, true);
         write("number", new ServiceInstance<Object>("orders", "id-4", "h", 1, null, 42, T, ServiceType.PERMANENT, null), Object.class, true);
         write("double", new ServiceInstance<Object>("orders", "id-5", "h", 1, null, 2.5, T, ServiceType.DYNAMIC_SEQUENTIAL, null), Object.class, true);
         write("bool", new ServiceInstance<Object>("orders", "id-6", "h", 1, null, true, T, ServiceType.DYNAMIC, null), Object.class, true);
