@@ -32,6 +32,9 @@ type OwnedSpec struct {
 	// node. It has no effect with Protected (each create is a new
 	// protected name).
 	Downgrade bool
+	// KeepOnClose leaves the node in place on Close (a TTL node the
+	// server reaps, say) instead of deleting it.
+	KeepOnClose bool
 	// Protected makes each create a protected create (see
 	// CreateProtected), in any Mode: a create whose reply is lost is found
 	// again by its uuid, never made twice.
@@ -327,6 +330,9 @@ func (o *OwnedNode) finish(ctx context.Context) error {
 		return nil
 	}
 	o.forget(cur, sweep)
+	if o.spec.KeepOnClose {
+		return nil
+	}
 	sid := cur.Session
 	if !o.ephemeral {
 		sid = 0 // a persistent node outlives its session
