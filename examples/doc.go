@@ -28,6 +28,10 @@
 //     link is cut while flags change, a service goes and a flag is deleted
 //     and created again with the same version; the cache equals the
 //     server after its resync (-one-shot: on TreeCache's one-shot watches);
+//   - discovery: a Go service and a Java one (Curator's curator-x-discovery,
+//     when installed; a second Go one otherwise) register on one base path
+//     and find each other, typed payloads both ways; a cut link causes no
+//     re-registration churn;
 //   - bench: the benchmark against go-zookeeper.
 //
 // Each connects to ZK_SERVERS or starts a local ZooKeeper, and the recipe

@@ -37,6 +37,8 @@ var examples = []struct {
 	{"barrier", nil},
 	{"cache", nil},
 	{"cache-one-shot", []string{"-one-shot"}},
+	{"discovery", nil},
+	{"discovery-go-only", []string{"-go-only"}},
 }
 
 // example is the directory, and the binary, of the example a run runs.
