@@ -34,6 +34,7 @@ func TestDiscovery(t *testing.T) {
 	require.NoError(t, err)
 
 	out := inspectOut(t, zkc, base)
+	t.Logf("zkinspect %s:\n%s", base, out)
 	assert.Contains(t, out, base+": service discovery base path (curator-x-discovery), 2 services, 4 instances")
 	assert.Contains(t, out, "service orders ("+base+"/orders): 2 instances")
 	assert.Contains(t, out, "service billing ("+base+"/billing): 2 instances")
