@@ -24,6 +24,10 @@
 //   - barrier: a batch job: workers start together (a double barrier, then
 //     a start gate), take job ids in blocks (atomicval.CachedInt64) and
 //     finish together;
+//   - cache: a feature-flag tree mirrored by a cache.Cache; the reader's
+//     link is cut while flags change, a service goes and a flag is deleted
+//     and created again with the same version; the cache equals the
+//     server after its resync (-one-shot: on TreeCache's one-shot watches);
 //   - bench: the benchmark against go-zookeeper.
 //
 // Each connects to ZK_SERVERS or starts a local ZooKeeper, and the recipe

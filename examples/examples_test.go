@@ -35,6 +35,8 @@ var examples = []struct {
 	{"metrics", nil},
 	{"counter", nil},
 	{"barrier", nil},
+	{"cache", nil},
+	{"cache-one-shot", []string{"-one-shot"}},
 }
 
 // example is the directory, and the binary, of the example a run runs.

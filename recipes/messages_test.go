@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/zkrecipes/zkrecipes/atomicval"
+	"github.com/zkrecipes/zkrecipes/cache"
 	"github.com/zkrecipes/zkrecipes/cleanup"
 	"github.com/zkrecipes/zkrecipes/election"
 	"github.com/zkrecipes/zkrecipes/mutex"
@@ -189,6 +190,19 @@ func TestErrorMessages(t *testing.T) {
 	add("Int32.Add of 8 bytes", err)
 	_, err = atomicval.NewInt64(c, "/messages/atomic/long", atomicval.WithPromotedToLock(atomicval.PromotedToLock{Path: "/messages/atomic/long/lock"}))
 	add("NewInt64 with its lock below it", err)
+
+	// The cache.
+	_, err = cache.New(c, "/", cache.WithMaxDepth(1))
+	add("cache.New on the root", err)
+	_, err = cache.New(c, "/messages/cache", cache.WithMaxDepth(-2))
+	add("cache.New with a negative depth", err)
+	cc, err := cache.New(c, "/messages/cache")
+	must(err)
+	add("Cache.WaitInitialized before Start", cc.WaitInitialized(ctx))
+	must(cc.Start(ctx))
+	add("Cache.Start twice", cc.Start(ctx))
+	must(cc.Close(ctx))
+	add("Cache.Start after Close", cc.Start(ctx))
 
 	// Errors after the client closed, through a recipe.
 	_, err = mutex.New(closed, "/messages/lock")

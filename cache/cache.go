@@ -1,0 +1,674 @@
+package cache
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+
+	"github.com/go-zookeeper/zk"
+
+	"github.com/zkrecipes/zkrecipes/internal/engine"
+	"github.com/zkrecipes/zkrecipes/internal/recipeargs"
+	"github.com/zkrecipes/zkrecipes/recipes"
+)
+
+// Unlimited is the maximum depth of a cache of a whole subtree (New's
+// default).
+const Unlimited = -1
+
+// Option configures a Cache.
+type Option func(*options) error
+
+type options struct {
+	maxDepth     int // math.MaxInt: unlimited
+	noData       bool
+	oneShot      bool
+	childrenOnly bool
+}
+
+// WithMaxDepth limits the cache to the nodes at most depth levels below
+// its root: 0 caches the root alone (NewNodeCache), 1 the root and its
+// children (NewChildrenCache), Unlimited (the default) the whole subtree.
+// A negative depth other than Unlimited is refused.
+func WithMaxDepth(depth int) Option {
+	return func(o *options) error {
+		switch {
+		case depth == Unlimited:
+			o.maxDepth = math.MaxInt
+		case depth < 0:
+			return fmt.Errorf("%w: cache depth %d (0 or more, or Unlimited)", recipes.ErrInvalidArgument, depth)
+		default:
+			o.maxDepth = depth
+		}
+		return nil
+	}
+}
+
+// WithoutData keeps no node data, only each node's path and Stat: for
+// subtrees of large values whose changes matter but not their bytes. Node
+// values then have a nil Data, in reads and in events alike (listeners
+// do not get the bytes either: the cache never holds them); NodeChanged
+// is still reported for every data change (its mzxid).
+func WithoutData() Option {
+	return func(o *options) error {
+		o.noData = true
+		return nil
+	}
+}
+
+// WithOneShotWatches makes the cache keep itself current with one-shot
+// watches, a data and a children watch per node (Curator's TreeCache
+// algorithm), instead of one persistent recursive watch: what it does by
+// itself on a server without persistent watches (ZooKeeper before 3.6).
+// It costs one server watch or two per cached node and a read per change,
+// and, as go-zookeeper cannot remove one-shot watches, those left when the
+// cache closes stay on the server until they fire or the session ends.
+func WithOneShotWatches() Option {
+	return func(o *options) error {
+		o.oneShot = true
+		return nil
+	}
+}
+
+// EventType says what an Event reports.
+type EventType uint8
+
+const (
+	// NodeCreated: a node is in the cache that was not (New is set).
+	NodeCreated EventType = iota + 1
+	// NodeChanged: a cached node's data was written (its mzxid moved; the
+	// bytes may be the same). Old and New are set.
+	NodeChanged
+	// NodeDeleted: a node left the cache (Old is set). A node deleted
+	// with its subtree is reported after its descendants, deepest first.
+	NodeDeleted
+	// Initialized: the first full load is done; reported once in the
+	// cache's life (see Cache).
+	Initialized
+	// Resynced: a full read of the subtree, made after the cache's watch
+	// was set again on a new connection (or after a failed read), has
+	// been merged: the events before it bring the cache to what that read
+	// saw (see Cache). Never before Initialized.
+	Resynced
+)
+
+// String names the type as Curator does: NODE_CREATED, NODE_CHANGED,
+// NODE_DELETED, INITIALIZED, and RESYNCED.
+func (t EventType) String() string {
+	switch t {
+	case NodeCreated:
+		return "NODE_CREATED"
+	case NodeChanged:
+		return "NODE_CHANGED"
+	case NodeDeleted:
+		return "NODE_DELETED"
+	case Initialized:
+		return "INITIALIZED"
+	case Resynced:
+		return "RESYNCED"
+	}
+	return fmt.Sprintf("EventType(%d)", uint8(t))
+}
+
+// Node is a cached node: its path (namespace-relative, as every path the
+// library returns), its data (nil under WithoutData) and a copy of its
+// Stat as of its last data change: the children fields (Cversion,
+// NumChildren, Pzxid) may be older, as the cache does not read a node
+// again when only its children change; Cache.Children gives them.
+// The Data slice is shared with the cache and every listener: do not
+// modify it.
+type Node struct {
+	Path string
+	Data []byte
+	Stat zk.Stat
+}
+
+// Event is one change of the cache, reported to listeners.
+type Event struct {
+	Type EventType
+	// Path is the node that changed (never the cache's root unless the
+	// root itself changed); empty for Initialized and Resynced.
+	Path string
+	// Old is the node as cached before the change (NodeChanged,
+	// NodeDeleted); nil otherwise.
+	Old *Node
+	// New is the node as cached after the change (NodeCreated,
+	// NodeChanged); nil otherwise.
+	New *Node
+}
+
+// String formats the event as "NODE_CHANGED /path".
+func (e Event) String() string {
+	if e.Path == "" {
+		return e.Type.String()
+	}
+	return e.Type.String() + " " + e.Path
+}
+
+// entry is a node in the cache's memory.
+type entry struct {
+	node Node
+	kids map[string]struct{} // names; nil for a leaf
+}
+
+// Cache is a local mirror of a ZooKeeper subtree, of one node, or of one
+// node's children, kept current by watches (see the package doc). Make it
+// with New, NewNodeCache, NewChildrenCache or NewTreeCache; Start it; read
+// it from memory; Close it.
+type Cache struct {
+	c    *recipes.Client
+	e    *engine.Client
+	path string // as given (namespace-relative)
+	full string // on the server
+	o    options
+
+	mu          sync.RWMutex
+	nodes       map[string]*entry // by server path
+	started     bool
+	closed      bool
+	initialized bool
+	initCh      chan struct{} // closed at Initialized
+	listeners   engine.Listeners[[]Event]
+	subs        map[*subscription]struct{} // Subscribe's channels
+
+	persistent atomic.Bool // running on a persistent watch
+	resyncs    atomic.Int64
+	listenerGs sync.Map // goroutine ids of the listeners (Close from a listener does not wait for itself)
+	cancel     context.CancelFunc
+	done       chan struct{} // the worker has ended
+	watch      *engine.PersistentWatch
+}
+
+// New returns a cache of the subtree at path (Curator's CuratorCache;
+// TreeCache's view): the node and all its descendants, down to
+// WithMaxDepth. The node need not exist. It touches nothing in ZooKeeper
+// (Start does), and the cache never creates anything there, not even its
+// root.
+func New(c *recipes.Client, path string, opts ...Option) (*Cache, error) {
+	full, err := recipeargs.Path(c, path, "a cache root")
+	if err != nil {
+		return nil, err
+	}
+	o := options{maxDepth: math.MaxInt}
+	if err := recipeargs.Options(&o, opts); err != nil {
+		return nil, err
+	}
+	return &Cache{
+		c: c, e: engine.Of(c), path: path, full: full, o: o,
+		nodes:  map[string]*entry{},
+		initCh: make(chan struct{}),
+	}, nil
+}
+
+// NewTreeCache is New: the whole subtree (Curator's TreeCache view).
+func NewTreeCache(c *recipes.Client, path string, opts ...Option) (*Cache, error) {
+	return New(c, path, opts...)
+}
+
+// NewNodeCache returns a cache of the node at path alone (Curator's
+// NodeCache view): New with WithMaxDepth(0), on a persistent watch that
+// is not recursive (or on the recursive one a deeper cache of the same
+// client holds on the path: one server watch per path and connection).
+// Get(path) reads it. A client's deeper cache cannot start on a path
+// where its node cache (or a WatchPersistent that is not recursive)
+// already holds a watch: Start fails with ErrInvalidArgument; start the
+// deeper cache first, or use another client.
+func NewNodeCache(c *recipes.Client, path string, opts ...Option) (*Cache, error) {
+	return New(c, path, append(slices.Clone(opts), WithMaxDepth(0))...)
+}
+
+// NewChildrenCache returns a cache of the children of the node at path
+// (Curator's PathChildrenCache view): New with WithMaxDepth(1), except
+// that the parent itself is never reported, neither in events nor in
+// Get, Size, Snapshot and Walk (CURATOR-574: Curator's bridge reported
+// it); Children(path) lists the children.
+func NewChildrenCache(c *recipes.Client, path string, opts ...Option) (*Cache, error) {
+	opts = append(slices.Clone(opts), WithMaxDepth(1), func(o *options) error {
+		o.childrenOnly = true
+		return nil
+	})
+	return New(c, path, opts...)
+}
+
+// Path returns the cache's root path as given.
+func (c *Cache) Path() string { return c.path }
+
+// Persistent reports whether the cache keeps itself current with a
+// persistent watch now (false: one-shot watches, WithOneShotWatches or a
+// server before ZooKeeper 3.6).
+func (c *Cache) Persistent() bool { return c.persistent.Load() }
+
+func (c *Cache) name() string { return "cache " + c.path }
+
+func (c *Cache) ok() bool { return c != nil && c.c != nil }
+
+func notMade() error {
+	return fmt.Errorf("%w: Cache not made by New", recipes.ErrInvalidArgument)
+}
+
+// Start sets the cache's watch and starts loading it: one persistent
+// recursive watch on the root (a persistent one for a NodeCache), or,
+// with WithOneShotWatches or on a server without persistent watches, the
+// one-shot watches of the first reads. It returns once the watch is set
+// (retrying connection errors under the client's retry policy until ctx
+// ends); the load goes on in the background: WaitInitialized waits for
+// it, and listeners hear Initialized. It returns ErrAlreadyStarted when
+// started, ErrClosed after Close. A failed Start leaves nothing, on the
+// server or in the process.
+func (c *Cache) Start(ctx context.Context) error {
+	if !c.ok() {
+		return notMade()
+	}
+	if err := recipeargs.Context(ctx); err != nil {
+		return err
+	}
+	if err := c.e.Check(); err != nil {
+		return engine.Named(c.name(), err)
+	}
+	c.mu.Lock()
+	switch {
+	case c.closed:
+		c.mu.Unlock()
+		return engine.Named(c.name(), recipes.ErrClosed)
+	case c.started:
+		c.mu.Unlock()
+		return engine.Named(c.name(), recipes.ErrAlreadyStarted)
+	}
+	c.started = true
+	c.mu.Unlock()
+	var w *engine.PersistentWatch
+	if !c.o.oneShot {
+		var err error
+		w, err = c.e.AddWatch(ctx, c.full, c.o.maxDepth > 0)
+		if c.o.maxDepth == 0 && errors.Is(err, recipes.ErrInvalidArgument) {
+			// A recursive watch of the client's holds the path (a deeper
+			// cache): it serves a node cache too.
+			w, err = c.e.AddWatch(ctx, c.full, true)
+		}
+		switch {
+		case errors.Is(err, recipes.ErrUnimplemented):
+			c.e.Logger().Info("zkrecipes: the server has no persistent watches; the cache uses one-shot watches", "cache", c.path)
+			w = nil
+		case err != nil:
+			c.mu.Lock()
+			c.started = false
+			c.mu.Unlock()
+			return engine.Named(c.name(), err)
+		}
+	}
+	rctx, cancel := context.WithCancel(context.Background())
+	c.mu.Lock()
+	if c.closed { // Close came while the watch was being set
+		c.mu.Unlock()
+		cancel()
+		if w != nil {
+			_ = w.Remove(ctx)
+		}
+		return engine.Named(c.name(), recipes.ErrClosed)
+	}
+	c.cancel, c.done, c.watch = cancel, make(chan struct{}), w
+	done := c.done
+	c.mu.Unlock()
+	c.persistent.Store(w != nil)
+	go c.run(rctx, w, done)
+	return nil
+}
+
+// run keeps the cache current until ctx ends.
+func (c *Cache) run(ctx context.Context, w *engine.PersistentWatch, done chan struct{}) {
+	defer close(done)
+	if w != nil {
+		if !c.runPersistent(ctx, w) {
+			return
+		}
+		// The client reached a server without persistent watches.
+		c.persistent.Store(false)
+		_ = w.Remove(ctx)
+		c.e.Logger().Warn("zkrecipes: the server has no persistent watches; the cache goes on with one-shot watches", "cache", c.path)
+	}
+	c.runFallback(ctx)
+}
+
+// Close stops the cache: it removes its watch (from the server too, on
+// ZooKeeper 3.9 and later; see recipes.PersistentWatch), stops its
+// goroutine, and delivers the events already queued to each listener
+// before removing it (waiting up to 5s for each). The cache's contents
+// stay readable. Closing twice, or a cache never started, is fine. It
+// returns an error wrapping ctx.Err() when ctx ends first.
+func (c *Cache) Close(ctx context.Context) error {
+	if !c.ok() {
+		return notMade()
+	}
+	if err := recipeargs.Context(ctx); err != nil {
+		return err
+	}
+	c.mu.Lock()
+	if c.closed {
+		c.mu.Unlock()
+		return nil
+	}
+	c.closed = true
+	cancel, done, w := c.cancel, c.done, c.watch
+	c.mu.Unlock()
+	var err error
+	if cancel != nil {
+		cancel()
+		if w != nil {
+			if rerr := w.Remove(ctx); rerr != nil {
+				err = engine.Namedf(c.name(), "close: %w", rerr)
+			}
+		}
+		select {
+		case <-done:
+		case <-ctx.Done():
+			if err == nil {
+				err = engine.Namedf(c.name(), "close: %w", ctx.Err())
+			}
+		}
+	}
+	c.persistent.Store(false)
+	c.mu.Lock()
+	subs := c.subs
+	c.subs = nil
+	c.mu.Unlock()
+	for s := range subs {
+		s.end() // nobody may be reading: stop sending before the listeners close
+	}
+	finish := func() {
+		c.listeners.Close()
+		for s := range subs { // their listeners are gone: nothing sends now
+			s.closed.Do(func() { close(s.ch) })
+		}
+	}
+	if id := engine.GoroutineID(); id != 0 {
+		if _, mine := c.listenerGs.Load(id); mine {
+			go finish() // ends once this listener call returns
+			return err
+		}
+	}
+	finish()
+	return err
+}
+
+// Initialized returns a channel closed once the first full load is done
+// (Initialized).
+func (c *Cache) Initialized() <-chan struct{} {
+	if !c.ok() {
+		ch := make(chan struct{})
+		return ch
+	}
+	return c.initCh
+}
+
+// WaitInitialized waits until the first full load is done. It returns
+// ErrNotStarted before Start, ErrClosed when the cache closes first, and
+// an error wrapping ctx.Err() when ctx ends first.
+func (c *Cache) WaitInitialized(ctx context.Context) error {
+	if !c.ok() {
+		return notMade()
+	}
+	if err := recipeargs.Context(ctx); err != nil {
+		return err
+	}
+	c.mu.RLock()
+	started, done := c.started, c.done
+	c.mu.RUnlock()
+	if !started {
+		return engine.Named(c.name(), recipes.ErrNotStarted)
+	}
+	select {
+	case <-c.initCh:
+		return nil
+	default:
+	}
+	var ended <-chan struct{}
+	if done != nil {
+		ended = done
+	}
+	select {
+	case <-c.initCh:
+		return nil
+	case <-ended:
+		if c.e.Check() != nil {
+			return engine.Named(c.name(), recipes.ErrClientClosed)
+		}
+		return engine.Named(c.name(), recipes.ErrClosed)
+	case <-c.e.Done():
+		return engine.Named(c.name(), recipes.ErrClientClosed)
+	case <-ctx.Done():
+		return engine.Namedf(c.name(), "waiting for the first load: %w", ctx.Err())
+	}
+}
+
+// visibleLocked reports whether the node at full is part of the cache's
+// public view (a children cache hides its parent).
+func (c *Cache) visible(full string) bool {
+	return !(c.o.childrenOnly && full == c.full)
+}
+
+// Get returns the cached node at path (namespace-relative, as given to
+// New), and whether it is cached.
+func (c *Cache) Get(path string) (Node, bool) {
+	if !c.ok() {
+		return Node{}, false
+	}
+	full, err := c.c.FullPath(path)
+	if err != nil || !c.visible(full) {
+		return Node{}, false
+	}
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	en := c.nodes[full]
+	if en == nil {
+		return Node{}, false
+	}
+	return en.node, true
+}
+
+// Children returns the names of the cached children of the node at path,
+// sorted, and whether that node is cached (a node at the maximum depth
+// has no cached children).
+func (c *Cache) Children(path string) ([]string, bool) {
+	if !c.ok() {
+		return nil, false
+	}
+	full, err := c.c.FullPath(path)
+	if err != nil {
+		return nil, false
+	}
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	en := c.nodes[full]
+	if en == nil {
+		return nil, false
+	}
+	return sortedKids(en), true
+}
+
+func sortedKids(en *entry) []string {
+	kids := make([]string, 0, len(en.kids))
+	for k := range en.kids {
+		kids = append(kids, k)
+	}
+	slices.Sort(kids)
+	return kids
+}
+
+// Size returns the number of cached nodes.
+func (c *Cache) Size() int {
+	if !c.ok() {
+		return 0
+	}
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	n := len(c.nodes)
+	if c.o.childrenOnly && c.nodes[c.full] != nil {
+		n--
+	}
+	return n
+}
+
+// Snapshot returns every cached node, as of one moment (no change comes
+// between two of them), in depth-first order, parents before children
+// and siblings sorted by name.
+func (c *Cache) Snapshot() []Node {
+	if !c.ok() {
+		return nil
+	}
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	out := make([]Node, 0, len(c.nodes))
+	c.preorderLocked(func(full string, en *entry) {
+		if c.visible(full) {
+			out = append(out, en.node)
+		}
+	})
+	return out
+}
+
+// Walk calls fn with every node of one Snapshot, in its order, until fn
+// returns false. fn runs without the cache's lock: it may call the
+// cache's methods.
+func (c *Cache) Walk(fn func(Node) bool) {
+	for _, n := range c.Snapshot() {
+		if !fn(n) {
+			return
+		}
+	}
+}
+
+// preorderLocked visits the cached nodes depth-first from the root,
+// siblings sorted; c.mu is held.
+func (c *Cache) preorderLocked(visit func(full string, en *entry)) {
+	var walk func(full string, en *entry)
+	walk = func(full string, en *entry) {
+		visit(full, en)
+		for _, k := range sortedKids(en) {
+			kf := engine.JoinPath(full, k)
+			if ken := c.nodes[kf]; ken != nil {
+				walk(kf, ken)
+			}
+		}
+	}
+	if en := c.nodes[c.full]; en != nil {
+		walk(c.full, en)
+	}
+}
+
+// depth returns how many levels full is below the root (0: the root);
+// -1 when it is not in the root's subtree.
+func (c *Cache) depth(full string) int {
+	switch {
+	case full == c.full:
+		return 0
+	case c.full == "/":
+		return strings.Count(full, "/")
+	case strings.HasPrefix(full, c.full+"/"):
+		return strings.Count(full[len(c.full):], "/")
+	}
+	return -1
+}
+
+// inScope reports whether full is a node the cache holds.
+func (c *Cache) inScope(full string) bool {
+	d := c.depth(full)
+	return d >= 0 && d <= c.o.maxDepth
+}
+
+// upsertLocked puts a node read from the server into the cache and
+// returns what that changed: nothing when the cache holds the same node
+// at the same or a later change (mzxid); NodeDeleted for the old node and
+// its subtree and NodeCreated when the node was deleted and created again
+// (czxid); NodeCreated for a new node, unless its parent is not cached
+// (then it is gone already: its deletion is reported later); NodeChanged
+// when its mzxid moved.
+func (c *Cache) upsertLocked(evs []Event, full string, data []byte, st *zk.Stat) []Event {
+	old := c.nodes[full]
+	if old != nil && old.node.Stat.Czxid == st.Czxid && st.Mzxid <= old.node.Stat.Mzxid {
+		return evs
+	}
+	if old != nil && old.node.Stat.Czxid != st.Czxid {
+		evs = c.removeLocked(evs, full)
+		old = nil
+	}
+	if c.o.noData {
+		data = nil
+	}
+	n := Node{Path: c.e.StripNamespace(full), Data: data, Stat: *st}
+	if old != nil {
+		prev := old.node
+		old.node = n
+		return c.emit(evs, Event{Type: NodeChanged, Path: n.Path, Old: &prev, New: &n})
+	}
+	if full != c.full {
+		parent, name := engine.SplitPath(full)
+		pen := c.nodes[parent]
+		if pen == nil {
+			return evs
+		}
+		if pen.kids == nil {
+			pen.kids = map[string]struct{}{}
+		}
+		pen.kids[name] = struct{}{}
+	}
+	c.nodes[full] = &entry{node: n}
+	return c.emit(evs, Event{Type: NodeCreated, Path: n.Path, New: &n})
+}
+
+// removeLocked drops the node at full and its subtree, reporting each
+// node deepest first.
+func (c *Cache) removeLocked(evs []Event, full string) []Event {
+	en := c.nodes[full]
+	if en == nil {
+		return evs
+	}
+	for _, k := range sortedKids(en) {
+		evs = c.removeLocked(evs, engine.JoinPath(full, k))
+	}
+	delete(c.nodes, full)
+	if full != c.full {
+		parent, name := engine.SplitPath(full)
+		if pen := c.nodes[parent]; pen != nil {
+			delete(pen.kids, name)
+		}
+	}
+	prev := en.node
+	return c.emit(evs, Event{Type: NodeDeleted, Path: prev.Path, Old: &prev})
+}
+
+// emit appends ev unless it is about a node outside the public view.
+func (c *Cache) emit(evs []Event, ev Event) []Event {
+	if c.o.childrenOnly && ev.Path != "" && ev.Path == c.e.StripNamespace(c.full) {
+		return evs
+	}
+	return append(evs, ev)
+}
+
+// publishLocked posts evs to the listeners, with Initialized after them
+// the first time done is set, or Resynced after a later resync; c.mu is
+// held (Listen registers under it too: nothing comes between a new
+// listener's first batch and what follows).
+func (c *Cache) publishLocked(evs []Event, loaded bool) {
+	if loaded {
+		if !c.initialized {
+			c.initialized = true
+			close(c.initCh)
+			evs = append(evs, Event{Type: Initialized})
+		} else {
+			c.resyncs.Add(1)
+			evs = append(evs, Event{Type: Resynced})
+		}
+	}
+	if len(evs) > 0 {
+		c.listeners.Post(evs)
+	}
+}
+
+// Resyncs returns how many full resyncs have completed since
+// Initialized (the Resynced events so far).
+func (c *Cache) Resyncs() int64 { return c.resyncs.Load() }

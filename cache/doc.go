@@ -1,0 +1,104 @@
+// Package cache is Curator's CuratorCache for Go: a local mirror of a
+// ZooKeeper subtree (configuration, feature flags, a service registry, a
+// shard map), of one node (NodeCache's view), or of one node's children
+// (PathChildrenCache's view), kept current by watches, with events when
+// something changes. One implementation serves every view: New (and
+// NewTreeCache) for a subtree, optionally down to WithMaxDepth;
+// NewNodeCache for a node; NewChildrenCache for a node's children.
+//
+// A cache reads and watches; it never writes or creates anything in
+// ZooKeeper, not even its root, which need not exist.
+//
+// # How it keeps current
+//
+// On ZooKeeper 3.6 and later the cache sets one persistent recursive
+// watch on its root (a persistent one, not recursive, for a NodeCache):
+// one server watch however large the subtree. Each event makes the cache
+// read the node that changed (the reads of a batch of events go out
+// together, pipelined on the session). The client sets the watch again on
+// every new connection, and since ZooKeeper does not replay what changed
+// while the watch was away, the cache then reads the whole subtree again
+// (a resync) and reports what differs. The first load and every resync
+// are pipelined too: up to 64 reads in flight, so a load costs about one
+// round trip per level of the tree rather than one per node.
+//
+// On a server without persistent watches (before 3.6), or with
+// WithOneShotWatches, the cache keeps itself current with one-shot
+// watches, as Curator's TreeCache does: a data watch and a children watch
+// per node, read again each time one fires, after every reconnection and
+// after a new session; failed reads are retried under the client's retry
+// policy, never in a tight loop. Either way the cache gives the same
+// reads and the same kinds of events; on one-shot watches the events of
+// different nodes come in the order the cache read them, which may not
+// be the order the server applied the changes in (a node's own events
+// keep theirs).
+//
+// # Events
+//
+// NodeCreated, NodeChanged and NodeDeleted carry the node before (Old)
+// and after (New) the change, and the path of the node that changed,
+// never the watched root unless it changed. A change is recognized by the
+// node's mzxid, and a deletion and a creation by its czxid, not by its
+// version (Curator's CuratorCache compares versions, and so misses a node
+// deleted and created again with the same version while the client was
+// away; this cache reports NodeDeleted and then NodeCreated).
+//
+// Initialized is reported once in the cache's life, when the first full
+// load is done, also when the root does not exist (an empty cache) and
+// whatever the number of children (Curator 5.4 never reported it past
+// 65,535: CURATOR-690). Resynced is reported after each later full read
+// (a resync, after a new connection or a failed read) has been merged:
+// the NodeCreated, NodeChanged and NodeDeleted events just before it take
+// the cache to what that read saw. So after Resynced the cache holds
+// every change the server applied before the watch was set again; changes
+// after that point are in events that follow.
+//
+// Listeners hear the current contents first (a NodeCreated for each
+// cached node, then Initialized once the first load is done), then every
+// change, in the order the server applied them, each listener on a
+// goroutine of its own (never the client's event loop: a slow listener
+// delays only itself). ListenOptions filter them as Curator's listener
+// builder does (ForCreates, ForChanges, ForDeletes, ForInitialized,
+// AfterInitialized).
+//
+// # What the cache guarantees, and what it does not
+//
+// A cache is eventually consistent. It guarantees that, once the server
+// is reachable and quiet, the cache equals the server node for node
+// (path, data, version, mzxid), and that every difference on the way is
+// reported as an event, in the server's order for the changes it saw as
+// they happened. It does not guarantee:
+//
+//   - How current it is at a given moment: a change is in the cache one
+//     event delivery and one read after the server applied it (about a
+//     round trip on a healthy session); while the client is disconnected
+//     the cache is as old as the last event before the cut, and it
+//     catches up with a resync after the session (or a new one) is back.
+//     Reads from memory never block and never tell how old they are:
+//     watch the client's connection state for that.
+//   - Every intermediate state: a node changed twice before the cache
+//     reads it is reported once (NodeChanged with the latest data), a node
+//     created and deleted in between may not be reported at all, and a
+//     resync reports the difference, not the history (many changes while
+//     away are one NodeChanged; a node deleted and created again is
+//     NodeDeleted then NodeCreated).
+//   - A node's children fields of Stat (Cversion, NumChildren, Pzxid) as
+//     of now: Node.Stat is as of the node's last data change; Children
+//     lists the cached children.
+//   - Nodes the session may not read: since ZooKeeper 3.8.4 and 3.9.2 the
+//     server does not report changes of nodes the session cannot read
+//     (ACLs), and a read refused is left out.
+//   - On ZooKeeper 3.6 to 3.8, Close cannot remove the persistent watch
+//     from the server (removeWatches for persistent watches came in 3.9):
+//     it stops reporting at once and stays on the server, reporting to
+//     nobody, until the connection ends. The one-shot watches of
+//     WithOneShotWatches stay on the server until they fire, on every
+//     version. Before 3.9 a one-shot watch set through the same client on
+//     the exact root of a cache would replace its persistent watch
+//     (ZOOKEEPER-4466): the client refuses them.
+//
+// # Memory
+//
+// The cache holds every node of its subtree (and its data, unless
+// WithoutData) in the process: size it to the subtree it mirrors.
+package cache
