@@ -57,7 +57,7 @@ type GroupMember struct {
 
 	mu        sync.Mutex
 	payloads  [][]byte // every payload set, the latest last
-	foreign   bool     // another session holds our node
+	foreign   int64    // the other session that holds our node (0: none)
 	overwrite []byte   // a payload not ours found on our node
 	started   bool
 	closed    bool
@@ -127,7 +127,10 @@ func (g *GroupMember) Start(ctx context.Context) error {
 	g.removes = append(g.removes,
 		g.node.Listen(func(ev Event) {
 			g.mu.Lock()
-			g.foreign = ev.Foreign
+			g.foreign = 0
+			if ev.Foreign {
+				g.foreign = ev.Session
+			}
 			g.mu.Unlock()
 			g.post()
 		}),
@@ -149,7 +152,7 @@ func (g *GroupMember) Start(ctx context.Context) error {
 func (g *GroupMember) checkPayload(data []byte) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	if g.foreign {
+	if g.foreign != 0 {
 		return
 	}
 	for _, p := range g.payloads {
@@ -177,8 +180,8 @@ func (g *GroupMember) stateLocked() GroupState {
 
 func (g *GroupMember) duplicateLocked() error {
 	switch {
-	case g.foreign:
-		return engine.Namedf(g.what(), "%w: another session holds the node; waiting for it to go", recipes.ErrDuplicateMember)
+	case g.foreign != 0:
+		return engine.Namedf(g.what(), "%w: another session (0x%x) holds the node; waiting for it to go", recipes.ErrDuplicateMember, g.foreign)
 	case g.overwrite != nil:
 		return engine.Namedf(g.what(), "%w: another member wrote its payload over ours (%q)", recipes.ErrDuplicateMember, g.overwrite)
 	}
