@@ -28,6 +28,10 @@
 //     link is cut while flags change, a service goes and a flag is deleted
 //     and created again with the same version; the cache equals the
 //     server after its resync (-one-shot: on TreeCache's one-shot watches);
+//   - group: services join a group (nodes.GroupMember) and see each
+//     other; a deleted member comes back with its latest payload, a
+//     duplicate id is reported, and a heartbeat TTL node is reaped after
+//     Close;
 //   - bench: the benchmark against go-zookeeper.
 //
 // Each connects to ZK_SERVERS or starts a local ZooKeeper, and the recipe

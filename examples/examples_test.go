@@ -37,6 +37,7 @@ var examples = []struct {
 	{"barrier", nil},
 	{"cache", nil},
 	{"cache-one-shot", []string{"-one-shot"}},
+	{"group", nil},
 }
 
 // example is the directory, and the binary, of the example a run runs.
