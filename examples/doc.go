@@ -32,6 +32,10 @@
 //     when installed; a second Go one otherwise) register on one base path
 //     and find each other, typed payloads both ways; a cut link causes no
 //     re-registration churn;
+//   - group: services join a group (nodes.GroupMember) and see each
+//     other; a deleted member comes back with its latest payload, a
+//     duplicate id is reported, and a heartbeat TTL node is reaped after
+//     Close;
 //   - bench: the benchmark against go-zookeeper.
 //
 // Each connects to ZK_SERVERS or starts a local ZooKeeper, and the recipe

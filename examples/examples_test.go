@@ -39,6 +39,7 @@ var examples = []struct {
 	{"cache-one-shot", []string{"-one-shot"}},
 	{"discovery", nil},
 	{"discovery-go-only", []string{"-go-only"}},
+	{"group", nil},
 }
 
 // example is the directory, and the binary, of the example a run runs.

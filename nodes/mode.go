@@ -65,28 +65,3 @@ func (m Mode) IsSequential() bool {
 func (m Mode) IsEphemeral() bool { return m == Ephemeral || m == EphemeralSequential }
 
 func (m Mode) valid() bool { return m >= Persistent && m <= PersistentSequentialWithTTL }
-
-// Stat's ephemeralOwner of a container and of a TTL node (ZooKeeper's
-// EphemeralType): a container has only the top bit; a TTL node has the top
-// byte 0xff, then 16 reserved bits (0 for TTL), then the TTL in ms.
-const (
-	containerOwner = int64(-1 << 63)
-	extendedMask   = int64(-1 << 56) // 0xff00000000000000
-	ttlMask        = int64(1<<40 - 1)
-)
-
-// ModeOf tells from a node's Stat.EphemeralOwner whether it is a
-// container, a TTL node (with its TTL in ms), an ephemeral node or a
-// persistent one. A sequential mode cannot be told from the Stat: the
-// plain form is returned.
-func ModeOf(ephemeralOwner int64) (m Mode, ttlMs int64) {
-	switch {
-	case ephemeralOwner == 0:
-		return Persistent, 0
-	case ephemeralOwner == containerOwner:
-		return Container, 0
-	case ephemeralOwner&extendedMask == extendedMask && ephemeralOwner&^(extendedMask|ttlMask) == 0:
-		return PersistentWithTTL, ephemeralOwner & ttlMask
-	}
-	return Ephemeral, 0
-}

@@ -56,6 +56,9 @@ type Event struct {
 	// another session: it is not ours, its data is left alone, and ours
 	// is made once it goes.
 	Foreign bool
+	// Session is the session that owns an ephemeral node (another one's
+	// when Foreign), 0 for the other modes.
+	Session int64
 }
 
 // PersistentNode is Curator's PersistentNode: a node of ours that exists
@@ -250,7 +253,7 @@ func (n *PersistentNode) Listen(fn func(Event)) (remove func()) {
 		return func() {}
 	}
 	return own.Listen(func(o engine.Owned) {
-		fn(Event{Path: n.e.StripNamespace(o.Path), Gen: o.Gen, Recreated: o.Recreated(), Foreign: o.Foreign})
+		fn(Event{Path: n.e.StripNamespace(o.Path), Gen: o.Gen, Recreated: o.Recreated(), Foreign: o.Foreign, Session: o.Session})
 	})
 }
 

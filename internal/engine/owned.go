@@ -653,7 +653,7 @@ func (o *OwnedNode) create(ctx context.Context, data []byte, dgen uint64) error 
 // explainTTL names the server setting a refused TTL create needs.
 func (o *OwnedNode) explainTTL(err error) error {
 	if IsTTLMode(o.spec.Mode) && isUnimplemented(err) {
-		return fmt.Errorf("%w (the server refuses TTL nodes: start it with -Dzookeeper.extendedTypesEnabled=true, ZooKeeper 3.5.3 or later)", err)
+		return fmt.Errorf("the server refuses TTL nodes (%w): start it with -Dzookeeper.extendedTypesEnabled=true (ZooKeeper 3.5.3 or later)", err)
 	}
 	return err
 }
