@@ -171,13 +171,13 @@ func (d *Discovery) Register(ctx context.Context, inst *Instance) error {
 		return err
 	}
 	if inst == nil {
-		return fmt.Errorf("%w: nil instance", recipes.ErrInvalidArgument)
+		return d.errf("register: %w", fmt.Errorf("%w: nil instance", recipes.ErrInvalidArgument))
 	}
 	if err := checkName("service name", inst.Name); err != nil {
-		return err
+		return d.errf("register: %w", err)
 	}
 	if err := checkName("instance id", inst.ID); err != nil {
-		return err
+		return d.errf("register: %w", err)
 	}
 	in := inst.Clone()
 	if in.ServiceType == "" {
@@ -185,7 +185,7 @@ func (d *Discovery) Register(ctx context.Context, inst *Instance) error {
 	}
 	mode, keep, err := createMode(in.ServiceType)
 	if err != nil {
-		return err
+		return d.errf("register: %w", err)
 	}
 	if in.RegistrationTimeUTC == 0 {
 		in.RegistrationTimeUTC = time.Now().UnixMilli()
@@ -240,7 +240,7 @@ func (d *Discovery) Update(ctx context.Context, inst *Instance) error {
 		return err
 	}
 	if inst == nil {
-		return fmt.Errorf("%w: nil instance", recipes.ErrInvalidArgument)
+		return d.errf("update: %w", fmt.Errorf("%w: nil instance", recipes.ErrInvalidArgument))
 	}
 	in := inst.Clone()
 	d.op.Lock()
@@ -250,7 +250,7 @@ func (d *Discovery) Update(ctx context.Context, inst *Instance) error {
 	r := d.regs[key]
 	d.mu.Unlock()
 	if r == nil {
-		return fmt.Errorf("%w: update: instance %s is not registered here", recipes.ErrInvalidArgument, key)
+		return d.errf("update: %w", fmt.Errorf("%w: instance %s is not registered here", recipes.ErrInvalidArgument, key))
 	}
 	if in.ServiceType == "" {
 		in.ServiceType = r.inst.ServiceType
@@ -286,10 +286,10 @@ func (d *Discovery) Unregister(ctx context.Context, name, id string) error {
 		return err
 	}
 	if err := checkName("service name", name); err != nil {
-		return err
+		return d.errf("unregister: %w", err)
 	}
 	if err := checkName("instance id", id); err != nil {
-		return err
+		return d.errf("unregister: %w", err)
 	}
 	d.op.Lock()
 	defer d.op.Unlock()
@@ -378,7 +378,7 @@ func (d *Discovery) QueryForInstances(ctx context.Context, name string) ([]*Inst
 		return nil, err
 	}
 	if err := checkName("service name", name); err != nil {
-		return nil, err
+		return nil, d.errf("query for instances: %w", err)
 	}
 	sp := d.servicePath(name)
 	ids, err := d.children(ctx, sp)
@@ -408,10 +408,10 @@ func (d *Discovery) QueryForInstance(ctx context.Context, name, id string) (*Ins
 		return nil, err
 	}
 	if err := checkName("service name", name); err != nil {
-		return nil, err
+		return nil, d.errf("query for instance: %w", err)
 	}
 	if err := checkName("instance id", id); err != nil {
-		return nil, err
+		return nil, d.errf("query for instance: %w", err)
 	}
 	inst, err := d.read(ctx, engine.JoinPath(d.servicePath(name), id))
 	if err != nil {

@@ -15,6 +15,7 @@ import (
 	"github.com/zkrecipes/zkrecipes/atomicval"
 	"github.com/zkrecipes/zkrecipes/cache"
 	"github.com/zkrecipes/zkrecipes/cleanup"
+	"github.com/zkrecipes/zkrecipes/discovery"
 	"github.com/zkrecipes/zkrecipes/election"
 	"github.com/zkrecipes/zkrecipes/mutex"
 	"github.com/zkrecipes/zkrecipes/nodes"
@@ -228,6 +229,27 @@ func TestErrorMessages(t *testing.T) {
 	must(gm.Close(ctx))
 	must(pn.Close(ctx))
 	add("PersistentNode.SetData after Close", pn.SetData(ctx, nil))
+
+	// Service discovery.
+	disc, err := discovery.New(c, "/messages/services")
+	must(err)
+	_, err = disc.QueryForNames(ctx)
+	add("Discovery.QueryForNames before Start", err)
+	must(disc.Start(ctx))
+	add("Discovery.Register with a bad id", disc.Register(ctx, &discovery.Instance{Name: "s", ID: "a/b"}))
+	add("Discovery.Update of an instance not registered", disc.Update(ctx, &discovery.Instance{Name: "s", ID: "x"}))
+	_, err = c.Create(ctx, "/messages/services", nil, 0)
+	must(err)
+	_, err = c.Create(ctx, "/messages/services/s", nil, 0)
+	must(err)
+	_, err = c.Create(ctx, "/messages/services/s/bad", []byte("{"), 0)
+	must(err)
+	_, err = disc.QueryForInstance(ctx, "s", "bad")
+	add("Discovery.QueryForInstance of an unreadable node", err)
+	_, err = discovery.ParseURISpec("{x")
+	add("ParseURISpec of an unclosed variable", err)
+	must(disc.Close(ctx))
+	add("Discovery.Register after Close", disc.Register(ctx, &discovery.Instance{Name: "s", ID: "x"}))
 
 	// Errors after the client closed, through a recipe.
 	_, err = mutex.New(closed, "/messages/lock")
