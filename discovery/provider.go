@@ -146,7 +146,7 @@ func (d *Discovery) NewProvider(name string, opts ...ProviderOption) (*Provider,
 	if err != nil {
 		return nil, err
 	}
-	p := &Provider{sc: sc, strategy: RoundRobin(), downErrors: 2, downFor: 30 * time.Second, now: time.Now, down: map[string]*downStatus{}}
+	p := &Provider{sc: sc, strategy: RoundRobin(), downErrors: 2, downFor: 30 * time.Second, now: timeNow, down: map[string]*downStatus{}}
 	for _, o := range opts {
 		if o == nil {
 			continue
@@ -254,3 +254,6 @@ outer:
 	p.view.Store(&providerView{version: version, downGen: gen, expires: expires, list: list})
 	return list
 }
+
+// timeNow is the clock (time.Now).
+var timeNow = time.Now
