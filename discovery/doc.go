@@ -21,6 +21,20 @@
 // writers produce (a template-string uriSpec too) and ignores unknown
 // fields.
 //
+// # Registration
+//
+// Discovery.Register keeps each instance in existence until Unregister or
+// Close, on the engine's owned node (the PersistentNode machinery): made
+// again, with its latest Update, when it is gone, and left alone on a
+// reconnection that kept the session (Curator re-registers every instance
+// on each reconnection: CURATOR-320). An ephemeral node at the instance's
+// path that another session owns (a process restarted with the same id
+// before its old session expired) is waited for, not deleted: the
+// registration completes once the server expires the old session, where
+// Curator deletes the other node. ServiceCache and Provider read a service
+// through package cache; see docs/discovery.md for the matrix against
+// Curator.
+//
 // Where Curator is not byte-stable the bytes are only equivalent: a Go
 // value's nested strings are escaped by encoding/json (U+2028 as \u2028),
 // a Java Map's key order is its own.
