@@ -214,7 +214,7 @@ func (d *Discovery) Register(ctx context.Context, inst *Instance) error {
 	if err != nil {
 		return err
 	}
-	if _, err := own.Await(ctx); err != nil {
+	if err := d.awaitOurs(ctx, own, path); err != nil {
 		_ = own.Close(context.Background())
 		if keep {
 			_ = d.deleteNode(context.Background(), path)
@@ -229,6 +229,38 @@ func (d *Discovery) Register(ctx context.Context, inst *Instance) error {
 	}
 	d.regs[key] = &registration{inst: in, own: own}
 	return nil
+}
+
+// awaitOurs waits until own's node exists and is ours: an ephemeral node
+// of another session at the path (a restarted process's, whose old
+// session has not expired yet) is waited for until the server removes it.
+func (d *Discovery) awaitOurs(ctx context.Context, own *engine.OwnedNode, path string) error {
+	cur, err := own.Await(ctx)
+	if err != nil || !cur.Foreign {
+		return err
+	}
+	d.log.Warn("zkrecipes: service discovery: another session's instance holds the path; registering once it goes",
+		"node", d.e.StripNamespace(path))
+	done := make(chan struct{})
+	defer close(done)
+	ch := make(chan engine.Owned)
+	remove := own.Listen(func(o engine.Owned) {
+		select {
+		case ch <- o:
+		case <-done:
+		}
+	})
+	defer remove()
+	for {
+		select {
+		case o := <-ch:
+			if o.Path != "" && !o.Foreign {
+				return nil
+			}
+		case <-ctx.Done():
+			return d.errf("register %s: waiting for another session's node to go: %w", d.e.StripNamespace(path), ctx.Err())
+		}
+	}
 }
 
 // Update writes inst as the registered instance's data (its Name and ID

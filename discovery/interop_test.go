@@ -52,7 +52,6 @@ func goInstance(t testing.TB, id string, port int) *discovery.Instance {
 		URISpec: discovery.MustParseURISpec("{scheme}://{address}:{port}")}
 }
 
-
 // dhRegister registers ZKD_ID (2 s session), prints READY and stays
 // until stdin ends (or it is killed).
 func dhRegister() error {
