@@ -31,6 +31,14 @@
 //     link is cut while flags change, a service goes and a flag is deleted
 //     and created again with the same version; the cache equals the
 //     server after its resync (-one-shot: on TreeCache's one-shot watches);
+//   - discovery: a Go service and a Java one (Curator's curator-x-discovery,
+//     when installed; a second Go one otherwise) register on one base path
+//     and find each other, typed payloads both ways; a cut link causes no
+//     re-registration churn;
+//   - group: services join a group (nodes.GroupMember) and see each
+//     other; a deleted member comes back with its latest payload, a
+//     duplicate id is reported, and a heartbeat TTL node is reaped after
+//     Close;
 //   - bench: the benchmark against go-zookeeper.
 //
 // Each connects to ZK_SERVERS or starts a local ZooKeeper, and the recipe

@@ -38,6 +38,9 @@ var examples = []struct {
 	{"queue", nil},
 	{"cache", nil},
 	{"cache-one-shot", []string{"-one-shot"}},
+	{"discovery", nil},
+	{"discovery-go-only", []string{"-go-only"}},
+	{"group", nil},
 }
 
 // example is the directory, and the binary, of the example a run runs.

@@ -73,6 +73,12 @@ var (
 	// an atomic long that is not 8 bytes, say. The message names the
 	// length found.
 	ErrCorrupt = engine.ErrCorrupt
+	// ErrDuplicateMember reports a group member (package nodes) whose id
+	// another member uses too: another session holds the member's node, or
+	// another process wrote its payload over ours (what Curator's
+	// GroupMember does with a duplicate id). The message names the other
+	// session.
+	ErrDuplicateMember = engine.ErrDuplicateMember
 	// ErrUnimplemented is returned when the server lacks what an operation
 	// needs: persistent watches (Client.WatchPersistent) need ZooKeeper
 	// 3.6 or later, and a client made by Connect.

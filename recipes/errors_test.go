@@ -24,7 +24,7 @@ func TestSentinelsErrorsIs(t *testing.T) {
 		"ErrNotStarted": recipes.ErrNotStarted, "ErrAlreadyStarted": recipes.ErrAlreadyStarted,
 		"ErrNoLeader": recipes.ErrNoLeader, "ErrUpgrade": recipes.ErrUpgrade,
 		"ErrConflict": recipes.ErrConflict, "ErrCorrupt": recipes.ErrCorrupt, "ErrUnimplemented": recipes.ErrUnimplemented,
-		"ErrUnknownOutcome": recipes.ErrUnknownOutcome,
+		"ErrUnknownOutcome": recipes.ErrUnknownOutcome, "ErrDuplicateMember": recipes.ErrDuplicateMember,
 	}
 	for name, err := range all {
 		if err == nil {

@@ -15,8 +15,10 @@ import (
 	"github.com/zkrecipes/zkrecipes/atomicval"
 	"github.com/zkrecipes/zkrecipes/cache"
 	"github.com/zkrecipes/zkrecipes/cleanup"
+	"github.com/zkrecipes/zkrecipes/discovery"
 	"github.com/zkrecipes/zkrecipes/election"
 	"github.com/zkrecipes/zkrecipes/mutex"
+	"github.com/zkrecipes/zkrecipes/nodes"
 	"github.com/zkrecipes/zkrecipes/queue"
 	"github.com/zkrecipes/zkrecipes/recipes"
 	"github.com/zkrecipes/zkrecipes/recipes/zktest"
@@ -217,6 +219,51 @@ func TestErrorMessages(t *testing.T) {
 	must(cc.Close(ctx))
 	add("Cache.Start after Close", cc.Start(ctx))
 
+	// Nodes and membership.
+	_, err = nodes.NewPersistentNode(c, "/messages/pn", nodes.PersistentWithTTL, nil)
+	add("NewPersistentNode in a TTL mode without a TTL", err)
+	pn, err := nodes.NewPersistentNode(c, "/messages/pn", nodes.Ephemeral, nil)
+	must(err)
+	_, err = pn.WaitForInitialCreate(ctx)
+	add("PersistentNode.WaitForInitialCreate before Start", err)
+	must(pn.Start(ctx))
+	add("PersistentNode.Start twice", pn.Start(ctx))
+	_, err = pn.WaitForInitialCreate(ctx)
+	must(err)
+	_, err = nodes.NewGroupMember(c, "/messages/group", "a/b", nil)
+	add("NewGroupMember with a bad id", err)
+	gm, err := nodes.NewGroupMember(other, "/messages", "pn", nil)
+	must(err)
+	must(gm.Start(ctx))
+	for i := 0; gm.Err() == nil && i < 1000; i++ {
+		time.Sleep(10 * time.Millisecond) // the duplicate is seen within a round trip
+	}
+	add("GroupMember with the id of another session's member", gm.Err())
+	must(gm.Close(ctx))
+	must(pn.Close(ctx))
+	add("PersistentNode.SetData after Close", pn.SetData(ctx, nil))
+
+	// Service discovery.
+	disc, err := discovery.New(c, "/messages/services")
+	must(err)
+	_, err = disc.QueryForNames(ctx)
+	add("Discovery.QueryForNames before Start", err)
+	must(disc.Start(ctx))
+	add("Discovery.Register with a bad id", disc.Register(ctx, &discovery.Instance{Name: "s", ID: "a/b"}))
+	add("Discovery.Update of an instance not registered", disc.Update(ctx, &discovery.Instance{Name: "s", ID: "x"}))
+	_, err = c.Create(ctx, "/messages/services", nil, 0)
+	must(err)
+	_, err = c.Create(ctx, "/messages/services/s", nil, 0)
+	must(err)
+	_, err = c.Create(ctx, "/messages/services/s/bad", []byte("{"), 0)
+	must(err)
+	_, err = disc.QueryForInstance(ctx, "s", "bad")
+	add("Discovery.QueryForInstance of an unreadable node", err)
+	_, err = discovery.ParseURISpec("{x")
+	add("ParseURISpec of an unclosed variable", err)
+	must(disc.Close(ctx))
+	add("Discovery.Register after Close", disc.Register(ctx, &discovery.Instance{Name: "s", ID: "x"}))
+
 	// Errors after the client closed, through a recipe.
 	_, err = mutex.New(closed, "/messages/lock")
 	add("mutex.New on a closed client", err)
@@ -260,6 +307,7 @@ var (
 	reSeq    = regexp.MustCompile(`\d{10}`)
 	reAddr   = regexp.MustCompile(`127\.0\.0\.1:\d+`)
 	reGorout = regexp.MustCompile(`goroutine \d+`)
+	reSess   = regexp.MustCompile(`session \(0x[0-9a-f]+\)`)
 )
 
 // normalize replaces what differs from run to run.
@@ -267,5 +315,6 @@ func normalize(s string) string {
 	s = reNode.ReplaceAllString(s, "_c_<uuid>-")
 	s = reSeq.ReplaceAllString(s, "<seq>")
 	s = reAddr.ReplaceAllString(s, "<server>")
+	s = reSess.ReplaceAllString(s, "session (0x<id>)")
 	return reGorout.ReplaceAllString(s, "goroutine <id>")
 }

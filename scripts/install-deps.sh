@@ -5,13 +5,15 @@
 #
 # usage: scripts/install-deps.sh [test|demo|zk39]
 #
-#   test (default)  zookeeper, libcurator-recipes-java and python3-kazoo:
-#                   the ZooKeeper server the tests start, and the Curator and
+#   test (default)  zookeeper, libcurator-recipes-java,
+#                   libcurator-discovery-java and python3-kazoo: the
+#                   ZooKeeper server the tests start, and the Curator and
 #                   Kazoo clients the interoperability tests drive; then
 #                   zk39, whose failure is only reported in this mode.
 #   demo            zookeeper only, and nothing at all when ZK_SERVERS,
 #                   ZK_TEST_SERVERS or ZOOKEEPER_HOME says where ZooKeeper is.
-#   zk39            ZooKeeper 3.9 (>= 3.9.4), Curator 5.7 and Kazoo 2.11 from
+#   zk39            ZooKeeper 3.9 (>= 3.9.4), Curator 5.7 (recipes and
+#                   discovery) and Kazoo 2.11 from
 #                   Debian's unstable suite, fetched with apt-get download
 #                   through a private sources list and unpacked with dpkg -x
 #                   into $ZK_DEBIAN_SID_DIR (default
@@ -27,7 +29,7 @@ set -euo pipefail
 
 mode="${1:-test}"
 case "$mode" in
-test) packages=(zookeeper libcurator-recipes-java python3-kazoo) ;;
+test) packages=(zookeeper libcurator-recipes-java libcurator-discovery-java python3-kazoo) ;;
 demo) packages=(zookeeper) ;;
 zk39) packages=() ;;
 -h | --help)
@@ -46,7 +48,7 @@ say() { echo "install-deps: $*" >&2; }
 # unpacked into a cache directory (recipes/zktest reads it when
 # ZK_TEST_VERSION=3.9; see recipes/zktest/doc.go).
 sid_packages=(zookeeper libzookeeper-java libcurator-client-java libcurator-framework-java
-	libcurator-recipes-java python3-kazoo)
+	libcurator-recipes-java libcurator-discovery-java python3-kazoo)
 sid_dir="${ZK_DEBIAN_SID_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/zkrecipes/debian-sid}"
 
 # The Debian mirror this machine's apt uses (the first URI ending in
@@ -82,7 +84,10 @@ version_ok() {
 
 fetch_sid() {
 	local stamp="$sid_dir/versions"
-	if [[ -s "$stamp" && -f "$sid_dir/root/usr/share/java/zookeeper.jar" ]]; then
+	# curator-x-discovery.jar came later into the list: a tree unpacked
+	# before it is fetched again.
+	if [[ -s "$stamp" && -f "$sid_dir/root/usr/share/java/zookeeper.jar" &&
+		-f "$sid_dir/root/usr/share/java/curator-x-discovery.jar" ]]; then
 		say "zk39: already unpacked in $sid_dir ($(tr '\n' ' ' <"$stamp"))"
 		return 0
 	fi

@@ -8,9 +8,10 @@
 #   ZK_TEST_VERSION=3.9   recipes/zktest starts the unpacked 3.9 server
 #   CURATOR_CLASSPATH     the interop tests' Curator: ZooKeeper 3.9's
 #                         zookeeper-jute and zookeeper jars, then Curator
-#                         5.7's curator-client, -framework and -recipes, in
-#                         that order (see below), with Debian 12's guava,
-#                         slf4j, netty and the rest from /usr/share/java
+#                         5.7's curator-client, -framework, -recipes and
+#                         curator-x-discovery, in that order (see below),
+#                         with Debian 12's guava, slf4j, jackson, netty and
+#                         the rest from /usr/share/java
 #
 # ZK_DEBIAN_SID_DIR names the cache as for install-deps.sh. Exits 1 when
 # something is missing.
@@ -37,8 +38,9 @@ add() { # add DIR JAR...
 # Class-Path names its dependencies in /usr/share/java (Debian 12's Curator
 # 5.4 and ZooKeeper 3.8.0), and the JVM searches those right after the jar
 # that names them; they only lose when the newer copy comes earlier.
-add "$sid" zookeeper-jute.jar zookeeper.jar curator-client.jar curator-framework.jar curator-recipes.jar
-add "$sys" guava.jar slf4j-api.jar slf4j-nop.jar
+add "$sid" zookeeper-jute.jar zookeeper.jar curator-client.jar curator-framework.jar curator-recipes.jar \
+	curator-x-discovery.jar
+add "$sys" guava.jar slf4j-api.jar slf4j-nop.jar jackson-databind.jar jackson-core.jar jackson-annotations.jar
 add "$sys" netty-handler.jar netty-common.jar netty-buffer.jar netty-transport.jar netty-codec.jar \
 	netty-resolver.jar netty-transport-native-epoll.jar netty-transport-native-unix-common.jar \
 	metrics-core.jar commons-cli.jar snappy-java.jar

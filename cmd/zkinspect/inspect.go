@@ -94,9 +94,12 @@ func isProtected(name string) bool {
 type Report struct {
 	Path string `json:"path"`
 	// Namespace is -namespace: every path shown is inside it.
-	Namespace string        `json:"namespace,omitempty"`
-	Mode      string        `json:"mode"` // "queue" or "summary"
-	Queue     *Queue        `json:"queue,omitempty"`
+	Namespace string `json:"namespace,omitempty"`
+	Mode      string `json:"mode"` // "queue" or "summary"
+	Queue     *Queue `json:"queue,omitempty"`
+	// Discovery is a service discovery base path or service (mode
+	// "discovery").
+	Discovery *Discovery    `json:"discovery,omitempty"`
 	Locks     []LockSummary `json:"locks,omitempty"`
 	// DataNodes counts the data nodes a summary found and did not list.
 	DataNodes int `json:"data_nodes,omitempty"`
@@ -286,6 +289,16 @@ func inspect(ctx context.Context, r *reader, cfg config) (*Report, error) {
 	}
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", cfg.path, err)
+	}
+	if !cfg.summary {
+		d, err := readDiscovery(ctx, r, p)
+		if err != nil {
+			return nil, err
+		}
+		if d != nil {
+			rep.Mode, rep.Discovery = "discovery", d
+			return rep, nil
+		}
 	}
 	cl, err := classify(ctx, r, p)
 	if err != nil {

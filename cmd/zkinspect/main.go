@@ -58,6 +58,16 @@
 //     once they have entered; members are listed IN when ready exists,
 //     else waiting (the barrier's memberQty is not stored in ZooKeeper).
 //
+// A service discovery path (curator-x-discovery's layout, package
+// discovery; also Spring Cloud Zookeeper's and Dubbo's /services) is
+// listed as its services and their instances: a base path's children are
+// services, a service's children leaf nodes holding instance JSON of that
+// service (one at least must read as one). Each instance is shown with its
+// address, port, service type, age, session ("persistent" for STATIC and
+// PERMANENT), URI and payload class; a node that does not read as an
+// instance is listed as unreadable, with the reason. -summary skips this
+// and walks the path as locks.
+//
 // A node whose children are all persistent is a parent of locks (a
 // summary walks it), whatever its name: a mutex at /app/locks/report is a
 // mutex, and /app a parent. A node zkinspect cannot classify (ephemeral

@@ -67,9 +67,12 @@ func render(w io.Writer, rep *Report, asJSON, compact bool) error {
 	for _, n := range rep.Notes {
 		fmt.Fprintf(&b, "note: %s\n", n)
 	}
-	if rep.Queue != nil {
+	switch {
+	case rep.Discovery != nil:
+		renderDiscovery(&b, rep.Discovery)
+	case rep.Queue != nil:
 		renderQueue(&b, rep.Queue)
-	} else {
+	default:
 		renderSummary(&b, rep)
 	}
 	_, err := io.WriteString(w, b.String())

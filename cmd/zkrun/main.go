@@ -1,6 +1,8 @@
 // Command zkrun runs a command while it holds a ZooKeeper recipe: a mutex,
 // one lease of a semaphore, or the leadership of an election, as `etcdctl
-// lock`/`elect` and `consul lock` do. The hold is taken with the zkrecipes
+// lock`/`elect` and `consul lock` do; or keeps it registered as an instance
+// of a service (curator-x-discovery's layout, package discovery) while it
+// runs. The hold is taken with the zkrecipes
 // recipes, so Go services, Curator (Java) clients and zkrun contend for the
 // same queue. It is a separate binary from the read-only zkinspect, so an
 // operator can be given the inspector without the power to take locks.
@@ -14,6 +16,19 @@
 //	zkrun [flags] lock  [flags] PATH    -- CMD [ARGS...]
 //	zkrun [flags] sem   [flags] -n N PATH -- CMD [ARGS...]
 //	zkrun [flags] elect [flags] PATH ID -- CMD [ARGS...]
+//	zkrun [flags] register [flags] SERVICE -- CMD [ARGS...]
+//
+// register keeps CMD registered as an instance of SERVICE under -base
+// (default /services, Spring Cloud's and Dubbo's) while it runs:
+// Curator's JSON, a DYNAMIC (ephemeral) node made again if it goes (a
+// session expiry), deleted when CMD ends; Java ServiceDiscovery clients,
+// Spring Cloud and Dubbo find it. Its flags: -port N, -ssl-port N,
+// -address (default: this host's first non-loopback IPv4 address), -id
+// (default: a random UUID), -payload JSON (an object gets "@class" from
+// -payload-class, default java.util.LinkedHashMap, as a Java reader needs
+// it), -uri-spec (default {scheme}://{address}:{port}). A registration is
+// not a hold: losing the session does not stop CMD (the instance is made
+// again in the next session), so the status 121 does not apply.
 //
 // lock runs CMD while holding the mutex at PATH (mutex.New, Acquire). sem runs
 // CMD while holding one lease of the semaphore at PATH with N leases
@@ -34,6 +49,8 @@
 //	-try                    do not wait: give up at once if the hold is taken (lock, sem)
 //	-grace d                after SIGTERM, wait d before SIGKILL (default 10s)
 //	-n N                    sem: the number of leases
+//	-base, -port, -ssl-port, -address, -id, -payload, -payload-class, -uri-spec
+//	                        register: see above
 //
 // # The command's environment
 //
@@ -45,7 +62,10 @@
 //	ZKRUN_TOKEN_HEX  the token as recipes.FenceToken.String prints it ("0x1a")
 //	ZKRUN_NODE       the server path of the hold's node (the namespace included)
 //	ZKRUN_PATH       PATH, as given
-//	ZKRUN_ID         elect only: ID
+//	ZKRUN_ID         elect: ID; register: the instance id
+//
+// register sets ZKRUN_NODE (the instance's server path), ZKRUN_PATH
+// (-base/SERVICE) and ZKRUN_ID, not the token variables.
 //
 // # Losing the hold
 //
@@ -79,6 +99,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -88,11 +109,14 @@ import (
 	"os/exec"
 	"os/signal"
 	"strconv"
+	"strings"
 	"syscall"
 	"time"
 
+	"github.com/zkrecipes/zkrecipes/discovery"
 	"github.com/zkrecipes/zkrecipes/election"
 	"github.com/zkrecipes/zkrecipes/internal/cli"
+	"github.com/zkrecipes/zkrecipes/internal/engine"
 	"github.com/zkrecipes/zkrecipes/mutex"
 	"github.com/zkrecipes/zkrecipes/recipes"
 	"github.com/zkrecipes/zkrecipes/semaphore"
@@ -110,25 +134,27 @@ const (
 	exitSignalBase  = 128
 	releaseTimeout  = 10 * time.Second
 	defaultGrace    = 10 * time.Second
-	subcommandNames = "lock, sem or elect"
+	subcommandNames = "lock, sem, elect or register"
 )
 
 const usageText = `usage:
   zkrun [flags] lock  [flags] PATH    -- CMD [ARGS...]
   zkrun [flags] sem   [flags] -n N PATH -- CMD [ARGS...]
   zkrun [flags] elect [flags] PATH ID -- CMD [ARGS...]
+  zkrun [flags] register [flags] SERVICE -- CMD [ARGS...]
 
 Runs CMD while holding the mutex at PATH (lock), one of N leases of the
 semaphore at PATH (sem), or the leadership of the election at PATH as
 participant ID (elect). CMD gets SIGTERM, then SIGKILL after -grace, when
-the hold may be lost.
+the hold may be lost. register keeps CMD registered as an instance of
+SERVICE under -base (curator-x-discovery's JSON) while it runs.
 
 CMD's environment adds:
   ZKRUN_TOKEN      fencing token: the czxid of the hold's node, decimal
   ZKRUN_TOKEN_HEX  the token as ZooKeeper prints zxids ("0x1a")
   ZKRUN_NODE       server path of the hold's node
   ZKRUN_PATH       PATH
-  ZKRUN_ID         elect: ID
+  ZKRUN_ID         elect: ID; register: the instance id
 
 Exit status:
   0-255  CMD's status (128+N when signal N killed it)
@@ -156,6 +182,11 @@ type config struct {
 	grace   time.Duration
 	n       int
 	help    bool
+
+	// register
+	base, address, id0, payload, payloadClass, uriSpec string
+	port, sslPort                                      int
+	instance                                           *discovery.Instance
 }
 
 // registerRun defines the flags of the run itself on fs.
@@ -184,11 +215,21 @@ func parseArgs(args []string, getenv func(string) string, stderr io.Writer) (con
 	// Every FlagSet is defined before any is parsed: a definition writes
 	// the flag's default into the shared config.
 	cfg.registerRun(global)
-	for _, name := range []string{"lock", "sem", "elect"} {
+	for _, name := range []string{"lock", "sem", "elect", "register"} {
 		fs := newFlagSet("zkrun "+name, stderr)
 		cfg.registerRun(fs)
 		if name == "sem" {
 			fs.IntVar(&cfg.n, "n", 0, "sem: the number of leases (required; every user must give the same)")
+		}
+		if name == "register" {
+			fs.StringVar(&cfg.base, "base", "/services", "register: the base path")
+			fs.IntVar(&cfg.port, "port", 0, "register: the port (none when 0)")
+			fs.IntVar(&cfg.sslPort, "ssl-port", 0, "register: the SSL port (none when 0)")
+			fs.StringVar(&cfg.address, "address", "", "register: the address (default: this host's first non-loopback IPv4 address)")
+			fs.StringVar(&cfg.id0, "id", "", "register: the instance id (default: a random UUID)")
+			fs.StringVar(&cfg.payload, "payload", "", "register: the payload, JSON")
+			fs.StringVar(&cfg.payloadClass, "payload-class", "", "register: the Java class of an object payload (default java.util.LinkedHashMap)")
+			fs.StringVar(&cfg.uriSpec, "uri-spec", "{scheme}://{address}:{port}", "register: the URI template")
 		}
 		subs[name] = fs
 	}
@@ -211,8 +252,11 @@ func parseArgs(args []string, getenv func(string) string, stderr io.Writer) (con
 	rest = fs.Args()
 	npos := 1
 	what := "PATH"
-	if cfg.sub == "elect" {
+	switch cfg.sub {
+	case "elect":
 		npos, what = 2, "PATH ID"
+	case "register":
+		what = "SERVICE"
 	}
 	dash := -1
 	for i, a := range rest {
@@ -239,7 +283,11 @@ func parseArgs(args []string, getenv func(string) string, stderr io.Writer) (con
 		return cfg, fmt.Errorf("%w: zkrun %s: no command after --", cli.ErrUsage, cfg.sub)
 	}
 	cfg.path = pos[0]
-	if err := recipes.ValidatePath(cfg.path); err != nil {
+	if cfg.sub == "register" {
+		if err := cfg.parseRegister(); err != nil {
+			return cfg, err
+		}
+	} else if err := recipes.ValidatePath(cfg.path); err != nil {
 		return cfg, fmt.Errorf("%w: %w", cli.ErrUsage, err)
 	}
 	if cfg.sub == "elect" {
@@ -258,6 +306,45 @@ func parseArgs(args []string, getenv func(string) string, stderr io.Writer) (con
 		return cfg, err
 	}
 	return cfg, nil
+}
+
+// parseRegister checks register's arguments and makes the instance.
+func (c *config) parseRegister() error {
+	if c.try {
+		return fmt.Errorf("%w: zkrun register: -try is for lock and sem", cli.ErrUsage)
+	}
+	if err := recipes.ValidatePath(c.base); err != nil {
+		return fmt.Errorf("%w: -base: %w", cli.ErrUsage, err)
+	}
+	if c.path == "" || strings.ContainsRune(c.path, '/') {
+		return fmt.Errorf("%w: zkrun register: SERVICE %q is not a node name", cli.ErrUsage, c.path)
+	}
+	if c.port < 0 || c.port > 65535 || c.sslPort < 0 || c.sslPort > 65535 {
+		return fmt.Errorf("%w: -port and -ssl-port go from 0 (none) to 65535", cli.ErrUsage)
+	}
+	if c.id0 == "" {
+		c.id0 = engine.NewUUID()
+	}
+	if c.address == "" {
+		c.address = engine.LocalIP()
+	}
+	in := &discovery.Instance{Name: c.path, ID: c.id0, Address: c.address, Port: c.port, SSLPort: c.sslPort}
+	if c.payload != "" {
+		p, err := discovery.EncodePayload(json.RawMessage(c.payload), c.payloadClass)
+		if err != nil {
+			return fmt.Errorf("%w: -payload: %w", cli.ErrUsage, err)
+		}
+		in.Payload = p
+	}
+	if c.uriSpec != "" {
+		u, err := discovery.ParseURISpec(c.uriSpec)
+		if err != nil {
+			return fmt.Errorf("%w: -uri-spec: %w", cli.ErrUsage, err)
+		}
+		in.URISpec = u
+	}
+	c.instance = in
+	return nil
 }
 
 func usageErr(cfg *config, err error) error {
@@ -364,25 +451,35 @@ func run(args []string, stderr io.Writer, getenv func(string) string) int {
 	}
 	defer releaseHold(h, log)
 
-	tctx, tcancel := context.WithTimeout(context.Background(), releaseTimeout)
-	token, err := h.token(tctx)
-	tcancel()
-	if err != nil {
-		fmt.Fprintln(stderr, "zkrun: read the fencing token:", err)
-		return ExitError
-	}
-	log.Info("holding", "node", h.node, "token", token.String())
-
 	cmd := exec.Command(cfg.command[0], cfg.command[1:]...)
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, os.Stdout, os.Stderr
-	cmd.Env = append(os.Environ(),
-		"ZKRUN_TOKEN="+strconv.FormatInt(token.Czxid, 10),
-		"ZKRUN_TOKEN_HEX="+token.String(),
-		"ZKRUN_NODE="+h.node,
-		"ZKRUN_PATH="+cfg.path,
-	)
-	if cfg.sub == "elect" {
+	if h.token != nil {
+		tctx, tcancel := context.WithTimeout(context.Background(), releaseTimeout)
+		token, err := h.token(tctx)
+		tcancel()
+		if err != nil {
+			fmt.Fprintln(stderr, "zkrun: read the fencing token:", err)
+			return ExitError
+		}
+		log.Info("holding", "node", h.node, "token", token.String())
+		cmd.Env = append(os.Environ(),
+			"ZKRUN_TOKEN="+strconv.FormatInt(token.Czxid, 10),
+			"ZKRUN_TOKEN_HEX="+token.String(),
+			"ZKRUN_NODE="+h.node,
+			"ZKRUN_PATH="+cfg.path,
+		)
+	} else {
+		log.Info("registered", "node", h.node)
+		cmd.Env = append(os.Environ(),
+			"ZKRUN_NODE="+h.node,
+			"ZKRUN_PATH="+engine.JoinPath(cfg.base, cfg.path),
+		)
+	}
+	switch cfg.sub {
+	case "elect":
 		cmd.Env = append(cmd.Env, "ZKRUN_ID="+cfg.id)
+	case "register":
+		cmd.Env = append(cmd.Env, "ZKRUN_ID="+cfg.instance.ID)
 	}
 	newGroup(cmd)
 	select {
@@ -509,6 +606,27 @@ func take(ctx context.Context, c *recipes.Client, cfg config) (*hold, error) {
 			return nil, err
 		}
 		return &hold{node: t.Node(), done: t.Done(), token: t.Token, release: l.Close}, nil
+	case "register":
+		// Not a hold: the registration outlives a lost session (made again
+		// in the next one), so done never closes and there is no token.
+		d, err := discovery.New(c, cfg.base)
+		if err != nil {
+			return nil, err
+		}
+		if err := d.Start(ctx); err != nil {
+			return nil, err
+		}
+		if err := d.Register(ctx, cfg.instance); err != nil {
+			cctx, cancel := context.WithTimeout(context.Background(), releaseTimeout)
+			defer cancel()
+			_ = d.Close(cctx)
+			return nil, err
+		}
+		full, err := c.FullPath(engine.JoinPath(engine.JoinPath(cfg.base, cfg.path), cfg.instance.ID))
+		if err != nil {
+			return nil, err
+		}
+		return &hold{node: full, release: d.Close}, nil
 	}
 	return nil, fmt.Errorf("%w: unknown subcommand %q", cli.ErrUsage, cfg.sub)
 }

@@ -122,8 +122,13 @@ func (c *Client) createProtected(ctx context.Context, parent, uuid, name string,
 // it was made in: one found after a new session began is ours all the
 // same, and sweeping for a late copy does not stop with the session.
 func (c *Client) createProtectedMode(ctx context.Context, parent, uuid, name string, data []byte, mode int32) (_ string, _ int64, lostReply bool, _ error) {
-	sequential := mode&zk.FlagSequence != 0
-	ephemeral := mode&zk.FlagEphemeral != 0
+	return c.createProtectedTTL(ctx, parent, uuid, name, data, mode, 0)
+}
+
+// createProtectedTTL is createProtectedMode with the TTL of a TTL mode.
+func (c *Client) createProtectedTTL(ctx context.Context, parent, uuid, name string, data []byte, mode int32, ttl time.Duration) (_ string, _ int64, lostReply bool, _ error) {
+	sequential := IsSequentialMode(mode)
+	ephemeral := IsEphemeralMode(mode)
 	owner := func(sid int64) int64 { // the session a node of ours goes with (0: none)
 		if ephemeral {
 			return sid
@@ -205,7 +210,7 @@ func (c *Client) createProtectedMode(ctx context.Context, parent, uuid, name str
 			target, prefix = protectedPath(parent, uuid, name)
 		}
 		sid = c.conn.SessionID()
-		p, err := c.CreateMakingParents(ctx, target, data, flags)
+		p, err := c.createTTL(ctx, reqCreateMakingParents, target, data, flags, ttl)
 		if err == nil && ephemeral && c.conn.SessionID() != sid {
 			// go-zookeeper queues a request made while disconnected and
 			// sends it on the next connection, in whatever session that

@@ -70,6 +70,9 @@ var (
 	// ErrCorrupt is returned when a node holds data a recipe cannot read
 	// (an atomic long that is not 8 bytes, say).
 	ErrCorrupt = errors.New("zkrecipes: corrupt data")
+	// ErrDuplicateMember reports a group member whose id another member
+	// uses too.
+	ErrDuplicateMember = errors.New("zkrecipes: duplicate member id")
 	// ErrUpgrade is returned when a read lock's owner asks for the write lock.
 	ErrUpgrade = errors.New("zkrecipes: the read lock's owner cannot take the write lock (upgrade)")
 )

@@ -175,13 +175,59 @@ func (c *Client) CreateMakingParents(ctx context.Context, path string, data []by
 }
 
 func (c *Client) create(ctx context.Context, op reqOp, path string, data []byte, flags int32) (string, error) {
+	return c.createTTL(ctx, op, path, data, flags, 0)
+}
+
+// CreateModeTTL is CreateMakingParents in any create mode of go-zookeeper
+// (zk.FlagPersistent to zk.FlagPersistentSequentialWithTTL): a container
+// mode is made as a container, a TTL mode with ttl.
+func (c *Client) CreateModeTTL(ctx context.Context, path string, data []byte, flags int32, ttl time.Duration) (string, error) {
+	return c.createTTL(ctx, reqCreateMakingParents, path, data, flags, ttl)
+}
+
+func (c *Client) createTTL(ctx context.Context, op reqOp, path string, data []byte, flags int32, ttl time.Duration) (string, error) {
 	if created, err, ok := c.wireCreate(ctx, op, path, data, flags); ok {
 		return created, err
 	}
 	return send(c, ctx, op, func() (string, error) {
 		c.stats.creates.Add(1)
+		switch {
+		case flags == zk.FlagContainer:
+			return c.conn.CreateContainer(path, data, flags, c.ACL(path))
+		case IsTTLMode(flags):
+			return c.conn.CreateTTL(path, data, flags, c.ACL(path), ttl)
+		}
 		return c.conn.Create(path, data, flags, c.ACL(path))
 	}, c.undoCreate)
+}
+
+// IsTTLMode reports whether flags is a TTL create mode.
+func IsTTLMode(flags int32) bool {
+	return flags == zk.FlagTTL || flags == zk.FlagPersistentSequentialWithTTL
+}
+
+// IsEphemeralMode reports whether flags is an ephemeral create mode.
+func IsEphemeralMode(flags int32) bool {
+	return flags == zk.FlagEphemeral || flags == zk.FlagEphemeralSequential
+}
+
+// IsSequentialMode reports whether flags is a sequential create mode.
+func IsSequentialMode(flags int32) bool {
+	return flags == zk.FlagSequence || flags == zk.FlagEphemeralSequential || flags == zk.FlagPersistentSequentialWithTTL
+}
+
+// Unsequenced returns the plain form of a sequential create mode (flags
+// itself for the others).
+func Unsequenced(flags int32) int32 {
+	switch flags {
+	case zk.FlagSequence:
+		return zk.FlagPersistent
+	case zk.FlagEphemeralSequential:
+		return zk.FlagEphemeral
+	case zk.FlagPersistentSequentialWithTTL:
+		return zk.FlagTTL
+	}
+	return flags
 }
 
 // CreateContainer creates a container node.

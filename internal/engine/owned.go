@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"time"
 
@@ -18,9 +19,22 @@ type OwnedSpec struct {
 	// made under Path's parent, named _c_<uuid>-<Path's last segment>;
 	// with a sequential Mode the server appends its suffix.
 	Path string
-	// Mode is the create mode: zk.FlagEphemeral, zk.FlagSequence, both,
-	// or 0 for a persistent node.
+	// Mode is the create mode, one of go-zookeeper's: zk.FlagPersistent
+	// (0), zk.FlagEphemeral, zk.FlagSequence, zk.FlagEphemeralSequential,
+	// zk.FlagContainer, zk.FlagTTL or zk.FlagPersistentSequentialWithTTL.
 	Mode int32
+	// TTL is the time to live of a TTL mode (required with one, refused
+	// with the others).
+	TTL time.Duration
+	// Downgrade makes a sequential node that goes again at the path it
+	// had, in the mode without its sequential flag (Curator's
+	// PersistentNode: CURATOR-190/483), instead of as a new sequential
+	// node. It has no effect with Protected (each create is a new
+	// protected name).
+	Downgrade bool
+	// KeepOnClose leaves the node in place on Close (a TTL node the
+	// server reaps, say) instead of deleting it.
+	KeepOnClose bool
 	// Protected makes each create a protected create (see
 	// CreateProtected), in any Mode: a create whose reply is lost is found
 	// again by its uuid, never made twice.
@@ -44,6 +58,10 @@ type Owned struct {
 	// Gen counts the nodes made: 1 for the first, 2 for the one made
 	// again after it, and so on.
 	Gen uint64
+	// Foreign reports an ephemeral node at our (fixed) path that belongs
+	// to another session: not ours, waited for until it goes (then ours
+	// is made).
+	Foreign bool
 }
 
 // Recreated reports whether the node was made again after an earlier one
@@ -79,6 +97,7 @@ type OwnedNode struct {
 	cur     Owned
 	mine    bool   // cur was made by us (not a node taken over)
 	sweep   string // cur's protected prefix when a create reply was lost
+	fixed   string // with Downgrade: the path a sequential node is made again at
 	gen     uint64
 	data    []byte
 	dataGen uint64 // bumped by every SetData
@@ -105,13 +124,22 @@ func (c *Client) Own(spec OwnedSpec) (*OwnedNode, error) {
 	if spec.Path == "/" {
 		return nil, fmt.Errorf("%w: the root cannot be owned", ErrInvalidPath)
 	}
-	if spec.Mode&^(zk.FlagEphemeral|zk.FlagSequence) != 0 {
-		return nil, fmt.Errorf("%w: create mode %d (ephemeral, sequential, both or neither)", ErrInvalidArgument, spec.Mode)
+	if spec.Mode < zk.FlagPersistent || spec.Mode > zk.FlagPersistentSequentialWithTTL {
+		return nil, fmt.Errorf("%w: create mode %d", ErrInvalidArgument, spec.Mode)
+	}
+	if IsTTLMode(spec.Mode) != (spec.TTL > 0) {
+		return nil, fmt.Errorf("%w: a TTL (%v) goes with a TTL create mode and only with one (mode %d)", ErrInvalidArgument, spec.TTL, spec.Mode)
+	}
+	if spec.TTL > MaxTTL {
+		return nil, fmt.Errorf("%w: TTL %v above the server's limit %v", ErrInvalidArgument, spec.TTL, MaxTTL)
+	}
+	if spec.TTL > 0 && spec.TTL < time.Millisecond {
+		return nil, fmt.Errorf("%w: TTL %v under a millisecond", ErrInvalidArgument, spec.TTL)
 	}
 	o := &OwnedNode{
 		c: c, spec: spec,
-		ephemeral:  spec.Mode&zk.FlagEphemeral != 0,
-		sequential: spec.Mode&zk.FlagSequence != 0,
+		ephemeral:  IsEphemeralMode(spec.Mode),
+		sequential: IsSequentialMode(spec.Mode),
 		data:       append([]byte(nil), spec.Data...),
 		dataGen:    1, // the first data; a node taken over holds generation 0
 		changed:    make(chan struct{}),
@@ -302,6 +330,9 @@ func (o *OwnedNode) finish(ctx context.Context) error {
 		return nil
 	}
 	o.forget(cur, sweep)
+	if o.spec.KeepOnClose {
+		return nil
+	}
 	sid := cur.Session
 	if !o.ephemeral {
 		sid = 0 // a persistent node outlives its session
@@ -528,7 +559,11 @@ func (o *OwnedNode) step(ctx context.Context, snap Snapshot, w *ownedWatch) erro
 
 // protectedOrSequential reports whether each node has a name of its own,
 // which no other session can have made.
-func (o *OwnedNode) protectedOrSequential() bool { return o.spec.Protected || o.sequential }
+func (o *OwnedNode) protectedOrSequential() bool {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return o.spec.Protected || (o.sequential && o.fixed == "")
+}
 
 // drop forgets cur, a node that is gone or not ours.
 func (o *OwnedNode) drop(cur Owned, sweep string) {
@@ -547,9 +582,9 @@ func (o *OwnedNode) drop(cur Owned, sweep string) {
 func (o *OwnedNode) create(ctx context.Context, data []byte, dgen uint64) error {
 	c := o.c
 	if o.spec.Protected {
-		p, sid, lost, err := c.createProtectedMode(ctx, o.parent, NewUUID(), o.name, data, o.spec.Mode)
+		p, sid, lost, err := c.createProtectedTTL(ctx, o.parent, NewUUID(), o.name, data, o.spec.Mode, o.spec.TTL)
 		if err != nil {
-			return err
+			return o.explainTTL(err)
 		}
 		sweep := ""
 		if lost {
@@ -559,9 +594,15 @@ func (o *OwnedNode) create(ctx context.Context, data []byte, dgen uint64) error 
 		o.made(p, sid, true, dgen, sweep)
 		return nil
 	}
+	path, mode, sequential := o.spec.Path, o.spec.Mode, o.sequential
+	o.mu.Lock()
+	if o.fixed != "" {
+		path, mode, sequential = o.fixed, Unsequenced(mode), false
+	}
+	o.mu.Unlock()
 	for {
 		sid := c.conn.SessionID()
-		p, err := c.CreateMakingParents(ctx, o.spec.Path, data, o.spec.Mode)
+		p, err := c.createTTL(ctx, reqCreateMakingParents, path, data, mode, o.spec.TTL)
 		switch {
 		case err == nil:
 			if !o.ephemeral {
@@ -583,12 +624,12 @@ func (o *OwnedNode) create(ctx context.Context, data []byte, dgen uint64) error 
 			if err := c.EnsureContainers(ctx, o.parent); err != nil {
 				return err
 			}
-		case errors.Is(err, zk.ErrNodeExists) && !o.sequential:
+		case errors.Is(err, zk.ErrNodeExists) && !sequential:
 			// Made by an attempt of ours whose reply was lost, by an
 			// older session of ours, or by someone else: take it over
 			// (the data is written to it; an ephemeral node of another
 			// session is waited for until it goes).
-			ok, st, err := c.Exists(ctx, o.spec.Path)
+			ok, st, err := c.Exists(ctx, path)
 			switch {
 			case err != nil:
 				return err
@@ -599,22 +640,43 @@ func (o *OwnedNode) create(ctx context.Context, data []byte, dgen uint64) error 
 			mine := !o.ephemeral || owner == c.conn.SessionID()
 			if !mine {
 				c.log.Warn("zkrecipes: our node's path is taken by another session; waiting for it to go",
-					"what", o.spec.What, "node", c.StripNamespace(o.spec.Path), "owner", fmt.Sprintf("0x%x", owner))
+					"what", o.spec.What, "node", c.StripNamespace(path), "owner", fmt.Sprintf("0x%x", owner))
 			}
-			o.made(o.spec.Path, owner, mine, 0, "")
+			o.made(path, owner, mine, 0, "")
 			return nil
 		default:
-			return fmt.Errorf("create %s: %w", c.StripNamespace(o.spec.Path), explain(err))
+			return fmt.Errorf("create %s: %w", c.StripNamespace(path), o.explainTTL(explain(err)))
 		}
 	}
 }
+
+// explainTTL names the server setting a refused TTL create needs.
+func (o *OwnedNode) explainTTL(err error) error {
+	if IsTTLMode(o.spec.Mode) && isUnimplemented(err) {
+		return fmt.Errorf("the server refuses TTL nodes (%w): start it with -Dzookeeper.extendedTypesEnabled=true (ZooKeeper 3.5.3 or later)", err)
+	}
+	return err
+}
+
+// isUnimplemented reports the server's UNIMPLEMENTED (-6), which
+// go-zookeeper does not name.
+func isUnimplemented(err error) bool {
+	return err != nil && (errors.Is(err, errUnimplementedOp) || strings.Contains(err.Error(), "unknown error: -6"))
+}
+
+// MaxTTL is the longest TTL the server accepts (2^40-1 ms, about 34
+// years: the TTL shares the ephemeralOwner field with a type tag).
+const MaxTTL = time.Duration(1<<40-1) * time.Millisecond
 
 // made records a new node.
 func (o *OwnedNode) made(path string, sid int64, mine bool, dgen uint64, sweep string) {
 	o.mu.Lock()
 	o.gen++
-	o.cur = Owned{Path: path, Session: sid, Gen: o.gen}
+	o.cur = Owned{Path: path, Session: sid, Gen: o.gen, Foreign: !mine}
 	o.mine, o.wrote, o.sweep, o.lastErr = mine, dgen, sweep, nil
+	if mine && o.spec.Downgrade && o.sequential && !o.spec.Protected && o.fixed == "" {
+		o.fixed = path
+	}
 	n := o.cur
 	o.broadcast()
 	o.listeners.Post(n)

@@ -186,6 +186,23 @@
 //         "SYNC <n>"  answers "SYNCED <n>" once every earlier command is
 //                     answered;
 //         "close" or EOF closes the client and exits 0.
+//   groupmember <connectString> <path> <id> <payload>
+//       Starts GroupMember(path, id, payload as UTF-8) and prints STARTED.
+//       stdin commands: "MEMBERS? <n>" prints "MEMBERS <n> <list>", the
+//       list being getCurrentMembers() as id=payload sorted by id and
+//       joined by commas; "close" closes the member, prints CLOSED and
+//       exits 0 (as does EOF, silently).
+//
+//   persistentnode <connectString> <path> <mode> <data>
+//       Starts PersistentNode(mode as CreateMode's name, not protected,
+//       path, data as UTF-8), waits for its initial create (10 s) and
+//       prints "NODE <actual path>"; "close" (or EOF) closes it, prints
+//       CLOSED.
+//
+//   ttlnode <connectString> <path> <ttlMs> <data>
+//       Starts PersistentTtlNode(path, ttlMs, data) (Curator 5.4-5.8: a
+//       CONTAINER parent; 5.9: a TTL parent), prints STARTED once the
+//       parent exists; "close" (or EOF) closes it, prints CLOSED.
 //
 // To add a mode (rwlock, semaphore, leader latch...), write a static method
 // with the Mode signature and register it in MODES.
@@ -203,6 +220,7 @@ import java.util.Arrays;
 import java.util.Collection;
 import java.util.LinkedHashMap;
 import java.util.Map;
+import java.util.TreeMap;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.LinkedBlockingQueue;
 import java.util.concurrent.TimeUnit;
@@ -211,6 +229,10 @@ import java.util.concurrent.atomic.AtomicLong;
 import org.apache.curator.framework.CuratorFramework;
 import org.apache.curator.framework.CuratorFrameworkFactory;
 import org.apache.curator.framework.recipes.locks.InterProcessMutex;
+import org.apache.curator.framework.recipes.nodes.GroupMember;
+import org.apache.curator.framework.recipes.nodes.PersistentNode;
+import org.apache.curator.framework.recipes.nodes.PersistentTtlNode;
+import org.apache.zookeeper.CreateMode;
 import org.apache.curator.framework.recipes.barriers.DistributedDoubleBarrier;
 import org.apache.curator.framework.recipes.cache.ChildData;
 import org.apache.curator.framework.recipes.cache.CuratorCache;
@@ -285,6 +307,9 @@ public class CuratorRecipes {
         register("queue-consume", "<connectString> <kind> <path> <count> <lockPath|-> <hang>", CuratorRecipes::queueConsume);
         register("cache", "<connectString> <path>", CuratorRecipes::cache);
         register("write", "<connectString>", CuratorRecipes::write);
+        register("groupmember", "<connectString> <path> <id> <payload>", CuratorRecipes::groupmember);
+        register("persistentnode", "<connectString> <path> <mode> <data>", CuratorRecipes::persistentnode);
+        register("ttlnode", "<connectString> <path> <ttlMs> <data>", CuratorRecipes::ttlnode);
     }
 
     static void register(String name, String usage, Mode mode) {
@@ -1190,6 +1215,72 @@ public class CuratorRecipes {
                 } catch (KeeperException e) {
                     say("FAIL " + n + " " + e.code());
                 }
+            }
+        }
+    }
+
+    static void groupmember(String[] args) throws Exception {
+        need(args, 4, "groupmember");
+        try (CuratorFramework client = connect(args[0])) {
+            GroupMember g = new GroupMember(client, args[1], args[2], args[3].getBytes(StandardCharsets.UTF_8));
+            g.start();
+            say("STARTED");
+            for (;;) {
+                String line = readLine();
+                if (line == null || line.trim().equals("close")) {
+                    g.close();
+                    if (line != null) {
+                        say("CLOSED");
+                    }
+                    return;
+                }
+                String[] f = line.trim().split(" ");
+                if (f[0].equals("MEMBERS?")) {
+                    StringBuilder b = new StringBuilder();
+                    for (Map.Entry<String, byte[]> e : new TreeMap<>(g.getCurrentMembers()).entrySet()) {
+                        if (b.length() > 0) {
+                            b.append(',');
+                        }
+                        b.append(e.getKey()).append('=').append(new String(e.getValue(), StandardCharsets.UTF_8));
+                    }
+                    say("MEMBERS " + f[1] + " " + b);
+                }
+            }
+        }
+    }
+
+    static void persistentnode(String[] args) throws Exception {
+        need(args, 4, "persistentnode");
+        try (CuratorFramework client = connect(args[0])) {
+            PersistentNode n = new PersistentNode(client, CreateMode.valueOf(args[2]), false, args[1],
+                    args[3].getBytes(StandardCharsets.UTF_8));
+            n.start();
+            if (!n.waitForInitialCreate(10, TimeUnit.SECONDS)) {
+                throw new IOException("no initial create in 10 s");
+            }
+            say("NODE " + n.getActualPath());
+            String line = readLine();
+            n.close();
+            if (line != null) {
+                say("CLOSED");
+            }
+        }
+    }
+
+    static void ttlnode(String[] args) throws Exception {
+        need(args, 4, "ttlnode");
+        try (CuratorFramework client = connect(args[0])) {
+            PersistentTtlNode n = new PersistentTtlNode(client, args[1], Long.parseLong(args[2]),
+                    args[3].getBytes(StandardCharsets.UTF_8));
+            n.start();
+            if (!n.waitForInitialCreate(10, TimeUnit.SECONDS)) {
+                throw new IOException("no initial create in 10 s");
+            }
+            say("STARTED");
+            String line = readLine();
+            n.close();
+            if (line != null) {
+                say("CLOSED");
             }
         }
     }

@@ -10,7 +10,9 @@
 //     `java -cp <JavaClasspath()> CuratorRecipes.java <mode> <args...>`
 //     (Debian's libcurator-recipes-java 5.4 and libzookeeper-java 3.8);
 //   - kazoo_recipes.py, run with Debian's /usr/bin/python3 (which has
-//     python3-kazoo), never the python3 first on PATH.
+//     python3-kazoo), never the python3 first on PATH;
+//   - CuratorDiscovery.java, one service process of curator-x-discovery
+//     (StartCuratorDiscovery; its own protocol, see its head).
 //
 // Both implement the same modes and line protocol; see the head of each
 // file. In short: "mutex <connect> <path> <iterations> <outFile>
@@ -98,6 +100,17 @@ var curatorSource []byte
 //go:embed kazoo_recipes.py
 var kazooSource []byte
 
+//go:embed CuratorDiscovery.java
+var curatorDiscoverySource []byte
+
+// CuratorDiscoverySourceName is the file name StartCuratorDiscovery writes
+// its embedded Java program under.
+const CuratorDiscoverySourceName = "CuratorDiscovery.java"
+
+// CuratorDiscoveryPayloadClass is the Java class of CuratorDiscovery.java's
+// typed payload, as Jackson names it in "@class".
+const CuratorDiscoveryPayloadClass = "CuratorDiscovery$Details"
+
 // CuratorSourceName is the file name StartCurator writes the embedded Java
 // program under; a single-file source program's name must match its class.
 const CuratorSourceName = "CuratorRecipes.java"
@@ -130,6 +143,10 @@ var JVMFlags = []string{"-Xmx128m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1
 // same class path also starts a server.
 var javaJars = []struct{ jar, pkg string }{
 	{"curator-recipes.jar", "libcurator-recipes-java"},
+	{"curator-x-discovery.jar", "libcurator-discovery-java"},
+	{"jackson-databind.jar", "libjackson2-databind-java"},
+	{"jackson-core.jar", "libjackson2-core-java"},
+	{"jackson-annotations.jar", "libjackson2-annotations-java"},
 	{"curator-framework.jar", "libcurator-framework-java"},
 	{"curator-client.jar", "libcurator-client-java"},
 	{"guava.jar", "libguava-java"},
@@ -233,6 +250,27 @@ func StartCurator(ctx context.Context, dir string, args ...string) (*Proc, error
 	argv := append(append([]string{}, JVMFlags...), "-cp", cp, src)
 	argv = append(argv, args...)
 	return start(ctx, "curator", java, argv)
+}
+
+// StartCuratorDiscovery writes CuratorDiscovery.java into dir and starts
+// it with args as StartCurator starts CuratorRecipes.java (see the
+// program's doc for its arguments and commands).
+func StartCuratorDiscovery(ctx context.Context, dir string, args ...string) (*Proc, error) {
+	cp, err := JavaClasspath()
+	if err != nil {
+		return nil, err
+	}
+	java, err := javaBinary()
+	if err != nil {
+		return nil, err
+	}
+	src := filepath.Join(dir, CuratorDiscoverySourceName)
+	if err := writeIfChanged(src, curatorDiscoverySource); err != nil {
+		return nil, err
+	}
+	argv := append(append([]string{}, JVMFlags...), "-cp", cp, src)
+	argv = append(argv, args...)
+	return start(ctx, "curator-discovery", java, argv)
 }
 
 // StartKazoo writes kazoo_recipes.py into dir and starts

@@ -357,8 +357,8 @@ func (lc *localCluster) jvmArgs(m *member) []string {
 		// ... and each check may delete any number of them (the default,
 		// 10000 a minute, would make a test of 10,000 lock paths wait).
 		"-Dznode.container.maxPerMinute=10000000",
-		// TTL nodes.
-		"-Dzookeeper.extendedTypesEnabled=true",
+		// TTL nodes (unless WithoutExtendedTypes).
+		"-Dzookeeper.extendedTypesEnabled=" + strconv.FormatBool(!lc.cfg.noExtended),
 		"-Dzookeeper.4lw.commands.whitelist=*",
 		"-Dzookeeper.admin.enableServer=false",
 		// slf4j-simple (Debian): INFO to stderr with a timestamp.

@@ -52,8 +52,9 @@ const dockerPackage = "github.com/zkrecipes/zkrecipes/recipes/zktest/zkdocker"
 const logTailLines = 100
 
 type config struct {
-	tick   time.Duration
-	logOut io.Writer
+	tick       time.Duration
+	logOut     io.Writer
+	noExtended bool
 }
 
 // Option configures a Cluster started by Start, StartEnsemble or Launch.
@@ -77,6 +78,14 @@ func WithTickTime(d time.Duration) Option {
 // shared by several members; writes to it are serialized.
 func WithLogOutput(w io.Writer) Option {
 	return func(c *config) { c.logOut = w }
+}
+
+// WithoutExtendedTypes starts the servers without
+// zookeeper.extendedTypesEnabled (by default it is set, for TTL nodes), as a
+// server of a default configuration runs: it refuses TTL create modes. It
+// has no effect on a cluster named by ZK_TEST_SERVERS or started in Docker.
+func WithoutExtendedTypes() Option {
+	return func(c *config) { c.noExtended = true }
 }
 
 type mode int

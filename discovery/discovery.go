@@ -1,0 +1,515 @@
+package discovery
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sort"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/go-zookeeper/zk"
+
+	"github.com/zkrecipes/zkrecipes/internal/engine"
+	"github.com/zkrecipes/zkrecipes/recipes"
+)
+
+// Option configures a Discovery.
+type Option func(*config) error
+
+type config struct {
+	log *slog.Logger
+}
+
+// WithLogger sets the logger (the client's by default): unreadable
+// instances and re-registrations are logged at warn.
+func WithLogger(l *slog.Logger) Option {
+	return func(c *config) error {
+		if l == nil {
+			return fmt.Errorf("%w: nil logger", recipes.ErrInvalidArgument)
+		}
+		c.log = l
+		return nil
+	}
+}
+
+// Discovery registers instances of services under a base path and queries
+// them: Curator's ServiceDiscovery.
+//
+// Each registered instance is kept in existence until Unregister or Close
+// (by the engine's owned node, the PersistentNode machinery): made again
+// with its latest data when it is gone (its session expired, someone
+// deleted it), and left alone otherwise: a reconnection with the session
+// alive writes nothing, where Curator deletes and re-creates every
+// instance on each reconnection (CURATOR-320). Unregister and Close stop
+// that first and then delete the node (a guaranteed delete), so a
+// re-registration never follows an unregister (CURATOR-164). Close leaves
+// Permanent instances in place (Curator deletes them: CURATOR-94).
+//
+// An instance node that cannot be read is skipped by the queries, logged
+// at warn and counted (Unreadable); it never fails a query of many
+// instances. A missing base path or service is an empty answer.
+//
+// A Discovery is safe for concurrent use.
+type Discovery struct {
+	c    *recipes.Client
+	e    *engine.Client
+	base string // namespace-relative
+	full string // server path
+	log  *slog.Logger
+
+	op         sync.Mutex // serializes Register, Update, Unregister, Close
+	mu         sync.Mutex
+	regs       map[string]*registration // by name + "/" + id
+	started    bool
+	closed     bool
+	unreadable atomic.Int64
+}
+
+type registration struct {
+	inst *Instance
+	own  *engine.OwnedNode
+}
+
+// New returns a Discovery on basePath ("/services" is the common one);
+// it touches nothing until used.
+func New(c *recipes.Client, basePath string, opts ...Option) (*Discovery, error) {
+	if c == nil {
+		return nil, recipes.ErrNilClient
+	}
+	e := engine.Of(c)
+	full, err := e.FullPath(basePath)
+	if err != nil {
+		return nil, err
+	}
+	cfg := config{log: c.Logger()}
+	for _, o := range opts {
+		if o == nil {
+			continue
+		}
+		if err := o(&cfg); err != nil {
+			return nil, err
+		}
+	}
+	return &Discovery{c: c, e: e, base: basePath, full: full, log: cfg.log, regs: map[string]*registration{}}, nil
+}
+
+// BasePath returns the base path (namespace-relative).
+func (d *Discovery) BasePath() string { return d.base }
+
+// Start starts the discovery (Curator's start; nothing is written). It
+// returns recipes.ErrAlreadyStarted the second time.
+func (d *Discovery) Start(ctx context.Context) error {
+	if ctx == nil {
+		return fmt.Errorf("%w: nil context", recipes.ErrInvalidArgument)
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	switch {
+	case d.closed:
+		return d.errf("start: %w", recipes.ErrClosed)
+	case d.started:
+		return d.errf("start: %w", recipes.ErrAlreadyStarted)
+	}
+	d.started = true
+	return nil
+}
+
+func (d *Discovery) errf(format string, args ...any) error {
+	return engine.Namedf("service discovery "+d.base, format, args...)
+}
+
+func (d *Discovery) usable(ctx context.Context) error {
+	if ctx == nil {
+		return fmt.Errorf("%w: nil context", recipes.ErrInvalidArgument)
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	switch {
+	case d.closed:
+		return d.errf("%w", recipes.ErrClosed)
+	case !d.started:
+		return d.errf("%w", recipes.ErrNotStarted)
+	}
+	return nil
+}
+
+// checkName checks a service name or an instance id: one path segment.
+func checkName(what, s string) error {
+	if s == "" || strings.Contains(s, "/") || s == "." || s == ".." || strings.ContainsRune(s, 0) {
+		return fmt.Errorf("%w: %s %q is not a node name", recipes.ErrInvalidArgument, what, s)
+	}
+	return nil
+}
+
+func (d *Discovery) servicePath(name string) string { return engine.JoinPath(d.full, name) }
+
+func createMode(t ServiceType) (int32, bool, error) {
+	switch t {
+	case Dynamic, "":
+		return zk.FlagEphemeral, false, nil
+	case DynamicSequential:
+		return zk.FlagEphemeral | zk.FlagSequence, false, nil
+	case Static:
+		return 0, false, nil
+	case Permanent:
+		return 0, true, nil
+	}
+	return 0, false, fmt.Errorf("%w: service type %q", recipes.ErrInvalidArgument, t)
+}
+
+// Register registers inst (a copy of it: later changes go through Update)
+// and waits within ctx until its node exists. RegistrationTimeUTC is set
+// to now when 0, ServiceType to Dynamic when "". Registering an id
+// already registered here is an Update. When ctx ends first nothing is
+// left registered.
+func (d *Discovery) Register(ctx context.Context, inst *Instance) error {
+	if err := d.usable(ctx); err != nil {
+		return err
+	}
+	if inst == nil {
+		return d.errf("register: %w", fmt.Errorf("%w: nil instance", recipes.ErrInvalidArgument))
+	}
+	if err := checkName("service name", inst.Name); err != nil {
+		return d.errf("register: %w", err)
+	}
+	if err := checkName("instance id", inst.ID); err != nil {
+		return d.errf("register: %w", err)
+	}
+	in := inst.Clone()
+	if in.ServiceType == "" {
+		in.ServiceType = Dynamic
+	}
+	mode, keep, err := createMode(in.ServiceType)
+	if err != nil {
+		return d.errf("register: %w", err)
+	}
+	if in.RegistrationTimeUTC == 0 {
+		in.RegistrationTimeUTC = time.Now().UnixMilli()
+	}
+	data, err := in.MarshalJSON()
+	if err != nil {
+		return err
+	}
+	d.op.Lock()
+	defer d.op.Unlock()
+	key := in.Name + "/" + in.ID
+	d.mu.Lock()
+	r := d.regs[key]
+	d.mu.Unlock()
+	if r != nil {
+		if r.inst.ServiceType != in.ServiceType {
+			return d.errf("register %s: registered as %s, not %s (unregister it first)", key, r.inst.ServiceType, in.ServiceType)
+		}
+		return d.update(ctx, r, in, data)
+	}
+	path := engine.JoinPath(d.servicePath(in.Name), in.ID)
+	own, err := d.e.Own(engine.OwnedSpec{
+		Path: path, Mode: mode, Data: data, KeepOnClose: keep,
+		What: "service instance " + d.e.StripNamespace(path),
+	})
+	if err != nil {
+		return err
+	}
+	if err := d.awaitOurs(ctx, own, path); err != nil {
+		_ = own.Close(context.Background())
+		if keep {
+			_ = d.deleteNode(context.Background(), path)
+		}
+		return err
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.closed {
+		_ = own.Close(context.Background())
+		return d.errf("register %s: %w", key, recipes.ErrClosed)
+	}
+	d.regs[key] = &registration{inst: in, own: own}
+	return nil
+}
+
+// awaitOurs waits until own's node exists and is ours: an ephemeral node
+// of another session at the path (a restarted process's, whose old
+// session has not expired yet) is waited for until the server removes it.
+func (d *Discovery) awaitOurs(ctx context.Context, own *engine.OwnedNode, path string) error {
+	cur, err := own.Await(ctx)
+	if err != nil || !cur.Foreign {
+		return err
+	}
+	d.log.Warn("zkrecipes: service discovery: another session's instance holds the path; registering once it goes",
+		"node", d.e.StripNamespace(path))
+	done := make(chan struct{})
+	defer close(done)
+	ch := make(chan engine.Owned)
+	remove := own.Listen(func(o engine.Owned) {
+		select {
+		case ch <- o:
+		case <-done:
+		}
+	})
+	defer remove()
+	for {
+		select {
+		case o := <-ch:
+			if o.Path != "" && !o.Foreign {
+				return nil
+			}
+		case <-ctx.Done():
+			return d.errf("register %s: waiting for another session's node to go: %w", d.e.StripNamespace(path), ctx.Err())
+		}
+	}
+}
+
+// Update writes inst as the registered instance's data (its Name and ID
+// name it) and waits within ctx until the node holds it; a node made
+// again later is made with it (CURATOR-146/181). An instance not
+// registered here is an error wrapping recipes.ErrInvalidArgument.
+func (d *Discovery) Update(ctx context.Context, inst *Instance) error {
+	if err := d.usable(ctx); err != nil {
+		return err
+	}
+	if inst == nil {
+		return d.errf("update: %w", fmt.Errorf("%w: nil instance", recipes.ErrInvalidArgument))
+	}
+	in := inst.Clone()
+	d.op.Lock()
+	defer d.op.Unlock()
+	key := in.Name + "/" + in.ID
+	d.mu.Lock()
+	r := d.regs[key]
+	d.mu.Unlock()
+	if r == nil {
+		return d.errf("update: %w", fmt.Errorf("%w: instance %s is not registered here", recipes.ErrInvalidArgument, key))
+	}
+	if in.ServiceType == "" {
+		in.ServiceType = r.inst.ServiceType
+	}
+	if in.ServiceType != r.inst.ServiceType {
+		return d.errf("update %s: registered as %s, not %s", key, r.inst.ServiceType, in.ServiceType)
+	}
+	if in.RegistrationTimeUTC == 0 {
+		in.RegistrationTimeUTC = r.inst.RegistrationTimeUTC
+	}
+	data, err := in.MarshalJSON()
+	if err != nil {
+		return err
+	}
+	return d.update(ctx, r, in, data)
+}
+
+func (d *Discovery) update(ctx context.Context, r *registration, in *Instance, data []byte) error {
+	d.mu.Lock()
+	r.inst = in
+	d.mu.Unlock()
+	return r.own.SetData(ctx, data)
+}
+
+// Unregister removes the instance name/id: the registration here stops
+// first, then its node is deleted with a guaranteed delete (which goes
+// on in the background when ctx ends first, until it succeeds or the
+// session ends). An instance not registered here is deleted too (a
+// Permanent instance an earlier process left, say); a missing node is
+// not an error.
+func (d *Discovery) Unregister(ctx context.Context, name, id string) error {
+	if err := d.usable(ctx); err != nil {
+		return err
+	}
+	if err := checkName("service name", name); err != nil {
+		return d.errf("unregister: %w", err)
+	}
+	if err := checkName("instance id", id); err != nil {
+		return d.errf("unregister: %w", err)
+	}
+	d.op.Lock()
+	defer d.op.Unlock()
+	key := name + "/" + id
+	d.mu.Lock()
+	r := d.regs[key]
+	delete(d.regs, key)
+	d.mu.Unlock()
+	path := engine.JoinPath(d.servicePath(name), id)
+	if r == nil {
+		return d.deleteNode(ctx, path)
+	}
+	if err := r.own.Close(ctx); err != nil {
+		return err
+	}
+	if r.inst.ServiceType == Permanent {
+		return d.deleteNode(ctx, path)
+	}
+	return nil
+}
+
+// deleteNode deletes a persistent instance node (own's, when given: a
+// sequential one has its own name).
+func (d *Discovery) deleteNode(ctx context.Context, path string) error {
+	err := d.e.GuaranteedDelete(ctx, path, 0)
+	if err != nil && !errors.Is(err, zk.ErrNoNode) {
+		return d.errf("unregister %s: %w", d.e.StripNamespace(path), err)
+	}
+	return nil
+}
+
+// Registered returns copies of the instances registered here, by name
+// then id.
+func (d *Discovery) Registered() []*Instance {
+	d.mu.Lock()
+	out := make([]*Instance, 0, len(d.regs))
+	for _, r := range d.regs {
+		out = append(out, r.inst.Clone())
+	}
+	d.mu.Unlock()
+	sort.Slice(out, func(a, b int) bool {
+		if out[a].Name != out[b].Name {
+			return out[a].Name < out[b].Name
+		}
+		return out[a].ID < out[b].ID
+	})
+	return out
+}
+
+// QueryForNames returns the names of the services under the base path,
+// sorted; none when the base path does not exist (Curator throws
+// NoNode there).
+func (d *Discovery) QueryForNames(ctx context.Context) ([]string, error) {
+	if err := d.usable(ctx); err != nil {
+		return nil, err
+	}
+	names, err := d.children(ctx, d.full)
+	if err != nil {
+		return nil, d.errf("query for names: %w", err)
+	}
+	return names, nil
+}
+
+func (d *Discovery) children(ctx context.Context, path string) ([]string, error) {
+	var names []string
+	err := d.e.Retry(ctx, func() error {
+		var err error
+		names, _, err = d.e.Children(ctx, path)
+		return err
+	})
+	if errors.Is(err, zk.ErrNoNode) {
+		return []string{}, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	sort.Strings(names)
+	return names, nil
+}
+
+// QueryForInstances returns the instances of service name, sorted by
+// node name; none when the service does not exist. An instance node that
+// cannot be read is left out, logged at warn and counted (Unreadable).
+func (d *Discovery) QueryForInstances(ctx context.Context, name string) ([]*Instance, error) {
+	if err := d.usable(ctx); err != nil {
+		return nil, err
+	}
+	if err := checkName("service name", name); err != nil {
+		return nil, d.errf("query for instances: %w", err)
+	}
+	sp := d.servicePath(name)
+	ids, err := d.children(ctx, sp)
+	if err != nil {
+		return nil, d.errf("query for instances of %s: %w", name, err)
+	}
+	out := make([]*Instance, 0, len(ids))
+	for _, id := range ids {
+		inst, err := d.read(ctx, engine.JoinPath(sp, id))
+		switch {
+		case errors.Is(err, recipes.ErrCorrupt):
+			continue // logged and counted
+		case err != nil:
+			return nil, d.errf("query for instances of %s: %w", name, err)
+		case inst != nil:
+			out = append(out, inst)
+		}
+	}
+	return out, nil
+}
+
+// QueryForInstance returns instance id of service name, nil when there is
+// none. A node that cannot be read is an error wrapping
+// recipes.ErrCorrupt (logged and counted too).
+func (d *Discovery) QueryForInstance(ctx context.Context, name, id string) (*Instance, error) {
+	if err := d.usable(ctx); err != nil {
+		return nil, err
+	}
+	if err := checkName("service name", name); err != nil {
+		return nil, d.errf("query for instance: %w", err)
+	}
+	if err := checkName("instance id", id); err != nil {
+		return nil, d.errf("query for instance: %w", err)
+	}
+	inst, err := d.read(ctx, engine.JoinPath(d.servicePath(name), id))
+	if err != nil {
+		return nil, d.errf("query for instance %s/%s: %w", name, id, err)
+	}
+	return inst, nil
+}
+
+// read reads one instance node: nil for a missing node.
+func (d *Discovery) read(ctx context.Context, path string) (*Instance, error) {
+	var data []byte
+	err := d.e.Retry(ctx, func() error {
+		var err error
+		data, _, err = d.e.Get(ctx, path)
+		return err
+	})
+	switch {
+	case errors.Is(err, zk.ErrNoNode):
+		return nil, nil
+	case err != nil:
+		return nil, err
+	}
+	return d.decode(d.e.StripNamespace(path), data)
+}
+
+// decode reads an instance's data; an unreadable one is logged at warn
+// and counted.
+func (d *Discovery) decode(node string, data []byte) (*Instance, error) {
+	inst, err := Decode(data)
+	if err != nil {
+		d.unreadable.Add(1)
+		d.log.Warn("zkrecipes: service discovery: skipping an instance that cannot be read",
+			"node", node, "err", err, "bytes", len(data))
+		return nil, err
+	}
+	return inst, nil
+}
+
+// Unreadable returns how many times an instance node that cannot be read
+// was skipped (by this Discovery's queries and its caches).
+func (d *Discovery) Unreadable() int64 { return d.unreadable.Load() }
+
+// Close unregisters every instance registered here, except Permanent
+// ones, which stay (their registration here stops), waiting within ctx
+// for the deletes (guaranteed deletes: they go on in the background when
+// ctx ends first). It is safe to call more than once.
+func (d *Discovery) Close(ctx context.Context) error {
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	d.op.Lock()
+	defer d.op.Unlock()
+	d.mu.Lock()
+	if d.closed {
+		d.mu.Unlock()
+		return nil
+	}
+	d.closed = true
+	regs := d.regs
+	d.regs = map[string]*registration{}
+	d.mu.Unlock()
+	var errs []error
+	for _, r := range regs {
+		if err := r.own.Close(ctx); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}

@@ -1,0 +1,221 @@
+package discovery_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/zkrecipes/zkrecipes/discovery"
+	"github.com/zkrecipes/zkrecipes/internal/interop"
+	"github.com/zkrecipes/zkrecipes/internal/testutil"
+	"github.com/zkrecipes/zkrecipes/recipes"
+	"github.com/zkrecipes/zkrecipes/recipes/zktest"
+)
+
+// Environment of a helper process.
+const (
+	dhEnvRole    = "ZKD_HELPER"  // "register"
+	dhEnvServers = "ZKD_SERVERS" // comma-separated host:port
+	dhEnvID      = "ZKD_ID"      // instance id
+)
+
+var dhHelpers = testutil.Helpers{Test: "TestDiscoveryHelperProcess", RoleEnv: dhEnvRole, Timeout: 3 * time.Minute}
+
+// TestDiscoveryHelperProcess is not a test: it is the body of the helper
+// processes the interop test starts. It returns at once unless ZKD_HELPER
+// is set.
+func TestDiscoveryHelperProcess(t *testing.T) {
+	dhHelpers.Run(map[string]func() error{"register": dhRegister})
+}
+
+// interopPayload is CuratorDiscovery.java's Details.
+type interopPayload struct {
+	Description string            `json:"description"`
+	Weight      int               `json:"weight"`
+	Meta        map[string]string `json:"meta"`
+}
+
+func goInstance(t testing.TB, id string, port int) *discovery.Instance {
+	p, err := discovery.EncodePayload(interopPayload{Description: "go " + id, Weight: 1, Meta: map[string]string{"lang": "go"}}, interop.CuratorDiscoveryPayloadClass)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &discovery.Instance{Name: "svc", ID: id, Address: "127.0.0.1", Port: port, Payload: p,
+		URISpec: discovery.MustParseURISpec("{scheme}://{address}:{port}")}
+}
+
+// dhRegister registers ZKD_ID (2 s session), prints READY and stays
+// until stdin ends (or it is killed).
+func dhRegister() error {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	c, err := recipes.Connect(ctx, strings.Split(os.Getenv(dhEnvServers), ","), recipes.WithSessionTimeout(2*time.Second))
+	if err != nil {
+		return err
+	}
+	defer c.Close(context.Background())
+	d, err := discovery.New(c, "/services")
+	if err != nil {
+		return err
+	}
+	if err := d.Start(ctx); err != nil {
+		return err
+	}
+	id := os.Getenv(dhEnvID)
+	p, err := discovery.EncodePayload(interopPayload{Description: "go " + id, Weight: 1}, interop.CuratorDiscoveryPayloadClass)
+	if err != nil {
+		return err
+	}
+	if err := d.Register(ctx, &discovery.Instance{Name: "svc", ID: id, Address: "127.0.0.1", Port: 7000, Payload: p}); err != nil {
+		return err
+	}
+	fmt.Println("READY")
+	_, _ = os.Stdin.Read(make([]byte, 1))
+	return d.Close(ctx)
+}
+
+// javaAsk sends cmd to a Curator process until it prints want.
+func javaAsk(t *testing.T, ctx context.Context, p *interop.Proc, cmd, want string) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		require.NoError(t, p.Send(cmd))
+		wctx, cancel := context.WithTimeout(ctx, 500*time.Millisecond)
+		err := p.WaitLine(wctx, want)
+		cancel()
+		if err == nil {
+			return
+		}
+		if time.Now().After(deadline) {
+			lines := p.Lines()
+			if len(lines) > 5 {
+				lines = lines[len(lines)-5:]
+			}
+			t.Fatalf("%s never printed %q; its last lines:\n%s", p.Name, want, strings.Join(lines, "\n"))
+		}
+	}
+}
+
+// Go and Curator service processes register on one path and find each
+// other: a typed Java payload read from a Go registration, a Java
+// registration read by Go; the Go holder's and the Java holder's sessions
+// expire (both come back), a Go and a Java process are SIGKILLed (both go);
+// every process's final view equals the live instances.
+func TestDiscoveryInteropCurator(t *testing.T) {
+	testutil.NeedCurator(t)
+	zkc := testutil.Server(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	dir := t.TempDir()
+	servers := strings.Join(zkc.Servers(), ",")
+	startJava := func(id, connect string) *interop.Proc {
+		p, err := interop.StartCuratorDiscovery(ctx, dir, connect, "/services", "svc", id, "9000", "java "+id, "4000")
+		if errors.Is(err, interop.ErrUnavailable) {
+			testutil.Unavailable(t, err)
+		}
+		require.NoError(t, err)
+		t.Cleanup(p.Kill)
+		wctx, wcancel := context.WithTimeout(ctx, 60*time.Second)
+		defer wcancel()
+		require.NoError(t, p.WaitLine(wctx, "READY"))
+		return p
+	}
+
+	// The Go holder, through a proxy (to expire its session).
+	gproxy := zktest.NewProxy(t, zkc.Servers()[0])
+	gc := connect(t, []string{gproxy.Addr()}, recipes.WithSessionTimeout(2*time.Second))
+	g1 := newDiscovery(t, gc, "/services")
+	require.NoError(t, g1.Register(ctx, goInstance(t, "g1", 8001)))
+	// A Go process to SIGKILL.
+	g2 := dhHelpers.Start(t, "g2", "register", dhEnvServers+"="+servers, dhEnvID+"=g2")
+	_, err := g2.WaitLine(ctx, "READY")
+	require.NoError(t, err)
+	// The Java holder through a proxy; a Java process to SIGKILL.
+	jproxy := zktest.NewProxy(t, zkc.Servers()[0])
+	j1 := startJava("j1", jproxy.Addr())
+	j2 := startJava("j2", servers)
+
+	// The Go reader: queries and a provider's cache.
+	reader := newDiscovery(t, connect(t, zkc.Servers()), "/services")
+	prov, err := reader.NewProvider("svc")
+	require.NoError(t, err)
+	require.NoError(t, prov.Start(ctx))
+	defer prov.Close(ctx)
+	goView := func(want string) {
+		t.Helper()
+		eventually(t, 30*time.Second, "the Go views are "+want, func() bool {
+			insts, err := reader.QueryForInstances(ctx, "svc")
+			return err == nil && strings.Join(ids(insts), ",") == want &&
+				strings.Join(ids(prov.Cache().Instances()), ",") == want
+		})
+	}
+	allViews := func(want string, javas ...*interop.Proc) {
+		t.Helper()
+		goView(want)
+		for _, j := range javas {
+			javaAsk(t, ctx, j, "QUERY", "QUERY "+want)
+			javaAsk(t, ctx, j, "CACHE", "CACHE "+want)
+		}
+	}
+	allViews("g1,g2,j1,j2", j1, j2)
+
+	// Java reads the Go registrations with its typed payload class.
+	javaAsk(t, ctx, j1, "QUERY", "PAYLOAD g1 "+interop.CuratorDiscoveryPayloadClass+" go g1")
+	javaAsk(t, ctx, j2, "QUERY", "PAYLOAD g2 "+interop.CuratorDiscoveryPayloadClass+" go g2")
+	// Go reads the Java registration and its payload.
+	jin, err := reader.QueryForInstance(ctx, "svc", "j1")
+	require.NoError(t, err)
+	require.NotNil(t, jin)
+	assert.Equal(t, interop.CuratorDiscoveryPayloadClass, jin.PayloadClass())
+	var jp interopPayload
+	require.NoError(t, jin.DecodePayload(&jp))
+	assert.Equal(t, interopPayload{Description: "java j1", Weight: 1, Meta: map[string]string{"lang": "java"}}, jp)
+	assert.Equal(t, "http://127.0.0.1:9000", jin.BuildURI(nil))
+	assert.Equal(t, discovery.Dynamic, jin.ServiceType)
+	assert.Zero(t, reader.Unreadable())
+
+	// Expire each holder's session: each comes back.
+	expire := func(p *zktest.Proxy, id string) {
+		t.Helper()
+		before, err := reader.QueryForInstance(ctx, "svc", id)
+		require.NoError(t, err)
+		require.NotNil(t, before)
+		p.Blackhole()
+		eventually(t, 30*time.Second, id+" gone with its session", func() bool {
+			in, err := reader.QueryForInstance(ctx, "svc", id)
+			return err == nil && in == nil
+		})
+		p.Restore()
+		eventually(t, 30*time.Second, id+" registered again", func() bool {
+			in, err := reader.QueryForInstance(ctx, "svc", id)
+			return err == nil && in != nil
+		})
+	}
+	expire(gproxy, "g1")
+	expire(jproxy, "j1")
+	allViews("g1,g2,j1,j2", j1, j2)
+
+	// SIGKILL a Go and a Java process: their instances go with their
+	// sessions.
+	g2.Kill()
+	j2.Kill()
+	allViews("g1,j1", j1)
+	kids, _, err := gc.Children(ctx, "/services/svc")
+	require.NoError(t, err)
+	sort.Strings(kids)
+	assert.Equal(t, []string{"g1", "j1"}, kids, "the live instances")
+	t.Logf("server %s; Curator from %s", zkc.Version(), map[bool]string{true: "CURATOR_CLASSPATH", false: interop.JavaDir}[os.Getenv(interop.ClasspathEnv) != ""])
+
+	// Java unregisters on close; Go sees it go.
+	require.NoError(t, j1.Send("QUIT"))
+	require.NoError(t, j1.WaitLine(ctx, "BYE"))
+	goView("g1")
+}

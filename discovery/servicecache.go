@@ -1,0 +1,184 @@
+package discovery
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"sync"
+	"sync/atomic"
+
+	"github.com/zkrecipes/zkrecipes/cache"
+	"github.com/zkrecipes/zkrecipes/internal/engine"
+	"github.com/zkrecipes/zkrecipes/recipes"
+)
+
+// ServiceCache is a local, watched copy of one service's instances
+// (Curator's ServiceCache): a children cache (package cache) of
+// basePath/<name>, the service node itself left out (CURATOR-574). An
+// instance node that cannot be read is left out, logged at warn and
+// counted on the Discovery (Unreadable), never dropped in silence (Curator
+// drops every instance whose payload class it cannot resolve).
+//
+// Make it with Discovery.NewServiceCache, then Start and Close.
+type ServiceCache struct {
+	d    *Discovery
+	name string
+	cc   *cache.Cache
+
+	mu        sync.Mutex
+	byNode    map[string]*Instance // by node name
+	snap      atomic.Pointer[[]*Instance]
+	version   atomic.Uint64 // bumped by every change of the instances
+	ready     chan struct{} // closed once the initial load is in
+	readyOnce sync.Once
+	remove    func()
+	listeners engine.Listeners[[]*Instance]
+	started   bool
+	closed    bool
+}
+
+// NewServiceCache returns a cache of service name's instances; it
+// touches nothing until Start.
+func (d *Discovery) NewServiceCache(name string) (*ServiceCache, error) {
+	if err := checkName("service name", name); err != nil {
+		return nil, err
+	}
+	cc, err := cache.NewChildrenCache(d.c, engine.JoinPath(d.base, name))
+	if err != nil {
+		return nil, err
+	}
+	s := &ServiceCache{d: d, name: name, cc: cc, byNode: map[string]*Instance{}, ready: make(chan struct{})}
+	empty := []*Instance{}
+	s.snap.Store(&empty)
+	return s, nil
+}
+
+// Name returns the service's name.
+func (s *ServiceCache) Name() string { return s.name }
+
+func (s *ServiceCache) what() string { return "service cache " + engine.JoinPath(s.d.base, s.name) }
+
+// Start starts the cache and waits within ctx for the initial load (as
+// Curator's start). A Start that fails leaves nothing running.
+func (s *ServiceCache) Start(ctx context.Context) error {
+	if ctx == nil {
+		return fmt.Errorf("%w: nil context", recipes.ErrInvalidArgument)
+	}
+	s.mu.Lock()
+	switch {
+	case s.closed:
+		s.mu.Unlock()
+		return engine.Namedf(s.what(), "start: %w", recipes.ErrClosed)
+	case s.started:
+		s.mu.Unlock()
+		return engine.Namedf(s.what(), "start: %w", recipes.ErrAlreadyStarted)
+	}
+	s.started = true
+	s.mu.Unlock()
+	if err := s.cc.Start(ctx); err != nil {
+		s.mu.Lock()
+		s.started = false
+		s.mu.Unlock()
+		return err
+	}
+	remove := s.cc.Listen(s.event)
+	s.mu.Lock()
+	s.remove = remove
+	s.mu.Unlock()
+	select {
+	case <-s.ready:
+		return nil
+	case <-ctx.Done():
+		_ = s.Close(context.Background())
+		return engine.Namedf(s.what(), "start: %w", ctx.Err())
+	}
+}
+
+// event applies one cache event.
+func (s *ServiceCache) event(ev cache.Event) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	changed := false
+	switch ev.Type {
+	case cache.NodeCreated, cache.NodeChanged:
+		_, node := engine.SplitPath(ev.Path)
+		inst, err := s.d.decode(ev.Path, ev.New.Data)
+		if err != nil {
+			if _, had := s.byNode[node]; had {
+				delete(s.byNode, node)
+				changed = true
+			}
+			break
+		}
+		s.byNode[node] = inst
+		changed = true
+	case cache.NodeDeleted:
+		_, node := engine.SplitPath(ev.Path)
+		if _, had := s.byNode[node]; had {
+			delete(s.byNode, node)
+			changed = true
+		}
+	case cache.Initialized:
+		s.readyOnce.Do(func() { close(s.ready) })
+		changed = true
+	}
+	if !changed {
+		return
+	}
+	select {
+	case <-s.ready:
+	default:
+		return // the initial load is published once complete
+	}
+	nodes := make([]string, 0, len(s.byNode))
+	for n := range s.byNode {
+		nodes = append(nodes, n)
+	}
+	sort.Strings(nodes)
+	list := make([]*Instance, len(nodes))
+	for k, n := range nodes {
+		list[k] = s.byNode[n]
+	}
+	s.snap.Store(&list)
+	s.version.Add(1)
+	s.listeners.Post(list)
+}
+
+// Instances returns the service's instances, sorted by node name. The
+// slice and the instances are shared: do not modify them (Clone one to
+// change it).
+func (s *ServiceCache) Instances() []*Instance { return *s.snap.Load() }
+
+// Listen calls fn with the current instances (once loaded), then with
+// the instances after each change, in order, on a goroutine of its own;
+// the slices are shared as Instances'. The returned function removes the
+// listener.
+func (s *ServiceCache) Listen(fn func([]*Instance)) (remove func()) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	select {
+	case <-s.ready:
+		return s.listeners.ListenFirst(fn, *s.snap.Load())
+	default:
+		return s.listeners.Listen(fn)
+	}
+}
+
+// Close stops the cache and its listeners. It is safe to call more than
+// once.
+func (s *ServiceCache) Close(ctx context.Context) error {
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		return nil
+	}
+	s.closed = true
+	remove := s.remove
+	s.mu.Unlock()
+	if remove != nil {
+		remove()
+	}
+	err := s.cc.Close(ctx)
+	s.listeners.Close()
+	return err
+}

@@ -1,0 +1,279 @@
+package nodes
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/zkrecipes/zkrecipes/internal/engine"
+	"github.com/zkrecipes/zkrecipes/internal/recipeargs"
+	"github.com/zkrecipes/zkrecipes/recipes"
+)
+
+// Option configures a PersistentNode.
+type Option func(*options) error
+
+type options struct {
+	ttl       time.Duration
+	protected bool
+	keep      bool
+}
+
+// WithTTL sets the time to live of a TTL mode (required with
+// PersistentWithTTL and PersistentSequentialWithTTL, refused with the
+// other modes): the server deletes the node once it has had no children
+// and no change for ttl.
+func WithTTL(ttl time.Duration) Option {
+	return func(o *options) error {
+		if ttl <= 0 || ttl > engine.MaxTTL {
+			return fmt.Errorf("%w: TTL %v (1 ms to %v)", recipes.ErrInvalidArgument, ttl, engine.MaxTTL)
+		}
+		o.ttl = ttl
+		return nil
+	}
+}
+
+// WithProtection makes each create a protected create, in any mode: the
+// node is named _c_<uuid>-<name> under the path's parent, and a create
+// whose reply is lost is found again by its uuid instead of being made
+// twice. Each node made again gets a new name.
+func WithProtection() Option {
+	return func(o *options) error { o.protected = true; return nil }
+}
+
+// Event tells a listener of a PersistentNode about a node made for it.
+type Event struct {
+	// Path is the node's actual path (namespace-relative): the path given,
+	// or with a protected or sequential mode the name the server made.
+	Path string
+	// Gen counts the nodes made: 1 for the first, then one more for each
+	// node made again after a deletion or a lost session.
+	Gen uint64
+	// Recreated reports a node made again (Gen > 1).
+	Recreated bool
+	// Foreign reports that the path is held by an ephemeral node of
+	// another session: it is not ours, its data is left alone, and ours
+	// is made once it goes.
+	Foreign bool
+	// Session is the session that owns an ephemeral node (another one's
+	// when Foreign), 0 for the other modes.
+	Session int64
+}
+
+// PersistentNode is Curator's PersistentNode: a node of ours that exists
+// while the PersistentNode runs, in any create mode. Start creates it in
+// the background; when it goes (deleted by someone, reaped, or with a
+// lost session) it is created again at the same path with the latest
+// data; Close deletes it. See the package documentation for the
+// guarantees.
+//
+// A PersistentNode is safe for concurrent use.
+type PersistentNode struct {
+	c    *recipes.Client
+	e    *engine.Client
+	path string // as given
+	full string
+	mode Mode
+	o    options
+
+	mu      sync.Mutex
+	data    []byte
+	own     *engine.OwnedNode
+	started bool
+	closed  bool
+}
+
+// NewPersistentNode returns a PersistentNode at path in mode with data. It
+// does not touch ZooKeeper. The TTL modes need WithTTL.
+func NewPersistentNode(c *recipes.Client, path string, mode Mode, data []byte, opts ...Option) (*PersistentNode, error) {
+	full, err := recipeargs.Path(c, path, "a persistent node's path")
+	if err != nil {
+		return nil, err
+	}
+	if !mode.valid() {
+		return nil, fmt.Errorf("%w: create mode %d", recipes.ErrInvalidArgument, int32(mode))
+	}
+	var o options
+	if err := recipeargs.Options(&o, opts); err != nil {
+		return nil, err
+	}
+	if mode.IsTTL() != (o.ttl > 0) {
+		if mode.IsTTL() {
+			return nil, fmt.Errorf("%w: mode %v needs WithTTL", recipes.ErrInvalidArgument, mode)
+		}
+		return nil, fmt.Errorf("%w: WithTTL goes with a TTL mode, not %v", recipes.ErrInvalidArgument, mode)
+	}
+	return &PersistentNode{c: c, e: engine.Of(c), path: path, full: full, mode: mode, o: o,
+		data: append([]byte(nil), data...)}, nil
+}
+
+// Path returns the path as given to NewPersistentNode.
+func (n *PersistentNode) Path() string { return n.path }
+
+// Mode returns the create mode.
+func (n *PersistentNode) Mode() Mode { return n.mode }
+
+// Start begins creating the node, in the background, and returns at once:
+// WaitForInitialCreate waits for it. It returns ErrAlreadyStarted when
+// called again, ErrClosed after Close.
+func (n *PersistentNode) Start(ctx context.Context) error {
+	if err := recipeargs.Context(ctx); err != nil {
+		return err
+	}
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	switch {
+	case n.closed:
+		return n.errorf("start: %w", recipes.ErrClosed)
+	case n.started:
+		return n.errorf("start: %w", recipes.ErrAlreadyStarted)
+	}
+	own, err := n.e.Own(engine.OwnedSpec{
+		Path:        n.full,
+		Mode:        int32(n.mode),
+		TTL:         n.o.ttl,
+		Protected:   n.o.protected,
+		Data:        n.data,
+		Downgrade:   true,
+		KeepOnClose: n.o.keep,
+		What:        n.what(),
+	})
+	if err != nil {
+		return n.errorf("start: %w", err)
+	}
+	n.own, n.started = own, true
+	return nil
+}
+
+func (n *PersistentNode) what() string { return "persistent node " + n.path }
+
+func (n *PersistentNode) errorf(format string, args ...any) error {
+	return engine.Namedf(n.what(), format, args...)
+}
+
+// running returns the owned node, or the error of a node not started or
+// closed.
+func (n *PersistentNode) running(op string) (*engine.OwnedNode, error) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	switch {
+	case n.closed:
+		return nil, n.errorf("%s: %w", op, recipes.ErrClosed)
+	case !n.started:
+		return nil, n.errorf("%s: %w", op, recipes.ErrNotStarted)
+	}
+	return n.own, nil
+}
+
+// WaitForInitialCreate waits until the node exists (the first one, or the
+// current one) and returns its actual path. It returns an error wrapping
+// ctx.Err() when ctx ends first, ErrNotStarted before Start, ErrClosed
+// after Close, and the create's error when it cannot succeed by trying
+// again (a TTL mode refused by a server without
+// zookeeper.extendedTypesEnabled, NoAuth, ...: the background keeps
+// trying all the same).
+func (n *PersistentNode) WaitForInitialCreate(ctx context.Context) (string, error) {
+	if err := recipeargs.Context(ctx); err != nil {
+		return "", err
+	}
+	own, err := n.running("waiting for the node")
+	if err != nil {
+		return "", err
+	}
+	cur, err := own.Await(ctx)
+	if err != nil {
+		return "", err
+	}
+	return n.e.StripNamespace(cur.Path), nil
+}
+
+// ActualPath returns the node's actual path (namespace-relative), "" while
+// there is none: with a sequential or protected mode, the name the server
+// made. A node made again after a sequential node went keeps its path.
+func (n *PersistentNode) ActualPath() string {
+	n.mu.Lock()
+	own := n.own
+	n.mu.Unlock()
+	if own == nil {
+		return ""
+	}
+	cur := own.Node()
+	if cur.Path == "" || cur.Foreign {
+		return ""
+	}
+	return n.e.StripNamespace(cur.Path)
+}
+
+// SetData sets the node's data: at once as the data of every node made
+// from now on (also before the first create succeeds, which Curator
+// refuses: CURATOR-507), and on the current node, waiting within ctx
+// until the node holds it. When ctx ends first the error wraps ctx.Err()
+// and the data is still written in the background. Before Start it only
+// records data. A change someone else makes to the node is not reverted.
+func (n *PersistentNode) SetData(ctx context.Context, data []byte) error {
+	if err := recipeargs.Context(ctx); err != nil {
+		return err
+	}
+	n.mu.Lock()
+	if n.closed {
+		n.mu.Unlock()
+		return n.errorf("set data: %w", recipes.ErrClosed)
+	}
+	n.data = append([]byte(nil), data...)
+	own := n.own
+	n.mu.Unlock()
+	if own == nil {
+		return nil
+	}
+	return own.SetData(ctx, data)
+}
+
+// Data returns the latest data set.
+func (n *PersistentNode) Data() []byte {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if n.own != nil {
+		return n.own.Data()
+	}
+	return append([]byte(nil), n.data...)
+}
+
+// Listen calls fn with the current node once there is one, then with each
+// node made after it (a node made again, Event.Recreated), in order, on a
+// goroutine of its own (the listener rule of package recipes). The
+// returned function removes the listener; Close removes them all. Listen
+// after Start: before it (or with a nil fn) it does nothing and returns a
+// no-op.
+func (n *PersistentNode) Listen(fn func(Event)) (remove func()) {
+	n.mu.Lock()
+	own := n.own
+	n.mu.Unlock()
+	if own == nil || fn == nil {
+		return func() {}
+	}
+	return own.Listen(func(o engine.Owned) {
+		fn(Event{Path: n.e.StripNamespace(o.Path), Gen: o.Gen, Recreated: o.Recreated(), Foreign: o.Foreign, Session: o.Session})
+	})
+}
+
+// Close stops keeping the node and deletes it with a guaranteed delete:
+// when the delete cannot be made now (no connection) it goes on in the
+// background until it succeeds or, for an ephemeral node, the session
+// ends; Close waits for it within ctx. A node at our path that belongs to
+// another session is left to it. It is safe to call more than once, and
+// before Start.
+func (n *PersistentNode) Close(ctx context.Context) error {
+	n.mu.Lock()
+	if n.closed {
+		n.mu.Unlock()
+		return nil
+	}
+	n.closed = true
+	own := n.own
+	n.mu.Unlock()
+	if own == nil {
+		return nil
+	}
+	return own.Close(ctx)
+}
