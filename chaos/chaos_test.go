@@ -101,6 +101,11 @@ func TestChaos(t *testing.T) {
 	if _, err := admin.Create(context.Background(), counterPath, make([]byte, 8), 0); err != nil {
 		t.Fatalf("create %s: %v", counterPath, err)
 	}
+	for _, p := range setupPaths { // hooks_test.go
+		if _, err := admin.Create(context.Background(), p, nil, 0); err != nil {
+			t.Fatalf("create %s: %v", p, err)
+		}
+	}
 
 	seed := *flagSeed
 	h := &harness{
