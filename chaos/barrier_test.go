@@ -6,9 +6,10 @@ package chaos
 // processes, one session each, meet in rounds of barrierRound, each round
 // on a fresh path <barrierPath>/r<n> (n from the clock, the same for
 // every worker on the machine), memberQty barrierQty. A worker logs
-// "bcall <n>" before Enter and "benter <n> ok|err" after it; then stops at
-// the "hold" stall point (where the faults catch it inside the barrier);
-// then "blcall <n>" before Leave and "bleave <n> ok|err" after it. After a
+// "bcall <n>" before Enter and "benter <n> ok <node> <session>" or
+// "benter <n> err ..." after it; then stops at the "hold" stall point
+// (where the faults catch it inside the barrier); then "blcall <n>" before
+// Leave and "bleave <n> ok|err <session> ..." after it. After a
 // failed Enter (its ctx ends with the round, or the session went) it
 // checks that no member node of its session is left in the round
 // ("bdropped <n>", or a violation). The check (barriercheck_test.go)
@@ -77,7 +78,7 @@ func (w *worker) barrierRound(n int64, start time.Time) {
 		w.checkDropped(n, dir)
 		return
 	}
-	w.log.printf("benter %d ok %s", n, d.Node())
+	w.log.printf("benter %d ok %s %#x", n, d.Node(), w.c.SessionID())
 	w.op()
 	w.stallPoint("hold")
 	w.sleep(w.p.holdMin, w.p.holdMax)
@@ -86,10 +87,10 @@ func (w *worker) barrierRound(n int64, start time.Time) {
 	err = d.Leave(ctx)
 	cancel()
 	if err != nil {
-		w.log.printf("bleave %d err %s", n, oneLine(err))
+		w.log.printf("bleave %d err %#x %s", n, w.c.SessionID(), oneLine(err))
 		return
 	}
-	w.log.printf("bleave %d ok", n)
+	w.log.printf("bleave %d ok %#x", n, w.c.SessionID())
 	w.op()
 }
 

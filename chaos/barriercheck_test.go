@@ -14,8 +14,8 @@ import (
 )
 
 // bLine is one line of a barrier worker's log: "bcall <round>", "benter
-// <round> ok|err ...", "blcall <round>", "bleave <round> ok|err ...",
-// "bdropped <round>".
+// <round> ok <node> <session>", "benter <round> err ...", "blcall
+// <round>", "bleave <round> ok|err <session> ...", "bdropped <round>".
 type bLine struct {
 	ts   int64
 	src  string
@@ -35,13 +35,16 @@ type bResult struct {
 // before qty members had called Enter in that round (a member counts for
 // a round only once its node could exist), and that no Leave returned ok
 // while a member that entered the round had not yet called Leave and
-// later left it successfully (its node was still there).
+// later left it successfully in the session it entered in (so its node
+// was still there: a member whose session expired meanwhile lost its
+// node then, and the others rightly stop waiting for it).
 func checkBarrierHistory(lines []bLine, qty int) bResult {
 	r := bResult{minPresent: -1}
 	bad := func(format string, args ...any) { r.violations = append(r.violations, fmt.Sprintf(format, args...)) }
 	type member struct {
 		call, enter, lcall, leave int64 // 0: not logged
 		enterOK, leaveOK          bool
+		enterSid, leaveSid        string
 	}
 	rounds := map[string]map[string]*member{} // round -> src -> member
 	get := func(l bLine) *member {
@@ -66,6 +69,9 @@ func checkBarrierHistory(lines []bLine, qty int) bResult {
 			r.enterCalls++
 		case "benter":
 			m.enter, m.enterOK = l.ts, len(l.args) > 1 && l.args[1] == "ok"
+			if len(l.args) > 3 {
+				m.enterSid = l.args[3]
+			}
 			if m.enterOK {
 				r.entered++
 			} else {
@@ -76,6 +82,9 @@ func checkBarrierHistory(lines []bLine, qty int) bResult {
 			r.leaveCalls++
 		case "bleave":
 			m.leave, m.leaveOK = l.ts, len(l.args) > 1 && l.args[1] == "ok"
+			if len(l.args) > 2 {
+				m.leaveSid = l.args[2]
+			}
 			if m.leaveOK {
 				r.left++
 			}
@@ -123,7 +132,7 @@ func checkBarrierHistory(lines []bLine, qty int) bResult {
 			}
 			for _, o := range srcs {
 				om := ms[o]
-				if o == s || !om.enterOK || !om.leaveOK {
+				if o == s || !om.enterOK || !om.leaveOK || om.enterSid != om.leaveSid {
 					continue // never in, or killed inside, or its node went with its session
 				}
 				if om.lcall > m.leave {
@@ -146,13 +155,14 @@ func TestBarrierChecker(t *testing.T) {
 	ln := func(ts int64, src, name string, args ...string) bLine {
 		return bLine{ts: ts, src: src, name: name, args: args}
 	}
+	cLeaveSid := "0x3"
 	round := func(enterB, leaveC int64) []bLine {
 		return []bLine{
 			ln(1, "a", "bcall", "7"), ln(2, "b", "bcall", "7"), ln(3, "c", "bcall", "7"), ln(4, "d", "bcall", "7"),
-			ln(5, "a", "benter", "7", "ok"), ln(enterB, "b", "benter", "7", "ok"), ln(6, "c", "benter", "7", "ok"),
+			ln(5, "a", "benter", "7", "ok", "/n/a", "0x1"), ln(enterB, "b", "benter", "7", "ok", "/n/b", "0x2"), ln(6, "c", "benter", "7", "ok", "/n/c", "0x3"),
 			ln(20, "d", "benter", "7", "err", "deadline"), ln(21, "d", "bdropped", "7"),
 			ln(10, "a", "blcall", "7"), ln(11, "b", "blcall", "7"), ln(leaveC, "c", "blcall", "7"),
-			ln(15, "a", "bleave", "7", "ok"), ln(16, "b", "bleave", "7", "ok"), ln(17, "c", "bleave", "7", "ok"),
+			ln(15, "a", "bleave", "7", "ok", "0x1"), ln(16, "b", "bleave", "7", "ok", "0x2"), ln(17, "c", "bleave", "7", "ok", cLeaveSid),
 		}
 	}
 	r := checkBarrierHistory(round(6, 12), 3)
@@ -175,5 +185,11 @@ func TestBarrierChecker(t *testing.T) {
 	// c began to leave after a's and b's Leave returned, and left ok.
 	if r := checkBarrierHistory(round(6, 16), 3); !strings.Contains(strings.Join(r.violations, ";"), "before c") {
 		t.Errorf("an early Leave passed: %v", r.violations)
+	}
+	// ... unless c's session expired while it was inside (paused): its
+	// node went then, and it left in a new session.
+	cLeaveSid = "0x9"
+	if r := checkBarrierHistory(round(6, 16), 3); len(r.violations) > 0 {
+		t.Errorf("a member whose session expired inside held the others: %v", r.violations)
 	}
 }
