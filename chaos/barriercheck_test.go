@@ -34,10 +34,13 @@ type bResult struct {
 // checkBarrierHistory checks, round by round, that no Enter returned ok
 // before qty members had called Enter in that round (a member counts for
 // a round only once its node could exist), and that no Leave returned ok
-// while a member that entered the round had not yet called Leave and
+// while a member whose Enter had returned ok had not yet called Leave and
 // later left it successfully in the session it entered in (so its node
 // was still there: a member whose session expired meanwhile lost its
-// node then, and the others rightly stop waiting for it).
+// node then, and the others rightly stop waiting for it). A member whose
+// Enter returns after another's Leave returned joined a group that had
+// left: its node came after the leaver's last look, and it passes on the
+// ready node the group left (Curator's semantics).
 func checkBarrierHistory(lines []bLine, qty int) bResult {
 	r := bResult{minPresent: -1}
 	bad := func(format string, args ...any) { r.violations = append(r.violations, fmt.Sprintf(format, args...)) }
@@ -135,7 +138,7 @@ func checkBarrierHistory(lines []bLine, qty int) bResult {
 				if o == s || !om.enterOK || !om.leaveOK || om.enterSid != om.leaveSid {
 					continue // never in, or killed inside, or its node went with its session
 				}
-				if om.lcall > m.leave {
+				if om.enter < m.leave && om.lcall > m.leave {
 					bad("barrier: round %s: %s's Leave returned ok before %s, which entered, began to leave (and then left ok)", n, s, o)
 				}
 			}
@@ -185,6 +188,12 @@ func TestBarrierChecker(t *testing.T) {
 	// c began to leave after a's and b's Leave returned, and left ok.
 	if r := checkBarrierHistory(round(6, 16), 3); !strings.Contains(strings.Join(r.violations, ";"), "before c") {
 		t.Errorf("an early Leave passed: %v", r.violations)
+	}
+	// A late member entering as the group leaves holds nobody.
+	late := append(round(6, 12), ln(14, "e", "bcall", "7"), ln(15, "e", "benter", "7", "ok", "/n/e", "0x5"),
+		ln(16, "e", "blcall", "7"), ln(18, "e", "bleave", "7", "ok", "0x5"))
+	if r := checkBarrierHistory(late, 3); len(r.violations) > 0 {
+		t.Errorf("a late member held the group: %v", r.violations)
 	}
 	// ... unless c's session expired while it was inside (paused): its
 	// node went then, and it left in a new session.
