@@ -201,3 +201,35 @@ func TestSimpleTakeListsOnce(t *testing.T) {
 	t.Logf("%d getChildren requests for %d takes and 2 polls", got, n)
 	assert.LessOrEqual(t, got, uint64(4), "getChildren per take: O(1) amortised, not one per take")
 }
+
+// The listing a SimpleQueue walks can outlive its directory: when the
+// container is reaped (or deleted) and made again, the sequence starts
+// over, and a name in the old listing can be a new node behind older
+// ones. Take must then list again, not take that node out of order.
+func TestSimpleListingOutlivesDirectory(t *testing.T) {
+	zkc := testutil.SharedServer(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	c := connect(t, zkc.Servers())
+	admin := connect(t, zkc.Servers())
+	q, err := queue.NewSimple(c, "/simple/outlives")
+	require.NoError(t, err)
+	for i := range 3 {
+		require.NoError(t, q.Offer(ctx, fmt.Appendf(nil, "old %d", i)))
+	}
+	data, err := q.Take(ctx) // lists qn-0..2, takes qn-0
+	require.NoError(t, err)
+	require.Equal(t, "old 0", string(data))
+	for _, k := range []string{"qn-0000000001", "qn-0000000002"} {
+		require.NoError(t, admin.Delete(ctx, "/simple/outlives/"+k, -1))
+	}
+	require.NoError(t, admin.Delete(ctx, "/simple/outlives", -1))
+	for i := range 3 { // qn-0..2 again, in a new directory
+		require.NoError(t, q.Offer(ctx, fmt.Appendf(nil, "new %d", i)))
+	}
+	for i := range 3 {
+		data, err := q.Take(ctx)
+		require.NoError(t, err)
+		assert.Equal(t, fmt.Sprintf("new %d", i), string(data), "in order after the directory was made again")
+	}
+}
