@@ -82,6 +82,7 @@ type report struct {
 	staleSeen map[string]bool // nodes confirmed left behind by the stale-node bug
 	lateDone  int             // reader violations where Done closed just after it was looked at
 	counter   string          // the counter's outcome, for the summary
+	extra     []string        // the registered roles' outcomes, for the summary (hooks_test.go)
 }
 
 // staleSig is a lock call that failed with "session lost" for its node
@@ -189,6 +190,9 @@ func (h *harness) check(admin *recipes.Client, leftovers []string) *report {
 	h.checkLeader(rep, admin, roleSelector, leadSel, logs[roleSelector])
 	h.checkLeader(rep, admin, roleLatch, leadLatch, logs[roleLatch])
 	h.checkCounterRole(rep, logs[roleCounter])
+	for _, c := range roleChecks {
+		c(h, rep, logs)
+	}
 	for _, r := range roles {
 		sort.Slice(rep.ops[r], func(i, j int) bool { return rep.ops[r][i] < rep.ops[r][j] })
 	}
@@ -521,6 +525,9 @@ func (r *report) summary(h *harness, faulting, total time.Duration) string {
 	}
 	if r.counter != "" {
 		fmt.Fprintf(&b, " %s", r.counter)
+	}
+	for _, x := range r.extra {
+		fmt.Fprintf(&b, " %s", x)
 	}
 	fmt.Fprintf(&b, " violations=%d", r.total)
 	if r.server > 0 {

@@ -12,7 +12,11 @@
 // read lock, semaphore holders count themselves in a gauge, and leaders
 // (LeaderSelector and LeaderLatch) write fenced heartbeats, and counter
 // workers increment, compare-and-set and read one atomicval.Int64, logging
-// each operation's call and return. Meanwhile a
+// each operation's call and return, queue workers put to and consume from
+// one queue.Queue in lock-safety mode, and double-barrier workers enter
+// and leave a barrier.DoubleBarrier of memberQty 3 in rounds (those two
+// join through the registries in hooks_test.go, from files of their own).
+// Meanwhile a
 // schedule drawn from -seed injects faults: holders SIGKILLed, SIGSTOPped or
 // black-holed past their session timeout, the ZooKeeper leader killed and
 // restarted, followers and a quorum paused, the whole ensemble restarted. At
@@ -25,9 +29,17 @@
 // above those plus the ones whose outcome was unknown (a worker killed
 // mid-call, ErrUnknownOutcome), and a history that porcupine
 // (github.com/anishathalye/porcupine, as etcd's robustness tests use it)
-// finds not linearizable. linear_test.go, without the build tag, shows the
+// finds not linearizable; for the queue, an offered item neither delivered
+// nor left queued, or a node delivered again after its consumer's ack
+// succeeded (a duplicate is allowed only after its consumer was killed or
+// told: ErrLockLost, Done closed); for the double barrier, an Enter
+// returning before memberQty members called in, a Leave returning before
+// a member that was in began to leave, or a failed member's node left
+// behind. queuecheck_test.go and barriercheck_test.go (no build tag) feed
+// those checkers broken histories. linear_test.go, without the build tag, shows the
 // model rejecting broken histories, an unfenced counter's among them; and
-// -sabotage makes a counter worker write some increments unfenced.
+// -sabotage makes a counter worker write some increments unfenced (and a
+// queue consumer break its own lock and report its ack as ok).
 // It prints one summary line starting with "CHAOS SUMMARY", which names the
 // server's version (server=3.9.6).
 //

@@ -217,6 +217,8 @@ func runWorker(role string) error {
 		err = w.runLatch()
 	case roleCounter:
 		err = w.runCounter()
+	default:
+		err = roleRunners[role](w) // registered (hooks_test.go)
 	}
 	cerr := c.Close(context.Background())
 	w.log.printf("stop")

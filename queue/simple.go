@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 
 	"github.com/go-zookeeper/zk"
 
@@ -20,14 +21,24 @@ import (
 // a container (made by the first Offer, with its missing parents), so the
 // server deletes it once it is empty; the queue makes it again.
 //
-// A SimpleQueue holds no state of its own: it is safe for concurrent use,
-// and any number of SimpleQueues, in any number of processes, may share a
-// path.
+// A SimpleQueue is safe for concurrent use, and any number of
+// SimpleQueues, in any number of processes, may share a path. It keeps
+// the last listing of the directory (the names only) and walks it, taking
+// the first item still there, so that a take costs a read and a delete,
+// not a listing of the whole backlog; it lists again only once the walk
+// is used up. The order holds: an item offered since the listing has a
+// higher sequence than every listed one, so the first listed item still
+// there is the head of the queue (a node of the same name in a directory
+// made again since, which was not listed, is told by its creation zxid).
 type SimpleQueue struct {
 	c    *recipes.Client
 	e    *engine.Client
 	path string // as given
 	full string // on the server
+
+	mu     sync.Mutex // held by head, across its requests
+	listed []string   // the rest of the last listing, in sequence order
+	pzxid  int64      // the directory's pzxid at that listing
 }
 
 // NewSimple returns the simple queue at path. It does not touch
@@ -188,36 +199,56 @@ func (q *SimpleQueue) Len(ctx context.Context) (int, error) {
 
 // head reads, and with remove deletes, the first item it can: the items
 // in sequence order, each read and then deleted, the next one tried when
-// another consumer took it first (NoNode). It returns false when there is
-// none (or no directory).
+// another consumer took it first (NoNode). It walks the listing kept from
+// before and lists the directory again when that is used up; it returns
+// false when a fresh listing is used up (or there is no directory).
 func (q *SimpleQueue) head(ctx context.Context, remove bool) ([]byte, bool, error) {
-	kids, _, err := q.e.Children(ctx, q.full)
-	if errors.Is(err, zk.ErrNoNode) {
-		return nil, false, nil
-	}
-	if err != nil {
-		return nil, false, err
-	}
-	for _, name := range sortItems(kids, SimplePrefix, kindPlain) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	fresh := false
+	for {
+		if len(q.listed) == 0 {
+			if fresh {
+				return nil, false, nil
+			}
+			kids, st, err := q.e.Children(ctx, q.full)
+			if errors.Is(err, zk.ErrNoNode) {
+				return nil, false, nil
+			}
+			if err != nil {
+				return nil, false, err
+			}
+			q.listed, q.pzxid, fresh = sortItems(kids, SimplePrefix, kindPlain), st.Pzxid, true
+			continue
+		}
+		name := q.listed[0]
 		node := engine.JoinPath(q.full, name)
 		data, st, err := q.e.Get(ctx, node)
 		if errors.Is(err, zk.ErrNoNode) {
+			q.listed = q.listed[1:]
 			continue
 		}
 		if err != nil {
 			return nil, false, err
+		}
+		if st.Czxid > q.pzxid && !fresh {
+			// Not the node we listed: the directory was reaped and made
+			// again, and its sequence started over. List it again.
+			q.listed, fresh = nil, false
+			continue
 		}
 		if !remove {
 			return data, true, nil
 		}
 		err = q.e.Delete(ctx, node, st.Version)
 		if errors.Is(err, zk.ErrNoNode) || errors.Is(err, zk.ErrBadVersion) {
+			q.listed = q.listed[1:]
 			continue // another consumer took it
 		}
 		if err != nil {
 			return nil, false, err
 		}
+		q.listed = q.listed[1:]
 		return data, true, nil
 	}
-	return nil, false, nil
 }

@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/zkrecipes/zkrecipes/internal/engine"
 	"github.com/zkrecipes/zkrecipes/internal/testutil"
 	"github.com/zkrecipes/zkrecipes/queue"
 	"github.com/zkrecipes/zkrecipes/recipes"
@@ -163,6 +164,42 @@ func TestSimpleContainerReaped(t *testing.T) {
 	case <-ctx.Done():
 		t.Fatal("Take did not see the item offered after the directory was reaped")
 	}
+}
+
+// A Take lists the directory only when the listing it walks is used up,
+// not once per item: draining n items costs O(1) getChildren requests
+// (one listing, and one more to find the queue empty), and they still come
+// out in order, an item offered meanwhile after the listed ones.
+func TestSimpleTakeListsOnce(t *testing.T) {
+	zkc := testutil.SharedServer(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	c := connect(t, zkc.Servers())
+	q, err := queue.NewSimple(c, "/simple/listonce")
+	require.NoError(t, err)
+	const n = 200
+	for i := range n {
+		require.NoError(t, q.Offer(ctx, fmt.Appendf(nil, "%d", i)))
+	}
+	before := engine.Of(c).Stats()
+	for i := range n {
+		if i == n/2 {
+			require.NoError(t, q.Offer(ctx, []byte("late")))
+		}
+		data, err := q.Take(ctx)
+		require.NoError(t, err)
+		require.Equal(t, fmt.Sprint(i), string(data), "in order")
+	}
+	data, ok, err := q.Poll(ctx)
+	require.NoError(t, err)
+	require.True(t, ok)
+	assert.Equal(t, "late", string(data))
+	_, ok, err = q.Poll(ctx)
+	require.NoError(t, err)
+	assert.False(t, ok)
+	got := engine.Of(c).Stats().Sub(before).Children
+	t.Logf("%d getChildren requests for %d takes and 2 polls", got, n)
+	assert.LessOrEqual(t, got, uint64(4), "getChildren per take: O(1) amortised, not one per take")
 }
 
 // The listing a SimpleQueue walks can outlive its directory: when the
