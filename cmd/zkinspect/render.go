@@ -27,6 +27,8 @@ var kindLabels = map[string]string{
 	kindLeases:    "a semaphore's leases",
 	kindUnknown:   "unknown (not a queue zkinspect knows)",
 	kindDouble:    "double barrier (DistributedDoubleBarrier)",
+	kindGroup:     "group (GroupMember)",
+	kindTTL:       "TTL node (PersistentTtlNode)",
 }
 
 var roleLabels = map[string]string{
@@ -37,6 +39,8 @@ var roleLabels = map[string]string{
 	roleUnknown:   "HOLDS?",
 	roleNone:      "?",
 	roleEntered:   "IN",
+	roleMember:    "MEMBER",
+	roleTouch:     "TOUCH",
 }
 
 var counterLabels = map[string]string{
@@ -109,10 +113,24 @@ func renderQueue(b *strings.Builder, q *Queue) {
 		}
 		status = fmt.Sprintf("%d members, ready: %s; %d entered", len(q.Nodes), ready, q.Holders)
 	}
+	if q.Kind == kindGroup {
+		status = fmt.Sprintf("%d members", len(q.Nodes))
+		if len(q.Nodes) == 1 {
+			status = "1 member"
+		}
+	}
+	if q.Kind == kindTTL {
+		status = "touched"
+		if q.LastTouchMS != nil {
+			status = "last touch " + formatAge(time.Duration(*q.LastTouchMS)*time.Millisecond) + " ago"
+		}
+	}
 	if q.Undecided > 0 {
 		status += fmt.Sprintf(", %d holding or waiting", q.Undecided)
 	}
-	status += fmt.Sprintf(", %d waiting", q.Waiters)
+	if q.Kind != kindGroup && q.Kind != kindTTL {
+		status += fmt.Sprintf(", %d waiting", q.Waiters)
+	}
 	if q.OldestWaiterAgeMS != nil {
 		status += ", oldest waiting " + formatAge(time.Duration(*q.OldestWaiterAgeMS)*time.Millisecond)
 	}
@@ -210,6 +228,10 @@ func renderSummary(b *strings.Builder, rep *Report) {
 			if l.Undecided > 0 {
 				holders = fmt.Sprintf("%d?", l.Undecided)
 			}
+		case l.Kind == kindGroup:
+			state, waiters = "members", "-"
+		case l.Kind == kindTTL:
+			state, waiters = "touched", "-"
 		case l.Kind == kindDouble && *l.Held:
 			state = "ready"
 		case l.Kind == kindDouble:
