@@ -101,8 +101,8 @@ func TestPersistentNodeRecreatedAfterDeletion(t *testing.T) {
 	})
 	eventually(t, 5*time.Second, "two events", func() bool { return len(ev.all()) == 2 })
 	got := ev.all()
-	assert.Equal(t, nodes.Event{Path: "/del/node", Gen: 1}, got[0])
-	assert.Equal(t, nodes.Event{Path: "/del/node", Gen: 2, Recreated: true}, got[1])
+	assert.Equal(t, nodes.Event{Path: "/del/node", Gen: 1, Session: a.SessionID()}, got[0])
+	assert.Equal(t, nodes.Event{Path: "/del/node", Gen: 2, Recreated: true, Session: a.SessionID()}, got[1])
 
 	// Deleted with its parent: made again, parents too.
 	require.NoError(t, b.Delete(ctx, "/del/node", -1))

@@ -15,6 +15,7 @@ import (
 	"github.com/zkrecipes/zkrecipes/election"
 	"github.com/zkrecipes/zkrecipes/internal/engine"
 	"github.com/zkrecipes/zkrecipes/mutex"
+	"github.com/zkrecipes/zkrecipes/nodes"
 	"github.com/zkrecipes/zkrecipes/queue"
 	"github.com/zkrecipes/zkrecipes/rwlock"
 	"github.com/zkrecipes/zkrecipes/semaphore"
@@ -268,6 +269,10 @@ func classifyKids(p *probe) *class {
 		}
 		return cl
 	}
+	if k := p.kids[0]; len(p.kids) == 1 && k.name == nodes.DefaultTouchNode && k.st != nil && !k.ephemeral() && k.st.NumChildren == 0 {
+		cl.kind, cl.queue = kindTTL, p.kids
+		return cl
+	}
 	locks := map[string]bool{}
 	for _, k := range p.kids {
 		switch {
@@ -282,6 +287,10 @@ func classifyKids(p *probe) *class {
 	}
 	unknown := func(why string) *class {
 		return &class{kind: kindUnknown, why: why, queue: p.kids, others: cl.others}
+	}
+	if len(cl.strays) > 0 && len(cl.queue) == 0 && memberNames(cl.strays) {
+		cl.kind, cl.queue, cl.strays = kindGroup, cl.strays, nil
+		return cl
 	}
 	if len(cl.strays) > 0 {
 		names := make([]string, len(cl.strays))
@@ -369,6 +378,24 @@ func itemSeq(name string) string {
 		return ""
 	}
 	return name[len(name)-10:]
+}
+
+// memberNames reports whether kids look like a group's members: without
+// children, and named by ids that are no other recipe's names (not
+// protected, no lock name, no double barrier's UUID), which are left
+// unknown.
+func memberNames(kids []child) bool {
+	for _, k := range kids {
+		if k.st == nil || k.st.NumChildren > 0 || strings.HasPrefix(k.name, engine.ProtectedPrefix) || reUUIDName.MatchString(k.name) {
+			return false
+		}
+		for _, ln := range lockNames {
+			if strings.Contains(k.name, ln) {
+				return false
+			}
+		}
+	}
+	return true
 }
 
 // shortList joins names, the first few only.

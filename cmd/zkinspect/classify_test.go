@@ -259,8 +259,8 @@ func TestSemaphoreAndUnknown(t *testing.T) {
 	waitChildren(t, obs, ns+"/locks/sem/leases", 2)
 	waitChildren(t, obs, ns+"/locks/sem/locks", 1)
 
-	// odd: persistent, with ephemeral children no recipe makes (as a
-	// group membership would); mixed: a lock node and a latch node side
+	// odd: persistent, with ephemeral children named by plain ids (a
+	// group's members); mixed: a lock node and a latch node side
 	// by side.
 	for _, p := range []string{"/locks/odd", "/locks/mixed"} {
 		if _, err := a.Create(ctx, p, nil, 0); err != nil {
@@ -302,7 +302,7 @@ func TestSemaphoreAndUnknown(t *testing.T) {
 		}
 		wantLines(t, args("/"), outs[args("/")], [][]string{
 			{pre + "/locks/sem ", "semaphore", "held"},
-			{pre + "/locks/odd ", "unknown"},
+			{pre + "/locks/odd ", "group"},
 			{pre + "/locks/mixed ", "unknown"},
 		}, "acquiring")
 		wantLines(t, args("/locks/sem"), outs[args("/locks/sem")], [][]string{
@@ -311,7 +311,7 @@ func TestSemaphoreAndUnknown(t *testing.T) {
 			{"internal lock (" + pre + "/locks/sem/locks):"},
 			{"HOLDS", `"lease-a"`},
 		})
-		wantLines(t, args("/locks/odd"), outs[args("/locks/odd")], [][]string{{pre + "/locks/odd: unknown"}, {"worker-1", `"host-1"`}}, "HOLDS", "waits")
+		wantLines(t, args("/locks/odd"), outs[args("/locks/odd")], [][]string{{pre + "/locks/odd: group (GroupMember)"}, {"MEMBER", "worker-1", `"host-1"`}}, "HOLDS", "waits")
 		wantLines(t, args("/locks/mixed"), outs[args("/locks/mixed")], [][]string{{pre + "/locks/mixed: unknown"}, {"-lock-0"}, {"-latch-0"}}, "HOLDS", "waits")
 	}
 
@@ -358,8 +358,13 @@ func TestClassifyKids(t *testing.T) {
 		{[]child{pers("locks"), pers("leases")}, 0, kindParent}, // classify looks further
 		{[]child{pers(u + "lock-0000000001")}, 0, kindParent},
 		{[]child{pers("orders"), pers("jobs")}, 0, kindParent},
+		// a group: ephemeral members named by plain ids
+		{[]child{eph("worker-1")}, 0, kindGroup},
+		{[]child{eph("worker-1"), eph("worker-2"), pers("sub")}, 0, kindGroup},
+		// a TTL node: one persistent child named touch, without children
+		{[]child{{name: "touch", key: "touch", st: &zk.Stat{}}}, 5, kindTTL},
+		{[]child{pers("touch")}, 0, kindParent},
 		// cannot tell
-		{[]child{eph("worker-1")}, 0, kindUnknown},
 		{[]child{eph(u + "lock-0000000001"), eph("worker-1")}, 0, kindUnknown},
 		{[]child{eph(u + "lock-0000000001"), eph(u + "latch-0000000002")}, 0, kindUnknown},
 		{[]child{eph(u + "__READ__0000000001"), eph(u + "lock-0000000002")}, 0, kindUnknown},

@@ -42,6 +42,8 @@ const (
 	// (SimpleDistributedQueue, ZooKeeper's contrib queue).
 	kindQueue       = "queue"
 	kindSimpleQueue = "simple-queue"
+	kindGroup       = "group"   // ephemeral children without children: a GroupMember group
+	kindTTL         = "ttlnode" // one persistent child named touch: a PersistentTtlNode
 )
 
 // Roles of a node in its queue.
@@ -54,6 +56,8 @@ const (
 	roleNone      = "unknown"      // a child of a node zkinspect cannot classify
 	roleEntered   = "entered"      // a double barrier's member once the ready node exists
 	roleItem      = "item"         // a work queue's item
+	roleMember    = "member"       // a group's member
+	roleTouch     = "touch"        // a TTL node's touch child
 )
 
 // Libraries, by node name.
@@ -140,6 +144,9 @@ type Queue struct {
 	// Ready is whether a double barrier's ready node exists (its members
 	// have entered); null for other kinds.
 	Ready *bool `json:"ready,omitempty"`
+	// LastTouchMS is how long ago a TTL node's touch child was last
+	// touched (its mtime, by the server's clock).
+	LastTouchMS *int64 `json:"last_touch_ms,omitempty"`
 	// Counter is a data node of 4 or 8 bytes read as a counter.
 	Counter *Counter `json:"counter,omitempty"`
 	Notes   []string `json:"notes,omitempty"`
@@ -350,6 +357,8 @@ func sortKey(kind, name string) string {
 		return engine.SortKey(name, semaphore.LeaseName)
 	case kindQueue, kindSimpleQueue:
 		return name // Curator's DistributedQueue and SimpleDistributedQueue order
+	case kindGroup, kindTTL:
+		return name
 	case kindUnknown:
 		_, key := queueNodeName(name)
 		if key == "" {
@@ -449,6 +458,30 @@ func readQueue(ctx context.Context, r *reader, cfg config, path string, cl *clas
 		}
 		q.OldestItemAgeMS = &oldest
 		return q, nil
+	case kindGroup:
+		q.Nodes = r.nodes(kind, cl.queue)
+		for i := range q.Nodes {
+			q.Nodes[i].Role = roleMember
+		}
+		held := len(q.Nodes) > 0
+		q.Held, q.Holders = &held, len(q.Nodes)
+		q.Notes = append(q.Notes, "a group (GroupMember): each member is <path>/<id>, ephemeral, with its payload as data (Curator's default: the member's IP address)")
+		return q, nil
+	case kindTTL:
+		q.Nodes = r.nodes(kind, cl.queue)
+		for i := range q.Nodes {
+			q.Nodes[i].Role = roleTouch
+		}
+		held := true
+		q.Held = &held
+		if len(cl.queue) == 1 && cl.queue[0].st != nil {
+			last := time.UnixMilli(cl.queue[0].st.Mtime).UTC()
+			age := max(r.now.Sub(last), 0).Milliseconds()
+			q.LastTouchMS = &age
+			q.Notes = append(q.Notes, fmt.Sprintf("a TTL node (PersistentTtlNode): last touch %s (%s ago); its owner touches it every TTL/2", last.Format(time.RFC3339Nano), formatAge(time.Duration(age)*time.Millisecond)))
+		}
+		q.Notes = append(q.Notes, "ZooKeeper does not report a node's TTL (nor its TTL or container mode) to clients: the server deletes the touch node a TTL after its last touch, then this node")
+		return readData(ctx, r, q)
 	case kindUnknown:
 		q.Nodes = r.nodes(kind, cl.queue)
 		for i := range q.Nodes {

@@ -29,6 +29,8 @@ var kindLabels = map[string]string{
 	kindDouble:      "double barrier (DistributedDoubleBarrier)",
 	kindQueue:       "work queue (DistributedQueue family)",
 	kindSimpleQueue: "work queue (SimpleDistributedQueue, ZooKeeper's contrib queue)",
+	kindGroup:       "group (GroupMember)",
+	kindTTL:         "TTL node (PersistentTtlNode)",
 }
 
 var roleLabels = map[string]string{
@@ -40,6 +42,8 @@ var roleLabels = map[string]string{
 	roleNone:      "?",
 	roleEntered:   "IN",
 	roleItem:      "item",
+	roleMember:    "MEMBER",
+	roleTouch:     "TOUCH",
 }
 
 var counterLabels = map[string]string{
@@ -115,10 +119,24 @@ func renderQueue(b *strings.Builder, q *Queue) {
 		}
 		status = fmt.Sprintf("%d members, ready: %s; %d entered", len(q.Nodes), ready, q.Holders)
 	}
+	if q.Kind == kindGroup {
+		status = fmt.Sprintf("%d members", len(q.Nodes))
+		if len(q.Nodes) == 1 {
+			status = "1 member"
+		}
+	}
+	if q.Kind == kindTTL {
+		status = "touched"
+		if q.LastTouchMS != nil {
+			status = "last touch " + formatAge(time.Duration(*q.LastTouchMS)*time.Millisecond) + " ago"
+		}
+	}
 	if q.Undecided > 0 {
 		status += fmt.Sprintf(", %d holding or waiting", q.Undecided)
 	}
-	status += fmt.Sprintf(", %d waiting", q.Waiters)
+	if q.Kind != kindGroup && q.Kind != kindTTL {
+		status += fmt.Sprintf(", %d waiting", q.Waiters)
+	}
 	if q.OldestWaiterAgeMS != nil {
 		status += ", oldest waiting " + formatAge(time.Duration(*q.OldestWaiterAgeMS)*time.Millisecond)
 	}
@@ -224,6 +242,10 @@ func renderSummary(b *strings.Builder, rep *Report) {
 			if l.Undecided > 0 {
 				holders = fmt.Sprintf("%d?", l.Undecided)
 			}
+		case l.Kind == kindGroup:
+			state, waiters = "members", "-"
+		case l.Kind == kindTTL:
+			state, waiters = "touched", "-"
 		case l.Kind == kindDouble && *l.Held:
 			state = "ready"
 		case l.Kind == kindDouble:

@@ -301,10 +301,13 @@ func TestOwnedPersistentNodeAndBadSpecs(t *testing.T) {
 	}
 
 	for name, spec := range map[string]engine.OwnedSpec{
-		"relative path":  {Path: "owned"},
-		"root":           {Path: "/"},
-		"container mode": {Path: "/owned/x", Mode: zk.FlagContainer},
-		"TTL mode":       {Path: "/owned/x", Mode: zk.FlagTTL},
+		"relative path":      {Path: "owned"},
+		"root":               {Path: "/"},
+		"unknown mode":       {Path: "/owned/x", Mode: 7},
+		"TTL mode, no TTL":   {Path: "/owned/x", Mode: zk.FlagTTL},
+		"TTL, not TTL mode":  {Path: "/owned/x", Mode: zk.FlagContainer, TTL: time.Second},
+		"TTL under a ms":     {Path: "/owned/x", Mode: zk.FlagTTL, TTL: time.Microsecond},
+		"TTL over the limit": {Path: "/owned/x", Mode: zk.FlagTTL, TTL: engine.MaxTTL + time.Millisecond},
 	} {
 		_, err := engine.Of(c).Own(spec)
 		assert.True(t, errors.Is(err, recipes.ErrInvalidArgument) || errors.Is(err, recipes.ErrInvalidPath), "%s: %v", name, err)
