@@ -1,6 +1,6 @@
 // Package nodes is Curator's nodes recipes (org.apache.curator.framework.
 // recipes.nodes) on ZooKeeper, with Curator's znodes, so Go and Java
-// processes share them: PersistentNode, PersistentTtlNode and
+// processes share them: PersistentNode, PersistentTTLNode and
 // GroupMember.
 //
 // A PersistentNode is a node of ours that exists while it runs, in any

@@ -1,7 +1,7 @@
 package nodes_test
 
 // Interop: real Apache Curator (Java, driven through internal/interop)
-// GroupMember, PersistentNode and PersistentTtlNode on the paths ours use.
+// GroupMember, PersistentNode and PersistentTTLNode on the paths ours use.
 
 import (
 	"context"
@@ -94,7 +94,7 @@ func TestCuratorInteropGroupMember(t *testing.T) {
 }
 
 // A Curator PersistentTtlNode (Curator 5.4 to 5.8: a CONTAINER parent) is
-// read by ReadTtlNode, adopted by ours after Curator closes, and reaped by
+// read by ReadTTLNode, adopted by ours after Curator closes, and reaped by
 // the server after our Close.
 func TestCuratorInteropTtlNode(t *testing.T) {
 	zkc := testutil.CuratorServer(t)
@@ -105,15 +105,15 @@ func TestCuratorInteropTtlNode(t *testing.T) {
 	java := testutil.Curator(t, ctx, t.TempDir(), "ttlnode", zkc.ConnectString(), path, "1000", "from-java")
 	require.NoError(t, java.WaitLine(ctx, "STARTED"))
 	eventually(t, 30*time.Second, "Curator's node read, touched", func() bool {
-		s, err := nodes.ReadTtlNode(ctx, a, path)
+		s, err := nodes.ReadTTLNode(ctx, a, path)
 		return err == nil && s.Exists && s.Touched && string(s.Data) == "from-java"
 	})
-	s, err := nodes.ReadTtlNode(ctx, a, path)
+	s, err := nodes.ReadTTLNode(ctx, a, path)
 	require.NoError(t, err)
 	t.Logf("Curator's TTL node: data %q, touch data %q, last touch %v ago", s.Data, s.TouchData, time.Since(s.LastTouch).Round(time.Millisecond))
 
 	// Ours on the same path while Curator's runs: the parent is adopted.
-	n, err := nodes.NewPersistentTtlNode(a, path, time.Second, []byte("from-go"))
+	n, err := nodes.NewPersistentTTLNode(a, path, time.Second, []byte("from-go"))
 	require.NoError(t, err)
 	require.NoError(t, n.Start(ctx))
 	defer n.Close(ctx)
@@ -121,12 +121,12 @@ func TestCuratorInteropTtlNode(t *testing.T) {
 	require.NoError(t, java.Send("close"))
 	require.NoError(t, java.WaitLine(ctx, "CLOSED"))
 	eventually(t, 10*time.Second, "ours holds the parent", func() bool {
-		s, err := nodes.ReadTtlNode(ctx, a, path)
+		s, err := nodes.ReadTTLNode(ctx, a, path)
 		return err == nil && string(s.Data) == "from-go" && s.Touched
 	})
 	require.NoError(t, n.Close(ctx))
 	eventually(t, 20*time.Second, "reaped after both closed", func() bool {
-		s, err := nodes.ReadTtlNode(ctx, a, path)
+		s, err := nodes.ReadTTLNode(ctx, a, path)
 		return err == nil && !s.Exists
 	})
 }

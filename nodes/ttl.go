@@ -15,12 +15,12 @@ import (
 	"github.com/zkrecipes/zkrecipes/recipes"
 )
 
-// DefaultTouchNode is the name of a PersistentTtlNode's child, as Curator
+// DefaultTouchNode is the name of a PersistentTTLNode's child, as Curator
 // names it.
 const DefaultTouchNode = "touch"
 
-// TtlOption configures a PersistentTtlNode.
-type TtlOption func(*ttlOptions) error
+// TTLOption configures a PersistentTTLNode.
+type TTLOption func(*ttlOptions) error
 
 type ttlOptions struct {
 	child  string
@@ -29,7 +29,7 @@ type ttlOptions struct {
 
 // WithTouchNode sets the name of the child that is touched (default
 // DefaultTouchNode, Curator's childNodeName).
-func WithTouchNode(name string) TtlOption {
+func WithTouchNode(name string) TTLOption {
 	return func(o *ttlOptions) error {
 		if name == "" || strings.Contains(name, "/") || engine.ValidatePath("/"+name) != nil {
 			return fmt.Errorf("%w: touch node name %q", recipes.ErrInvalidArgument, name)
@@ -41,7 +41,7 @@ func WithTouchNode(name string) TtlOption {
 
 // WithTouchFactor sets how many touches a TTL sees: the child is touched
 // every ttl/factor (default 2, Curator's touchScheduleFactor; at least 2).
-func WithTouchFactor(factor int) TtlOption {
+func WithTouchFactor(factor int) TTLOption {
 	return func(o *ttlOptions) error {
 		if factor < 2 {
 			return fmt.Errorf("%w: touch factor %d (at least 2)", recipes.ErrInvalidArgument, factor)
@@ -51,7 +51,7 @@ func WithTouchFactor(factor int) TtlOption {
 	}
 }
 
-// PersistentTtlNode is Curator's PersistentTtlNode in the layout of
+// PersistentTTLNode is Curator's PersistentTtlNode in the layout of
 // Curator 5.9: a node at path in mode PERSISTENT_WITH_TTL holding the
 // data, and a child path/touch, PERSISTENT_WITH_TTL with the same TTL,
 // whose data is set (touched) every ttl/2 and which is made again when it
@@ -61,8 +61,8 @@ func WithTouchFactor(factor int) TtlOption {
 // nothing. A parent already at path (a CONTAINER, as Curator 5.4 to 5.8
 // make it, or a TTL node) is adopted.
 //
-// A PersistentTtlNode is safe for concurrent use.
-type PersistentTtlNode struct {
+// A PersistentTTLNode is safe for concurrent use.
+type PersistentTTLNode struct {
 	e      *engine.Client
 	path   string
 	full   string
@@ -81,11 +81,11 @@ type PersistentTtlNode struct {
 	remove    func()
 }
 
-// NewPersistentTtlNode returns a PersistentTtlNode at path with ttl and
+// NewPersistentTTLNode returns a PersistentTTLNode at path with ttl and
 // data. It does not touch ZooKeeper. The server must run with
 // -Dzookeeper.extendedTypesEnabled=true (WaitForInitialCreate says so
 // when it does not).
-func NewPersistentTtlNode(c *recipes.Client, path string, ttl time.Duration, data []byte, opts ...TtlOption) (*PersistentTtlNode, error) {
+func NewPersistentTTLNode(c *recipes.Client, path string, ttl time.Duration, data []byte, opts ...TTLOption) (*PersistentTTLNode, error) {
 	full, err := recipeargs.Path(c, path, "a TTL node's path")
 	if err != nil {
 		return nil, err
@@ -102,7 +102,7 @@ func NewPersistentTtlNode(c *recipes.Client, path string, ttl time.Duration, dat
 		return nil, err
 	}
 	n.o.keep = true
-	return &PersistentTtlNode{
+	return &PersistentTTLNode{
 		e: engine.Of(c), path: path, full: full, child: engine.JoinPath(full, o.child),
 		ttl: ttl, period: ttl / time.Duration(o.factor), node: n,
 		again: make(chan struct{}, 1),
@@ -110,19 +110,19 @@ func NewPersistentTtlNode(c *recipes.Client, path string, ttl time.Duration, dat
 }
 
 // Path returns the path as given.
-func (n *PersistentTtlNode) Path() string { return n.path }
+func (n *PersistentTTLNode) Path() string { return n.path }
 
 // TTL returns the time to live of the parent and the child.
-func (n *PersistentTtlNode) TTL() time.Duration { return n.ttl }
+func (n *PersistentTTLNode) TTL() time.Duration { return n.ttl }
 
 // TouchPath returns the child's path (namespace-relative).
-func (n *PersistentTtlNode) TouchPath() string { return n.e.StripNamespace(n.child) }
+func (n *PersistentTTLNode) TouchPath() string { return n.e.StripNamespace(n.child) }
 
 // Start makes the parent in the background and starts touching the child:
 // the first touch is made as soon as the parent exists (Curator waits a
 // period first, GH-1258), then every period. ErrAlreadyStarted when
 // called again, ErrClosed after Close.
-func (n *PersistentTtlNode) Start(ctx context.Context) error {
+func (n *PersistentTTLNode) Start(ctx context.Context) error {
 	if err := recipeargs.Context(ctx); err != nil {
 		return err
 	}
@@ -149,10 +149,10 @@ func (n *PersistentTtlNode) Start(ctx context.Context) error {
 	return nil
 }
 
-func (n *PersistentTtlNode) what() string { return "TTL node " + n.path }
+func (n *PersistentTTLNode) what() string { return "TTL node " + n.path }
 
 // loop touches the child every period, and at once when the parent is made.
-func (n *PersistentTtlNode) loop(ctx context.Context) {
+func (n *PersistentTTLNode) loop(ctx context.Context) {
 	defer close(n.done)
 	t := time.NewTicker(n.period)
 	defer t.Stop()
@@ -169,7 +169,7 @@ func (n *PersistentTtlNode) loop(ctx context.Context) {
 }
 
 // touch sets the child's data, making it when it is missing.
-func (n *PersistentTtlNode) touch(ctx context.Context) {
+func (n *PersistentTTLNode) touch(ctx context.Context) {
 	if n.node.ActualPath() == "" {
 		return // no parent yet: the parent's event brings a touch
 	}
@@ -197,7 +197,7 @@ func (n *PersistentTtlNode) touch(ctx context.Context) {
 
 // LastTouch returns when this process last touched the child (zero before
 // the first touch).
-func (n *PersistentTtlNode) LastTouch() time.Time {
+func (n *PersistentTTLNode) LastTouch() time.Time {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	return n.lastTouch
@@ -205,23 +205,23 @@ func (n *PersistentTtlNode) LastTouch() time.Time {
 
 // WaitForInitialCreate waits until the parent exists (see
 // PersistentNode.WaitForInitialCreate).
-func (n *PersistentTtlNode) WaitForInitialCreate(ctx context.Context) error {
+func (n *PersistentTTLNode) WaitForInitialCreate(ctx context.Context) error {
 	_, err := n.node.WaitForInitialCreate(ctx)
 	return err
 }
 
 // SetData sets the parent's data (see PersistentNode.SetData).
-func (n *PersistentTtlNode) SetData(ctx context.Context, data []byte) error {
+func (n *PersistentTTLNode) SetData(ctx context.Context, data []byte) error {
 	return n.node.SetData(ctx, data)
 }
 
 // Data returns the latest data set.
-func (n *PersistentTtlNode) Data() []byte { return n.node.Data() }
+func (n *PersistentTTLNode) Data() []byte { return n.node.Data() }
 
 // Close stops touching and keeping the node. It deletes nothing: the
 // server deletes the child a TTL after its last touch, then the parent. It
 // is safe to call more than once.
-func (n *PersistentTtlNode) Close(ctx context.Context) error {
+func (n *PersistentTTLNode) Close(ctx context.Context) error {
 	n.mu.Lock()
 	if n.closed {
 		n.mu.Unlock()
@@ -238,8 +238,8 @@ func (n *PersistentTtlNode) Close(ctx context.Context) error {
 	return n.node.Close(ctx)
 }
 
-// TtlNodeState is what ReadTtlNode finds at a PersistentTtlNode's path.
-type TtlNodeState struct {
+// TTLNodeState is what ReadTTLNode finds at a PersistentTTLNode's path.
+type TTLNodeState struct {
 	// Exists reports that the parent exists.
 	Exists bool
 	// Data is the parent's data.
@@ -254,21 +254,21 @@ type TtlNodeState struct {
 	TouchData []byte
 }
 
-// ReadTtlNode reads the PersistentTtlNode at path (touch node name
+// ReadTTLNode reads the PersistentTTLNode at path (touch node name
 // DefaultTouchNode unless child is given), written by this package or by
 // Curator (its 5.9 TTL parent, or the CONTAINER parent of 5.4 to 5.8:
 // ZooKeeper shows both as persistent nodes to clients, and neither's TTL).
-func ReadTtlNode(ctx context.Context, c *recipes.Client, path string, child ...string) (TtlNodeState, error) {
+func ReadTTLNode(ctx context.Context, c *recipes.Client, path string, child ...string) (TTLNodeState, error) {
 	full, err := recipeargs.ReadPath(ctx, c, path)
 	if err != nil {
-		return TtlNodeState{}, err
+		return TTLNodeState{}, err
 	}
 	e := engine.Of(c)
 	name := DefaultTouchNode
 	if len(child) > 0 && child[0] != "" {
 		name = child[0]
 	}
-	var s TtlNodeState
+	var s TTLNodeState
 	d, _, err := e.Get(ctx, full)
 	switch {
 	case errors.Is(err, zk.ErrNoNode):

@@ -23,13 +23,13 @@ func TestPersistentTtlNodeTouchedThenReaped(t *testing.T) {
 	a := connect(t, zkc.Servers())
 	b := connect(t, zkc.Servers())
 	const ttl = time.Second
-	n, err := nodes.NewPersistentTtlNode(a, "/ttln/a", ttl, []byte("payload"))
+	n, err := nodes.NewPersistentTTLNode(a, "/ttln/a", ttl, []byte("payload"))
 	require.NoError(t, err)
 	require.NoError(t, n.Start(ctx))
 	defer n.Close(ctx)
 	require.NoError(t, n.WaitForInitialCreate(ctx))
 	eventually(t, 5*time.Second, "touched at once", func() bool { return !n.LastTouch().IsZero() })
-	s, err := nodes.ReadTtlNode(ctx, b, "/ttln/a")
+	s, err := nodes.ReadTTLNode(ctx, b, "/ttln/a")
 	require.NoError(t, err)
 	assert.True(t, s.Exists)
 	assert.True(t, s.Touched)
@@ -39,12 +39,12 @@ func TestPersistentTtlNodeTouchedThenReaped(t *testing.T) {
 	// several TTLs.
 	first := s.LastTouch
 	eventually(t, 5*time.Second, "touched again", func() bool {
-		s, err := nodes.ReadTtlNode(ctx, b, "/ttln/a")
+		s, err := nodes.ReadTTLNode(ctx, b, "/ttln/a")
 		return err == nil && s.LastTouch.After(first)
 	})
 	require.NoError(t, b.Delete(ctx, "/ttln/a/touch", -1))
 	eventually(t, 5*time.Second, "the child made again", func() bool {
-		s, err := nodes.ReadTtlNode(ctx, b, "/ttln/a")
+		s, err := nodes.ReadTTLNode(ctx, b, "/ttln/a")
 		return err == nil && s.Touched
 	})
 	require.NoError(t, n.SetData(ctx, []byte("v2")))
@@ -53,11 +53,11 @@ func TestPersistentTtlNodeTouchedThenReaped(t *testing.T) {
 	assert.Equal(t, "v2", string(d))
 
 	require.NoError(t, n.Close(ctx))
-	s, err = nodes.ReadTtlNode(ctx, b, "/ttln/a")
+	s, err = nodes.ReadTTLNode(ctx, b, "/ttln/a")
 	require.NoError(t, err)
 	assert.True(t, s.Exists && s.Touched, "Close deletes nothing")
 	eventually(t, 15*time.Second, "the server reaps the child, then the parent", func() bool {
-		s, err := nodes.ReadTtlNode(ctx, b, "/ttln/a")
+		s, err := nodes.ReadTTLNode(ctx, b, "/ttln/a")
 		return err == nil && !s.Exists
 	})
 }
@@ -75,13 +75,13 @@ func TestPersistentTtlNodeAdoptsContainerParent(t *testing.T) {
 	}
 	_, err = engineCreateContainer(ctx, b, "/ttln/old", []byte("curator"))
 	require.NoError(t, err)
-	n, err := nodes.NewPersistentTtlNode(a, "/ttln/old", time.Minute, []byte("ours"))
+	n, err := nodes.NewPersistentTTLNode(a, "/ttln/old", time.Minute, []byte("ours"))
 	require.NoError(t, err)
 	require.NoError(t, n.Start(ctx))
 	defer n.Close(ctx)
 	require.NoError(t, n.WaitForInitialCreate(ctx))
 	eventually(t, 5*time.Second, "adopted and touched", func() bool {
-		s, err := nodes.ReadTtlNode(ctx, b, "/ttln/old")
+		s, err := nodes.ReadTTLNode(ctx, b, "/ttln/old")
 		return err == nil && s.Touched && string(s.Data) == "ours"
 	})
 }
@@ -89,16 +89,16 @@ func TestPersistentTtlNodeAdoptsContainerParent(t *testing.T) {
 func TestPersistentTtlNodeArguments(t *testing.T) {
 	zkc := testutil.SharedServer(t)
 	a := connect(t, zkc.Servers())
-	_, err := nodes.NewPersistentTtlNode(a, "/x", 0, nil)
+	_, err := nodes.NewPersistentTTLNode(a, "/x", 0, nil)
 	assert.ErrorIs(t, err, recipes.ErrInvalidArgument)
-	_, err = nodes.NewPersistentTtlNode(a, "/x", time.Second, nil, nodes.WithTouchNode("a/b"))
+	_, err = nodes.NewPersistentTTLNode(a, "/x", time.Second, nil, nodes.WithTouchNode("a/b"))
 	assert.ErrorIs(t, err, recipes.ErrInvalidArgument)
-	_, err = nodes.NewPersistentTtlNode(a, "/x", time.Second, nil, nodes.WithTouchFactor(1))
+	_, err = nodes.NewPersistentTTLNode(a, "/x", time.Second, nil, nodes.WithTouchFactor(1))
 	assert.ErrorIs(t, err, recipes.ErrInvalidArgument)
 }
 
 // engineCreateContainer makes a container node with data, as Curator 5.4
-// to 5.8 make a PersistentTtlNode's parent.
+// to 5.8 make a PersistentTTLNode's parent.
 func engineCreateContainer(_ context.Context, c *recipes.Client, path string, data []byte) (string, error) {
 	return c.UnsafeConn().CreateContainer(path, data, zk.FlagContainer, zk.WorldACL(zk.PermAll))
 }

@@ -43,7 +43,7 @@ const (
 	kindQueue       = "queue"
 	kindSimpleQueue = "simple-queue"
 	kindGroup       = "group"   // ephemeral children without children: a GroupMember group
-	kindTTL         = "ttlnode" // one persistent child named touch: a PersistentTtlNode
+	kindTTL         = "ttlnode" // one persistent child named touch: a PersistentTTLNode
 )
 
 // Roles of a node in its queue.

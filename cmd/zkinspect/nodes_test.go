@@ -11,7 +11,7 @@ import (
 )
 
 // A group of GroupMembers is shown as its members with their payloads; a
-// PersistentTtlNode with its data and last touch.
+// PersistentTTLNode with its data and last touch.
 func TestInspectGroupAndTtlNode(t *testing.T) {
 	zkc := zktest.Start(t)
 	ctx := testCtx(t)
@@ -33,7 +33,7 @@ func TestInspectGroupAndTtlNode(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	ttl, err := nodes.NewPersistentTtlNode(c, "/svc/beat", time.Minute, []byte("alive"))
+	ttl, err := nodes.NewPersistentTTLNode(c, "/svc/beat", time.Minute, []byte("alive"))
 	if err != nil {
 		t.Fatal(err)
 	}

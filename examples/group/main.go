@@ -112,7 +112,7 @@ func run(ctx context.Context, servers []string) error {
 	}
 	demo.Say("svc-1 sees: %s", ids(members[0].CurrentMembers()))
 
-	beat, err := nodes.NewPersistentTtlNode(admin, beatPath, time.Second, []byte("group alive"))
+	beat, err := nodes.NewPersistentTTLNode(admin, beatPath, time.Second, []byte("group alive"))
 	if err != nil {
 		return err
 	}
@@ -166,7 +166,7 @@ func run(ctx context.Context, servers []string) error {
 	}
 	demo.Say("svc-%d left: svc-1 sees %s", last+1, ids(members[0].CurrentMembers()))
 
-	s, err := nodes.ReadTtlNode(ctx, admin, beatPath)
+	s, err := nodes.ReadTTLNode(ctx, admin, beatPath)
 	if err != nil {
 		return err
 	}
@@ -177,7 +177,7 @@ func run(ctx context.Context, servers []string) error {
 		return err
 	}
 	reaped := waitFor(ctx, "the heartbeat reaped", func() bool {
-		s, err := nodes.ReadTtlNode(ctx, admin, beatPath)
+		s, err := nodes.ReadTTLNode(ctx, admin, beatPath)
 		return err == nil && !s.Exists
 	}) == nil
 	demo.Say("heartbeat closed: reaped by the server after %v", time.Since(began).Round(100*time.Millisecond))
