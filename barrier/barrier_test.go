@@ -302,3 +302,40 @@ func TestDoubleBarrierTimedEnterRecountsThroughEvents(t *testing.T) {
 	require.NoError(t, err)
 	assert.False(t, ok, "no ready node")
 }
+
+// A member whose session ended while it was inside learns it from Leave:
+// its node went with the session, so the others could leave before it
+// was done. Leave returns an error wrapping recipes.ErrSessionLost, even
+// when every other member has left meanwhile (it used to return nil
+// then: the chaos suite's barrier worker saw it).
+func TestDoubleBarrierLeaveAfterSessionLost(t *testing.T) {
+	zkc := zktest.Start(t)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	p := zktest.NewProxy(t, zkc.Servers()[0])
+	lost := connect(t, []string{p.Addr()}, recipes.WithSessionTimeout(2*time.Second))
+	admin := connect(t, zkc.Servers())
+	a, err := barrier.NewDouble(lost, "/double/lost", 2)
+	require.NoError(t, err)
+	b, err := barrier.NewDouble(connect(t, zkc.Servers()), "/double/lost", 2)
+	require.NoError(t, err)
+	done := make(chan error, 1)
+	go func() { done <- a.Enter(ctx) }()
+	require.NoError(t, b.Enter(ctx))
+	require.NoError(t, <-done)
+
+	p.Blackhole()
+	eventually(t, 15*time.Second, "the server expires the lost member's session", func() bool {
+		ms, _, err := b.Members(ctx)
+		return err == nil && len(ms) == 1
+	})
+	require.NoError(t, b.Leave(ctx), "the other member leaves alone")
+	p.Restore()
+	err = a.Leave(ctx)
+	require.ErrorIs(t, err, recipes.ErrSessionLost)
+	assert.Empty(t, a.Node())
+	kids, _, err := admin.Children(ctx, "/double/lost")
+	if err == nil {
+		assert.Empty(t, kids, "nothing left")
+	}
+}

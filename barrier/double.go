@@ -172,7 +172,9 @@ func (d *DoubleBarrier) forget(node string) {
 // Leave blocks until every member has left (the standard recipe: each
 // deletes its node, the lowest by name last), then deletes the ready
 // node. It returns when ctx ends, deleting this member's node first so
-// that the others can finish; the error wraps ctx.Err(). Leave without
+// that the others can finish; the error wraps ctx.Err(). A member whose
+// node went with its session (so that the others may have left before it
+// was done) gets an error wrapping recipes.ErrSessionLost. Leave without
 // Enter returns an error wrapping recipes.ErrNotHeld.
 func (d *DoubleBarrier) Leave(ctx context.Context) error {
 	if err := d.check(ctx); err != nil {
@@ -205,19 +207,19 @@ func (d *DoubleBarrier) leave(ctx context.Context, node string, present *bool) e
 	ours := pathBase(node)
 	_, err := d.e.Await(ctx, engine.Wait{What: d.full}, func(engine.Snapshot, engine.Wake) (engine.Look, error) {
 		kids, _, err := d.e.Children(ctx, d.full)
-		if errors.Is(err, zk.ErrNoNode) {
-			return engine.Look{Done: true}, nil
-		}
-		if err != nil {
+		if err != nil && !errors.Is(err, zk.ErrNoNode) {
 			return engine.Look{}, err
 		}
 		mine := members(kids)
 		i, found := slices.BinarySearch(mine, ours)
 		switch {
+		case !found && *present:
+			// Gone without our delete: with our session, so the others
+			// may have left before we were done. Checked before "nobody
+			// left", which would hide it once they have.
+			return engine.Look{}, fmt.Errorf("%w: our member node %s is gone", recipes.ErrSessionLost, d.e.StripNamespace(node))
 		case len(mine) == 0:
 			return engine.Look{Done: true}, nil
-		case !found && *present:
-			return engine.Look{}, fmt.Errorf("%w: our member node %s is gone", recipes.ErrSessionLost, d.e.StripNamespace(node))
 		case len(mine) == 1 && found:
 			return engine.Look{Done: true}, d.deleteOurs(ctx, node, present) // the last one
 		}
