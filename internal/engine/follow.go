@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/cenkalti/backoff/v4"
@@ -304,6 +305,7 @@ type Follower struct {
 	what    string
 	onEvent func(FollowEvent)
 	q       *queue[followItem]
+	queued  atomic.Int64 // additions pushed and not yet taken by Run
 
 	// Run's goroutine only.
 	reads       map[string]*followRead
@@ -326,7 +328,10 @@ func (c *Client) NewFollower(what string, onEvent func(FollowEvent)) *Follower {
 // Add adds a read under key (replacing the read under that key, if any);
 // it runs at once once Run runs.
 func (f *Follower) Add(key string, read ReadFunc) {
-	f.q.push(followItem{add: &followRead{key: key, read: read}})
+	f.queued.Add(1)
+	if !f.q.push(followItem{add: &followRead{key: key, read: read}}) {
+		f.queued.Add(-1)
+	}
 }
 
 // Remove removes the read under key: it does not run again once Run has
@@ -418,6 +423,7 @@ func (f *Follower) Run(ctx context.Context) error {
 		for _, it := range items {
 			switch {
 			case it.add != nil:
+				f.queued.Add(-1)
 				f.added(it.add)
 			case it.remove:
 				f.removed(it.key)
@@ -447,7 +453,9 @@ func (f *Follower) Run(ctx context.Context) error {
 				return nil
 			}
 		}
-		if !f.initialised && f.pending == 0 && len(f.reads) > 0 {
+		// Not while additions wait in the queue: a read may have added
+		// others (a tree's children) that have not run yet.
+		if !f.initialised && f.pending == 0 && len(f.reads) > 0 && f.queued.Load() == 0 {
 			f.initialised = true
 			f.report(FollowEvent{Kind: FollowInitialised})
 		}

@@ -517,3 +517,42 @@ func TestFollowerOnAdoptedConnectionMissesNoBurst(t *testing.T) {
 	assert.Len(t, paths, n, "every node's watch heard (%d events in all; states %v)", log.count(engine.FollowWatch), log.states())
 	assert.Equal(t, n, log.count(engine.FollowWatch), "one event per node, none stale")
 }
+
+// Initialised means every read added so far has read once, also a read
+// that another read added in the same round (a tree follower adding a
+// node's children as it reads it): it was reported before the added read
+// ran, since the addition waited in the queue while pending was 0.
+func TestFollowInitialisedWaitsForReadsAddedByReads(t *testing.T) {
+	zkc := zktest.Start(t)
+	c := connect(t, zkc.Servers())
+	e := engine.Of(c)
+	var (
+		mu        sync.Mutex
+		childRan  bool
+		ranAtInit = make(chan bool, 1)
+		f         *engine.Follower
+	)
+	f = e.NewFollower("tree", func(ev engine.FollowEvent) {
+		if ev.Kind == engine.FollowInitialised {
+			mu.Lock()
+			ranAtInit <- childRan
+			mu.Unlock()
+		}
+	})
+	f.Add("parent", func(ctx context.Context, w *engine.Watches) error {
+		f.Add("child", func(ctx context.Context, w *engine.Watches) error {
+			mu.Lock()
+			childRan = true
+			mu.Unlock()
+			return nil
+		})
+		return nil
+	})
+	runFollower(t, f)
+	select {
+	case ran := <-ranAtInit:
+		assert.True(t, ran, "initialised before a read added by a read had run")
+	case <-time.After(10 * time.Second):
+		t.Fatal("never initialised")
+	}
+}
