@@ -313,8 +313,8 @@ var (
 // normalize replaces what differs from run to run.
 func normalize(s string) string {
 	s = reNode.ReplaceAllString(s, "_c_<uuid>-")
+	s = reSess.ReplaceAllString(s, "session (0x<id>)") // before reSeq: an id may hold 10 digits in a row
 	s = reSeq.ReplaceAllString(s, "<seq>")
 	s = reAddr.ReplaceAllString(s, "<server>")
-	s = reSess.ReplaceAllString(s, "session (0x<id>)")
 	return reGorout.ReplaceAllString(s, "goroutine <id>")
 }
