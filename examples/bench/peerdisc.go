@@ -90,6 +90,14 @@ func (w *peerWork) discovery() ([]string, bool, error) {
 	if _, err := regOurs(w.path("discovery-register", "warm")); err != nil {
 		return nil, false, fmt.Errorf("warm-up: %w", err)
 	}
+	if p := w.proc("curator"); p != nil {
+		if _, err := p.do(3*time.Minute, "discregister %s %d", w.path("discovery-register", "curator-warm"), discRegisterN); err != nil {
+			return nil, false, fmt.Errorf("Curator warm-up: %w", err)
+		}
+		if _, err := p.do(time.Minute, "discclose"); err != nil {
+			return nil, false, err
+		}
+	}
 	row := peerRow{workload: fmt.Sprintf("discovery: register %d instances, one after another", discRegisterN), key: "discovery-register",
 		latency: "ms for all", note: kazoo}
 	line, _, err := w.compare(row, w.b.f.rounds, sides)
