@@ -219,3 +219,76 @@ func TestDiscoveryInteropCurator(t *testing.T) {
 	require.NoError(t, j1.WaitLine(ctx, "BYE"))
 	goView("g1")
 }
+
+// STATIC and PERMANENT instances across Go and Curator: each side reads
+// the other's with its type; on Close each side deletes its STATIC
+// instance; Go's PERMANENT instance outlives Go's Close and Curator's
+// close, while Curator's close deletes its own PERMANENT instance too
+// (CURATOR-94, in 5.4 and 5.7.1 alike), which this test pins down.
+func TestDiscoveryInteropCuratorTypes(t *testing.T) {
+	testutil.NeedCurator(t)
+	zkc := testutil.Server(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	j, err := interop.StartCuratorDiscovery(ctx, t.TempDir(), strings.Join(zkc.Servers(), ","), "/services", "svc", "j1", "9000", "java", "4000")
+	if errors.Is(err, interop.ErrUnavailable) {
+		testutil.Unavailable(t, err)
+	}
+	require.NoError(t, err)
+	t.Cleanup(j.Kill)
+	wctx, wcancel := context.WithTimeout(ctx, 60*time.Second)
+	defer wcancel()
+	require.NoError(t, j.WaitLine(wctx, "READY"))
+
+	g := newDiscovery(t, connect(t, zkc.Servers()), "/services")
+	gs, gp := goInstance(t, "gs", 8001), goInstance(t, "gp", 8002)
+	gs.ServiceType, gp.ServiceType = discovery.Static, discovery.Permanent
+	require.NoError(t, g.Register(ctx, gs))
+	require.NoError(t, g.Register(ctx, gp))
+	require.NoError(t, j.Send("REGISTER js STATIC"))
+	require.NoError(t, j.WaitLine(ctx, "REGISTERED js"))
+	require.NoError(t, j.Send("REGISTER jp PERMANENT"))
+	require.NoError(t, j.WaitLine(ctx, "REGISTERED jp"))
+
+	// Java reads Go's types and typed payloads; Go reads Java's.
+	javaAsk(t, ctx, j, "TYPES", "TYPES gp:PERMANENT,gs:STATIC,j1:DYNAMIC,jp:PERMANENT,js:STATIC")
+	javaAsk(t, ctx, j, "QUERY", "PAYLOAD gp "+interop.CuratorDiscoveryPayloadClass+" go gp")
+	reader := newDiscovery(t, connect(t, zkc.Servers()), "/services")
+	types := func() string {
+		insts, err := reader.QueryForInstances(ctx, "svc")
+		require.NoError(t, err)
+		var ts []string
+		for _, in := range insts {
+			ts = append(ts, in.ID+":"+string(in.ServiceType))
+		}
+		sort.Strings(ts)
+		return strings.Join(ts, ",")
+	}
+	assert.Equal(t, "gp:PERMANENT,gs:STATIC,j1:DYNAMIC,jp:PERMANENT,js:STATIC", types())
+	jp, err := reader.QueryForInstance(ctx, "svc", "jp")
+	require.NoError(t, err)
+	require.NotNil(t, jp)
+	var p interopPayload
+	require.NoError(t, jp.DecodePayload(&p))
+	assert.Equal(t, "java jp", p.Description)
+
+	// Go's Close deletes its STATIC instance and leaves its PERMANENT one.
+	require.NoError(t, g.Close(ctx))
+	eventually(t, 30*time.Second, "gs gone after Go's Close", func() bool {
+		in, err := reader.QueryForInstance(ctx, "svc", "gs")
+		return err == nil && in == nil
+	})
+	javaAsk(t, ctx, j, "TYPES", "TYPES gp:PERMANENT,j1:DYNAMIC,jp:PERMANENT,js:STATIC")
+
+	// Curator's close (ServiceDiscovery.close) unregisters every instance
+	// it registered, PERMANENT included (CURATOR-94); Go's PERMANENT one
+	// stays.
+	require.NoError(t, j.Send("QUIT"))
+	require.NoError(t, j.WaitLine(ctx, "BYE"))
+	eventually(t, 30*time.Second, "j1, js and jp gone after Curator's close", func() bool {
+		insts, err := reader.QueryForInstances(ctx, "svc")
+		return err == nil && len(insts) == 1
+	})
+	t.Logf("server %s: after both Close calls: %s", zkc.Version(), types())
+	assert.Equal(t, "gp:PERMANENT", types(), "Go's PERMANENT instance outlives both Close calls; Curator's does not (CURATOR-94)")
+}

@@ -62,7 +62,12 @@
 //     calls; target ours >= 2 x Curator and p99 < 20 ms) and doublebarrier
 //     (10 members entering one double barrier together, then leaving
 //     together: ms from the start to the last member's return, median of
-//     10 cycles; see peeratomic.go; Curator only). Each peer is one process (peers/BenchCurator.java,
+//     10 cycles; see peeratomic.go; Curator only), discovery (1,000
+//     instances registered one after another, ms for all; 10 service
+//     caches seeing a new instance, ms to the last, median of 20;
+//     against curator-x-discovery's ServiceDiscovery and ServiceCache) and
+//     group (100 GroupMembers started at once, ms until every member's
+//     membership holds all; see peerdisc.go; Curator only). Each peer is one process (peers/BenchCurator.java,
 //     peers/bench_kazoo.py, embedded) started once per run with its
 //     sessions connected (same -session-timeout) and warmed up before any
 //     clock starts, then given one stdin command per turn; its CPU time is
@@ -114,7 +119,7 @@
 //	RESULT scenario=semcontended sessions=... max_leases=4 sem_ops=... mutex_ops=... ratio=... p50_ms=... p99_ms=... ... max_held=...
 //	RESULT scenario=failover recipe=latch|selector way=graceful|kill|blackhole failover_median_ms=... failover_max_ms=... session_timeout_ms=... median_per_timeout=... ...
 //	RESULT scenario=cache nodes=... load_ms_ours=... load_ms_curator=... cpu_us_per_node_ours=... lat_p50_ms_ours=... lat_p99_ms_ours=... resync_ms_ours=... ...
-//	RESULT scenario=peers workload=cycle|contend|queue10|queue100|queue1000|rwlock|semaphore|counter|counter-promoted|doublebarrier-enter|doublebarrier-leave|workqueue-dq|workqueue-simple unit=ops_per_s|us_per_handoff|ms ours=... curator=... ours_per_curator=... kazoo=... ours_per_kazoo=... cpu_us_per_op_ours=... ...
+//	RESULT scenario=peers workload=cycle|contend|queue10|queue100|queue1000|rwlock|semaphore|counter|counter-promoted|doublebarrier-enter|doublebarrier-leave|workqueue-dq|workqueue-simple|discovery-register|discovery-see|group unit=ops_per_s|us_per_handoff|ms ours=... curator=... ours_per_curator=... kazoo=... ours_per_kazoo=... cpu_us_per_op_ours=... ...
 //
 // Both sides use the same session timeout (-session-timeout). Mutual
 // exclusion is checked while the contended rounds run. Any error, or a

@@ -17,6 +17,9 @@
 //          comma-separated) then "PAYLOAD <id> <class> <description>" for
 //          each; "QUERYERROR <message>" when the query throws
 //   CACHE  prints "CACHE <ids>" from the ServiceCache
+//   TYPES  prints "TYPES <id>:<serviceType>,..." (queryForInstances, by id)
+//   REGISTER <id> <type>  registers one more instance <id> of <name> with
+//          ServiceType <type> (STATIC, PERMANENT, ...), prints REGISTERED <id>
 //   QUIT   closes the cache, the discovery (unregistering) and the client,
 //          prints BYE and exits 0
 //
@@ -110,7 +113,30 @@ public class CuratorDiscovery {
         BufferedReader in = new BufferedReader(new InputStreamReader(System.in, StandardCharsets.UTF_8));
         String line;
         while ((line = in.readLine()) != null) {
+            String[] f = line.trim().split(" ");
+            if (f[0].equals("REGISTER") && f.length == 3) {
+                Details rd = new Details(description + " " + f[1], 1);
+                rd.getMeta().put("lang", "java");
+                sd.registerService(ServiceInstance.<Details>builder().name(name).id(f[1])
+                    .address("127.0.0.1").port(port).payload(rd).serviceType(ServiceType.valueOf(f[2]))
+                    .uriSpec(new UriSpec("{scheme}://{address}:{port}")).build());
+                System.out.println("REGISTERED " + f[1]);
+                System.out.flush();
+                continue;
+            }
             switch (line.trim()) {
+            case "TYPES":
+                try {
+                    List<String> ts = new ArrayList<>();
+                    for (ServiceInstance<Details> i : sd.queryForInstances(name)) {
+                        ts.add(i.getId() + ":" + i.getServiceType());
+                    }
+                    Collections.sort(ts);
+                    System.out.println("TYPES " + String.join(",", ts));
+                } catch (Exception e) {
+                    System.out.println("QUERYERROR " + e.toString().replace('\n', ' '));
+                }
+                break;
             case "QUERY":
                 try {
                     Collection<ServiceInstance<Details>> all = sd.queryForInstances(name);

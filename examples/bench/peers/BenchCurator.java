@@ -45,6 +45,20 @@
 //	                                            at most) and adds two numbers: microseconds from <epochNanos> to its
 //	                                            last read's reply, its reads since cacheresync-start, and
 //	                                            microseconds from <epochNanos> to the first of them
+//	discregister <base> <n>                     a ServiceDiscovery on client 0 (base path <base>) registers <n> DYNAMIC
+//	                                            instances of service "svc" one after another; seconds: the <n>
+//	                                            registrations; the discovery stays open until discclose
+//	discclose                                   closes discregister's discovery (unregistering its instances)
+//	discsee-start <base> <readers>              a ServiceDiscovery and a started ServiceCache of "svc" on each of
+//	                                            clients 0..readers-1, and a registering discovery on client 0
+//	discsee <k>                                 <k> times: register a new instance, wait until every cache holds it,
+//	                                            unregister it, wait until every cache has dropped it; adds
+//	                                            "<p50Ms> <maxMs>" of the registration-to-all-caches times
+//	discsee-stop                                closes discsee-start's caches and discoveries
+//	group <path> <members> <sessions>           <members> GroupMembers (id m<i>, on client i%sessions) started at
+//	                                            once; adds "<ms>": from the start to every member's
+//	                                            getCurrentMembers() holding all <members> (polled each ms); then
+//	                                            all closed
 //	exit
 //
 // Answer: "DONE <ops> <seconds> <cpuSeconds> <total> <most>": ops counted
@@ -93,6 +107,12 @@ import org.apache.curator.framework.recipes.queue.SimpleDistributedQueue;
 import org.apache.curator.framework.state.ConnectionState;
 import org.apache.curator.retry.ExponentialBackoffRetry;
 import org.apache.curator.retry.RetryNTimes;
+import org.apache.curator.framework.recipes.nodes.GroupMember;
+import org.apache.curator.x.discovery.ServiceCache;
+import org.apache.curator.x.discovery.ServiceDiscovery;
+import org.apache.curator.x.discovery.ServiceDiscoveryBuilder;
+import org.apache.curator.x.discovery.ServiceInstance;
+import org.apache.curator.x.discovery.details.ServiceCacheListener;
 
 public class BenchCurator {
     static final com.sun.management.OperatingSystemMXBean OS =
@@ -211,6 +231,28 @@ public class BenchCurator {
                 return workqueue(f[1], Integer.parseInt(f[2]), f[3], Integer.parseInt(f[4]));
             case "cacheload":
                 return cacheLoad(f[1]);
+            case "discregister":
+                return discRegister(f[1], Integer.parseInt(f[2]));
+            case "discclose":
+                discRegSD.close();
+                discRegSD = null;
+                return new Result();
+            case "discsee-start":
+                return discSeeStart(f[1], Integer.parseInt(f[2]));
+            case "discsee":
+                return discSee(Integer.parseInt(f[1]));
+            case "discsee-stop":
+                for (ServiceCache<Void> c : seeCaches) {
+                    c.close();
+                }
+                for (ServiceDiscovery<Void> d : seeSDs) {
+                    d.close();
+                }
+                seeCaches.clear();
+                seeSDs.clear();
+                return new Result();
+            case "group":
+                return group(f[1], Integer.parseInt(f[2]), Integer.parseInt(f[3]));
             case "cachelat-start":
                 return cacheReset(latSamples);
             case "cachelat-wait":
@@ -748,6 +790,152 @@ public class BenchCurator {
         }
         long f = firstRead.get();
         r.extra = new double[] {(lastRead.get() - restored) / 1000, reads.get() - resyncReads0, f == 0 ? -1 : (f - restored) / 1000};
+        return r;
+    }
+
+    // ------------------------------------------------------------ discovery
+
+    static ServiceDiscovery<Void> discRegSD;
+    static final List<ServiceDiscovery<Void>> seeSDs = new ArrayList<>();
+    static final List<ServiceCache<Void>> seeCaches = new ArrayList<>();
+    static long seeSeq;
+
+    static ServiceDiscovery<Void> discovery(CuratorFramework c, String base) throws Exception {
+        ServiceDiscovery<Void> sd = ServiceDiscoveryBuilder.builder(Void.class).client(c).basePath(base).build();
+        sd.start();
+        return sd;
+    }
+
+    static ServiceInstance<Void> instance(String id) throws Exception {
+        return ServiceInstance.<Void>builder().name("svc").id(id).address("127.0.0.1").port(8080).build();
+    }
+
+    static Result discRegister(String base, int n) throws Exception {
+        discRegSD = discovery(clients.get(0), base);
+        Result r = new Result();
+        double c0 = cpuSeconds();
+        long t0 = System.nanoTime();
+        for (int i = 0; i < n; i++) {
+            discRegSD.registerService(instance("i" + i));
+        }
+        r.seconds = (System.nanoTime() - t0) / 1e9;
+        r.cpu = cpuSeconds() - c0;
+        r.ops = n;
+        r.total = n;
+        return r;
+    }
+
+    static Result discSeeStart(String base, int readers) throws Exception {
+        for (int i = 0; i < readers; i++) {
+            ServiceDiscovery<Void> sd = discovery(clients.get(i % clients.size()), base);
+            seeSDs.add(sd);
+            ServiceCache<Void> c = sd.serviceCacheBuilder().name("svc").build();
+            c.start();
+            seeCaches.add(c);
+        }
+        seeSDs.add(discovery(clients.get(0), base)); // the registering one, last
+        return new Result();
+    }
+
+    static boolean allHold(String id, boolean want) {
+        for (ServiceCache<Void> c : seeCaches) {
+            boolean has = false;
+            for (ServiceInstance<Void> i : c.getInstances()) {
+                has |= i.getId().equals(id);
+            }
+            if (has != want) {
+                return false;
+            }
+        }
+        return true;
+    }
+
+    static void awaitAll(String id, boolean want, Object signal) throws Exception {
+        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(60);
+        synchronized (signal) {
+            while (!allHold(id, want)) {
+                long left = deadline - System.nanoTime();
+                if (left <= 0) {
+                    throw new IllegalStateException("caches never agreed on " + id);
+                }
+                signal.wait(Math.max(1, left / 1_000_000));
+            }
+        }
+    }
+
+    static Result discSee(int k) throws Exception {
+        Object signal = new Object();
+        List<Runnable> removers = new ArrayList<>();
+        ServiceCacheListener l = new ServiceCacheListener() {
+            public void cacheChanged() {
+                synchronized (signal) {
+                    signal.notifyAll();
+                }
+            }
+
+            public void stateChanged(CuratorFramework c, ConnectionState s) {}
+        };
+        for (ServiceCache<Void> c : seeCaches) {
+            c.addListener(l);
+            removers.add(() -> c.removeListener(l));
+        }
+        ServiceDiscovery<Void> reg = seeSDs.get(seeSDs.size() - 1);
+        List<Double> ms = new ArrayList<>();
+        Result r = new Result();
+        double c0 = cpuSeconds();
+        long t00 = System.nanoTime();
+        try {
+            for (int i = 0; i < k; i++) {
+                ServiceInstance<Void> inst = instance("n" + (seeSeq++));
+                long t0 = System.nanoTime();
+                reg.registerService(inst);
+                awaitAll(inst.getId(), true, signal);
+                ms.add((System.nanoTime() - t0) / 1e6);
+                reg.unregisterService(inst);
+                awaitAll(inst.getId(), false, signal);
+            }
+        } finally {
+            for (Runnable x : removers) {
+                x.run();
+            }
+        }
+        r.seconds = (System.nanoTime() - t00) / 1e9;
+        r.cpu = cpuSeconds() - c0;
+        r.ops = k;
+        r.total = k;
+        ms.sort(null);
+        r.extra = new double[] {ms.get(ms.size() / 2), ms.get(ms.size() - 1)};
+        return r;
+    }
+
+    static Result group(String path, int members, int sessions) throws Exception {
+        List<GroupMember> gs = new ArrayList<>();
+        Result r = new Result();
+        double c0 = cpuSeconds();
+        long t0 = System.nanoTime();
+        for (int i = 0; i < members; i++) {
+            GroupMember g = new GroupMember(clients.get(i % Math.min(sessions, clients.size())), path, "m" + i);
+            g.start();
+            gs.add(g);
+        }
+        long deadline = t0 + TimeUnit.SECONDS.toNanos(120);
+        for (GroupMember g : gs) {
+            while (g.getCurrentMembers().size() != members) {
+                if (System.nanoTime() > deadline) {
+                    throw new IllegalStateException("group never agreed: " + g.getCurrentMembers().size() + " of " + members);
+                }
+                Thread.sleep(1);
+            }
+        }
+        double took = (System.nanoTime() - t0) / 1e6;
+        for (GroupMember g : gs) {
+            g.close();
+        }
+        r.seconds = (System.nanoTime() - t0) / 1e9;
+        r.cpu = cpuSeconds() - c0;
+        r.ops = members;
+        r.total = members;
+        r.extra = new double[] {took};
         return r;
     }
 }

@@ -1,0 +1,295 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/zkrecipes/zkrecipes/discovery"
+	"github.com/zkrecipes/zkrecipes/nodes"
+)
+
+// The peers workloads of issue 27 (peers.go runs them): package discovery
+// against Curator's curator-x-discovery and package nodes' GroupMember
+// against Curator's. Only Curator takes part (Kazoo has neither).
+//
+//   - discovery-register: one discovery on session 0 registers
+//     discRegisterN DYNAMIC instances of one service, one after another;
+//     the time for all of them (ms) and client CPU per registration. The
+//     instances are unregistered (Close) outside the clock.
+//   - discovery-see: discReaders discoveries, each with a started service
+//     cache of the service, on sessions 0..discReaders-1; a registering
+//     discovery on session 0 registers a new instance discSeeK times per
+//     round: the time until every cache holds it (median over the round),
+//     then unregisters it and waits until every cache has dropped it.
+//     Client CPU per registration+unregistration seen by all.
+//   - group: groupMembers GroupMembers (member i on session i%sessions)
+//     started at once: the time until every member's current membership
+//     holds all of them (polled each ms on both sides); client CPU per
+//     member, from the first start to the last Close.
+
+const (
+	discRegisterN = 1000
+	discReaders   = 10
+	discSeeK      = 20
+	groupMembers  = 100
+)
+
+// discPayloadless is an instance without payload, as the Curator side's
+// ServiceInstance<Void>.
+func discInstance(id string) *discovery.Instance {
+	return &discovery.Instance{Name: "svc", ID: id, Address: "127.0.0.1", Port: 8080}
+}
+
+func (w *peerWork) discovery() ([]string, bool, error) {
+	if len(w.clients) < discReaders {
+		return nil, false, fmt.Errorf("discovery needs %d sessions, -sessions gives %d", discReaders, len(w.clients))
+	}
+	var lines []string
+	kazoo := map[string]string{"kazoo": "Kazoo has no curator-x-discovery"}
+
+	// Registration of discRegisterN instances.
+	fmt.Printf("\n-- peers discovery-register: one ServiceDiscovery registers %d DYNAMIC instances of one service one after another (ms for all)\n", discRegisterN)
+	regOurs := func(base string) (peerFig, error) {
+		ctx, cancel := context.WithTimeout(w.ctx, 2*time.Minute)
+		defer cancel()
+		d, err := discovery.New(w.clients[0], base)
+		if err != nil {
+			return peerFig{}, err
+		}
+		if err := d.Start(ctx); err != nil {
+			return peerFig{}, err
+		}
+		defer d.Close(context.Background())
+		t0, c0 := time.Now(), cpuTime()
+		for i := range discRegisterN {
+			if err := d.Register(ctx, discInstance("i"+strconv.Itoa(i))); err != nil {
+				return peerFig{}, err
+			}
+		}
+		took, used := time.Since(t0), cpuTime()-c0
+		return peerFig{rate: 1e3 / msf(took), cpuUS: cpuPerOp(used, discRegisterN)}, nil
+	}
+	oursReg := peerSide{label: "ours", key: "ours", run: func(r int) (peerFig, error) {
+		return regOurs(fmt.Sprintf("%s/r%d", w.path("discovery-register", "ours"), r))
+	}}
+	sides := []peerSide{oursReg}
+	if p := w.proc("curator"); p != nil {
+		sides = append(sides, peerSide{label: p.label, key: p.key, run: func(r int) (peerFig, error) {
+			a, err := p.do(3*time.Minute, "discregister %s/r%d %d", w.path("discovery-register", p.key), r, discRegisterN)
+			if err != nil {
+				return peerFig{}, err
+			}
+			if _, err := p.do(time.Minute, "discclose"); err != nil {
+				return peerFig{}, err
+			}
+			return peerFig{rate: 1 / a.seconds, cpuUS: a.cpu * 1e6 / discRegisterN}, nil
+		}})
+	}
+	if _, err := regOurs(w.path("discovery-register", "warm")); err != nil {
+		return nil, false, fmt.Errorf("warm-up: %w", err)
+	}
+	if p := w.proc("curator"); p != nil {
+		if _, err := p.do(3*time.Minute, "discregister %s %d", w.path("discovery-register", "curator-warm"), discRegisterN); err != nil {
+			return nil, false, fmt.Errorf("Curator warm-up: %w", err)
+		}
+		if _, err := p.do(time.Minute, "discclose"); err != nil {
+			return nil, false, err
+		}
+	}
+	row := peerRow{workload: fmt.Sprintf("discovery: register %d instances, one after another", discRegisterN), key: "discovery-register",
+		latency: "ms for all", note: kazoo}
+	line, _, err := w.compare(row, w.b.f.rounds, sides)
+	if err != nil {
+		return lines, false, err
+	}
+	lines = append(lines, line)
+
+	// Time until every cache sees a new instance.
+	fmt.Printf("\n-- peers discovery-see: %d ServiceCaches (a session each) of one service; a new instance registered %d times per round: ms until every cache holds it (median over the round)\n", discReaders, discSeeK)
+	base := w.path("discovery-see", "ours")
+	ctx, cancel := context.WithTimeout(w.ctx, 10*time.Minute)
+	defer cancel()
+	notify := make(chan struct{}, 1)
+	var caches []*discovery.ServiceCache
+	var discs []*discovery.Discovery
+	defer func() {
+		for _, c := range caches {
+			c.Close(context.Background())
+		}
+		for _, d := range discs {
+			d.Close(context.Background())
+		}
+	}()
+	for i := range discReaders + 1 {
+		d, err := discovery.New(w.clients[i%discReaders], base)
+		if err != nil {
+			return lines, false, err
+		}
+		if err := d.Start(ctx); err != nil {
+			return lines, false, err
+		}
+		discs = append(discs, d)
+		if i == discReaders {
+			break // the registering one
+		}
+		c, err := d.NewServiceCache("svc")
+		if err != nil {
+			return lines, false, err
+		}
+		c.Listen(func([]*discovery.Instance) {
+			select {
+			case notify <- struct{}{}:
+			default:
+			}
+		})
+		if err := c.Start(ctx); err != nil {
+			return lines, false, err
+		}
+		caches = append(caches, c)
+	}
+	allHold := func(id string, want bool) bool {
+		for _, c := range caches {
+			has := false
+			for _, in := range c.Instances() {
+				has = has || in.ID == id
+			}
+			if has != want {
+				return false
+			}
+		}
+		return true
+	}
+	await := func(id string, want bool) error {
+		deadline := time.After(time.Minute)
+		for !allHold(id, want) {
+			select {
+			case <-notify:
+			case <-deadline:
+				return fmt.Errorf("the caches never agreed on %s", id)
+			}
+		}
+		return nil
+	}
+	reg, seq := discs[discReaders], 0
+	seeOurs := func(k int) (peerFig, error) {
+		var ms []time.Duration
+		c0 := cpuTime()
+		for range k {
+			id := "n" + strconv.Itoa(seq)
+			seq++
+			t0 := time.Now()
+			if err := reg.Register(ctx, discInstance(id)); err != nil {
+				return peerFig{}, err
+			}
+			if err := await(id, true); err != nil {
+				return peerFig{}, err
+			}
+			ms = append(ms, time.Since(t0))
+			if err := reg.Unregister(ctx, "svc", id); err != nil {
+				return peerFig{}, err
+			}
+			if err := await(id, false); err != nil {
+				return peerFig{}, err
+			}
+		}
+		return peerFig{rate: 1e3 / msf(percentile(ms, 0.5)), cpuUS: cpuPerOp(cpuTime()-c0, k)}, nil
+	}
+	oursSee := peerSide{label: "ours", key: "ours", run: func(int) (peerFig, error) { return seeOurs(discSeeK) }}
+	curBase := w.path("discovery-see", "curator")
+	sides = w.curatorOnly(oursSee, 3*time.Minute, func(a peerAnswer) peerFig {
+		m := 1.0
+		if len(a.extra) == 2 {
+			m = a.extra[0]
+		}
+		return peerFig{rate: 1e3 / m, cpuUS: a.cpu * 1e6 / float64(max(a.ops, 1))}
+	}, func(int) string { return fmt.Sprintf("discsee %d", discSeeK) })
+	if p := w.proc("curator"); p != nil {
+		if _, err := p.do(time.Minute, "discsee-start %s %d", curBase, discReaders); err != nil {
+			return lines, false, err
+		}
+		defer p.do(time.Minute, "discsee-stop")
+		if _, err := p.do(time.Minute, "discsee %d", 3); err != nil {
+			return lines, false, fmt.Errorf("Curator warm-up: %w", err)
+		}
+	}
+	if _, err := seeOurs(3); err != nil {
+		return lines, false, fmt.Errorf("warm-up: %w", err)
+	}
+	row = peerRow{workload: fmt.Sprintf("discovery: %d service caches see a new instance (median of %d)", discReaders, discSeeK), key: "discovery-see",
+		latency: "ms to all caches", note: kazoo}
+	line, _, err = w.compare(row, w.b.f.rounds, sides)
+	if err != nil {
+		return lines, false, err
+	}
+	return append(lines, line), true, nil
+}
+
+func (w *peerWork) group() ([]string, bool, error) {
+	sessions := len(w.clients)
+	fmt.Printf("\n-- peers group: %d GroupMembers (member i on session i%%%d) started at once: ms until every member's current membership holds all\n", groupMembers, sessions)
+	oursGroup := func(path string) (peerFig, error) {
+		ctx, cancel := context.WithTimeout(w.ctx, 2*time.Minute)
+		defer cancel()
+		c0, t0 := cpuTime(), time.Now()
+		gs := make([]*nodes.GroupMember, groupMembers)
+		defer func() {
+			for _, g := range gs {
+				if g != nil {
+					g.Close(context.Background())
+				}
+			}
+		}()
+		for i := range gs {
+			g, err := nodes.NewGroupMember(w.clients[i%sessions], path, "m"+strconv.Itoa(i), nil)
+			if err != nil {
+				return peerFig{}, err
+			}
+			if err := g.Start(ctx); err != nil {
+				return peerFig{}, err
+			}
+			gs[i] = g
+		}
+		for _, g := range gs {
+			for len(g.CurrentMembers()) != groupMembers {
+				if ctx.Err() != nil {
+					return peerFig{}, fmt.Errorf("group never agreed: %d of %d", len(g.CurrentMembers()), groupMembers)
+				}
+				time.Sleep(time.Millisecond)
+			}
+		}
+		took := time.Since(t0)
+		for i, g := range gs {
+			if err := g.Close(ctx); err != nil {
+				return peerFig{}, err
+			}
+			gs[i] = nil
+		}
+		return peerFig{rate: 1e3 / msf(took), cpuUS: cpuPerOp(cpuTime()-c0, groupMembers)}, nil
+	}
+	oursSide := peerSide{label: "ours", key: "ours", run: func(r int) (peerFig, error) {
+		return oursGroup(fmt.Sprintf("%s/r%d", w.path("group", "ours"), r))
+	}}
+	sides := w.curatorOnly(oursSide, 3*time.Minute, func(a peerAnswer) peerFig {
+		m := 1.0
+		if len(a.extra) == 1 {
+			m = a.extra[0]
+		}
+		return peerFig{rate: 1e3 / m, cpuUS: a.cpu * 1e6 / groupMembers}
+	}, func(r int) string {
+		return fmt.Sprintf("group %s/r%d %d %d", w.path("group", "curator"), r, groupMembers, sessions)
+	})
+	if _, err := oursGroup(w.path("group", "warm")); err != nil {
+		return nil, false, fmt.Errorf("warm-up: %w", err)
+	}
+	if p := w.proc("curator"); p != nil {
+		if _, err := p.do(3*time.Minute, "group %s %d %d", w.path("group", "curator-warm"), groupMembers, sessions); err != nil {
+			return nil, false, fmt.Errorf("Curator warm-up: %w", err)
+		}
+	}
+	row := peerRow{workload: fmt.Sprintf("group: %d GroupMembers over %d sessions agree on the membership", groupMembers, sessions), key: "group",
+		latency: "ms to agreement", note: map[string]string{"kazoo": "Kazoo has no GroupMember"}}
+	line, _, err := w.compare(row, w.b.f.rounds, sides)
+	return []string{line}, true, err
+}
