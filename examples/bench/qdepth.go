@@ -47,6 +47,34 @@ type qdepthPoint struct {
 	err         error
 }
 
+// qdepthLine is the line of s around index i.
+func qdepthLine(s string, i int) string {
+	start := strings.LastIndexByte(s[:i], '\n') + 1
+	end := strings.IndexByte(s[i:], '\n')
+	if end < 0 {
+		return s[start:]
+	}
+	return s[start : i+end]
+}
+
+// qdepthKV is a cell as a RESULT value: a number, or fails.
+func qdepthKV(cell string) string {
+	switch cell {
+	case "-":
+		return "na"
+	case "0 (fails)":
+		return "fails"
+	}
+	return cell
+}
+
+func (p qdepthPoint) cpu() string {
+	if p.err != nil || p.got == 0 {
+		return "-"
+	}
+	return fmt.Sprintf("%.0f", p.cpuUS)
+}
+
 func (p qdepthPoint) cell() string {
 	switch {
 	case p.err != nil:
@@ -69,6 +97,13 @@ func (w *peerWork) qdepth() ([]string, bool, error) {
 		}
 		depths = append(depths, n)
 	}
+	// Filling and emptying list the directory: a session of its own whose
+	// packet limit no backlog here reaches.
+	admin, err := recipes.Connect(w.ctx, w.b.servers, recipes.WithSessionTimeout(w.b.f.sessionTimeout), recipes.WithMaxBufferSize(64<<20))
+	if err != nil {
+		return nil, false, err
+	}
+	defer admin.Close(context.Background())
 	var lines []string
 	for _, kind := range []string{"dq", "simple"} {
 		label := map[string]string{"dq": "DistributedQueue", "simple": "SimpleDistributedQueue"}[kind]
@@ -89,14 +124,23 @@ func (w *peerWork) qdepth() ([]string, bool, error) {
 					pts[1] = qdepthPoint{err: errors.New("no Curator")}
 					continue
 				}
-				if err := w.qdepthFill(kind, dir, n); err != nil {
+				if err := qdepthFill(w.ctx, admin, kind, dir, n); err != nil {
 					return lines, false, err
 				}
 				if side == 0 {
 					pts[0] = w.qdepthOurs(kind, dir)
 				} else {
 					a, err := p.do(qdepthLimit+time.Minute, "qdrain %s %d %s %d %d", dir, qdepthTake, kind, peerQueueConsumers, qdepthLimit.Milliseconds())
+					mark := len(p.stderr.String())
 					pts[1] = qdepthPoint{err: err, got: a.ops}
+					if err == nil && a.ops == 0 {
+						pts[1].err = fmt.Errorf("took nothing in %v", qdepthLimit)
+						if tail := p.stderr.String(); len(tail) >= mark {
+							if i := strings.Index(tail[mark:], "out of range"); i >= 0 {
+								pts[1].err = fmt.Errorf("took nothing in %v: %s", qdepthLimit, qdepthLine(tail[mark:], i))
+							}
+						}
+					}
 					if err == nil && a.seconds > 0 {
 						pts[1].rate = float64(a.ops) / a.seconds
 						pts[1].cpuUS = a.cpu * 1e6 / float64(max(a.ops, 1))
@@ -115,17 +159,17 @@ func (w *peerWork) qdepth() ([]string, bool, error) {
 					flag[s] = " <"
 				}
 			}
-			fmt.Printf("%-8d %10s%-2s %10.0f %12s%-2s %10.0f\n", n, pts[0].cell(), flag[0], pts[0].cpuUS, pts[1].cell(), flag[1], pts[1].cpuUS)
+			fmt.Printf("%-8d %10s%-2s %10s %12s%-2s %10s\n", n, pts[0].cell(), flag[0], pts[0].cpu(), pts[1].cell(), flag[1], pts[1].cpu())
 			for s, name := range []string{"ours", "curator"} {
 				if pts[s].err != nil {
 					fmt.Printf("   %s at %d: %v\n", name, n, pts[s].err)
 				}
 			}
-			lines = append(lines, fmt.Sprintf("RESULT scenario=peers workload=qdepth-%s depth=%d unit=items_per_s ours=%s cpu_us_per_item_ours=%.0f curator=%s cpu_us_per_item_curator=%.0f",
-				kind, n, strings.TrimSuffix(pts[0].cell(), " (fails)"), pts[0].cpuUS, strings.TrimSuffix(pts[1].cell(), " (fails)"), pts[1].cpuUS))
+			lines = append(lines, fmt.Sprintf("RESULT scenario=peers workload=qdepth-%s depth=%d unit=items_per_s ours=%s cpu_us_per_item_ours=%s curator=%s cpu_us_per_item_curator=%s",
+				kind, n, qdepthKV(pts[0].cell()), qdepthKV(pts[0].cpu()), qdepthKV(pts[1].cell()), qdepthKV(pts[1].cpu())))
 		}
 		fmt.Println("(< : below half the rate at the first depth; ! : took nothing or failed)")
-		if err := w.qdepthEmpty(dir); err != nil {
+		if err := qdepthEmpty(w.ctx, admin, dir); err != nil {
 			return lines, false, err
 		}
 	}
@@ -135,12 +179,11 @@ func (w *peerWork) qdepth() ([]string, bool, error) {
 // qdepthFill tops the queue at dir up to n items (Curator's layout: framed
 // items for a DistributedQueue, raw for a SimpleDistributedQueue), in
 // transactions of qdepthBatch creates.
-func (w *peerWork) qdepthFill(kind, dir string, n int) error {
-	c := w.clients[0]
-	if _, err := c.CreateWithParents(w.ctx, dir, nil, 0); err != nil && !errors.Is(err, zk.ErrNodeExists) {
+func qdepthFill(ctx context.Context, c *recipes.Client, kind, dir string, n int) error {
+	if _, err := c.CreateWithParents(ctx, dir, nil, 0); err != nil && !errors.Is(err, zk.ErrNodeExists) {
 		return err
 	}
-	kids, _, err := c.Children(w.ctx, dir)
+	kids, _, err := c.Children(ctx, dir)
 	if err != nil {
 		return err
 	}
@@ -153,7 +196,7 @@ func (w *peerWork) qdepthFill(kind, dir string, n int) error {
 		for ; have < n && len(ops) < qdepthBatch; have++ {
 			ops = append(ops, recipes.CreateOp(path.Join(dir, prefix), data, zk.FlagSequence))
 		}
-		if _, err := c.Multi(w.ctx, ops...); err != nil {
+		if _, err := c.Multi(ctx, ops...); err != nil {
 			return fmt.Errorf("filling %s: %w", dir, err)
 		}
 	}
@@ -161,9 +204,8 @@ func (w *peerWork) qdepthFill(kind, dir string, n int) error {
 }
 
 // qdepthEmpty deletes the queue at dir and its items.
-func (w *peerWork) qdepthEmpty(dir string) error {
-	c := w.clients[0]
-	kids, _, err := c.Children(w.ctx, dir)
+func qdepthEmpty(ctx context.Context, c *recipes.Client, dir string) error {
+	kids, _, err := c.Children(ctx, dir)
 	if err != nil {
 		return err
 	}
@@ -173,11 +215,11 @@ func (w *peerWork) qdepthEmpty(dir string) error {
 			ops = append(ops, recipes.DeleteOp(path.Join(dir, k), -1))
 		}
 		kids = kids[len(ops):]
-		if _, err := c.Multi(w.ctx, ops...); err != nil {
+		if _, err := c.Multi(ctx, ops...); err != nil {
 			return fmt.Errorf("emptying %s: %w", dir, err)
 		}
 	}
-	return c.Delete(w.ctx, dir, -1)
+	return c.Delete(ctx, dir, -1)
 }
 
 // qdepthOurs starts 4 consumers of package queue on the backlog at dir and
