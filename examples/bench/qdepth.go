@@ -203,23 +203,37 @@ func qdepthFill(ctx context.Context, c *recipes.Client, kind, dir string, n int)
 	return nil
 }
 
-// qdepthEmpty deletes the queue at dir and its items.
+// qdepthEmpty deletes the queue at dir and its items; items a late
+// consumer took meanwhile are skipped.
 func qdepthEmpty(ctx context.Context, c *recipes.Client, dir string) error {
 	kids, _, err := c.Children(ctx, dir)
 	if err != nil {
 		return err
 	}
 	for len(kids) > 0 {
-		ops := make([]recipes.Op, 0, qdepthBatch)
-		for _, k := range kids[:min(len(kids), qdepthBatch)] {
+		batch := kids[:min(len(kids), qdepthBatch)]
+		kids = kids[len(batch):]
+		ops := make([]recipes.Op, 0, len(batch))
+		for _, k := range batch {
 			ops = append(ops, recipes.DeleteOp(path.Join(dir, k), -1))
 		}
-		kids = kids[len(ops):]
 		if _, err := c.Multi(ctx, ops...); err != nil {
-			return fmt.Errorf("emptying %s: %w", dir, err)
+			if !errors.Is(err, zk.ErrNoNode) {
+				return fmt.Errorf("emptying %s: %w", dir, err)
+			}
+			// A consumer that has not yet given up (a Curator poll
+			// retrying a listing that was too large) took one: one by one.
+			for _, k := range batch {
+				if err := c.Delete(ctx, path.Join(dir, k), -1); err != nil && !errors.Is(err, zk.ErrNoNode) {
+					return fmt.Errorf("emptying %s: %w", dir, err)
+				}
+			}
 		}
 	}
-	return c.Delete(ctx, dir, -1)
+	if err := c.Delete(ctx, dir, -1); err != nil && !errors.Is(err, zk.ErrNoNode) && !errors.Is(err, zk.ErrNotEmpty) {
+		return err
+	}
+	return nil
 }
 
 // qdepthOurs starts 4 consumers of package queue on the backlog at dir and
