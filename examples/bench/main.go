@@ -75,7 +75,9 @@
 //     own figure). Reported: each side's figure and client CPU per op, and
 //     ours/peer (for queue, the peer's time per hand-off over ours);
 //     target for contend: ours >= 1.5 x Curator. -peers=false skips the
-//     peers, -peer-workloads picks workloads, and a peer that is not
+//     peers, -peer-workloads picks workloads (qdepth, a queue's consumers
+//     with a backlog of each of -queue-depths items, only when named: see
+//     qdepth.go), and a peer that is not
 //     installed is skipped with a line saying why. With -md the figures go
 //     to a peers table of the report.
 //   - cache (cache.go): package cache against Curator's CuratorCache
@@ -120,6 +122,7 @@
 //	RESULT scenario=failover recipe=latch|selector way=graceful|kill|blackhole failover_median_ms=... failover_max_ms=... session_timeout_ms=... median_per_timeout=... ...
 //	RESULT scenario=cache nodes=... load_ms_ours=... load_ms_curator=... cpu_us_per_node_ours=... lat_p50_ms_ours=... lat_p99_ms_ours=... resync_ms_ours=... ...
 //	RESULT scenario=peers workload=cycle|contend|queue10|queue100|queue1000|rwlock|semaphore|counter|counter-promoted|doublebarrier-enter|doublebarrier-leave|workqueue-dq|workqueue-simple|discovery-register|discovery-see|group unit=ops_per_s|us_per_handoff|ms ours=... curator=... ours_per_curator=... kazoo=... ours_per_kazoo=... cpu_us_per_op_ours=... ...
+//	RESULT scenario=peers workload=qdepth-dq|qdepth-simple depth=... unit=items_per_s ours=...|fails cpu_us_per_item_ours=... curator=...|fails cpu_us_per_item_curator=...
 //
 // Both sides use the same session timeout (-session-timeout). Mutual
 // exclusion is checked while the contended rounds run. Any error, or a

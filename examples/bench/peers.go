@@ -66,7 +66,7 @@ var (
 func init() {
 	scenarios = append(scenarios, "peers")
 	flag.BoolVar(&peersOn, "peers", true, "peers: run Curator 5.4 (java + Debian's jars) and Kazoo 2.8 (/usr/bin/python3 with python3-kazoo) where installed; -peers=false skips them")
-	flag.StringVar(&peerWorkloads, "peer-workloads", "cycle,contend,queue,rwlock,semaphore,counter,doublebarrier,workqueue,discovery,group", "peers: the workloads to run, a comma-separated list of cycle, contend, queue, rwlock, semaphore, counter, doublebarrier, workqueue, discovery, group")
+	flag.StringVar(&peerWorkloads, "peer-workloads", "cycle,contend,queue,rwlock,semaphore,counter,doublebarrier,workqueue,discovery,group", "peers: the workloads to run, a comma-separated list of cycle, contend, queue, rwlock, semaphore, counter, doublebarrier, workqueue, discovery, group; and qdepth (not by default: queues tens of thousands of items, -queue-depths)")
 }
 
 // ---------------------------------------------------------- peer processes
@@ -400,10 +400,10 @@ func (b *bench) peers(ctx context.Context) ([]string, bool, error) {
 	work := map[string]bool{}
 	for _, w := range strings.Split(peerWorkloads, ",") {
 		switch w = strings.TrimSpace(w); w {
-		case "cycle", "contend", "queue", "rwlock", "semaphore", "counter", "doublebarrier", "workqueue", "discovery", "group":
+		case "cycle", "contend", "queue", "rwlock", "semaphore", "counter", "doublebarrier", "workqueue", "discovery", "group", "qdepth":
 			work[w] = true
 		default:
-			return nil, false, fmt.Errorf("-peer-workloads: %q is not one of cycle, contend, queue, rwlock, semaphore, counter, doublebarrier, workqueue, discovery, group", w)
+			return nil, false, fmt.Errorf("-peer-workloads: %q is not one of cycle, contend, queue, rwlock, semaphore, counter, doublebarrier, workqueue, discovery, group, qdepth", w)
 		}
 	}
 	sessions := max(f.sessions, f.readers)
@@ -474,7 +474,7 @@ func (b *bench) peers(ctx context.Context) ([]string, bool, error) {
 		run  func() ([]string, bool, error)
 	}{{"cycle", pw.cycle}, {"contend", pw.contend}, {"queue", pw.queue}, {"rwlock", pw.rwlock}, {"semaphore", pw.semaphore},
 		{"counter", pw.counter}, {"doublebarrier", pw.doubleBarrier}, {"workqueue", pw.workqueue},
-		{"discovery", pw.discovery}, {"group", pw.group}} { // peeratomic.go, workqueue below, peerdisc.go
+		{"discovery", pw.discovery}, {"group", pw.group}, {"qdepth", pw.qdepth}} { // peeratomic.go, workqueue below, peerdisc.go, qdepth.go
 
 		if !work[w.name] {
 			continue

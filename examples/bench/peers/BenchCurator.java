@@ -23,6 +23,8 @@
 //	                                            that succeeded, begun before the deadline; total: calls
 //	doublebarrier <path> <members> <cycles>     <cycles> times: <members> threads (client i each) enter one
 //	                                            DistributedDoubleBarrier together, then leave together
+//	qdrain <path> <take> <dq|simple> <consumers> <limitMs>  sessions 1..consumers consume a backlog already at
+//	                 <path> until <take> items are consumed or <limitMs> passes; ops is the items consumed
 //	workqueue <path> <items> <dq|simple> <consumers>  client 0 puts <items> into a DistributedQueue (dq) or
 //	                                            SimpleDistributedQueue (simple) while clients 1..consumers consume;
 //	                                            the clock runs from the first put to the last item consumed
@@ -229,6 +231,8 @@ public class BenchCurator {
                 return doubleBarrier(f[1], Integer.parseInt(f[2]), Integer.parseInt(f[3]));
             case "workqueue":
                 return workqueue(f[1], Integer.parseInt(f[2]), f[3], Integer.parseInt(f[4]));
+            case "qdrain":
+                return qdrain(f[1], Integer.parseInt(f[2]), f[3], Integer.parseInt(f[4]), Long.parseLong(f[5]));
             case "cacheload":
                 return cacheLoad(f[1]);
             case "discregister":
@@ -435,6 +439,87 @@ public class BenchCurator {
             throw new IllegalStateException("workqueue: " + all.getCount() + " items not consumed within two minutes");
         }
         r.ops = r.total = items;
+        r.most = 1;
+        return r;
+    }
+
+    /**
+     * qdrain: sessions 1..consumers start consuming a queue at path that
+     * already holds a backlog (put there by the Go side, in Curator's
+     * layout) until take items are consumed or limitMs passes; ops is the
+     * items consumed, the time from the consumers' start to the last one.
+     */
+    static Result qdrain(String path, int take, String kind, int consumers, long limitMs) throws Exception {
+        CountDownLatch all = new CountDownLatch(take);
+        AtomicLong lastNanos = new AtomicLong();
+        AtomicInteger consumed = new AtomicInteger();
+        List<DistributedQueue<byte[]>> queues = new ArrayList<>();
+        List<Thread> threads = new ArrayList<>();
+        AtomicReference<Throwable> failed = new AtomicReference<>();
+        double cpu0 = cpuSeconds();
+        long t0 = System.nanoTime();
+        if (kind.equals("dq")) {
+            for (int i = 1; i <= consumers; i++) {
+                QueueConsumer<byte[]> consumer = new QueueConsumer<byte[]>() {
+                    @Override
+                    public void consumeMessage(byte[] item) {
+                        if (consumed.incrementAndGet() <= take) {
+                            lastNanos.set(System.nanoTime());
+                        }
+                        all.countDown();
+                    }
+
+                    @Override
+                    public void stateChanged(CuratorFramework c, ConnectionState s) {}
+                };
+                DistributedQueue<byte[]> q = QueueBuilder.builder(clients.get(i), consumer, RAW, path).buildQueue();
+                q.start();
+                queues.add(q);
+            }
+        } else {
+            for (int i = 1; i <= consumers; i++) {
+                SimpleDistributedQueue q = new SimpleDistributedQueue(clients.get(i), path);
+                Thread t = new Thread(() -> {
+                    try {
+                        while (all.getCount() > 0) {
+                            if (q.poll(50, TimeUnit.MILLISECONDS) != null) {
+                                if (consumed.incrementAndGet() <= take) {
+                                    lastNanos.set(System.nanoTime());
+                                }
+                                all.countDown();
+                            }
+                        }
+                    } catch (Throwable e) {
+                        failed.compareAndSet(null, e);
+                        while (all.getCount() > 0) {
+                            all.countDown();
+                        }
+                    }
+                });
+                t.setDaemon(true);
+                t.start();
+                threads.add(t);
+            }
+        }
+        all.await(limitMs, TimeUnit.MILLISECONDS);
+        long got = Math.min(consumed.get(), take);
+        Result r = new Result();
+        long end = got == take ? lastNanos.get() : System.nanoTime();
+        r.seconds = (end - t0) / 1e9;
+        r.cpu = cpuSeconds() - cpu0;
+        for (DistributedQueue<byte[]> q : queues) {
+            q.close();
+        }
+        while (all.getCount() > 0) {
+            all.countDown();
+        }
+        for (Thread t : threads) {
+            t.join(5000);
+        }
+        if (failed.get() != null) {
+            throw new Exception("qdrain: " + got + " items, then " + failed.get(), failed.get());
+        }
+        r.ops = r.total = (int) Math.min(got, take);
         r.most = 1;
         return r;
     }
