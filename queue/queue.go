@@ -295,18 +295,24 @@ func (q *core) length(ctx context.Context) (int, error) {
 	if err := q.check(ctx); err != nil {
 		return 0, err
 	}
+	return countItems(ctx, q.e, q.full, ItemPrefix, q.what())
+}
+
+// countItems counts the items named prefix...<seq> in the directory full
+// now: 0 when it does not exist. what names the queue in the error.
+func countItems(ctx context.Context, e *engine.Client, full, prefix, what string) (int, error) {
 	var n int
-	err := q.e.Retry(ctx, func() error {
-		kids, _, err := q.e.Children(ctx, q.full)
+	err := e.Retry(ctx, func() error {
+		kids, _, err := e.Children(ctx, full)
 		if errors.Is(err, zk.ErrNoNode) {
 			n = 0
 			return nil
 		}
-		n = len(sortItems(kids, ItemPrefix, kindPlain))
+		n = len(sortItems(kids, prefix, kindPlain))
 		return err
 	})
 	if err != nil {
-		return 0, engine.Namedf(q.what(), "len: %w", err)
+		return 0, engine.Namedf(what, "len: %w", err)
 	}
 	return n, nil
 }

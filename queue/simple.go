@@ -181,20 +181,7 @@ func (q *SimpleQueue) Len(ctx context.Context) (int, error) {
 	if err := q.check(ctx); err != nil {
 		return 0, err
 	}
-	var n int
-	err := q.e.Retry(ctx, func() error {
-		kids, _, err := q.e.Children(ctx, q.full)
-		if errors.Is(err, zk.ErrNoNode) {
-			n = 0
-			return nil
-		}
-		n = len(sortItems(kids, SimplePrefix, kindPlain))
-		return err
-	})
-	if err != nil {
-		return 0, engine.Namedf(q.what(), "len: %w", err)
-	}
-	return n, nil
+	return countItems(ctx, q.e, q.full, SimplePrefix, q.what())
 }
 
 // head reads, and with remove deletes, the first item it can: the items
