@@ -34,6 +34,7 @@ import (
 	"github.com/go-zookeeper/zk"
 
 	"github.com/zkrecipes/zkrecipes/cache"
+	"github.com/zkrecipes/zkrecipes/internal/par"
 	"github.com/zkrecipes/zkrecipes/recipes"
 	"github.com/zkrecipes/zkrecipes/recipes/zktest"
 )
@@ -144,7 +145,7 @@ func startCacheWorker(t *testing.T, h *harness) *cacheWorker {
 				next = append(next, fmt.Sprintf("%s/%d", p, i))
 			}
 		}
-		if err := parallel(16, next, func(p string) error {
+		if err := par.Each(16, next, func(p string) error {
 			_, err := writer.Create(ctx, p, []byte("init"), 0)
 			return err
 		}); err != nil {
@@ -193,37 +194,6 @@ func startCacheWorker(t *testing.T, h *harness) *cacheWorker {
 	t.Logf("cache worker: two caches (persistent, oneshot) of %d nodes under %s", len(w.cands)+1, cacheRoot)
 	go w.run()
 	return w
-}
-
-// parallel runs fn on every item, n at a time, and returns the first error.
-func parallel(n int, items []string, fn func(string) error) error {
-	var (
-		wg    sync.WaitGroup
-		mu    sync.Mutex
-		first error
-		ch    = make(chan string)
-	)
-	for range n {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for it := range ch {
-				if err := fn(it); err != nil {
-					mu.Lock()
-					if first == nil {
-						first = err
-					}
-					mu.Unlock()
-				}
-			}
-		}()
-	}
-	for _, it := range items {
-		ch <- it
-	}
-	close(ch)
-	wg.Wait()
-	return first
 }
 
 func (w *cacheWorker) run() {
@@ -329,7 +299,7 @@ func (w *cacheWorker) readServer(ctx context.Context) (map[string]cacheNode, err
 	level := []string{cacheRoot}
 	for len(level) > 0 {
 		var next []string
-		err := parallel(16, level, func(p string) error {
+		err := par.Each(16, level, func(p string) error {
 			data, st, err := w.writer.Get(ctx, p)
 			if errors.Is(err, zk.ErrNoNode) {
 				return nil

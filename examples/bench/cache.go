@@ -52,6 +52,7 @@ import (
 	"github.com/zkrecipes/zkrecipes/cache"
 	"github.com/zkrecipes/zkrecipes/internal/engine"
 	"github.com/zkrecipes/zkrecipes/internal/interop"
+	"github.com/zkrecipes/zkrecipes/internal/par"
 	"github.com/zkrecipes/zkrecipes/recipes"
 	"github.com/zkrecipes/zkrecipes/recipes/zktest"
 )
@@ -235,7 +236,7 @@ func (b *bench) cacheSize(ctx context.Context, admin, oc *recipes.Client, pxOurs
 		leaves = append(leaves, fmt.Sprintf("%s/p%03d/n%03d", root, i/100, i%100))
 	}
 	for _, ps := range [][]string{level, leaves} {
-		if err := parallelDo(32, ps, func(p string) error {
+		if err := par.Each(32, ps, func(p string) error {
 			_, err := admin.Create(ctx, p, cacheValue("init"), 0)
 			return err
 		}); err != nil {
@@ -482,7 +483,7 @@ func (b *bench) cacheSize(ctx context.Context, admin, oc *recipes.Client, pxOurs
 
 	// Remove the tree (leaves, then parents, then the root).
 	for _, ps := range [][]string{leaves, level, {root}} {
-		_ = parallelDo(32, ps, func(p string) error { return admin.Delete(ctx, p, -1) })
+		_ = par.Each(32, ps, func(p string) error { return admin.Delete(ctx, p, -1) })
 	}
 
 	med := func(figs []cacheFigs, get func(cacheFigs) float64) float64 {
@@ -573,34 +574,3 @@ func (b *bench) cacheSize(ctx context.Context, admin, oc *recipes.Client, pxOurs
 
 // reads counts the read requests in s (a multiRead as one).
 func reads(s engine.Stats) float64 { return float64(s.GetData + s.Children + s.Exists + s.MultiReads) }
-
-// parallelDo runs fn on every item, n at a time, and returns the first error.
-func parallelDo(n int, items []string, fn func(string) error) error {
-	var (
-		wg    sync.WaitGroup
-		mu    sync.Mutex
-		first error
-		ch    = make(chan string)
-	)
-	for range n {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for it := range ch {
-				if err := fn(it); err != nil {
-					mu.Lock()
-					if first == nil {
-						first = err
-					}
-					mu.Unlock()
-				}
-			}
-		}()
-	}
-	for _, it := range items {
-		ch <- it
-	}
-	close(ch)
-	wg.Wait()
-	return first
-}
