@@ -155,12 +155,6 @@ func (e Event) String() string {
 	return e.Type.String() + " " + e.Path
 }
 
-// entry is a node in the cache's memory.
-type entry struct {
-	node Node
-	kids map[string]struct{} // names; nil for a leaf
-}
-
 // Cache is a local mirror of a ZooKeeper subtree, of one node, or of one
 // node's children, kept current by watches (see the package doc). Make it
 // with New, NewNodeCache, NewChildrenCache or NewTreeCache; Start it; read
@@ -173,7 +167,7 @@ type Cache struct {
 	o    options
 
 	mu          sync.RWMutex
-	nodes       map[string]*entry // by server path
+	st          *store // the nodes (store.go)
 	started     bool
 	closed      bool
 	initialized bool
@@ -206,7 +200,7 @@ func New(c *recipes.Client, path string, opts ...Option) (*Cache, error) {
 	}
 	return &Cache{
 		c: c, e: engine.Of(c), path: path, full: full, o: o,
-		nodes:  map[string]*entry{},
+		st:     newStore(),
 		initCh: make(chan struct{}),
 	}, nil
 }
@@ -469,11 +463,11 @@ func (c *Cache) Get(path string) (Node, bool) {
 	}
 	c.mu.RLock()
 	defer c.mu.RUnlock()
-	en := c.nodes[full]
-	if en == nil {
+	slot, _ := c.findLocked(full)
+	if slot < 0 {
 		return Node{}, false
 	}
-	return en.node, true
+	return c.nodeLocked(slot, full), true
 }
 
 // Children returns the names of the cached children of the node at path,
@@ -489,20 +483,64 @@ func (c *Cache) Children(path string) ([]string, bool) {
 	}
 	c.mu.RLock()
 	defer c.mu.RUnlock()
-	en := c.nodes[full]
-	if en == nil {
+	slot, _ := c.findLocked(full)
+	if slot < 0 {
 		return nil, false
 	}
-	return sortedKids(en), true
+	return c.childNamesLocked(slot), true
 }
 
-func sortedKids(en *entry) []string {
-	kids := make([]string, 0, len(en.kids))
-	for k := range en.kids {
-		kids = append(kids, k)
+// childNamesLocked returns the names of slot's children, sorted.
+func (c *Cache) childNamesLocked(slot int32) []string {
+	l := c.st.children(slot)
+	kids := make([]string, len(l))
+	for i, k := range l {
+		kids[i] = string(c.st.name(k))
 	}
-	slices.Sort(kids)
 	return kids
+}
+
+// rel returns full's path below the cache's root, as the store takes it
+// ("" for the root, else names joined by "/"); false outside the root's
+// subtree.
+func (c *Cache) rel(full string) (string, bool) {
+	switch {
+	case full == c.full:
+		return "", true
+	case c.full == "/":
+		return full[min(1, len(full)):], len(full) > 1 && full[0] == '/'
+	case len(full) > len(c.full)+1 && full[len(c.full)] == '/' && strings.HasPrefix(full, c.full):
+		return full[len(c.full)+1:], true
+	}
+	return "", false
+}
+
+// findLocked returns the slot of the node at full (-1: not cached) and
+// its parent's (-1 for the root, or when the parent is not cached).
+func (c *Cache) findLocked(full string) (slot, parent int32) {
+	rel, ok := c.rel(full)
+	if !ok {
+		return -1, -1
+	}
+	return c.st.find(rel)
+}
+
+// nodeLocked returns slot's Node; full is its server path.
+func (c *Cache) nodeLocked(slot int32, full string) Node {
+	data, st := c.st.node(slot)
+	return Node{Path: c.e.StripNamespace(full), Data: data, Stat: st}
+}
+
+// joinName returns the path of parent's child name, in one allocation.
+func joinName(parent string, name []byte) string {
+	var b strings.Builder
+	b.Grow(len(parent) + 1 + len(name))
+	b.WriteString(parent)
+	if parent != "/" {
+		b.WriteByte('/')
+	}
+	b.Write(name)
+	return b.String()
 }
 
 // Size returns the number of cached nodes.
@@ -512,8 +550,8 @@ func (c *Cache) Size() int {
 	}
 	c.mu.RLock()
 	defer c.mu.RUnlock()
-	n := len(c.nodes)
-	if c.o.childrenOnly && c.nodes[c.full] != nil {
+	n := c.st.size()
+	if c.o.childrenOnly && c.st.root >= 0 {
 		n--
 	}
 	return n
@@ -528,10 +566,10 @@ func (c *Cache) Snapshot() []Node {
 	}
 	c.mu.RLock()
 	defer c.mu.RUnlock()
-	out := make([]Node, 0, len(c.nodes))
-	c.preorderLocked(func(full string, en *entry) {
+	out := make([]Node, 0, c.st.size())
+	c.preorderLocked(func(full string, slot int32) {
 		if c.visible(full) {
-			out = append(out, en.node)
+			out = append(out, c.nodeLocked(slot, full))
 		}
 	})
 	return out
@@ -549,20 +587,18 @@ func (c *Cache) Walk(fn func(Node) bool) {
 }
 
 // preorderLocked visits the cached nodes depth-first from the root,
-// siblings sorted; c.mu is held.
-func (c *Cache) preorderLocked(visit func(full string, en *entry)) {
-	var walk func(full string, en *entry)
-	walk = func(full string, en *entry) {
-		visit(full, en)
-		for _, k := range sortedKids(en) {
-			kf := engine.JoinPath(full, k)
-			if ken := c.nodes[kf]; ken != nil {
-				walk(kf, ken)
-			}
+// siblings sorted, with their server paths; c.mu is held, and visit
+// changes nothing.
+func (c *Cache) preorderLocked(visit func(full string, slot int32)) {
+	var walk func(full string, slot int32)
+	walk = func(full string, slot int32) {
+		visit(full, slot)
+		for _, k := range c.st.children(slot) {
+			walk(joinName(full, c.st.name(k)), k)
 		}
 	}
-	if en := c.nodes[c.full]; en != nil {
-		walk(c.full, en)
+	if c.st.root >= 0 {
+		walk(c.full, c.st.root)
 	}
 }
 
@@ -594,56 +630,60 @@ func (c *Cache) inScope(full string) bool {
 // (then it is gone already: its deletion is reported later); NodeChanged
 // when its mzxid moved.
 func (c *Cache) upsertLocked(evs []Event, full string, data []byte, st *zk.Stat) []Event {
-	old := c.nodes[full]
-	if old != nil && old.node.Stat.Czxid == st.Czxid && st.Mzxid <= old.node.Stat.Mzxid {
-		return evs
-	}
-	if old != nil && old.node.Stat.Czxid != st.Czxid {
-		evs = c.removeLocked(evs, full)
-		old = nil
+	slot, parent := c.findLocked(full)
+	if slot >= 0 {
+		_, cur := c.st.node(slot)
+		if cur.Czxid == st.Czxid && st.Mzxid <= cur.Mzxid {
+			return evs
+		}
+		if cur.Czxid != st.Czxid {
+			evs = c.removeLocked(evs, full)
+			slot, parent = c.findLocked(full)
+		}
 	}
 	if c.o.noData {
 		data = nil
 	}
-	n := Node{Path: c.e.StripNamespace(full), Data: data, Stat: *st}
-	if old != nil {
-		prev := old.node
-		old.node = n
+	if slot >= 0 {
+		prev := c.nodeLocked(slot, full)
+		c.st.replace(slot, data, st)
+		n := c.nodeLocked(slot, full)
 		return c.emit(evs, Event{Type: NodeChanged, Path: n.Path, Old: &prev, New: &n})
 	}
-	if full != c.full {
-		parent, name := engine.SplitPath(full)
-		pen := c.nodes[parent]
-		if pen == nil {
-			return evs
-		}
-		if pen.kids == nil {
-			pen.kids = map[string]struct{}{}
-		}
-		pen.kids[name] = struct{}{}
+	switch {
+	case full == c.full:
+		slot = c.st.setRoot(data, st)
+	case parent < 0:
+		return evs // the parent is not cached: gone already
+	default:
+		_, name := engine.SplitPath(full)
+		slot = c.st.insert(parent, name, data, st)
 	}
-	c.nodes[full] = &entry{node: n}
+	n := c.nodeLocked(slot, full)
 	return c.emit(evs, Event{Type: NodeCreated, Path: n.Path, New: &n})
 }
 
 // removeLocked drops the node at full and its subtree, reporting each
 // node deepest first.
 func (c *Cache) removeLocked(evs []Event, full string) []Event {
-	en := c.nodes[full]
-	if en == nil {
+	slot, parent := c.findLocked(full)
+	if slot < 0 {
 		return evs
 	}
-	for _, k := range sortedKids(en) {
-		evs = c.removeLocked(evs, engine.JoinPath(full, k))
+	if parent >= 0 {
+		c.st.unlink(parent, slot)
 	}
-	delete(c.nodes, full)
-	if full != c.full {
-		parent, name := engine.SplitPath(full)
-		if pen := c.nodes[parent]; pen != nil {
-			delete(pen.kids, name)
-		}
+	return c.dropLocked(evs, slot, full)
+}
+
+// dropLocked frees slot (at full) and its subtree, reporting each node
+// deepest first, siblings in order; its parent's list is left as it is.
+func (c *Cache) dropLocked(evs []Event, slot int32, full string) []Event {
+	for _, k := range c.st.children(slot) {
+		evs = c.dropLocked(evs, k, joinName(full, c.st.name(k)))
 	}
-	prev := en.node
+	prev := c.nodeLocked(slot, full)
+	c.st.free(slot)
 	return c.emit(evs, Event{Type: NodeDeleted, Path: prev.Path, Old: &prev})
 }
 

@@ -126,12 +126,12 @@ func (fb *fallback) read(ctx context.Context, w *engine.Watches, full string, de
 		evs = c.removeLocked(evs, full)
 	} else {
 		evs = c.upsertLocked(evs, full, v.Data, v.Stat)
-		if en := c.nodes[full]; en != nil && deeper {
+		if slot, _ := c.findLocked(full); slot >= 0 && deeper {
 			listed := make(map[string]struct{}, len(kids))
 			for _, k := range kids {
 				listed[k] = struct{}{}
 			}
-			for _, k := range sortedKids(en) {
+			for _, k := range c.childNamesLocked(slot) {
 				if _, ok := listed[k]; !ok {
 					evs = c.removeLocked(evs, engine.JoinPath(full, k))
 				}

@@ -105,8 +105,8 @@ func (c *Cache) Listen(fn func(Event), opts ...ListenOption) (remove func()) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	var first []Event
-	c.preorderLocked(func(full string, en *entry) {
-		n := en.node
+	c.preorderLocked(func(full string, slot int32) {
+		n := c.nodeLocked(slot, full)
 		first = c.emit(first, Event{Type: NodeCreated, Path: n.Path, New: &n})
 	})
 	if c.initialized {

@@ -152,16 +152,18 @@ func (c *Cache) load(ctx context.Context) error {
 		return nil
 	}
 	var evs []Event
-	var order []string
-	c.preorderLocked(func(full string, _ *entry) { order = append(order, full) })
+	type cached struct {
+		full string
+		slot int32
+	}
+	var order []cached
+	c.preorderLocked(func(full string, slot int32) { order = append(order, cached{full, slot}) })
 	for i := len(order) - 1; i >= 0; i-- {
-		full := order[i]
-		en := c.nodes[full]
-		if en == nil {
-			continue // went with an ancestor
-		}
-		if l := tree[full]; l == nil || l.stat.Czxid != en.node.Stat.Czxid {
-			evs = c.removeLocked(evs, full)
+		// Reverse preorder: a node's subtree comes before it, so no node
+		// here went with an ancestor yet.
+		o := order[i]
+		if l := tree[o.full]; l == nil || l.stat.Czxid != c.st.czxid(o.slot) {
+			evs = c.removeLocked(evs, o.full)
 		}
 	}
 	var walk func(full string)
@@ -171,7 +173,7 @@ func (c *Cache) load(ctx context.Context) error {
 			return
 		}
 		evs = c.upsertLocked(evs, full, l.data, &l.stat)
-		if c.nodes[full] == nil {
+		if slot, _ := c.findLocked(full); slot < 0 {
 			return
 		}
 		for _, k := range l.kids {
@@ -523,7 +525,7 @@ func (c *Cache) apply(ctx context.Context, evs []engine.PersistentEvent) error {
 		r := byPath[ev.Path]
 		switch ev.Type {
 		case zk.EventNodeDeleted:
-			if en := c.nodes[ev.Path]; en != nil && r.there && r.stat.Czxid == en.node.Stat.Czxid {
+			if slot, _ := c.findLocked(ev.Path); slot >= 0 && r.there && r.stat.Czxid == c.st.czxid(slot) {
 				continue // an older node's deletion
 			}
 			out = c.removeLocked(out, ev.Path)
