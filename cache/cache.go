@@ -125,8 +125,10 @@ func (t EventType) String() string {
 // Stat as of its last data change: the children fields (Cversion,
 // NumChildren, Pzxid) may be older, as the cache does not read a node
 // again when only its children change; Cache.Children gives them.
-// The Data slice is shared with the cache and every listener: do not
-// modify it.
+// The Data slice is the cache's own memory, shared with every caller and
+// listener (a slice of a block of many nodes' records, its capacity
+// capped to its length): do not modify it. The cache never writes it
+// again, so a Node stays as it was when read, whatever changes after.
 type Node struct {
 	Path string
 	Data []byte

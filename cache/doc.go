@@ -111,5 +111,20 @@
 // # Memory
 //
 // The cache holds every node of its subtree (and its data, unless
-// WithoutData) in the process: size it to the subtree it mirrors.
+// WithoutData) in the process: size it to the subtree it mirrors. It
+// keeps them packed: a tree of nodes addressed by index, each with the
+// sorted indexes of its children, and per node one record of bytes in
+// blocks of up to 64 KiB, holding the node's name (not its path: paths
+// are rebuilt on each read and event), its Stat packed as varints (about
+// 15 bytes where zk.Stat takes 68) and its data. Measured (examples/bench
+// -which cache, ZooKeeper 3.9.6, 101,001 nodes under fan-out 100 with
+// 100-byte values): 139 heap bytes per cached node, about 40 beside the
+// value, against 358 with a map of Node values and about 400 for Curator
+// 5.7.1's CuratorCache on the same tree. A change writes a new record
+// and never rewrites bytes in place; the blocks are compacted once more
+// than half of them is superseded records. Reads and events build their
+// Node values as they go (a path string per node); a Node's Data is a
+// slice of a block, shared, so a Data held after the node changed keeps
+// its block (up to 64 KiB) in memory. A value over 16 KiB has an
+// allocation of its own.
 package cache

@@ -9,11 +9,12 @@ import (
 	"github.com/go-zookeeper/zk"
 )
 
-// The cache's nodes in memory (about 150 bytes per node of 100-byte
-// values where a map of Node values took 358): a tree of slots addressed
-// by int32 index, each a packed reference to one immutable record of
-// bytes, [header][name][stat][data], in a chunked append-only arena, and,
-// for a node with cached children, a sorted list of its children's slots.
+// The cache's nodes in memory (139 heap bytes per node of 100-byte
+// values at 101,001 nodes, where a map of Node values took 358): a tree
+// of slots addressed by int32 index, each a packed reference to one
+// immutable record of bytes, [header][name][stat][data], in a chunked
+// append-only arena, and, for a node with cached children, a sorted list
+// of its children's slots.
 // No node holds its path: paths are rebuilt from the names on the way
 // down. A change appends a new record (bytes once written are never
 // written again: a Node's Data, handed to callers and listeners, is a
