@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"runtime"
 	"slices"
 	"strings"
 	"testing"
@@ -338,4 +339,37 @@ func TestStorePaths(t *testing.T) {
 			}
 		}
 	}
+}
+
+// The memory target, held by the store alone: at most half of
+// Curator 5.7.1's ~390 heap bytes per cached node for the benchmark's
+// tree (101,001 nodes, fan-out 100, 100-byte values, stats as a server
+// gives them). The benchmark measures 139 through a real cache.
+func TestStoreBytesPerNode(t *testing.T) {
+	value := bytes.Repeat([]byte("."), 100)
+	zxid, ms := int64(0x2_0000_0010), int64(1764150000000)
+	stat := func() *zk.Stat {
+		zxid++
+		ms += rand.Int64N(2)
+		return &zk.Stat{Czxid: zxid, Mzxid: zxid, Pzxid: zxid, Ctime: ms, Mtime: ms, DataLength: 100}
+	}
+	var m0, m1 runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&m0)
+	s := newStore()
+	s.setRoot(value, stat())
+	for i := range 1000 {
+		p := s.insert(s.root, fmt.Sprintf("p%03d", i), value, stat())
+		for j := range 100 {
+			s.insert(p, fmt.Sprintf("n%03d", j), value, stat())
+		}
+	}
+	runtime.GC()
+	runtime.ReadMemStats(&m1)
+	per := float64(int64(m1.HeapAlloc)-int64(m0.HeapAlloc)) / float64(s.size())
+	t.Logf("%d nodes: %.0f heap bytes per node (live record bytes %.0f per node)", s.size(), per, float64(s.live)/float64(s.size()))
+	if per > 175 {
+		t.Errorf("%.0f heap bytes per node, want at most 175 (the issue's target is 196)", per)
+	}
+	runtime.KeepAlive(s)
 }
