@@ -184,6 +184,12 @@ type Cache struct {
 	cancel     context.CancelFunc
 	done       chan struct{} // the worker has ended
 	watch      *engine.PersistentWatch
+
+	// Owned by the persistent watch's goroutine (runPersistent): which
+	// deletion events may be older than the node the cache holds, and so
+	// must be checked against a read (see apply).
+	verifyTo uint64            // every event up to this Seq (after a load)
+	ahead    map[string]uint64 // a node's, up to this Seq (after its read)
 }
 
 // New returns a cache of the subtree at path (Curator's CuratorCache;

@@ -16,6 +16,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/zkrecipes/zkrecipes/cache"
+	"github.com/zkrecipes/zkrecipes/internal/testutil"
 	"github.com/zkrecipes/zkrecipes/recipes"
 	"github.com/zkrecipes/zkrecipes/recipes/zktest"
 )
@@ -85,12 +86,14 @@ func inParallel(n int, fn func(i int) error) error {
 // replay applies a listener's events to a map of path -> node, failing
 // on an event that contradicts the ones before it (a create of a node
 // already there, a change or delete of one that is not, an Old that is
-// not what was reported last).
+// not what was reported last, a node reported deleted that comes back
+// with its czxid: it was never deleted).
 type replay struct {
-	mu    sync.Mutex
-	nodes map[string]cache.Node
-	bad   []string
-	inits int
+	mu      sync.Mutex
+	nodes   map[string]cache.Node
+	deleted map[string]int64 // path -> czxid of the node last reported deleted there
+	bad     []string
+	inits   int
 }
 
 func (r *replay) add(ev cache.Event) {
@@ -105,6 +108,10 @@ func (r *replay) add(ev cache.Event) {
 		if there {
 			r.bad = append(r.bad, "created twice: "+ev.Path)
 		}
+		if cz, ok := r.deleted[ev.Path]; ok && cz == ev.New.Stat.Czxid {
+			// A node made again has a new czxid: this one was never gone.
+			r.bad = append(r.bad, "reported deleted, yet there with the same czxid: "+ev.Path)
+		}
 		r.nodes[ev.Path] = *ev.New
 	case cache.NodeChanged:
 		if !there || prev.Stat.Mzxid != ev.Old.Stat.Mzxid || ev.New.Stat.Mzxid <= ev.Old.Stat.Mzxid {
@@ -116,6 +123,10 @@ func (r *replay) add(ev cache.Event) {
 			r.bad = append(r.bad, "a delete out of sequence: "+ev.Path)
 		}
 		delete(r.nodes, ev.Path)
+		if r.deleted == nil {
+			r.deleted = map[string]int64{}
+		}
+		r.deleted[ev.Path] = ev.Old.Stat.Czxid
 	case cache.Initialized:
 		r.inits++
 	}
@@ -348,4 +359,49 @@ func TestConvergenceEnsemble(t *testing.T) {
 	defer rp.mu.Unlock()
 	assert.Empty(t, rp.bad)
 	assert.Equal(t, 1, rp.inits)
+}
+
+// Deletions are reported only for nodes that went: while a writer
+// deletes and makes again a few nodes as fast as it can, many requests in
+// flight, the cache's reads are often answered after later events came
+// (the deletion of the node a read saw, or of an older one). A deletion
+// event older than the node the cache holds must not be reported (the
+// replay fails on a node reported deleted that is there with its czxid),
+// and the cache ends equal to the server.
+func TestDeletionsOfOlderNodes(t *testing.T) {
+	zkc := testutil.SharedServer(t)
+	ctx := context.Background()
+	c := connect(t, zkc.Servers())
+	w := connect(t, zkc.Servers())
+	root := fmt.Sprintf("/older-%d", time.Now().UnixNano())
+	createTree(t, w, root, 8, 1, []byte("v0"))
+	cc, err := cache.New(c, root)
+	require.NoError(t, err)
+	var rp replay
+	defer cc.Listen(rp.add)()
+	start(t, cc)
+	deadline := time.Now().Add(3 * time.Second)
+	require.NoError(t, inParallel(32, func(i int) error {
+		p := fmt.Sprintf("%s/n%d", root, i%8)
+		for k := 0; time.Now().Before(deadline); k++ {
+			var err error
+			switch k % 3 {
+			case 0:
+				_, err = w.Set(ctx, p, []byte(fmt.Sprintf("s%d", k)), -1)
+			case 1:
+				err = w.Delete(ctx, p, -1)
+			case 2:
+				_, err = w.Create(ctx, p, []byte("v0"), 0)
+			}
+			if err != nil && !errors.Is(err, zk.ErrNoNode) && !errors.Is(err, zk.ErrNodeExists) {
+				return err
+			}
+		}
+		return nil
+	}))
+	eventually(t, 10*time.Second, "the cache equals the server", func() bool { return equalsServer(t, w, cc, root, -1, false) })
+	eventually(t, 10*time.Second, "the events replayed give the cache", func() bool { return rp.equals(cc.Snapshot()) })
+	rp.mu.Lock()
+	defer rp.mu.Unlock()
+	assert.Empty(t, rp.bad)
 }

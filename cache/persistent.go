@@ -87,7 +87,7 @@ func (c *Cache) runPersistent(ctx context.Context, w *engine.PersistentWatch) (f
 		again = timer.C
 	}
 	load := func() {
-		if err := c.load(ctx); err != nil {
+		if err := c.load(ctx, w); err != nil {
 			if ctx.Err() == nil {
 				failed(err)
 			}
@@ -131,7 +131,7 @@ func (c *Cache) runPersistent(ctx context.Context, w *engine.PersistentWatch) (f
 		if needsLoad {
 			continue // the next load covers these
 		}
-		if err := c.apply(ctx, evs); err != nil && ctx.Err() == nil {
+		if err := c.apply(ctx, w, evs); err != nil && ctx.Err() == nil {
 			failed(err)
 		}
 	}
@@ -141,11 +141,19 @@ func (c *Cache) runPersistent(ctx context.Context, w *engine.PersistentWatch) (f
 // differs (NodeDeleted first, deepest first; then NodeCreated and
 // NodeChanged, parents first), then Initialized the first time, Resynced
 // after.
-func (c *Cache) load(ctx context.Context) error {
+func (c *Cache) load(ctx context.Context, w *engine.PersistentWatch) error {
 	tree, err := c.readTree(ctx)
 	if err != nil {
 		return err
 	}
+	// The tree may be newer than events still to come from before its
+	// replies: their deletions are checked (apply). The reads went through
+	// the Wire (MultiRead), whose replies can overtake events; an exists
+	// through go-zookeeper after them is a barrier (PersistentWatch.Routed).
+	if _, _, err := c.e.Exists(ctx, c.full); err != nil {
+		return err
+	}
+	c.verifyTo, c.ahead = w.Routed(), nil
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.closed {
@@ -441,17 +449,40 @@ func (c *Cache) readTree(ctx context.Context) (map[string]*loaded, error) {
 	return out, nil
 }
 
-// apply merges a batch of the watch's events. Every node they name is
-// read (all at once, pipelined): its data for a creation or a change, its
-// stat alone for a deletion. Then the events are applied in order, each
-// against what the read saw, which is as of after the whole batch (or
-// later): the creations and changes of a node before its last deletion in
-// the batch are skipped (what was read is after that deletion), and a
-// deletion of a node that the read still shows with the czxid the cache
-// holds is skipped too (the node deleted was an older one, whose deletion
-// the cache's copy already reflects: reporting it would delete a node that
-// exists).
-func (c *Cache) apply(ctx context.Context, evs []engine.PersistentEvent) error {
+// apply merges a batch of the watch's events. Every node created or
+// changed is read (all at once, pipelined), and so is a deleted one whose
+// deletion may be older than the node the cache holds (its stat alone).
+// Then the events are applied in order, each against what the read saw,
+// which is as of after the whole batch (or later): the creations and
+// changes of a node before its last deletion in the batch are skipped
+// (what was read is after that deletion), and a deletion of a node that
+// the read still shows with the czxid the cache holds is skipped too (the
+// node deleted was an older one, whose deletion the cache's copy already
+// reflects: reporting it would delete a node that exists).
+//
+// A deletion can be older than the cached node only if the node's read
+// (here or in a load) was answered after the deletion's event came: then
+// the event has a Seq at most what PersistentWatch.Routed said after the
+// read (c.ahead, c.verifyTo). Any other deletion is applied without a
+// read: most are, as reads overtake events only while changes pile up.
+func (c *Cache) apply(ctx context.Context, w *engine.PersistentWatch, evs []engine.PersistentEvent) error {
+	var lo, hi uint64 // the batch's Seqs
+	for _, ev := range evs {
+		if ev.Kind == engine.PersistentNode {
+			if lo == 0 {
+				lo = ev.Seq
+			}
+			hi = ev.Seq
+		}
+	}
+	for p, to := range c.ahead {
+		if to < lo {
+			delete(c.ahead, p) // no event to come is that old
+		}
+	}
+	check := func(ev engine.PersistentEvent) bool {
+		return ev.Seq <= c.verifyTo || ev.Seq <= c.ahead[ev.Path]
+	}
 	lastDelete := map[string]int{}
 	wantData := map[string]bool{}
 	var toRead []string
@@ -462,6 +493,9 @@ func (c *Cache) apply(ctx context.Context, evs []engine.PersistentEvent) error {
 		switch ev.Type {
 		case zk.EventNodeDeleted:
 			lastDelete[ev.Path] = i
+			if !check(ev) {
+				continue
+			}
 		case zk.EventNodeCreated, zk.EventNodeDataChanged:
 		default:
 			continue
@@ -471,9 +505,6 @@ func (c *Cache) apply(ctx context.Context, evs []engine.PersistentEvent) error {
 			toRead = append(toRead, ev.Path)
 		}
 		wantData[ev.Path] = data || ev.Type != zk.EventNodeDeleted
-	}
-	if len(toRead) == 0 {
-		return nil
 	}
 	type result struct {
 		there bool
@@ -508,6 +539,7 @@ func (c *Cache) apply(ctx context.Context, evs []engine.PersistentEvent) error {
 	if err != nil {
 		return err
 	}
+	routed := w.Routed() // the reads are no newer than later events
 	byPath := make(map[string]*result, len(toRead))
 	for i, p := range toRead {
 		byPath[p] = &results[i]
@@ -525,7 +557,7 @@ func (c *Cache) apply(ctx context.Context, evs []engine.PersistentEvent) error {
 		r := byPath[ev.Path]
 		switch ev.Type {
 		case zk.EventNodeDeleted:
-			if slot, _ := c.findLocked(ev.Path); slot >= 0 && r.there && r.stat.Czxid == c.st.czxid(slot) {
+			if slot, _ := c.findLocked(ev.Path); slot >= 0 && r != nil && r.there && r.stat.Czxid == c.st.czxid(slot) {
 				continue // an older node's deletion
 			}
 			out = c.removeLocked(out, ev.Path)
@@ -535,6 +567,12 @@ func (c *Cache) apply(ctx context.Context, evs []engine.PersistentEvent) error {
 			}
 			if r.there {
 				out = c.upsertLocked(out, ev.Path, r.data, r.stat)
+				if routed > hi { // events after the batch may be older than the read
+					if c.ahead == nil {
+						c.ahead = map[string]uint64{}
+					}
+					c.ahead[ev.Path] = routed
+				}
 			} else {
 				out = c.removeLocked(out, ev.Path) // deleted since: its event follows
 			}

@@ -103,6 +103,9 @@ type PersistentEvent struct {
 	Path string       // PersistentNode: the server path of the node that changed
 	Type zk.EventType // PersistentNode: NodeCreated, NodeDeleted, NodeDataChanged (and NodeChildrenChanged, not recursive)
 	Err  error        // PersistentFailed
+	// Seq is a PersistentNode event's place in the client's watch events
+	// (1, 2, ...), in the connection's order: see Routed.
+	Seq uint64
 }
 
 // PersistentWatch is one persistent watch of a Client, from AddWatch
@@ -121,6 +124,17 @@ func (w *PersistentWatch) Path() string { return w.path }
 
 // Recursive reports whether the watch covers the subtree.
 func (w *PersistentWatch) Recursive() bool { return w.recursive }
+
+// Routed returns the Seq of the last watch event the client has routed
+// (to any watch). go-zookeeper's receive goroutine routes events and hands
+// out replies in the order the connection brought them, so every event
+// that came before the reply to one of the client's requests has a Seq at
+// most Routed() read after the request returned. A read's result is
+// therefore no newer than an event with a larger Seq. Not for the Wire's
+// own requests (MultiRead): their replies can overtake events go-zookeeper
+// has yet to route; a go-zookeeper request sent after them (say an
+// Exists) is a barrier.
+func (w *PersistentWatch) Routed() uint64 { return w.c.pw.seq.Load() }
 
 // Events blocks until the watch has events and returns them all, in
 // order: a PersistentResync first, then every event. ok is false once the
@@ -151,6 +165,7 @@ type pwatches struct {
 	mu          sync.Mutex
 	entries     map[string]*pwEntry
 	n           atomic.Int32  // len(entries), read without mu on every event
+	seq         atomic.Uint64 // node events routed (PersistentEvent.Seq)
 	unsupported atomic.Bool   // the server answered UNIMPLEMENTED or MARSHALLINGERROR to addWatch
 	noRemove    atomic.Bool   // the server cannot remove persistent watches (3.6–3.8)
 	op          chan struct{} // one addWatch or removeWatches exchange at a time
@@ -427,6 +442,7 @@ func (p *pwatches) route(ev zk.Event) {
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	seq := p.seq.Add(1)
 	for at := ev.Path; ; {
 		if e := p.entries[at]; e != nil {
 			exact := at == ev.Path
@@ -435,7 +451,7 @@ func (p *pwatches) route(ev zk.Event) {
 			// its own node.
 			if (e.recursive && ev.Type != zk.EventNodeChildrenChanged) || (!e.recursive && exact) {
 				for o := range e.owners {
-					o.q.push(PersistentEvent{Kind: PersistentNode, Path: ev.Path, Type: ev.Type})
+					o.q.push(PersistentEvent{Kind: PersistentNode, Path: ev.Path, Type: ev.Type, Seq: seq})
 				}
 			}
 		}

@@ -3,6 +3,7 @@ package engine
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"slices"
@@ -128,7 +129,7 @@ func TestPersistentRoute(t *testing.T) {
 		evs, _ := w.q.poll()
 		var out []string
 		for _, ev := range evs {
-			out = append(out, ev.Type.String()+" "+ev.Path)
+			out = append(out, fmt.Sprintf("%d %s %s", ev.Seq, ev.Type, ev.Path))
 		}
 		return out
 	}
@@ -137,7 +138,12 @@ func TestPersistentRoute(t *testing.T) {
 			t.Errorf("%s: got %q, want %q", name, g, want)
 		}
 	}
-	check("root", root, "EventNodeCreated /a/b/c/d", "EventNodeDataChanged /a", "EventNodeDeleted /a/bb")
-	check("tree", tree, "EventNodeCreated /a/b/c/d")
-	check("plain", plain, "EventNodeDataChanged /a", "EventNodeChildrenChanged /a")
+	// Seq numbers the node events in the connection's order, whoever
+	// hears them.
+	check("root", root, "1 EventNodeCreated /a/b/c/d", "3 EventNodeDataChanged /a", "5 EventNodeDeleted /a/bb")
+	check("tree", tree, "1 EventNodeCreated /a/b/c/d")
+	check("plain", plain, "3 EventNodeDataChanged /a", "4 EventNodeChildrenChanged /a")
+	if p.seq.Load() != 5 {
+		t.Errorf("routed %d node events, want 5", p.seq.Load())
+	}
 }
