@@ -148,9 +148,16 @@ func TestChaos(t *testing.T) {
 	t.Logf("%d workers running; injecting faults for %v (seed %d), logs in %s", len(h.procs), *flagDuration, seed, dir)
 
 	cw := startCacheWorker(t, h) // cache_test.go
+	var stopWatchers []func()
+	for _, start := range roleWatchers { // hooks_test.go
+		stopWatchers = append(stopWatchers, start(h))
+	}
 	runStart := time.Now()
 	h.runFaults(runStart.Add(*flagDuration))
 	runEnd := time.Now()
+	for _, stop := range stopWatchers {
+		stop()
+	}
 	cw.stop()
 
 	h.stopWorkers(time.Minute)
