@@ -22,6 +22,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"time"
@@ -182,6 +184,16 @@ func startPNodeWatcher(h *harness) func() {
 		close(done)
 		wg.Wait()
 		_ = c.Close(context.Background())
+		// Kept with the worker logs: "<start> <end> <worker> <0|1> <seg> <n> <owner>".
+		var b strings.Builder
+		pnodeWatch.mu.Lock()
+		for _, o := range pnodeWatch.obs {
+			fmt.Fprintf(&b, "%d %d %s %d %d %d %#x\n", o.start, o.end, o.name, map[bool]int{false: 0, true: 1}[o.present], o.seg, o.n, o.owner)
+		}
+		pnodeWatch.mu.Unlock()
+		if err := os.WriteFile(filepath.Join(h.dir, "pnode-watch.txt"), []byte(b.String()), 0o644); err != nil {
+			h.t.Log(err)
+		}
 	}
 }
 
@@ -231,8 +243,11 @@ func (h *harness) checkPNodeRole(rep *report, logs map[string][]event) {
 	for _, v := range r.violations {
 		rep.violationOf("pnode", "%s", v)
 	}
-	rep.extra = append(rep.extra, fmt.Sprintf("pnode-sets=%d pnode-reads=%d pnode-absences=%d (longest %v after its fault healed) pnode-closes=%d pnode-violations=%d",
+	rep.extra = append(rep.extra, fmt.Sprintf("pnode-sets=%d pnode-reads=%d pnode-absences=%d (longest %v) pnode-closes=%d pnode-violations=%d",
 		r.acked, len(obs), r.absences, r.longest.Round(time.Millisecond), r.closes, len(r.violations)))
-	rep.note("pnode: %d SetData calls, %d acknowledged, %d failed; %d nodes started, %d closed and checked gone; the watcher read the nodes %d times (%d reads failed: no quorum or no connection) and saw %d absences (or stale data) that ended, the longest %v after the fault that caused it healed (%s; bound %v); %d reads saw no node, %d saw a node of the latest acknowledged data or newer",
-		r.calls, r.acked, r.failed, r.starts, r.closes, len(obs), errs, r.absences, r.longest.Round(time.Millisecond), r.longestWhat, unavailBound, r.absent, r.fresh)
+	if len(r.absent1) > 12 {
+		r.absent1 = append(r.absent1[:12], "...")
+	}
+	rep.note("pnode: %d SetData calls, %d acknowledged, %d failed; %d nodes started, %d closed and checked gone; the watcher read the nodes %d times (%d reads failed: no quorum or no connection): %d saw no node, %d a node of the latest acknowledged data or newer; %d absences (or stale data) that ended, the longest %v (bound: back within %v of the fault's heal or the absence's start): %s",
+		r.calls, r.acked, r.failed, r.starts, r.closes, len(obs), errs, r.absent, r.fresh, r.absences, r.longest.Round(time.Millisecond), unavailBound, strings.Join(r.absent1, "; "))
 }

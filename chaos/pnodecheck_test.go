@@ -38,9 +38,10 @@ type pResult struct {
 	calls       int // SetData calls
 	acked       int
 	failed      int
-	starts      int // PersistentNodes started
-	closes      int // closed and checked gone
-	absences    int // stretches of reads without the node (or with stale data) that ended
+	starts      int      // PersistentNodes started
+	closes      int      // closed and checked gone
+	absences    int      // stretches of reads without the node (or with stale data) that ended
+	absent1     []string // each, described
 	longest     time.Duration
 	longestWhat string
 	absent      int // reads that found no node
@@ -192,8 +193,14 @@ func checkPNodeHistory(lines []qLine, obs []pObs, faults []pFault, bound time.Du
 			}
 			if !still {
 				r.absences++
-				if d > r.longest {
-					r.longest, r.longestWhat = d, fmt.Sprintf("%s at %s, %s", name, rel(from), what)
+				own := time.Duration(end - from)
+				desc := fmt.Sprintf("%s at %s for %v", name, rel(from), own.Round(time.Millisecond))
+				if base != from {
+					desc += fmt.Sprintf(", back %v after fault %s healed", d.Round(time.Millisecond), what)
+				}
+				r.absent1 = append(r.absent1, desc)
+				if own > r.longest {
+					r.longest, r.longestWhat = own, desc
 				}
 			}
 		}
@@ -279,6 +286,8 @@ func TestPNodeChecker(t *testing.T) {
 		{"data read before it was set", []pObs{at("p-1", 50, true, 1, 2)}, faults, "had not set"},
 		{"back too late after the heal", []pObs{at("p-1", 150, true, 1, 2), at("p-1", 2400, false, 0, 0), at("p-1", 4400, true, 2, 2)}, faults, "came back"},
 		{"away with no fault", []pObs{at("p-1", 150, true, 1, 2), at("p-1", 2400, false, 0, 0), at("p-1", 6500, true, 2, 2)}, nil, "after it went"},
+		{"away long before a fault", []pObs{at("p-1", 150, true, 1, 2), at("p-1", 2400, false, 0, 0), at("p-1", 9000, true, 2, 2)},
+			[]pFault{{start: 8000 * ms, heal: 8500 * ms, what: "#2 late"}}, "after it went"},
 		{"never back", []pObs{at("p-1", 150, true, 1, 2), at("p-1", 2400, false, 0, 0), at("p-1", 6500, false, 0, 0)}, nil, "still away"},
 		{"back in time", []pObs{at("p-1", 150, true, 1, 2), at("p-1", 2400, false, 0, 0), at("p-1", 4000, true, 2, 2)}, faults, ""},
 	} {
