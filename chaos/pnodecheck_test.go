@@ -195,8 +195,11 @@ func checkPNodeHistory(lines []qLine, obs []pObs, faults []pFault, bound time.Du
 				r.absences++
 				own := time.Duration(end - from)
 				desc := fmt.Sprintf("%s at %s for %v", name, rel(from), own.Round(time.Millisecond))
-				if base != from {
+				switch {
+				case base != from && d >= 0:
 					desc += fmt.Sprintf(", back %v after fault %s healed", d.Round(time.Millisecond), what)
+				case base != from:
+					desc += ", during fault " + what
 				}
 				r.absent1 = append(r.absent1, desc)
 				if own > r.longest {
