@@ -127,9 +127,10 @@ func (w *worker) runPNode() error {
 // pnodeWatch is what the watcher saw, read by checkPNodeRole once it
 // stopped.
 var pnodeWatch struct {
-	mu   sync.Mutex
-	obs  []pObs
-	errs int // reads that failed (no quorum, no connection)
+	mu     sync.Mutex
+	origin int64 // when it started, just before the faults did
+	obs    []pObs
+	errs   int // reads that failed (no quorum, no connection)
 }
 
 // startPNodeWatcher syncs and reads every PersistentNode worker's node
@@ -145,6 +146,7 @@ func startPNodeWatcher(h *harness) func() {
 	if err != nil {
 		h.t.Fatalf("pnode watcher: %v", err)
 	}
+	pnodeWatch.origin = time.Now().UnixNano()
 	done := make(chan struct{})
 	var wg sync.WaitGroup
 	wg.Add(1)
@@ -237,9 +239,9 @@ func (h *harness) checkPNodeRole(rep *report, logs map[string][]event) {
 		faults = append(faults, pFault{start: f.start.UnixNano(), heal: f.heal.UnixNano(), what: fmt.Sprintf("#%d %s %s", f.n, f.kind, f.target)})
 	}
 	pnodeWatch.mu.Lock()
-	obs, errs := append([]pObs(nil), pnodeWatch.obs...), pnodeWatch.errs
+	obs, errs, origin := append([]pObs(nil), pnodeWatch.obs...), pnodeWatch.errs, pnodeWatch.origin
 	pnodeWatch.mu.Unlock()
-	r := checkPNodeHistory(lines, obs, faults, unavailBound)
+	r := checkPNodeHistory(lines, obs, faults, unavailBound, origin)
 	for _, v := range r.violations {
 		rep.violationOf("pnode", "%s", v)
 	}

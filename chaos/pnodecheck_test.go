@@ -61,14 +61,16 @@ func (a pVal) String() string { return fmt.Sprintf("%d %d", a.seg, a.n) }
 //   - a node read is never older than the worker's last SetData
 //     acknowledged before the read began (values ordered by segment, then
 //     n), and holds data the worker set (called before the read answered);
-//   - a stretch of reads that find no node, or stale data, ends (a read
-//     finds the latest data) within bound of the heal of the last fault
-//     begun before it ended, when it began within bound of that heal (an
-//     ephemeral node of a worker killed goes a session timeout after the
-//     kill, and must be back by the bound), else within bound of its
-//     start; a stretch still open at the last read is held to the same
-//     bound.
-func checkPNodeHistory(lines []qLine, obs []pObs, faults []pFault, bound time.Duration) pResult {
+//   - a stretch of reads that find no node, or stale data (an absence)
+//     is never older than bound, counted from its start or from the
+//     latest heal of the faults begun by then, whichever is later: a
+//     node taken by a fault is back within bound of the heal, and one
+//     that goes otherwise (a killed worker's node with its session, or
+//     the gap between a Close and the next Start) within bound of going;
+//     it is judged at its end (the first read that finds the latest
+//     data, or the last read) and just before each fault begun during it.
+//     Times in the messages are relative to origin (0: the first read).
+func checkPNodeHistory(lines []qLine, obs []pObs, faults []pFault, bound time.Duration, origin int64) pResult {
 	var r pResult
 	bad := func(format string, args ...any) { r.violations = append(r.violations, fmt.Sprintf(format, args...)) }
 	type ack struct {
@@ -137,24 +139,33 @@ func checkPNodeHistory(lines []qLine, obs []pObs, faults []pFault, bound time.Du
 		sort.Slice(as, func(i, j int) bool { return as[i].ts < as[j].ts })
 	}
 	sort.Slice(faults, func(i, j int) bool { return faults[i].start < faults[j].start })
-	// The fault begun by t that healed last.
-	healBy := func(t int64) (start, heal int64, what string) {
-		what = "no fault"
+	// The faults an absence from..end may be blamed on: begun by its end
+	// and at most bound before its start, healed at most bound before its
+	// start (an ephemeral node of a killed worker goes a session timeout
+	// after the kill); the earliest first.
+	faultStarts := func(from, end int64) []int64 {
+		var out []int64
 		for _, f := range faults {
-			if f.start > t {
-				break
-			}
-			if f.heal > heal {
-				start, heal, what = f.start, f.heal, f.what
+			if f.start > from && f.start < end {
+				out = append(out, f.start)
 			}
 		}
-		return start, heal, what
+		return out
+	}
+	causes := func(from, end int64) []pFault {
+		var out []pFault
+		for _, f := range faults {
+			if f.start <= end && f.start >= from-int64(bound) && f.heal >= from-int64(bound) {
+				out = append(out, f)
+			}
+		}
+		return out
 	}
 	byName := map[string][]pObs{}
-	var t0 int64
+	t0 := origin
 	for _, o := range obs {
 		byName[o.name] = append(byName[o.name], o)
-		if t0 == 0 || o.start < t0 {
+		if origin == 0 && (t0 == 0 || o.start < t0) {
 			t0 = o.start
 		}
 	}
@@ -173,33 +184,46 @@ func checkPNodeHistory(lines []qLine, obs []pObs, faults []pFault, bound time.Du
 			reason string
 		)
 		judge := func(end int64, still bool) {
-			// The bound runs from the heal of the fault whose aftermath
-			// the absence began in (an ephemeral node of a killed
-			// worker goes a session timeout after the kill), else from
-			// the absence's start.
-			fstart, heal, what := healBy(end)
-			base := from
-			if heal > 0 && from >= fstart-int64(bound) && from <= heal+int64(bound) {
-				base = heal
-			}
-			d := time.Duration(end - base)
-			if d > bound {
-				verb := "came back"
-				if still {
-					verb = "was still away at the watcher's last read"
+			// At its end, and just before each fault that began during
+			// it, the absence may be no older than bound, counted from
+			// its start or from the latest heal of the faults begun by
+			// then, whichever is later (a fault still going on is not
+			// over).
+			worst, at := time.Duration(0), end
+			for _, t := range append(faultStarts(from, end), end) {
+				base := from
+				for _, f := range faults {
+					if f.start < t || t == end && f.start <= t {
+						base = max(base, f.heal)
+					}
 				}
-				bad("pnode: %s's node %s from %s and %s at %s: %v after %s (from %s; bound %v)",
-					name, reason, rel(from), verb, rel(end), d.Round(time.Millisecond), map[bool]string{true: "the heal of fault " + what, false: "it went"}[base != from], rel(base), bound)
+				if d := time.Duration(t - base); d > worst {
+					worst, at = d, t
+				}
+			}
+			cs := causes(from, end)
+			if worst > bound {
+				verb := "came back at " + rel(end)
+				if still {
+					verb = "was still away at the watcher's last read, " + rel(end)
+				}
+				blame := "no fault began within " + bound.String() + " before it"
+				if len(cs) > 0 {
+					blame = "the first fault to blame: " + cs[0].what
+				}
+				bad("pnode: %s's node %s from %s and %s: at %s it had been away %v since it went or since the heal of the faults begun by then (%s; bound %v)",
+					name, reason, rel(from), verb, rel(at), worst.Round(time.Millisecond), blame, bound)
 			}
 			if !still {
 				r.absences++
 				own := time.Duration(end - from)
 				desc := fmt.Sprintf("%s at %s for %v", name, rel(from), own.Round(time.Millisecond))
-				switch {
-				case base != from && d >= 0:
-					desc += fmt.Sprintf(", back %v after fault %s healed", d.Round(time.Millisecond), what)
-				case base != from:
-					desc += ", during fault " + what
+				if len(cs) > 0 {
+					if d := time.Duration(end - cs[0].heal); d >= 0 {
+						desc += fmt.Sprintf(", back %v after fault %s healed", d.Round(time.Millisecond), cs[0].what)
+					} else {
+						desc += ", during fault " + cs[0].what
+					}
 				}
 				r.absent1 = append(r.absent1, desc)
 				if own > r.longest {
@@ -271,7 +295,7 @@ func TestPNodeChecker(t *testing.T) {
 		at("p-1", 3350, true, 2, 2),
 	}
 	bound := 4 * time.Second
-	r := checkPNodeHistory(logs, good, faults, bound)
+	r := checkPNodeHistory(logs, good, faults, bound, 0)
 	if len(r.violations) > 0 {
 		t.Fatalf("good history rejected: %v", r.violations)
 	}
@@ -287,14 +311,18 @@ func TestPNodeChecker(t *testing.T) {
 		{"stale data", []pObs{at("p-1", 150, true, 1, 2), at("p-1", 160, true, 1, 1), at("p-1", 170, true, 1, 2)}, faults, "older than"},
 		{"data nobody set", []pObs{at("p-1", 150, true, 1, 7)}, faults, "had not set"},
 		{"data read before it was set", []pObs{at("p-1", 50, true, 1, 2)}, faults, "had not set"},
-		{"back too late after the heal", []pObs{at("p-1", 150, true, 1, 2), at("p-1", 2400, false, 0, 0), at("p-1", 4400, true, 2, 2)}, faults, "came back"},
-		{"away with no fault", []pObs{at("p-1", 150, true, 1, 2), at("p-1", 2400, false, 0, 0), at("p-1", 6500, true, 2, 2)}, nil, "after it went"},
+		{"back too late after it went", []pObs{at("p-1", 150, true, 1, 2), at("p-1", 2400, false, 0, 0), at("p-1", 6500, true, 2, 2)}, faults, "came back"},
+		{"back too late after the heal", []pObs{at("p-1", 150, true, 1, 2), at("p-1", 2400, false, 0, 0), at("p-1", 8000, true, 2, 2)},
+			[]pFault{{start: 2000 * ms, heal: 3900 * ms, what: "#1 pause-holder p-1.1"}}, "the first fault to blame: #1"},
+		{"back in time after the heal", []pObs{at("p-1", 150, true, 1, 2), at("p-1", 2400, false, 0, 0), at("p-1", 7800, true, 2, 2)},
+			[]pFault{{start: 2000 * ms, heal: 3900 * ms, what: "#1 pause-holder p-1.1"}}, ""},
+		{"away with no fault", []pObs{at("p-1", 150, true, 1, 2), at("p-1", 2400, false, 0, 0), at("p-1", 6500, true, 2, 2)}, nil, "no fault began"},
 		{"away long before a fault", []pObs{at("p-1", 150, true, 1, 2), at("p-1", 2400, false, 0, 0), at("p-1", 9000, true, 2, 2)},
-			[]pFault{{start: 8000 * ms, heal: 8500 * ms, what: "#2 late"}}, "after it went"},
+			[]pFault{{start: 8000 * ms, heal: 8500 * ms, what: "#2 late"}}, "at +7.850s it had been away 5.6s"},
 		{"never back", []pObs{at("p-1", 150, true, 1, 2), at("p-1", 2400, false, 0, 0), at("p-1", 6500, false, 0, 0)}, nil, "still away"},
 		{"back in time", []pObs{at("p-1", 150, true, 1, 2), at("p-1", 2400, false, 0, 0), at("p-1", 4000, true, 2, 2)}, faults, ""},
 	} {
-		r := checkPNodeHistory(logs, tc.obs, tc.faults, bound)
+		r := checkPNodeHistory(logs, tc.obs, tc.faults, bound, 0)
 		got := strings.Join(r.violations, "; ")
 		if tc.want == "" && got != "" || tc.want != "" && !strings.Contains(got, tc.want) {
 			t.Errorf("%s: violations %q, want %q", tc.name, got, tc.want)
