@@ -218,11 +218,21 @@ func checkPNodeHistory(lines []qLine, obs []pObs, faults []pFault, bound time.Du
 				r.absences++
 				own := time.Duration(end - from)
 				desc := fmt.Sprintf("%s at %s for %v", name, rel(from), own.Round(time.Millisecond))
-				if len(cs) > 0 {
-					if d := time.Duration(end - cs[0].heal); d >= 0 {
-						desc += fmt.Sprintf(", back %v after fault %s healed", d.Round(time.Millisecond), cs[0].what)
+				// Named when the absence began before the fault healed or
+				// the fault was on this worker (a kill: its node goes a
+				// session timeout later); else a Close-to-Start gap, say.
+				var cause *pFault
+				for i, f := range cs {
+					if from <= f.heal || strings.Contains(f.what, " "+name+".") {
+						cause = &cs[i]
+						break
+					}
+				}
+				if cause != nil {
+					if d := time.Duration(end - cause.heal); d >= 0 {
+						desc += fmt.Sprintf(", back %v after fault %s healed", d.Round(time.Millisecond), cause.what)
 					} else {
-						desc += ", during fault " + cs[0].what
+						desc += ", during fault " + cause.what
 					}
 				}
 				r.absent1 = append(r.absent1, desc)
