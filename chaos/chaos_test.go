@@ -155,10 +155,16 @@ func TestChaos(t *testing.T) {
 	runStart := time.Now()
 	h.runFaults(runStart.Add(*flagDuration))
 	runEnd := time.Now()
+	var watchers sync.WaitGroup // stopped beside the cache worker
 	for _, stop := range stopWatchers {
-		stop()
+		watchers.Add(1)
+		go func() {
+			defer watchers.Done()
+			stop()
+		}()
 	}
 	cw.stop()
+	watchers.Wait()
 
 	h.stopWorkers(time.Minute)
 	left := h.checkLeftovers(admin, 30*time.Second)

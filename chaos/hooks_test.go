@@ -21,8 +21,9 @@ var roleChecks []func(h *harness, rep *report, logs map[string][]event)
 
 // roleWatchers run in the test process beside the workers (an observer of
 // ZooKeeper of a role's own): each starts once every worker served, before
-// the first fault, and returns a stop function that TestChaos calls, in
-// order, once the faults end and before the workers stop.
+// the first fault, and returns a stop function that TestChaos calls (on a
+// goroutine of its own, beside the cache worker's stop) once the faults
+// end, and waits for before the workers stop.
 var roleWatchers []func(h *harness) (stop func())
 
 // registerRole adds a role with n workers and its pacing and loop.
