@@ -6,8 +6,8 @@ package chaos
 // SimpleDistributedQueue: at-most-once, an item is deleted before Take
 // returns it). The first worker produces: it logs "sqoffer <id>" before
 // each Offer and "sqofferok <id>" or "sqoffererr <id> <error>" after it,
-// stopping at the "hold" stall point in between (a kill there leaves an
-// offer whose outcome is unknown). The others consume: they log "sqtake"
+// stopping at the "hold" stall point in between for every other stall
+// asked for (a kill there leaves an offer whose outcome is unknown). The others consume: they log "sqtake"
 // before each Take and "sqgot <id>" or "sqtakeerr <error>" after it,
 // stopping at the "hold" stall point in between (a kill there loses the
 // item taken: the loss at-most-once allows). The queue's directory is
@@ -19,6 +19,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 	"time"
 
@@ -53,7 +54,7 @@ func (w *worker) runSQueue() error {
 			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 			err := q.Offer(ctx, []byte(id))
 			cancel()
-			w.stallPoint("hold")
+			w.stallOdd("hold")
 			if err == nil {
 				w.log.printf("sqofferok %s", id)
 				w.op()
@@ -86,6 +87,20 @@ func (w *worker) runSQueue() error {
 		w.sleep(w.p.gapMin/3, w.p.gapMax/3)
 	}
 	return nil
+}
+
+// stallOdd is stallPoint for the stalls asked for with an odd id only.
+// The producer reaches its stall point as soon as its Offer returns,
+// before a consumer has taken the item, so it would win every stall:
+// this leaves every other one to the consumers.
+func (w *worker) stallOdd(mode string) bool {
+	w.stallMu.Lock()
+	id := w.stallID
+	w.stallMu.Unlock()
+	if n, err := strconv.Atoi(id); err != nil || n%2 == 0 {
+		return false
+	}
+	return w.stallPoint(mode)
 }
 
 // checkSQueueRole reads the items left in the simple queue and checks the
