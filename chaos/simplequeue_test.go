@@ -6,7 +6,7 @@ package chaos
 // SimpleDistributedQueue: at-most-once, an item is deleted before Take
 // returns it). The first worker produces: it logs "sqoffer <id>" before
 // each Offer and "sqofferok <id>" or "sqoffererr <id> <error>" after it,
-// stopping at the "hold" stall point in between for every other stall
+// stopping at the "hold" stall point in between for one stall in three
 // asked for (a kill there leaves an offer whose outcome is unknown). The others consume: they log "sqtake"
 // before each Take and "sqgot <id>" or "sqtakeerr <error>" after it,
 // stopping at the "hold" stall point in between (a kill there loses the
@@ -54,7 +54,7 @@ func (w *worker) runSQueue() error {
 			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 			err := q.Offer(ctx, []byte(id))
 			cancel()
-			w.stallOdd("hold")
+			w.stallThird("hold")
 			if err == nil {
 				w.log.printf("sqofferok %s", id)
 				w.op()
@@ -89,15 +89,15 @@ func (w *worker) runSQueue() error {
 	return nil
 }
 
-// stallOdd is stallPoint for the stalls asked for with an odd id only.
-// The producer reaches its stall point as soon as its Offer returns,
-// before a consumer has taken the item, so it would win every stall:
-// this leaves every other one to the consumers.
-func (w *worker) stallOdd(mode string) bool {
+// stallThird is stallPoint for the stalls asked for with an id divisible
+// by 3 only. The producer reaches its stall point as soon as its Offer
+// returns, before a consumer has taken the item, so it would win every
+// stall: this leaves two in three to the consumers.
+func (w *worker) stallThird(mode string) bool {
 	w.stallMu.Lock()
 	id := w.stallID
 	w.stallMu.Unlock()
-	if n, err := strconv.Atoi(id); err != nil || n%2 == 0 {
+	if n, err := strconv.Atoi(id); err != nil || n%3 != 0 {
 		return false
 	}
 	return w.stallPoint(mode)
