@@ -7,10 +7,11 @@ package chaos
 // returns it). The first worker produces: it logs "sqoffer <id>" before
 // each Offer and "sqofferok <id>" or "sqoffererr <id> <error>" after it,
 // stopping at the "hold" stall point in between for one stall in three
-// asked for (a kill there leaves an offer whose outcome is unknown). The others consume: they log "sqtake"
-// before each Take and "sqgot <id>" or "sqtakeerr <error>" after it,
-// stopping at the "hold" stall point in between (a kill there loses the
-// item taken: the loss at-most-once allows). The queue's directory is
+// asked for (a kill there leaves an offer whose outcome is unknown). The
+// others consume: they log "sqtake" before each Take and "sqgot <id>" or
+// "sqtakeerr <error>" after it, stopping at the "hold" stall point in
+// between (a kill there loses the item taken: the loss at-most-once
+// allows). The queue's directory is
 // left to Offer, which makes it as a container the server reaps when it
 // is empty (CURATOR-308). The check (simplequeuecheck_test.go) reads the
 // logs and the items left.
