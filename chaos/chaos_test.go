@@ -148,10 +148,23 @@ func TestChaos(t *testing.T) {
 	t.Logf("%d workers running; injecting faults for %v (seed %d), logs in %s", len(h.procs), *flagDuration, seed, dir)
 
 	cw := startCacheWorker(t, h) // cache_test.go
+	var stopWatchers []func()
+	for _, start := range roleWatchers { // hooks_test.go
+		stopWatchers = append(stopWatchers, start(h))
+	}
 	runStart := time.Now()
 	h.runFaults(runStart.Add(*flagDuration))
 	runEnd := time.Now()
+	var watchers sync.WaitGroup // stopped beside the cache worker
+	for _, stop := range stopWatchers {
+		watchers.Add(1)
+		go func() {
+			defer watchers.Done()
+			stop()
+		}()
+	}
 	cw.stop()
+	watchers.Wait()
 
 	h.stopWorkers(time.Minute)
 	left := h.checkLeftovers(admin, 30*time.Second)

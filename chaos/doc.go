@@ -13,9 +13,14 @@
 // (LeaderSelector and LeaderLatch) write fenced heartbeats, and counter
 // workers increment, compare-and-set and read one atomicval.Int64, logging
 // each operation's call and return, queue workers put to and consume from
-// one queue.Queue in lock-safety mode, and double-barrier workers enter
-// and leave a barrier.DoubleBarrier of memberQty 3 in rounds (those two
-// join through the registries in hooks_test.go, from files of their own).
+// one queue.Queue in lock-safety mode, double-barrier workers enter
+// and leave a barrier.DoubleBarrier of memberQty 3 in rounds, simple-queue
+// workers (one producer, two consumers) offer to and take from one
+// queue.SimpleQueue, and PersistentNode workers each keep an ephemeral
+// nodes.PersistentNode, setting its data to a counter and closing and
+// starting it anew now and then, while a watcher in the test process
+// syncs and reads those nodes every 100 ms (those four join through the
+// registries in hooks_test.go, from files of their own).
 // Meanwhile a
 // schedule drawn from -seed injects faults: holders SIGKILLed, SIGSTOPped or
 // black-holed past their session timeout, the ZooKeeper leader killed and
@@ -35,11 +40,22 @@
 // told: ErrLockLost, Done closed); for the double barrier, an Enter
 // returning before memberQty members called in, a Leave returning before
 // a member that was in began to leave, or a failed member's node left
-// behind. queuecheck_test.go and barriercheck_test.go (no build tag) feed
-// those checkers broken histories. linear_test.go, without the build tag, shows the
+// behind; for the simple queue (at-most-once: Take deletes the item
+// before it returns it), an item taken or left queued more than once,
+// beyond one copy more per connection loss during its Offer (a create
+// retried), or an acknowledged item neither taken nor queued when no take
+// that could have deleted it without returning it (killed, failed, or
+// disconnected meanwhile) is left to blame; for PersistentNode, a node
+// read with data older than its worker's last acknowledged SetData, or
+// away longer than the session timeout + 2 s after the fault that took it
+// healed, or left behind after its Close. queuecheck_test.go,
+// barriercheck_test.go, simplequeuecheck_test.go and pnodecheck_test.go
+// (no build tag) feed those checkers broken histories. linear_test.go, without the build tag, shows the
 // model rejecting broken histories, an unfenced counter's among them; and
 // -sabotage makes a counter worker write some increments unfenced (and a
-// queue consumer break its own lock and report its ack as ok).
+// queue consumer break its own lock and report its ack as ok, a
+// simple-queue consumer offer some items it took again, a PersistentNode
+// worker write older data over its node).
 // It prints one summary line starting with "CHAOS SUMMARY", which names the
 // server's version (server=3.9.6).
 //

@@ -19,6 +19,13 @@ var setupPaths []string
 // violations, notes and a part of the summary line (report.extra).
 var roleChecks []func(h *harness, rep *report, logs map[string][]event)
 
+// roleWatchers run in the test process beside the workers (an observer of
+// ZooKeeper of a role's own): each starts once every worker served, before
+// the first fault, and returns a stop function that TestChaos calls (on a
+// goroutine of its own, beside the cache worker's stop) once the faults
+// end, and waits for before the workers stop.
+var roleWatchers []func(h *harness) (stop func())
+
 // registerRole adds a role with n workers and its pacing and loop.
 func registerRole(role string, n int, p pacing, run func(*worker) error) {
 	roles = append(roles, role)

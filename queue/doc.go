@@ -96,7 +96,9 @@
 // SimpleQueue and Queue in normal mode deliver at most once: an item is
 // read, then deleted, then handed over, so an item whose consumer dies
 // after the delete is lost, and so is one whose delete reply is lost to a
-// connection problem. Offers and puts are at least once: a create whose
+// connection problem or whose Take's ctx ends after the delete was sent
+// (the chaos suite's simple-queue consumers, told to stop mid-take, lost
+// items so). Offers and puts are at least once: a create whose
 // reply was lost is made again, so an item can be queued twice.
 //
 // Queue in lock-safety mode (WithLockPath) delivers at least once: a
