@@ -61,6 +61,16 @@
 //	                                            once; adds "<ms>": from the start to every member's
 //	                                            getCurrentMembers() holding all <members> (polled each ms); then
 //	                                            all closed
+//	groupexp-start <path> <members> <sessions> <connect>  <members>-1 GroupMembers (id m<i>, on client i%sessions)
+//	                                            and one more (the last id) on a client of its own connected to
+//	                                            <connect> (the benchmark's proxy); waits until all agree, and
+//	                                            watches the last member's node (client 0)
+//	groupexp-wait                               (the benchmark has black-holed the proxy) waits for the last
+//	                                            member's node to be deleted, then until every other member's
+//	                                            getCurrentMembers() has dropped it (polled each ms); adds
+//	                                            "<ms> <msBefore>": from the deletion heard to agreement, and from
+//	                                            the command to the deletion heard
+//	groupexp-stop                               closes groupexp-start's members and client
 //	exit
 //
 // Answer: "DONE <ops> <seconds> <cpuSeconds> <total> <most>": ops counted
@@ -161,6 +171,7 @@ public class BenchCurator {
                 throw new IllegalArgumentException("usage: BenchCurator <connectString> <sessionTimeoutMs> <sessions>");
             }
             int timeout = Integer.parseInt(args[1]);
+            sessionTimeoutMs = timeout;
             int n = Integer.parseInt(args[2]);
             for (int i = 0; i < n; i++) {
                 CuratorFramework c = CuratorFrameworkFactory.newClient(
@@ -257,6 +268,18 @@ public class BenchCurator {
                 return new Result();
             case "group":
                 return group(f[1], Integer.parseInt(f[2]), Integer.parseInt(f[3]));
+            case "groupexp-start":
+                return groupExpStart(f[1], Integer.parseInt(f[2]), Integer.parseInt(f[3]), f[4]);
+            case "groupexp-wait":
+                return groupExpWait();
+            case "groupexp-stop":
+                for (GroupMember g : expMembers) {
+                    g.close();
+                }
+                expMembers.clear();
+                expClient.close();
+                expClient = null;
+                return new Result();
             case "cachelat-start":
                 return cacheReset(latSamples);
             case "cachelat-wait":
@@ -1021,6 +1044,72 @@ public class BenchCurator {
         r.ops = members;
         r.total = members;
         r.extra = new double[] {took};
+        return r;
+    }
+
+    // ------------------------------------------------ group after an expiry
+    static int sessionTimeoutMs;
+    static final List<GroupMember> expMembers = new ArrayList<>();
+    static CuratorFramework expClient;
+    static volatile long expGoneNanos;
+    static int expN;
+
+    static void awaitMembers(List<GroupMember> gs, int want, long deadline) throws Exception {
+        for (GroupMember g : gs) {
+            while (g.getCurrentMembers().size() != want) {
+                if (System.nanoTime() > deadline) {
+                    throw new IllegalStateException("group never agreed: " + g.getCurrentMembers().size() + " of " + want);
+                }
+                Thread.sleep(1);
+            }
+        }
+    }
+
+    static Result groupExpStart(String path, int members, int sessions, String connect) throws Exception {
+        expGoneNanos = 0;
+        expN = members;
+        expClient = CuratorFrameworkFactory.newClient(
+                connect, sessionTimeoutMs, Math.max(sessionTimeoutMs, 3000), new ExponentialBackoffRetry(100, 10));
+        expClient.start();
+        if (!expClient.blockUntilConnected(30, TimeUnit.SECONDS)) {
+            throw new IllegalStateException("no connection to " + connect + " within 30s");
+        }
+        for (int i = 0; i < members; i++) {
+            CuratorFramework c = i < members - 1 ? clients.get(i % Math.min(sessions, clients.size())) : expClient;
+            GroupMember g = new GroupMember(c, path, "m" + i);
+            g.start();
+            expMembers.add(g);
+        }
+        awaitMembers(expMembers, members, System.nanoTime() + TimeUnit.SECONDS.toNanos(120));
+        org.apache.zookeeper.data.Stat st = clients.get(0).checkExists().usingWatcher((org.apache.curator.framework.api.CuratorWatcher) e -> {
+            if (e.getType() == org.apache.zookeeper.Watcher.Event.EventType.NodeDeleted) {
+                expGoneNanos = System.nanoTime();
+            }
+        }).forPath(path + "/m" + (members - 1));
+        if (st == null) {
+            throw new IllegalStateException("the last member's node is missing");
+        }
+        return new Result();
+    }
+
+    static Result groupExpWait() throws Exception {
+        Result r = new Result();
+        double c0 = cpuSeconds();
+        long t0 = System.nanoTime();
+        long deadline = t0 + TimeUnit.SECONDS.toNanos(120);
+        while (expGoneNanos == 0) {
+            if (System.nanoTime() > deadline) {
+                throw new IllegalStateException("the last member's session never expired");
+            }
+            Thread.sleep(1);
+        }
+        long gone = expGoneNanos;
+        awaitMembers(expMembers.subList(0, expN - 1), expN - 1, deadline);
+        long t1 = System.nanoTime();
+        r.seconds = (t1 - t0) / 1e9;
+        r.cpu = cpuSeconds() - c0;
+        r.ops = r.total = expN - 1;
+        r.extra = new double[] {(t1 - gone) / 1e6, (gone - t0) / 1e6};
         return r;
     }
 }
