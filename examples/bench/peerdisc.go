@@ -2,13 +2,17 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"runtime"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/go-zookeeper/zk"
 
 	"github.com/zkrecipes/zkrecipes/discovery"
+	"github.com/zkrecipes/zkrecipes/internal/par"
 	"github.com/zkrecipes/zkrecipes/nodes"
 	"github.com/zkrecipes/zkrecipes/recipes"
 	"github.com/zkrecipes/zkrecipes/recipes/zktest"
@@ -28,6 +32,13 @@ import (
 //     round: the time until every cache holds it (median over the round),
 //     then unregisters it and waits until every cache has dropped it.
 //     Client CPU per registration+unregistration seen by all.
+//   - discovery-getinstance-<n>: n instances of one service registered
+//     (in parallel, outside the clock) and a started ServiceProvider
+//     (round robin, the default filters) holding them; getInstance called
+//     in a loop on one thread for discGetInstanceFor (Curator's after as
+//     long a warm-up, for its JIT): calls per second, and allocations
+//     per call (ours: heap allocations; Curator: bytes its thread
+//     allocated). Rows for n = 50 and 1,000 show whether the cost is flat.
 //   - group: groupMembers GroupMembers (member i on session i%sessions)
 //     started at once: the time until every member's current membership
 //     holds all of them (polled each ms on both sides); client CPU per
@@ -48,7 +59,13 @@ const (
 	groupMembers  = 100
 
 	groupExpiryMembers = 200
+
+	discGetInstanceFor = time.Second
 )
+
+// discGetInstanceNs are the service sizes of the discovery-getinstance
+// rows.
+var discGetInstanceNs = []int{50, 1000}
 
 // discPayloadless is an instance without payload, as the Curator side's
 // ServiceInstance<Void>.
@@ -237,7 +254,108 @@ func (w *peerWork) discovery() ([]string, bool, error) {
 	if err != nil {
 		return lines, false, err
 	}
-	return append(lines, line), true, nil
+	lines = append(lines, line)
+	for _, n := range discGetInstanceNs {
+		line, err := w.discGetInstance(n)
+		if err != nil {
+			return lines, false, err
+		}
+		lines = append(lines, line)
+	}
+	return lines, true, nil
+}
+
+// discGetInstance is the discovery-getinstance row for n instances (see
+// the top of the file).
+func (w *peerWork) discGetInstance(n int) (string, error) {
+	fmt.Printf("\n-- peers discovery-getinstance-%d: a ServiceProvider (round robin) of one service of %d instances: getInstance calls per second on one thread, for %s (Curator after %s of warm-up)\n", n, n, discGetInstanceFor, discGetInstanceFor)
+	var mu sync.Mutex
+	allocs := map[string][]float64{} // side -> per round: ours allocations, Curator bytes per call
+	nsPer := map[string][]float64{}  // side -> per round: ns per call
+	ours := func(base string) (peerFig, error) {
+		ctx, cancel := context.WithTimeout(w.ctx, 2*time.Minute)
+		defer cancel()
+		d, err := discovery.New(w.clients[0], base)
+		if err != nil {
+			return peerFig{}, err
+		}
+		if err := d.Start(ctx); err != nil {
+			return peerFig{}, err
+		}
+		defer d.Close(context.Background())
+		ids := make([]int, n)
+		for i := range ids {
+			ids[i] = i
+		}
+		if err := par.Each(32, ids, func(i int) error {
+			return d.Register(ctx, discInstance("i"+strconv.Itoa(i)))
+		}); err != nil {
+			return peerFig{}, err
+		}
+		p, err := d.NewProvider("svc")
+		if err != nil {
+			return peerFig{}, err
+		}
+		if err := p.Start(ctx); err != nil {
+			return peerFig{}, err
+		}
+		defer p.Close(context.Background())
+		for len(p.Instances()) != n {
+			if ctx.Err() != nil {
+				return peerFig{}, fmt.Errorf("the provider never held %d instances: %d", n, len(p.Instances()))
+			}
+			time.Sleep(time.Millisecond)
+		}
+		var m0, m1 runtime.MemStats
+		runtime.ReadMemStats(&m0)
+		calls := 0
+		t0 := time.Now()
+		for end := t0.Add(discGetInstanceFor); time.Now().Before(end); {
+			for range 1000 {
+				if p.Instance() == nil {
+					return peerFig{}, errors.New("getInstance gave none")
+				}
+			}
+			calls += 1000
+		}
+		took := time.Since(t0)
+		runtime.ReadMemStats(&m1)
+		mu.Lock()
+		allocs["ours"] = append(allocs["ours"], float64(m1.Mallocs-m0.Mallocs)/float64(calls))
+		nsPer["ours"] = append(nsPer["ours"], float64(took.Nanoseconds())/float64(calls))
+		mu.Unlock()
+		return peerFig{rate: float64(calls) / took.Seconds(), cpuUS: took.Seconds() * 1e6 / float64(calls)}, nil
+	}
+	sides := []peerSide{{label: "ours", key: "ours", run: func(r int) (peerFig, error) {
+		return ours(fmt.Sprintf("%s/r%d", w.path(fmt.Sprintf("discovery-getinstance-%d", n), "ours"), r))
+	}}}
+	if p := w.proc("curator"); p != nil {
+		sides = append(sides, peerSide{label: p.label, key: p.key, run: func(r int) (peerFig, error) {
+			a, err := p.do(3*time.Minute, "discgetinstance %s/r%d %d %d", w.path(fmt.Sprintf("discovery-getinstance-%d", n), p.key), r, n, discGetInstanceFor.Milliseconds())
+			if err != nil {
+				return peerFig{}, err
+			}
+			if len(a.extra) < 2 {
+				return peerFig{}, fmt.Errorf("%s: discgetinstance gave %d figures", p.label, len(a.extra))
+			}
+			mu.Lock()
+			allocs[p.key] = append(allocs[p.key], a.extra[1])
+			nsPer[p.key] = append(nsPer[p.key], a.extra[0])
+			mu.Unlock()
+			return peerFig{rate: 1e9 / a.extra[0], cpuUS: a.extra[0] / 1e3}, nil
+		}})
+	}
+	row := peerRow{workload: fmt.Sprintf("discovery: getInstance among %d instances (calls/s on one thread)", n), key: fmt.Sprintf("discovery-getinstance-%d", n),
+		target: 10, note: map[string]string{"kazoo": "Kazoo has no curator-x-discovery"}}
+	line, _, err := w.compare(row, w.b.f.rounds, sides)
+	mu.Lock()
+	defer mu.Unlock()
+	fmt.Printf("per call (medians of rounds): ours %.1f ns, %.2f allocations", median(nsPer["ours"]), median(allocs["ours"]))
+	if c := allocs["curator"]; len(c) > 0 {
+		fmt.Printf("; Curator %.0f ns, %.0f bytes allocated", median(nsPer["curator"]), median(c))
+	}
+	fmt.Println()
+	return line, err
 }
 
 func (w *peerWork) group() ([]string, bool, error) {

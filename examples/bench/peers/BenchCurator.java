@@ -57,6 +57,11 @@
 //	                                            unregister it, wait until every cache has dropped it; adds
 //	                                            "<p50Ms> <maxMs>" of the registration-to-all-caches times
 //	discsee-stop                                closes discsee-start's caches and discoveries
+//	discgetinstance <base> <n> <millis>         a ServiceDiscovery on client 0 registers <n> instances of "svc";
+//	                                            a started ServiceProvider of "svc" (round robin) holding all of
+//	                                            them; getInstance() in a loop on one thread for <millis> (warm-up)
+//	                                            and again for <millis> (timed); ops: calls timed; adds "<ns> <bytes>"
+//	                                            per call (bytes: this thread's allocation); then all closed
 //	group <path> <members> <sessions>           <members> GroupMembers (id m<i>, on client i%sessions) started at
 //	                                            once; adds "<ms>": from the start to every member's
 //	                                            getCurrentMembers() holding all <members> (polled each ms); then
@@ -252,6 +257,8 @@ public class BenchCurator {
                 discRegSD.close();
                 discRegSD = null;
                 return new Result();
+            case "discgetinstance":
+                return discGetInstance(f[1], Integer.parseInt(f[2]), Long.parseLong(f[3]));
             case "discsee-start":
                 return discSeeStart(f[1], Integer.parseInt(f[2]));
             case "discsee":
@@ -916,6 +923,53 @@ public class BenchCurator {
 
     static ServiceInstance<Void> instance(String id) throws Exception {
         return ServiceInstance.<Void>builder().name("svc").id(id).address("127.0.0.1").port(8080).build();
+    }
+
+    static Result discGetInstance(String base, int n, long millis) throws Exception {
+        ServiceDiscovery<Void> sd = discovery(clients.get(0), base);
+        try {
+            for (int i = 0; i < n; i++) {
+                sd.registerService(instance("i" + i));
+            }
+            org.apache.curator.x.discovery.ServiceProvider<Void> p = sd.serviceProviderBuilder().serviceName("svc").build();
+            p.start();
+            try {
+                long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(60);
+                while (p.getAllInstances().size() != n) {
+                    if (System.nanoTime() > deadline) {
+                        throw new IllegalStateException("the provider never held " + n + " instances");
+                    }
+                    Thread.sleep(1);
+                }
+                com.sun.management.ThreadMXBean tm = (com.sun.management.ThreadMXBean) ManagementFactory.getThreadMXBean();
+                Result r = new Result();
+                for (int pass = 0; pass < 2; pass++) {
+                    long calls = 0;
+                    long b0 = tm.getCurrentThreadAllocatedBytes();
+                    double c0 = cpuSeconds();
+                    long t0 = System.nanoTime();
+                    long end = t0 + TimeUnit.MILLISECONDS.toNanos(millis);
+                    while (System.nanoTime() < end) {
+                        for (int k = 0; k < 1000; k++) {
+                            if (p.getInstance() == null) {
+                                throw new IllegalStateException("getInstance gave none");
+                            }
+                        }
+                        calls += 1000;
+                    }
+                    long took = System.nanoTime() - t0;
+                    r.seconds = took / 1e9;
+                    r.cpu = cpuSeconds() - c0;
+                    r.ops = r.total = calls;
+                    r.extra = new double[] {(double) took / calls, (double) (tm.getCurrentThreadAllocatedBytes() - b0) / calls};
+                }
+                return r;
+            } finally {
+                p.close();
+            }
+        } finally {
+            sd.close();
+        }
     }
 
     static Result discRegister(String base, int n) throws Exception {
