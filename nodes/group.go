@@ -4,7 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
-	"sort"
+	"slices"
 	"strings"
 	"sync"
 
@@ -59,6 +59,8 @@ type GroupMember struct {
 	payloads  [][]byte // every payload set, the latest last
 	foreign   int64    // the other session that holds our node (0: none)
 	overwrite []byte   // a payload not ours found on our node
+	members   []Member // membersLocked's last answer, while valid
+	memoOK    bool     // members is valid: no cache event or payload since
 	started   bool
 	closed    bool
 	removes   []func()
@@ -135,6 +137,9 @@ func (g *GroupMember) Start(ctx context.Context) error {
 			g.post()
 		}),
 		g.kids.Listen(func(ev cache.Event) {
+			g.mu.Lock()
+			g.memoOK = false
+			g.mu.Unlock()
 			if ev.New != nil && ev.New.Path == g.node.Path() {
 				g.checkPayload(ev.New.Data)
 			}
@@ -175,7 +180,7 @@ func (g *GroupMember) post() {
 }
 
 func (g *GroupMember) stateLocked() GroupState {
-	return GroupState{Members: g.membersLocked(), Duplicate: g.duplicateLocked()}
+	return GroupState{Members: slices.Clone(g.membersLocked()), Duplicate: g.duplicateLocked()}
 }
 
 func (g *GroupMember) duplicateLocked() error {
@@ -188,7 +193,13 @@ func (g *GroupMember) duplicateLocked() error {
 	return nil
 }
 
+// membersLocked returns the members, sorted by id: built from the cache
+// once after each of its events (or a payload set) and shared by the
+// calls until the next (callers copy it before handing it out).
 func (g *GroupMember) membersLocked() []Member {
+	if g.memoOK {
+		return g.members
+	}
 	ms := make([]Member, 0, g.kids.Size()+1)
 	self := false
 	for _, n := range g.kids.Snapshot() {
@@ -202,7 +213,8 @@ func (g *GroupMember) membersLocked() []Member {
 	if !self {
 		ms = append(ms, Member{ID: g.id, Payload: g.payloads[len(g.payloads)-1]})
 	}
-	sort.Slice(ms, func(i, j int) bool { return ms[i].ID < ms[j].ID })
+	slices.SortFunc(ms, func(a, b Member) int { return strings.Compare(a.ID, b.ID) })
+	g.members, g.memoOK = ms, true
 	return ms
 }
 
@@ -220,11 +232,13 @@ func (g *GroupMember) WaitForInitialCreate(ctx context.Context) error {
 
 // CurrentMembers returns the group's members as the cache has them, sorted
 // by id, this member always included with its latest payload (as
-// Curator's getCurrentMembers).
+// Curator's getCurrentMembers). The list is built once per change the
+// cache reports (an event its listeners hear) and copied for each call:
+// a call costs a copy, not a walk of the cache.
 func (g *GroupMember) CurrentMembers() []Member {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	return g.membersLocked()
+	return slices.Clone(g.membersLocked())
 }
 
 // Err returns nil, or an error wrapping recipes.ErrDuplicateMember while
@@ -240,6 +254,7 @@ func (g *GroupMember) Err() error {
 func (g *GroupMember) SetPayload(ctx context.Context, payload []byte) error {
 	g.mu.Lock()
 	g.payloads = append(g.payloads, append([]byte(nil), payload...))
+	g.memoOK = false
 	if len(g.payloads) > 8 {
 		g.payloads = g.payloads[len(g.payloads)-8:]
 	}

@@ -65,9 +65,13 @@
 //     10 cycles; see peeratomic.go; Curator only), discovery (1,000
 //     instances registered one after another, ms for all; 10 service
 //     caches seeing a new instance, ms to the last, median of 20;
-//     against curator-x-discovery's ServiceDiscovery and ServiceCache) and
-//     group (100 GroupMembers started at once, ms until every member's
-//     membership holds all; see peerdisc.go; Curator only). Each peer is one process (peers/BenchCurator.java,
+//     getInstance of a ServiceProvider among 50 and 1,000 instances,
+//     calls/s on one thread, target ours >= 10 x Curator; against
+//     curator-x-discovery's ServiceDiscovery, ServiceCache and
+//     ServiceProvider) and group (100 GroupMembers started at once, ms
+//     until every member's membership holds all; 200 members, ms from one
+//     member's node going with its expired session until every other has
+//     dropped it; see peerdisc.go; Curator only). Each peer is one process (peers/BenchCurator.java,
 //     peers/bench_kazoo.py, embedded) started once per run with its
 //     sessions connected (same -session-timeout) and warmed up before any
 //     clock starts, then given one stdin command per turn; its CPU time is
@@ -121,7 +125,7 @@
 //	RESULT scenario=semcontended sessions=... max_leases=4 sem_ops=... mutex_ops=... ratio=... p50_ms=... p99_ms=... ... max_held=...
 //	RESULT scenario=failover recipe=latch|selector way=graceful|kill|blackhole failover_median_ms=... failover_max_ms=... session_timeout_ms=... median_per_timeout=... ...
 //	RESULT scenario=cache nodes=... load_ms_ours=... load_ms_curator=... cpu_us_per_node_ours=... lat_p50_ms_ours=... lat_p99_ms_ours=... resync_ms_ours=... ...
-//	RESULT scenario=peers workload=cycle|contend|queue10|queue100|queue1000|rwlock|semaphore|counter|counter-promoted|doublebarrier-enter|doublebarrier-leave|workqueue-dq|workqueue-simple|discovery-register|discovery-see|group unit=ops_per_s|us_per_handoff|ms ours=... curator=... ours_per_curator=... kazoo=... ours_per_kazoo=... cpu_us_per_op_ours=... ...
+//	RESULT scenario=peers workload=cycle|contend|queue10|queue100|queue1000|rwlock|semaphore|counter|counter-promoted|doublebarrier-enter|doublebarrier-leave|workqueue-dq|workqueue-simple|discovery-register|discovery-see|discovery-getinstance-50|discovery-getinstance-1000|group|group-expiry unit=ops_per_s|us_per_handoff|ms ours=... curator=... ours_per_curator=... kazoo=... ours_per_kazoo=... cpu_us_per_op_ours=... ...
 //	RESULT scenario=peers workload=qdepth-dq|qdepth-simple depth=... unit=items_per_s ours=...|fails cpu_us_per_item_ours=... curator=...|fails cpu_us_per_item_curator=...
 //
 // Both sides use the same session timeout (-session-timeout). Mutual

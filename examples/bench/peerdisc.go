@@ -2,12 +2,20 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"runtime"
 	"strconv"
+	"sync"
 	"time"
 
+	"github.com/go-zookeeper/zk"
+
 	"github.com/zkrecipes/zkrecipes/discovery"
+	"github.com/zkrecipes/zkrecipes/internal/par"
 	"github.com/zkrecipes/zkrecipes/nodes"
+	"github.com/zkrecipes/zkrecipes/recipes"
+	"github.com/zkrecipes/zkrecipes/recipes/zktest"
 )
 
 // The peers workloads of issue 27 (peers.go runs them): package discovery
@@ -24,17 +32,40 @@ import (
 //     round: the time until every cache holds it (median over the round),
 //     then unregisters it and waits until every cache has dropped it.
 //     Client CPU per registration+unregistration seen by all.
+//   - discovery-getinstance-<n>: n instances of one service registered
+//     (in parallel, outside the clock) and a started ServiceProvider
+//     (round robin, the default filters) holding them; getInstance called
+//     in a loop on one thread for discGetInstanceFor (Curator's after as
+//     long a warm-up, for its JIT): calls per second, and allocations
+//     per call (ours: heap allocations; Curator: bytes its thread
+//     allocated). Rows for n = 50 and 1,000 show whether the cost is flat.
 //   - group: groupMembers GroupMembers (member i on session i%sessions)
 //     started at once: the time until every member's current membership
 //     holds all of them (polled each ms on both sides); client CPU per
 //     member, from the first start to the last Close.
+//   - group-expiry: groupExpiryMembers GroupMembers, all but the last on
+//     sessions 0..sessions-1 (member i on i%sessions), the last on a
+//     session of its own through a zktest proxy; once all agree, the
+//     proxy is black-holed and the server expires that session: the time
+//     from the deletion of its member node (a watch on session 0 hears
+//     it) until every other member's current membership has dropped it
+//     (polled each ms on both sides); client CPU per remaining member
+//     from the black-hole to agreement.
 
 const (
 	discRegisterN = 1000
 	discReaders   = 10
 	discSeeK      = 20
 	groupMembers  = 100
+
+	groupExpiryMembers = 200
+
+	discGetInstanceFor = time.Second
 )
+
+// discGetInstanceNs are the service sizes of the discovery-getinstance
+// rows.
+var discGetInstanceNs = []int{50, 1000}
 
 // discPayloadless is an instance without payload, as the Curator side's
 // ServiceInstance<Void>.
@@ -223,7 +254,108 @@ func (w *peerWork) discovery() ([]string, bool, error) {
 	if err != nil {
 		return lines, false, err
 	}
-	return append(lines, line), true, nil
+	lines = append(lines, line)
+	for _, n := range discGetInstanceNs {
+		line, err := w.discGetInstance(n)
+		if err != nil {
+			return lines, false, err
+		}
+		lines = append(lines, line)
+	}
+	return lines, true, nil
+}
+
+// discGetInstance is the discovery-getinstance row for n instances (see
+// the top of the file).
+func (w *peerWork) discGetInstance(n int) (string, error) {
+	fmt.Printf("\n-- peers discovery-getinstance-%d: a ServiceProvider (round robin) of one service of %d instances: getInstance calls per second on one thread, for %s (Curator after %s of warm-up)\n", n, n, discGetInstanceFor, discGetInstanceFor)
+	var mu sync.Mutex
+	allocs := map[string][]float64{} // side -> per round: ours allocations, Curator bytes per call
+	nsPer := map[string][]float64{}  // side -> per round: ns per call
+	ours := func(base string) (peerFig, error) {
+		ctx, cancel := context.WithTimeout(w.ctx, 2*time.Minute)
+		defer cancel()
+		d, err := discovery.New(w.clients[0], base)
+		if err != nil {
+			return peerFig{}, err
+		}
+		if err := d.Start(ctx); err != nil {
+			return peerFig{}, err
+		}
+		defer d.Close(context.Background())
+		ids := make([]int, n)
+		for i := range ids {
+			ids[i] = i
+		}
+		if err := par.Each(32, ids, func(i int) error {
+			return d.Register(ctx, discInstance("i"+strconv.Itoa(i)))
+		}); err != nil {
+			return peerFig{}, err
+		}
+		p, err := d.NewProvider("svc")
+		if err != nil {
+			return peerFig{}, err
+		}
+		if err := p.Start(ctx); err != nil {
+			return peerFig{}, err
+		}
+		defer p.Close(context.Background())
+		for len(p.Instances()) != n {
+			if ctx.Err() != nil {
+				return peerFig{}, fmt.Errorf("the provider never held %d instances: %d", n, len(p.Instances()))
+			}
+			time.Sleep(time.Millisecond)
+		}
+		var m0, m1 runtime.MemStats
+		runtime.ReadMemStats(&m0)
+		calls := 0
+		t0 := time.Now()
+		for end := t0.Add(discGetInstanceFor); time.Now().Before(end); {
+			for range 1000 {
+				if p.Instance() == nil {
+					return peerFig{}, errors.New("getInstance gave none")
+				}
+			}
+			calls += 1000
+		}
+		took := time.Since(t0)
+		runtime.ReadMemStats(&m1)
+		mu.Lock()
+		allocs["ours"] = append(allocs["ours"], float64(m1.Mallocs-m0.Mallocs)/float64(calls))
+		nsPer["ours"] = append(nsPer["ours"], float64(took.Nanoseconds())/float64(calls))
+		mu.Unlock()
+		return peerFig{rate: float64(calls) / took.Seconds(), cpuUS: took.Seconds() * 1e6 / float64(calls)}, nil
+	}
+	sides := []peerSide{{label: "ours", key: "ours", run: func(r int) (peerFig, error) {
+		return ours(fmt.Sprintf("%s/r%d", w.path(fmt.Sprintf("discovery-getinstance-%d", n), "ours"), r))
+	}}}
+	if p := w.proc("curator"); p != nil {
+		sides = append(sides, peerSide{label: p.label, key: p.key, run: func(r int) (peerFig, error) {
+			a, err := p.do(3*time.Minute, "discgetinstance %s/r%d %d %d", w.path(fmt.Sprintf("discovery-getinstance-%d", n), p.key), r, n, discGetInstanceFor.Milliseconds())
+			if err != nil {
+				return peerFig{}, err
+			}
+			if len(a.extra) < 2 {
+				return peerFig{}, fmt.Errorf("%s: discgetinstance gave %d figures", p.label, len(a.extra))
+			}
+			mu.Lock()
+			allocs[p.key] = append(allocs[p.key], a.extra[1])
+			nsPer[p.key] = append(nsPer[p.key], a.extra[0])
+			mu.Unlock()
+			return peerFig{rate: 1e9 / a.extra[0], cpuUS: a.extra[0] / 1e3}, nil
+		}})
+	}
+	row := peerRow{workload: fmt.Sprintf("discovery: getInstance among %d instances (calls/s on one thread)", n), key: fmt.Sprintf("discovery-getinstance-%d", n),
+		target: 10, note: map[string]string{"kazoo": "Kazoo has no curator-x-discovery"}}
+	line, _, err := w.compare(row, w.b.f.rounds, sides)
+	mu.Lock()
+	defer mu.Unlock()
+	fmt.Printf("per call (medians of rounds): ours %.1f ns, %.2f allocations", median(nsPer["ours"]), median(allocs["ours"]))
+	if c := allocs["curator"]; len(c) > 0 {
+		fmt.Printf("; Curator %.0f ns, %.0f bytes allocated", median(nsPer["curator"]), median(c))
+	}
+	fmt.Println()
+	return line, err
 }
 
 func (w *peerWork) group() ([]string, bool, error) {
@@ -291,5 +423,120 @@ func (w *peerWork) group() ([]string, bool, error) {
 	row := peerRow{workload: fmt.Sprintf("group: %d GroupMembers over %d sessions agree on the membership", groupMembers, sessions), key: "group",
 		latency: "ms to agreement", note: map[string]string{"kazoo": "Kazoo has no GroupMember"}}
 	line, _, err := w.compare(row, w.b.f.rounds, sides)
-	return []string{line}, true, err
+	if err != nil {
+		return []string{line}, true, err
+	}
+	line2, err := w.groupExpiry()
+	return []string{line, line2}, true, err
+}
+
+// groupExpiry is the group-expiry row (see the top of the file).
+func (w *peerWork) groupExpiry() (string, error) {
+	sessions := len(w.clients)
+	n := groupExpiryMembers
+	fmt.Printf("\n-- peers group-expiry: %d GroupMembers (%d on %d sessions, one on a session of its own through a proxy); the proxy black-holed until the server expires that session: ms from its member node's deletion until every other member has dropped it\n", n, n-1, sessions)
+	ours := func(path string) (peerFig, error) {
+		ctx, cancel := context.WithTimeout(w.ctx, 3*time.Minute)
+		defer cancel()
+		px, err := zktest.ListenProxy(w.b.servers[0])
+		if err != nil {
+			return peerFig{}, err
+		}
+		defer px.Close()
+		lc, err := recipes.Connect(ctx, []string{px.Addr()}, recipes.WithSessionTimeout(w.b.f.sessionTimeout))
+		if err != nil {
+			return peerFig{}, err
+		}
+		defer lc.Close(context.Background())
+		gs := make([]*nodes.GroupMember, n)
+		defer func() {
+			for _, g := range gs {
+				if g != nil {
+					g.Close(context.Background())
+				}
+			}
+		}()
+		for i := range gs {
+			c := lc
+			if i < n-1 {
+				c = w.clients[i%sessions]
+			}
+			g, err := nodes.NewGroupMember(c, path, "m"+strconv.Itoa(i), nil)
+			if err != nil {
+				return peerFig{}, err
+			}
+			if err := g.Start(ctx); err != nil {
+				return peerFig{}, err
+			}
+			gs[i] = g
+		}
+		agree := func(members []*nodes.GroupMember, want int) error {
+			for _, g := range members {
+				for len(g.CurrentMembers()) != want {
+					if ctx.Err() != nil {
+						return fmt.Errorf("group never agreed: %d of %d", len(g.CurrentMembers()), want)
+					}
+					time.Sleep(time.Millisecond)
+				}
+			}
+			return nil
+		}
+		if err := agree(gs, n); err != nil {
+			return peerFig{}, err
+		}
+		ok, _, ev, err := w.clients[0].ExistsW(ctx, path+"/m"+strconv.Itoa(n-1))
+		if err != nil || !ok {
+			return peerFig{}, fmt.Errorf("the last member's node: %v %w", ok, err)
+		}
+		c0 := cpuTime()
+		px.Blackhole()
+		var gone time.Time
+		select {
+		case e := <-ev:
+			gone = time.Now()
+			if e.Type != zk.EventNodeDeleted {
+				return peerFig{}, fmt.Errorf("the last member's node: %v, not deleted", e.Type)
+			}
+		case <-ctx.Done():
+			return peerFig{}, fmt.Errorf("the last member's session never expired: %w", ctx.Err())
+		}
+		if err := agree(gs[:n-1], n-1); err != nil {
+			return peerFig{}, err
+		}
+		took, used := time.Since(gone), cpuTime()-c0
+		px.Restore()
+		return peerFig{rate: 1e3 / msf(took), cpuUS: cpuPerOp(used, n-1)}, nil
+	}
+	sides := []peerSide{{label: "ours", key: "ours", run: func(r int) (peerFig, error) {
+		return ours(fmt.Sprintf("%s/r%d", w.path("group-expiry", "ours"), r))
+	}}}
+	if p := w.proc("curator"); p != nil {
+		sides = append(sides, peerSide{label: p.label, key: p.key, run: func(r int) (peerFig, error) {
+			px, err := zktest.ListenProxy(w.b.servers[0])
+			if err != nil {
+				return peerFig{}, err
+			}
+			defer px.Close()
+			if _, err := p.do(3*time.Minute, "groupexp-start %s/r%d %d %d %s", w.path("group-expiry", p.key), r, n, sessions, px.Addr()); err != nil {
+				return peerFig{}, err
+			}
+			px.Blackhole()
+			a, err := p.do(3*time.Minute, "groupexp-wait")
+			px.Restore()
+			if _, serr := p.do(time.Minute, "groupexp-stop"); err == nil {
+				err = serr
+			}
+			if err != nil {
+				return peerFig{}, err
+			}
+			if len(a.extra) < 1 {
+				return peerFig{}, fmt.Errorf("%s: groupexp-wait gave no figure", p.label)
+			}
+			return peerFig{rate: 1e3 / a.extra[0], cpuUS: a.cpu * 1e6 / float64(n-1)}, nil
+		}})
+	}
+	row := peerRow{workload: fmt.Sprintf("group-expiry: %d GroupMembers agree after one's session expires", n), key: "group-expiry",
+		latency: "ms from the node's deletion to agreement", note: map[string]string{"kazoo": "Kazoo has no GroupMember"}}
+	line, _, err := w.compare(row, w.b.f.rounds, sides)
+	return line, err
 }

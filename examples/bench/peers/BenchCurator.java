@@ -57,10 +57,25 @@
 //	                                            unregister it, wait until every cache has dropped it; adds
 //	                                            "<p50Ms> <maxMs>" of the registration-to-all-caches times
 //	discsee-stop                                closes discsee-start's caches and discoveries
+//	discgetinstance <base> <n> <millis>         a ServiceDiscovery on client 0 registers <n> instances of "svc";
+//	                                            a started ServiceProvider of "svc" (round robin) holding all of
+//	                                            them; getInstance() in a loop on one thread for <millis> (warm-up)
+//	                                            and again for <millis> (timed); ops: calls timed; adds "<ns> <bytes>"
+//	                                            per call (bytes: this thread's allocation); then all closed
 //	group <path> <members> <sessions>           <members> GroupMembers (id m<i>, on client i%sessions) started at
 //	                                            once; adds "<ms>": from the start to every member's
 //	                                            getCurrentMembers() holding all <members> (polled each ms); then
 //	                                            all closed
+//	groupexp-start <path> <members> <sessions> <connect>  <members>-1 GroupMembers (id m<i>, on client i%sessions)
+//	                                            and one more (the last id) on a client of its own connected to
+//	                                            <connect> (the benchmark's proxy); waits until all agree, and
+//	                                            watches the last member's node (client 0)
+//	groupexp-wait                               (the benchmark has black-holed the proxy) waits for the last
+//	                                            member's node to be deleted, then until every other member's
+//	                                            getCurrentMembers() has dropped it (polled each ms); adds
+//	                                            "<ms> <msBefore>": from the deletion heard to agreement, and from
+//	                                            the command to the deletion heard
+//	groupexp-stop                               closes groupexp-start's members and client
 //	exit
 //
 // Answer: "DONE <ops> <seconds> <cpuSeconds> <total> <most>": ops counted
@@ -161,6 +176,7 @@ public class BenchCurator {
                 throw new IllegalArgumentException("usage: BenchCurator <connectString> <sessionTimeoutMs> <sessions>");
             }
             int timeout = Integer.parseInt(args[1]);
+            sessionTimeoutMs = timeout;
             int n = Integer.parseInt(args[2]);
             for (int i = 0; i < n; i++) {
                 CuratorFramework c = CuratorFrameworkFactory.newClient(
@@ -241,6 +257,8 @@ public class BenchCurator {
                 discRegSD.close();
                 discRegSD = null;
                 return new Result();
+            case "discgetinstance":
+                return discGetInstance(f[1], Integer.parseInt(f[2]), Long.parseLong(f[3]));
             case "discsee-start":
                 return discSeeStart(f[1], Integer.parseInt(f[2]));
             case "discsee":
@@ -257,6 +275,18 @@ public class BenchCurator {
                 return new Result();
             case "group":
                 return group(f[1], Integer.parseInt(f[2]), Integer.parseInt(f[3]));
+            case "groupexp-start":
+                return groupExpStart(f[1], Integer.parseInt(f[2]), Integer.parseInt(f[3]), f[4]);
+            case "groupexp-wait":
+                return groupExpWait();
+            case "groupexp-stop":
+                for (GroupMember g : expMembers) {
+                    g.close();
+                }
+                expMembers.clear();
+                expClient.close();
+                expClient = null;
+                return new Result();
             case "cachelat-start":
                 return cacheReset(latSamples);
             case "cachelat-wait":
@@ -895,6 +925,53 @@ public class BenchCurator {
         return ServiceInstance.<Void>builder().name("svc").id(id).address("127.0.0.1").port(8080).build();
     }
 
+    static Result discGetInstance(String base, int n, long millis) throws Exception {
+        ServiceDiscovery<Void> sd = discovery(clients.get(0), base);
+        try {
+            for (int i = 0; i < n; i++) {
+                sd.registerService(instance("i" + i));
+            }
+            org.apache.curator.x.discovery.ServiceProvider<Void> p = sd.serviceProviderBuilder().serviceName("svc").build();
+            p.start();
+            try {
+                long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(60);
+                while (p.getAllInstances().size() != n) {
+                    if (System.nanoTime() > deadline) {
+                        throw new IllegalStateException("the provider never held " + n + " instances");
+                    }
+                    Thread.sleep(1);
+                }
+                com.sun.management.ThreadMXBean tm = (com.sun.management.ThreadMXBean) ManagementFactory.getThreadMXBean();
+                Result r = new Result();
+                for (int pass = 0; pass < 2; pass++) {
+                    long calls = 0;
+                    long b0 = tm.getCurrentThreadAllocatedBytes();
+                    double c0 = cpuSeconds();
+                    long t0 = System.nanoTime();
+                    long end = t0 + TimeUnit.MILLISECONDS.toNanos(millis);
+                    while (System.nanoTime() < end) {
+                        for (int k = 0; k < 1000; k++) {
+                            if (p.getInstance() == null) {
+                                throw new IllegalStateException("getInstance gave none");
+                            }
+                        }
+                        calls += 1000;
+                    }
+                    long took = System.nanoTime() - t0;
+                    r.seconds = took / 1e9;
+                    r.cpu = cpuSeconds() - c0;
+                    r.ops = r.total = calls;
+                    r.extra = new double[] {(double) took / calls, (double) (tm.getCurrentThreadAllocatedBytes() - b0) / calls};
+                }
+                return r;
+            } finally {
+                p.close();
+            }
+        } finally {
+            sd.close();
+        }
+    }
+
     static Result discRegister(String base, int n) throws Exception {
         discRegSD = discovery(clients.get(0), base);
         Result r = new Result();
@@ -1021,6 +1098,72 @@ public class BenchCurator {
         r.ops = members;
         r.total = members;
         r.extra = new double[] {took};
+        return r;
+    }
+
+    // ------------------------------------------------ group after an expiry
+    static int sessionTimeoutMs;
+    static final List<GroupMember> expMembers = new ArrayList<>();
+    static CuratorFramework expClient;
+    static volatile long expGoneNanos;
+    static int expN;
+
+    static void awaitMembers(List<GroupMember> gs, int want, long deadline) throws Exception {
+        for (GroupMember g : gs) {
+            while (g.getCurrentMembers().size() != want) {
+                if (System.nanoTime() > deadline) {
+                    throw new IllegalStateException("group never agreed: " + g.getCurrentMembers().size() + " of " + want);
+                }
+                Thread.sleep(1);
+            }
+        }
+    }
+
+    static Result groupExpStart(String path, int members, int sessions, String connect) throws Exception {
+        expGoneNanos = 0;
+        expN = members;
+        expClient = CuratorFrameworkFactory.newClient(
+                connect, sessionTimeoutMs, Math.max(sessionTimeoutMs, 3000), new ExponentialBackoffRetry(100, 10));
+        expClient.start();
+        if (!expClient.blockUntilConnected(30, TimeUnit.SECONDS)) {
+            throw new IllegalStateException("no connection to " + connect + " within 30s");
+        }
+        for (int i = 0; i < members; i++) {
+            CuratorFramework c = i < members - 1 ? clients.get(i % Math.min(sessions, clients.size())) : expClient;
+            GroupMember g = new GroupMember(c, path, "m" + i);
+            g.start();
+            expMembers.add(g);
+        }
+        awaitMembers(expMembers, members, System.nanoTime() + TimeUnit.SECONDS.toNanos(120));
+        org.apache.zookeeper.data.Stat st = clients.get(0).checkExists().usingWatcher((org.apache.curator.framework.api.CuratorWatcher) e -> {
+            if (e.getType() == org.apache.zookeeper.Watcher.Event.EventType.NodeDeleted) {
+                expGoneNanos = System.nanoTime();
+            }
+        }).forPath(path + "/m" + (members - 1));
+        if (st == null) {
+            throw new IllegalStateException("the last member's node is missing");
+        }
+        return new Result();
+    }
+
+    static Result groupExpWait() throws Exception {
+        Result r = new Result();
+        double c0 = cpuSeconds();
+        long t0 = System.nanoTime();
+        long deadline = t0 + TimeUnit.SECONDS.toNanos(120);
+        while (expGoneNanos == 0) {
+            if (System.nanoTime() > deadline) {
+                throw new IllegalStateException("the last member's session never expired");
+            }
+            Thread.sleep(1);
+        }
+        long gone = expGoneNanos;
+        awaitMembers(expMembers.subList(0, expN - 1), expN - 1, deadline);
+        long t1 = System.nanoTime();
+        r.seconds = (t1 - t0) / 1e9;
+        r.cpu = cpuSeconds() - c0;
+        r.ops = r.total = expN - 1;
+        r.extra = new double[] {(t1 - gone) / 1e6, (gone - t0) / 1e6};
         return r;
     }
 }
