@@ -148,10 +148,17 @@ func TestChaos(t *testing.T) {
 	t.Logf("%d workers running; injecting faults for %v (seed %d), logs in %s", len(h.procs), *flagDuration, seed, dir)
 
 	cw := startCacheWorker(t, h) // cache_test.go
+	var hookStops []func()
+	for _, hook := range runHooks { // hooks_test.go
+		hookStops = append(hookStops, hook(h))
+	}
 	runStart := time.Now()
 	h.runFaults(runStart.Add(*flagDuration))
 	runEnd := time.Now()
 	cw.stop()
+	for _, stop := range hookStops {
+		stop()
+	}
 
 	h.stopWorkers(time.Minute)
 	left := h.checkLeftovers(admin, 30*time.Second)

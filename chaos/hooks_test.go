@@ -19,6 +19,11 @@ var setupPaths []string
 // violations, notes and a part of the summary line (report.extra).
 var roleChecks []func(h *harness, rep *report, logs map[string][]event)
 
+// runHooks run in the parent alongside the faults: each is started once
+// the workers serve and returns a stop function, called (in order) when
+// the faults end, before the workers are stopped.
+var runHooks []func(h *harness) (stop func())
+
 // registerRole adds a role with n workers and its pacing and loop.
 func registerRole(role string, n int, p pacing, run func(*worker) error) {
 	roles = append(roles, role)
