@@ -34,7 +34,7 @@ var (
 	flagKeep     = flag.Bool("keep", false, "keep the worker logs even when the run passes")
 	flagFaults   = flag.String("faults", "", "fault kinds to inject: comma-separated names, or \"all\" (default: every kind on ZooKeeper 3.9.4 or later; on an older server, which loses committed transactions when members are paused or killed, the worker faults kill-holder, pause-holder and blackhole-holder only; see faultKinds)")
 	flagPace     = flag.String("pace", "normal", "fault pacing: normal, or dense (80+ faults in 5 minutes of -faults all; see pacings)")
-	flagSabotage = flag.Bool("sabotage", false, "make some workers break the rules on purpose (mutex writes without the lock, latch heartbeats after the term, counter increments written without a version condition, a queue consumer deleting its own lock node and reporting its ack as ok): the run must then fail")
+	flagSabotage = flag.Bool("sabotage", false, "make some workers break the rules on purpose (mutex writes without the lock, latch heartbeats after the term, counter increments written without a version condition, a queue consumer deleting its own lock node and reporting its ack as ok, a group member leaving itself out of its view, a discovery worker re-registering after each connection loss its session survived): the run must then fail")
 )
 
 // workers is how many worker processes run each role.

@@ -13,9 +13,13 @@
 // (LeaderSelector and LeaderLatch) write fenced heartbeats, and counter
 // workers increment, compare-and-set and read one atomicval.Int64, logging
 // each operation's call and return, queue workers put to and consume from
-// one queue.Queue in lock-safety mode, and double-barrier workers enter
-// and leave a barrier.DoubleBarrier of memberQty 3 in rounds (those two
-// join through the registries in hooks_test.go, from files of their own).
+// one queue.Queue in lock-safety mode, double-barrier workers enter
+// and leave a barrier.DoubleBarrier of memberQty 3 in rounds, GroupMember
+// workers are members of one nodes.GroupMember group and discovery workers
+// register one service's DYNAMIC instances and read them through a
+// ServiceCache and a Provider, both setting their payloads every few
+// hundred milliseconds and logging their views (those four join through
+// the registries in hooks_test.go, from files of their own).
 // Meanwhile a
 // schedule drawn from -seed injects faults: holders SIGKILLed, SIGSTOPped or
 // black-holed past their session timeout, the ZooKeeper leader killed and
@@ -35,11 +39,25 @@
 // told: ErrLockLost, Done closed); for the double barrier, an Enter
 // returning before memberQty members called in, a Leave returning before
 // a member that was in began to leave, or a failed member's node left
-// behind. queuecheck_test.go and barriercheck_test.go (no build tag) feed
-// those checkers broken histories. linear_test.go, without the build tag, shows the
+// behind; for the GroupMember and discovery workers (nodes_test.go reads
+// their nodes every 250 ms and cuts their links every 3-6 s, cuts their
+// sessions survive), a view or the server that is not the live members
+// with their latest payloads at a quiet instant (no fault on a server or
+// on one of those workers within the session timeout + 2 s), a killed
+// member still in the server or a view the session timeout + 2 s after
+// the kill, a member missing from its own view, a duplicate-member report
+// while no other session of the id could live, a node made again by the
+// session that made it or a member vanishing from a view while its node
+// stayed (re-registration churn), and a Provider returning an instance
+// whose node has been gone 2 s. queuecheck_test.go, barriercheck_test.go
+// and membercheck_test.go (no build tag) feed those checkers broken
+// histories. linear_test.go, without the build tag, shows the
 // model rejecting broken histories, an unfenced counter's among them; and
 // -sabotage makes a counter worker write some increments unfenced (and a
-// queue consumer break its own lock and report its ack as ok).
+// queue consumer break its own lock and report its ack as ok, a group
+// member leave itself out of its view, and a discovery worker unregister
+// and register again after each connection loss its session survived, as
+// Curator does: CURATOR-320).
 // It prints one summary line starting with "CHAOS SUMMARY", which names the
 // server's version (server=3.9.6).
 //
