@@ -656,7 +656,17 @@ func checkMembership(p mParams, lines []mLine, polls []mPoll, faults []mFault) m
 			legit := false
 			for _, o := range byName[s.name] {
 				for _, ss := range o.sessions {
-					if ss != own && ss.begin <= d[1] && d[1] <= ss.lastAlive+p.settle+p.margin {
+					// A session lives on the server up to its timeout
+					// after its last sign of life, and a new leader
+					// gives every session a fresh timeout: after a
+					// member fault, up to the timeout after its heal.
+					alive := ss.lastAlive
+					for _, f := range faults {
+						if isMemberFault(f.kind) && f.start <= d[1] && f.heal >= ss.lastAlive-p.session {
+							alive = max(alive, f.heal)
+						}
+					}
+					if ss != own && ss.begin <= d[1] && d[1] <= alive+p.settle+p.margin {
 						legit = true
 					}
 				}
