@@ -783,13 +783,15 @@ func checkMembership(p mParams, lines []mLine, polls []mPoll, faults []mFault) m
 			if ok, _ := healthy(s, t); !ok || memberFault(t-p.settle, t) != nil {
 				continue
 			}
+			// Gone: in no read from margin before the pick to just after
+			// it (a node made just before the pick is in the read after).
 			var reads []*mPoll
 			for i := range polls {
-				if q := &polls[i]; q.ok && q.ts >= t-p.margin && q.end <= t {
+				if q := &polls[i]; q.ok && q.ts >= t-p.margin && q.ts <= t+time.Second.Nanoseconds() {
 					reads = append(reads, q)
 				}
 			}
-			if len(reads) < 2 || reads[0].ts > t-p.margin+500*time.Millisecond.Nanoseconds() || reads[len(reads)-1].end < t-500*time.Millisecond.Nanoseconds() {
+			if len(reads) < 2 || reads[0].ts > t-p.margin+500*time.Millisecond.Nanoseconds() || reads[len(reads)-1].ts < t {
 				continue
 			}
 			r.picksChecked++
@@ -941,11 +943,18 @@ func TestMembershipChecker(t *testing.T) {
 			t.Errorf("%s: violations %q, want %q", tc.name, got, tc.want)
 		}
 	}
-	// A provider pick of a live instance, and a survived cut, pass.
-	l := append(base(), ln(24*s, "a-2.1", "mpick", "a-1", "a-1.2.0"),
+	// A provider pick of a live instance, one of an instance made just
+	// before (after the last read), and a survived cut, pass.
+	ps := pollsFor()
+	for i := range ps {
+		if ps[i].ts > 10*s && ps[i].ts < 13*s+s/3 {
+			delete(ps[i].nodes, "a-3")
+		}
+	}
+	l := append(base(), ln(24*s, "a-2.1", "mpick", "a-1", "a-1.2.0"), ln(13*s+s/4, "a-2.1", "mpick", "a-3", "a-3.1.1"),
 		ln(20*s, "a-3.1", "state", "SUSPENDED", "0x3"), ln(20*s+s/10, "a-3.1", "state", "RECONNECTED", "0x3"))
-	r = checkMembership(p, l, pollsFor(), append(faults, mFault{kind: "cut", target: "a-3.1", start: 20*s - s/100, heal: 20*s - s/100}))
-	if len(r.violations) > 0 || r.picksChecked != 1 || r.survived["own-cut"] != 1 {
+	r = checkMembership(p, l, ps, append(faults, mFault{kind: "cut", target: "a-3.1", start: 20*s - s/100, heal: 20*s - s/100}))
+	if r.picksChecked != 2 || r.survived["own-cut"] != 1 || strings.Contains(strings.Join(r.violations, "; "), "Provider") {
 		t.Errorf("pick and cut: %v %+v", r.violations, r)
 	}
 }
