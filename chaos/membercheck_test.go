@@ -89,6 +89,7 @@ type mResult struct {
 	dupReports     int
 	recreated      int            // nodes made again by a new session
 	survived       map[string]int // connection cuts the session survived, by cause
+	lostBack       int            // sessions the client declared LOST that came back (kept nodes must stay)
 	picks          int
 	picksChecked   int
 	sessionsLost   int // sessions replaced with no fault to explain it
@@ -121,6 +122,7 @@ type mSeg struct {
 	sessions    []*mSess
 	conn        []mConn
 	cuts        [][2]int64 // connection losses the session survived
+	lostBack    int        // sessions the client declared LOST that came back
 	sets        []mSet
 	views       map[string][]mView // by kind
 	dups        [][2]int64
@@ -256,6 +258,12 @@ func checkMembership(p mParams, lines []mLine, polls []mPoll, faults []mFault) m
 					if n := len(s.cuts); n > 0 && s.cuts[n-1][1] == 0 {
 						s.cuts[n-1][1] = l.ts
 					}
+					continue
+				}
+				if n := len(s.sessions); c == nil && n > 0 && s.sessions[n-1].sid == sid {
+					// The session the client declared LOST came back.
+					s.sessions[n-1].lastAlive = 0
+					s.lostBack++
 					continue
 				}
 				if c != nil {
@@ -743,6 +751,7 @@ func checkMembership(p mParams, lines []mLine, polls []mPoll, faults []mFault) m
 	}
 	// Connection cuts the sessions survived, by cause.
 	for _, s := range order {
+		r.lostBack += s.lostBack
 		for _, c := range s.cuts {
 			cause := "other"
 			for _, f := range faults {
@@ -952,9 +961,10 @@ func TestMembershipChecker(t *testing.T) {
 		}
 	}
 	l := append(base(), ln(24*s, "a-2.1", "mpick", "a-1", "a-1.2.0"), ln(13*s+s/4, "a-2.1", "mpick", "a-3", "a-3.1.1"),
+		ln(26*s, "a-2.1", "state", "SUSPENDED", "0x2"), ln(26*s+s/2, "a-2.1", "state", "LOST", "0x2"), ln(26*s+s*3/4, "a-2.1", "state", "RECONNECTED", "0x2"),
 		ln(20*s, "a-3.1", "state", "SUSPENDED", "0x3"), ln(20*s+s/10, "a-3.1", "state", "RECONNECTED", "0x3"))
 	r = checkMembership(p, l, ps, append(faults, mFault{kind: "cut", target: "a-3.1", start: 20*s - s/100, heal: 20*s - s/100}))
-	if r.picksChecked != 2 || r.survived["own-cut"] != 1 || strings.Contains(strings.Join(r.violations, "; "), "Provider") {
+	if r.picksChecked != 2 || r.survived["own-cut"] != 1 || r.lostBack != 1 || r.sessionsLost != 0 || strings.Contains(strings.Join(r.violations, "; "), "Provider") {
 		t.Errorf("pick and cut: %v %+v", r.violations, r)
 	}
 }

@@ -323,12 +323,13 @@ func memberSummary(rep *report, role string, r mResult, picks bool) {
 	if len(causes) > 0 {
 		s += " (" + strings.Join(causes, " ") + ")"
 	}
+	s += fmt.Sprintf(" %s-lost-sessions-back=%d", role, r.lostBack)
 	if picks {
 		s += fmt.Sprintf(" %s-picks-checked=%d/%d", role, r.picksChecked, r.picks)
 	}
 	s += fmt.Sprintf(" %s-violations=%d", role, len(r.violations))
 	rep.extra = append(rep.extra, s)
-	rep.note("%s: %d quiet instants (every %v, no fault on a server or a %s worker and no new session within %v) checked: %d views and %d server reads equal to the live members with their latest payloads (a set counts once %v old); final quiet point: %s; %d views skipped there as not connected, %d as just cut; longest a view lagged an acknowledged set at a quiet instant: %v; %d killed workers checked gone from the server and every view %v after the kill (%d skipped: a member fault overlapped, %d too late in the run); %d duplicate-member reports, each while another session of the id may have lived; %d nodes made again by a new session, none by the session that made it; %d connection losses the sessions survived, by cause %v, with no node made again and no view losing a member whose node stayed; %d sessions replaced with no fault to explain it; %d self-in-view checks; %d of %d Provider picks checked against the server",
+	rep.note("%s: %d quiet instants (every %v, no fault on a server or a %s worker and no new session within %v) checked: %d views and %d server reads equal to the live members with their latest payloads (a set counts once %v old); final quiet point: %s; %d views skipped there as not connected, %d as just cut; longest a view lagged an acknowledged set at a quiet instant: %v; %d killed workers checked gone from the server and every view %v after the kill (%d skipped: a member fault overlapped, %d too late in the run); %d duplicate-member reports, each while another session of the id may have lived; %d nodes made again by a new session, none by the session that made it; %d connection losses the sessions survived, by cause %v, with no node made again and no view losing a member whose node stayed; %d sessions the client declared LOST came back (their nodes must stay, not be made again); %d sessions replaced with no fault to explain it; %d self-in-view checks; %d of %d Provider picks checked against the server",
 		role, r.instants, 200*time.Millisecond, role, memberSettle, r.viewChecks, r.serverChecks, memberMargin, final, r.notConnected, r.cutSkipped, time.Duration(r.worstStaleness).Round(time.Millisecond),
-		r.killsChecked, memberSettle, r.killsSkipped, r.kills-r.killsChecked-r.killsSkipped, r.dupReports, r.recreated, total, r.survived, r.sessionsLost, r.selfChecks, r.picksChecked, r.picks)
+		r.killsChecked, memberSettle, r.killsSkipped, r.kills-r.killsChecked-r.killsSkipped, r.dupReports, r.recreated, total, r.survived, r.lostBack, r.sessionsLost, r.selfChecks, r.picksChecked, r.picks)
 }
