@@ -91,8 +91,9 @@ func startMemberObserver(h *harness) func() {
 	return func() {
 		close(o.stopCuts)
 		<-o.cutsDone
-		until := o.lastTouch().Add(memberSettle)
-		if lim := time.Now().Add(memberSettle); until.After(lim) {
+		// (+500 ms: a killed worker's successor starts just after the kill.)
+		until := o.lastTouch().Add(memberSettle + 500*time.Millisecond)
+		if lim := time.Now().Add(memberSettle + 500*time.Millisecond); until.After(lim) {
 			until = lim
 		}
 		time.Sleep(time.Until(until))
