@@ -16,10 +16,14 @@
 // one queue.Queue in lock-safety mode, double-barrier workers enter
 // and leave a barrier.DoubleBarrier of memberQty 3 in rounds, simple-queue
 // workers (one producer, two consumers) offer to and take from one
-// queue.SimpleQueue, and PersistentNode workers each keep an ephemeral
+// queue.SimpleQueue, PersistentNode workers each keep an ephemeral
 // nodes.PersistentNode, setting its data to a counter and closing and
 // starting it anew now and then, while a watcher in the test process
-// syncs and reads those nodes every 100 ms (those four join through the
+// syncs and reads those nodes every 100 ms, GroupMember workers are
+// members of one nodes.GroupMember group and discovery workers register
+// one service's DYNAMIC instances and read them through a ServiceCache
+// and a Provider, both setting their payloads every few hundred
+// milliseconds and logging their views (those six join through the
 // registries in hooks_test.go, from files of their own).
 // Meanwhile a
 // schedule drawn from -seed injects faults: holders SIGKILLed, SIGSTOPped or
@@ -48,14 +52,28 @@
 // disconnected meanwhile) is left to blame; for PersistentNode, a node
 // read with data older than its worker's last acknowledged SetData, or
 // away longer than the session timeout + 2 s after the fault that took it
-// healed, or left behind after its Close. queuecheck_test.go,
-// barriercheck_test.go, simplequeuecheck_test.go and pnodecheck_test.go
-// (no build tag) feed those checkers broken histories. linear_test.go, without the build tag, shows the
-// model rejecting broken histories, an unfenced counter's among them; and
-// -sabotage makes a counter worker write some increments unfenced (and a
-// queue consumer break its own lock and report its ack as ok, a
+// healed, or left behind after its Close; for the GroupMember and
+// discovery workers (nodes_test.go reads their nodes every 250 ms and cuts
+// their links every 3-6 s, cuts their sessions survive), a view or the
+// server that is not the live members with their latest payloads at a
+// quiet instant (no fault on a server or on one of those workers within
+// the session timeout + 2 s), a killed member still in the server or a
+// view the session timeout + 2 s after the kill, a member missing from its
+// own view, a duplicate-member report while no other session of the id
+// could live, a node made again by the session that made it or a member
+// vanishing from a view while its node stayed (re-registration churn),
+// and a Provider returning an instance whose node has been gone 2 s.
+// queuecheck_test.go, barriercheck_test.go, simplequeuecheck_test.go,
+// pnodecheck_test.go and membercheck_test.go (no build tag) feed those
+// checkers broken histories. linear_test.go, without the build tag, shows
+// the model rejecting broken histories, an unfenced counter's among them;
+// and -sabotage makes a counter worker write some increments unfenced
+// (and a queue consumer break its own lock and report its ack as ok, a
 // simple-queue consumer offer some items it took again, a PersistentNode
-// worker write older data over its node).
+// worker write older data over its node, a group member leave itself out
+// of its view, and a discovery worker unregister and register again after
+// each connection loss its session survived, as Curator does:
+// CURATOR-320).
 // It prints one summary line starting with "CHAOS SUMMARY", which names the
 // server's version (server=3.9.6).
 //

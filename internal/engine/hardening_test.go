@@ -246,6 +246,56 @@ func TestSessionBackAfterLocalLostDeletesLostHolds(t *testing.T) {
 	require.NoError(t, ct.Leave(ctx), "the application's late release is harmless")
 }
 
+// An owned node (a PersistentNode, a group member, a registered service
+// instance) is not a hold: when the session the client declared LOST comes
+// back, its node is still there and still ours, and it stays: deleting
+// and making it again would be the re-registration churn that caches of
+// the service see as the instance leaving and coming back (found by the
+// chaos suite's discovery worker on 3.9.6 after quorum pauses).
+func TestSessionBackAfterLocalLostKeepsOwnedNodes(t *testing.T) {
+	zkc := zktest.StartEnsemble(t, 3)
+	if !zkc.Controllable() {
+		t.Skip("needs servers this test controls")
+	}
+	ctx := context.Background()
+	a := connect(t, zkc.Servers(), recipes.WithSessionTimeout(4*time.Second))
+	log := testutil.WatchStates(t, a)
+	own, err := engine.Of(a).Own(engine.OwnedSpec{Path: "/owned-back/member", Mode: zk.FlagEphemeral, Data: []byte("x")})
+	require.NoError(t, err)
+	defer own.Close(context.Background())
+	cur, err := own.Await(ctx)
+	require.NoError(t, err)
+	sid := a.SessionID()
+	b := connect(t, zkc.Servers())
+	_, before, err := b.Exists(ctx, cur.Path)
+	require.NoError(t, err)
+
+	leader, err := zkc.Leader()
+	require.NoError(t, err)
+	paused := []int{(leader + 1) % 3, (leader + 2) % 3} // no quorum left
+	for _, i := range paused {
+		require.NoError(t, zkc.Pause(i))
+	}
+	log.WaitFor(t, 0, 20*time.Second, recipes.StateSuspended, recipes.StateLost)
+	for _, i := range paused {
+		require.NoError(t, zkc.Resume(i))
+	}
+	log.WaitFor(t, 0, 60*time.Second, recipes.StateSuspended, recipes.StateLost, recipes.StateReconnected)
+	require.Equal(t, sid, a.SessionID(), "the same session came back")
+
+	// Give a reaper, and the loop's look after the reconnection, time.
+	deadline := time.Now().Add(3 * time.Second)
+	for time.Now().Before(deadline) {
+		ok, st, err := b.Exists(ctx, cur.Path)
+		if err == nil {
+			require.True(t, ok, "the node was deleted")
+			require.Equal(t, before.Czxid, st.Czxid, "the node was made again")
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	assert.Equal(t, uint64(1), own.Node().Gen, "made once")
+}
+
 // Releasing never blocks on a dead connection: while SUSPENDED the delete
 // goes to the background worker at once, and a ctx bounds a release whose
 // server has gone silent before the client noticed.

@@ -44,6 +44,14 @@ type OwnedSpec struct {
 	// What names the node in logs ("leader latch /l", say); Path when
 	// empty.
 	What string
+	// Hold marks an ephemeral node that stands for a hold (a
+	// participant's place in a queue), which ends when the client
+	// declares its session LOST: should that session come back, the node
+	// is deleted (and made again), as a lock's is. Other owned nodes (a
+	// PersistentNode, a group member, a service instance) are kept then:
+	// the node is still there and still ours, and deleting and making it
+	// again is churn every cache of it sees as a leave and a join.
+	Hold bool
 }
 
 // Owned is one incarnation of an owned node: each node made for it (the
@@ -346,7 +354,7 @@ func (o *OwnedNode) finish(ctx context.Context) error {
 // forget stops tracking cur, and sweeps for a late copy of its protected
 // create.
 func (o *OwnedNode) forget(cur Owned, sweep string) {
-	if o.ephemeral {
+	if o.ephemeral && o.spec.Hold {
 		o.c.untrack(cur.Path)
 	}
 	if sweep != "" {
@@ -681,7 +689,7 @@ func (o *OwnedNode) made(path string, sid int64, mine bool, dgen uint64, sweep s
 	o.broadcast()
 	o.listeners.Post(n)
 	o.mu.Unlock()
-	if o.ephemeral && mine {
+	if o.ephemeral && mine && o.spec.Hold {
 		o.c.track(path, sid)
 	}
 	if n.Recreated() {

@@ -65,7 +65,7 @@ func (c *Client) Participate(ctx context.Context, p Participation) error {
 	}
 	own, err := c.Own(OwnedSpec{
 		Path: JoinPath(p.Parent, p.LockName), Mode: zk.FlagEphemeral | zk.FlagSequence, Protected: true,
-		Data: p.Data, What: "participant in " + c.StripNamespace(p.Parent),
+		Data: p.Data, What: "participant in " + c.StripNamespace(p.Parent), Hold: true,
 	})
 	if err != nil {
 		return err
