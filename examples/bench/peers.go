@@ -427,7 +427,7 @@ func (b *bench) peers(ctx context.Context) ([]string, bool, error) {
 	}{{"curator", "Curator 5.4", startCurator}, {"kazoo", "Kazoo 2.8", startKazoo}} {
 		p, version, err := s.start(dir, b.servers, f.sessionTimeout, sessions)
 		if errors.Is(err, interop.ErrUnavailable) {
-			fmt.Printf("peers: %s skipped, not installed: %v\n", s.label, err)
+			fmt.Printf("peers: %s skipped, not installed: %v\n", strings.Fields(s.label)[0], err)
 			skipped[s.key] = "not installed"
 			peerSetup = append(peerSetup, s.label+": not installed")
 			continue
@@ -436,7 +436,7 @@ func (b *bench) peers(ctx context.Context) ([]string, bool, error) {
 			return nil, false, err
 		}
 		procs = append(procs, p)
-		fmt.Printf("peers: %s: %s, %d sessions, session timeout %v\n", s.label, version, sessions, f.sessionTimeout)
+		fmt.Printf("peers: %s: %s, %d sessions, session timeout %v\n", strings.Fields(s.label)[0], version, sessions, f.sessionTimeout)
 		peerSetup = append(peerSetup, fmt.Sprintf("%s: %s, %d sessions", s.label, version, sessions))
 	}
 	for _, p := range procs {
@@ -599,7 +599,7 @@ func (w *peerWork) compare(row peerRow, rounds int, sides []peerSide) (string, b
 	}
 	for _, k := range peerKeys {
 		if n := row.note[k]; n != "" {
-			fmt.Printf("%s: %s\n", map[string]string{"curator": "Curator 5.4", "kazoo": "Kazoo 2.8"}[k], n)
+			fmt.Printf("%s: %s\n", map[string]string{"curator": "Curator", "kazoo": "Kazoo"}[k], n)
 		}
 	}
 	peerRows = append(peerRows, row)
