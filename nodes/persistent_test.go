@@ -230,11 +230,12 @@ func TestPersistentNodeCutAndExpiry(t *testing.T) {
 	n, ev := start(t, a, "/cut/node", nodes.Ephemeral, []byte("v1"))
 	waitCreated(t, n)
 	sid := a.SessionID()
+	states := testutil.WatchStates(t, a)
+	from := len(states.Snapshot())
 
 	p.Cut()
-	eventually(t, 10*time.Second, "reconnected in the same session", func() bool {
-		return a.State() == recipes.StateConnected && a.SessionID() == sid
-	})
+	states.WaitFor(t, from, 10*time.Second, recipes.StateSuspended, recipes.StateReconnected)
+	require.Equal(t, sid, a.SessionID(), "reconnected in the same session")
 	_, st, ok := dataAt(t, b, "/cut/node")
 	require.True(t, ok)
 	assert.Equal(t, sid, st.EphemeralOwner)
