@@ -815,8 +815,11 @@ func (q *core) fencedFinish(ctx context.Context, m *Message, requeue bool) error
 				}
 				return engine.Namedf(q.what(), "%s %s: %w", verb, m.Node, xerr)
 			}
-			if !ok {
-				return nil // applied
+			switch afterLostReply(ok, q.e.ConnSessionID(), l.sid) {
+			case finishApplied:
+				return nil
+			case finishLost:
+				return lost()
 			}
 			continue
 		case failed(res) == 0: // the marker is gone: so is our lock
@@ -830,6 +833,34 @@ func (q *core) fencedFinish(ctx context.Context, m *Message, requeue bool) error
 		q.release(l)
 		return engine.Named(q.what(), engine.MultiError(verb+" "+m.Node, ops, res, err))
 	}
+}
+
+// What a look at the marker says after a finish's reply was lost.
+const (
+	finishAgain   = iota // the marker is there: the finish did not apply
+	finishApplied        // the marker is gone in its own session: we deleted it
+	finishLost           // the look was answered in another session
+)
+
+// afterLostReply reads the look at the marker (there or not) taken after
+// a finish transaction's reply was lost, given the session the look's
+// reply came in (engine.Client.ConnSessionID after it) and the lock's.
+// Only the finish deletes the marker while its session lives, so its
+// absence says the finish applied only when the look was answered in
+// that session: in a later one, the marker may have gone with the
+// expired session, the lock with it, and the item to another consumer
+// (the chaos suite saw an ack report success so, 5 ms into a new session
+// after a SIGSTOP past the session timeout, for an item another consumer
+// had taken and acknowledged). The finish may have applied too, but
+// which cannot be told: the lock is lost.
+func afterLostReply(markerThere bool, lookSession, lockSession int64) int {
+	switch {
+	case lookSession != lockSession:
+		return finishLost
+	case markerThere:
+		return finishAgain
+	}
+	return finishApplied
 }
 
 // failed returns the index of the op a failed multi failed on, -1 when

@@ -305,6 +305,14 @@ func (c *Client) State() State {
 	return c.state
 }
 
+// ConnSessionID returns the session of go-zookeeper's connection, which
+// it sets before any request goes out on a new connection; SessionID
+// follows it through the state machine, a little later. Read after a
+// reply, it names the session the reply came in (or a later one): a
+// read that found an ephemeral node gone proves it was deleted in the
+// session only if ConnSessionID is still that session.
+func (c *Client) ConnSessionID() int64 { return c.conn.SessionID() }
+
 // SessionID returns the id of the session the client last had.
 func (c *Client) SessionID() int64 {
 	c.mu.Lock()
