@@ -70,7 +70,10 @@
 // applied only when the node the cache holds is gone (not when the
 // deleted node was an older one the cache has already replaced), so that
 // the events a listener hears, replayed in order, always give the
-// cache's contents.
+// cache's contents. A deletion costs a read only when it can be that old:
+// when its event came before the reply of the read that gave the node
+// held (events and replies come in the connection's order); most are
+// applied at once.
 //
 // # What the cache guarantees, and what it does not
 //
