@@ -467,8 +467,30 @@ func (h *harness) checkPostStall(rep *report, logs map[string][]event) {
 	}
 }
 
+// outageAfter returns a fault that stopped the whole service (a quorum
+// paused, the ensemble restarted, the leader killed) and began after f
+// healed, before next (a role's next completed operation, UnixNano) and
+// within the bound: the role's time to recover from f is then not f's to
+// answer for (a role paced at several hundred milliseconds may have had
+// no turn between the two), and that fault's own turn measures it from
+// its heal. Nil when none did.
+func outageAfter(faults []*fault, f *fault, next int64) *fault {
+	for _, g := range faults {
+		switch g.kind {
+		case fQuorumPause, fRestartAll, fLeaderKill:
+		default:
+			continue
+		}
+		if g != f && !g.start.Before(f.heal) && g.start.UnixNano() < next && g.start.Sub(f.heal) < unavailBound {
+			return g
+		}
+	}
+	return nil
+}
+
 // checkUnavailability measures, for every fault and every role, the time
-// from the heal to the next completed operation.
+// from the heal to the next completed operation (from a later fault's
+// heal when one stopped the whole service first: outageAfter).
 func (h *harness) checkUnavailability(rep *report) {
 	for _, f := range h.faults {
 		for _, r := range roles {
@@ -478,6 +500,9 @@ func (h *harness) checkUnavailability(rep *report) {
 			if i == len(ts) {
 				rep.violation("%s never completed an operation after fault #%d (%s %s) healed%s", r, f.n, f.kind, f.target, rep.why(r, f, recoveryWait))
 				continue
+			}
+			if g := outageAfter(h.faults, f, ts[i]); g != nil {
+				continue // judged from g's heal, by g's own turn
 			}
 			u := unavail{time.Duration(ts[i] - heal), r, f}
 			if u.d > unavailBound {

@@ -32,8 +32,10 @@
 // the end a checker reads every worker's log and the history kept in
 // ZooKeeper, and fails the test on any lost update, unacknowledged value
 // without an attempt, semaphore over its maximum, leader token going
-// backwards, reader seeing a write under its lock, lock unavailable longer
-// than the session timeout + 2 s after a fault heals, or node left behind;
+// backwards, reader seeing a write under its lock, recipe unavailable
+// longer than the session timeout + 2 s after a fault heals (counted from
+// a later fault's heal when a quorum pause, an ensemble restart or a
+// leader kill began before the recipe served again), or node left behind;
 // for the counter, a final value below the acknowledged increments or
 // above those plus the ones whose outcome was unknown (a worker killed
 // mid-call, ErrUnknownOutcome), and a history that porcupine
