@@ -73,6 +73,18 @@ func discInstance(id string) *discovery.Instance {
 	return &discovery.Instance{Name: "svc", ID: id, Address: "127.0.0.1", Port: 8080}
 }
 
+// startDiscovery starts a discovery at base on session 0.
+func (w *peerWork) startDiscovery(ctx context.Context, base string) (*discovery.Discovery, error) {
+	d, err := discovery.New(w.clients[0], base)
+	if err != nil {
+		return nil, err
+	}
+	if err := d.Start(ctx); err != nil {
+		return nil, err
+	}
+	return d, nil
+}
+
 func (w *peerWork) discovery() ([]string, bool, error) {
 	if len(w.clients) < discReaders {
 		return nil, false, fmt.Errorf("discovery needs %d sessions, -sessions gives %d", discReaders, len(w.clients))
@@ -85,11 +97,8 @@ func (w *peerWork) discovery() ([]string, bool, error) {
 	regOurs := func(base string) (peerFig, error) {
 		ctx, cancel := context.WithTimeout(w.ctx, 2*time.Minute)
 		defer cancel()
-		d, err := discovery.New(w.clients[0], base)
+		d, err := w.startDiscovery(ctx, base)
 		if err != nil {
-			return peerFig{}, err
-		}
-		if err := d.Start(ctx); err != nil {
 			return peerFig{}, err
 		}
 		defer d.Close(context.Background())
@@ -275,11 +284,8 @@ func (w *peerWork) discGetInstance(n int) (string, error) {
 	ours := func(base string) (peerFig, error) {
 		ctx, cancel := context.WithTimeout(w.ctx, 2*time.Minute)
 		defer cancel()
-		d, err := discovery.New(w.clients[0], base)
+		d, err := w.startDiscovery(ctx, base)
 		if err != nil {
-			return peerFig{}, err
-		}
-		if err := d.Start(ctx); err != nil {
 			return peerFig{}, err
 		}
 		defer d.Close(context.Background())
