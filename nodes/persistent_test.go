@@ -104,9 +104,11 @@ func TestPersistentNodeRecreatedAfterDeletion(t *testing.T) {
 	assert.Equal(t, nodes.Event{Path: "/del/node", Gen: 1, Session: a.SessionID()}, got[0])
 	assert.Equal(t, nodes.Event{Path: "/del/node", Gen: 2, Recreated: true, Session: a.SessionID()}, got[1])
 
-	// Deleted with its parent: made again, parents too.
-	require.NoError(t, b.Delete(ctx, "/del/node", -1))
-	require.NoError(t, b.Delete(ctx, "/del", -1))
+	// Deleted with its parent: made again, parents too. One transaction:
+	// two deletes would race the re-create between them (the parent
+	// would have a child again, "node has children").
+	_, err := b.Multi(ctx, recipes.DeleteOp("/del/node", -1), recipes.DeleteOp("/del", -1))
+	require.NoError(t, err)
 	eventually(t, 10*time.Second, "made again with its parent", func() bool {
 		_, _, ok := dataAt(t, b, "/del/node")
 		return ok
