@@ -48,6 +48,34 @@ func createTree(t testing.TB, w *recipes.Client, root string, fanout, depth int,
 	return all
 }
 
+// deleteAtEnd deletes paths (a tree's nodes, each parent in it beside its
+// children) when the test ends, deepest first, 1,000 to a transaction:
+// big trees would otherwise pile up on the one server the package's tests
+// share when they run again (go test -count).
+func deleteAtEnd(t testing.TB, w *recipes.Client, paths []string) {
+	t.Cleanup(func() {
+		byDepth := map[int][]string{}
+		deepest := 0
+		for _, p := range paths {
+			d := strings.Count(p, "/")
+			byDepth[d] = append(byDepth[d], p)
+			deepest = max(deepest, d)
+		}
+		const batch = 1000
+		for d := deepest; d > 0; d-- {
+			level := byDepth[d]
+			require.NoError(t, inParallel((len(level)+batch-1)/batch, func(b int) error {
+				var ops []recipes.Op
+				for _, p := range level[b*batch : min(len(level), (b+1)*batch)] {
+					ops = append(ops, recipes.DeleteOp(p, -1))
+				}
+				_, err := w.Multi(context.Background(), ops...)
+				return err
+			}))
+		}
+	})
+}
+
 // inParallel runs fn(0..n-1), 64 at a time, and returns the first error.
 func inParallel(n int, fn func(i int) error) error {
 	var (

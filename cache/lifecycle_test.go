@@ -269,7 +269,8 @@ func TestPanickingListener(t *testing.T) {
 // listener's goroutine ends once the call returns.
 func TestCloseFromListener(t *testing.T) {
 	zkc := testutil.SharedServer(t)
-	c := connect(t, zkc.Servers(), recipes.WithNamespace(t.Name()))
+	ns := testutil.Namespace(t)
+	c := connect(t, zkc.Servers(), recipes.WithNamespace(ns))
 	cc, err := cache.New(c, "/x")
 	require.NoError(t, err)
 	closed := make(chan error, 1)
@@ -297,7 +298,7 @@ func TestUnreadableNode(t *testing.T) {
 	modes(t, func(t *testing.T, opts []cache.Option) {
 		zkc := testutil.SharedServer(t)
 		ctx := context.Background()
-		root := "/" + strings.ReplaceAll(t.Name(), "/", "-")
+		root := "/" + strings.ReplaceAll(testutil.Namespace(t), "/", "-")
 		owner := connect(t, zkc.Servers())
 		require.NoError(t, owner.AddAuth(ctx, "digest", []byte("owner:secret")))
 		mustCreate(t, owner, root, "")
@@ -346,7 +347,8 @@ func TestFallbackBacksOff(t *testing.T) {
 	zkc := testutil.SharedServer(t)
 	ctx := context.Background()
 	var logs lockedBuffer
-	c := connect(t, zkc.Servers(), recipes.WithNamespace(t.Name()),
+	ns := testutil.Namespace(t)
+	c := connect(t, zkc.Servers(), recipes.WithNamespace(ns),
 		recipes.WithLogger(slog.New(slog.NewTextHandler(&logs, nil))))
 	pw, err := c.WatchPersistent(ctx, "/tight", true, func(recipes.PersistentEvent) {})
 	require.NoError(t, err)

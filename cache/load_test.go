@@ -24,7 +24,7 @@ import (
 // at a time, as TreeCache does).
 func TestInitialLoad(t *testing.T) {
 	zkc := testutil.SharedServer(t)
-	ns := "load"
+	ns := testutil.Namespace(t)
 	w := connect(t, zkc.Servers(), recipes.WithNamespace(ns))
 	value := bytes.Repeat([]byte("x"), 100)
 	all := createTree(t, w, "/big", 45, 2, value) // 1 + 45 + 2,025 nodes
@@ -80,10 +80,12 @@ func TestInitialLoad(t *testing.T) {
 func TestLoadLargeValues(t *testing.T) {
 	zkc := testutil.SharedServer(t)
 	ctx := context.Background()
-	w := connect(t, zkc.Servers(), recipes.WithNamespace("large"))
+	ns := testutil.Namespace(t)
+	w := connect(t, zkc.Servers(), recipes.WithNamespace(ns))
 	value := bytes.Repeat([]byte("v"), 200<<10)
 	all := createTree(t, w, "/l", 40, 1, value) // 41 nodes, 8 MiB
-	c := connect(t, zkc.Servers(), recipes.WithNamespace("large"))
+	deleteAtEnd(t, w, all)
+	c := connect(t, zkc.Servers(), recipes.WithNamespace(ns))
 	cc, err := cache.New(c, "/l")
 	require.NoError(t, err)
 	before := engine.Of(c).Stats()
@@ -110,23 +112,29 @@ func TestManyChildren(t *testing.T) {
 	}
 	zkc := testutil.SharedServer(t)
 	ctx := context.Background()
-	w := connect(t, zkc.Servers(), recipes.WithNamespace("many"))
+	ns := testutil.Namespace(t)
+	w := connect(t, zkc.Servers(), recipes.WithNamespace(ns))
 	_, err := w.Create(ctx, "/", nil, 0)
 	require.NoError(t, err)
 	_, err = w.Create(ctx, "/kids", nil, 0)
 	require.NoError(t, err)
 	const n, batch = 66_000, 1_000
+	all := []string{"/kids"}
+	for i := range n {
+		all = append(all, fmt.Sprintf("/kids/c%05d", i))
+	}
+	deleteAtEnd(t, w, all)
 	began := time.Now()
 	require.NoError(t, inParallel(n/batch, func(b int) error {
 		ops := make([]recipes.Op, batch)
 		for i := range ops {
-			ops[i] = recipes.CreateOp(fmt.Sprintf("/kids/c%05d", b*batch+i), nil, 0)
+			ops[i] = recipes.CreateOp(all[1+b*batch+i], nil, 0)
 		}
 		_, err := w.Multi(ctx, ops...)
 		return err
 	}))
 	t.Logf("created %d children in %v", n, time.Since(began).Round(time.Millisecond))
-	c := connect(t, zkc.Servers(), recipes.WithNamespace("many"))
+	c := connect(t, zkc.Servers(), recipes.WithNamespace(ns))
 	cc, err := cache.NewChildrenCache(c, "/kids", cache.WithoutData())
 	require.NoError(t, err)
 	var rec recorder

@@ -48,8 +48,9 @@ func paths(nodes []cache.Node) []string {
 func TestDepth(t *testing.T) {
 	modes(t, func(t *testing.T, opts []cache.Option) {
 		zkc := testutil.SharedServer(t)
-		c := connect(t, zkc.Servers(), recipes.WithNamespace(t.Name()))
-		w := connect(t, zkc.Servers(), recipes.WithNamespace(t.Name()))
+		ns := testutil.Namespace(t)
+		c := connect(t, zkc.Servers(), recipes.WithNamespace(ns))
+		w := connect(t, zkc.Servers(), recipes.WithNamespace(ns))
 		for _, p := range []string{"/d", "/d/1", "/d/1/2", "/d/1/2/3"} {
 			mustCreate(t, w, p, p)
 		}
@@ -107,8 +108,9 @@ func TestDepth(t *testing.T) {
 func TestChildrenView(t *testing.T) {
 	modes(t, func(t *testing.T, opts []cache.Option) {
 		zkc := testutil.SharedServer(t)
-		c := connect(t, zkc.Servers(), recipes.WithNamespace(t.Name()))
-		w := connect(t, zkc.Servers(), recipes.WithNamespace(t.Name()))
+		ns := testutil.Namespace(t)
+		c := connect(t, zkc.Servers(), recipes.WithNamespace(ns))
+		w := connect(t, zkc.Servers(), recipes.WithNamespace(ns))
 		cc, err := cache.NewChildrenCache(c, "/svc", opts...)
 		require.NoError(t, err)
 		var rec recorder
@@ -155,8 +157,9 @@ func TestChildrenView(t *testing.T) {
 func TestWithoutData(t *testing.T) {
 	modes(t, func(t *testing.T, opts []cache.Option) {
 		zkc := testutil.SharedServer(t)
-		c := connect(t, zkc.Servers(), recipes.WithNamespace(t.Name()))
-		w := connect(t, zkc.Servers(), recipes.WithNamespace(t.Name()))
+		ns := testutil.Namespace(t)
+		c := connect(t, zkc.Servers(), recipes.WithNamespace(ns))
+		w := connect(t, zkc.Servers(), recipes.WithNamespace(ns))
 		mustCreate(t, w, "/big", "payload")
 		mustCreate(t, w, "/big/leaf", "payload")
 		cc, err := cache.New(c, "/big", append(slices.Clone(opts), cache.WithoutData())...)
@@ -185,8 +188,9 @@ func TestWithoutData(t *testing.T) {
 // later, the current contents) but not INITIALIZED.
 func TestListenFilters(t *testing.T) {
 	zkc := testutil.SharedServer(t)
-	c := connect(t, zkc.Servers(), recipes.WithNamespace(t.Name()))
-	w := connect(t, zkc.Servers(), recipes.WithNamespace(t.Name()))
+	ns := testutil.Namespace(t)
+	c := connect(t, zkc.Servers(), recipes.WithNamespace(ns))
+	w := connect(t, zkc.Servers(), recipes.WithNamespace(ns))
 	mustCreate(t, w, "/f", "0")
 	cc, err := cache.New(c, "/f")
 	require.NoError(t, err)
@@ -220,8 +224,9 @@ func TestListenFilters(t *testing.T) {
 // changes go on.
 func TestListenLate(t *testing.T) {
 	zkc := testutil.SharedServer(t)
-	c := connect(t, zkc.Servers(), recipes.WithNamespace(t.Name()))
-	w := connect(t, zkc.Servers(), recipes.WithNamespace(t.Name()))
+	ns := testutil.Namespace(t)
+	c := connect(t, zkc.Servers(), recipes.WithNamespace(ns))
+	w := connect(t, zkc.Servers(), recipes.WithNamespace(ns))
 	mustCreate(t, w, "/l", "")
 	cc, err := cache.New(c, "/l")
 	require.NoError(t, err)
@@ -289,8 +294,9 @@ func TestListenLate(t *testing.T) {
 // returned function closes it, and so does Close.
 func TestSubscribe(t *testing.T) {
 	zkc := testutil.SharedServer(t)
-	c := connect(t, zkc.Servers(), recipes.WithNamespace(t.Name()))
-	w := connect(t, zkc.Servers(), recipes.WithNamespace(t.Name()))
+	ns := testutil.Namespace(t)
+	c := connect(t, zkc.Servers(), recipes.WithNamespace(ns))
+	w := connect(t, zkc.Servers(), recipes.WithNamespace(ns))
 	mustCreate(t, w, "/s", "0")
 	cc, err := cache.New(c, "/s")
 	require.NoError(t, err)

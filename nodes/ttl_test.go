@@ -69,19 +69,19 @@ func TestPersistentTtlNodeAdoptsContainerParent(t *testing.T) {
 	ctx := context.Background()
 	a := connect(t, zkc.Servers())
 	b := connect(t, zkc.Servers())
-	_, err := b.CreateWithParents(ctx, "/ttln", nil, 0)
-	if err != nil {
-		require.ErrorIs(t, err, zk.ErrNodeExists)
-	}
-	_, err = engineCreateContainer(ctx, b, "/ttln/old", []byte("curator"))
+	dir := "/" + testutil.Namespace(t)
+	_, err := b.CreateWithParents(ctx, dir, nil, 0)
 	require.NoError(t, err)
-	n, err := nodes.NewPersistentTTLNode(a, "/ttln/old", time.Minute, []byte("ours"))
+	path := dir + "/old"
+	_, err = engineCreateContainer(ctx, b, path, []byte("curator"))
+	require.NoError(t, err)
+	n, err := nodes.NewPersistentTTLNode(a, path, time.Minute, []byte("ours"))
 	require.NoError(t, err)
 	require.NoError(t, n.Start(ctx))
 	defer n.Close(ctx)
 	require.NoError(t, n.WaitForInitialCreate(ctx))
 	eventually(t, 5*time.Second, "adopted and touched", func() bool {
-		s, err := nodes.ReadTTLNode(ctx, b, "/ttln/old")
+		s, err := nodes.ReadTTLNode(ctx, b, path)
 		return err == nil && s.Touched && string(s.Data) == "ours"
 	})
 }

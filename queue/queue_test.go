@@ -452,7 +452,8 @@ func TestIDQueueRemoveUnderLock(t *testing.T) {
 	zkc := testutil.SharedServer(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	c := connect(t, zkc.Servers())
+	ns := recipes.WithNamespace(testutil.Namespace(t))
+	c := connect(t, zkc.Servers(), ns)
 	q, err := queue.NewID(c, "/idrm/q", queue.WithLockPath("/idrm/locks"))
 	require.NoError(t, err)
 	require.NoError(t, q.Start(ctx))
@@ -461,7 +462,7 @@ func TestIDQueueRemoveUnderLock(t *testing.T) {
 		require.NoError(t, q.Put(ctx, id, []byte(id)))
 	}
 	// Another consumer holds the first "a".
-	_, err = connect(t, zkc.Servers()).Create(ctx, "/idrm/locks/queue-|a|0000000000", nil, zk.FlagEphemeral)
+	_, err = connect(t, zkc.Servers(), ns).Create(ctx, "/idrm/locks/queue-|a|0000000000", nil, zk.FlagEphemeral)
 	require.NoError(t, err)
 	n, err := q.Remove(ctx, "a")
 	require.NoError(t, err)

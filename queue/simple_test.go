@@ -31,7 +31,7 @@ func TestSimpleOrder(t *testing.T) {
 	zkc := testutil.SharedServer(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	c := connect(t, zkc.Servers(), recipes.WithNamespace("app"))
+	c := connect(t, zkc.Servers(), recipes.WithNamespace(testutil.Namespace(t)))
 	q, err := queue.NewSimple(c, "/simple/order")
 	require.NoError(t, err)
 

@@ -1,7 +1,7 @@
 // Package testutil holds the helpers the recipe packages' tests share:
 // a TestMain that checks for leaked goroutines, clients closed at the end
 // of a test, servers for Example functions and for a package's tests to
-// share, and condition polling.
+// share, namespaces of their own, and condition polling.
 package testutil
 
 import (
@@ -79,6 +79,24 @@ func SharedServer(t testing.TB) *zktest.Cluster {
 		t.Fatal(shared.err)
 	}
 	return shared.cl
+}
+
+var namespaces = map[string]int{}
+
+// Namespace returns a namespace for this run of test t: its name, with
+// "-run<N>" after it from the second run of that name in this process on
+// (go test -count=N), so that a test's paths and sequence numbers are
+// its own on the server SharedServer keeps for the whole process. Each
+// call is a new run: call it once in a test.
+func Namespace(t testing.TB) string {
+	mu.Lock()
+	defer mu.Unlock()
+	name := t.Name()
+	namespaces[name]++
+	if n := namespaces[name]; n > 1 {
+		return fmt.Sprintf("%s-run%d", name, n)
+	}
+	return name
 }
 
 // ExampleServers starts a standalone server for an Example function (which

@@ -99,7 +99,9 @@
 // within about a second of becoming empty; LogContains(i, "Using
 // checkIntervalMs=1000") confirms it) and -Dzookeeper.extendedTypesEnabled=true
 // (TTL znodes). Transaction logs are fsynced as usual (forceSync is left
-// on), so behavior matches production. The JVMs are kept small (-Xmx128m,
+// on), so behavior matches production. The JVMs are kept small (-Xmx256m,
 // serial GC, C1 only) so that a three-member ensemble starts in a few seconds
-// on a two-core machine.
+// on a two-core machine; 256 MiB (not 128) lets one server take a package's
+// tests run again with -count, 66,000-child trees included, without its
+// collector stalling the sessions.
 package zktest

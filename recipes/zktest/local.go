@@ -348,7 +348,7 @@ func (lc *localCluster) writeConfig(m *member) error {
 func (lc *localCluster) jvmArgs(m *member) []string {
 	return []string{
 		// Small and quick to start: tests run several servers on small machines.
-		"-Xmx128m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1", "-XX:-UsePerfData",
+		"-Xmx256m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1", "-XX:-UsePerfData",
 		"-XX:+ExitOnOutOfMemoryError", "-Djava.awt.headless=true", "-Djava.net.preferIPv4Stack=true",
 		// Container nodes are checked every second, so their removal is
 		// observable in tests; this must be a system property (a zoo.cfg

@@ -132,7 +132,7 @@ func start(spec launcher.Spec) (_ *server, err error) {
 		"ZOO_MAX_CLIENT_CNXNS":       "0",
 		"ZOO_CFG_EXTRA": fmt.Sprintf("minSessionTimeout=%d maxSessionTimeout=%d",
 			2*tickMs, 20*tickMs),
-		"JVMFLAGS": "-Xmx128m -XX:+UseSerialGC -Dznode.container.checkIntervalMs=1000 " +
+		"JVMFLAGS": "-Xmx256m -XX:+UseSerialGC -Dznode.container.checkIntervalMs=1000 " +
 			"-Dzookeeper.extendedTypesEnabled=true -Dzookeeper.4lw.commands.whitelist=*",
 	}
 	img := image()
