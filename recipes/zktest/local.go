@@ -538,6 +538,10 @@ func (lc *localCluster) pause(i int) error {
 		return fmt.Errorf("zktest: pause member %d: %w", i, err)
 	}
 	p.paused = true
+	// Paused means answering nothing from the moment Pause returns.
+	if err := waitStopped(p.cmd.Process.Pid, 10*time.Second); err != nil {
+		return fmt.Errorf("zktest: pause member %d: %w", i, err)
+	}
 	return nil
 }
 

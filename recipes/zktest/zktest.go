@@ -367,7 +367,9 @@ func (c *Cluster) Restart(i int) error {
 
 // Pause stops member i with SIGSTOP: its process stays alive and its sockets
 // stay open, but it answers nothing, like a server stuck in a long GC pause
-// or on a frozen machine. Resume continues it.
+// or on a frozen machine; every thread of it has stopped when Pause
+// returns (on Linux; elsewhere the signal has been sent). Resume continues
+// it.
 func (c *Cluster) Pause(i int) error {
 	if err := c.controllable("pause", i); err != nil {
 		return err

@@ -139,6 +139,12 @@ func TestStandalonePauseResume(t *testing.T) {
 	if err := c.Pause(0); err != nil {
 		t.Fatal(err)
 	}
+	// Stopped when Pause returns, every thread of it (a SIGSTOP alone
+	// stops a process some time later: on a loaded machine it answered
+	// the probe below).
+	if n, err := runningThreads(c.local.members[0].proc.cmd.Process.Pid); err != nil || n != 0 {
+		t.Fatalf("after Pause: %d threads running (%v)", n, err)
+	}
 	if out, err := fourLetter(c.Servers()[0], "ruok", 300*time.Millisecond); err == nil {
 		t.Fatalf("paused server answered %q", out)
 	}
