@@ -112,35 +112,42 @@ func (w *worker) runQueue() error {
 	return q.Close(ctx)
 }
 
-// checkQueueRole reads the items left in the queue and checks the
-// queue workers' history.
-func (h *harness) checkQueueRole(rep *report, logs map[string][]event) {
-	remaining := map[string]int{}
+// queueLeft reads what is left queued in dir after a run: how many nodes
+// hold each item (decode splits a node's data into its items; a node it
+// cannot decode is a violation). A missing dir is empty (a container
+// reaped). ok is false, with a violation, when it cannot be read.
+func (h *harness) queueLeft(rep *report, what, dir string, decode func([]byte) ([][]byte, error)) (remaining map[string]int, ok bool) {
+	remaining = map[string]int{}
+	corrupt := map[string]error{}
 	err := retryZK(func() error {
 		clear(remaining)
+		clear(corrupt)
 		c, err := recipes.Connect(context.Background(), h.zkc.Servers(), recipes.WithSessionTimeout(4*time.Second))
 		if err != nil {
 			return err
 		}
 		defer c.Close(context.Background())
-		if err := c.Sync(context.Background(), queuePath); err != nil {
+		if err := c.Sync(context.Background(), dir); err != nil && !errors.Is(err, zk.ErrNoNode) {
 			return err
 		}
-		kids, _, err := c.Children(context.Background(), queuePath)
+		kids, _, err := c.Children(context.Background(), dir)
+		if errors.Is(err, zk.ErrNoNode) {
+			return nil
+		}
 		if err != nil {
 			return err
 		}
 		for _, k := range kids {
-			data, _, err := c.Get(context.Background(), queuePath+"/"+k)
+			data, _, err := c.Get(context.Background(), dir+"/"+k)
 			if errors.Is(err, zk.ErrNoNode) {
 				continue
 			}
 			if err != nil {
 				return err
 			}
-			items, err := queue.Decode(data)
+			items, err := decode(data)
 			if err != nil {
-				rep.violation("queue: item node %s is corrupt: %v", k, err)
+				corrupt[k] = err
 				continue
 			}
 			for _, it := range items {
@@ -150,7 +157,20 @@ func (h *harness) checkQueueRole(rep *report, logs map[string][]event) {
 		return nil
 	})
 	if err != nil {
-		rep.violation("queue: reading the items left: %v", err)
+		rep.violation("%s: reading the items left: %v", what, err)
+		return nil, false
+	}
+	for k, err := range corrupt {
+		rep.violation("%s: item node %s is corrupt: %v", what, k, err)
+	}
+	return remaining, true
+}
+
+// checkQueueRole reads the items left in the queue and checks the
+// queue workers' history.
+func (h *harness) checkQueueRole(rep *report, logs map[string][]event) {
+	remaining, ok := h.queueLeft(rep, "queue", queuePath, queue.Decode)
+	if !ok {
 		return
 	}
 	var lines []qLine

@@ -18,16 +18,12 @@ package chaos
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"strconv"
 	"strings"
 	"time"
 
-	"github.com/go-zookeeper/zk"
-
 	"github.com/zkrecipes/zkrecipes/queue"
-	"github.com/zkrecipes/zkrecipes/recipes"
 )
 
 const (
@@ -107,38 +103,8 @@ func (w *worker) stallThird(mode string) bool {
 // checkSQueueRole reads the items left in the simple queue and checks the
 // workers' history.
 func (h *harness) checkSQueueRole(rep *report, logs map[string][]event) {
-	remaining := map[string]int{}
-	err := retryZK(func() error {
-		clear(remaining)
-		c, err := recipes.Connect(context.Background(), h.zkc.Servers(), recipes.WithSessionTimeout(4*time.Second))
-		if err != nil {
-			return err
-		}
-		defer c.Close(context.Background())
-		if err := c.Sync(context.Background(), squeuePath); err != nil {
-			return err
-		}
-		kids, _, err := c.Children(context.Background(), squeuePath)
-		if errors.Is(err, zk.ErrNoNode) {
-			return nil // reaped: empty
-		}
-		if err != nil {
-			return err
-		}
-		for _, k := range kids {
-			data, _, err := c.Get(context.Background(), squeuePath+"/"+k)
-			if errors.Is(err, zk.ErrNoNode) {
-				continue
-			}
-			if err != nil {
-				return err
-			}
-			remaining[string(data)]++
-		}
-		return nil
-	})
-	if err != nil {
-		rep.violation("squeue: reading the items left: %v", err)
+	remaining, ok := h.queueLeft(rep, "squeue", squeuePath, func(data []byte) ([][]byte, error) { return [][]byte{data}, nil })
+	if !ok {
 		return
 	}
 	var lines []qLine
