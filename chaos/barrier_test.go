@@ -37,7 +37,10 @@ const (
 )
 
 func init() {
-	registerRole(roleBarrier, barrierWorkers, pacing{0, 0, 0, 50 * time.Millisecond}, (*worker).runBarrier)
+	// Holds of 0-30 ms: members leave at different times, so a Leave
+	// that did not wait for the others would return before a member
+	// that entered before it began had called Leave (the check).
+	registerRole(roleBarrier, barrierWorkers, pacing{0, 30 * time.Millisecond, 0, 50 * time.Millisecond}, (*worker).runBarrier)
 	roleChecks = append(roleChecks, (*harness).checkBarrierRole)
 }
 
