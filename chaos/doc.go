@@ -45,8 +45,8 @@
 // succeeded (a duplicate is allowed only after its consumer was killed or
 // told: ErrLockLost, Done closed); for the double barrier, an Enter
 // returning before memberQty members called in, a Leave returning before
-// a member that was in began to leave, or a failed member's node left
-// behind; for the simple queue (at-most-once: Take deletes the item
+// a member that was in when it began had begun to leave, or a failed
+// member's node left behind; for the simple queue (at-most-once: Take deletes the item
 // before it returns it), an item taken or left queued more than once,
 // beyond one copy more per connection loss during its Offer (a create
 // retried), or an acknowledged item neither taken nor queued when no take
