@@ -13,13 +13,14 @@ import (
 // runningThreads returns how many threads of process pid are not stopped
 // (state other than T, t, Z or X in /proc/<pid>/task/*/stat).
 func runningThreads(pid int) (int, error) {
-	tasks, err := os.ReadDir(fmt.Sprintf("/proc/%d/task", pid))
+	dir := fmt.Sprintf("/proc/%d/task", pid)
+	tasks, err := os.ReadDir(dir)
 	if err != nil {
 		return 0, err
 	}
 	running := 0
 	for _, task := range tasks {
-		stat, err := os.ReadFile(filepath.Join(fmt.Sprintf("/proc/%d/task", pid), task.Name(), "stat"))
+		stat, err := os.ReadFile(filepath.Join(dir, task.Name(), "stat"))
 		if err != nil {
 			continue // the thread exited
 		}
