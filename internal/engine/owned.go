@@ -113,10 +113,12 @@ type OwnedNode struct {
 	lastErr error  // the last create's failure, when it cannot be retried
 	changed chan struct{}
 	closed  bool
+	making  bool // the loop is making the node (Close waits for that)
 
-	kick      chan struct{} // look again (buffered 1)
-	cancel    context.CancelFunc
-	done      chan struct{} // the background loop has ended
+	kick      chan struct{}      // look again (buffered 1)
+	stop      chan struct{}      // closed by Close
+	cancel    context.CancelFunc // abandons the loop's request
+	done      chan struct{}      // the background loop has ended
 	listeners Listeners[Owned]
 }
 
@@ -152,6 +154,7 @@ func (c *Client) Own(spec OwnedSpec) (*OwnedNode, error) {
 		dataGen:    1, // the first data; a node taken over holds generation 0
 		changed:    make(chan struct{}),
 		kick:       make(chan struct{}, 1),
+		stop:       make(chan struct{}),
 		done:       make(chan struct{}),
 	}
 	o.parent, o.name = SplitPath(spec.Path)
@@ -303,8 +306,10 @@ func (o *OwnedNode) Listen(fn func(Owned)) (remove func()) {
 // Close stops keeping the node and deletes it with a guaranteed delete
 // (when the delete cannot be made now it goes on in the background until
 // it succeeds or the session ends), waiting for that within ctx. A node
-// at a fixed path that belongs to another session is left to it. It is
-// safe to call more than once.
+// being made when Close is called is waited for and deleted too, so that
+// none is left once Close returns nil. A node at a fixed path that
+// belongs to another session is left to it. It is safe to call more than
+// once.
 func (o *OwnedNode) Close(ctx context.Context) error {
 	if ctx == nil {
 		ctx = context.Background()
@@ -315,16 +320,31 @@ func (o *OwnedNode) Close(ctx context.Context) error {
 		return nil
 	}
 	o.closed = true
+	making := o.making
+	close(o.stop)
 	o.broadcast()
 	o.mu.Unlock()
-	o.cancel()
-	select {
-	case <-o.done:
-	case <-ctx.Done():
-		go func() { <-o.done; o.finish(context.Background()) }()
-		return Namedf(o.spec.What, "close: %w", ctx.Err())
+	// A create in flight is let finish: the node it makes is then ours to
+	// delete below, where an abandoned create would land after Close
+	// returned (and be undone only later). It is abandoned when ctx ends
+	// first, or while the link is down (nothing is answered then; an
+	// abandoned create's node is deleted when its reply comes). Any other
+	// request of the loop's is abandoned at once.
+	for {
+		snap := o.c.Snapshot()
+		if !making || !snap.State.IsConnected() {
+			o.cancel()
+		}
+		select {
+		case <-o.done:
+			return o.finish(ctx)
+		case <-snap.Changed:
+		case <-ctx.Done():
+			o.cancel()
+			go func() { <-o.done; o.finish(context.Background()) }()
+			return Namedf(o.spec.What, "close: %w", ctx.Err())
+		}
 	}
-	return o.finish(ctx)
 }
 
 // finish deletes the node once the loop has ended.
@@ -411,6 +431,13 @@ func (o *OwnedNode) broadcast() {
 	o.changed = make(chan struct{})
 }
 
+// stopped reports whether Close has been called.
+func (o *OwnedNode) stopped() bool {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return o.closed
+}
+
 // poke makes the loop look again.
 func (o *OwnedNode) poke() {
 	select {
@@ -429,7 +456,7 @@ func (o *OwnedNode) run(ctx context.Context) {
 		w     ownedWatch
 	)
 	for {
-		if ctx.Err() != nil || c.check() != nil {
+		if o.stopped() || ctx.Err() != nil || c.check() != nil {
 			return
 		}
 		snap := c.Snapshot()
@@ -463,6 +490,7 @@ func (o *OwnedNode) run(ctx context.Context) {
 		case <-paused:
 		case <-snap.Changed:
 		case <-o.kick:
+		case <-o.stop:
 		case <-ctx.Done():
 		case <-c.closeCh:
 		}
@@ -485,16 +513,23 @@ func (o *OwnedNode) step(ctx context.Context, snap Snapshot, w *ownedWatch) erro
 	c := o.c
 	for {
 		o.mu.Lock()
+		if o.closed {
+			o.mu.Unlock()
+			return ErrClosed
+		}
 		cur, data, dgen, wrote, sweep := o.cur, o.data, o.dataGen, o.wrote, o.sweep
+		o.making = cur.Path == ""
 		o.mu.Unlock()
 		if cur.Path == "" {
-			if err := o.create(ctx, data, dgen); err != nil {
-				o.mu.Lock()
-				if !IsRetryable(err) && !errors.Is(err, zk.ErrSessionExpired) && !errors.Is(err, ErrSessionLost) && ctx.Err() == nil {
-					o.lastErr = err
-					o.broadcast()
-				}
-				o.mu.Unlock()
+			err := o.create(ctx, data, dgen)
+			o.mu.Lock()
+			o.making = false
+			if err != nil && !IsRetryable(err) && !errors.Is(err, zk.ErrSessionExpired) && !errors.Is(err, ErrSessionLost) && ctx.Err() == nil {
+				o.lastErr = err
+				o.broadcast()
+			}
+			o.mu.Unlock()
+			if err != nil {
 				return err
 			}
 			continue

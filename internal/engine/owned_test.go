@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/zkrecipes/zkrecipes/internal/engine"
+	"github.com/zkrecipes/zkrecipes/internal/testutil"
 	"github.com/zkrecipes/zkrecipes/recipes"
 	"github.com/zkrecipes/zkrecipes/recipes/zktest"
 )
@@ -421,4 +422,34 @@ func TestOwnedNodeCloseWhileCutOff(t *testing.T) {
 		return !ok
 	})
 	assert.Equal(t, sid, c.SessionID(), "in the same session")
+}
+
+// Close made while the loop is making the node again (someone deleted
+// it) leaves no node behind once it returns: the create in flight is
+// let finish and its node deleted, not abandoned to land after Close
+// (CI saw discovery's Unregister leave an instance so).
+func TestOwnedNodeCloseDuringRecreate(t *testing.T) {
+	zkc := zktest.Start(t)
+	c := connect(t, zkc.Servers())
+	admin := connect(t, zkc.Servers())
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	base := "/owned/" + testutil.Namespace(t)
+	for i := 0; i < 40; i++ {
+		path := base + "/n" + strconv.Itoa(i)
+		o, err := engine.Of(c).Own(engine.OwnedSpec{Path: path, Mode: zk.FlagEphemeral})
+		require.NoError(t, err)
+		awaitNode(t, o)
+		require.NoError(t, admin.Delete(ctx, path, -1))
+		// Close as the loop hears of the delete and makes the node again.
+		for j := 0; j < i%8; j++ {
+			_, _, _ = c.Exists(ctx, base)
+		}
+		require.NoError(t, o.Close(ctx))
+		// A write after Close: a create made before it is ordered first.
+		_, err = admin.Create(ctx, base+"/marker"+strconv.Itoa(i), nil, 0)
+		require.NoError(t, err)
+		_, _, ok := dataOf(t, admin, path)
+		require.False(t, ok, "round %d: the node is there after Close", i)
+	}
 }
