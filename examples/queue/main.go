@@ -2,9 +2,9 @@
 // in lock-safety mode as a job queue: a producer puts jobs, workers, each
 // with a ZooKeeper session of its own as separate processes would have,
 // consume them; each job is locked while a worker runs it and deleted
-// only after it ran. One worker crashes in the middle of a job (its
-// session closes before it acknowledges), and that job goes to another
-// worker.
+// only after it ran. The worker that takes the fifth job crashes in the
+// middle of it (its session closes before it acknowledges), and that job
+// goes to another worker.
 //
 // No job may be lost, and a job may run twice only when its first worker
 // was told: the verdict checks that every job ran, and that every second
@@ -35,7 +35,7 @@ const (
 var (
 	workers = flag.Int("workers", 3, "workers (each with its own session)")
 	jobs    = flag.Int("jobs", 60, "jobs the producer puts")
-	crashAt = flag.Int("crash-at", 5, "the job of worker-1's at which it crashes (0: never)")
+	crashAt = flag.Int("crash-at", 5, "the job taken (counted over all workers) whose worker crashes in it (0: never)")
 )
 
 func main() {
@@ -59,7 +59,9 @@ func run(ctx context.Context, servers []string) error {
 		mu      sync.Mutex
 		runs    = map[string][]string{} // job -> the workers that ran it
 		told    = map[string]int{}      // job -> runs whose worker was told it may run again
-		crashed bool
+		taken   int                     // jobs taken, by all workers
+		crasher string                  // the worker that crashes
+		crashed bool                    // and was told its job may run again
 	)
 	for i := 1; i <= *workers; i++ {
 		name := fmt.Sprintf("worker-%d", i)
@@ -68,14 +70,17 @@ func run(ctx context.Context, servers []string) error {
 			return err
 		}
 		defer c.Close(context.Background())
-		done := 0
 		worker := queue.ConsumerFunc(func(ctx context.Context, m *queue.Message) error {
 			job := string(m.Data())
 			mu.Lock()
 			runs[job] = append(runs[job], name)
+			taken++
+			crash := taken == *crashAt
+			if crash {
+				crasher = name
+			}
 			mu.Unlock()
-			done++
-			if name == "worker-1" && done == *crashAt {
+			if crash {
 				// A crash in the middle of the job: the session goes,
 				// and with it the job's lock.
 				demo.Say("%s crashes while it runs %s", name, job)
@@ -84,7 +89,7 @@ func run(ctx context.Context, servers []string) error {
 			if err := m.Ack(ctx); err != nil {
 				mu.Lock()
 				told[job]++
-				crashed = crashed || name == "worker-1"
+				crashed = crashed || name == crasher
 				mu.Unlock()
 				demo.Say("%s is told %s may run again: %v", name, job, err)
 			}
