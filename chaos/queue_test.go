@@ -92,21 +92,7 @@ func (w *worker) runQueue() error {
 	if err != nil {
 		return err
 	}
-	for n := 1; w.ctx.Err() == nil; n++ {
-		id := fmt.Sprintf("%s.%d.%d", w.name, w.seg, n)
-		w.log.printf("qput %s", id)
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		err := prod.Put(ctx, []byte(id))
-		cancel()
-		if err == nil {
-			w.log.printf("qputok %s", id)
-			w.op()
-		} else {
-			w.log.printf("qputerr %s %s", id, oneLine(err))
-			_ = w.c.WaitConnected(w.ctx)
-		}
-		w.sleep(w.p.gapMin, w.p.gapMax)
-	}
+	w.produce("qput", prod.Put, nil)
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 	return q.Close(ctx)

@@ -45,22 +45,7 @@ func (w *worker) runSQueue() error {
 		return err
 	}
 	if w.name == roleSQueue+"-1" {
-		for n := 1; w.ctx.Err() == nil; n++ {
-			id := fmt.Sprintf("%s.%d.%d", w.name, w.seg, n)
-			w.log.printf("sqoffer %s", id)
-			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-			err := q.Offer(ctx, []byte(id))
-			cancel()
-			w.stallThird("hold")
-			if err == nil {
-				w.log.printf("sqofferok %s", id)
-				w.op()
-			} else {
-				w.log.printf("sqoffererr %s %s", id, oneLine(err))
-				_ = w.c.WaitConnected(w.ctx)
-			}
-			w.sleep(w.p.gapMin, w.p.gapMax)
-		}
+		w.produce("sqoffer", q.Offer, func() { w.stallThird("hold") })
 		return nil
 	}
 	for w.ctx.Err() == nil {

@@ -822,3 +822,28 @@ func (w *worker) lead(ctx context.Context, h recipes.Hold, rec string) error {
 	}
 	return nil
 }
+
+// produce puts items <worker>.<segment>.<n>, n = 1, 2, ..., with put
+// until the worker is stopped, logging "<verb> id" before each put and
+// "<verb>ok id" or "<verb>err id error" after it; afterPut (nil for none)
+// runs between a put's return and that line.
+func (w *worker) produce(verb string, put func(context.Context, []byte) error, afterPut func()) {
+	for n := 1; w.ctx.Err() == nil; n++ {
+		id := fmt.Sprintf("%s.%d.%d", w.name, w.seg, n)
+		w.log.printf("%s %s", verb, id)
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		err := put(ctx, []byte(id))
+		cancel()
+		if afterPut != nil {
+			afterPut()
+		}
+		if err == nil {
+			w.log.printf("%sok %s", verb, id)
+			w.op()
+		} else {
+			w.log.printf("%serr %s %s", verb, id, oneLine(err))
+			_ = w.c.WaitConnected(w.ctx)
+		}
+		w.sleep(w.p.gapMin, w.p.gapMax)
+	}
+}
