@@ -488,6 +488,35 @@ public class CuratorRecipes {
         }
     };
 
+    /**
+     * Waits until at most keep of the locks under lockPath belong to the
+     * client's session (a lock-safety consumer's items are then deleted).
+     */
+    static void awaitOwnLocksGone(CuratorFramework client, String lockPath, int keep) throws Exception {
+        long sid = client.getZookeeperClient().getZooKeeper().getSessionId();
+        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(30);
+        for (;;) {
+            int own = 0;
+            try {
+                for (String child : client.getChildren().forPath(lockPath)) {
+                    org.apache.zookeeper.data.Stat st = client.checkExists().forPath(lockPath + "/" + child);
+                    if (st != null && st.getEphemeralOwner() == sid) {
+                        own++;
+                    }
+                }
+            } catch (KeeperException.NoNodeException e) {
+                // no locks at all
+            }
+            if (own <= keep) {
+                return;
+            }
+            if (System.nanoTime() > deadline) {
+                throw new IllegalStateException(own + " locks of ours still under " + lockPath + " after 30s");
+            }
+            Thread.sleep(10);
+        }
+    }
+
     static QueueBuilder<String> queueBuilder(CuratorFramework client, QueueConsumer<String> consumer, String path, String lockPath) {
         QueueBuilder<String> b = QueueBuilder.builder(client, consumer, UTF8, path).putInBackground(false);
         if (!lockPath.equals("-")) {
@@ -630,6 +659,12 @@ public class CuratorRecipes {
             }
             say("READY");
             done.await();
+            if (!lockPath.equals("-")) {
+                // In lock-safety mode Curator deletes an item after its
+                // consumeMessage returns, then its lock: wait for that, or
+                // close would interrupt the last item's delete.
+                awaitOwnLocksGone(client, lockPath, hang ? 1 : 0);
+            }
             say("DONE");
             q.close();
         }
