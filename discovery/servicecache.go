@@ -29,7 +29,8 @@ type ServiceCache struct {
 	byNode    map[string]*Instance // by node name
 	snap      atomic.Pointer[[]*Instance]
 	version   atomic.Uint64 // bumped by every change of the instances
-	ready     chan struct{} // closed once the initial load is in
+	loaded    bool          // the cache's initial load is in (under mu)
+	ready     chan struct{} // closed once Instances has the initial load
 	readyOnce sync.Once
 	remove    func()
 	listeners engine.Listeners[[]*Instance]
@@ -119,15 +120,10 @@ func (s *ServiceCache) event(ev cache.Event) {
 			changed = true
 		}
 	case cache.Initialized:
-		s.readyOnce.Do(func() { close(s.ready) })
+		s.loaded = true
 		changed = true
 	}
-	if !changed {
-		return
-	}
-	select {
-	case <-s.ready:
-	default:
+	if !changed || !s.loaded {
 		return // the initial load is published once complete
 	}
 	nodes := make([]string, 0, len(s.byNode))
@@ -142,6 +138,8 @@ func (s *ServiceCache) event(ev cache.Event) {
 	s.snap.Store(&list)
 	s.version.Add(1)
 	s.listeners.Post(list)
+	// Ready only now: Start returns once Instances has the load.
+	s.readyOnce.Do(func() { close(s.ready) })
 }
 
 // Instances returns the service's instances, sorted by node name. The

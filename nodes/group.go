@@ -56,15 +56,18 @@ type GroupMember struct {
 	kids *cache.Cache
 
 	mu        sync.Mutex
-	payloads  [][]byte // every payload set, the latest last
-	foreign   int64    // the other session that holds our node (0: none)
-	overwrite []byte   // a payload not ours found on our node
-	members   []Member // membersLocked's last answer, while valid
-	memoOK    bool     // members is valid: no cache event or payload since
+	payloads  [][]byte          // every payload set, the latest last
+	foreign   int64             // the other session that holds our node (0: none)
+	overwrite []byte            // a payload not ours found on our node
+	others    map[string][]byte // the members the cache's events brought, by id
+	loaded    bool              // the cache's Initialized has been applied to others
+	ready     chan struct{}     // closed once loaded
+	members   []Member          // membersLocked's last answer, while valid
+	memoOK    bool              // members is valid: no change since
 	started   bool
 	closed    bool
 	removes   []func()
-	listeners engine.Listeners[GroupState]
+	state     *engine.Current[GroupState]
 }
 
 // NewGroupMember returns the member id of the group at membershipPath with
@@ -92,7 +95,9 @@ func NewGroupMember(c *recipes.Client, membershipPath, id string, payload []byte
 		return nil, err
 	}
 	return &GroupMember{c: c, e: e, path: membershipPath, id: id, node: n, kids: kids,
-		payloads: [][]byte{append([]byte(nil), payload...)}}, nil
+		payloads: [][]byte{append([]byte(nil), payload...)},
+		others:   map[string][]byte{}, ready: make(chan struct{}),
+		state: engine.NewCurrent(sameGroupState)}, nil
 }
 
 // ID returns this member's id.
@@ -129,34 +134,46 @@ func (g *GroupMember) Start(ctx context.Context) error {
 	g.removes = append(g.removes,
 		g.node.Listen(func(ev Event) {
 			g.mu.Lock()
+			defer g.mu.Unlock()
 			g.foreign = 0
 			if ev.Foreign {
 				g.foreign = ev.Session
 			}
-			g.mu.Unlock()
-			g.post()
+			g.postLocked()
 		}),
-		g.kids.Listen(func(ev cache.Event) {
-			g.mu.Lock()
-			g.memoOK = false
-			g.mu.Unlock()
-			if ev.New != nil && ev.New.Path == g.node.Path() {
-				g.checkPayload(ev.New.Data)
-			}
-			select {
-			case <-g.kids.Initialized():
-				g.post()
-			default: // the first state goes out with Initialized
-			}
-		}),
+		g.kids.Listen(g.apply),
 	)
 	return nil
 }
 
-// checkPayload records whether our node holds a payload we did not set.
-func (g *GroupMember) checkPayload(data []byte) {
+// apply applies one event of the group's cache to the members,
+// and posts the state once the first load is in; readiness
+// (WaitForInitialCreate) follows the members, not the cache, so that
+// every read after it sees the load.
+func (g *GroupMember) apply(ev cache.Event) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
+	g.memoOK = false
+	switch ev.Type {
+	case cache.NodeCreated, cache.NodeChanged:
+		_, id := engine.SplitPath(ev.Path)
+		g.others[id] = ev.New.Data
+		if ev.New.Path == g.node.Path() {
+			g.checkPayloadLocked(ev.New.Data)
+		}
+	case cache.NodeDeleted:
+		_, id := engine.SplitPath(ev.Path)
+		delete(g.others, id)
+	case cache.Initialized:
+		g.loaded = true
+		defer close(g.ready)
+	}
+	g.postLocked()
+}
+
+// checkPayloadLocked records whether our node holds a payload we did
+// not set.
+func (g *GroupMember) checkPayloadLocked(data []byte) {
 	if g.foreign != 0 {
 		return
 	}
@@ -169,14 +186,24 @@ func (g *GroupMember) checkPayload(data []byte) {
 	g.overwrite = append([]byte(nil), data...)
 }
 
-// post tells the listeners the current state.
-func (g *GroupMember) post() {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	if g.closed {
+// postLocked tells the listeners the current state, once the first
+// load is in (a state they heard already is not posted again).
+func (g *GroupMember) postLocked() {
+	if g.closed || !g.loaded {
 		return
 	}
-	g.listeners.Post(g.stateLocked())
+	g.state.Set(g.stateLocked())
+}
+
+// sameGroupState reports whether two states are the same.
+func sameGroupState(a, b GroupState) bool {
+	if (a.Duplicate == nil) != (b.Duplicate == nil) ||
+		(a.Duplicate != nil && a.Duplicate.Error() != b.Duplicate.Error()) {
+		return false
+	}
+	return slices.EqualFunc(a.Members, b.Members, func(x, y Member) bool {
+		return x.ID == y.ID && bytes.Equal(x.Payload, y.Payload)
+	})
 }
 
 func (g *GroupMember) stateLocked() GroupState {
@@ -193,25 +220,19 @@ func (g *GroupMember) duplicateLocked() error {
 	return nil
 }
 
-// membersLocked returns the members, sorted by id: built from the cache
-// once after each of its events (or a payload set) and shared by the
-// calls until the next (callers copy it before handing it out).
+// membersLocked returns the members, sorted by id: built once after
+// each change (a cache event or a payload set) and shared by the calls
+// until the next (callers copy it before handing it out).
 func (g *GroupMember) membersLocked() []Member {
 	if g.memoOK {
 		return g.members
 	}
-	ms := make([]Member, 0, g.kids.Size()+1)
-	self := false
-	for _, n := range g.kids.Snapshot() {
-		_, id := engine.SplitPath(n.Path)
-		if id == g.id {
-			self = true
-			n.Data = g.payloads[len(g.payloads)-1]
+	ms := make([]Member, 0, len(g.others)+1)
+	ms = append(ms, Member{ID: g.id, Payload: g.payloads[len(g.payloads)-1]})
+	for id, data := range g.others {
+		if id != g.id {
+			ms = append(ms, Member{ID: id, Payload: data})
 		}
-		ms = append(ms, Member{ID: id, Payload: n.Data})
-	}
-	if !self {
-		ms = append(ms, Member{ID: g.id, Payload: g.payloads[len(g.payloads)-1]})
 	}
 	slices.SortFunc(ms, func(a, b Member) int { return strings.Compare(a.ID, b.ID) })
 	g.members, g.memoOK = ms, true
@@ -219,7 +240,9 @@ func (g *GroupMember) membersLocked() []Member {
 }
 
 // WaitForInitialCreate waits until this member's node exists and the
-// group's cache is loaded. Errors as PersistentNode.WaitForInitialCreate.
+// group's members are loaded: every CurrentMembers after it lists the
+// members that were there when the load read them. Errors as
+// PersistentNode.WaitForInitialCreate.
 func (g *GroupMember) WaitForInitialCreate(ctx context.Context) error {
 	if _, err := g.node.WaitForInitialCreate(ctx); err != nil {
 		return err
@@ -227,7 +250,12 @@ func (g *GroupMember) WaitForInitialCreate(ctx context.Context) error {
 	if err := g.kids.WaitInitialized(ctx); err != nil {
 		return engine.Namedf(g.what(), "%w", err)
 	}
-	return nil
+	select { // the cache is loaded; its listener applies the load next
+	case <-g.ready:
+		return nil
+	case <-ctx.Done():
+		return engine.Namedf(g.what(), "waiting for the members: %w", ctx.Err())
+	}
 }
 
 // CurrentMembers returns the group's members as the cache has them, sorted
@@ -258,22 +286,17 @@ func (g *GroupMember) SetPayload(ctx context.Context, payload []byte) error {
 	if len(g.payloads) > 8 {
 		g.payloads = g.payloads[len(g.payloads)-8:]
 	}
+	g.postLocked()
 	g.mu.Unlock()
 	return g.node.SetData(ctx, payload)
 }
 
-// Listen calls fn with the current state (once the cache is loaded), then
-// with each change of the members or of the duplicate report, in order, on
-// a goroutine of its own. The returned function removes the listener.
+// Listen calls fn with the current state (once the members are loaded),
+// then with each change of the members or of the duplicate report, in
+// order, never the same state twice in a row, on a goroutine of its own.
+// The returned function removes the listener.
 func (g *GroupMember) Listen(fn func(GroupState)) (remove func()) {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	select {
-	case <-g.kids.Initialized():
-		return g.listeners.ListenFirst(fn, g.stateLocked())
-	default:
-		return g.listeners.Listen(fn)
-	}
+	return g.state.Listen(fn)
 }
 
 // Close deletes this member's node (guaranteed delete) and stops the
@@ -294,6 +317,6 @@ func (g *GroupMember) Close(ctx context.Context) error {
 	if cerr := g.kids.Close(ctx); err == nil && g.started {
 		err = cerr
 	}
-	g.listeners.Close()
+	g.state.Close()
 	return err
 }

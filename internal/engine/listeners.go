@@ -270,3 +270,66 @@ func (ls *Listeners[T]) SubscribeFirst(first T) (<-chan T, func()) {
 	l.q.push(first)
 	return ch, ls.add(l)
 }
+
+// Current is a state its listeners hear: the current value first (once
+// there is one), then each change, in order, never the same value twice
+// in a row (equal decides). A recipe that publishes a state (members,
+// instances, leadership) sets it here and lets Listen and Subscribe
+// follow; the zero value is not usable: make it with NewCurrent.
+type Current[T any] struct {
+	mu    sync.Mutex
+	ls    Listeners[T]
+	v     T
+	set   bool
+	equal func(a, b T) bool
+}
+
+// NewCurrent returns a Current with no value yet.
+func NewCurrent[T any](equal func(a, b T) bool) *Current[T] {
+	return &Current[T]{equal: equal}
+}
+
+// Set makes v the current value and posts it, unless it equals the
+// current one; it reports whether it posted. Callers that derive v under
+// a lock of their own call Set under it, so values post in their order.
+func (c *Current[T]) Set(v T) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.set && c.equal(c.v, v) {
+		return false
+	}
+	c.v, c.set = v, true
+	c.ls.Post(v)
+	return true
+}
+
+// Get returns the current value, and whether there is one.
+func (c *Current[T]) Get() (T, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.v, c.set
+}
+
+// Listen calls fn with the current value (if there is one), then with
+// each change, in order, on a goroutine of its own (see Listeners).
+func (c *Current[T]) Listen(fn func(T)) (remove func()) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.set {
+		return c.ls.ListenFirst(fn, c.v)
+	}
+	return c.ls.Listen(fn)
+}
+
+// Subscribe is Listen for a channel (see Listeners.Subscribe).
+func (c *Current[T]) Subscribe() (<-chan T, func()) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.set {
+		return c.ls.SubscribeFirst(c.v)
+	}
+	return c.ls.Subscribe()
+}
+
+// Close removes every listener (see Listeners.Close).
+func (c *Current[T]) Close() { c.ls.Close() }

@@ -1,0 +1,54 @@
+package discovery_test
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/zkrecipes/zkrecipes/discovery"
+	"github.com/zkrecipes/zkrecipes/internal/par"
+	"github.com/zkrecipes/zkrecipes/recipes/zktest"
+)
+
+// Ready means ready: once Start returns, a ServiceCache lists every
+// instance and a Provider (no strategy set: round robin) returns one, at
+// 1,000 instances, read right after Start, 20 of 20 times.
+func TestReadyAfterStart(t *testing.T) {
+	zkc := zktest.Start(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	const n = 1000
+	d := newDiscovery(t, connect(t, zkc.Servers()), "/services")
+	idx := make([]int, n)
+	for i := range idx {
+		idx[i] = i
+	}
+	require.NoError(t, par.Each(64, idx, func(i int) error {
+		return d.Register(ctx, &discovery.Instance{Name: "s", ID: fmt.Sprintf("i%04d", i), Port: 1})
+	}))
+	reader := newDiscovery(t, connect(t, zkc.Servers()), "/services")
+	cacheMissing, providerNil := 0, 0
+	for range 20 {
+		sc, err := reader.NewServiceCache("s")
+		require.NoError(t, err)
+		require.NoError(t, sc.Start(ctx))
+		if len(sc.Instances()) != n {
+			cacheMissing++
+		}
+		require.NoError(t, sc.Close(ctx))
+
+		p, err := reader.NewProvider("s")
+		require.NoError(t, err)
+		require.NoError(t, p.Start(ctx))
+		if p.Instance() == nil {
+			providerNil++
+		}
+		require.NoError(t, p.Close(ctx))
+	}
+	assert.Zero(t, cacheMissing, "ServiceCache.Instances() incomplete right after Start (of 20)")
+	assert.Zero(t, providerNil, "Provider.Instance() nil right after Start (of 20)")
+}
