@@ -64,8 +64,7 @@ type GroupMember struct {
 	ready     chan struct{}     // closed once loaded
 	members   []Member          // membersLocked's last answer, while valid
 	memoOK    bool              // members is valid: no change since
-	started   bool
-	closed    bool
+	life      engine.Lifecycle
 	removes   []func()
 	state     *engine.Current[GroupState]
 }
@@ -101,10 +100,24 @@ func NewGroupMember(c *recipes.Client, membershipPath, id string, payload []byte
 }
 
 // ID returns this member's id.
-func (g *GroupMember) ID() string { return g.id }
+func (g *GroupMember) ID() string {
+	if !g.made() {
+		return ""
+	}
+	return g.id
+}
 
 // Path returns the membership path as given.
-func (g *GroupMember) Path() string { return g.path }
+func (g *GroupMember) Path() string {
+	if !g.made() {
+		return ""
+	}
+	return g.path
+}
+
+func (g *GroupMember) made() bool { return g != nil && g.node != nil }
+
+func notMadeGroup() error { return engine.NotMade("GroupMember", "NewGroupMember") }
 
 func (g *GroupMember) what() string { return "group member " + engine.JoinPath(g.path, g.id) }
 
@@ -112,25 +125,26 @@ func (g *GroupMember) what() string { return "group member " + engine.JoinPath(g
 // of the group; WaitForInitialCreate waits for both. A failed Start leaves
 // nothing. ErrAlreadyStarted when called again, ErrClosed after Close.
 func (g *GroupMember) Start(ctx context.Context) error {
+	if !g.made() {
+		return notMadeGroup()
+	}
 	if err := recipeargs.Context(ctx); err != nil {
 		return err
 	}
-	g.mu.Lock()
+	g.mu.Lock() // held until the listeners are in: Close reads them under mu
 	defer g.mu.Unlock()
-	switch {
-	case g.closed:
-		return engine.Namedf(g.what(), "start: %w", recipes.ErrClosed)
-	case g.started:
-		return engine.Namedf(g.what(), "start: %w", recipes.ErrAlreadyStarted)
+	if err := g.life.Start(g.what()); err != nil {
+		return err
 	}
 	if err := g.kids.Start(ctx); err != nil {
+		g.life.Abort()
 		return engine.Namedf(g.what(), "start: %w", err)
 	}
 	if err := g.node.Start(ctx); err != nil {
 		_ = g.kids.Close(context.Background())
+		g.life.Abort()
 		return err
 	}
-	g.started = true
 	g.removes = append(g.removes,
 		g.node.Listen(func(ev Event) {
 			g.mu.Lock()
@@ -189,7 +203,7 @@ func (g *GroupMember) checkPayloadLocked(data []byte) {
 // postLocked tells the listeners the current state, once the first
 // load is in (a state they heard already is not posted again).
 func (g *GroupMember) postLocked() {
-	if g.closed || !g.loaded {
+	if g.life.Closed() || !g.loaded {
 		return
 	}
 	g.state.Set(g.stateLocked())
@@ -244,6 +258,9 @@ func (g *GroupMember) membersLocked() []Member {
 // members that were there when the load read them. Errors as
 // PersistentNode.WaitForInitialCreate.
 func (g *GroupMember) WaitForInitialCreate(ctx context.Context) error {
+	if !g.made() {
+		return notMadeGroup()
+	}
 	if _, err := g.node.WaitForInitialCreate(ctx); err != nil {
 		return err
 	}
@@ -264,6 +281,9 @@ func (g *GroupMember) WaitForInitialCreate(ctx context.Context) error {
 // cache reports (an event its listeners hear) and copied for each call:
 // a call costs a copy, not a walk of the cache.
 func (g *GroupMember) CurrentMembers() []Member {
+	if !g.made() {
+		return nil
+	}
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	return slices.Clone(g.membersLocked())
@@ -272,6 +292,9 @@ func (g *GroupMember) CurrentMembers() []Member {
 // Err returns nil, or an error wrapping recipes.ErrDuplicateMember while
 // another member uses this member's id.
 func (g *GroupMember) Err() error {
+	if !g.made() {
+		return notMadeGroup()
+	}
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	return g.duplicateLocked()
@@ -280,6 +303,9 @@ func (g *GroupMember) Err() error {
 // SetPayload sets this member's payload (see PersistentNode.SetData: it
 // works before the node is first made).
 func (g *GroupMember) SetPayload(ctx context.Context, payload []byte) error {
+	if !g.made() {
+		return notMadeGroup()
+	}
 	g.mu.Lock()
 	g.payloads = append(g.payloads, append([]byte(nil), payload...))
 	g.memoOK = false
@@ -296,25 +322,30 @@ func (g *GroupMember) SetPayload(ctx context.Context, payload []byte) error {
 // order, never the same state twice in a row, on a goroutine of its own.
 // The returned function removes the listener.
 func (g *GroupMember) Listen(fn func(GroupState)) (remove func()) {
+	if !g.made() {
+		return func() {}
+	}
 	return g.state.Listen(fn)
 }
 
 // Close deletes this member's node (guaranteed delete) and stops the
 // cache. It is safe to call more than once.
 func (g *GroupMember) Close(ctx context.Context) error {
-	g.mu.Lock()
-	if g.closed {
-		g.mu.Unlock()
+	if !g.made() {
+		return notMadeGroup()
+	}
+	first, wasStarted := g.life.Close()
+	if !first {
 		return nil
 	}
-	g.closed = true
+	g.mu.Lock()
 	removes := g.removes
 	g.mu.Unlock()
 	for _, r := range removes {
 		r()
 	}
 	err := g.node.Close(ctx)
-	if cerr := g.kids.Close(ctx); err == nil && g.started {
+	if cerr := g.kids.Close(ctx); err == nil && wasStarted {
 		err = cerr
 	}
 	g.state.Close()

@@ -77,11 +77,10 @@ type PersistentNode struct {
 	mode Mode
 	o    options
 
-	mu      sync.Mutex
-	data    []byte
-	own     *engine.OwnedNode
-	started bool
-	closed  bool
+	life engine.Lifecycle
+	mu   sync.Mutex
+	data []byte
+	own  *engine.OwnedNode
 }
 
 // NewPersistentNode returns a PersistentNode at path in mode with data. It
@@ -109,25 +108,39 @@ func NewPersistentNode(c *recipes.Client, path string, mode Mode, data []byte, o
 }
 
 // Path returns the path as given to NewPersistentNode.
-func (n *PersistentNode) Path() string { return n.path }
+func (n *PersistentNode) Path() string {
+	if !n.made() {
+		return ""
+	}
+	return n.path
+}
 
 // Mode returns the create mode.
-func (n *PersistentNode) Mode() Mode { return n.mode }
+func (n *PersistentNode) Mode() Mode {
+	if !n.made() {
+		return 0
+	}
+	return n.mode
+}
+
+func (n *PersistentNode) made() bool { return n != nil && n.e != nil }
+
+func notMadeNode() error { return engine.NotMade("PersistentNode", "NewPersistentNode") }
 
 // Start begins creating the node, in the background, and returns at once:
 // WaitForInitialCreate waits for it. It returns ErrAlreadyStarted when
 // called again, ErrClosed after Close.
 func (n *PersistentNode) Start(ctx context.Context) error {
+	if !n.made() {
+		return notMadeNode()
+	}
 	if err := recipeargs.Context(ctx); err != nil {
 		return err
 	}
-	n.mu.Lock()
+	n.mu.Lock() // held until own is set: Close reads it under mu
 	defer n.mu.Unlock()
-	switch {
-	case n.closed:
-		return n.errorf("start: %w", recipes.ErrClosed)
-	case n.started:
-		return n.errorf("start: %w", recipes.ErrAlreadyStarted)
+	if err := n.life.Start(n.what()); err != nil {
+		return err
 	}
 	own, err := n.e.Own(engine.OwnedSpec{
 		Path:        n.full,
@@ -140,9 +153,10 @@ func (n *PersistentNode) Start(ctx context.Context) error {
 		What:        n.what(),
 	})
 	if err != nil {
+		n.life.Abort()
 		return n.errorf("start: %w", err)
 	}
-	n.own, n.started = own, true
+	n.own = own
 	return nil
 }
 
@@ -155,13 +169,13 @@ func (n *PersistentNode) errorf(format string, args ...any) error {
 // running returns the owned node, or the error of a node not started or
 // closed.
 func (n *PersistentNode) running(op string) (*engine.OwnedNode, error) {
+	if !n.made() {
+		return nil, notMadeNode()
+	}
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	switch {
-	case n.closed:
-		return nil, n.errorf("%s: %w", op, recipes.ErrClosed)
-	case !n.started:
-		return nil, n.errorf("%s: %w", op, recipes.ErrNotStarted)
+	if err := n.life.Running(n.what(), op); err != nil {
+		return nil, err
 	}
 	return n.own, nil
 }
@@ -192,6 +206,9 @@ func (n *PersistentNode) WaitForInitialCreate(ctx context.Context) (string, erro
 // there is none: with a sequential or protected mode, the name the server
 // made. A node made again after a sequential node went keeps its path.
 func (n *PersistentNode) ActualPath() string {
+	if !n.made() {
+		return ""
+	}
 	n.mu.Lock()
 	own := n.own
 	n.mu.Unlock()
@@ -212,11 +229,14 @@ func (n *PersistentNode) ActualPath() string {
 // and the data is still written in the background. Before Start it only
 // records data. A change someone else makes to the node is not reverted.
 func (n *PersistentNode) SetData(ctx context.Context, data []byte) error {
+	if !n.made() {
+		return notMadeNode()
+	}
 	if err := recipeargs.Context(ctx); err != nil {
 		return err
 	}
 	n.mu.Lock()
-	if n.closed {
+	if n.life.Closed() {
 		n.mu.Unlock()
 		return n.errorf("set data: %w", recipes.ErrClosed)
 	}
@@ -231,6 +251,9 @@ func (n *PersistentNode) SetData(ctx context.Context, data []byte) error {
 
 // Data returns the latest data set.
 func (n *PersistentNode) Data() []byte {
+	if !n.made() {
+		return nil
+	}
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	if n.own != nil {
@@ -246,6 +269,9 @@ func (n *PersistentNode) Data() []byte {
 // after Start: before it (or with a nil fn) it does nothing and returns a
 // no-op.
 func (n *PersistentNode) Listen(fn func(Event)) (remove func()) {
+	if !n.made() {
+		return func() {}
+	}
 	n.mu.Lock()
 	own := n.own
 	n.mu.Unlock()
@@ -264,12 +290,13 @@ func (n *PersistentNode) Listen(fn func(Event)) (remove func()) {
 // another session is left to it. It is safe to call more than once, and
 // before Start.
 func (n *PersistentNode) Close(ctx context.Context) error {
-	n.mu.Lock()
-	if n.closed {
-		n.mu.Unlock()
+	if !n.made() {
+		return notMadeNode()
+	}
+	if first, _ := n.life.Close(); !first {
 		return nil
 	}
-	n.closed = true
+	n.mu.Lock()
 	own := n.own
 	n.mu.Unlock()
 	if own == nil {

@@ -71,10 +71,9 @@ type PersistentTTLNode struct {
 	period time.Duration
 	node   *PersistentNode
 
+	life      engine.Lifecycle
 	mu        sync.Mutex
 	lastTouch time.Time
-	started   bool
-	closed    bool
 	cancel    context.CancelFunc
 	done      chan struct{}
 	again     chan struct{} // the parent was made again: touch now (buffered 1)
@@ -110,31 +109,51 @@ func NewPersistentTTLNode(c *recipes.Client, path string, ttl time.Duration, dat
 }
 
 // Path returns the path as given.
-func (n *PersistentTTLNode) Path() string { return n.path }
+func (n *PersistentTTLNode) Path() string {
+	if !n.made() {
+		return ""
+	}
+	return n.path
+}
 
 // TTL returns the time to live of the parent and the child.
-func (n *PersistentTTLNode) TTL() time.Duration { return n.ttl }
+func (n *PersistentTTLNode) TTL() time.Duration {
+	if !n.made() {
+		return 0
+	}
+	return n.ttl
+}
 
 // TouchPath returns the child's path (namespace-relative).
-func (n *PersistentTTLNode) TouchPath() string { return n.e.StripNamespace(n.child) }
+func (n *PersistentTTLNode) TouchPath() string {
+	if !n.made() {
+		return ""
+	}
+	return n.e.StripNamespace(n.child)
+}
+
+func (n *PersistentTTLNode) made() bool { return n != nil && n.node != nil }
+
+func notMadeTTL() error { return engine.NotMade("PersistentTTLNode", "NewPersistentTTLNode") }
 
 // Start makes the parent in the background and starts touching the child:
 // the first touch is made as soon as the parent exists (Curator waits a
 // period first, GH-1258), then every period. ErrAlreadyStarted when
 // called again, ErrClosed after Close.
 func (n *PersistentTTLNode) Start(ctx context.Context) error {
+	if !n.made() {
+		return notMadeTTL()
+	}
 	if err := recipeargs.Context(ctx); err != nil {
 		return err
 	}
-	n.mu.Lock()
+	n.mu.Lock() // held until the loop runs: Close reads it under mu
 	defer n.mu.Unlock()
-	switch {
-	case n.closed:
-		return engine.Namedf(n.what(), "start: %w", recipes.ErrClosed)
-	case n.started:
-		return engine.Namedf(n.what(), "start: %w", recipes.ErrAlreadyStarted)
+	if err := n.life.Start(n.what()); err != nil {
+		return err
 	}
 	if err := n.node.Start(ctx); err != nil {
+		n.life.Abort()
 		return err
 	}
 	n.remove = n.node.Listen(func(Event) {
@@ -144,7 +163,7 @@ func (n *PersistentTTLNode) Start(ctx context.Context) error {
 		}
 	})
 	lctx, cancel := context.WithCancel(context.Background())
-	n.cancel, n.done, n.started = cancel, make(chan struct{}), true
+	n.cancel, n.done = cancel, make(chan struct{})
 	go n.loop(lctx)
 	return nil
 }
@@ -198,6 +217,9 @@ func (n *PersistentTTLNode) touch(ctx context.Context) {
 // LastTouch returns when this process last touched the child (zero before
 // the first touch).
 func (n *PersistentTTLNode) LastTouch() time.Time {
+	if !n.made() {
+		return time.Time{}
+	}
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	return n.lastTouch
@@ -206,28 +228,40 @@ func (n *PersistentTTLNode) LastTouch() time.Time {
 // WaitForInitialCreate waits until the parent exists (see
 // PersistentNode.WaitForInitialCreate).
 func (n *PersistentTTLNode) WaitForInitialCreate(ctx context.Context) error {
+	if !n.made() {
+		return notMadeTTL()
+	}
 	_, err := n.node.WaitForInitialCreate(ctx)
 	return err
 }
 
 // SetData sets the parent's data (see PersistentNode.SetData).
 func (n *PersistentTTLNode) SetData(ctx context.Context, data []byte) error {
+	if !n.made() {
+		return notMadeTTL()
+	}
 	return n.node.SetData(ctx, data)
 }
 
 // Data returns the latest data set.
-func (n *PersistentTTLNode) Data() []byte { return n.node.Data() }
+func (n *PersistentTTLNode) Data() []byte {
+	if !n.made() {
+		return nil
+	}
+	return n.node.Data()
+}
 
 // Close stops touching and keeping the node. It deletes nothing: the
 // server deletes the child a TTL after its last touch, then the parent. It
 // is safe to call more than once.
 func (n *PersistentTTLNode) Close(ctx context.Context) error {
-	n.mu.Lock()
-	if n.closed {
-		n.mu.Unlock()
+	if !n.made() {
+		return notMadeTTL()
+	}
+	if first, _ := n.life.Close(); !first {
 		return nil
 	}
-	n.closed = true
+	n.mu.Lock()
 	cancel, done, remove := n.cancel, n.done, n.remove
 	n.mu.Unlock()
 	if cancel != nil {

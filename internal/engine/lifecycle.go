@@ -1,0 +1,68 @@
+package engine
+
+import (
+	"fmt"
+	"sync/atomic"
+)
+
+// Lifecycle is a long-lived recipe's life: latent, then started, then
+// closed, each step one compare-and-set (Curator's CuratorCacheImpl
+// State). The zero value is latent. Every long-lived recipe keeps one,
+// so that Start, Close and the calls between them answer alike
+// everywhere.
+type Lifecycle struct{ s atomic.Int32 }
+
+const (
+	latent int32 = iota
+	started
+	closed
+)
+
+// Start moves latent to started. Otherwise it returns an error named
+// what, wrapping ErrAlreadyStarted or ErrClosed.
+func (l *Lifecycle) Start(what string) error {
+	if l.s.CompareAndSwap(latent, started) {
+		return nil
+	}
+	if l.s.Load() == closed {
+		return Namedf(what, "start: %w", ErrClosed)
+	}
+	return Namedf(what, "start: %w", ErrAlreadyStarted)
+}
+
+// Abort moves started back to latent: the Start that moved it failed and
+// left nothing, so Start may be called again. It does nothing once
+// closed.
+func (l *Lifecycle) Abort() { l.s.CompareAndSwap(started, latent) }
+
+// Close moves to closed. first reports whether this call did (not an
+// earlier one); wasStarted whether Start had succeeded before it.
+func (l *Lifecycle) Close() (first, wasStarted bool) {
+	prev := l.s.Swap(closed)
+	return prev != closed, prev == started
+}
+
+// Running returns nil while started, else an error named what for op,
+// wrapping ErrNotStarted or ErrClosed.
+func (l *Lifecycle) Running(what, op string) error {
+	switch l.s.Load() {
+	case started:
+		return nil
+	case closed:
+		return Namedf(what, "%s: %w", op, ErrClosed)
+	}
+	return Namedf(what, "%s: %w", op, ErrNotStarted)
+}
+
+// Closed reports whether Close was called.
+func (l *Lifecycle) Closed() bool { return l.s.Load() == closed }
+
+// Started reports whether Start succeeded and Close was not called.
+func (l *Lifecycle) Started() bool { return l.s.Load() == started }
+
+// NotMade is the error of a method called on a recipe its constructor
+// did not make (a nil pointer, a zero value): the same from every method
+// of every type.
+func NotMade(typ, ctor string) error {
+	return fmt.Errorf("%w: %s not made by %s", ErrInvalidArgument, typ, ctor)
+}
