@@ -64,8 +64,7 @@ type Discovery struct {
 	op         sync.Mutex // serializes Register, Update, Unregister, Close
 	mu         sync.Mutex
 	regs       map[string]*registration // by name + "/" + id
-	started    bool
-	closed     bool
+	life       engine.Lifecycle
 	unreadable atomic.Int64
 }
 
@@ -98,43 +97,43 @@ func New(c *recipes.Client, basePath string, opts ...Option) (*Discovery, error)
 }
 
 // BasePath returns the base path (namespace-relative).
-func (d *Discovery) BasePath() string { return d.base }
+func (d *Discovery) BasePath() string {
+	if !d.made() {
+		return ""
+	}
+	return d.base
+}
+
+func (d *Discovery) made() bool { return d != nil && d.e != nil }
+
+func notMade() error { return engine.NotMade("Discovery", "New") }
 
 // Start starts the discovery (Curator's start; nothing is written). It
 // returns recipes.ErrAlreadyStarted the second time.
 func (d *Discovery) Start(ctx context.Context) error {
+	if !d.made() {
+		return notMade()
+	}
 	if ctx == nil {
 		return fmt.Errorf("%w: nil context", recipes.ErrInvalidArgument)
 	}
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	switch {
-	case d.closed:
-		return d.errf("start: %w", recipes.ErrClosed)
-	case d.started:
-		return d.errf("start: %w", recipes.ErrAlreadyStarted)
-	}
-	d.started = true
-	return nil
+	return d.life.Start(d.what())
 }
 
+func (d *Discovery) what() string { return "service discovery " + d.base }
+
 func (d *Discovery) errf(format string, args ...any) error {
-	return engine.Namedf("service discovery "+d.base, format, args...)
+	return engine.Namedf(d.what(), format, args...)
 }
 
 func (d *Discovery) usable(ctx context.Context) error {
+	if !d.made() {
+		return notMade()
+	}
 	if ctx == nil {
 		return fmt.Errorf("%w: nil context", recipes.ErrInvalidArgument)
 	}
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	switch {
-	case d.closed:
-		return d.errf("%w", recipes.ErrClosed)
-	case !d.started:
-		return d.errf("%w", recipes.ErrNotStarted)
-	}
-	return nil
+	return d.life.Running(d.what(), "")
 }
 
 // checkName checks a service name or an instance id: one path segment.
@@ -223,7 +222,7 @@ func (d *Discovery) Register(ctx context.Context, inst *Instance) error {
 	}
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	if d.closed {
+	if d.life.Closed() {
 		_ = own.Close(context.Background())
 		return d.errf("register %s: %w", key, recipes.ErrClosed)
 	}
@@ -356,6 +355,9 @@ func (d *Discovery) deleteNode(ctx context.Context, path string) error {
 // Registered returns copies of the instances registered here, by name
 // then id.
 func (d *Discovery) Registered() []*Instance {
+	if !d.made() {
+		return nil
+	}
 	d.mu.Lock()
 	out := make([]*Instance, 0, len(d.regs))
 	for _, r := range d.regs {
@@ -484,24 +486,30 @@ func (d *Discovery) decode(node string, data []byte) (*Instance, error) {
 
 // Unreadable returns how many times an instance node that cannot be read
 // was skipped (by this Discovery's queries and its caches).
-func (d *Discovery) Unreadable() int64 { return d.unreadable.Load() }
+func (d *Discovery) Unreadable() int64 {
+	if !d.made() {
+		return 0
+	}
+	return d.unreadable.Load()
+}
 
 // Close unregisters every instance registered here, except Permanent
 // ones, which stay (their registration here stops), waiting within ctx
 // for the deletes (guaranteed deletes: they go on in the background when
 // ctx ends first). It is safe to call more than once.
 func (d *Discovery) Close(ctx context.Context) error {
+	if !d.made() {
+		return notMade()
+	}
 	if ctx == nil {
 		ctx = context.Background()
 	}
 	d.op.Lock()
 	defer d.op.Unlock()
-	d.mu.Lock()
-	if d.closed {
-		d.mu.Unlock()
+	if first, _ := d.life.Close(); !first {
 		return nil
 	}
-	d.closed = true
+	d.mu.Lock()
 	regs := d.regs
 	d.regs = map[string]*registration{}
 	d.mu.Unlock()

@@ -96,5 +96,47 @@ func TestMisuse(t *testing.T) {
 		}
 		return closed.Close(ctx)
 	})
+	addNotMade(&cases)
 	testutil.RunMisuse(t, cases)
+}
+
+// addNotMade adds a row for every method of every type on a nil pointer
+// and a zero value: each returns the not-made error (ErrInvalidArgument),
+// or nothing, and never panics.
+func addNotMade(cases *testutil.MisuseTable) {
+	ctx := context.Background()
+	invalidArg := []error{recipes.ErrInvalidArgument}
+	add := cases.Add
+	in := &discovery.Instance{Name: "s", ID: "i"}
+	for name, d := range map[string]*discovery.Discovery{"nil": nil, "zero": {}} {
+		add(name+" Discovery.Start", invalidArg, func() error { return d.Start(ctx) })
+		add(name+" Discovery.Register", invalidArg, func() error { return d.Register(ctx, in) })
+		add(name+" Discovery.Update", invalidArg, func() error { return d.Update(ctx, in) })
+		add(name+" Discovery.Unregister", invalidArg, func() error { return d.Unregister(ctx, "s", "i") })
+		add(name+" Discovery.QueryForNames", invalidArg, func() error { _, err := d.QueryForNames(ctx); return err })
+		add(name+" Discovery.QueryForInstances", invalidArg, func() error { _, err := d.QueryForInstances(ctx, "s"); return err })
+		add(name+" Discovery.QueryForInstance", invalidArg, func() error { _, err := d.QueryForInstance(ctx, "s", "i"); return err })
+		add(name+" Discovery.NewServiceCache", invalidArg, func() error { _, err := d.NewServiceCache("s"); return err })
+		add(name+" Discovery.NewProvider", invalidArg, func() error { _, err := d.NewProvider("s"); return err })
+		add(name+" Discovery.Close", invalidArg, func() error { return d.Close(ctx) })
+		add(name+" Discovery reads", nil, func() error { _, _, _ = d.BasePath(), d.Registered(), d.Unreadable(); return nil })
+	}
+	for name, sc := range map[string]*discovery.ServiceCache{"nil": nil, "zero": {}} {
+		add(name+" ServiceCache.Start", invalidArg, func() error { return sc.Start(ctx) })
+		add(name+" ServiceCache.Close", invalidArg, func() error { return sc.Close(ctx) })
+		add(name+" ServiceCache reads", nil, func() error {
+			_, _ = sc.Name(), sc.Instances()
+			sc.Listen(func([]*discovery.Instance) {})()
+			return nil
+		})
+	}
+	for name, p := range map[string]*discovery.Provider{"nil": nil, "zero": {}} {
+		add(name+" Provider.Start", invalidArg, func() error { return p.Start(ctx) })
+		add(name+" Provider.Close", invalidArg, func() error { return p.Close(ctx) })
+		add(name+" Provider reads", nil, func() error {
+			_, _, _ = p.Cache(), p.Instance(), p.Instances()
+			p.NoteError(in)
+			return nil
+		})
+	}
 }

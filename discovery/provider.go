@@ -8,6 +8,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/zkrecipes/zkrecipes/internal/engine"
 	"github.com/zkrecipes/zkrecipes/recipes"
 )
 
@@ -142,6 +143,9 @@ type providerView struct {
 // NewProvider returns a provider of service name's instances on a
 // ServiceCache of its own; it touches nothing until Start.
 func (d *Discovery) NewProvider(name string, opts ...ProviderOption) (*Provider, error) {
+	if !d.made() {
+		return nil, notMade()
+	}
 	sc, err := d.NewServiceCache(name)
 	if err != nil {
 		return nil, err
@@ -159,18 +163,40 @@ func (d *Discovery) NewProvider(name string, opts ...ProviderOption) (*Provider,
 }
 
 // Start starts the provider's cache and waits within ctx for its initial
-// load.
-func (p *Provider) Start(ctx context.Context) error { return p.sc.Start(ctx) }
+// load: every Instance after it picks among the instances loaded.
+func (p *Provider) Start(ctx context.Context) error {
+	if !p.made() {
+		return notMadeProvider()
+	}
+	return p.sc.Start(ctx)
+}
 
 // Close closes the provider's cache.
-func (p *Provider) Close(ctx context.Context) error { return p.sc.Close(ctx) }
+func (p *Provider) Close(ctx context.Context) error {
+	if !p.made() {
+		return notMadeProvider()
+	}
+	return p.sc.Close(ctx)
+}
+
+func (p *Provider) made() bool { return p != nil && p.sc != nil }
+
+func notMadeProvider() error { return engine.NotMade("Provider", "Discovery.NewProvider") }
 
 // Cache returns the provider's ServiceCache.
-func (p *Provider) Cache() *ServiceCache { return p.sc }
+func (p *Provider) Cache() *ServiceCache {
+	if !p.made() {
+		return nil
+	}
+	return p.sc
+}
 
 // Instance returns an instance, nil when none is available. It is safe
 // for concurrent use.
 func (p *Provider) Instance() *Instance {
+	if !p.made() {
+		return nil
+	}
 	l := p.current()
 	if len(l) == 0 {
 		return nil
@@ -179,13 +205,18 @@ func (p *Provider) Instance() *Instance {
 }
 
 // Instances returns every available instance (shared: do not modify).
-func (p *Provider) Instances() []*Instance { return p.current() }
+func (p *Provider) Instances() []*Instance {
+	if !p.made() {
+		return nil
+	}
+	return p.current()
+}
 
 // NoteError records an error with inst: after the policy's number of
 // errors (2 by default) it is not returned until the policy's time (30 s)
 // has passed since the last one.
 func (p *Provider) NoteError(inst *Instance) {
-	if inst == nil {
+	if !p.made() || inst == nil {
 		return
 	}
 	now := p.now()

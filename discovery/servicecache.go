@@ -34,13 +34,15 @@ type ServiceCache struct {
 	readyOnce sync.Once
 	remove    func()
 	listeners engine.Listeners[[]*Instance]
-	started   bool
-	closed    bool
+	life      engine.Lifecycle
 }
 
 // NewServiceCache returns a cache of service name's instances; it
 // touches nothing until Start.
 func (d *Discovery) NewServiceCache(name string) (*ServiceCache, error) {
+	if !d.made() {
+		return nil, notMade()
+	}
 	if err := checkName("service name", name); err != nil {
 		return nil, err
 	}
@@ -55,31 +57,33 @@ func (d *Discovery) NewServiceCache(name string) (*ServiceCache, error) {
 }
 
 // Name returns the service's name.
-func (s *ServiceCache) Name() string { return s.name }
+func (s *ServiceCache) Name() string {
+	if !s.made() {
+		return ""
+	}
+	return s.name
+}
+
+func (s *ServiceCache) made() bool { return s != nil && s.snap.Load() != nil }
+
+func notMadeCache() error { return engine.NotMade("ServiceCache", "Discovery.NewServiceCache") }
 
 func (s *ServiceCache) what() string { return "service cache " + engine.JoinPath(s.d.base, s.name) }
 
 // Start starts the cache and waits within ctx for the initial load (as
 // Curator's start). A Start that fails leaves nothing running.
 func (s *ServiceCache) Start(ctx context.Context) error {
+	if !s.made() {
+		return notMadeCache()
+	}
 	if ctx == nil {
 		return fmt.Errorf("%w: nil context", recipes.ErrInvalidArgument)
 	}
-	s.mu.Lock()
-	switch {
-	case s.closed:
-		s.mu.Unlock()
-		return engine.Namedf(s.what(), "start: %w", recipes.ErrClosed)
-	case s.started:
-		s.mu.Unlock()
-		return engine.Namedf(s.what(), "start: %w", recipes.ErrAlreadyStarted)
+	if err := s.life.Start(s.what()); err != nil {
+		return err
 	}
-	s.started = true
-	s.mu.Unlock()
 	if err := s.cc.Start(ctx); err != nil {
-		s.mu.Lock()
-		s.started = false
-		s.mu.Unlock()
+		s.life.Abort()
 		return err
 	}
 	remove := s.cc.Listen(s.event)
@@ -145,13 +149,21 @@ func (s *ServiceCache) event(ev cache.Event) {
 // Instances returns the service's instances, sorted by node name. The
 // slice and the instances are shared: do not modify them (Clone one to
 // change it).
-func (s *ServiceCache) Instances() []*Instance { return *s.snap.Load() }
+func (s *ServiceCache) Instances() []*Instance {
+	if !s.made() {
+		return nil
+	}
+	return *s.snap.Load()
+}
 
 // Listen calls fn with the current instances (once loaded), then with
 // the instances after each change, in order, on a goroutine of its own;
 // the slices are shared as Instances'. The returned function removes the
 // listener.
 func (s *ServiceCache) Listen(fn func([]*Instance)) (remove func()) {
+	if !s.made() {
+		return func() {}
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	select {
@@ -165,12 +177,13 @@ func (s *ServiceCache) Listen(fn func([]*Instance)) (remove func()) {
 // Close stops the cache and its listeners. It is safe to call more than
 // once.
 func (s *ServiceCache) Close(ctx context.Context) error {
-	s.mu.Lock()
-	if s.closed {
-		s.mu.Unlock()
+	if !s.made() {
+		return notMadeCache()
+	}
+	if first, _ := s.life.Close(); !first {
 		return nil
 	}
-	s.closed = true
+	s.mu.Lock()
 	remove := s.remove
 	s.mu.Unlock()
 	if remove != nil {

@@ -42,16 +42,22 @@ func (l *Lifecycle) Close() (first, wasStarted bool) {
 	return prev != closed, prev == started
 }
 
-// Running returns nil while started, else an error named what for op,
-// wrapping ErrNotStarted or ErrClosed.
+// Running returns nil while started, else an error named what for op
+// ("": none) wrapping ErrNotStarted or ErrClosed.
 func (l *Lifecycle) Running(what, op string) error {
+	var err error
 	switch l.s.Load() {
 	case started:
 		return nil
 	case closed:
-		return Namedf(what, "%s: %w", op, ErrClosed)
+		err = ErrClosed
+	default:
+		err = ErrNotStarted
 	}
-	return Namedf(what, "%s: %w", op, ErrNotStarted)
+	if op != "" {
+		err = fmt.Errorf("%s: %w", op, err)
+	}
+	return Named(what, err)
 }
 
 // Closed reports whether Close was called.
