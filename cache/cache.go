@@ -168,10 +168,9 @@ type Cache struct {
 	full string // on the server
 	o    options
 
+	life        engine.Lifecycle
 	mu          sync.RWMutex
 	st          *store // the nodes (store.go)
-	started     bool
-	closed      bool
 	initialized bool
 	initCh      chan struct{} // closed at Initialized
 	listeners   engine.Listeners[[]Event]
@@ -255,9 +254,7 @@ func (c *Cache) name() string { return "cache " + c.path }
 
 func (c *Cache) ok() bool { return c != nil && c.c != nil }
 
-func notMade() error {
-	return fmt.Errorf("%w: Cache not made by New", recipes.ErrInvalidArgument)
-}
+func notMade() error { return engine.NotMade("Cache", "New") }
 
 // Start sets the cache's watch and starts loading it: one persistent
 // recursive watch on the root (a persistent one for a NodeCache), or,
@@ -278,40 +275,17 @@ func (c *Cache) Start(ctx context.Context) error {
 	if err := c.e.Check(); err != nil {
 		return engine.Named(c.name(), err)
 	}
-	c.mu.Lock()
-	switch {
-	case c.closed:
-		c.mu.Unlock()
-		return engine.Named(c.name(), recipes.ErrClosed)
-	case c.started:
-		c.mu.Unlock()
-		return engine.Named(c.name(), recipes.ErrAlreadyStarted)
+	if err := c.life.Start(c.name()); err != nil {
+		return err
 	}
-	c.started = true
-	c.mu.Unlock()
-	var w *engine.PersistentWatch
-	if !c.o.oneShot {
-		var err error
-		w, err = c.e.AddWatch(ctx, c.full, c.o.maxDepth > 0)
-		if c.o.maxDepth == 0 && errors.Is(err, recipes.ErrInvalidArgument) {
-			// A recursive watch of the client's holds the path (a deeper
-			// cache): it serves a node cache too.
-			w, err = c.e.AddWatch(ctx, c.full, true)
-		}
-		switch {
-		case errors.Is(err, recipes.ErrUnimplemented):
-			c.e.Logger().Info("zkrecipes: the server has no persistent watches; the cache uses one-shot watches", "cache", c.path)
-			w = nil
-		case err != nil:
-			c.mu.Lock()
-			c.started = false
-			c.mu.Unlock()
-			return engine.Named(c.name(), err)
-		}
+	w, err := c.setWatch(ctx)
+	if err != nil {
+		c.life.Abort()
+		return engine.Named(c.name(), err)
 	}
 	rctx, cancel := context.WithCancel(context.Background())
 	c.mu.Lock()
-	if c.closed { // Close came while the watch was being set
+	if c.life.Closed() { // Close came while the watch was being set
 		c.mu.Unlock()
 		cancel()
 		if w != nil {
@@ -325,6 +299,25 @@ func (c *Cache) Start(ctx context.Context) error {
 	c.persistent.Store(w != nil)
 	go c.run(rctx, w, done)
 	return nil
+}
+
+// setWatch sets the cache's persistent watch: nil without an error
+// under WithOneShotWatches or on a server without persistent watches.
+func (c *Cache) setWatch(ctx context.Context) (*engine.PersistentWatch, error) {
+	if c.o.oneShot {
+		return nil, nil
+	}
+	w, err := c.e.AddWatch(ctx, c.full, c.o.maxDepth > 0)
+	if c.o.maxDepth == 0 && errors.Is(err, recipes.ErrInvalidArgument) {
+		// A recursive watch of the client's holds the path (a deeper
+		// cache): it serves a node cache too.
+		w, err = c.e.AddWatch(ctx, c.full, true)
+	}
+	if errors.Is(err, recipes.ErrUnimplemented) {
+		c.e.Logger().Info("zkrecipes: the server has no persistent watches; the cache uses one-shot watches", "cache", c.path)
+		return nil, nil
+	}
+	return w, err
 }
 
 // run keeps the cache current until ctx ends.
@@ -355,12 +348,10 @@ func (c *Cache) Close(ctx context.Context) error {
 	if err := recipeargs.Context(ctx); err != nil {
 		return err
 	}
-	c.mu.Lock()
-	if c.closed {
-		c.mu.Unlock()
+	if first, _ := c.life.Close(); !first {
 		return nil
 	}
-	c.closed = true
+	c.mu.Lock()
 	cancel, done, w := c.cancel, c.done, c.watch
 	c.mu.Unlock()
 	var err error
@@ -424,10 +415,12 @@ func (c *Cache) WaitInitialized(ctx context.Context) error {
 		return err
 	}
 	c.mu.RLock()
-	started, done := c.started, c.done
+	done := c.done
 	c.mu.RUnlock()
-	if !started {
-		return engine.Named(c.name(), recipes.ErrNotStarted)
+	if done == nil {
+		if err := c.life.Running(c.name(), ""); err != nil {
+			return err // not started, or closed before it was
+		}
 	}
 	select {
 	case <-c.initCh:

@@ -114,7 +114,7 @@ func (fb *fallback) read(ctx context.Context, w *engine.Watches, full string, de
 		there, kids = cv.Exists, cv.Children
 	}
 	c.mu.Lock()
-	if c.closed {
+	if c.life.Closed() {
 		c.mu.Unlock()
 		return nil
 	}
@@ -188,7 +188,7 @@ func (fb *fallback) settle() {
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if !c.closed {
+	if !c.life.Closed() {
 		c.publishLocked(nil, true)
 	}
 }

@@ -156,7 +156,7 @@ func (c *Cache) load(ctx context.Context, w *engine.PersistentWatch) error {
 	c.verifyTo, c.ahead = w.Routed(), nil
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.closed {
+	if c.life.Closed() {
 		return nil
 	}
 	var evs []Event
@@ -546,7 +546,7 @@ func (c *Cache) apply(ctx context.Context, w *engine.PersistentWatch, evs []engi
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.closed {
+	if c.life.Closed() {
 		return nil
 	}
 	var out []Event
