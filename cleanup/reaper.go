@@ -32,8 +32,7 @@ type Reaper struct {
 	mu      sync.Mutex
 	nodes   map[string]*entry // candidates, by server path
 	parents map[string]*parent
-	started bool
-	closed  bool
+	life    engine.Lifecycle
 
 	checked, reaped, notEmpty, active atomic.Uint64
 
@@ -103,7 +102,7 @@ func New(c *recipes.Client, opts ...Option) (*Reaper, error) {
 // Reaper.addPath).
 func (r *Reaper) AddPath(path string) error {
 	if r == nil || r.c == nil {
-		return fmt.Errorf("%w: Reaper not made by New", recipes.ErrInvalidArgument)
+		return notMade()
 	}
 	if err := engine.Of(r.c).Check(); err != nil {
 		return engine.Named("reaper", err)
@@ -117,7 +116,7 @@ func (r *Reaper) AddPath(path string) error {
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if r.closed {
+	if r.life.Closed() {
 		return engine.Namedf("reaper", "%w", recipes.ErrClosed)
 	}
 	if e := r.nodes[full]; e == nil {
@@ -132,32 +131,29 @@ func (r *Reaper) AddPath(path string) error {
 // election); ctx bounds only the start. The reaper runs until Close.
 func (r *Reaper) Start(ctx context.Context) error {
 	if r == nil || r.c == nil {
-		return fmt.Errorf("%w: Reaper not made by New", recipes.ErrInvalidArgument)
+		return notMade()
 	}
 	if err := engine.Of(r.c).Check(); err != nil {
 		return engine.Named("reaper", err)
 	}
-	r.mu.Lock()
-	switch {
-	case r.closed:
-		r.mu.Unlock()
-		return engine.Namedf("reaper", "%w", recipes.ErrClosed)
-	case r.started:
-		r.mu.Unlock()
-		return engine.Namedf("reaper", "%w", recipes.ErrAlreadyStarted)
+	var rctx context.Context
+	r.mu.Lock() // a Close after the Start below finds cancel set
+	err := r.life.Start("reaper")
+	if err == nil {
+		rctx, r.cancel = context.WithCancel(context.Background())
 	}
-	r.started = true
-	rctx, cancel := context.WithCancel(context.Background())
-	r.cancel = cancel
 	r.mu.Unlock()
+	if err != nil {
+		return err
+	}
 	if r.latch != nil {
 		if err := r.latch.Start(ctx); err != nil {
 			// Nothing is left behind (the latch's failed Start leaves no
 			// node): the Reaper may be started again.
-			cancel()
-			r.mu.Lock()
-			r.started, r.cancel = false, nil
-			r.mu.Unlock()
+			r.cancel()
+			if !r.life.Abort() {
+				close(r.done) // a Close came meanwhile: it waits for done
+			}
 			return engine.Namedf("reaper", "election: %w", err)
 		}
 	}
@@ -165,14 +161,22 @@ func (r *Reaper) Start(ctx context.Context) error {
 	return nil
 }
 
+func notMade() error { return engine.NotMade("Reaper", "New") }
+
 // Stats returns the reaper's counters.
 func (r *Reaper) Stats() Stats {
+	if r == nil {
+		return Stats{}
+	}
 	return Stats{Checked: r.checked.Load(), Reaped: r.reaped.Load(),
 		SkippedNotEmpty: r.notEmpty.Load(), SkippedActive: r.active.Load()}
 }
 
 // Tracked returns how many nodes the reaper is watching.
 func (r *Reaper) Tracked() int {
+	if r == nil || r.c == nil {
+		return 0
+	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return len(r.nodes)
@@ -182,21 +186,20 @@ func (r *Reaper) Tracked() int {
 // more than once.
 func (r *Reaper) Close(ctx context.Context) error {
 	if r == nil || r.c == nil {
-		return fmt.Errorf("%w: Reaper not made by New", recipes.ErrInvalidArgument)
+		return notMade()
 	}
 	if ctx == nil {
 		return fmt.Errorf("%w: nil context", recipes.ErrInvalidArgument)
 	}
-	r.mu.Lock()
-	if r.closed {
-		r.mu.Unlock()
+	first, started := r.life.Close()
+	if !first {
 		return nil
 	}
-	r.closed = true
-	started := r.started
-	r.mu.Unlock()
 	if started {
-		r.cancel()
+		r.mu.Lock()
+		cancel := r.cancel
+		r.mu.Unlock()
+		cancel()
 		select {
 		case <-r.done:
 		case <-ctx.Done():

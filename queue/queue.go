@@ -122,9 +122,8 @@ type core struct {
 	opts     options
 	log      *slog.Logger
 
+	life    engine.Lifecycle
 	mu      sync.Mutex
-	started bool
-	closed  bool
 	cancel  context.CancelFunc
 	done    chan struct{}
 }
@@ -159,9 +158,11 @@ func newCore(c *recipes.Client, k kind, path string, opts []Option) (*core, erro
 
 func (q *core) what() string { return q.kind.String() + " " + q.path }
 
+func notMade() error { return engine.NotMade("queue", "its constructor") }
+
 func (q *core) check(ctx context.Context) error {
 	if q == nil || q.c == nil {
-		return fmt.Errorf("%w: queue not made by its constructor", recipes.ErrInvalidArgument)
+		return notMade()
 	}
 	if ctx == nil {
 		return fmt.Errorf("%w: nil context", recipes.ErrInvalidArgument)
@@ -176,25 +177,15 @@ func (q *core) start(ctx context.Context) error {
 	if err := q.check(ctx); err != nil {
 		return err
 	}
-	q.mu.Lock()
-	switch {
-	case q.closed:
-		q.mu.Unlock()
-		return engine.Namedf(q.what(), "start: %w", recipes.ErrClosed)
-	case q.started:
-		q.mu.Unlock()
-		return engine.Namedf(q.what(), "start: %w", recipes.ErrAlreadyStarted)
+	if err := q.life.Start(q.what()); err != nil {
+		return err
 	}
-	q.started = true
-	q.mu.Unlock()
 	for _, dir := range []string{q.full, q.lockFull} {
 		if dir == "" {
 			continue
 		}
 		if err := q.ensureDir(ctx, dir); err != nil {
-			q.mu.Lock()
-			q.started = false
-			q.mu.Unlock()
+			q.life.Abort()
 			return engine.Namedf(q.what(), "start: %w", err)
 		}
 	}
@@ -203,8 +194,12 @@ func (q *core) start(ctx context.Context) error {
 	}
 	rctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	q.mu.Lock()
+	defer q.mu.Unlock()
+	if q.life.Closed() { // Close came while the directories were made
+		cancel()
+		return engine.Namedf(q.what(), "start: %w", recipes.ErrClosed)
+	}
 	q.cancel, q.done = cancel, make(chan struct{})
-	q.mu.Unlock()
 	go q.run(rctx)
 	return nil
 }
@@ -224,17 +219,15 @@ func (q *core) ensureDir(ctx context.Context, dir string) error {
 // item in hand to be finished (until ctx ends).
 func (q *core) close(ctx context.Context) error {
 	if q == nil || q.c == nil {
-		return fmt.Errorf("%w: queue not made by its constructor", recipes.ErrInvalidArgument)
+		return notMade()
 	}
 	if ctx == nil {
 		return fmt.Errorf("%w: nil context", recipes.ErrInvalidArgument)
 	}
-	q.mu.Lock()
-	if q.closed {
-		q.mu.Unlock()
+	if first, _ := q.life.Close(); !first {
 		return nil
 	}
-	q.closed = true
+	q.mu.Lock()
 	cancel, done := q.cancel, q.done
 	q.mu.Unlock()
 	if cancel == nil {

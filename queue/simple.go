@@ -52,13 +52,18 @@ func NewSimple(c *recipes.Client, path string) (*SimpleQueue, error) {
 }
 
 // Path returns the queue's path as given to NewSimple.
-func (q *SimpleQueue) Path() string { return q.path }
+func (q *SimpleQueue) Path() string {
+	if q == nil {
+		return ""
+	}
+	return q.path
+}
 
 func (q *SimpleQueue) what() string { return "simple queue " + q.path }
 
 func (q *SimpleQueue) check(ctx context.Context) error {
 	if q == nil || q.c == nil {
-		return fmt.Errorf("%w: SimpleQueue not made by NewSimple", recipes.ErrInvalidArgument)
+		return engine.NotMade("SimpleQueue", "NewSimple")
 	}
 	if ctx == nil {
 		return fmt.Errorf("%w: nil context", recipes.ErrInvalidArgument)

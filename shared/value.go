@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"errors"
-	"fmt"
 	"sync"
 
 	"github.com/go-zookeeper/zk"
@@ -74,9 +73,8 @@ type cell[T any] struct {
 	seed  []byte
 	codec codec[T]
 
+	life    engine.Lifecycle
 	mu      sync.Mutex
-	started bool
-	closed  bool
 	known   bool // val was read from (or written to) the node
 	val     VersionedValue[T]
 	czxid   int64         // of the node val was read from (0: unknown)
@@ -108,9 +106,7 @@ func (s *cell[T]) name() string { return s.kind + " " + s.path }
 
 // notMade is the error of a method called on a value its constructor did
 // not make (nil, or the zero value).
-func notMade(typ, ctor string) error {
-	return fmt.Errorf("%w: %s not made by %s", recipes.ErrInvalidArgument, typ, ctor)
-}
+func notMade(typ, ctor string) error { return engine.NotMade(typ, ctor) }
 
 // Start creates the node with the seed when it does not exist (its
 // missing parents as containers, as Curator does), reads the value and
@@ -125,25 +121,20 @@ func (s *cell[T]) start(ctx context.Context) error {
 	if err := engine.Of(s.c).Check(); err != nil {
 		return engine.Named(s.name(), err)
 	}
-	s.mu.Lock()
-	switch {
-	case s.closed:
-		s.mu.Unlock()
-		return engine.Namedf(s.name(), "%w", recipes.ErrClosed)
-	case s.started:
-		s.mu.Unlock()
-		return engine.Named(s.name(), recipes.ErrAlreadyStarted)
+	if err := s.life.Start(s.name()); err != nil {
+		return err
 	}
-	s.started = true // a concurrent Start fails; undone below on failure
-	s.mu.Unlock()
 	if err := s.create(ctx); err != nil {
-		s.mu.Lock()
-		s.started = false
-		s.mu.Unlock()
+		s.life.Abort()
 		return err
 	}
 	fctx, cancel := context.WithCancel(context.Background())
 	s.mu.Lock()
+	if s.life.Closed() { // Close came while the node was being read
+		s.mu.Unlock()
+		cancel()
+		return engine.Named(s.name(), recipes.ErrClosed)
+	}
 	s.cancel, s.done = cancel, make(chan struct{})
 	done := s.done
 	s.mu.Unlock()
@@ -291,10 +282,10 @@ func (s *cell[T]) writable(ctx context.Context) error {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	switch {
-	case s.closed:
-		return engine.Namedf(s.name(), "%w", recipes.ErrClosed)
-	case !s.started || s.done == nil:
+	if err := s.life.Running(s.name(), ""); err != nil {
+		return err
+	}
+	if s.done == nil { // Start is still reading the node
 		return engine.Named(s.name(), recipes.ErrNotStarted)
 	}
 	return nil
@@ -401,12 +392,10 @@ func (s *cell[T]) close(ctx context.Context) error {
 	if ctx == nil {
 		ctx = context.Background()
 	}
-	s.mu.Lock()
-	if s.closed {
-		s.mu.Unlock()
+	if first, _ := s.life.Close(); !first {
 		return nil
 	}
-	s.closed = true
+	s.mu.Lock()
 	cancel, done := s.cancel, s.done
 	s.mu.Unlock()
 	if cancel == nil {

@@ -32,8 +32,9 @@ func (l *Lifecycle) Start(what string) error {
 
 // Abort moves started back to latent: the Start that moved it failed and
 // left nothing, so Start may be called again. It does nothing once
-// closed.
-func (l *Lifecycle) Abort() { l.s.CompareAndSwap(started, latent) }
+// closed, and then reports false: a Close came during the failed Start
+// and took it for started.
+func (l *Lifecycle) Abort() bool { return l.s.CompareAndSwap(started, latent) }
 
 // Close moves to closed. first reports whether this call did (not an
 // earlier one); wasStarted whether Start had succeeded before it.
