@@ -122,10 +122,10 @@ type core struct {
 	opts     options
 	log      *slog.Logger
 
-	life    engine.Lifecycle
-	mu      sync.Mutex
-	cancel  context.CancelFunc
-	done    chan struct{}
+	life   engine.Lifecycle
+	mu     sync.Mutex
+	cancel context.CancelFunc
+	done   chan struct{}
 }
 
 func newCore(c *recipes.Client, k kind, path string, opts []Option) (*core, error) {
