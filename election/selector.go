@@ -50,9 +50,8 @@ type Selector struct {
 	opts selectorOptions
 	m    *mutex.Mutex
 
+	life      engine.Lifecycle
 	mu        sync.Mutex
-	started   bool
-	closed    bool
 	queued    bool // an attempt to lead is under way or asked for
 	leading   *Term
 	interrupt context.CancelFunc // of the running LeadFunc
@@ -102,7 +101,7 @@ func (s *Selector) ID() string { return s.id }
 // same lifecycle as every long-lived recipe (Start(ctx), Close(ctx)).
 func (s *Selector) Start(ctx context.Context) error {
 	if s == nil || s.c == nil {
-		return fmt.Errorf("%w: Selector not made by NewSelector", recipes.ErrInvalidArgument)
+		return notMadeSelector()
 	}
 	if ctx == nil {
 		return fmt.Errorf("%w: nil context", recipes.ErrInvalidArgument)
@@ -113,15 +112,12 @@ func (s *Selector) Start(ctx context.Context) error {
 	if err := engine.Of(s.c).Check(); err != nil {
 		return engine.Named("leader selector "+s.path, err)
 	}
-	s.mu.Lock()
+	s.mu.Lock() // a Close after the Start below finds cancel set
 	defer s.mu.Unlock()
-	switch {
-	case s.closed:
-		return engine.Namedf("leader selector "+s.path, "%w", recipes.ErrClosed)
-	case s.started:
-		return engine.Named("leader selector "+s.path, recipes.ErrAlreadyStarted)
+	if err := s.life.Start("leader selector " + s.path); err != nil {
+		return err
 	}
-	s.started, s.queued = true, true
+	s.queued = true
 	s.ctx, s.cancel = context.WithCancel(context.Background())
 	go s.run()
 	return nil
@@ -131,19 +127,17 @@ func (s *Selector) Start(ctx context.Context) error {
 // queued nor leading (Curator's requeue). It reports whether it queued.
 func (s *Selector) Requeue() (bool, error) {
 	if s == nil || s.c == nil {
-		return false, fmt.Errorf("%w: Selector not made by NewSelector", recipes.ErrInvalidArgument)
+		return false, notMadeSelector()
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if err := engine.Of(s.c).Check(); err != nil {
 		return false, engine.Namedf("leader selector "+s.path, "%w", err) // a closed client
 	}
-	switch {
-	case s.closed:
-		return false, engine.Namedf("leader selector "+s.path, "%w", recipes.ErrClosed)
-	case !s.started:
-		return false, engine.Named("leader selector "+s.path, recipes.ErrNotStarted)
-	case s.queued:
+	if err := s.life.Running("leader selector "+s.path, ""); err != nil {
+		return false, err
+	}
+	if s.queued {
 		return false, nil
 	}
 	s.queued = true
@@ -307,7 +301,7 @@ func (s *Selector) runFn(ctx context.Context, t *Term) (err error) {
 // first leads.
 func (s *Selector) Participants(ctx context.Context) ([]recipes.Participant, error) {
 	if s == nil || s.c == nil {
-		return nil, fmt.Errorf("%w: Selector not made by NewSelector", recipes.ErrInvalidArgument)
+		return nil, notMadeSelector()
 	}
 	return Participants(ctx, s.c, s.path)
 }
@@ -332,18 +326,17 @@ func (s *Selector) Leader(ctx context.Context) (recipes.Participant, error) {
 // and returns, and the node goes once the function has returned.
 func (s *Selector) Close(ctx context.Context) error {
 	if s == nil || s.c == nil {
-		return fmt.Errorf("%w: Selector not made by NewSelector", recipes.ErrInvalidArgument)
+		return notMadeSelector()
 	}
 	if ctx == nil {
 		ctx = context.Background()
 	}
-	s.mu.Lock()
-	if s.closed {
-		s.mu.Unlock()
+	first, started := s.life.Close()
+	if !first {
 		return nil
 	}
-	s.closed = true
-	started, cancel := s.started, s.cancel
+	s.mu.Lock()
+	cancel := s.cancel
 	inside := s.leadGID != 0 && s.leadGID == engine.GoroutineID()
 	s.mu.Unlock()
 	if !started {
@@ -360,3 +353,5 @@ func (s *Selector) Close(ctx context.Context) error {
 		return engine.Namedf("leader selector "+s.path, "close: %w", ctx.Err())
 	}
 }
+
+func notMadeSelector() error { return engine.NotMade("Selector", "NewSelector") }
