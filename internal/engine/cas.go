@@ -81,10 +81,11 @@ func (c *Client) CompareAndSet(ctx context.Context, path string, cas CAS, update
 	if err := ValidatePath(path); err != nil {
 		return CASResult{}, err
 	}
-	var (
-		conflicts backoff.BackOff
-		pending   *casWrite // a write whose reply was lost
-	)
+	conflicts := c.Backoff()
+	if cas.Retry != nil { // a policy of its own (one returning nil: no retries)
+		conflicts = NewBackoff(cas.Retry)
+	}
+	var pending *casWrite // a write whose reply was lost
 	for tries := 1; ; tries++ {
 		var (
 			prev   []byte
@@ -168,18 +169,8 @@ func (c *Client) CompareAndSet(ctx context.Context, path string, cas CAS, update
 		if cas.Tries > 0 && tries >= cas.Tries {
 			return CASResult{}, Namedf("compare-and-set "+c.StripNamespace(path), "other writers came first on all %d tries: %w: %w", tries, ErrConflict, err)
 		}
-		if conflicts == nil {
-			if cas.Retry != nil {
-				conflicts = cas.Retry()
-				if conflicts == nil { // a policy of no retries
-					conflicts = &backoff.StopBackOff{}
-				}
-			} else {
-				conflicts = c.cfg.retry()
-			}
-		}
-		d := conflicts.NextBackOff()
-		if d == backoff.Stop {
+		d, ok := conflicts.Next()
+		if !ok {
 			return CASResult{}, Namedf("compare-and-set "+c.StripNamespace(path), "other writers came first on all %d tries: %w: %w", tries, ErrConflict, err)
 		}
 		if serr := c.sleep(ctx, d); serr != nil {

@@ -8,7 +8,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/cenkalti/backoff/v4"
 	"github.com/go-zookeeper/zk"
 )
 
@@ -146,7 +145,7 @@ func (c *Client) createProtectedTTL(ctx context.Context, parent, uuid, name stri
 	var (
 		searching bool  // a create may have succeeded without our hearing of it
 		sid       int64 // session the last create was sent in
-		retry     backoff.BackOff
+		retry     = c.Backoff()
 	)
 	// pause waits before another attempt after err. It gives up when the
 	// session the create was sent in is LOST (its node, if any, is gone or
@@ -156,11 +155,8 @@ func (c *Client) createProtectedTTL(ctx context.Context, parent, uuid, name stri
 		if snap := c.Snapshot(); IsRetryable(err) && snap.State == StateLost && snap.SessionID == sid {
 			return fmt.Errorf("%w: %w", ErrSessionLost, err)
 		}
-		if retry == nil {
-			retry = c.cfg.retry()
-		}
-		d := retry.NextBackOff()
-		if d == backoff.Stop {
+		d, ok := retry.Next()
+		if !ok {
 			return fmt.Errorf("retries exhausted: %w", err)
 		}
 		return c.sleep(ctx, d)
@@ -265,17 +261,14 @@ func (c *Client) createProtectedTTL(ctx context.Context, parent, uuid, name stri
 // than the retry policy allows (*retry, made on first use): a create on a
 // client that never connects fails with ErrNotConnected instead of waiting
 // for ever in go-zookeeper's queue.
-func (c *Client) awaitConnection(ctx context.Context, retry *backoff.BackOff) error {
+func (c *Client) awaitConnection(ctx context.Context, retry *Backoff) error {
 	for {
 		snap := c.Snapshot()
 		if snap.State.IsConnected() {
 			return nil
 		}
-		if *retry == nil {
-			*retry = c.cfg.retry()
-		}
-		d := (*retry).NextBackOff()
-		if d == backoff.Stop {
+		d, ok := retry.Next()
+		if !ok {
 			return fmt.Errorf("%w (%v): no connection before the retry policy gave up", ErrNotConnected, snap.State)
 		}
 		t := time.NewTimer(d)

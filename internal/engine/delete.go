@@ -182,7 +182,7 @@ func deleted(path string, err error) error {
 // retryForever runs op with backoff while it fails with retryable errors,
 // until session sid is gone or the client closes.
 func (c *Client) retryForever(sid int64, op func() error) {
-	retry := DefaultRetryPolicy(0)
+	retry := NewBackoff(foreverPolicy)
 	for {
 		err := op()
 		if err == nil || !IsRetryable(err) {
@@ -192,7 +192,7 @@ func (c *Client) retryForever(sid int64, op func() error) {
 			return
 		}
 		c.countRetry()
-		if err := c.sleep(context.Background(), retry.NextBackOff()); err != nil {
+		if err := c.sleep(context.Background(), retry.Pace()); err != nil {
 			return
 		}
 		if cur := c.conn.SessionID(); sid != 0 && cur != 0 && cur != sid {

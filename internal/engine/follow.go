@@ -8,7 +8,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/cenkalti/backoff/v4"
 	"github.com/go-zookeeper/zk"
 )
 
@@ -281,7 +280,7 @@ type followRead struct {
 	dirty   bool // due to run (queued in Follower.dirty)
 	ok      bool // has run well once (for FollowInitialised)
 	removed bool // Remove'd: never run again
-	retry   backoff.BackOff
+	retry   Backoff
 	at      time.Time // after a failure: not before
 }
 
@@ -496,6 +495,7 @@ func (f *Follower) added(rd *followRead) {
 		f.removed(rd.key)
 	}
 	rd.w = Watches{c: f.c, f: f, key: rd.key}
+	rd.retry = f.c.Backoff()
 	f.reads[rd.key] = rd
 	f.pending++
 	f.mark(rd)
@@ -543,7 +543,8 @@ func (f *Follower) newSession(had bool) {
 // all makes every read due at once, its backoff reset.
 func (f *Follower) all() {
 	for _, rd := range f.reads {
-		rd.retry, rd.at = nil, time.Time{}
+		rd.retry.Reset()
+		rd.at = time.Time{}
 		f.mark(rd)
 	}
 	f.waiting = f.waiting[:0]
@@ -601,7 +602,7 @@ func (f *Follower) runDirty(ctx context.Context) error {
 			return nil
 		case err == nil:
 			rd.w.fired = nil
-			rd.retry = nil
+			rd.retry.Reset()
 			if len(rd.w.armed) > 0 {
 				f.watched = true
 			}
@@ -617,15 +618,7 @@ func (f *Follower) runDirty(ctx context.Context) error {
 			return err
 		default:
 			f.c.log.Warn("zkrecipes: reading failed; trying again", "what", f.what, "key", rd.key, "err", err)
-			if rd.retry == nil {
-				rd.retry = f.c.cfg.retry()
-			}
-			d := rd.retry.NextBackOff()
-			if d == backoff.Stop {
-				rd.retry = nil
-				d = time.Second
-			}
-			rd.at = time.Now().Add(d)
+			rd.at = time.Now().Add(rd.retry.Pace())
 			f.waiting = append(f.waiting, rd)
 		}
 	}

@@ -418,17 +418,14 @@ func (c *Client) Retry(ctx context.Context, op func() error) error {
 	if ctx == nil {
 		ctx = context.Background()
 	}
-	var b backoff.BackOff
+	b := c.Backoff()
 	for {
 		err := op()
 		if err == nil || !IsRetryable(err) {
 			return err
 		}
-		if b == nil {
-			b = c.cfg.retry()
-		}
-		d := b.NextBackOff()
-		if d == backoff.Stop {
+		d, ok := b.Next()
+		if !ok {
 			return err
 		}
 		c.countRetry()

@@ -8,7 +8,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/cenkalti/backoff/v4"
 	"github.com/go-zookeeper/zk"
 )
 
@@ -452,7 +451,7 @@ func (o *OwnedNode) run(ctx context.Context) {
 	defer close(o.done)
 	c := o.c
 	var (
-		retry backoff.BackOff
+		retry = c.Backoff()
 		w     ownedWatch
 	)
 	for {
@@ -467,17 +466,10 @@ func (o *OwnedNode) run(ctx context.Context) {
 			case ctx.Err() != nil || errors.Is(err, ErrClosed):
 				return
 			case err == nil:
-				retry = nil
+				retry.Reset()
 			default:
 				c.log.Warn("zkrecipes: keeping a node of ours failed; trying again", "what", o.spec.What, "err", err)
-				if retry == nil {
-					retry = c.cfg.retry()
-				}
-				d := retry.NextBackOff()
-				if d == backoff.Stop {
-					retry, d = nil, time.Second
-				}
-				pause = time.NewTimer(d)
+				pause = time.NewTimer(retry.Pace())
 			}
 		}
 		var paused <-chan time.Time

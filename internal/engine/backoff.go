@@ -1,0 +1,60 @@
+package engine
+
+import (
+	"time"
+
+	"github.com/cenkalti/backoff/v4"
+)
+
+// Backoff is the one place a retry policy is driven: the waits between
+// a loop's attempts, from a fresh backoff of the policy on first use and
+// after each Reset. A call that gives up when the policy does uses Next;
+// a background loop that never gives up uses Pace. Make it with
+// Client.Backoff (the client's policy) or NewBackoff.
+type Backoff struct {
+	policy func() backoff.BackOff
+	b      backoff.BackOff
+}
+
+// NewBackoff returns a Backoff of policy (nil, or a policy that returns
+// nil: no retries).
+func NewBackoff(policy func() backoff.BackOff) Backoff { return Backoff{policy: policy} }
+
+// Backoff returns a Backoff of the client's retry policy.
+func (c *Client) Backoff() Backoff { return NewBackoff(c.cfg.retry) }
+
+// Next returns the wait before the next attempt, and false when the
+// policy gives up (the next call then starts it afresh).
+func (b *Backoff) Next() (time.Duration, bool) {
+	if b.b == nil {
+		if b.policy != nil {
+			b.b = b.policy()
+		}
+		if b.b == nil {
+			b.b = &backoff.StopBackOff{}
+		}
+	}
+	d := b.b.NextBackOff()
+	if d == backoff.Stop {
+		b.b = nil
+		return 0, false
+	}
+	return d, true
+}
+
+// Pace returns the wait before a background loop's next attempt: Next's,
+// or a second when the policy gives up (it then starts afresh), so a loop
+// that never gives up never spins either.
+func (b *Backoff) Pace() time.Duration {
+	if d, ok := b.Next(); ok {
+		return d
+	}
+	return time.Second
+}
+
+// Reset starts the policy afresh at the next attempt (after a success).
+func (b *Backoff) Reset() { b.b = nil }
+
+// foreverPolicy is the default policy without an end (background work
+// that goes on until its session ends).
+func foreverPolicy() backoff.BackOff { return DefaultRetryPolicy(0) }

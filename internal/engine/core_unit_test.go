@@ -1,0 +1,70 @@
+package engine
+
+import (
+	"testing"
+	"time"
+
+	"github.com/cenkalti/backoff/v4"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// A Current posts a value only when it differs from the last; a listener
+// added later hears the current value first.
+func TestCurrentPostsChangesOnly(t *testing.T) {
+	c := NewCurrent(func(a, b int) bool { return a == b })
+	defer c.Close()
+	ch, stop := c.Subscribe()
+	defer stop()
+	_, ok := c.Get()
+	assert.False(t, ok)
+	for _, v := range []int{1, 1, 2, 2, 2, 1} {
+		c.Set(v)
+	}
+	var got []int
+	for range 3 {
+		select {
+		case v := <-ch:
+			got = append(got, v)
+		case <-time.After(5 * time.Second):
+			t.Fatal("no value")
+		}
+	}
+	assert.Equal(t, []int{1, 2, 1}, got)
+	late, stopLate := c.Subscribe()
+	defer stopLate()
+	require.Equal(t, 1, <-late, "the current value first")
+	assert.False(t, c.Set(1))
+	assert.True(t, c.Set(3))
+	assert.Equal(t, 3, <-late)
+}
+
+// A Backoff gives the policy's waits, says when it gives up and then
+// starts afresh; Pace waits a second instead of giving up; no policy is
+// no retries.
+func TestBackoff(t *testing.T) {
+	twice := func() backoff.BackOff {
+		return backoff.WithMaxRetries(backoff.NewConstantBackOff(time.Millisecond), 2)
+	}
+	b := NewBackoff(twice)
+	for range 2 {
+		d, ok := b.Next()
+		assert.True(t, ok)
+		assert.Equal(t, time.Millisecond, d)
+	}
+	_, ok := b.Next()
+	assert.False(t, ok, "the policy gave up")
+	_, ok = b.Next()
+	assert.True(t, ok, "afresh after giving up")
+	b.Next()
+	assert.Equal(t, time.Second, b.Pace(), "Pace: a second when the policy gives up")
+	b.Reset()
+	assert.Equal(t, time.Millisecond, b.Pace())
+	none := NewBackoff(func() backoff.BackOff { return nil })
+	_, ok = none.Next()
+	assert.False(t, ok)
+	nilPolicy := NewBackoff(nil)
+	_, ok = nilPolicy.Next()
+	assert.False(t, ok)
+}
