@@ -356,49 +356,15 @@ func (q *core) run(ctx context.Context) {
 // falls due, and when the lock of an item in locked goes (locked forgets
 // it then, and forgets the items that are gone).
 func (q *core) next(ctx context.Context, locked map[string]bool) ([]string, error) {
-	var (
-		got   []string
-		timer *time.Timer
-		stop  = make(chan struct{})
-	)
-	defer func() {
-		close(stop)
-		if timer != nil {
-			timer.Stop()
-		}
-	}()
+	var got []string
 	_, err := q.e.Await(ctx, engine.Wait{What: q.path}, func(engine.Snapshot, engine.Wake) (engine.Look, error) {
-		kids, _, ch, err := q.e.ChildrenW(ctx, q.full)
-		if errors.Is(err, zk.ErrNoNode) {
-			there, _, ech, err := q.e.ExistsW(ctx, q.full)
-			switch {
-			case err != nil:
-				return engine.Look{}, err
-			case there:
-				return engine.Look{Again: true}, nil
-			}
-			return engine.Look{Watch: ech}, nil
-		}
-		if err != nil {
-			return engine.Look{}, err
+		kids, exists, ch, err := q.e.ChildrenOrCreation(ctx, q.full)
+		if err != nil || !exists {
+			return engine.Look{Watch: ch}, err
 		}
 		all := sortItems(kids, ItemPrefix, q.kind)
-		present := make(map[string]bool, len(all))
-		for _, n := range all {
-			present[n] = true
-		}
-		for n := range locked {
-			if !present[n] {
-				delete(locked, n) // consumed
-				continue
-			}
-			ok, _, err := q.e.Exists(ctx, engine.JoinPath(q.lockFull, n))
-			if err != nil {
-				return engine.Look{}, err
-			}
-			if !ok {
-				delete(locked, n) // its lock went: take it again
-			}
+		if err := q.forgetUnlocked(ctx, locked, all); err != nil {
+			return engine.Look{}, err
 		}
 		items := make([]string, 0, len(all))
 		for _, n := range all {
@@ -407,33 +373,15 @@ func (q *core) next(ctx context.Context, locked map[string]bool) ([]string, erro
 			}
 		}
 		look := engine.Look{Watch: ch}
-		if len(items) == 0 && len(locked) > 0 {
+		switch {
+		case len(items) == 0 && len(locked) > 0:
 			// Only locked items: wait for a lock to go as well.
-			for n := range locked {
-				ok, _, ech, err := q.e.ExistsW(ctx, engine.JoinPath(q.lockFull, n))
-				if err != nil {
-					return engine.Look{}, err
-				}
-				if !ok {
-					delete(locked, n)
-					return engine.Look{Again: true}, nil
-				}
-				look.Also = relay(ech, stop)
-				break
-			}
-		}
-		if len(items) == 0 {
+			return q.watchALock(ctx, locked, look)
+		case len(items) == 0:
 			return look, nil
-		}
-		if q.kind == kindDelay {
-			if wait := time.Until(time.UnixMilli(dueOf(items[0]))); wait > 0 {
-				if timer != nil {
-					timer.Stop()
-				}
-				due := make(chan struct{})
-				timer = time.AfterFunc(wait, func() { close(due) })
-				return engine.Look{Watch: ch, Also: due}, nil
-			}
+		case q.kind == kindDelay && dueOf(items[0]) > time.Now().UnixMilli():
+			look.At = time.UnixMilli(dueOf(items[0]))
+			return look, nil
 		}
 		got = items
 		return engine.Look{Done: true}, nil
@@ -441,18 +389,45 @@ func (q *core) next(ctx context.Context, locked map[string]bool) ([]string, erro
 	return got, err
 }
 
-// relay closes the channel it returns when ch delivers, or never once
-// stop closes.
-func relay(ch <-chan zk.Event, stop <-chan struct{}) <-chan struct{} {
-	out := make(chan struct{})
-	go func() {
-		select {
-		case <-ch:
-			close(out)
-		case <-stop:
+// forgetUnlocked takes out of locked the items consumed (not in all) and
+// those whose lock went (to take them again).
+func (q *core) forgetUnlocked(ctx context.Context, locked map[string]bool, all []string) error {
+	present := make(map[string]bool, len(all))
+	for _, n := range all {
+		present[n] = true
+	}
+	for n := range locked {
+		if !present[n] {
+			delete(locked, n) // consumed
+			continue
 		}
-	}()
-	return out
+		ok, _, err := q.e.Exists(ctx, engine.JoinPath(q.lockFull, n))
+		if err != nil {
+			return err
+		}
+		if !ok {
+			delete(locked, n) // its lock went: take it again
+		}
+	}
+	return nil
+}
+
+// watchALock adds to look a watch on the lock of one of the locked
+// items, or asks for another look when that lock is gone already.
+func (q *core) watchALock(ctx context.Context, locked map[string]bool, look engine.Look) (engine.Look, error) {
+	for n := range locked {
+		ok, _, ech, err := q.e.ExistsW(ctx, engine.JoinPath(q.lockFull, n))
+		if err != nil {
+			return engine.Look{}, err
+		}
+		if !ok {
+			delete(locked, n)
+			return engine.Look{Again: true}, nil
+		}
+		look.Other = ech
+		break
+	}
+	return look, nil
 }
 
 // process consumes one item; true when another consumer holds its lock.

@@ -112,19 +112,9 @@ func (q *SimpleQueue) Take(ctx context.Context) ([]byte, error) {
 		}
 		// Nothing to take: watch the children, or the directory's
 		// creation (a reaped container: CURATOR-308), and look again.
-		kids, _, ch, err := q.e.ChildrenW(ctx, q.full)
-		if errors.Is(err, zk.ErrNoNode) {
-			there, _, ech, err := q.e.ExistsW(ctx, q.full)
-			switch {
-			case err != nil:
-				return engine.Look{}, err
-			case there:
-				return engine.Look{Again: true}, nil
-			}
-			return engine.Look{Watch: ech}, nil
-		}
-		if err != nil {
-			return engine.Look{}, err
+		kids, exists, ch, err := q.e.ChildrenOrCreation(ctx, q.full)
+		if err != nil || !exists {
+			return engine.Look{Watch: ch}, err
 		}
 		if len(sortItems(kids, SimplePrefix, kindPlain)) > 0 {
 			return engine.Look{Again: true}, nil // one came meanwhile

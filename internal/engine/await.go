@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/go-zookeeper/zk"
 )
@@ -37,9 +38,15 @@ type Look struct {
 	// Watch fires when another look may give another answer: the watch
 	// the look left (it stays armed across looks that return it again).
 	Watch <-chan zk.Event
+	// Other is a second watch the look left, on another node (a queue
+	// item's lock, say): it wakes the wait as Watch does.
+	Other <-chan zk.Event
 	// Also closes when another look may give another answer for a reason
 	// ZooKeeper does not tell (a semaphore's limit changed, say).
 	Also <-chan struct{}
+	// At, when set, wakes the wait at that time (a delayed item falling
+	// due, say).
+	At time.Time
 }
 
 // Wake says what ended the wait before a look. The first look, and a
@@ -50,6 +57,8 @@ type Wake struct {
 	Event *zk.Event
 	// Also is true when the last look's Also closed.
 	Also bool
+	// At is true when the last look's At came.
+	At bool
 	// State is true when the connection state changed.
 	State bool
 }
@@ -145,11 +154,21 @@ func sessionGone(snap Snapshot, sid int64) bool {
 // block waits for what l names, a state change after snap, w.Until, ctx
 // or Close, and records in wake what ended it.
 func (c *Client) block(ctx context.Context, w Wait, snap Snapshot, l Look, wake *Wake) error {
+	var at <-chan time.Time
+	if !l.At.IsZero() {
+		t := time.NewTimer(time.Until(l.At))
+		defer t.Stop()
+		at = t.C
+	}
 	select {
 	case ev := <-l.Watch:
 		wake.Event = &ev
+	case ev := <-l.Other:
+		wake.Event = &ev
 	case <-l.Also:
 		wake.Also = true
+	case <-at:
+		wake.At = true
 	case <-snap.Changed:
 		wake.State = true
 	case <-w.Until:
@@ -160,4 +179,22 @@ func (c *Client) block(ctx context.Context, w Wait, snap Snapshot, l Look, wake 
 		return ErrClientClosed
 	}
 	return nil
+}
+
+// ChildrenOrCreation is the watched read of a look that waits on a
+// directory: its children with a children watch, or, while it does not
+// exist, an exists watch for its creation (exists false, no children).
+// The watch it returns is the look's Watch.
+func (c *Client) ChildrenOrCreation(ctx context.Context, path string) (kids []string, exists bool, watch <-chan zk.Event, err error) {
+	for {
+		kids, _, ch, err := c.ChildrenW(ctx, path)
+		if !errors.Is(err, zk.ErrNoNode) {
+			return kids, err == nil, ch, err
+		}
+		there, _, ech, err := c.ExistsW(ctx, path)
+		if err != nil || !there {
+			return nil, false, ech, err
+		}
+		// created meanwhile: list it with a children watch
+	}
 }
