@@ -33,34 +33,52 @@ const (
 	multiSeen  = 16
 )
 
-// runPersistent keeps the cache current on w until ctx ends (false), or
-// until the client reaches a server without persistent watches (true:
-// go on with one-shot watches).
-func (c *Cache) runPersistent(ctx context.Context, w *engine.PersistentWatch) (fallBack bool) {
-	batches := make(chan []engine.PersistentEvent)
+// pump hands the watch's events on, batch by batch, until ctx ends or
+// the watch does; done closes when it returns.
+func pump(ctx context.Context, w *engine.PersistentWatch) (batches <-chan []engine.PersistentEvent, done <-chan struct{}) {
+	out := make(chan []engine.PersistentEvent)
 	pumped := make(chan struct{})
-	go func() { // the watch's queue, as a channel
+	go func() {
 		defer close(pumped)
-		defer close(batches)
+		defer close(out)
 		for {
 			evs, ok := w.Events(ctx.Done())
 			if !ok {
 				return
 			}
 			select {
-			case batches <- evs:
+			case out <- evs:
 			case <-ctx.Done():
 				return
 			}
 		}
 	}()
-	defer func() { <-pumped }()
+	return out, pumped
+}
 
+// errUnsynced says a load read the subtree while its watch was not set
+// on the connection the reads went over: it proves nothing, and the
+// watch's next PersistentResync (on its way) makes the load that does.
+var errUnsynced = errors.New("the watch is not set on the connection")
+
+// runPersistent keeps the cache current on w until ctx ends (false), or
+// until the client reaches a server without persistent watches (true:
+// go on with one-shot watches).
+//
+// A full read is made for each PersistentResync (a new connection, or the
+// first), and again under the retry policy after a read failed; only a
+// read made while the watch was set on its connection counts (load), and
+// it covers every PersistentResync so far: one fault makes one Resynced,
+// however the retries and the resyncs meet.
+func (c *Cache) runPersistent(ctx context.Context, w *engine.PersistentWatch) (fallBack bool) {
+	batches, pumped := pump(ctx, w)
+	defer func() { <-pumped }()
 	var (
 		retry     backoff.BackOff
 		timer     *time.Timer
 		again     <-chan time.Time
-		needsLoad bool // the cache may miss changes: read it all again
+		needsLoad bool   // the cache may miss changes: read it all again
+		covered   uint64 // the PersistentResyncs the last load covers
 	)
 	defer func() {
 		if timer != nil {
@@ -87,13 +105,15 @@ func (c *Cache) runPersistent(ctx context.Context, w *engine.PersistentWatch) (f
 		again = timer.C
 	}
 	load := func() {
-		if err := c.load(ctx, w); err != nil {
-			if ctx.Err() == nil {
-				failed(err)
-			}
-			return
+		n, err := c.load(ctx, w)
+		switch {
+		case err == nil:
+			needsLoad, retry, again, covered = false, nil, nil, n
+		case errors.Is(err, errUnsynced):
+			needsLoad, again = true, nil // the next PersistentResync loads
+		case ctx.Err() == nil:
+			failed(err)
 		}
-		needsLoad, retry, again = false, nil, nil
 	}
 	for {
 		var evs []engine.PersistentEvent
@@ -110,23 +130,17 @@ func (c *Cache) runPersistent(ctx context.Context, w *engine.PersistentWatch) (f
 			load()
 			continue
 		}
-		// A resync (a new connection, or the first) makes a full read,
-		// which covers every event before it.
-		last := -1
-		for i, ev := range evs {
-			switch ev.Kind {
-			case engine.PersistentResync:
-				last = i
-			case engine.PersistentFailed:
-				if errors.Is(ev.Err, recipes.ErrUnimplemented) {
-					return true
-				}
-				c.e.Logger().Warn("zkrecipes: cache: setting the watch again failed; the client tries again", "cache", c.path, "err", ev.Err)
-			}
+		// A resync makes a full read, which covers every event before
+		// it, unless a load made since it was pushed covers it already.
+		last, unsupported := c.lastResync(evs)
+		if unsupported {
+			return true
 		}
 		if last >= 0 {
 			evs = evs[last+1:]
-			load()
+			if n, _ := w.Synced(); n != covered || needsLoad {
+				load()
+			}
 		}
 		if needsLoad {
 			continue // the next load covers these
@@ -137,27 +151,55 @@ func (c *Cache) runPersistent(ctx context.Context, w *engine.PersistentWatch) (f
 	}
 }
 
+// lastResync returns the index of the last PersistentResync in evs (-1:
+// none), and whether the client reached a server without persistent
+// watches; it logs the other failures to set the watch again.
+func (c *Cache) lastResync(evs []engine.PersistentEvent) (last int, unsupported bool) {
+	last = -1
+	for i, ev := range evs {
+		switch ev.Kind {
+		case engine.PersistentResync:
+			last = i
+		case engine.PersistentFailed:
+			if errors.Is(ev.Err, recipes.ErrUnimplemented) {
+				return last, true
+			}
+			c.e.Logger().Warn("zkrecipes: cache: setting the watch again failed; the client tries again", "cache", c.path, "err", ev.Err)
+		}
+	}
+	return last, false
+}
+
 // load reads the whole cached subtree and merges it: events for what
 // differs (NodeDeleted first, deepest first; then NodeCreated and
 // NodeChanged, parents first), then Initialized the first time, Resynced
-// after.
-func (c *Cache) load(ctx context.Context, w *engine.PersistentWatch) error {
+// after. It returns how many PersistentResyncs the read covers, or
+// errUnsynced when the watch was not set on the connection throughout
+// (then nothing is merged).
+func (c *Cache) load(ctx context.Context, w *engine.PersistentWatch) (uint64, error) {
+	n, ok := w.Synced()
+	if !ok {
+		return 0, errUnsynced
+	}
 	tree, err := c.readTree(ctx)
 	if err != nil {
-		return err
+		return 0, err
 	}
 	// The tree may be newer than events still to come from before its
 	// replies: their deletions are checked (apply). The reads went through
 	// the Wire (MultiRead), whose replies can overtake events; an exists
 	// through go-zookeeper after them is a barrier (PersistentWatch.Routed).
 	if _, _, err := c.e.Exists(ctx, c.full); err != nil {
-		return err
+		return 0, err
+	}
+	if now, ok := w.Synced(); now != n || !ok {
+		return 0, errUnsynced
 	}
 	c.verifyTo, c.ahead = w.Routed(), nil
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.closed {
-		return nil
+		return n, nil
 	}
 	var evs []Event
 	type cached struct {
@@ -190,7 +232,7 @@ func (c *Cache) load(ctx context.Context, w *engine.PersistentWatch) error {
 	}
 	walk(c.full)
 	c.publishLocked(evs, true)
-	return nil
+	return n, nil
 }
 
 // loaded is a node as a full read saw it.

@@ -117,6 +117,7 @@ type PersistentWatch struct {
 	q         *queue[PersistentEvent]
 	removed   bool      // under c.pw.mu
 	synced    *wireConn // the connection it was last told of (PersistentResync), under c.pw.mu
+	resyncs   uint64    // the PersistentResync events pushed, under c.pw.mu
 }
 
 // Path returns the server path watched.
@@ -143,11 +144,28 @@ func (w *PersistentWatch) Events(done <-chan struct{}) (events []PersistentEvent
 	return w.q.take(done)
 }
 
+// Synced returns how many PersistentResync events the watch has had
+// (one per connection it was set on), and whether it is set on the
+// connection the client uses now. Reads made between two calls that both
+// return the same (n, true) went over one connection, after the watch was
+// set on it: they are no older than any event before the n-th
+// PersistentResync, and every later change comes as an event. Reads made
+// otherwise (a different n, or false: the connection the client uses has
+// no watch yet) prove nothing: unless the watch was removed, a
+// PersistentResync is on its way, from the connection that will hold it.
+func (w *PersistentWatch) Synced() (n uint64, ok bool) {
+	wc := w.c.wire.usableConn()
+	w.c.pw.mu.Lock()
+	defer w.c.pw.mu.Unlock()
+	return w.resyncs, wc != nil && w.synced == wc && !w.removed
+}
+
 // resynced tells w that its watch is set on wc, once per connection
 // (AddWatch and the re-adding goroutine may both set it); c.pw.mu is held.
 func (w *PersistentWatch) resynced(wc *wireConn) {
 	if w.synced != wc {
 		w.synced = wc
+		w.resyncs++
 		w.q.push(PersistentEvent{Kind: PersistentResync})
 	}
 }
