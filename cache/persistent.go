@@ -3,12 +3,9 @@ package cache
 import (
 	"context"
 	"errors"
-	"slices"
 	"sync"
-	"sync/atomic"
 	"time"
 
-	"github.com/cenkalti/backoff/v4"
 	"github.com/go-zookeeper/zk"
 
 	"github.com/zkrecipes/zkrecipes/internal/engine"
@@ -33,34 +30,52 @@ const (
 	multiSeen  = 16
 )
 
-// runPersistent keeps the cache current on w until ctx ends (false), or
-// until the client reaches a server without persistent watches (true:
-// go on with one-shot watches).
-func (c *Cache) runPersistent(ctx context.Context, w *engine.PersistentWatch) (fallBack bool) {
-	batches := make(chan []engine.PersistentEvent)
+// pump hands the watch's events on, batch by batch, until ctx ends or
+// the watch does; done closes when it returns.
+func pump(ctx context.Context, w *engine.PersistentWatch) (batches <-chan []engine.PersistentEvent, done <-chan struct{}) {
+	out := make(chan []engine.PersistentEvent)
 	pumped := make(chan struct{})
-	go func() { // the watch's queue, as a channel
+	go func() {
 		defer close(pumped)
-		defer close(batches)
+		defer close(out)
 		for {
 			evs, ok := w.Events(ctx.Done())
 			if !ok {
 				return
 			}
 			select {
-			case batches <- evs:
+			case out <- evs:
 			case <-ctx.Done():
 				return
 			}
 		}
 	}()
-	defer func() { <-pumped }()
+	return out, pumped
+}
 
+// errUnsynced says a load read the subtree while its watch was not set
+// on the connection the reads went over: it proves nothing, and the
+// watch's next PersistentResync (on its way) makes the load that does.
+var errUnsynced = errors.New("the watch is not set on the connection")
+
+// runPersistent keeps the cache current on w until ctx ends (false), or
+// until the client reaches a server without persistent watches (true:
+// go on with one-shot watches).
+//
+// A full read is made for each PersistentResync (a new connection, or the
+// first), and again under the retry policy after a read failed; only a
+// read made while the watch was set on its connection counts (load), and
+// it covers every PersistentResync so far: one fault makes one Resynced,
+// however the retries and the resyncs meet.
+func (c *Cache) runPersistent(ctx context.Context, w *engine.PersistentWatch) (fallBack bool) {
+	batches, pumped := pump(ctx, w)
+	defer func() { <-pumped }()
 	var (
-		retry     backoff.BackOff
+		retry     = c.e.Backoff()
 		timer     *time.Timer
 		again     <-chan time.Time
-		needsLoad bool // the cache may miss changes: read it all again
+		needsLoad bool   // the cache may miss changes: read it all again
+		covered   uint64 // the PersistentResyncs the last load covers
 	)
 	defer func() {
 		if timer != nil {
@@ -69,14 +84,7 @@ func (c *Cache) runPersistent(ctx context.Context, w *engine.PersistentWatch) (f
 	}()
 	failed := func(err error) {
 		needsLoad = true
-		if retry == nil {
-			retry = c.e.RetryPolicy()
-		}
-		d := retry.NextBackOff()
-		if d == backoff.Stop {
-			retry = nil
-			d = time.Second
-		}
+		d := retry.Pace()
 		c.e.Logger().Warn("zkrecipes: cache: reading failed; reading everything again", "cache", c.path, "in", d, "err", err)
 		if timer == nil {
 			timer = time.NewTimer(d)
@@ -87,13 +95,16 @@ func (c *Cache) runPersistent(ctx context.Context, w *engine.PersistentWatch) (f
 		again = timer.C
 	}
 	load := func() {
-		if err := c.load(ctx, w); err != nil {
-			if ctx.Err() == nil {
-				failed(err)
-			}
-			return
+		n, err := c.load(ctx, w)
+		switch {
+		case err == nil:
+			needsLoad, again, covered = false, nil, n
+			retry.Reset()
+		case errors.Is(err, errUnsynced):
+			needsLoad, again = true, nil // the next PersistentResync loads
+		case ctx.Err() == nil:
+			failed(err)
 		}
-		needsLoad, retry, again = false, nil, nil
 	}
 	for {
 		var evs []engine.PersistentEvent
@@ -110,23 +121,17 @@ func (c *Cache) runPersistent(ctx context.Context, w *engine.PersistentWatch) (f
 			load()
 			continue
 		}
-		// A resync (a new connection, or the first) makes a full read,
-		// which covers every event before it.
-		last := -1
-		for i, ev := range evs {
-			switch ev.Kind {
-			case engine.PersistentResync:
-				last = i
-			case engine.PersistentFailed:
-				if errors.Is(ev.Err, recipes.ErrUnimplemented) {
-					return true
-				}
-				c.e.Logger().Warn("zkrecipes: cache: setting the watch again failed; the client tries again", "cache", c.path, "err", ev.Err)
-			}
+		// A resync makes a full read, which covers every event before
+		// it, unless a load made since it was pushed covers it already.
+		last, unsupported := c.lastResync(evs)
+		if unsupported {
+			return true
 		}
 		if last >= 0 {
 			evs = evs[last+1:]
-			load()
+			if n, _ := w.Synced(); n != covered || needsLoad {
+				load()
+			}
 		}
 		if needsLoad {
 			continue // the next load covers these
@@ -137,27 +142,55 @@ func (c *Cache) runPersistent(ctx context.Context, w *engine.PersistentWatch) (f
 	}
 }
 
+// lastResync returns the index of the last PersistentResync in evs (-1:
+// none), and whether the client reached a server without persistent
+// watches; it logs the other failures to set the watch again.
+func (c *Cache) lastResync(evs []engine.PersistentEvent) (last int, unsupported bool) {
+	last = -1
+	for i, ev := range evs {
+		switch ev.Kind {
+		case engine.PersistentResync:
+			last = i
+		case engine.PersistentFailed:
+			if errors.Is(ev.Err, recipes.ErrUnimplemented) {
+				return last, true
+			}
+			c.e.Logger().Warn("zkrecipes: cache: setting the watch again failed; the client tries again", "cache", c.path, "err", ev.Err)
+		}
+	}
+	return last, false
+}
+
 // load reads the whole cached subtree and merges it: events for what
 // differs (NodeDeleted first, deepest first; then NodeCreated and
 // NodeChanged, parents first), then Initialized the first time, Resynced
-// after.
-func (c *Cache) load(ctx context.Context, w *engine.PersistentWatch) error {
+// after. It returns how many PersistentResyncs the read covers, or
+// errUnsynced when the watch was not set on the connection throughout
+// (then nothing is merged).
+func (c *Cache) load(ctx context.Context, w *engine.PersistentWatch) (uint64, error) {
+	n, ok := w.Synced()
+	if !ok {
+		return 0, errUnsynced
+	}
 	tree, err := c.readTree(ctx)
 	if err != nil {
-		return err
+		return 0, err
 	}
 	// The tree may be newer than events still to come from before its
 	// replies: their deletions are checked (apply). The reads went through
 	// the Wire (MultiRead), whose replies can overtake events; an exists
 	// through go-zookeeper after them is a barrier (PersistentWatch.Routed).
 	if _, _, err := c.e.Exists(ctx, c.full); err != nil {
-		return err
+		return 0, err
+	}
+	if now, ok := w.Synced(); now != n || !ok {
+		return 0, errUnsynced
 	}
 	c.verifyTo, c.ahead = w.Routed(), nil
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.life.Closed() {
-		return nil
+		return n, nil
 	}
 	var evs []Event
 	type cached struct {
@@ -190,263 +223,7 @@ func (c *Cache) load(ctx context.Context, w *engine.PersistentWatch) error {
 	}
 	walk(c.full)
 	c.publishLocked(evs, true)
-	return nil
-}
-
-// loaded is a node as a full read saw it.
-type loaded struct {
-	data []byte
-	stat zk.Stat
-	kids []string // sorted; those read
-}
-
-// readTree reads the cached subtree, readers reads at a time, breadth
-// first: a node's data (getData; exists for a node at the maximum depth
-// under WithoutData), and its children (getChildren, only for a node
-// with children above the maximum depth; under WithoutData the children
-// read gives the stat as well, so it is the only read). A node gone
-// between the reads is left out (its deletion is reported by the watch).
-func (c *Cache) readTree(ctx context.Context) (map[string]*loaded, error) {
-	type task struct {
-		full  string
-		depth int
-	}
-	var (
-		mu     sync.Mutex
-		cond   = sync.NewCond(&mu)
-		queue  = []task{{c.full, 0}}
-		active int
-		first  error
-		out    = map[string]*loaded{}
-		wg     sync.WaitGroup
-	)
-	var seenNodes, seenBytes atomic.Int64 // nodes read, and their data
-	read := func(t task) ([]task, error) {
-		var (
-			l    loaded
-			kids []string
-		)
-		deeper := t.depth < c.o.maxDepth
-		switch {
-		case c.o.noData && deeper:
-			ks, st, err := c.e.Children(ctx, t.full)
-			if err != nil {
-				return nil, err
-			}
-			l.stat, kids = *st, ks
-		case c.o.noData:
-			ok, st, err := c.e.Exists(ctx, t.full)
-			if err != nil || !ok {
-				return nil, err
-			}
-			l.stat = *st
-		default:
-			data, st, err := c.e.Get(ctx, t.full)
-			if err != nil {
-				return nil, err
-			}
-			l.data, l.stat = data, *st
-			if deeper && st.NumChildren > 0 {
-				ks, _, err := c.e.Children(ctx, t.full)
-				if err != nil {
-					return nil, err
-				}
-				kids = ks
-			}
-		}
-		slices.Sort(kids)
-		l.kids = kids
-		next := make([]task, len(kids))
-		for i, k := range kids {
-			next[i] = task{engine.JoinPath(t.full, k), t.depth + 1}
-		}
-		seenNodes.Add(1)
-		seenBytes.Add(int64(len(l.data)))
-		mu.Lock()
-		out[t.full] = &l
-		mu.Unlock()
-		return next, nil
-	}
-	// readOne is read with a node gone or unreadable left out.
-	readOne := func(t task) ([]task, error) {
-		next, err := read(t)
-		if errors.Is(err, zk.ErrNoNode) {
-			return nil, nil // gone meanwhile
-		} else if refused(err) {
-			c.refusedRead(t.full)
-			return nil, nil // left out
-		}
-		return next, err
-	}
-	// batch is how many nodes the next multiRead takes.
-	batch := func() int {
-		n := seenNodes.Load()
-		if n < multiSeen || c.noMulti.Load() {
-			return 1
-		}
-		avg := seenBytes.Load()/n + 1
-		return int(max(1, min(multiBatch, multiBytes/avg)))
-	}
-	record := func(full string, l *loaded) {
-		mu.Lock()
-		out[full] = l
-		mu.Unlock()
-	}
-	// readBatch reads ts in one multiRead (their data), then their
-	// children in as few more; one by one where the server or the
-	// connection cannot.
-	readBatch := func(ts []task) ([]task, error) {
-		if len(ts) == 1 && c.noMulti.Load() {
-			return readOne(ts[0])
-		}
-		ops := make([]engine.ReadOp, len(ts))
-		for i, t := range ts {
-			ops[i] = engine.ReadOp{Path: t.full}
-		}
-		res, err, ok := c.e.MultiRead(ctx, ops)
-		if errors.Is(err, engine.ErrUnimplemented) {
-			c.noMulti.Store(true)
-		}
-		if !ok || errors.Is(err, engine.ErrUnimplemented) {
-			var next []task
-			for _, t := range ts {
-				n, err := readOne(t)
-				if err != nil {
-					return nil, err
-				}
-				next = append(next, n...)
-			}
-			return next, nil
-		}
-		if err != nil {
-			return nil, err
-		}
-		type parent struct {
-			t task
-			l *loaded
-		}
-		var (
-			parents []parent
-			next    []task
-		)
-		for i, r := range res {
-			switch {
-			case errors.Is(r.Err, zk.ErrNoNode):
-				continue
-			case refused(r.Err):
-				c.refusedRead(ts[i].full)
-				continue
-			case r.Err != nil:
-				return nil, r.Err
-			}
-			seenNodes.Add(1)
-			seenBytes.Add(int64(len(r.Data)))
-			l := &loaded{data: r.Data, stat: r.Stat}
-			if ts[i].depth < c.o.maxDepth && r.Stat.NumChildren > 0 {
-				parents = append(parents, parent{ts[i], l})
-				continue
-			}
-			record(ts[i].full, l)
-		}
-		for len(parents) > 0 {
-			n, names := 1, int(parents[0].l.stat.NumChildren)
-			for n < len(parents) && n < multiBatch && names+int(parents[n].l.stat.NumChildren) <= multiNames {
-				names += int(parents[n].l.stat.NumChildren)
-				n++
-			}
-			grp := parents[:n]
-			parents = parents[n:]
-			kids := make([][]string, n)
-			errs := make([]error, n)
-			if n == 1 && names > multiNames {
-				kids[0], _, errs[0] = c.e.Children(ctx, grp[0].t.full)
-			} else {
-				ops := make([]engine.ReadOp, n)
-				for i, p := range grp {
-					ops[i] = engine.ReadOp{Path: p.t.full, Children: true}
-				}
-				res, err, ok := c.e.MultiRead(ctx, ops)
-				if err != nil {
-					return nil, err
-				}
-				for i := range grp {
-					if !ok {
-						kids[i], _, errs[i] = c.e.Children(ctx, grp[i].t.full)
-					} else {
-						kids[i], errs[i] = res[i].Children, res[i].Err
-					}
-				}
-			}
-			for i, p := range grp {
-				switch err := errs[i]; {
-				case errors.Is(err, zk.ErrNoNode):
-					continue
-				case refused(err):
-					c.refusedRead(p.t.full)
-					continue
-				case err != nil:
-					return nil, err
-				}
-				slices.Sort(kids[i])
-				p.l.kids = kids[i]
-				record(p.t.full, p.l)
-				for _, k := range kids[i] {
-					next = append(next, task{engine.JoinPath(p.t.full, k), p.t.depth + 1})
-				}
-			}
-		}
-		return next, nil
-	}
-	take := multiBatch
-	if c.o.noData {
-		take = 1 // a multiRead gives no stat with the children
-	}
-	for range readers {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			mu.Lock()
-			defer mu.Unlock()
-			for {
-				for len(queue) == 0 && active > 0 && first == nil {
-					cond.Wait()
-				}
-				if first != nil || (len(queue) == 0 && active == 0) {
-					cond.Broadcast()
-					return
-				}
-				n := min(len(queue), take)
-				if n > 1 {
-					n = min(n, batch())
-				}
-				ts := slices.Clone(queue[len(queue)-n:])
-				queue = queue[:len(queue)-n]
-				active++
-				mu.Unlock()
-				var (
-					next []task
-					err  error
-				)
-				if c.o.noData {
-					next, err = readOne(ts[0])
-				} else {
-					next, err = readBatch(ts)
-				}
-				mu.Lock()
-				active--
-				if err != nil && first == nil {
-					first = err
-				}
-				queue = append(queue, next...)
-				cond.Broadcast()
-			}
-		}()
-	}
-	wg.Wait()
-	if first != nil {
-		return nil, first
-	}
-	return out, nil
+	return n, nil
 }
 
 // apply merges a batch of the watch's events. Every node created or

@@ -7,7 +7,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/cenkalti/backoff/v4"
 	"github.com/go-zookeeper/zk"
 )
 
@@ -434,10 +433,6 @@ func (c *Client) Retry(ctx context.Context, op func() error) error {
 		}
 	}
 }
-
-// RetryPolicy returns a fresh backoff of the client's retry policy, for a
-// background loop that paces its own attempts (a cache reading again).
-func (c *Client) RetryPolicy() backoff.BackOff { return c.cfg.retry() }
 
 // sleep waits d, returning early with an error when ctx ends or the client closes.
 func (c *Client) sleep(ctx context.Context, d time.Duration) error {

@@ -7,9 +7,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
-	"time"
 
-	"github.com/cenkalti/backoff/v4"
 	"github.com/go-zookeeper/zk"
 )
 
@@ -117,6 +115,7 @@ type PersistentWatch struct {
 	q         *queue[PersistentEvent]
 	removed   bool      // under c.pw.mu
 	synced    *wireConn // the connection it was last told of (PersistentResync), under c.pw.mu
+	resyncs   uint64    // the PersistentResync events pushed, under c.pw.mu
 }
 
 // Path returns the server path watched.
@@ -143,11 +142,28 @@ func (w *PersistentWatch) Events(done <-chan struct{}) (events []PersistentEvent
 	return w.q.take(done)
 }
 
+// Synced returns how many PersistentResync events the watch has had
+// (one per connection it was set on), and whether it is set on the
+// connection the client uses now. Reads made between two calls that both
+// return the same (n, true) went over one connection, after the watch was
+// set on it: they are no older than any event before the n-th
+// PersistentResync, and every later change comes as an event. Reads made
+// otherwise (a different n, or false: the connection the client uses has
+// no watch yet) prove nothing: unless the watch was removed, a
+// PersistentResync is on its way, from the connection that will hold it.
+func (w *PersistentWatch) Synced() (n uint64, ok bool) {
+	wc := w.c.wire.usableConn()
+	w.c.pw.mu.Lock()
+	defer w.c.pw.mu.Unlock()
+	return w.resyncs, wc != nil && w.synced == wc && !w.removed
+}
+
 // resynced tells w that its watch is set on wc, once per connection
 // (AddWatch and the re-adding goroutine may both set it); c.pw.mu is held.
 func (w *PersistentWatch) resynced(wc *wireConn) {
 	if w.synced != wc {
 		w.synced = wc
+		w.resyncs++
 		w.q.push(PersistentEvent{Kind: PersistentResync})
 	}
 }
@@ -480,128 +496,6 @@ func (c *Client) guardOneShot(path string) error {
 		return nil
 	}
 	return fmt.Errorf("%w: %s is the root of a persistent watch of this client: a one-shot watch there would replace it on ZooKeeper 3.6–3.8 (ZOOKEEPER-4466); read it without a watch, the persistent watch reports its changes", ErrInvalidArgument, c.StripNamespace(path))
-}
-
-// startReadding starts the goroutine that sets the watches again on each
-// new connection, once.
-func (c *Client) startReadding() {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.closed || c.pw.started {
-		return
-	}
-	c.pw.started = true
-	c.wg.Add(1)
-	go c.readdLoop()
-}
-
-// readdLoop sets every watch again on each connection that becomes
-// usable, and after a failure under the retry policy.
-func (c *Client) readdLoop() {
-	defer c.wg.Done()
-	var (
-		retry backoff.BackOff
-		timer *time.Timer
-		again <-chan time.Time
-	)
-	defer func() {
-		if timer != nil {
-			timer.Stop()
-		}
-	}()
-	for {
-		select {
-		case <-c.pw.kick:
-		case <-again:
-			again = nil
-		case <-c.closeCh:
-			return
-		}
-		err := c.readdAll()
-		if err == nil {
-			retry = nil
-			continue
-		}
-		if retry == nil {
-			retry = c.cfg.retry()
-		}
-		d := retry.NextBackOff()
-		if d == backoff.Stop {
-			retry = nil
-			d = time.Second
-		}
-		if timer == nil {
-			timer = time.NewTimer(d)
-		} else {
-			timer.Stop()
-			timer.Reset(d)
-		}
-		again = timer.C
-	}
-}
-
-// readdAll sends addWatch for every watch the current connection lacks,
-// all at once, and waits for the replies. An error asks for another try
-// later; a connection that ends is not one (the next one kicks).
-func (c *Client) readdAll() error {
-	if c.pw.unsupported.Load() {
-		return nil
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), max(c.SessionTimeout(), time.Second))
-	defer cancel()
-	go func() { // Close ends ctx too
-		select {
-		case <-c.closeCh:
-			cancel()
-		case <-ctx.Done():
-		}
-	}()
-	if err := c.pw.lock(ctx); err != nil {
-		return nil
-	}
-	defer c.pw.unlock()
-	wc := c.wire.usableConn()
-	if wc == nil {
-		return nil
-	}
-	c.pw.mu.Lock()
-	var todo []*pwEntry
-	for _, e := range c.pw.entries {
-		if e.on != wc {
-			todo = append(todo, e)
-		}
-	}
-	c.pw.mu.Unlock()
-	type sent struct {
-		e *pwEntry
-		r *wireCall
-	}
-	var calls []sent
-	for _, e := range todo {
-		r, err := c.sendAddWatch(ctx, wc, e)
-		if err != nil {
-			break // the connection is going
-		}
-		calls = append(calls, sent{e, r})
-	}
-	var failed error
-	for _, s := range calls {
-		err := c.addWatchErr(c.waitWire(ctx, wc, s.r))
-		switch {
-		case err == nil, IsRetryable(err), ctx.Err() != nil && c.check() != nil:
-			continue
-		}
-		c.pw.mu.Lock()
-		for o := range s.e.owners {
-			o.q.push(PersistentEvent{Kind: PersistentFailed, Err: err})
-		}
-		c.pw.mu.Unlock()
-		c.log.Warn("zkrecipes: setting a persistent watch again failed", "path", c.StripNamespace(s.e.path), "err", err)
-		if !errors.Is(err, ErrUnimplemented) {
-			failed = err
-		}
-	}
-	return failed
 }
 
 // closeWatches ends every persistent watch (the client closes).

@@ -1,0 +1,124 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"time"
+)
+
+// The persistent watches set again on each new connection: one goroutine
+// for the client, kicked by each connection that becomes usable.
+
+// startReadding starts the goroutine that sets the watches again on each
+// new connection, once.
+func (c *Client) startReadding() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.closed || c.pw.started {
+		return
+	}
+	c.pw.started = true
+	c.wg.Add(1)
+	go c.readdLoop()
+}
+
+// readdLoop sets every watch again on each connection that becomes
+// usable, and after a failure under the retry policy.
+func (c *Client) readdLoop() {
+	defer c.wg.Done()
+	var (
+		retry = c.Backoff()
+		timer *time.Timer
+		again <-chan time.Time
+	)
+	defer func() {
+		if timer != nil {
+			timer.Stop()
+		}
+	}()
+	for {
+		select {
+		case <-c.pw.kick:
+		case <-again:
+			again = nil
+		case <-c.closeCh:
+			return
+		}
+		if err := c.readdAll(); err == nil {
+			retry.Reset()
+			continue
+		}
+		d := retry.Pace()
+		if timer == nil {
+			timer = time.NewTimer(d)
+		} else {
+			timer.Stop()
+			timer.Reset(d)
+		}
+		again = timer.C
+	}
+}
+
+// readdAll sends addWatch for every watch the current connection lacks,
+// all at once, and waits for the replies. An error asks for another try
+// later; a connection that ends is not one (the next one kicks).
+func (c *Client) readdAll() error {
+	if c.pw.unsupported.Load() {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), max(c.SessionTimeout(), time.Second))
+	defer cancel()
+	go func() { // Close ends ctx too
+		select {
+		case <-c.closeCh:
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
+	if err := c.pw.lock(ctx); err != nil {
+		return nil
+	}
+	defer c.pw.unlock()
+	wc := c.wire.usableConn()
+	if wc == nil {
+		return nil
+	}
+	c.pw.mu.Lock()
+	var todo []*pwEntry
+	for _, e := range c.pw.entries {
+		if e.on != wc {
+			todo = append(todo, e)
+		}
+	}
+	c.pw.mu.Unlock()
+	type sent struct {
+		e *pwEntry
+		r *wireCall
+	}
+	var calls []sent
+	for _, e := range todo {
+		r, err := c.sendAddWatch(ctx, wc, e)
+		if err != nil {
+			break // the connection is going
+		}
+		calls = append(calls, sent{e, r})
+	}
+	var failed error
+	for _, s := range calls {
+		err := c.addWatchErr(c.waitWire(ctx, wc, s.r))
+		switch {
+		case err == nil, IsRetryable(err), ctx.Err() != nil && c.check() != nil:
+			continue
+		}
+		c.pw.mu.Lock()
+		for o := range s.e.owners {
+			o.q.push(PersistentEvent{Kind: PersistentFailed, Err: err})
+		}
+		c.pw.mu.Unlock()
+		c.log.Warn("zkrecipes: setting a persistent watch again failed", "path", c.StripNamespace(s.e.path), "err", err)
+		if !errors.Is(err, ErrUnimplemented) {
+			failed = err
+		}
+	}
+	return failed
+}
