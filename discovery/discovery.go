@@ -207,7 +207,7 @@ func (d *Discovery) Register(ctx context.Context, inst *Instance) error {
 	}
 	path := engine.JoinPath(d.servicePath(in.Name), in.ID)
 	own, err := d.e.Own(engine.OwnedSpec{
-		Path: path, Mode: mode, Data: data, KeepOnClose: keep,
+		Path: path, Mode: mode, Data: data, KeepOnClose: keep, TakeOver: true,
 		What: "service instance " + d.e.StripNamespace(path),
 	})
 	if err != nil {
@@ -230,36 +230,16 @@ func (d *Discovery) Register(ctx context.Context, inst *Instance) error {
 	return nil
 }
 
-// awaitOurs waits until own's node exists and is ours: an ephemeral node
-// of another session at the path (a restarted process's, whose old
-// session has not expired yet) is waited for until the server removes it.
+// awaitOurs waits until own's node exists and is ours. A node of
+// another session met by the first create (a crashed predecessor's whose
+// session has not expired yet) is deleted as Curator deletes it (TakeOver);
+// one made again by a live process with the same id after that is waited
+// for until it goes.
 func (d *Discovery) awaitOurs(ctx context.Context, own *engine.OwnedNode, path string) error {
-	cur, err := own.Await(ctx)
-	if err != nil || !cur.Foreign {
-		return err
+	if _, err := own.AwaitOurs(ctx); err != nil {
+		return d.errf("register %s: %w", d.e.StripNamespace(path), err)
 	}
-	d.log.Warn("zkrecipes: service discovery: another session's instance holds the path; registering once it goes",
-		"node", d.e.StripNamespace(path))
-	done := make(chan struct{})
-	defer close(done)
-	ch := make(chan engine.Owned)
-	remove := own.Listen(func(o engine.Owned) {
-		select {
-		case ch <- o:
-		case <-done:
-		}
-	})
-	defer remove()
-	for {
-		select {
-		case o := <-ch:
-			if o.Path != "" && !o.Foreign {
-				return nil
-			}
-		case <-ctx.Done():
-			return d.errf("register %s: waiting for another session's node to go: %w", d.e.StripNamespace(path), ctx.Err())
-		}
-	}
+	return nil
 }
 
 // Update writes inst as the registered instance's data (its Name and ID

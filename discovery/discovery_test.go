@@ -242,30 +242,26 @@ func TestUnregisterNoResurrection(t *testing.T) {
 }
 
 // An ephemeral node of another session at the instance's path (a
-// restarted process's, say) is waited for, not taken over nor deleted;
-// the registration completes once it goes.
-func TestRegisterWaitsForAnotherSessionsNode(t *testing.T) {
+// crashed predecessor's, whose session has not expired yet) is deleted
+// and the registration made at once, as Curator's: the instance id is the
+// instance's identity. A restart no longer waits out a session timeout.
+func TestRegisterTakesOverAPredecessorsNode(t *testing.T) {
 	zkc := zktest.Start(t)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	old := connect(t, zkc.Servers())
+	old := connect(t, zkc.Servers(), recipes.WithSessionTimeout(30*time.Second))
 	admin := connect(t, zkc.Servers())
 	_, err := old.CreateWithParents(ctx, "/services/s/i", []byte(`{"name":"s","id":"i","port":1}`), zk.FlagEphemeral)
 	require.NoError(t, err)
-	d := newDiscovery(t, connect(t, zkc.Servers()), "/services")
-	short, scancel := context.WithTimeout(ctx, 300*time.Millisecond)
-	err = d.Register(short, &discovery.Instance{Name: "s", ID: "i", Port: 2})
-	scancel()
-	require.ErrorIs(t, err, context.DeadlineExceeded)
-	data, _, err := admin.Get(ctx, "/services/s/i")
-	require.NoError(t, err)
-	assert.Contains(t, string(data), `"port":1`, "the other session's node left alone")
-
-	done := make(chan error, 1)
-	go func() { done <- d.Register(ctx, &discovery.Instance{Name: "s", ID: "i", Port: 2}) }()
-	require.NoError(t, old.Close(ctx))
-	require.NoError(t, <-done)
+	c := connect(t, zkc.Servers())
+	d := newDiscovery(t, c, "/services")
+	short, scancel := context.WithTimeout(ctx, 5*time.Second) // far shorter than the old session's timeout
+	defer scancel()
+	require.NoError(t, d.Register(short, &discovery.Instance{Name: "s", ID: "i", Port: 2}))
 	in, err := d.QueryForInstance(ctx, "s", "i")
 	require.NoError(t, err)
 	assert.Equal(t, 2, in.Port)
+	_, st, err := admin.Get(ctx, "/services/s/i")
+	require.NoError(t, err)
+	assert.Equal(t, c.SessionID(), st.EphemeralOwner, "the node is the new registration's")
 }

@@ -51,6 +51,13 @@ type OwnedSpec struct {
 	// the node is still there and still ours, and deleting and making it
 	// again is churn every cache of it sees as a leave and a join.
 	Hold bool
+	// TakeOver makes the first create, when it meets an ephemeral node of
+	// another session at our fixed path, delete that node and make ours
+	// at once (Curator's service registration: the instance id is the
+	// instance's identity, and the node is a crashed predecessor's).
+	// Without it, and for a node met later, the other session's node is
+	// waited for until it goes.
+	TakeOver bool
 }
 
 // Owned is one incarnation of an owned node: each node made for it (the
@@ -188,6 +195,17 @@ func (o *OwnedNode) Data() []byte {
 func (o *OwnedNode) Await(ctx context.Context) (Owned, error) {
 	return o.waitFor(ctx, "waiting for the node", func() (Owned, bool, error) {
 		if o.cur.Path != "" {
+			return o.cur, true, nil
+		}
+		return Owned{}, false, o.lastErr
+	})
+}
+
+// AwaitOurs is Await for a node that is ours: a node of another session
+// at our path is waited for until it goes and ours is made.
+func (o *OwnedNode) AwaitOurs(ctx context.Context) (Owned, error) {
+	return o.waitFor(ctx, "waiting for the node to be ours", func() (Owned, bool, error) {
+		if o.cur.Path != "" && !o.cur.Foreign {
 			return o.cur, true, nil
 		}
 		return Owned{}, false, o.lastErr
@@ -673,6 +691,14 @@ func (o *OwnedNode) create(ctx context.Context, data []byte, dgen uint64) error 
 			}
 			owner := st.EphemeralOwner
 			mine := !o.ephemeral || owner == c.conn.SessionID()
+			if !mine && o.takeOver() {
+				c.log.Info("zkrecipes: our node's path holds another session's node (a predecessor's); deleting it",
+					"what", o.spec.What, "node", c.StripNamespace(path), "owner", fmt.Sprintf("0x%x", owner))
+				if err := c.Delete(ctx, path, st.Version); err != nil && !errors.Is(err, zk.ErrNoNode) && !errors.Is(err, zk.ErrBadVersion) {
+					return err
+				}
+				continue
+			}
 			if !mine {
 				c.log.Warn("zkrecipes: our node's path is taken by another session; waiting for it to go",
 					"what", o.spec.What, "node", c.StripNamespace(path), "owner", fmt.Sprintf("0x%x", owner))
@@ -683,6 +709,14 @@ func (o *OwnedNode) create(ctx context.Context, data []byte, dgen uint64) error 
 			return fmt.Errorf("create %s: %w", c.StripNamespace(path), o.explainTTL(explain(err)))
 		}
 	}
+}
+
+// takeOver reports whether a node of another session met now is to be
+// deleted (TakeOver, before our first node).
+func (o *OwnedNode) takeOver() bool {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return o.spec.TakeOver && o.gen == 0
 }
 
 // explainTTL names the server setting a refused TTL create needs.
