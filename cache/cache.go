@@ -335,11 +335,10 @@ func (c *Cache) run(ctx context.Context, w *engine.PersistentWatch, done chan st
 	c.runFallback(ctx)
 }
 
-// Close stops the cache: it removes its watch (from the server too, on
-// ZooKeeper 3.9 and later; see recipes.PersistentWatch), stops its
-// goroutine, and delivers the events already queued to each listener
-// before removing it (waiting up to 5s for each). The cache's contents
-// stay readable. Closing twice, or a cache never started, is fine. It
+// Close stops the cache: it removes its watch (from the server too; see
+// recipes.PersistentWatch), stops its goroutine, and delivers the events
+// already queued to each listener before removing it (waiting up to 5s
+// for each). The cache's contents stay readable. Closing twice, or a cache never started, is fine. It
 // returns an error wrapping ctx.Err() when ctx ends first.
 func (c *Cache) Close(ctx context.Context) error {
 	if !c.ok() {

@@ -102,14 +102,11 @@
 //   - Nodes the session may not read: since ZooKeeper 3.8.4 and 3.9.2 the
 //     server does not report changes of nodes the session cannot read
 //     (ACLs), and a read refused is left out.
-//   - On ZooKeeper 3.6 to 3.8, Close cannot remove the persistent watch
-//     from the server (removeWatches for persistent watches came in 3.9):
-//     it stops reporting at once and stays on the server, reporting to
-//     nobody, until the connection ends. The one-shot watches of
-//     WithOneShotWatches stay on the server until they fire, on every
-//     version. Before 3.9 a one-shot watch set through the same client on
-//     the exact root of a cache would replace its persistent watch
-//     (ZOOKEEPER-4466): the client refuses them.
+//   - The one-shot watches of WithOneShotWatches stay on the server
+//     after Close until they fire, on every version (Close removes the
+//     persistent watch from the server). Before 3.9 a one-shot watch set
+//     through the same client on the exact root of a cache would replace
+//     its persistent watch (ZOOKEEPER-4466): the client refuses them.
 //
 // # Memory
 //

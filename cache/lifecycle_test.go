@@ -24,8 +24,7 @@ import (
 	"github.com/zkrecipes/zkrecipes/recipes/zktest"
 )
 
-// before39 reports whether the server is older than 3.9 (no removal of
-// persistent watches).
+// before39 reports whether the server is older than 3.9.
 func before39(zkc *zktest.Cluster) bool {
 	v := zkc.Version()
 	return strings.HasPrefix(v, "3.6") || strings.HasPrefix(v, "3.7") || strings.HasPrefix(v, "3.8")
@@ -65,8 +64,7 @@ func cacheGoroutines() int {
 }
 
 // The server's watches: one persistent watch per cache however large the
-// tree; none left after Close on 3.9 (3.6–3.8 cannot remove it: it stays
-// until the connection ends). The one-shot fallback holds a data watch
+// tree; none left after Close. The one-shot fallback holds a data watch
 // per node and a children watch per node above the maximum depth. Close
 // leaves no goroutine, and the cache is readable after it. The cache
 // creates nothing.
@@ -111,8 +109,6 @@ func TestWatchesAndClose(t *testing.T) {
 			switch {
 			case tc.name != "persistent":
 				watchCount(t, zkc, tc.watches, "one-shot watches stay until they fire")
-			case before39(zkc):
-				watchCount(t, zkc, 1, zkc.Version()+" keeps a removed persistent watch until the connection ends")
 			default:
 				watchCount(t, zkc, 0, "removed on the server")
 			}

@@ -47,9 +47,8 @@ type PersistentEvent struct {
 // recovered.
 //
 // What the servers allow: before 3.6 WatchPersistent fails with
-// ErrUnimplemented (fall back to one-shot watches); before 3.9 the server
-// cannot remove a persistent watch, so Close stops the events client-side
-// and the server's watch lasts until the connection ends; and before 3.9
+// ErrUnimplemented (fall back to one-shot watches); Close removes the
+// watch from the server on every version that has them; and before 3.9
 // a one-shot watch on the same connection and the exact same path would
 // silently replace the persistent one (ZOOKEEPER-4466), so GetW, ExistsW
 // and ChildrenW refuse the root of a persistent watch of the same client
@@ -122,8 +121,7 @@ func (pw *PersistentWatch) run(fn func(PersistentEvent)) {
 // Path returns the watched path, as given.
 func (pw *PersistentWatch) Path() string { return pw.path }
 
-// Close removes the watch (from the server too, on ZooKeeper 3.9 and
-// later) and waits, until ctx ends, for a listener call in progress to
+// Close removes the watch (from the server too) and waits, until ctx ends, for a listener call in progress to
 // return: no call starts after Close returns. Called from the listener
 // itself, it does not wait for that call. It is safe to call more than
 // once.

@@ -98,8 +98,8 @@ func watchCount(t *testing.T, zkc *zktest.Cluster, want int, what string) {
 	_ = last
 }
 
-// before39 reports whether the server is older than 3.9 (no removal of
-// persistent watches, ZOOKEEPER-4466).
+// before39 reports whether the server is older than 3.9 (one watch mode
+// per connection and path, ZOOKEEPER-4466).
 func before39(zkc *zktest.Cluster) bool {
 	v := zkc.Version()
 	return strings.HasPrefix(v, "3.6") || strings.HasPrefix(v, "3.7") || strings.HasPrefix(v, "3.8")
@@ -108,9 +108,8 @@ func before39(zkc *zktest.Cluster) bool {
 // A recursive persistent watch reports every create, change and delete
 // deep in its subtree, each with the path of the node that changed
 // (namespace-relative), in the server's order, after a resync first; the
-// server holds one watch for it, and none after Close (on 3.9; 3.6–3.8
-// cannot remove it: it stays until the connection ends, and the client
-// says so). A one-shot watch on its root is refused (ZOOKEEPER-4466).
+// server holds one watch for it, and none after Close. A one-shot watch
+// on its root is refused (ZOOKEEPER-4466).
 func TestWatchPersistentRecursive(t *testing.T) {
 	zkc := zktest.Start(t)
 	c := connect(t, zkc.Servers(), recipes.WithNamespace("pw"))
@@ -155,13 +154,8 @@ func TestWatchPersistentRecursive(t *testing.T) {
 	_, _, err = c.Get(ctx, "/tree/a") // its reply comes after the event
 	require.NoError(t, err)
 	assert.Equal(t, want, log.lines(), "nothing after Close")
-	if before39(zkc) {
-		assert.True(t, engine.Of(c).PersistentRemoveUnsupported(), "%s cannot remove persistent watches", zkc.Version())
-		watchCount(t, zkc, 1, "before 3.9 the server keeps the removed watch")
-	} else {
-		assert.False(t, engine.Of(c).PersistentRemoveUnsupported())
-		watchCount(t, zkc, 0, "removed on the server")
-	}
+	assert.False(t, engine.Of(c).PersistentRemoveUnsupported())
+	watchCount(t, zkc, 0, "removed on the server")
 	_, _, _, err = c.GetW(ctx, "/tree") // no longer a persistent root
 	assert.NoError(t, err)
 }
@@ -231,7 +225,7 @@ func TestWatchPersistentReAdded(t *testing.T) {
 
 // A plain persistent watch reports its own node (created, changed,
 // children) and nothing deeper; two watches of a client on one path share
-// the server's watch, which goes with the last of them (on 3.9); a
+// the server's watch, which goes with the last of them; a
 // recursive watch on the same path is refused.
 func TestWatchPersistentShared(t *testing.T) {
 	zkc := zktest.Start(t)
@@ -268,9 +262,7 @@ func TestWatchPersistentShared(t *testing.T) {
 	assert.Equal(t, want, l1.lines())
 	watchCount(t, zkc, n, "the other watch keeps it")
 	require.NoError(t, w2.Close(ctx))
-	if !before39(zkc) {
-		watchCount(t, zkc, 0, "removed with the last")
-	}
+	watchCount(t, zkc, 0, "removed with the last")
 	require.NoError(t, w2.Close(ctx), "twice")
 }
 
@@ -321,5 +313,52 @@ func TestWatchPersistentOneShotOnRoot(t *testing.T) {
 		assert.Equal(t, []string{"resync", "changed /k"}, log.lines(), "%s replaced the persistent watch", zkc.Version())
 	} else {
 		assert.Equal(t, []string{"resync", "created /k/x", "changed /k"}, log.lines(), "%s keeps both", zkc.Version())
+	}
+}
+
+// Closing a persistent watch (plain and recursive) removes it from the
+// server on every version that has persistent watches, and makes the
+// server log no error: 3.6–3.8 know no removeWatches type for persistent
+// watches (Persistent=4 and PersistentRecursive=5 came in 3.9.0) and log
+// an ERROR with a stack trace for them ("Invalid integer value for
+// conversion to WatcherType"), but their type Any removes the
+// connection's watch at the path whatever its mode, as 3.9's does.
+// A one-shot watch the client sets at the root afterwards is intact.
+func TestWatchPersistentRemovedWithoutServerError(t *testing.T) {
+	zkc := zktest.Start(t)
+	testutil.Eventually(t, 30*time.Second, "the server's log is readable", func() bool {
+		return zkc.LogContains(0, "Using checkIntervalMs")
+	})
+	c := connect(t, zkc.Servers())
+	ctx := context.Background()
+	for _, recursive := range []bool{false, true} {
+		path := fmt.Sprintf("/rm-%v", recursive)
+		_, err := c.Create(ctx, path, nil, 0)
+		require.NoError(t, err)
+		var log pevents
+		w, err := c.WatchPersistent(ctx, path, recursive, log.add)
+		require.NoError(t, err)
+		n, err := zkc.WatchCount(0)
+		require.NoError(t, err)
+		require.Positive(t, n, "recursive %v: the server holds the watch", recursive)
+		require.NoError(t, w.Close(ctx))
+		// Close waited for the server's answer, which comes after its log
+		// line: the log is complete for the removal.
+		assert.False(t, zkc.LogContains(0, "Failed to process"), "%s logged an error for removeWatches (recursive %v)", zkc.Version(), recursive)
+		assert.False(t, zkc.LogContains(0, "WatcherType"), "%s refused the watcher type (recursive %v)", zkc.Version(), recursive)
+		assert.False(t, engine.Of(c).PersistentRemoveUnsupported(), "%s removes persistent watches", zkc.Version())
+		watchCount(t, zkc, 0, fmt.Sprintf("%s removed the watch (recursive %v)", zkc.Version(), recursive))
+
+		_, _, ch, err := c.GetW(ctx, path) // no longer a persistent root
+		require.NoError(t, err)
+		_, err = c.Set(ctx, path, []byte("x"), -1)
+		require.NoError(t, err)
+		select {
+		case ev := <-ch:
+			assert.Equal(t, zk.EventNodeDataChanged, ev.Type)
+		case <-time.After(10 * time.Second):
+			t.Fatalf("recursive %v: the one-shot watch set after the removal did not fire", recursive)
+		}
+		assert.Equal(t, []string{"resync"}, log.lines(), "nothing after Close")
 	}
 }

@@ -26,8 +26,6 @@ var oversize = map[string]int{
 	"file discovery/discovery.go":                              523,
 	"file internal/engine/client.go":                           516,
 	"file internal/engine/follow.go":                           726,
-	"file internal/engine/owned.go":                            725,
-	"file internal/engine/pwatch.go":                           513,
 	"file internal/engine/wire.go":                             629,
 	"file internal/engine/wirecall.go":                         644,
 	"file queue/queue.go":                                      872,
@@ -39,7 +37,6 @@ var oversize = map[string]int{
 	"func internal/engine/cas.go Client.CompareAndSet":         110,
 	"func internal/engine/create.go Client.createProtectedTTL": 131,
 	"func internal/engine/follow.go Follower.Run":              98,
-	"func internal/engine/owned.go OwnedNode.step":             90,
 	"func recipes/zktest/proxy.go link.pipe":                   90,
 }
 

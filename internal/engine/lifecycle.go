@@ -19,7 +19,8 @@ const (
 )
 
 // Start moves latent to started. Otherwise it returns an error named
-// what, wrapping ErrAlreadyStarted or ErrClosed.
+// what: ErrAlreadyStarted ("<what>: already started"), or ErrClosed
+// ("<what>: start: closed").
 func (l *Lifecycle) Start(what string) error {
 	if l.s.CompareAndSwap(latent, started) {
 		return nil
@@ -27,7 +28,7 @@ func (l *Lifecycle) Start(what string) error {
 	if l.s.Load() == closed {
 		return Namedf(what, "start: %w", ErrClosed)
 	}
-	return Namedf(what, "start: %w", ErrAlreadyStarted)
+	return Named(what, ErrAlreadyStarted)
 }
 
 // Abort moves started back to latent: the Start that moved it failed and

@@ -278,7 +278,7 @@ func (c *Client) Get(ctx context.Context, path string) ([]byte, *zk.Stat, error)
 
 // GetW reads a node's data and leaves a watch on it.
 func (c *Client) GetW(ctx context.Context, path string) ([]byte, *zk.Stat, <-chan zk.Event, error) {
-	if err := c.guardOneShot(path); err != nil {
+	if err := c.guardOneShot(ctx, path); err != nil {
 		return nil, nil, nil, err
 	}
 	r, err := send(c, ctx, reqGetData, func() (triple[[]byte, *zk.Stat, <-chan zk.Event], error) {
@@ -307,7 +307,7 @@ func (c *Client) Exists(ctx context.Context, path string) (bool, *zk.Stat, error
 
 // ExistsW reports whether a node exists and leaves a watch on it.
 func (c *Client) ExistsW(ctx context.Context, path string) (bool, *zk.Stat, <-chan zk.Event, error) {
-	if err := c.guardOneShot(path); err != nil {
+	if err := c.guardOneShot(ctx, path); err != nil {
 		return false, nil, nil, err
 	}
 	r, err := send(c, ctx, reqExists, func() (triple[bool, *zk.Stat, <-chan zk.Event], error) {
@@ -336,7 +336,7 @@ func (c *Client) Children(ctx context.Context, path string) ([]string, *zk.Stat,
 
 // ChildrenW lists a node's children and leaves a watch on the list.
 func (c *Client) ChildrenW(ctx context.Context, path string) ([]string, *zk.Stat, <-chan zk.Event, error) {
-	if err := c.guardOneShot(path); err != nil {
+	if err := c.guardOneShot(ctx, path); err != nil {
 		return nil, nil, nil, err
 	}
 	r, err := send(c, ctx, reqChildren, func() (triple[[]string, *zk.Stat, <-chan zk.Event], error) {

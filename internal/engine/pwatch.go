@@ -35,10 +35,9 @@ import (
 //     MARSHALLINGERROR. The client remembers it and AddWatch returns
 //     ErrUnimplemented from then on (nothing is tried again in a loop):
 //     the caller falls back to one-shot watches.
-//   - 3.6 to 3.8 cannot remove a persistent watch (removeWatches with the
-//     persistent types came in 3.9.0; they answer MARSHALLINGERROR):
-//     Remove then stops delivering client-side, and the server's watch
-//     lasts until the connection ends. PersistentRemoveUnsupported tells.
+//   - Remove takes the server's watch off with the last of its owners,
+//     with removeWatches of type Any, which every server with persistent
+//     watches takes (see pwremove.go; the persistent types are 3.9's).
 //   - 3.6 to 3.8 keep one watch mode per connection and path: a one-shot
 //     watch set on the exact root of a persistent watch silently turns it
 //     into a one-shot one (ZOOKEEPER-4466, fixed in 3.9.0). So the
@@ -57,12 +56,10 @@ var (
 	errNoWatcher       = errors.New("no watcher")
 )
 
-// addWatch modes and removeWatches types for persistent watches.
+// addWatch modes.
 const (
 	addWatchPersistent          = 0
 	addWatchPersistentRecursive = 1
-	removePersistent            = 4
-	removePersistentRecursive   = 5
 )
 
 // PersistentEventKind says what a PersistentEvent reports.
@@ -180,13 +177,15 @@ type pwEntry struct {
 type pwatches struct {
 	mu          sync.Mutex
 	entries     map[string]*pwEntry
-	n           atomic.Int32  // len(entries), read without mu on every event
-	seq         atomic.Uint64 // node events routed (PersistentEvent.Seq)
-	unsupported atomic.Bool   // the server answered UNIMPLEMENTED or MARSHALLINGERROR to addWatch
-	noRemove    atomic.Bool   // the server cannot remove persistent watches (3.6–3.8)
-	op          chan struct{} // one addWatch or removeWatches exchange at a time
-	kick        chan struct{} // a connection became usable
-	started     bool          // the re-adding goroutine runs (c.mu)
+	n           atomic.Int32             // len(entries), read without mu on every event
+	seq         atomic.Uint64            // node events routed (PersistentEvent.Seq)
+	unsupported atomic.Bool              // the server answered UNIMPLEMENTED or MARSHALLINGERROR to addWatch
+	noRemove    atomic.Bool              // the server refused removeWatches of type Any (none known does)
+	leaving     map[string]chan struct{} // path → closed once its removeWatches is answered (mu)
+	nLeaving    atomic.Int32             // len(leaving), read without mu by guardOneShot
+	op          chan struct{}            // one addWatch or removeWatches exchange at a time
+	kick        chan struct{}            // a connection became usable
+	started     bool                     // the re-adding goroutine runs (c.mu)
 }
 
 func (p *pwatches) init() {
@@ -211,11 +210,6 @@ func (p *pwatches) lock(ctx context.Context) error {
 }
 
 func (p *pwatches) unlock() { <-p.op }
-
-// PersistentRemoveUnsupported reports whether the server refused to
-// remove a persistent watch (ZooKeeper 3.6 to 3.8): removed watches then
-// stay on the server until the connection ends, reporting to nobody.
-func (c *Client) PersistentRemoveUnsupported() bool { return c.pw.noRemove.Load() }
 
 // AddWatch sets a persistent watch on path (a server path), recursive for
 // the whole subtree, and returns it once the server holds it; its first
@@ -374,76 +368,6 @@ func (w *Wire) usableConn() *wireConn {
 	return c
 }
 
-// Remove removes the watch: no event reaches it after Remove returns
-// (Events reports the end). The server's watch is removed with the last
-// of its owners, on ZooKeeper 3.9 and later; earlier servers keep it
-// until the connection ends (see PersistentRemoveUnsupported). Remove
-// returns an error only when ctx ended before the server answered; the
-// watch is removed client-side either way.
-func (w *PersistentWatch) Remove(ctx context.Context) error {
-	c := w.c
-	if ctx == nil {
-		return fmt.Errorf("%w: nil context", ErrInvalidArgument)
-	}
-	e, last := c.removeOwner(w)
-	if !last || e.on == nil || c.pw.noRemove.Load() || c.check() != nil {
-		return nil
-	}
-	if err := c.pw.lock(ctx); err != nil {
-		return Namedf("watch "+c.StripNamespace(w.path), "remove: %w", err)
-	}
-	defer c.pw.unlock()
-	c.pw.mu.Lock()
-	again := c.pw.entries[w.path] != nil // added again meanwhile: keep the server's
-	c.pw.mu.Unlock()
-	wc := c.wire.usableConn()
-	if again || wc == nil || wc != e.on {
-		return nil // a new connection holds no watch of it
-	}
-	typ := int32(removePersistent)
-	if e.recursive {
-		typ = removePersistentRecursive
-	}
-	f := newFrame(8 + len(w.path)).str(w.path).int32(typ)
-	r, err := wc.call(ctx, zopRemoveWatches, f, nil)
-	if err != nil {
-		return nil // not sent: the connection is going
-	}
-	err = c.waitWire(ctx, wc, r)
-	switch {
-	case err == nil, errors.Is(err, errNoWatcher), IsRetryable(err):
-		return nil
-	case errors.Is(err, errMarshalling), errors.Is(err, errUnimplementedOp), errors.Is(err, zk.ErrBadArguments):
-		if !c.pw.noRemove.Swap(true) {
-			c.log.Info("zkrecipes: the server cannot remove persistent watches (before ZooKeeper 3.9): removed ones stop client-side and stay on the server until the connection ends")
-		}
-		return nil
-	case ctx.Err() != nil:
-		return Namedf("watch "+c.StripNamespace(w.path), "remove: %w", err)
-	}
-	c.log.Warn("zkrecipes: removing a persistent watch failed", "path", c.StripNamespace(w.path), "err", err)
-	return nil
-}
-
-// removeOwner drops w from its entry; last says the entry went with it.
-func (c *Client) removeOwner(w *PersistentWatch) (e *pwEntry, last bool) {
-	c.pw.mu.Lock()
-	defer c.pw.mu.Unlock()
-	e = c.pw.entries[w.path]
-	if w.removed || e == nil {
-		return &pwEntry{}, false
-	}
-	w.removed = true
-	w.q.close()
-	delete(e.owners, w)
-	if len(e.owners) > 0 {
-		return e, false
-	}
-	delete(c.pw.entries, w.path)
-	c.pw.n.Add(-1)
-	return e, true
-}
-
 // route hands a watch event to the persistent watches it concerns: those
 // on its path, and the recursive ones above it. It runs on go-zookeeper's
 // receive goroutine, in the connection's order.
@@ -481,21 +405,6 @@ func (p *pwatches) route(ev zk.Event) {
 			at = at[:i]
 		}
 	}
-}
-
-// guardOneShot refuses a one-shot watch on the root of a persistent watch
-// of the client (see ZOOKEEPER-4466 above).
-func (c *Client) guardOneShot(path string) error {
-	if c == nil || c.pw.n.Load() == 0 { // a nil client: send refuses it
-		return nil
-	}
-	c.pw.mu.Lock()
-	e := c.pw.entries[path]
-	c.pw.mu.Unlock()
-	if e == nil {
-		return nil
-	}
-	return fmt.Errorf("%w: %s is the root of a persistent watch of this client: a one-shot watch there would replace it on ZooKeeper 3.6–3.8 (ZOOKEEPER-4466); read it without a watch, the persistent watch reports its changes", ErrInvalidArgument, c.StripNamespace(path))
 }
 
 // closeWatches ends every persistent watch (the client closes).

@@ -147,3 +147,42 @@ func TestPersistentRoute(t *testing.T) {
 		t.Errorf("routed %d node events, want 5", p.seq.Load())
 	}
 }
+
+// While the removeWatches of a persistent watch is on the way, a one-shot
+// watch on its root waits for the answer (type Any would remove it too
+// if the server saw it first), until its ctx ends; other paths do not
+// wait; the root of a live persistent watch is refused.
+func TestGuardOneShotWaitsForRemoval(t *testing.T) {
+	c := &Client{}
+	c.pw.init()
+	c.pw.mu.Lock()
+	answered := c.pw.leave("/a")
+	c.pw.mu.Unlock()
+	if err := c.guardOneShot(context.Background(), "/b"); err != nil {
+		t.Fatalf("another path: %v", err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+	defer cancel()
+	if err := c.guardOneShot(ctx, "/a"); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("the root during its removal: %v, want the ctx's end", err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- c.guardOneShot(context.Background(), "/a") }()
+	answered()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("after the answer: %v", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("still waiting after the answer")
+	}
+	if n := c.pw.nLeaving.Load(); n != 0 {
+		t.Fatalf("%d removals left marked", n)
+	}
+	c.pw.entries = map[string]*pwEntry{"/a": {path: "/a", owners: map[*PersistentWatch]struct{}{}}}
+	c.pw.n.Store(1)
+	if err := c.guardOneShot(context.Background(), "/a"); !errors.Is(err, ErrInvalidArgument) {
+		t.Fatalf("a persistent root: %v", err)
+	}
+}
