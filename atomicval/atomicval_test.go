@@ -302,7 +302,7 @@ func TestInt32SharesSharedCount(t *testing.T) {
 	defer cancel()
 	c := connect(t, servers(t))
 	path := base(t) + "/count"
-	sc, err := shared.NewSharedCount(c, path, 5)
+	sc, err := shared.NewCount(c, path, 5)
 	require.NoError(t, err)
 	require.NoError(t, sc.Start(ctx))
 	defer sc.Close(ctx)
@@ -328,9 +328,7 @@ func TestInt32SharesSharedCount(t *testing.T) {
 	v, err = n.Get(ctx)
 	require.NoError(t, err)
 	assert.Equal(t, int32(-3), v, "the Int32 reads the SharedCount's set")
-	won, err := sc.TrySet(ctx, sc.GetVersioned(), 1)
-	require.NoError(t, err)
-	require.True(t, won)
+	require.NoError(t, sc.CompareAndSet(ctx, sc.GetVersioned(), 1))
 	_, err = n.CompareAndSet(ctx, 1, 2)
 	require.NoError(t, err)
 }

@@ -4,7 +4,7 @@
 //
 //   - Int64 is Curator's DistributedAtomicLong: 8 bytes, big-endian.
 //   - Int32 is Curator's DistributedAtomicInteger: 4 bytes, big-endian,
-//     the encoding of shared.SharedCount, so an Int32 and a SharedCount
+//     the encoding of shared.Count, so an Int32 and a SharedCount
 //     (Go's or Curator's) share a path.
 //   - Value is Curator's DistributedAtomicValue: raw bytes.
 //

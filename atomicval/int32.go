@@ -8,7 +8,7 @@ import (
 
 // Int32 is Curator's DistributedAtomicInteger: an int32 in the node at its
 // path, 4 bytes big-endian, that any number of processes update
-// atomically. That is shared.SharedCount's format: an Int32 and a
+// atomically. That is shared.Count's format: an Int32 and a
 // SharedCount (Go's or Curator's) may share a path. It keeps no state between calls and needs no Start or
 // Close; its methods are safe for concurrent use.
 type Int32 struct {

@@ -2,6 +2,7 @@ package atomicval_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"sync"
@@ -15,12 +16,13 @@ import (
 	"github.com/zkrecipes/zkrecipes/atomicval"
 	"github.com/zkrecipes/zkrecipes/internal/interop"
 	"github.com/zkrecipes/zkrecipes/internal/testutil"
+	"github.com/zkrecipes/zkrecipes/recipes"
 	"github.com/zkrecipes/zkrecipes/shared"
 )
 
 // TestIntegerInteropOnePath: on ONE path, Curator's SharedCount and
 // DistributedAtomicInteger, Kazoo's Counter(support_curator=True), Go's
-// Int32 and Go's shared.SharedCount all add 1, released together; the
+// Int32 and Go's shared.Count all add 1, released together; the
 // count ends at the exact total of their increments, read alike by all.
 // (One test per server version: the 3.9 leg runs it once.)
 func TestIntegerInteropOnePath(t *testing.T) {
@@ -47,7 +49,7 @@ func TestIntegerInteropOnePath(t *testing.T) {
 	for name, p := range procs {
 		require.NoError(t, p.WaitLine(ctx, "READY"), name)
 	}
-	count, err := shared.NewSharedCount(connect(t, zkc.Servers()), path, 0)
+	count, err := shared.NewCount(connect(t, zkc.Servers()), path, 0)
 	require.NoError(t, err)
 	require.NoError(t, count.Start(ctx))
 	defer count.Close(context.Background())
@@ -76,15 +78,14 @@ func TestIntegerInteropOnePath(t *testing.T) {
 		<-start
 		for done := 0; done < each; {
 			prev := count.GetVersioned()
-			won, err := count.TrySet(ctx, prev, prev.Value+1)
-			if err != nil {
+			switch err := count.CompareAndSet(ctx, prev, prev.Value+1); {
+			case err == nil:
+				done++
+			case errors.Is(err, recipes.ErrConflict):
+				lost++
+			default:
 				t.Error(err)
 				return
-			}
-			if won {
-				done++
-			} else {
-				lost++
 			}
 		}
 	}()

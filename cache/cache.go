@@ -261,7 +261,7 @@ func notMade() error { return engine.NotMade("Cache", "New") }
 // with WithOneShotWatches or on a server without persistent watches, the
 // one-shot watches of the first reads. It returns once the watch is set
 // (retrying connection errors under the client's retry policy until ctx
-// ends); the load goes on in the background: WaitInitialized waits for
+// ends); the load goes on in the background: WaitReady waits for
 // it, and listeners hear Initialized. It returns ErrAlreadyStarted when
 // started, ErrClosed after Close. A failed Start leaves nothing, on the
 // server or in the process.
@@ -403,10 +403,10 @@ func (c *Cache) Initialized() <-chan struct{} {
 	return c.initCh
 }
 
-// WaitInitialized waits until the first full load is done. It returns
+// WaitReady waits until the first full load is done. It returns
 // ErrNotStarted before Start, ErrClosed when the cache closes first, and
 // an error wrapping ctx.Err() when ctx ends first.
-func (c *Cache) WaitInitialized(ctx context.Context) error {
+func (c *Cache) WaitReady(ctx context.Context) error {
 	if !c.ok() {
 		return notMade()
 	}

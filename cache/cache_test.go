@@ -94,7 +94,7 @@ func start(t *testing.T, cc *cache.Cache) {
 	t.Cleanup(func() { cc.Close(ctx) })
 	wctx, cancel := context.WithTimeout(ctx, 15*time.Second)
 	defer cancel()
-	require.NoError(t, cc.WaitInitialized(wctx))
+	require.NoError(t, cc.WaitReady(wctx))
 }
 
 func mustCreate(t *testing.T, c *recipes.Client, path, data string) *zk.Stat {

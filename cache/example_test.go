@@ -42,7 +42,7 @@ func Example() {
 		return
 	}
 	defer config.Close(ctx)
-	if err := config.WaitInitialized(ctx); err != nil {
+	if err := config.WaitReady(ctx); err != nil {
 		fmt.Println(err)
 		return
 	}

@@ -123,7 +123,7 @@ func TestWatchesAndClose(t *testing.T) {
 }
 
 // Misuse: bad paths and options, a nil client, methods on a zero Cache,
-// Start twice, WaitInitialized before Start and after Close.
+// Start twice, WaitReady before Start and after Close.
 func TestMisuse(t *testing.T) {
 	zkc := testutil.SharedServer(t)
 	ctx := context.Background()
@@ -142,7 +142,7 @@ func TestMisuse(t *testing.T) {
 	var zero cache.Cache
 	assert.ErrorIs(t, zero.Start(ctx), recipes.ErrInvalidArgument)
 	assert.ErrorIs(t, zero.Close(ctx), recipes.ErrInvalidArgument)
-	assert.ErrorIs(t, zero.WaitInitialized(ctx), recipes.ErrInvalidArgument)
+	assert.ErrorIs(t, zero.WaitReady(ctx), recipes.ErrInvalidArgument)
 	_, ok := zero.Get("/x")
 	assert.False(t, ok)
 	assert.Zero(t, zero.Size())
@@ -150,14 +150,14 @@ func TestMisuse(t *testing.T) {
 
 	cc, err := cache.New(c, "/misuse")
 	require.NoError(t, err)
-	assert.ErrorIs(t, cc.WaitInitialized(ctx), recipes.ErrNotStarted)
+	assert.ErrorIs(t, cc.WaitReady(ctx), recipes.ErrNotStarted)
 	//nolint:staticcheck // a nil context on purpose
 	assert.ErrorIs(t, cc.Start(nil), recipes.ErrInvalidArgument)
 	require.NoError(t, cc.Start(ctx))
 	assert.ErrorIs(t, cc.Start(ctx), recipes.ErrAlreadyStarted)
-	require.NoError(t, cc.WaitInitialized(ctx))
+	require.NoError(t, cc.WaitReady(ctx))
 	require.NoError(t, cc.Close(ctx))
-	assert.NoError(t, cc.WaitInitialized(ctx), "initialized before Close")
+	assert.NoError(t, cc.WaitReady(ctx), "initialized before Close")
 
 	never, err := cache.New(c, "/misuse2")
 	require.NoError(t, err)
@@ -355,7 +355,7 @@ func TestFallbackBacksOff(t *testing.T) {
 	defer cc.Close(ctx)
 	wctx, cancel := context.WithTimeout(ctx, 2*time.Second)
 	defer cancel()
-	assert.ErrorIs(t, cc.WaitInitialized(wctx), context.DeadlineExceeded)
+	assert.ErrorIs(t, cc.WaitReady(wctx), context.DeadlineExceeded)
 	tries := strings.Count(logs.String(), "reading failed; trying again")
 	t.Logf("%d tries in 2s", tries)
 	assert.GreaterOrEqual(t, tries, 2, "it does try again")

@@ -144,7 +144,7 @@ func TestManyChildren(t *testing.T) {
 	defer cc.Close(ctx)
 	wctx, cancel := context.WithTimeout(ctx, 60*time.Second)
 	defer cancel()
-	require.NoError(t, cc.WaitInitialized(wctx))
+	require.NoError(t, cc.WaitReady(wctx))
 	t.Logf("initialised with %d children in %v", cc.Size(), time.Since(began).Round(time.Millisecond))
 	assert.Equal(t, n, cc.Size(), "every child there at Initialized")
 	kids, ok := cc.Children("/kids")

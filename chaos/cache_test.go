@@ -180,7 +180,7 @@ func startCacheWorker(t *testing.T, h *harness) *cacheWorker {
 			t.Fatalf("cache worker: start the %s cache: %v", mode, err)
 		}
 		t.Cleanup(func() { _ = u.cc.Close(context.Background()) })
-		if err := u.cc.WaitInitialized(ctx); err != nil {
+		if err := u.cc.WaitReady(ctx); err != nil {
 			t.Fatalf("cache worker: the %s cache: %v", mode, err)
 		}
 		u.base = map[string]int64{}

@@ -67,7 +67,7 @@ func (w *worker) runGroup() error {
 	}, nil)
 
 	ctx, cancel := context.WithTimeout(w.ctx, 2*time.Minute)
-	err = g.WaitForInitialCreate(ctx)
+	err = g.WaitReady(ctx)
 	cancel()
 	if err == nil {
 		w.log.printf("msetok %s", p0)
@@ -85,7 +85,7 @@ func (w *worker) runGroup() error {
 		p := payload()
 		w.log.printf("mset %s", p)
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		err := g.SetPayload(ctx, []byte(p))
+		err := g.SetData(ctx, []byte(p))
 		cancel()
 		if err == nil {
 			w.log.printf("msetok %s", p)

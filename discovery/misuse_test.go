@@ -67,6 +67,7 @@ func TestMisuse(t *testing.T) {
 		t.Fatal(err)
 	}
 	add("ServiceCache.Start(nil ctx)", invalidArg, func() error { return sc.Start(nilCtx) })
+	add("ServiceCache.WaitReady before Start", []error{recipes.ErrNotStarted}, func() error { return sc.WaitReady(ctx) })
 	closedCache, err := d.NewServiceCache("s")
 	if err != nil {
 		t.Fatal(err)
@@ -123,6 +124,7 @@ func addNotMade(cases *testutil.MisuseTable) {
 	}
 	for name, sc := range map[string]*discovery.ServiceCache{"nil": nil, "zero": {}} {
 		add(name+" ServiceCache.Start", invalidArg, func() error { return sc.Start(ctx) })
+		add(name+" ServiceCache.WaitReady", invalidArg, func() error { return sc.WaitReady(ctx) })
 		add(name+" ServiceCache.Close", invalidArg, func() error { return sc.Close(ctx) })
 		add(name+" ServiceCache reads", nil, func() error {
 			_, _ = sc.Name(), sc.Instances()
@@ -132,6 +134,7 @@ func addNotMade(cases *testutil.MisuseTable) {
 	}
 	for name, p := range map[string]*discovery.Provider{"nil": nil, "zero": {}} {
 		add(name+" Provider.Start", invalidArg, func() error { return p.Start(ctx) })
+		add(name+" Provider.WaitReady", invalidArg, func() error { return p.WaitReady(ctx) })
 		add(name+" Provider.Close", invalidArg, func() error { return p.Close(ctx) })
 		add(name+" Provider reads", nil, func() error {
 			_, _, _ = p.Cache(), p.Instance(), p.Instances()

@@ -171,6 +171,15 @@ func (p *Provider) Start(ctx context.Context) error {
 	return p.sc.Start(ctx)
 }
 
+// WaitReady waits until the provider's cache has its initial load (see
+// ServiceCache.WaitReady; Start waits for it too).
+func (p *Provider) WaitReady(ctx context.Context) error {
+	if !p.made() {
+		return notMadeProvider()
+	}
+	return p.sc.WaitReady(ctx)
+}
+
 // Close closes the provider's cache.
 func (p *Provider) Close(ctx context.Context) error {
 	if !p.made() {

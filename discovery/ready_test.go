@@ -39,6 +39,7 @@ func TestReadyAfterStart(t *testing.T) {
 		if len(sc.Instances()) != n {
 			cacheMissing++
 		}
+		require.NoError(t, sc.WaitReady(ctx), "ready once Start returned")
 		require.NoError(t, sc.Close(ctx))
 
 		p, err := reader.NewProvider("s")

@@ -99,6 +99,28 @@ func (s *ServiceCache) Start(ctx context.Context) error {
 	}
 }
 
+// WaitReady waits until the initial load is in: every Instances after it
+// lists the instances the load read (Start waits for it too). It returns
+// ErrNotStarted before Start, ErrClosed after Close, and an error wrapping
+// ctx.Err() when ctx ends first.
+func (s *ServiceCache) WaitReady(ctx context.Context) error {
+	if !s.made() {
+		return notMadeCache()
+	}
+	if ctx == nil {
+		return fmt.Errorf("%w: nil context", recipes.ErrInvalidArgument)
+	}
+	if err := s.life.Running(s.what(), "waiting for the instances"); err != nil {
+		return err
+	}
+	select {
+	case <-s.ready:
+		return nil
+	case <-ctx.Done():
+		return engine.Namedf(s.what(), "waiting for the instances: %w", ctx.Err())
+	}
+}
+
 // event applies one cache event.
 func (s *ServiceCache) event(ev cache.Event) {
 	s.mu.Lock()

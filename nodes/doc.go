@@ -11,7 +11,7 @@
 // # Guarantees
 //
 //   - Start creates the node in the background (missing parents as
-//     containers); WaitForInitialCreate waits for it within a ctx and
+//     containers); WaitReady waits for it within a ctx and
 //     returns its actual path.
 //   - A node that goes (deleted by another client, with its parent,
 //     reaped, or with a lost session) is created again at the same path,
@@ -27,7 +27,7 @@
 //   - Close deletes the node with a guaranteed delete.
 //   - A TTL mode refused by a server that runs without
 //     -Dzookeeper.extendedTypesEnabled=true gives an error that names that
-//     setting (WaitForInitialCreate returns it).
+//     setting (WaitReady returns it).
 //   - Listeners hear the current node first, then each node made again,
 //     in order (the listener rule of package recipes).
 //

@@ -38,7 +38,7 @@ func Example() {
 	defer n.Close(ctx)
 	wctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
-	if _, err := n.WaitForInitialCreate(wctx); err != nil {
+	if err := n.WaitReady(wctx); err != nil {
 		fmt.Println(err)
 		return
 	}
@@ -60,7 +60,7 @@ func Example() {
 		return
 	}
 	defer g.Close(ctx)
-	if err := g.WaitForInitialCreate(wctx); err != nil {
+	if err := g.WaitReady(wctx); err != nil {
 		fmt.Println(err)
 		return
 	}

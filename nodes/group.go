@@ -122,7 +122,7 @@ func notMadeGroup() error { return engine.NotMade("GroupMember", "NewGroupMember
 func (g *GroupMember) what() string { return "group member " + engine.JoinPath(g.path, g.id) }
 
 // Start makes this member's node in the background and starts the cache
-// of the group; WaitForInitialCreate waits for both. A failed Start leaves
+// of the group; WaitReady waits for both. A failed Start leaves
 // nothing. ErrAlreadyStarted when called again, ErrClosed after Close.
 func (g *GroupMember) Start(ctx context.Context) error {
 	if !g.made() {
@@ -162,7 +162,7 @@ func (g *GroupMember) Start(ctx context.Context) error {
 
 // apply applies one event of the group's cache to the members,
 // and posts the state once the first load is in; readiness
-// (WaitForInitialCreate) follows the members, not the cache, so that
+// (WaitReady) follows the members, not the cache, so that
 // every read after it sees the load.
 func (g *GroupMember) apply(ev cache.Event) {
 	g.mu.Lock()
@@ -253,18 +253,18 @@ func (g *GroupMember) membersLocked() []Member {
 	return ms
 }
 
-// WaitForInitialCreate waits until this member's node exists and the
+// WaitReady waits until this member's node exists and the
 // group's members are loaded: every CurrentMembers after it lists the
 // members that were there when the load read them. Errors as
-// PersistentNode.WaitForInitialCreate.
-func (g *GroupMember) WaitForInitialCreate(ctx context.Context) error {
+// PersistentNode.WaitReady.
+func (g *GroupMember) WaitReady(ctx context.Context) error {
 	if !g.made() {
 		return notMadeGroup()
 	}
-	if _, err := g.node.WaitForInitialCreate(ctx); err != nil {
+	if err := g.node.WaitReady(ctx); err != nil {
 		return err
 	}
-	if err := g.kids.WaitInitialized(ctx); err != nil {
+	if err := g.kids.WaitReady(ctx); err != nil {
 		return engine.Namedf(g.what(), "%w", err)
 	}
 	select { // the cache is loaded; its listener applies the load next
@@ -300,9 +300,9 @@ func (g *GroupMember) Err() error {
 	return g.duplicateLocked()
 }
 
-// SetPayload sets this member's payload (see PersistentNode.SetData: it
+// SetData sets this member's payload (see PersistentNode.SetData: it
 // works before the node is first made).
-func (g *GroupMember) SetPayload(ctx context.Context, payload []byte) error {
+func (g *GroupMember) SetData(ctx context.Context, payload []byte) error {
 	if !g.made() {
 		return notMadeGroup()
 	}

@@ -44,7 +44,7 @@ func TestGroupMembers(t *testing.T) {
 	gb := member(t, b, "/g1", "b", nil)
 	gc := member(t, c, "/g1", "c", []byte("pc"))
 	for _, g := range []*nodes.GroupMember{ga, gb, gc} {
-		require.NoError(t, g.WaitForInitialCreate(ctx))
+		require.NoError(t, g.WaitReady(ctx))
 	}
 	var mu sync.Mutex
 	var states []nodes.GroupState
@@ -57,7 +57,7 @@ func TestGroupMembers(t *testing.T) {
 	ms := ga.CurrentMembers()
 	assert.Equal(t, "pa", string(ms[0].Payload))
 	assert.NotEmpty(t, ms[1].Payload, "the default payload: the local IP")
-	require.NoError(t, gb.SetPayload(ctx, []byte("pb2")))
+	require.NoError(t, gb.SetData(ctx, []byte("pb2")))
 	eventually(t, 10*time.Second, "b's payload seen by a", func() bool {
 		return string(ga.CurrentMembers()[1].Payload) == "pb2"
 	})
@@ -85,7 +85,7 @@ func TestGroupDuplicateMember(t *testing.T) {
 	b := connect(t, zkc.Servers())
 	c := connect(t, zkc.Servers())
 	first := member(t, a, "/g2", "same", []byte("first"))
-	require.NoError(t, first.WaitForInitialCreate(ctx))
+	require.NoError(t, first.WaitReady(ctx))
 	second := member(t, b, "/g2", "same", []byte("second"))
 	eventually(t, 10*time.Second, "the duplicate reported", func() bool {
 		return second.Err() != nil

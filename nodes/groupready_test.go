@@ -15,7 +15,7 @@ import (
 	"github.com/zkrecipes/zkrecipes/recipes"
 )
 
-// Ready means ready: right after WaitForInitialCreate, CurrentMembers
+// Ready means ready: right after WaitReady, CurrentMembers
 // lists the two members already there and this one, 20 of 20 times; a
 // listener's first state is complete and it never hears the same state
 // twice in a row.
@@ -35,11 +35,11 @@ func TestGroupReadyAfterWait(t *testing.T) {
 		var states []nodes.GroupState
 		g.Listen(func(s nodes.GroupState) { mu.Lock(); states = append(states, s); mu.Unlock() })
 		require.NoError(t, g.Start(ctx))
-		require.NoError(t, g.WaitForInitialCreate(ctx))
+		require.NoError(t, g.WaitReady(ctx))
 		if len(g.CurrentMembers()) != 3 {
 			incomplete++
 		}
-		require.NoError(t, g.SetPayload(ctx, []byte("pc2"))) // one more state
+		require.NoError(t, g.SetData(ctx, []byte("pc2"))) // one more state
 		testutil.Eventually(t, 10*time.Second, "the new payload heard", func() bool {
 			mu.Lock()
 			defer mu.Unlock()
@@ -57,7 +57,7 @@ func TestGroupReadyAfterWait(t *testing.T) {
 		}
 		mu.Unlock()
 	}
-	assert.Zero(t, incomplete, "CurrentMembers incomplete right after WaitForInitialCreate (of 20)")
+	assert.Zero(t, incomplete, "CurrentMembers incomplete right after WaitReady (of 20)")
 	assert.Zero(t, badFirst, "a listener's first state incomplete (of 20)")
 	assert.Zero(t, repeated, "states heard twice in a row")
 }

@@ -55,7 +55,7 @@ func TestCuratorInteropGroupMember(t *testing.T) {
 	java := testutil.Curator(t, ctx, dir, "groupmember", zkc.ConnectString(), path, "java", "pj")
 	require.NoError(t, java.WaitLine(ctx, "STARTED"))
 	g := member(t, connect(t, zkc.Servers()), path, "go", []byte("pg"))
-	require.NoError(t, g.WaitForInitialCreate(ctx))
+	require.NoError(t, g.WaitReady(ctx))
 	eventually(t, 30*time.Second, "ours sees Curator's member", func() bool {
 		ms := g.CurrentMembers()
 		return len(ms) == 2 && ms[1].ID == "java" && string(ms[1].Payload) == "pj"
@@ -117,7 +117,7 @@ func TestCuratorInteropTtlNode(t *testing.T) {
 	require.NoError(t, err)
 	require.NoError(t, n.Start(ctx))
 	defer n.Close(ctx)
-	require.NoError(t, n.WaitForInitialCreate(ctx))
+	require.NoError(t, n.WaitReady(ctx))
 	require.NoError(t, java.Send("close"))
 	require.NoError(t, java.WaitLine(ctx, "CLOSED"))
 	eventually(t, 10*time.Second, "ours holds the parent", func() bool {

@@ -26,7 +26,7 @@ func TestMisuse(t *testing.T) {
 
 	for name, n := range map[string]*nodes.PersistentNode{"nil": nil, "zero": {}} {
 		add(name+" PersistentNode.Start", invalidArg, func() error { return n.Start(ctx) })
-		add(name+" PersistentNode.WaitForInitialCreate", invalidArg, func() error { _, err := n.WaitForInitialCreate(ctx); return err })
+		add(name+" PersistentNode.WaitReady", invalidArg, func() error { return n.WaitReady(ctx) })
 		add(name+" PersistentNode.SetData", invalidArg, func() error { return n.SetData(ctx, nil) })
 		add(name+" PersistentNode.Close", invalidArg, func() error { return n.Close(ctx) })
 		add(name+" PersistentNode reads", nil, func() error {
@@ -37,7 +37,7 @@ func TestMisuse(t *testing.T) {
 	}
 	for name, n := range map[string]*nodes.PersistentTTLNode{"nil": nil, "zero": {}} {
 		add(name+" PersistentTTLNode.Start", invalidArg, func() error { return n.Start(ctx) })
-		add(name+" PersistentTTLNode.WaitForInitialCreate", invalidArg, func() error { return n.WaitForInitialCreate(ctx) })
+		add(name+" PersistentTTLNode.WaitReady", invalidArg, func() error { return n.WaitReady(ctx) })
 		add(name+" PersistentTTLNode.SetData", invalidArg, func() error { return n.SetData(ctx, nil) })
 		add(name+" PersistentTTLNode.Close", invalidArg, func() error { return n.Close(ctx) })
 		add(name+" PersistentTTLNode reads", nil, func() error {
@@ -47,8 +47,8 @@ func TestMisuse(t *testing.T) {
 	}
 	for name, g := range map[string]*nodes.GroupMember{"nil": nil, "zero": {}} {
 		add(name+" GroupMember.Start", invalidArg, func() error { return g.Start(ctx) })
-		add(name+" GroupMember.WaitForInitialCreate", invalidArg, func() error { return g.WaitForInitialCreate(ctx) })
-		add(name+" GroupMember.SetPayload", invalidArg, func() error { return g.SetPayload(ctx, nil) })
+		add(name+" GroupMember.WaitReady", invalidArg, func() error { return g.WaitReady(ctx) })
+		add(name+" GroupMember.SetData", invalidArg, func() error { return g.SetData(ctx, nil) })
 		add(name+" GroupMember.Err", invalidArg, func() error { return g.Err() })
 		add(name+" GroupMember.Close", invalidArg, func() error { return g.Close(ctx) })
 		add(name+" GroupMember reads", nil, func() error {
@@ -73,7 +73,7 @@ func TestMisuse(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	add("PersistentNode.WaitForInitialCreate before Start", []error{recipes.ErrNotStarted}, func() error { _, err := n.WaitForInitialCreate(ctx); return err })
+	add("PersistentNode.WaitReady before Start", []error{recipes.ErrNotStarted}, func() error { return n.WaitReady(ctx) })
 	add("PersistentNode.Start(nil ctx)", invalidArg, func() error { return n.Start(nilCtx) })
 	ttl, err := nodes.NewPersistentTTLNode(c, "/t", time.Minute, nil)
 	if err != nil {
@@ -83,7 +83,7 @@ func TestMisuse(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	add("GroupMember.WaitForInitialCreate before Start", []error{recipes.ErrNotStarted}, func() error { return g.WaitForInitialCreate(ctx) })
+	add("GroupMember.WaitReady before Start", []error{recipes.ErrNotStarted}, func() error { return g.WaitReady(ctx) })
 	add("GroupMember.Start(nil ctx)", invalidArg, func() error { return g.Start(nilCtx) })
 
 	type life interface {
@@ -106,6 +106,6 @@ func TestMisuse(t *testing.T) {
 		add(name+": Start after Close", []error{recipes.ErrClosed}, func() error { return r.Start(ctx) })
 	}
 	add("PersistentNode.SetData after Close", []error{recipes.ErrClosed}, func() error { return n.SetData(ctx, nil) })
-	add("PersistentNode.WaitForInitialCreate after Close", []error{recipes.ErrClosed}, func() error { _, err := n.WaitForInitialCreate(ctx); return err })
+	add("PersistentNode.WaitReady after Close", []error{recipes.ErrClosed}, func() error { return n.WaitReady(ctx) })
 	testutil.RunMisuse(t, cases)
 }

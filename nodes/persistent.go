@@ -128,7 +128,7 @@ func (n *PersistentNode) made() bool { return n != nil && n.e != nil }
 func notMadeNode() error { return engine.NotMade("PersistentNode", "NewPersistentNode") }
 
 // Start begins creating the node, in the background, and returns at once:
-// WaitForInitialCreate waits for it. It returns ErrAlreadyStarted when
+// WaitReady waits for it. It returns ErrAlreadyStarted when
 // called again, ErrClosed after Close.
 func (n *PersistentNode) Start(ctx context.Context) error {
 	if !n.made() {
@@ -180,26 +180,24 @@ func (n *PersistentNode) running(op string) (*engine.OwnedNode, error) {
 	return n.own, nil
 }
 
-// WaitForInitialCreate waits until the node exists (the first one, or the
-// current one) and returns its actual path. It returns an error wrapping
-// ctx.Err() when ctx ends first, ErrNotStarted before Start, ErrClosed
-// after Close, and the create's error when it cannot succeed by trying
-// again (a TTL mode refused by a server without
+// WaitReady waits until the node exists and is ours (the first one, or
+// the current one; another session's node at its path is waited for
+// until it goes): ActualPath returns its path after it. It returns an error
+// wrapping ctx.Err() when ctx ends first, ErrNotStarted before Start,
+// ErrClosed after Close, and the create's error when it cannot succeed by
+// trying again (a TTL mode refused by a server without
 // zookeeper.extendedTypesEnabled, NoAuth, ...: the background keeps
 // trying all the same).
-func (n *PersistentNode) WaitForInitialCreate(ctx context.Context) (string, error) {
+func (n *PersistentNode) WaitReady(ctx context.Context) error {
 	if err := recipeargs.Context(ctx); err != nil {
-		return "", err
+		return err
 	}
 	own, err := n.running("waiting for the node")
 	if err != nil {
-		return "", err
+		return err
 	}
-	cur, err := own.Await(ctx)
-	if err != nil {
-		return "", err
-	}
-	return n.e.StripNamespace(cur.Path), nil
+	_, err = own.AwaitOurs(ctx)
+	return err
 }
 
 // ActualPath returns the node's actual path (namespace-relative), "" while

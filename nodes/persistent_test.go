@@ -62,9 +62,8 @@ func waitCreated(t *testing.T, n *nodes.PersistentNode) string {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	p, err := n.WaitForInitialCreate(ctx)
-	require.NoError(t, err)
-	return p
+	require.NoError(t, n.WaitReady(ctx))
+	return n.ActualPath()
 }
 
 func dataAt(t *testing.T, c *recipes.Client, path string) ([]byte, *zk.Stat, bool) {
@@ -329,7 +328,7 @@ func TestPersistentNodeTTLRefused(t *testing.T) {
 	n, _ := start(t, a, "/ttl/node", nodes.PersistentWithTTL, nil, nodes.WithTTL(time.Minute))
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	_, err := n.WaitForInitialCreate(ctx)
+	err := n.WaitReady(ctx)
 	require.Error(t, err)
 	assert.NotErrorIs(t, err, context.DeadlineExceeded)
 	assert.ErrorContains(t, err, "zookeeper.extendedTypesEnabled=true")

@@ -82,7 +82,7 @@ type PersistentTTLNode struct {
 
 // NewPersistentTTLNode returns a PersistentTTLNode at path with ttl and
 // data. It does not touch ZooKeeper. The server must run with
-// -Dzookeeper.extendedTypesEnabled=true (WaitForInitialCreate says so
+// -Dzookeeper.extendedTypesEnabled=true (WaitReady says so
 // when it does not).
 func NewPersistentTTLNode(c *recipes.Client, path string, ttl time.Duration, data []byte, opts ...TTLOption) (*PersistentTTLNode, error) {
 	full, err := recipeargs.Path(c, path, "a TTL node's path")
@@ -225,14 +225,13 @@ func (n *PersistentTTLNode) LastTouch() time.Time {
 	return n.lastTouch
 }
 
-// WaitForInitialCreate waits until the parent exists (see
-// PersistentNode.WaitForInitialCreate).
-func (n *PersistentTTLNode) WaitForInitialCreate(ctx context.Context) error {
+// WaitReady waits until the parent exists (see
+// PersistentNode.WaitReady).
+func (n *PersistentTTLNode) WaitReady(ctx context.Context) error {
 	if !n.made() {
 		return notMadeTTL()
 	}
-	_, err := n.node.WaitForInitialCreate(ctx)
-	return err
+	return n.node.WaitReady(ctx)
 }
 
 // SetData sets the parent's data (see PersistentNode.SetData).

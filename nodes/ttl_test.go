@@ -27,7 +27,7 @@ func TestPersistentTtlNodeTouchedThenReaped(t *testing.T) {
 	require.NoError(t, err)
 	require.NoError(t, n.Start(ctx))
 	defer n.Close(ctx)
-	require.NoError(t, n.WaitForInitialCreate(ctx))
+	require.NoError(t, n.WaitReady(ctx))
 	eventually(t, 5*time.Second, "touched at once", func() bool { return !n.LastTouch().IsZero() })
 	s, err := nodes.ReadTTLNode(ctx, b, "/ttln/a")
 	require.NoError(t, err)
@@ -79,7 +79,7 @@ func TestPersistentTtlNodeAdoptsContainerParent(t *testing.T) {
 	require.NoError(t, err)
 	require.NoError(t, n.Start(ctx))
 	defer n.Close(ctx)
-	require.NoError(t, n.WaitForInitialCreate(ctx))
+	require.NoError(t, n.WaitReady(ctx))
 	eventually(t, 5*time.Second, "adopted and touched", func() bool {
 		s, err := nodes.ReadTTLNode(ctx, b, path)
 		return err == nil && s.Touched && string(s.Data) == "ours"

@@ -86,7 +86,7 @@
 // Start(ctx), and stops with Close(ctx); a Start that fails leaves nothing
 // in ZooKeeper.
 //
-// Listeners follow one rule everywhere (Client, Latch, SharedCount):
+// Listeners follow one rule everywhere (Client, Latch, shared.Count):
 // Listen(fn) and Subscribe() deliver the current state first, once there
 // is one (a client's connection state after its first session, a latch's
 // leadership once it has been decided, a shared count's value once read),

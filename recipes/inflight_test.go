@@ -46,7 +46,7 @@ func TestCtxHonouredInFlight(t *testing.T) {
 	_, err = latch.Await(ctx)
 	require.NoError(t, err)
 	defer latch.Close(ctx)
-	sc, err := shared.NewSharedCount(admin, "/inflight/count", 1)
+	sc, err := shared.NewCount(admin, "/inflight/count", 1)
 	require.NoError(t, err)
 	require.NoError(t, sc.Start(ctx))
 	require.NoError(t, sc.Close(ctx))
@@ -72,7 +72,7 @@ func TestCtxHonouredInFlight(t *testing.T) {
 		{"Mutex.Holder", func(ctx context.Context) error { _, err := held.Holder(ctx); return err }},
 		{"Semaphore.Acquire", func(ctx context.Context) error { _, err := sem.Acquire(ctx); return err }},
 		{"SharedCount.Start", func(ctx context.Context) error {
-			sc, err := shared.NewSharedCount(c, "/inflight/count", 5)
+			sc, err := shared.NewCount(c, "/inflight/count", 5)
 			if err == nil {
 				err = sc.Start(ctx)
 				_ = sc.Close(ctx)

@@ -54,12 +54,12 @@ func TestOneLifecycle(t *testing.T) {
 			return lifecycle{r.Start, func(context.Context) error { return r.AddPath(path + "/reaped") }, r.Close}
 		},
 		"SharedCount": func(c *recipes.Client, path string) lifecycle {
-			s, err := shared.NewSharedCount(c, path, 1)
+			s, err := shared.NewCount(c, path, 1)
 			require.NoError(t, err)
 			return lifecycle{s.Start, func(ctx context.Context) error { return s.Set(ctx, 2) }, s.Close}
 		},
 		"SharedValue": func(c *recipes.Client, path string) lifecycle {
-			s, err := shared.NewSharedValue(c, path, []byte("1"))
+			s, err := shared.NewValue(c, path, []byte("1"))
 			require.NoError(t, err)
 			return lifecycle{s.Start, func(ctx context.Context) error { return s.Set(ctx, []byte("2")) }, s.Close}
 		},

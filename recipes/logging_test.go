@@ -75,7 +75,7 @@ func TestDroppedWatchesAreLogged(t *testing.T) {
 	c := connect(t, []string{proxy.Addr()}, recipes.WithLogger(slog.New(log)), recipes.WithSessionTimeout(2*time.Second))
 	ctx := context.Background()
 
-	sc, err := shared.NewSharedCount(c, "/logged/count", 1)
+	sc, err := shared.NewCount(c, "/logged/count", 1)
 	require.NoError(t, err)
 	require.NoError(t, sc.Start(ctx))
 	defer sc.Close(ctx)
@@ -83,7 +83,7 @@ func TestDroppedWatchesAreLogged(t *testing.T) {
 	// goes: it saw another client's write. (Start's own first read
 	// is not the follower's, and a follower whose first read fails on the
 	// cut link has dropped no watch, so it rightly says nothing.)
-	other, err := shared.NewSharedCount(connect(t, zkc.Servers()), "/logged/count", 1)
+	other, err := shared.NewCount(connect(t, zkc.Servers()), "/logged/count", 1)
 	require.NoError(t, err)
 	require.NoError(t, other.Start(ctx))
 	defer other.Close(ctx)

@@ -114,7 +114,7 @@ func ExampleSemaphore_Acquire() {
 	// at most 3 at work: true
 }
 
-// ExampleNewWithCount takes the semaphore's maximum from a shared.SharedCount,
+// ExampleNewWithCount takes the semaphore's maximum from a shared.Count,
 // which any process can change: here from 1 to 2.
 func ExampleNewWithCount() {
 	ctx := context.Background()
@@ -127,7 +127,7 @@ func ExampleNewWithCount() {
 
 	// The node holds Curator's format: 4 bytes, big-endian. The seed is
 	// written only if the node does not exist yet.
-	count, err := shared.NewSharedCount(c, "/config/report-slots", 1)
+	count, err := shared.NewCount(c, "/config/report-slots", 1)
 	if err != nil {
 		fmt.Println(err)
 		return
@@ -150,21 +150,20 @@ func ExampleNewWithCount() {
 	_, err = s.TryAcquire(ctx)
 	fmt.Println("max", s.MaxLeases(), "- a second lease:", errors.Is(err, recipes.ErrNotAcquired))
 
-	// TrySet succeeds only from the current version: of several processes
-	// raising the count from the same value, one wins.
+	// CompareAndSet succeeds only from the current version: of several
+	// processes raising the count from the same value, one wins.
 	prev := count.GetVersioned()
-	won, err := count.TrySet(ctx, prev, prev.Value+1)
-	fmt.Println("raised:", won, err)
-	won, err = count.TrySet(ctx, prev, prev.Value+1) // prev is stale now
-	fmt.Println("raised from a stale version:", won, err)
+	fmt.Println("raised:", count.CompareAndSet(ctx, prev, prev.Value+1))
+	err = count.CompareAndSet(ctx, prev, prev.Value+1) // prev is stale now
+	fmt.Println("raised from a stale version:", errors.Is(err, recipes.ErrConflict))
 
 	second, err := s.TryAcquire(ctx)
 	fmt.Println("max", s.MaxLeases(), "- a second lease:", err)
 	fmt.Println("returned:", semaphore.ReleaseAll(ctx, []*semaphore.Lease{first, second}))
 	// Output:
 	// max 1 - a second lease: true
-	// raised: true <nil>
-	// raised from a stale version: false <nil>
+	// raised: <nil>
+	// raised from a stale version: true
 	// max 2 - a second lease: <nil>
 	// returned: <nil>
 }

@@ -80,7 +80,7 @@ func TestMisuse(t *testing.T) {
 	add("New(math.MinInt)", invalidArg, func() error { _, err := semaphore.New(c, "/misuse/x", math.MinInt); return err })
 	add("NewWithCount(nil SharedCount)", invalidArg, func() error { _, err := semaphore.NewWithCount(c, "/misuse/nilcount", nil); return err })
 	add("NewWithCount(zero SharedCount)", invalidArg, func() error {
-		s, err := semaphore.NewWithCount(c, "/misuse/zerocount", new(shared.SharedCount))
+		s, err := semaphore.NewWithCount(c, "/misuse/zerocount", new(shared.Count))
 		if err != nil {
 			return err
 		}

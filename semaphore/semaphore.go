@@ -1,6 +1,6 @@
 // Package semaphore is Curator's InterProcessSemaphoreV2 on ZooKeeper: a
 // counting semaphore whose leases are ephemeral nodes, fair and herd-free,
-// with a maximum that is fixed or read from a shared.SharedCount that may
+// with a maximum that is fixed or read from a shared.Count that may
 // change at run time; plus SemaphoreMutex, a non-reentrant lock made of a
 // one-lease semaphore.
 //
@@ -109,9 +109,9 @@ func New(c *recipes.Client, path string, maxLeases int, opts ...Option) (*Semaph
 // current maximum waits for it to grow (New refuses that as bad input).
 // Start the count before acquiring: until then its value is its seed.
 // The semaphore follows the count until the count is closed.
-func NewWithCount(c *recipes.Client, path string, count *shared.SharedCount, opts ...Option) (*Semaphore, error) {
+func NewWithCount(c *recipes.Client, path string, count *shared.Count, opts ...Option) (*Semaphore, error) {
 	if count.Path() == "" {
-		return nil, fmt.Errorf("%w: SharedCount not made by shared.NewSharedCount", recipes.ErrInvalidArgument)
+		return nil, fmt.Errorf("%w: shared.Count not made by shared.NewCount", recipes.ErrInvalidArgument)
 	}
 	l := &countLimit{count: count, changed: make(chan struct{})}
 	s, err := newSemaphore(c, path, l.limit, opts)
@@ -124,7 +124,7 @@ func NewWithCount(c *recipes.Client, path string, count *shared.SharedCount, opt
 
 // countLimit is a SharedCount as an engine.Limit.
 type countLimit struct {
-	count   *shared.SharedCount
+	count   *shared.Count
 	mu      sync.Mutex
 	changed chan struct{} // closed when the count has a new version, then replaced
 }

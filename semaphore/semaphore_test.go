@@ -31,9 +31,9 @@ var (
 
 // startCount returns a started shared count, closed at the end of the
 // test.
-func startCount(t testing.TB, c *recipes.Client, path string, seed int) *shared.SharedCount {
+func startCount(t testing.TB, c *recipes.Client, path string, seed int) *shared.Count {
 	t.Helper()
-	count, err := shared.NewSharedCount(c, path, seed)
+	count, err := shared.NewCount(c, path, seed)
 	require.NoError(t, err)
 	require.NoError(t, count.Start(context.Background()))
 	t.Cleanup(func() { _ = count.Close(context.Background()) })
@@ -401,7 +401,7 @@ func TestBadInput(t *testing.T) {
 	assert.ErrorIs(t, zl.Release(ctx), recipes.ErrInvalidArgument)
 	var zm semaphore.Mutex
 	assert.ErrorIs(t, zm.Release(ctx), recipes.ErrInvalidArgument)
-	_, err = semaphore.NewWithCount(c, "/sem/bad", new(shared.SharedCount))
+	_, err = semaphore.NewWithCount(c, "/sem/bad", new(shared.Count))
 	assert.ErrorIs(t, err, recipes.ErrInvalidArgument)
 
 	closed := connect(t, zkc.Servers())

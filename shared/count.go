@@ -9,23 +9,23 @@ import (
 	"github.com/zkrecipes/zkrecipes/recipes"
 )
 
-// SharedCount is Curator's SharedCount: an int shared by every process,
+// Count is Curator's SharedCount: an int shared by every process,
 // kept in a persistent node as Curator keeps it (4 bytes, big-endian, so
-// a value fits in 32 bits), on top of the same machinery as SharedValue.
+// a value fits in 32 bits), on top of the same machinery as Value.
 // Start it before use and Close it when done.
-type SharedCount struct {
+type Count struct {
 	v cell[int]
 }
 
-// NewSharedCount returns the shared count at path, whose node Start
+// NewCount returns the shared count at path, whose node Start
 // creates with seed when it does not exist. It does not touch ZooKeeper.
 // A seed that does not fit in 32 bits is refused (ErrInvalidArgument).
-func NewSharedCount(c *recipes.Client, path string, seed int, opts ...Option) (*SharedCount, error) {
+func NewCount(c *recipes.Client, path string, seed int, opts ...Option) (*Count, error) {
 	data, err := encodeCount(seed)
 	if err != nil {
 		return nil, err
 	}
-	s := &SharedCount{}
+	s := &Count{}
 	if err := s.v.init(c, path, "shared count", data, seed, countCodec{}, opts); err != nil {
 		return nil, err
 	}
@@ -60,9 +60,9 @@ func decodeCount(b []byte) (int, error) {
 	return int(int32(binary.BigEndian.Uint32(b))), nil
 }
 
-func (s *SharedCount) ok() bool { return s != nil && s.v.c != nil }
+func (s *Count) ok() bool { return s != nil && s.v.c != nil }
 
-func (s *SharedCount) notMade() error { return notMade("SharedCount", "NewSharedCount") }
+func (s *Count) notMade() error { return notMade("Count", "NewCount") }
 
 // Start creates the node with the seed when it does not exist (its
 // missing parents as containers, as Curator does), reads the count and
@@ -71,7 +71,7 @@ func (s *SharedCount) notMade() error { return notMade("SharedCount", "NewShared
 // ErrClosed after Close, and an error wrapping ctx.Err() when ctx ends
 // first; a node that does not hold 4 bytes is refused as corrupt
 // (ErrCorrupt, as atomicval refuses it). A failed Start creates nothing.
-func (s *SharedCount) Start(ctx context.Context) error {
+func (s *Count) Start(ctx context.Context) error {
 	if !s.ok() {
 		return s.notMade()
 	}
@@ -81,15 +81,15 @@ func (s *SharedCount) Start(ctx context.Context) error {
 // Close stops following the node and removes the listeners, waiting for
 // that within ctx. The node stays. It is safe to call more than once, and
 // before Start.
-func (s *SharedCount) Close(ctx context.Context) error {
+func (s *Count) Close(ctx context.Context) error {
 	if !s.ok() {
 		return s.notMade()
 	}
 	return s.v.close(ctx)
 }
 
-// Path returns the path as given to NewSharedCount.
-func (s *SharedCount) Path() string {
+// Path returns the path as given to NewCount.
+func (s *Count) Path() string {
 	if !s.ok() {
 		return ""
 	}
@@ -98,35 +98,36 @@ func (s *SharedCount) Path() string {
 
 // Get returns the current value (cached; refreshed by a watch). Before
 // Start it is the seed.
-func (s *SharedCount) Get() int { return s.GetVersioned().Value }
+func (s *Count) Get() int { return s.GetVersioned().Value }
 
 // GetVersioned returns the current value with its node version, for
-// TrySet. Before Start it is the seed, at version -1.
-func (s *SharedCount) GetVersioned() VersionedValue[int] {
+// CompareAndSet. Before Start it is the seed, at version -1.
+func (s *Count) GetVersioned() VersionedValue[int] {
 	if !s.ok() {
 		return VersionedValue[int]{Version: -1}
 	}
 	return s.v.getVersioned()
 }
 
-// TrySet sets the count to v only if the node is still at prev's version
-// (optimistic concurrency: of several clients setting from the same
-// version, exactly one wins). It reports whether it won; on a stale
-// version the cache is read again, so GetVersioned gives the value to try
-// from next. It returns ErrNotStarted before Start, ErrClosed after Close
-// and ErrInvalidArgument for a value that does not fit in 32 bits.
-func (s *SharedCount) TrySet(ctx context.Context, prev VersionedValue[int], v int) (bool, error) {
+// CompareAndSet sets the count to v only if the node is still at prev's
+// version (optimistic concurrency: of several clients setting from the
+// same version, exactly one wins; Curator's trySetCount). A loser gets an
+// error wrapping recipes.ErrConflict, and the cache is read again, so
+// GetVersioned gives the value to try from next. It returns ErrNotStarted
+// before Start, ErrClosed after Close and ErrInvalidArgument for a value
+// that does not fit in 32 bits.
+func (s *Count) CompareAndSet(ctx context.Context, prev VersionedValue[int], v int) error {
 	if !s.ok() {
-		return false, s.notMade()
+		return s.notMade()
 	}
-	return s.v.trySet(ctx, prev, v)
+	return s.v.compareAndSet(ctx, prev, v)
 }
 
 // Set sets the count to v whatever the version (making the node again,
 // with its parents, if it was deleted). It returns ErrNotStarted before
 // Start, ErrClosed after Close and ErrInvalidArgument for a value that
 // does not fit in 32 bits.
-func (s *SharedCount) Set(ctx context.Context, v int) error {
+func (s *Count) Set(ctx context.Context, v int) error {
 	if !s.ok() {
 		return s.notMade()
 	}
@@ -137,7 +138,7 @@ func (s *SharedCount) Set(ctx context.Context, v int) error {
 // with every new version of the node, in order, on a goroutine of its own
 // (a slow fn never blocks the count or the client). The returned function
 // removes the listener; Close removes them all.
-func (s *SharedCount) Listen(fn func(VersionedValue[int])) (remove func()) {
+func (s *Count) Listen(fn func(VersionedValue[int])) (remove func()) {
 	if !s.ok() {
 		return func() {}
 	}
@@ -147,7 +148,7 @@ func (s *SharedCount) Listen(fn func(VersionedValue[int])) (remove func()) {
 // Subscribe returns a channel that receives the current count (once
 // known: after Start), then every new version, in order, queued without
 // bound; the returned function, or Close, closes it.
-func (s *SharedCount) Subscribe() (<-chan VersionedValue[int], func()) {
+func (s *Count) Subscribe() (<-chan VersionedValue[int], func()) {
 	if !s.ok() {
 		return closedChan[VersionedValue[int]](), func() {}
 	}

@@ -1,6 +1,6 @@
 // Package shared holds Curator's shared values (recipes/shared):
-// SharedValue, raw bytes in one persistent node that every process sees,
-// and SharedCount, an int on top of it stored as Curator stores it (4
+// Value, raw bytes in one persistent node that every process sees,
+// and Count, an int on top of it stored as Curator stores it (4
 // bytes, big-endian), so that a Go process and a Java one share a count.
 //
 // Each keeps the current value cached, watched and read again after every
@@ -12,7 +12,7 @@
 // Listen and Subscribe follow the listener rule of package recipes: the
 // current value first (once known: after Start), then every new version,
 // in order, on a goroutine of their own. Each value carries the node
-// version it was read at, which TrySet takes: of several clients setting
+// version it was read at, which CompareAndSet takes: of several clients setting
 // from the same version, exactly one wins.
 //
 // The errors named here (ErrNotStarted, ErrAlreadyStarted, ErrClosed,

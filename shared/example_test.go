@@ -2,6 +2,7 @@ package shared_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 	"time"
@@ -16,7 +17,7 @@ import (
 var exampleServers = sync.OnceValue(testutil.ExampleServers)
 
 // ExampleSharedCount watches a count that another client changes.
-func ExampleSharedCount() {
+func ExampleCount() {
 	ctx := context.Background()
 	servers := exampleServers() // e.g. []string{"127.0.0.1:2181"}
 	a, err := recipes.Connect(context.Background(), servers)
@@ -34,7 +35,7 @@ func ExampleSharedCount() {
 
 	// The node holds Curator's format: 4 bytes, big-endian. The seed is
 	// written only if the node does not exist yet.
-	watcher, err := shared.NewSharedCount(a, "/config/replicas", 3)
+	watcher, err := shared.NewCount(a, "/config/replicas", 3)
 	if err != nil {
 		fmt.Println(err)
 		return
@@ -48,7 +49,7 @@ func ExampleSharedCount() {
 	defer stop()
 	fmt.Println("watcher starts at:", (<-changes).Value) // the current value first
 
-	setter, err := shared.NewSharedCount(b, "/config/replicas", 100) // exists: the seed is ignored
+	setter, err := shared.NewCount(b, "/config/replicas", 100) // exists: the seed is ignored
 	if err != nil {
 		fmt.Println(err)
 		return
@@ -60,13 +61,12 @@ func ExampleSharedCount() {
 	defer setter.Close(ctx)
 	fmt.Println("setter reads:", setter.Get())
 
-	// TrySet succeeds only from the current version: of several processes
-	// raising the count from the same value, one wins.
+	// CompareAndSet succeeds only from the current version: of several
+	// processes raising the count from the same value, one wins.
 	prev := setter.GetVersioned()
-	won, err := setter.TrySet(ctx, prev, 5)
-	fmt.Println("set to 5:", won, err)
-	won, err = setter.TrySet(ctx, prev, 6) // prev is stale now
-	fmt.Println("set to 6 from a stale version:", won, err)
+	fmt.Println("set to 5:", setter.CompareAndSet(ctx, prev, 5))
+	err = setter.CompareAndSet(ctx, prev, 6) // prev is stale now
+	fmt.Println("set to 6 from a stale version:", errors.Is(err, recipes.ErrConflict))
 	select {
 	case v := <-changes:
 		fmt.Println("watcher sees:", v.Value, "at version", v.Version)
@@ -76,14 +76,14 @@ func ExampleSharedCount() {
 	// Output:
 	// watcher starts at: 3
 	// setter reads: 3
-	// set to 5: true <nil>
-	// set to 6 from a stale version: false <nil>
+	// set to 5: <nil>
+	// set to 6 from a stale version: true
 	// watcher sees: 5 at version 1
 }
 
 // ExampleSharedValue shares bytes: a configuration blob every process
 // reads from its cache.
-func ExampleSharedValue() {
+func ExampleValue() {
 	ctx := context.Background()
 	c, err := recipes.Connect(context.Background(), exampleServers()) // e.g. []string{"127.0.0.1:2181"}
 	if err != nil {
@@ -92,7 +92,7 @@ func ExampleSharedValue() {
 	}
 	defer c.Close(context.Background())
 
-	v, err := shared.NewSharedValue(c, "/config/banner", []byte("hello"))
+	v, err := shared.NewValue(c, "/config/banner", []byte("hello"))
 	if err != nil {
 		fmt.Println(err)
 		return

@@ -26,7 +26,7 @@ func TestDecodeCountWrongLengthIsCorrupt(t *testing.T) {
 // updating. Versions wrap from MaxInt32 to MinInt32; the cache still takes
 // the value written after the wrap, and still refuses an older one.
 func TestSharedCountVersionWraps(t *testing.T) {
-	s := &SharedCount{}
+	s := &Count{}
 	s.v.codec, s.v.changed = countCodec{}, make(chan struct{})
 	const czxid = 7
 	s.v.apply(VersionedValue[int]{Value: 1, Version: math.MaxInt32 - 1}, czxid)
@@ -52,7 +52,7 @@ func TestSharedCountVersionWraps(t *testing.T) {
 // The node our Start created (czxid unknown, version 0, the seed): the
 // first read of it is the same write, unless the node was made again.
 func TestFirstReadOfTheNodeStartCreated(t *testing.T) {
-	s := &SharedCount{}
+	s := &Count{}
 	s.v.codec, s.v.changed = countCodec{}, make(chan struct{})
 	s.v.apply(VersionedValue[int]{Value: 1, Version: 0}, 0)
 	posted := s.v.changed
@@ -63,7 +63,7 @@ func TestFirstReadOfTheNodeStartCreated(t *testing.T) {
 	s.v.apply(VersionedValue[int]{Value: 2, Version: 0}, 41)
 	assert.Equal(t, 2, s.v.getVersioned().Value, "a node made again")
 
-	u := &SharedCount{}
+	u := &Count{}
 	u.v.codec, u.v.changed = countCodec{}, make(chan struct{})
 	u.v.apply(VersionedValue[int]{Value: 1, Version: 0}, 0)
 	u.v.apply(VersionedValue[int]{Value: 8, Version: 0}, 40)

@@ -1,7 +1,7 @@
 package shared_test
 
-// Interop tests: the Go SharedCount shares paths with real Apache Curator
-// 5.4 SharedCount processes (Java, driven through internal/interop),
+// Interop tests: the Go Count shares paths with real Apache Curator
+// 5.4 Count processes (Java, driven through internal/interop),
 // against the same ZooKeeper server.
 
 import (
@@ -42,7 +42,7 @@ func ioOutput(t *testing.T, p *interop.Proc) []string {
 	return out
 }
 
-// TestCuratorInterop runs the Go SharedCount against Curator 5.4's.
+// TestCuratorInterop runs the Go Count against Curator 5.4's.
 func TestCuratorInterop(t *testing.T) {
 	zkc := testutil.CuratorServer(t)
 	dir := t.TempDir() // the driver program is written here once
@@ -50,7 +50,7 @@ func TestCuratorInterop(t *testing.T) {
 }
 
 // ioCuratorCounts reads the shared counts at paths with Curator's
-// SharedCount, in one process, and returns their values and versions.
+// Count, in one process, and returns their values and versions.
 func ioCuratorCounts(ctx context.Context, t *testing.T, zkc *zktest.Cluster, dir string, paths ...string) []shared.VersionedValue[int] {
 	t.Helper()
 	out := ioOutput(t, testutil.Curator(t, ctx, dir, append([]string{"sharedcount-get", zkc.ConnectString()}, paths...)...))
@@ -67,9 +67,9 @@ func ioCuratorCounts(ctx context.Context, t *testing.T, zkc *zktest.Cluster, dir
 }
 
 // interopSharedCount: Curator's SharedCount reads the values (a negative
-// one and a large one too) the Go SharedCount set, with the same version;
-// the Go SharedCount, watching, sees the value Curator sets; a Go
-// SharedCount opened afterwards reads Curator's value; and a count Curator
+// one and a large one too) the Go Count set, with the same version;
+// the Go Count, watching, sees the value Curator sets; a Go
+// Count opened afterwards reads Curator's value; and a count Curator
 // creates is read by Go. (Each Curator process costs a JVM start, so one
 // process reads, or sets, several counts.)
 func interopSharedCount(t *testing.T, zkc *zktest.Cluster, dir string) {
@@ -85,7 +85,7 @@ func interopSharedCount(t *testing.T, zkc *zktest.Cluster, dir string) {
 	}{{seed: 7}, {seed: 1, set: 42, doSet: true}, {seed: 1, set: -5, doSet: true}, {seed: 0, set: 1 << 30, doSet: true}, {seed: -(1 << 31)}}
 	paths := make([]string, len(writes))
 	want := make([]shared.VersionedValue[int], len(writes))
-	counts := make([]*shared.SharedCount, len(writes))
+	counts := make([]*shared.Count, len(writes))
 	for i, w := range writes {
 		paths[i] = fmt.Sprintf("%s/go%d", base, i)
 		sc := startCount(t, c, paths[i], w.seed)
@@ -116,17 +116,17 @@ func interopSharedCount(t *testing.T, zkc *zktest.Cluster, dir string) {
 	select {
 	case got := <-changes:
 		if got.Value != -1000 {
-			t.Errorf("Go's watching SharedCount saw %+v after Curator set -1000", got)
+			t.Errorf("Go's watching Count saw %+v after Curator set -1000", got)
 		}
 	case <-ctx.Done():
-		t.Fatalf("Go's watching SharedCount never saw Curator's -1000: %v", ctx.Err())
+		t.Fatalf("Go's watching Count never saw Curator's -1000: %v", ctx.Err())
 	}
 	if got := sc.Get(); got != -1000 {
 		t.Errorf("Get = %d after Curator set -1000", got)
 	}
 	other := startCount(t, ioConnect(t, zkc), paths[0], 0)
 	if a, b := other.GetVersioned(), sc.GetVersioned(); a != b || a.Value != -1000 || a.Version != want[0].Version+1 {
-		t.Errorf("a new Go SharedCount reads %+v, the watching one %+v; want -1000 at version %d", a, b, want[0].Version+1)
+		t.Errorf("a new Go Count reads %+v, the watching one %+v; want -1000 at version %d", a, b, want[0].Version+1)
 	}
 	fc := startCount(t, c, fresh, 1)
 	if got := fc.GetVersioned(); got.Value != 12345 || got.Version != 1 {

@@ -59,38 +59,38 @@ func TestMisuse(t *testing.T) {
 		}
 		add(name+"(bad paths)", noError, testutil.MisuseEach(invalidPath, subs))
 	}
-	pathRow("NewSharedCount", func(p string) error { _, err := shared.NewSharedCount(c, p, 1); return err })
-	pathRow("NewSharedValue", func(p string) error { _, err := shared.NewSharedValue(c, p, nil); return err })
+	pathRow("NewCount", func(p string) error { _, err := shared.NewCount(c, p, 1); return err })
+	pathRow("NewValue", func(p string) error { _, err := shared.NewValue(c, p, nil); return err })
 	add("constructors with a nil client", noError, testutil.MisuseEach([]error{recipes.ErrNilClient}, []testutil.MisuseSub{
-		{Name: "NewSharedCount", Call: func() error { _, err := shared.NewSharedCount(nil, "/misuse/x", 1); return err }},
-		{Name: "NewSharedValue", Call: func() error { _, err := shared.NewSharedValue(nil, "/misuse/x", nil); return err }},
+		{Name: "NewCount", Call: func() error { _, err := shared.NewCount(nil, "/misuse/x", 1); return err }},
+		{Name: "NewValue", Call: func() error { _, err := shared.NewValue(nil, "/misuse/x", nil); return err }},
 	}))
 	add("constructors with a closed client", noError, testutil.MisuseEach(closedErr, []testutil.MisuseSub{
-		{Name: "NewSharedCount", Call: func() error { _, err := shared.NewSharedCount(closed, "/misuse/x", 1); return err }},
-		{Name: "NewSharedValue", Call: func() error { _, err := shared.NewSharedValue(closed, "/misuse/x", nil); return err }},
+		{Name: "NewCount", Call: func() error { _, err := shared.NewCount(closed, "/misuse/x", 1); return err }},
+		{Name: "NewValue", Call: func() error { _, err := shared.NewValue(closed, "/misuse/x", nil); return err }},
 	}))
 	add("constructors with a nil option", noError, testutil.MisuseEach(invalidArg, []testutil.MisuseSub{
-		{Name: "NewSharedCount", Call: func() error { _, err := shared.NewSharedCount(c, "/misuse/x", 1, nil); return err }},
-		{Name: "NewSharedValue", Call: func() error { _, err := shared.NewSharedValue(c, "/misuse/x", nil, nil); return err }},
+		{Name: "NewCount", Call: func() error { _, err := shared.NewCount(c, "/misuse/x", 1, nil); return err }},
+		{Name: "NewValue", Call: func() error { _, err := shared.NewValue(c, "/misuse/x", nil, nil); return err }},
 	}))
 	for _, seed := range []int{math.MinInt32 - 1, math.MaxInt32 + 1, math.MinInt} {
-		add(fmt.Sprintf("NewSharedCount(seed %d)", seed), invalidArg, func() error {
-			_, err := shared.NewSharedCount(c, "/misuse/bigseed", seed)
+		add(fmt.Sprintf("NewCount(seed %d)", seed), invalidArg, func() error {
+			_, err := shared.NewCount(c, "/misuse/bigseed", seed)
 			return err
 		})
 	}
 
 	// Start.
 	add("Start(nil ctx)", noError, testutil.MisuseEach(invalidArg, []testutil.MisuseSub{
-		{Name: "SharedCount", Call: func() error {
-			sc, err := shared.NewSharedCount(c, "/misuse/x", 1)
+		{Name: "Count", Call: func() error {
+			sc, err := shared.NewCount(c, "/misuse/x", 1)
 			if err != nil {
 				return err
 			}
 			return sc.Start(nilCtx)
 		}},
-		{Name: "SharedValue", Call: func() error {
-			sv, err := shared.NewSharedValue(c, "/misuse/x", nil)
+		{Name: "Value", Call: func() error {
+			sv, err := shared.NewValue(c, "/misuse/x", nil)
 			if err != nil {
 				return err
 			}
@@ -101,17 +101,17 @@ func TestMisuse(t *testing.T) {
 	add("Start on a closed client", closedErr, func() error { return closedCount.Start(ctx) })
 
 	// Nil and zero values.
-	var nilCount *shared.SharedCount
-	var nilValue *shared.SharedValue
-	zeroCount, zeroValue := new(shared.SharedCount), new(shared.SharedValue)
-	for name, sc := range map[string]*shared.SharedCount{"nil": nilCount, "zero": zeroCount} {
-		add(name+" SharedCount calls", noError, testutil.MisuseEach(invalidArg, []testutil.MisuseSub{
+	var nilCount *shared.Count
+	var nilValue *shared.Value
+	zeroCount, zeroValue := new(shared.Count), new(shared.Value)
+	for name, sc := range map[string]*shared.Count{"nil": nilCount, "zero": zeroCount} {
+		add(name+" Count calls", noError, testutil.MisuseEach(invalidArg, []testutil.MisuseSub{
 			{Name: "Start", Call: func() error { return sc.Start(ctx) }},
 			{Name: "Close", Call: func() error { return sc.Close(ctx) }},
 			{Name: "Set", Call: func() error { return sc.Set(ctx, 1) }},
-			{Name: "TrySet", Call: func() error { _, err := sc.TrySet(ctx, shared.VersionedValue[int]{}, 1); return err }},
+			{Name: "CompareAndSet", Call: func() error { err := sc.CompareAndSet(ctx, shared.VersionedValue[int]{}, 1); return err }},
 		}))
-		add(name+" SharedCount queries", noError, func() error {
+		add(name+" Count queries", noError, func() error {
 			_, _, _ = sc.Get(), sc.GetVersioned(), sc.Path()
 			sc.Listen(func(shared.VersionedValue[int]) {})()
 			ch, cancel := sc.Subscribe()
@@ -120,14 +120,14 @@ func TestMisuse(t *testing.T) {
 			return nil
 		})
 	}
-	for name, sv := range map[string]*shared.SharedValue{"nil": nilValue, "zero": zeroValue} {
-		add(name+" SharedValue calls", noError, testutil.MisuseEach(invalidArg, []testutil.MisuseSub{
+	for name, sv := range map[string]*shared.Value{"nil": nilValue, "zero": zeroValue} {
+		add(name+" Value calls", noError, testutil.MisuseEach(invalidArg, []testutil.MisuseSub{
 			{Name: "Start", Call: func() error { return sv.Start(ctx) }},
 			{Name: "Close", Call: func() error { return sv.Close(ctx) }},
 			{Name: "Set", Call: func() error { return sv.Set(ctx, nil) }},
-			{Name: "TrySet", Call: func() error { _, err := sv.TrySet(ctx, shared.VersionedValue[[]byte]{}, nil); return err }},
+			{Name: "CompareAndSet", Call: func() error { err := sv.CompareAndSet(ctx, shared.VersionedValue[[]byte]{}, nil); return err }},
 		}))
-		add(name+" SharedValue queries", noError, func() error {
+		add(name+" Value queries", noError, func() error {
 			_, _, _ = sv.Get(), sv.GetVersioned(), sv.Path()
 			sv.Listen(func(shared.VersionedValue[[]byte]) {})()
 			ch, cancel := sv.Subscribe()
@@ -139,42 +139,42 @@ func TestMisuse(t *testing.T) {
 
 	// Writes.
 	for _, v := range []int{math.MinInt32 - 1, math.MaxInt32 + 1} {
-		add(fmt.Sprintf("SharedCount.Set(%d)", v), invalidArg, func() error { return count.Set(ctx, v) })
-		add(fmt.Sprintf("SharedCount.TrySet(%d)", v), invalidArg, func() error {
-			_, err := count.TrySet(ctx, count.GetVersioned(), v)
+		add(fmt.Sprintf("Count.Set(%d)", v), invalidArg, func() error { return count.Set(ctx, v) })
+		add(fmt.Sprintf("Count.CompareAndSet(%d)", v), invalidArg, func() error {
+			err := count.CompareAndSet(ctx, count.GetVersioned(), v)
 			return err
 		})
 	}
-	tolerate("SharedCount.Set(nil ctx)", invalidArg, func() error { return count.Set(nilCtx, 2) })
-	tolerate("SharedCount.TrySet(nil ctx)", invalidArg, func() error {
-		_, err := count.TrySet(nilCtx, count.GetVersioned(), 2)
+	tolerate("Count.Set(nil ctx)", invalidArg, func() error { return count.Set(nilCtx, 2) })
+	tolerate("Count.CompareAndSet(nil ctx)", invalidArg, func() error {
+		err := count.CompareAndSet(nilCtx, count.GetVersioned(), 2)
 		return err
 	})
-	tolerate("SharedValue.Set(nil ctx)", invalidArg, func() error { return value.Set(nilCtx, nil) })
-	tolerate("SharedCount.Set(nil ctx) with the reply lost", invalidArg, func() error {
+	tolerate("Value.Set(nil ctx)", invalidArg, func() error { return value.Set(nilCtx, nil) })
+	tolerate("Count.Set(nil ctx) with the reply lost", invalidArg, func() error {
 		pcount := startCount(t, pc, "/misuse/count/lost", 1)
 		return lostReply("/misuse/count/lost", func() error { return pcount.Set(nilCtx, 2) })
 	})
 	add("writes before Start", noError, func() error {
-		sc, err := shared.NewSharedCount(c, "/misuse/count/unstarted", 1)
+		sc, err := shared.NewCount(c, "/misuse/count/unstarted", 1)
 		if err != nil {
 			return err
 		}
-		sv, err := shared.NewSharedValue(c, "/misuse/value/unstarted", nil)
+		sv, err := shared.NewValue(c, "/misuse/value/unstarted", nil)
 		if err != nil {
 			return err
 		}
 		defer sc.Close(ctx)
 		defer sv.Close(ctx)
 		return testutil.MisuseEach(notStarted, []testutil.MisuseSub{
-			{Name: "SharedCount.Set", Call: func() error { return sc.Set(ctx, 2) }},
-			{Name: "SharedCount.TrySet", Call: func() error { _, err := sc.TrySet(ctx, sc.GetVersioned(), 3); return err }},
-			{Name: "SharedValue.Set", Call: func() error { return sv.Set(ctx, nil) }},
-			{Name: "SharedValue.TrySet", Call: func() error { _, err := sv.TrySet(ctx, sv.GetVersioned(), nil); return err }},
+			{Name: "Count.Set", Call: func() error { return sc.Set(ctx, 2) }},
+			{Name: "Count.CompareAndSet", Call: func() error { err := sc.CompareAndSet(ctx, sc.GetVersioned(), 3); return err }},
+			{Name: "Value.Set", Call: func() error { return sv.Set(ctx, nil) }},
+			{Name: "Value.CompareAndSet", Call: func() error { err := sv.CompareAndSet(ctx, sv.GetVersioned(), nil); return err }},
 		})()
 	})
 	add("Close twice, and before Start", noError, func() error {
-		sc, err := shared.NewSharedCount(c, "/misuse/count/twice", 1)
+		sc, err := shared.NewCount(c, "/misuse/count/twice", 1)
 		if err != nil {
 			return err
 		}
@@ -193,21 +193,21 @@ func TestMisuse(t *testing.T) {
 			return err
 		}
 		return testutil.MisuseEach(closedErr, []testutil.MisuseSub{
-			{Name: "SharedCount.Set", Call: func() error { return sc.Set(ctx, 2) }},
-			{Name: "SharedCount.TrySet", Call: func() error { _, err := sc.TrySet(ctx, sc.GetVersioned(), 3); return err }},
-			{Name: "SharedCount.Start", Call: func() error { return sc.Start(ctx) }},
-			{Name: "SharedValue.Set", Call: func() error { return sv.Set(ctx, nil) }},
+			{Name: "Count.Set", Call: func() error { return sc.Set(ctx, 2) }},
+			{Name: "Count.CompareAndSet", Call: func() error { err := sc.CompareAndSet(ctx, sc.GetVersioned(), 3); return err }},
+			{Name: "Count.Start", Call: func() error { return sc.Start(ctx) }},
+			{Name: "Value.Set", Call: func() error { return sv.Set(ctx, nil) }},
 		})()
 	})
 	add("closed client: writes", noError, testutil.MisuseEach(closedErr, []testutil.MisuseSub{
-		{Name: "SharedCount.Set", Call: func() error { return closedCount.Set(ctx, 2) }},
-		{Name: "SharedCount.TrySet", Call: func() error {
-			_, err := closedCount.TrySet(ctx, closedCount.GetVersioned(), 2)
+		{Name: "Count.Set", Call: func() error { return closedCount.Set(ctx, 2) }},
+		{Name: "Count.CompareAndSet", Call: func() error {
+			err := closedCount.CompareAndSet(ctx, closedCount.GetVersioned(), 2)
 			return err
 		}},
-		{Name: "SharedValue.Set", Call: func() error { return closedValue.Set(ctx, nil) }},
+		{Name: "Value.Set", Call: func() error { return closedValue.Set(ctx, nil) }},
 	}))
-	add("SharedCount.Listen(nil) then a change", noError, misuseChildren.InChild("sharedcount-listen-nil", servers))
+	add("Count.Listen(nil) then a change", noError, misuseChildren.InChild("sharedcount-listen-nil", servers))
 
 	testutil.RunMisuse(t, cases)
 }

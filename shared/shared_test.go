@@ -26,9 +26,9 @@ var (
 
 // startCount returns a started shared count, closed at the end of the
 // test.
-func startCount(t testing.TB, c *recipes.Client, path string, seed int) *shared.SharedCount {
+func startCount(t testing.TB, c *recipes.Client, path string, seed int) *shared.Count {
 	t.Helper()
-	count, err := shared.NewSharedCount(c, path, seed)
+	count, err := shared.NewCount(c, path, seed)
 	require.NoError(t, err)
 	require.NoError(t, count.Start(context.Background()))
 	t.Cleanup(func() { _ = count.Close(context.Background()) })
@@ -37,9 +37,9 @@ func startCount(t testing.TB, c *recipes.Client, path string, seed int) *shared.
 
 // startValue returns a started shared value, closed at the end of the
 // test.
-func startValue(t testing.TB, c *recipes.Client, path string, seed []byte) *shared.SharedValue {
+func startValue(t testing.TB, c *recipes.Client, path string, seed []byte) *shared.Value {
 	t.Helper()
-	v, err := shared.NewSharedValue(c, path, seed)
+	v, err := shared.NewValue(c, path, seed)
 	require.NoError(t, err)
 	require.NoError(t, v.Start(context.Background()))
 	t.Cleanup(func() { _ = v.Close(context.Background()) })
@@ -68,14 +68,14 @@ func TestSharedCountLifecycle(t *testing.T) {
 	c := connect(t, zkc.Servers())
 	admin := connect(t, zkc.Servers())
 
-	count, err := shared.NewSharedCount(c, "/shared/life/count", 7)
+	count, err := shared.NewCount(c, "/shared/life/count", 7)
 	require.NoError(t, err)
 	ok, _, err := admin.Exists(ctx, "/shared/life/count")
 	require.NoError(t, err)
 	assert.False(t, ok, "the constructor touches nothing")
 	assert.Equal(t, shared.VersionedValue[int]{Value: 7, Version: -1}, count.GetVersioned(), "the seed before Start")
 	assert.ErrorIs(t, count.Set(ctx, 1), recipes.ErrNotStarted)
-	_, err = count.TrySet(ctx, count.GetVersioned(), 1)
+	err = count.CompareAndSet(ctx, count.GetVersioned(), 1)
 	assert.ErrorIs(t, err, recipes.ErrNotStarted)
 
 	heard := make(chan shared.VersionedValue[int], 10)
@@ -120,12 +120,12 @@ func TestSharedCountNotACountAndNodeDeleted(t *testing.T) {
 
 	_, err := admin.Create(ctx, "/notcount", []byte("hello"), 0)
 	require.NoError(t, err)
-	bad, err := shared.NewSharedCount(c, "/notcount", 1)
+	bad, err := shared.NewCount(c, "/notcount", 1)
 	require.NoError(t, err)
 	err = bad.Start(ctx)
 	assert.ErrorIs(t, err, recipes.ErrCorrupt, "data of another length is a corrupt node, as the atomic values read it")
 	assert.NotErrorIs(t, err, recipes.ErrInvalidArgument, "the caller's arguments were fine")
-	_, err = shared.NewSharedCount(c, "/big", 1<<40)
+	_, err = shared.NewCount(c, "/big", 1<<40)
 	assert.ErrorIs(t, err, recipes.ErrInvalidArgument)
 
 	count := startCount(t, c, "/shared/deleted", 3)
@@ -145,7 +145,7 @@ func TestSharedCountNotACountAndNodeDeleted(t *testing.T) {
 	assert.Equal(t, 5, count.Get())
 }
 
-// SharedValue: raw bytes, the same lifecycle and listener rule; TrySet
+// Value: raw bytes, the same lifecycle and listener rule; TrySet
 // wins only from the current version.
 func TestSharedValue(t *testing.T) {
 	zkc := zktest.Start(t)
@@ -160,12 +160,9 @@ func TestSharedValue(t *testing.T) {
 	assert.Equal(t, shared.VersionedValue[[]byte]{Value: []byte("seed"), Version: 0}, next(t, changes))
 
 	prev := a.GetVersioned()
-	won, err := a.TrySet(ctx, prev, []byte("one"))
-	require.NoError(t, err)
-	assert.True(t, won)
-	won, err = a.TrySet(ctx, prev, []byte("two"))
-	require.NoError(t, err)
-	assert.False(t, won, "a stale version loses")
+	require.NoError(t, a.CompareAndSet(ctx, prev, []byte("one")))
+	err := a.CompareAndSet(ctx, prev, []byte("two"))
+	assert.ErrorIs(t, err, recipes.ErrConflict, "a stale version loses")
 	assert.Equal(t, shared.VersionedValue[[]byte]{Value: []byte("one"), Version: 1}, a.GetVersioned())
 	assert.Equal(t, shared.VersionedValue[[]byte]{Value: []byte("one"), Version: 1}, next(t, changes))
 
@@ -177,12 +174,12 @@ func TestSharedValue(t *testing.T) {
 	assert.Empty(t, a.Get())
 }
 
-// Concurrent TrySet from several clients: exactly one wins per version.
+// Concurrent CompareAndSet from several clients: exactly one wins per version.
 func TestSharedCountTrySetOneWinnerPerVersion(t *testing.T) {
 	zkc := zktest.Start(t)
 	ctx := context.Background()
 	const clients, rounds = 5, 10
-	counts := make([]*shared.SharedCount, clients)
+	counts := make([]*shared.Count, clients)
 	for i := range counts {
 		counts[i] = startCount(t, connect(t, zkc.Servers()), "/shared/trycount", 0)
 	}
@@ -204,12 +201,13 @@ func TestSharedCountTrySetOneWinnerPerVersion(t *testing.T) {
 		var wg sync.WaitGroup
 		for _, sc := range counts {
 			wg.Add(1)
-			go func(sc *shared.SharedCount) {
+			go func(sc *shared.Count) {
 				defer wg.Done()
-				ok, err := sc.TrySet(ctx, prev, prev.Value+1)
-				assert.NoError(t, err)
-				if ok {
+				err := sc.CompareAndSet(ctx, prev, prev.Value+1)
+				if err == nil {
 					wins.Add(1)
+				} else {
+					assert.ErrorIs(t, err, recipes.ErrConflict)
 				}
 			}(sc)
 		}
@@ -217,7 +215,7 @@ func TestSharedCountTrySetOneWinnerPerVersion(t *testing.T) {
 		assert.Equal(t, int32(1), wins.Load(), "round %d: one winner", r)
 		select {
 		case v := <-changes:
-			assert.Equal(t, shared.VersionedValue[int]{Value: prev.Value + 1, Version: prev.Version + 1}, v, "the listener gets the version it can TrySet from")
+			assert.Equal(t, shared.VersionedValue[int]{Value: prev.Value + 1, Version: prev.Version + 1}, v, "the listener gets the version it can CompareAndSet from")
 		case <-time.After(5 * time.Second):
 			t.Fatalf("round %d: no change notification", r)
 		}
@@ -227,7 +225,7 @@ func TestSharedCountTrySetOneWinnerPerVersion(t *testing.T) {
 	require.NoError(t, counts[0].Close(ctx), "Close twice")
 }
 
-// Many clients add to one count with TrySet, each retrying from the
+// Many clients add to one count with CompareAndSet, each retrying from the
 // version it is given: the total is exact.
 func TestSharedCountTrySetTotal(t *testing.T) {
 	zkc := zktest.Start(t)
@@ -241,12 +239,11 @@ func TestSharedCountTrySetTotal(t *testing.T) {
 			defer wg.Done()
 			for n := 0; n < adds; {
 				prev := sc.GetVersioned()
-				ok, err := sc.TrySet(ctx, prev, prev.Value+1)
-				if !assert.NoError(t, err) {
-					return
-				}
-				if ok {
+				err := sc.CompareAndSet(ctx, prev, prev.Value+1)
+				if err == nil {
 					n++
+				} else if !assert.ErrorIs(t, err, recipes.ErrConflict) {
+					return
 				}
 			}
 		}()

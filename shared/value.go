@@ -3,40 +3,34 @@ package shared
 import (
 	"bytes"
 	"context"
-	"errors"
-	"sync"
 
-	"github.com/go-zookeeper/zk"
-
-	"github.com/zkrecipes/zkrecipes/internal/engine"
-	"github.com/zkrecipes/zkrecipes/internal/recipeargs"
 	"github.com/zkrecipes/zkrecipes/recipes"
 )
 
 // VersionedValue is a value with the version of the node it was read from
-// (Curator's VersionedValue), for TrySet. Before Start the version is -1
+// (Curator's VersionedValue), for CompareAndSet. Before Start the version is -1
 // (Curator's UNINITIALIZED_VERSION) and the value is the seed.
 type VersionedValue[T any] struct {
 	Value   T
 	Version int32
 }
 
-// Option configures a SharedValue or a SharedCount. There are none yet:
+// Option configures a Value or a Count. There are none yet:
 // the parameter keeps room for them.
 type Option func(*options) error
 
 type options struct{}
 
-// SharedValue is Curator's SharedValue: bytes in a persistent node,
+// Value is Curator's SharedValue: bytes in a persistent node,
 // shared by every process. Start it before use and Close it when done.
-type SharedValue struct {
+type Value struct {
 	v cell[[]byte]
 }
 
-// NewSharedValue returns the shared value at path, whose node Start
+// NewValue returns the shared value at path, whose node Start
 // creates with seed when it does not exist. It does not touch ZooKeeper.
-func NewSharedValue(c *recipes.Client, path string, seed []byte, opts ...Option) (*SharedValue, error) {
-	s := &SharedValue{}
+func NewValue(c *recipes.Client, path string, seed []byte, opts ...Option) (*Value, error) {
+	s := &Value{}
 	seed = bytes.Clone(seed)
 	if seed == nil {
 		seed = []byte{}
@@ -55,58 +49,10 @@ func (bytesCodec) decode(b []byte) ([]byte, error) { return bytes.Clone(b), nil 
 func (bytesCodec) equal(a, b []byte) bool          { return bytes.Equal(a, b) }
 func (bytesCodec) clone(v []byte) []byte           { return bytes.Clone(v) }
 
-// codec turns values into node data and back.
-type codec[T any] interface {
-	encode(T) ([]byte, error)
-	decode([]byte) (T, error)
-	equal(a, b T) bool
-	clone(T) T
-}
+// ok reports whether s was made by NewValue.
+func (s *Value) ok() bool { return s != nil && s.v.c != nil }
 
-// cell is what SharedValue and SharedCount share: the node, its cached
-// value, the follower and the listeners.
-type cell[T any] struct {
-	c     *recipes.Client
-	kind  string // "shared value", "shared count": names the recipe in errors
-	path  string
-	full  string
-	seed  []byte
-	codec codec[T]
-
-	life    engine.Lifecycle
-	mu      sync.Mutex
-	known   bool // val was read from (or written to) the node
-	val     VersionedValue[T]
-	czxid   int64         // of the node val was read from (0: unknown)
-	changed chan struct{} // closed when the value changes, then replaced
-
-	listeners engine.Listeners[VersionedValue[T]]
-	cancel    context.CancelFunc
-	done      chan struct{} // the follower has ended
-}
-
-func (s *cell[T]) init(c *recipes.Client, path, kind string, seed []byte, seedVal T, cd codec[T], opts []Option) error {
-	full, err := recipeargs.Path(c, path, "a "+kind)
-	if err != nil {
-		return err
-	}
-	var o options
-	if err := recipeargs.Options(&o, opts); err != nil {
-		return err
-	}
-	*s = cell[T]{
-		c: c, kind: kind, path: path, full: full, seed: seed, codec: cd,
-		val:     VersionedValue[T]{Value: seedVal, Version: -1},
-		changed: make(chan struct{}),
-	}
-	return nil
-}
-
-func (s *cell[T]) name() string { return s.kind + " " + s.path }
-
-// notMade is the error of a method called on a value its constructor did
-// not make (nil, or the zero value).
-func notMade(typ, ctor string) error { return engine.NotMade(typ, ctor) }
+func (s *Value) notMade() error { return notMade("Value", "NewValue") }
 
 // Start creates the node with the seed when it does not exist (its
 // missing parents as containers, as Curator does), reads the value and
@@ -114,317 +60,7 @@ func notMade(typ, ctor string) error { return engine.NotMade(typ, ctor) }
 // after every reconnection. It returns ErrAlreadyStarted when started,
 // ErrClosed after Close, and an error wrapping ctx.Err() when ctx ends
 // first. A failed Start creates nothing.
-func (s *cell[T]) start(ctx context.Context) error {
-	if err := recipeargs.Context(ctx); err != nil {
-		return err
-	}
-	if err := engine.Of(s.c).Check(); err != nil {
-		return engine.Named(s.name(), err)
-	}
-	if err := s.life.Start(s.name()); err != nil {
-		return err
-	}
-	if err := s.create(ctx); err != nil {
-		s.life.Abort()
-		return err
-	}
-	fctx, cancel := context.WithCancel(context.Background())
-	s.mu.Lock()
-	if s.life.Closed() { // Close came while the node was being read
-		s.mu.Unlock()
-		cancel()
-		return engine.Named(s.name(), recipes.ErrClosed)
-	}
-	s.cancel, s.done = cancel, make(chan struct{})
-	done := s.done
-	s.mu.Unlock()
-	go s.follow(fctx, done)
-	return nil
-}
-
-// create makes the node with the seed unless it exists, and reads it when
-// it does.
-func (s *cell[T]) create(ctx context.Context) error {
-	e := engine.Of(s.c)
-	err := e.Retry(ctx, func() error {
-		_, err := e.CreateMakingParents(ctx, s.full, s.seed, 0)
-		if errors.Is(err, zk.ErrNoNode) {
-			parent, _ := engine.SplitPath(s.full)
-			if err := e.EnsureContainers(ctx, parent); err != nil {
-				return err
-			}
-			_, err = e.Create(ctx, s.full, s.seed, 0)
-		}
-		return err
-	})
-	switch {
-	case err == nil:
-		// Ours, at version 0, holding the seed: nothing to read (and so
-		// nothing after the create that could fail).
-		v, derr := s.codec.decode(s.seed)
-		if derr != nil {
-			return engine.Named(s.name(), derr)
-		}
-		s.apply(VersionedValue[T]{Value: v, Version: 0}, 0)
-		return nil
-	case !errors.Is(err, zk.ErrNodeExists):
-		return engine.Namedf(s.name(), "%w", err)
-	}
-	var (
-		data []byte
-		st   *zk.Stat
-	)
-	err = e.Retry(ctx, func() error {
-		var err error
-		data, st, err = e.Get(ctx, s.full)
-		return err
-	})
-	if err != nil {
-		return engine.Namedf(s.name(), "%w", err)
-	}
-	return s.view(engine.NodeView{Exists: true, Data: data, Stat: st})
-}
-
-// follow keeps the cache current until Close.
-func (s *cell[T]) follow(ctx context.Context, done chan struct{}) {
-	defer close(done)
-	_ = engine.Of(s.c).FollowNode(ctx, s.full, func(v engine.NodeView) {
-		if err := s.view(v); err != nil {
-			s.c.Logger().Warn("zkrecipes: "+s.kind+": the node holds a value of another kind; keeping the last one", "path", s.path, "err", err)
-		}
-	})
-}
-
-// view applies what was read of the node.
-func (s *cell[T]) view(v engine.NodeView) error {
-	if !v.Exists {
-		s.c.Logger().Warn("zkrecipes: "+s.kind+": the node is gone; keeping the last value until it is back (Set makes it again)", "path", s.path)
-		return nil
-	}
-	val, err := s.codec.decode(v.Data)
-	if err != nil {
-		return engine.Named(s.name(), err)
-	}
-	s.apply(VersionedValue[T]{Value: val, Version: v.Stat.Version}, v.Stat.Czxid)
-	return nil
-}
-
-// apply records a value read from (or written to) the node created at
-// czxid (0: not known, for the node our Start created), if newer than the
-// cache: a later version, or a node created again (whose versions start
-// afresh). Listeners hear every newer version (as Curator's do); the
-// change channel closes when the value itself changed.
-func (s *cell[T]) apply(v VersionedValue[T], czxid int64) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	newer := s.newer(v, czxid)
-	if czxid != 0 && (newer || s.czxid == 0) {
-		s.czxid = czxid
-	}
-	if !newer {
-		return
-	}
-	changed := !s.known || !s.codec.equal(v.Value, s.val.Value)
-	s.known, s.val = true, v
-	if changed {
-		close(s.changed)
-		s.changed = make(chan struct{})
-	}
-	s.listeners.Post(VersionedValue[T]{Value: s.codec.clone(v.Value), Version: v.Version})
-}
-
-// newer reports whether v, read from the node created at czxid, is newer
-// than the cache; s.mu is held.
-func (s *cell[T]) newer(v VersionedValue[T], czxid int64) bool {
-	switch {
-	case !s.known:
-		return true
-	case czxid == 0 || czxid == s.czxid:
-		return versionAfter(v.Version, s.val.Version)
-	case s.czxid == 0:
-		// The first read of the node our Start created (at version 0,
-		// holding the seed): the same version and data is the same
-		// write; anything else is newer (a write, or the node made again).
-		return v.Version != s.val.Version || !s.codec.equal(v.Value, s.val.Value)
-	}
-	return czxid > s.czxid // a node made again starts its versions afresh
-}
-
-// versionAfter reports whether node version a comes after b. Versions are
-// int32 and wrap from MaxInt32 to MinInt32 (CURATOR-688: a count whose
-// version wrapped stopped updating), so a is after b when it is less than
-// 2^31 steps ahead of it.
-func versionAfter(a, b int32) bool { return int32(uint32(a)-uint32(b)) > 0 }
-
-// GetVersioned returns the current value with its node version (cached;
-// refreshed by a watch). Before Start it is the seed, at version -1.
-func (s *cell[T]) getVersioned() VersionedValue[T] {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return VersionedValue[T]{Value: s.codec.clone(s.val.Value), Version: s.val.Version}
-}
-
-// current returns the value and the channel that closes when it changes.
-func (s *cell[T]) current() (T, <-chan struct{}) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.val.Value, s.changed
-}
-
-// writable refuses writes before Start, after Close and on a closed
-// client.
-func (s *cell[T]) writable(ctx context.Context) error {
-	if err := recipeargs.Context(ctx); err != nil {
-		return err
-	}
-	if err := engine.Of(s.c).Check(); err != nil {
-		return engine.Named(s.name(), err)
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if err := s.life.Running(s.name(), ""); err != nil {
-		return err
-	}
-	if s.done == nil { // Start is still reading the node
-		return engine.Named(s.name(), recipes.ErrNotStarted)
-	}
-	return nil
-}
-
-// trySet writes v on condition that the node is still at prev's version.
-func (s *cell[T]) trySet(ctx context.Context, prev VersionedValue[T], v T) (bool, error) {
-	if err := s.writable(ctx); err != nil {
-		return false, err
-	}
-	data, err := s.codec.encode(v)
-	if err != nil {
-		return false, engine.Named(s.name(), err)
-	}
-	e := engine.Of(s.c)
-	var st *zk.Stat
-	err = e.Retry(ctx, func() error {
-		var err error
-		st, err = e.Set(ctx, s.full, data, prev.Version)
-		return err
-	})
-	if errors.Is(err, zk.ErrBadVersion) || errors.Is(err, zk.ErrNoNode) {
-		s.refresh(ctx)
-		return false, nil
-	}
-	if err != nil {
-		return false, engine.Namedf(s.name(), "%w", err)
-	}
-	s.apply(VersionedValue[T]{Value: s.codec.clone(v), Version: st.Version}, st.Czxid)
-	return true, nil
-}
-
-// refresh reads the node once, after a stale TrySet, so that GetVersioned
-// gives the version to try from next.
-func (s *cell[T]) refresh(ctx context.Context) {
-	e := engine.Of(s.c)
-	data, st, err := e.Get(ctx, s.full)
-	switch {
-	case errors.Is(err, zk.ErrNoNode):
-		return
-	case err != nil:
-		s.c.Logger().Warn("zkrecipes: "+s.kind+": reading after a stale version failed", "path", s.path, "err", err)
-		return
-	}
-	if err := s.view(engine.NodeView{Exists: true, Data: data, Stat: st}); err != nil {
-		s.c.Logger().Warn("zkrecipes: "+s.kind+": the node holds a value of another kind", "path", s.path, "err", err)
-	}
-}
-
-// set writes v whatever the version, through the compare-and-set loop, so
-// that a node deleted meanwhile is made again (with its parents).
-func (s *cell[T]) set(ctx context.Context, v T) error {
-	if err := s.writable(ctx); err != nil {
-		return err
-	}
-	data, err := s.codec.encode(v)
-	if err != nil {
-		return engine.Named(s.name(), err)
-	}
-	res, err := engine.Of(s.c).CompareAndSet(ctx, s.full, engine.CAS{Create: true}, func([]byte, bool) ([]byte, error) {
-		return data, nil
-	})
-	if err != nil {
-		return engine.Named(s.name(), err)
-	}
-	if res.Stat != nil && res.Stat.Czxid != 0 {
-		s.apply(VersionedValue[T]{Value: s.codec.clone(v), Version: res.Stat.Version}, res.Stat.Czxid)
-	}
-	return nil
-}
-
-// Listen calls fn with the current value (once known: after Start), then
-// with every new version of the node, in order, on a goroutine of its own
-// (a slow fn never blocks the value or the client). The returned function
-// removes the listener; Close removes them all.
-func (s *cell[T]) listen(fn func(VersionedValue[T])) (remove func()) {
-	if fn == nil {
-		return func() {}
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if !s.known {
-		return s.listeners.Listen(fn)
-	}
-	return s.listeners.ListenFirst(fn, VersionedValue[T]{Value: s.codec.clone(s.val.Value), Version: s.val.Version})
-}
-
-// Subscribe returns a channel that receives the current value (once
-// known), then every new version, in order, queued without bound; the
-// returned function, or Close, closes it.
-func (s *cell[T]) subscribe() (<-chan VersionedValue[T], func()) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if !s.known {
-		return s.listeners.Subscribe()
-	}
-	return s.listeners.SubscribeFirst(VersionedValue[T]{Value: s.codec.clone(s.val.Value), Version: s.val.Version})
-}
-
-// Close stops following the node and removes the listeners, waiting for
-// that within ctx. The node stays. It is safe to call more than once, and
-// before Start.
-func (s *cell[T]) close(ctx context.Context) error {
-	if ctx == nil {
-		ctx = context.Background()
-	}
-	if first, _ := s.life.Close(); !first {
-		return nil
-	}
-	s.mu.Lock()
-	cancel, done := s.cancel, s.done
-	s.mu.Unlock()
-	if cancel == nil {
-		s.listeners.Close()
-		return nil
-	}
-	cancel()
-	select {
-	case <-done:
-	case <-ctx.Done():
-		go func() { <-done; s.listeners.Close() }()
-		return engine.Namedf(s.name(), "close: %w", ctx.Err())
-	}
-	s.listeners.Close()
-	return nil
-}
-
-// ok reports whether s was made by NewSharedValue.
-func (s *SharedValue) ok() bool { return s != nil && s.v.c != nil }
-
-func (s *SharedValue) notMade() error { return notMade("SharedValue", "NewSharedValue") }
-
-// Start creates the node with the seed when it does not exist (its
-// missing parents as containers, as Curator does), reads the value and
-// starts following the node: the cache is read again at every change and
-// after every reconnection. It returns ErrAlreadyStarted when started,
-// ErrClosed after Close, and an error wrapping ctx.Err() when ctx ends
-// first. A failed Start creates nothing.
-func (s *SharedValue) Start(ctx context.Context) error {
+func (s *Value) Start(ctx context.Context) error {
 	if !s.ok() {
 		return s.notMade()
 	}
@@ -434,15 +70,15 @@ func (s *SharedValue) Start(ctx context.Context) error {
 // Close stops following the node and removes the listeners, waiting for
 // that within ctx. The node stays. It is safe to call more than once, and
 // before Start.
-func (s *SharedValue) Close(ctx context.Context) error {
+func (s *Value) Close(ctx context.Context) error {
 	if !s.ok() {
 		return s.notMade()
 	}
 	return s.v.close(ctx)
 }
 
-// Path returns the path as given to NewSharedValue.
-func (s *SharedValue) Path() string {
+// Path returns the path as given to NewValue.
+func (s *Value) Path() string {
 	if !s.ok() {
 		return ""
 	}
@@ -451,34 +87,34 @@ func (s *SharedValue) Path() string {
 
 // Get returns the current value (cached; refreshed by a watch). Before
 // Start it is the seed. The slice is the caller's.
-func (s *SharedValue) Get() []byte { return s.GetVersioned().Value }
+func (s *Value) Get() []byte { return s.GetVersioned().Value }
 
 // GetVersioned returns the current value with its node version, for
-// TrySet. Before Start it is the seed, at version -1.
-func (s *SharedValue) GetVersioned() VersionedValue[[]byte] {
+// CompareAndSet. Before Start it is the seed, at version -1.
+func (s *Value) GetVersioned() VersionedValue[[]byte] {
 	if !s.ok() {
 		return VersionedValue[[]byte]{Version: -1}
 	}
 	return s.v.getVersioned()
 }
 
-// TrySet sets the value to v only if the node is still at prev's version
-// (optimistic concurrency: of several clients setting from the same
-// version, exactly one wins). It reports whether it won; on a stale
-// version the cache is read again, so GetVersioned gives the value to try
-// from next. It returns ErrNotStarted before Start and ErrClosed after
-// Close.
-func (s *SharedValue) TrySet(ctx context.Context, prev VersionedValue[[]byte], v []byte) (bool, error) {
+// CompareAndSet sets the value to v only if the node is still at prev's
+// version (optimistic concurrency: of several clients setting from the
+// same version, exactly one wins; Curator's trySetValue). A loser gets an
+// error wrapping recipes.ErrConflict, and the cache is read again, so
+// GetVersioned gives the value to try from next. It returns ErrNotStarted
+// before Start and ErrClosed after Close.
+func (s *Value) CompareAndSet(ctx context.Context, prev VersionedValue[[]byte], v []byte) error {
 	if !s.ok() {
-		return false, s.notMade()
+		return s.notMade()
 	}
-	return s.v.trySet(ctx, prev, v)
+	return s.v.compareAndSet(ctx, prev, v)
 }
 
 // Set sets the value to v whatever the version (making the node again,
 // with its parents, if it was deleted). It returns ErrNotStarted before
 // Start and ErrClosed after Close.
-func (s *SharedValue) Set(ctx context.Context, v []byte) error {
+func (s *Value) Set(ctx context.Context, v []byte) error {
 	if !s.ok() {
 		return s.notMade()
 	}
@@ -490,7 +126,7 @@ func (s *SharedValue) Set(ctx context.Context, v []byte) error {
 // (a slow fn never blocks the value or the client). The slice fn gets is
 // shared by every listener: fn must not modify it. The returned function
 // removes the listener; Close removes them all.
-func (s *SharedValue) Listen(fn func(VersionedValue[[]byte])) (remove func()) {
+func (s *Value) Listen(fn func(VersionedValue[[]byte])) (remove func()) {
 	if !s.ok() {
 		return func() {}
 	}
@@ -500,7 +136,7 @@ func (s *SharedValue) Listen(fn func(VersionedValue[[]byte])) (remove func()) {
 // Subscribe returns a channel that receives the current value (once
 // known: after Start), then every new version, in order, queued without
 // bound; the returned function, or Close, closes it.
-func (s *SharedValue) Subscribe() (<-chan VersionedValue[[]byte], func()) {
+func (s *Value) Subscribe() (<-chan VersionedValue[[]byte], func()) {
 	if !s.ok() {
 		return closedChan[VersionedValue[[]byte]](), func() {}
 	}

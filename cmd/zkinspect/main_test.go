@@ -1145,9 +1145,9 @@ func TestWatchRedraws(t *testing.T) {
 
 // startCount returns a started shared count, closed at the end of the
 // test.
-func startCount(t *testing.T, c *recipes.Client, path string, seed int) *shared.SharedCount {
+func startCount(t *testing.T, c *recipes.Client, path string, seed int) *shared.Count {
 	t.Helper()
-	count, err := shared.NewSharedCount(c, path, seed)
+	count, err := shared.NewCount(c, path, seed)
 	if err != nil {
 		t.Fatal(err)
 	}

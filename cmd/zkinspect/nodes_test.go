@@ -29,7 +29,7 @@ func TestInspectGroupAndTtlNode(t *testing.T) {
 			t.Fatal(err)
 		}
 		defer g.Close(context.Background())
-		if err := g.WaitForInitialCreate(ctx); err != nil {
+		if err := g.WaitReady(ctx); err != nil {
 			t.Fatal(err)
 		}
 	}

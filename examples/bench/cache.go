@@ -303,7 +303,7 @@ func (b *bench) cacheSize(ctx context.Context, admin, oc *recipes.Client, pxOurs
 			if err := cc.Start(ctx); err != nil {
 				return err
 			}
-			if err := cc.WaitInitialized(ctx); err != nil {
+			if err := cc.WaitReady(ctx); err != nil {
 				return err
 			}
 			o.load = time.Since(t0)

@@ -155,7 +155,7 @@ func run(ctx context.Context, servers []string) error {
 		return err
 	}
 	defer flagCache.Close(context.Background())
-	if err := flagCache.WaitInitialized(ctx); err != nil {
+	if err := flagCache.WaitReady(ctx); err != nil {
 		return err
 	}
 	kind := "one persistent recursive watch"

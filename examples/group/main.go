@@ -93,7 +93,7 @@ func run(ctx context.Context, servers []string) error {
 		}
 	}
 	for _, m := range members {
-		if err := m.WaitForInitialCreate(ctx); err != nil {
+		if err := m.WaitReady(ctx); err != nil {
 			return err
 		}
 	}
@@ -119,12 +119,12 @@ func run(ctx context.Context, servers []string) error {
 	if err := beat.Start(ctx); err != nil {
 		return err
 	}
-	if err := beat.WaitForInitialCreate(ctx); err != nil {
+	if err := beat.WaitReady(ctx); err != nil {
 		return err
 	}
 
 	// An operator deletes svc-2's node after it moved to a new address.
-	if err := members[1].SetPayload(ctx, []byte("10.0.0.2:9090")); err != nil {
+	if err := members[1].SetData(ctx, []byte("10.0.0.2:9090")); err != nil {
 		return err
 	}
 	if err := admin.Delete(ctx, groupPath+"/svc-2", -1); err != nil {

@@ -3,7 +3,7 @@
 // session of its own as separate processes would have, calls a fragile
 // "service" that must never see more than a few calls at once.
 //
-// The limit lives in ZooKeeper, in a shared.SharedCount, so an operator can
+// The limit lives in ZooKeeper, in a shared.Count, so an operator can
 // change it while the workers run: it starts at -max and is raised by one
 // halfway through, and a waiting worker gets in at once. The service
 // counts the calls in flight and remembers the most it saw; the verdict
@@ -86,7 +86,7 @@ func run(ctx context.Context, servers []string) error {
 
 	svc := &service{}
 	svc.limit.Store(int64(*maxCalls))
-	limit, err := shared.NewSharedCount(admin, limitPath, *maxCalls)
+	limit, err := shared.NewCount(admin, limitPath, *maxCalls)
 	if err != nil {
 		return err
 	}
@@ -107,7 +107,7 @@ func run(ctx context.Context, servers []string) error {
 			return err
 		}
 		defer c.Close(context.Background())
-		count, err := shared.NewSharedCount(c, limitPath, *maxCalls)
+		count, err := shared.NewCount(c, limitPath, *maxCalls)
 		if err != nil {
 			return err
 		}

@@ -31,7 +31,6 @@ var oversize = map[string]int{
 	"file queue/queue.go":                                      872,
 	"file recipes/zktest/local.go":                             690,
 	"file recipes/zktest/zktest.go":                            564,
-	"file shared/value.go":                                     514,
 	"func cache/fallback.go fallback.read":                     82,
 	"func cache/persistent.go Cache.apply":                     116,
 	"func internal/engine/cas.go Client.CompareAndSet":         110,

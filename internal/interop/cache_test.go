@@ -270,7 +270,7 @@ func TestCuratorCacheInterop(t *testing.T) {
 	cc.Listen(ge.add)
 	require.NoError(t, cc.Start(ctx))
 	t.Cleanup(func() { cc.Close(context.Background()) })
-	require.NoError(t, cc.WaitInitialized(ctx))
+	require.NoError(t, cc.WaitReady(ctx))
 	require.NoError(t, jc.WaitLine(ctx, "INITIALIZED"))
 	require.NoError(t, jw.WaitLine(ctx, "READY"))
 
