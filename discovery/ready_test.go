@@ -53,3 +53,37 @@ func TestReadyAfterStart(t *testing.T) {
 	assert.Zero(t, cacheMissing, "ServiceCache.Instances() incomplete right after Start (of 20)")
 	assert.Zero(t, providerNil, "Provider.Instance() nil right after Start (of 20)")
 }
+
+// A ServiceCache listener never hears the same instances twice in a row:
+// an instance's node written again with the same bytes is no change.
+func TestServiceCacheNoRepeatedState(t *testing.T) {
+	zkc := zktest.Start(t)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	admin := connect(t, zkc.Servers())
+	d := newDiscovery(t, connect(t, zkc.Servers()), "/services")
+	require.NoError(t, d.Register(ctx, &discovery.Instance{Name: "s", ID: "a", Port: 1}))
+	sc, err := newDiscovery(t, connect(t, zkc.Servers()), "/services").NewServiceCache("s")
+	require.NoError(t, err)
+	require.NoError(t, sc.Start(ctx))
+	defer sc.Close(ctx)
+	heard := make(chan []*discovery.Instance, 16)
+	sc.Listen(func(l []*discovery.Instance) { heard <- l })
+	data, _, err := admin.Get(ctx, "/services/s/a")
+	require.NoError(t, err)
+	for range 3 { // the same bytes, three times
+		_, err = admin.Set(ctx, "/services/s/a", data, -1)
+		require.NoError(t, err)
+	}
+	require.NoError(t, d.Register(ctx, &discovery.Instance{Name: "s", ID: "b", Port: 1}))
+	var states [][]string
+	for len(states) == 0 || len(states[len(states)-1]) < 2 {
+		select {
+		case l := <-heard:
+			states = append(states, ids(l))
+		case <-ctx.Done():
+			t.Fatalf("b never heard; heard %v", states)
+		}
+	}
+	assert.Equal(t, [][]string{{"a"}, {"a", "b"}}, states, "the current state, then b: nothing in between")
+}

@@ -3,6 +3,7 @@ package discovery
 import (
 	"context"
 	"fmt"
+	"reflect"
 	"sort"
 	"sync"
 	"sync/atomic"
@@ -136,6 +137,9 @@ func (s *ServiceCache) event(ev cache.Event) {
 				changed = true
 			}
 			break
+		}
+		if old, had := s.byNode[node]; had && reflect.DeepEqual(old, inst) {
+			break // the same bytes written again: the same state
 		}
 		s.byNode[node] = inst
 		changed = true
