@@ -78,13 +78,15 @@ func NewClient(ctx context.Context, conn *zk.Conn, events <-chan zk.Event, opts 
 }
 
 func engineOptions(opts []Option) []engine.Option {
-	out := make([]engine.Option, len(opts))
-	for i, o := range opts {
-		if o != nil {
-			out[i] = engine.Option(o)
+	var o options
+	for _, opt := range opts {
+		if opt == nil {
+			o.engine = append(o.engine, nil) // the engine refuses it
+			continue
 		}
+		_ = opt(&o) // gathers only: the engine checks them
 	}
-	return out
+	return o.engine
 }
 
 // eng returns the engine client, nil for a nil Client (whose methods then

@@ -158,9 +158,9 @@ func AllMetrics() []Metric {
 // ErrInvalidArgument.
 func WithMetrics(m Metrics) Option {
 	if m == nil {
-		return Option(engine.WithMetrics(nil))
+		return engineOption(engine.WithMetrics(nil))
 	}
-	return Option(engine.WithMetrics(metricsBridge{m}))
+	return engineOption(engine.WithMetrics(metricsBridge{m}))
 }
 
 // metricsBridge hands the engine's requests for instruments to a Metrics.
@@ -205,5 +205,5 @@ func (discard) Observe(float64) {}
 // called once per recipe path and Client. A nil label is refused with
 // ErrInvalidArgument.
 func WithMetricsPathLabel(label func(recipe, path string) string) Option {
-	return Option(engine.WithMetricsPathLabel(label))
+	return engineOption(engine.WithMetricsPathLabel(label))
 }

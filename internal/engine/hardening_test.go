@@ -176,11 +176,11 @@ func TestNegotiatedTimeoutFromHandshake(t *testing.T) {
 	w := engine.NewWire(nil)
 	conn, events, err := zk.Connect(zkc.Servers(), 30*time.Second, zk.WithDialer(w.Dial), zk.WithLogInfo(false))
 	require.NoError(t, err)
-	adopted, err := recipes.NewClient(context.Background(), conn, events, recipes.Option(engine.WithWire(w)))
+	adopted, err := engine.NewClient(context.Background(), conn, events, engine.WithWire(w))
 	require.NoError(t, err)
 	defer adopted.Close(context.Background())
 	assert.Equal(t, 4*time.Second, adopted.SessionTimeout(), "NewClient with a Wire")
-	_, ok := engine.Of(adopted).LastReceived()
+	_, ok := adopted.LastReceived()
 	assert.True(t, ok)
 
 	conn2, events2, err := zk.Connect(zkc.Servers(), 30*time.Second, zk.WithLogInfo(false))
