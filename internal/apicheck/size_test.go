@@ -25,7 +25,6 @@ var oversize = map[string]int{
 	"file cache/cache.go":                                      721,
 	"file discovery/discovery.go":                              523,
 	"file internal/engine/client.go":                           516,
-	"file internal/engine/follow.go":                           726,
 	"file internal/engine/wire.go":                             629,
 	"file internal/engine/wirecall.go":                         644,
 	"file queue/queue.go":                                      872,

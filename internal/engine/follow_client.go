@@ -1,0 +1,102 @@
+package engine
+
+// The Client's ways to follow: one read, one node, one node's children,
+// and the Follower its recipes share.
+
+import (
+	"context"
+	"sync"
+)
+
+// Follow is the one way a recipe keeps what it reads current: a Follower
+// with the one read. It calls read at once, then again each time a watch
+// the read left fires, after every reconnection, after a new session, and
+// after a failed read, under the client's retry policy. It returns nil
+// when ctx ends and ErrClosed when the client closes.
+func (c *Client) Follow(ctx context.Context, what string, read ReadFunc) error {
+	if err := c.check(); err != nil {
+		return err
+	}
+	f := c.NewFollower(what, nil)
+	f.Add(what, read)
+	return f.Run(ctx)
+}
+
+// FollowNode keeps a node's data current: fn gets the first view, then
+// every view that differs from the one before (created, deleted, data
+// written), on Follow's goroutine. A missing node is watched for its
+// creation. It returns as Follow does.
+func (c *Client) FollowNode(ctx context.Context, path string, fn func(NodeView)) error {
+	if err := c.check(); err != nil {
+		return err
+	}
+	f := c.NewFollower(path, nil)
+	f.AddNode(path, path, fn)
+	return f.Run(ctx)
+}
+
+func nodeChanged(a, b NodeView) bool {
+	if a.Exists != b.Exists {
+		return true
+	}
+	return a.Exists && (a.Stat.Czxid != b.Stat.Czxid || a.Stat.Mzxid != b.Stat.Mzxid)
+}
+
+// FollowChildren keeps a node's children current: fn gets the first view,
+// then every view that differs from the one before, on Follow's
+// goroutine. A missing node is watched for its creation. It returns as
+// Follow does.
+func (c *Client) FollowChildren(ctx context.Context, path string, fn func(ChildrenView)) error {
+	if err := c.check(); err != nil {
+		return err
+	}
+	f := c.NewFollower(path, nil)
+	f.AddChildren(path, path, fn)
+	return f.Run(ctx)
+}
+
+func childrenChanged(a, b ChildrenView) bool {
+	if a.Exists != b.Exists {
+		return true
+	}
+	return a.Exists && (a.Stat.Czxid != b.Stat.Czxid || a.Stat.Pzxid != b.Stat.Pzxid || a.Stat.Cversion != b.Stat.Cversion)
+}
+
+// SharedFollower returns the client's own Follower, run on one goroutine
+// of the client's from the first call until Close: for recipes that
+// follow nodes for as long as something of theirs lives, with no
+// lifecycle of their own to run a Follower in (a revocable lease). Its
+// reads must not block: hand slow work to a goroutine.
+func (c *Client) SharedFollower() (*Follower, error) {
+	if err := c.check(); err != nil {
+		return nil, err
+	}
+	c.sharedOnce.Do(func() {
+		f := c.NewFollower("shared", nil)
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		if c.closed {
+			return
+		}
+		c.shared = f
+		c.wg.Add(1) // c.mu is held and the client is open
+		go func() {
+			defer c.wg.Done()
+			_ = f.Run(context.Background()) // until Close
+		}()
+	})
+	if c.shared == nil {
+		return nil, ErrClientClosed
+	}
+	return c.shared, nil
+}
+
+// sharedFollower is the state behind SharedFollower.
+type sharedFollower struct {
+	sharedOnce sync.Once
+	shared     *Follower
+}
+
+// Watching returns how many of the client's followers' watches are armed
+// (registered and not yet fired), for tests.
+func (c *Client) Watching() int { return c.hub.watching() }
