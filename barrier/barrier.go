@@ -76,11 +76,16 @@ func New(c *recipes.Client, path string) (*Barrier, error) {
 }
 
 // Path returns the barrier's path as given to New.
-func (b *Barrier) Path() string { return b.path }
+func (b *Barrier) Path() string {
+	if b == nil {
+		return ""
+	}
+	return b.path
+}
 
 func (b *Barrier) check(ctx context.Context) error {
 	if b == nil || b.c == nil {
-		return fmt.Errorf("%w: Barrier not made by New", recipes.ErrInvalidArgument)
+		return engine.NotMade("Barrier", "New")
 	}
 	if ctx == nil {
 		return fmt.Errorf("%w: nil context", recipes.ErrInvalidArgument)

@@ -44,11 +44,19 @@ func NewDouble(c *recipes.Client, path string, memberQty int) (*DoubleBarrier, e
 }
 
 // Path returns the barrier's path as given to NewDouble.
-func (d *DoubleBarrier) Path() string { return d.path }
+func (d *DoubleBarrier) Path() string {
+	if d == nil {
+		return ""
+	}
+	return d.path
+}
 
 // Node returns the path of this member's node while it is entered
 // (inside the client's namespace), "" otherwise.
 func (d *DoubleBarrier) Node() string {
+	if d == nil {
+		return ""
+	}
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	if d.node == "" {
@@ -61,7 +69,7 @@ func (d *DoubleBarrier) what() string { return "double barrier " + d.path }
 
 func (d *DoubleBarrier) check(ctx context.Context) error {
 	if d == nil || d.c == nil {
-		return fmt.Errorf("%w: DoubleBarrier not made by NewDouble", recipes.ErrInvalidArgument)
+		return engine.NotMade("DoubleBarrier", "NewDouble")
 	}
 	if ctx == nil {
 		return fmt.Errorf("%w: nil context", recipes.ErrInvalidArgument)

@@ -3,7 +3,6 @@ package cache_test
 import (
 	"bytes"
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
 	"os"
@@ -120,69 +119,6 @@ func TestWatchesAndClose(t *testing.T) {
 			assert.Equal(t, znodes, n, "the cache created nothing")
 		})
 	}
-}
-
-// Misuse: bad paths and options, a nil client, methods on a zero Cache,
-// Start twice, WaitReady before Start and after Close.
-func TestMisuse(t *testing.T) {
-	zkc := testutil.SharedServer(t)
-	ctx := context.Background()
-	c := connect(t, zkc.Servers())
-	_, err := cache.New(nil, "/x")
-	assert.ErrorIs(t, err, recipes.ErrNilClient)
-	_, err = cache.New(c, "x")
-	assert.ErrorIs(t, err, recipes.ErrInvalidPath)
-	_, err = cache.New(c, "/")
-	assert.ErrorIs(t, err, recipes.ErrInvalidPath)
-	_, err = cache.New(c, "/x", cache.WithMaxDepth(-2))
-	assert.ErrorIs(t, err, recipes.ErrInvalidArgument)
-	_, err = cache.New(c, "/x", nil)
-	assert.ErrorIs(t, err, recipes.ErrInvalidArgument)
-
-	var zero cache.Cache
-	assert.ErrorIs(t, zero.Start(ctx), recipes.ErrInvalidArgument)
-	assert.ErrorIs(t, zero.Close(ctx), recipes.ErrInvalidArgument)
-	assert.ErrorIs(t, zero.WaitReady(ctx), recipes.ErrInvalidArgument)
-	_, ok := zero.Get("/x")
-	assert.False(t, ok)
-	assert.Zero(t, zero.Size())
-	zero.Listen(func(cache.Event) {})()
-
-	cc, err := cache.New(c, "/misuse")
-	require.NoError(t, err)
-	assert.ErrorIs(t, cc.WaitReady(ctx), recipes.ErrNotStarted)
-	//nolint:staticcheck // a nil context on purpose
-	assert.ErrorIs(t, cc.Start(nil), recipes.ErrInvalidArgument)
-	require.NoError(t, cc.Start(ctx))
-	assert.ErrorIs(t, cc.Start(ctx), recipes.ErrAlreadyStarted)
-	require.NoError(t, cc.WaitReady(ctx))
-	require.NoError(t, cc.Close(ctx))
-	assert.NoError(t, cc.WaitReady(ctx), "initialized before Close")
-
-	never, err := cache.New(c, "/misuse2")
-	require.NoError(t, err)
-	require.NoError(t, never.Close(ctx), "never started")
-	assert.ErrorIs(t, never.Start(ctx), recipes.ErrClosed)
-
-	// Start fails when ctx ends first, and leaves nothing running.
-	blocked, err := cache.New(c, "/misuse3")
-	require.NoError(t, err)
-	dead, cancel := context.WithCancel(ctx)
-	cancel()
-	err = blocked.Start(dead)
-	if err != nil {
-		assert.True(t, errors.Is(err, context.Canceled), "%v", err)
-		require.NoError(t, blocked.Start(ctx), "a failed Start can be tried again")
-	}
-	require.NoError(t, blocked.Close(ctx))
-
-	// A closed client.
-	c2, err := recipes.Connect(ctx, zkc.Servers())
-	require.NoError(t, err)
-	cc2, err := cache.New(c2, "/misuse4")
-	require.NoError(t, err)
-	require.NoError(t, c2.Close(ctx))
-	assert.ErrorIs(t, cc2.Start(ctx), recipes.ErrClosed)
 }
 
 // A listener that does not return holds up only itself: the session

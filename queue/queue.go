@@ -60,7 +60,7 @@ type options struct {
 // hands every item to c, until Close. Without it the queue only produces.
 func WithConsumer(c Consumer) Option {
 	return func(o *options) error {
-		if c == nil {
+		if f, isFunc := c.(ConsumerFunc); c == nil || isFunc && f == nil {
 			return fmt.Errorf("%w: nil Consumer", recipes.ErrInvalidArgument)
 		}
 		o.consumer = c
@@ -158,11 +158,9 @@ func newCore(c *recipes.Client, k kind, path string, opts []Option) (*core, erro
 
 func (q *core) what() string { return q.kind.String() + " " + q.path }
 
-func notMade() error { return engine.NotMade("queue", "its constructor") }
-
 func (q *core) check(ctx context.Context) error {
 	if q == nil || q.c == nil {
-		return notMade()
+		return q.notMade()
 	}
 	if ctx == nil {
 		return fmt.Errorf("%w: nil context", recipes.ErrInvalidArgument)
@@ -219,7 +217,7 @@ func (q *core) ensureDir(ctx context.Context, dir string) error {
 // item in hand to be finished (until ctx ends).
 func (q *core) close(ctx context.Context) error {
 	if q == nil || q.c == nil {
-		return notMade()
+		return q.notMade()
 	}
 	if ctx == nil {
 		return fmt.Errorf("%w: nil context", recipes.ErrInvalidArgument)
@@ -629,109 +627,6 @@ func (q *core) processWithLock(ctx context.Context, name string) bool {
 		q.log.Error("zkrecipes: the item's lock was lost while it was consumed; it may be delivered again", "queue", q.path, "item", name, "err", err)
 	}
 	return false
-}
-
-// Message is one queue node handed to a Consumer: its items (one, or
-// several for a PutMulti) and, in lock-safety mode, the consumer's hold
-// on it.
-type Message struct {
-	// Items are the node's items, in the order they were put.
-	Items [][]byte
-	// Node is the item node's path (inside the client's namespace).
-	Node string
-	// ID is an IDQueue item's id (with '/' and '|' made '_'), "" for
-	// other queues.
-	ID string
-
-	q    *core
-	name string
-	data []byte
-	lock *lock // nil in normal mode
-
-	mu     sync.Mutex
-	acked  bool
-	ackErr error
-	asked  bool // Ack was called by the consumer
-}
-
-// Data returns the first item: the item, for a node put by Put.
-func (m *Message) Data() []byte {
-	if len(m.Items) == 0 {
-		return nil
-	}
-	return m.Items[0]
-}
-
-// Done returns a channel that closes when the consumer's lock on the item
-// may be gone (lock-safety mode): on SUSPENDED under the client's Standard
-// error policy, on LOST, when the client closes, and once the item is
-// acknowledged. Work that must not run twice stops when it closes. In
-// normal mode the item is already deleted and nothing can be lost: Done
-// returns nil (a channel that never closes).
-func (m *Message) Done() <-chan struct{} {
-	if m.lock == nil {
-		return nil
-	}
-	return m.lock.hold.Done()
-}
-
-// IsLost reports whether the session that held the item's lock was lost
-// (or the client closed): the item may then be with another consumer.
-// Always false in normal mode.
-func (m *Message) IsLost() bool { return m.lock != nil && m.lock.hold.IsLost() }
-
-// Fenced runs ops (recipe paths, as Client.Multi takes them) as one
-// transaction together with a check that the consumer still holds the
-// item's lock, so the server refuses the writes of a consumer whose lock
-// was lost (recipes.ErrFenced). In normal mode there is no lock: it
-// returns an error wrapping recipes.ErrNotHeld.
-func (m *Message) Fenced(ctx context.Context, ops ...recipes.Op) ([]zk.MultiResponse, error) {
-	if m.lock == nil {
-		return nil, engine.Namedf(m.q.what(), "fenced: %w: normal mode has no lock", recipes.ErrNotHeld)
-	}
-	return m.lock.hold.Fenced(ctx, ops...)
-}
-
-// Ack deletes the item and releases its lock in one fenced transaction,
-// in lock-safety mode (in normal mode the item is already deleted: nil).
-// When the lock was lost (its session expired while the item was being
-// consumed, so another consumer may have it now), nothing is deleted and
-// Ack returns an error wrapping recipes.ErrLockLost. Consume need not
-// call it (the queue acknowledges an item whose Consume returned nil), but
-// a consumer that must know whether it alone consumed the item calls it
-// before it returns. Later calls return the first one's result.
-func (m *Message) Ack(ctx context.Context) error {
-	if ctx == nil {
-		return fmt.Errorf("%w: nil context", recipes.ErrInvalidArgument)
-	}
-	m.mu.Lock()
-	m.asked = true
-	m.mu.Unlock()
-	if err := m.finish(ctx, false); !errors.Is(err, errItemGone) {
-		return err
-	}
-	return nil
-}
-
-func (m *Message) told() bool {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	return m.asked
-}
-
-// finish deletes (or requeues) the item and releases the lock, once.
-func (m *Message) finish(ctx context.Context, requeue bool) error {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if m.acked {
-		return m.ackErr
-	}
-	m.acked = true
-	m.ackErr = m.q.fencedFinish(ctx, m, requeue)
-	if m.lock != nil {
-		m.lock.hold.MarkReleased()
-	}
-	return m.ackErr
 }
 
 // fencedFinish is the one transaction that ends a lock-safety hold: the

@@ -262,43 +262,6 @@ func TestQueueResyncAfterSessionExpiry(t *testing.T) {
 	assert.Equal(t, []string{"before", "during"}, col.wait(t, 2))
 }
 
-// Misuse: bad options and arguments are refused with sentinels.
-func TestQueueMisuse(t *testing.T) {
-	zkc := testutil.SharedServer(t)
-	ctx := context.Background()
-	c := connect(t, zkc.Servers())
-	_, err := queue.New(c, "/m/q", queue.WithLockPath("/m/q/locks"))
-	assert.ErrorIs(t, err, recipes.ErrInvalidPath)
-	_, err = queue.New(c, "/m/q", queue.WithConsumer(nil))
-	assert.ErrorIs(t, err, recipes.ErrInvalidArgument)
-	_, err = queue.New(c, "/m/q", queue.WithErrorMode(9))
-	assert.ErrorIs(t, err, recipes.ErrInvalidArgument)
-	_, err = queue.New(nil, "/m/q")
-	assert.ErrorIs(t, err, recipes.ErrNilClient)
-	_, err = queue.NewSimple(c, "m")
-	assert.ErrorIs(t, err, recipes.ErrInvalidPath)
-	q, err := queue.New(c, "/m/q")
-	require.NoError(t, err)
-	assert.ErrorIs(t, q.PutMulti(ctx, nil), recipes.ErrInvalidArgument)
-	idq, err := queue.NewID(c, "/m/id")
-	require.NoError(t, err)
-	assert.ErrorIs(t, idq.Put(ctx, "", nil), recipes.ErrInvalidArgument)
-	n, err := idq.Remove(ctx, "none")
-	assert.NoError(t, err)
-	assert.Zero(t, n)
-	dq, err := queue.NewDelay(c, "/m/d")
-	require.NoError(t, err)
-	assert.ErrorIs(t, dq.Put(ctx, time.Time{}, nil), recipes.ErrInvalidArgument)
-	var nq *queue.Queue
-	assert.ErrorIs(t, nq.Put(ctx, nil), recipes.ErrInvalidArgument)
-	var ns *queue.SimpleQueue
-	assert.ErrorIs(t, ns.Offer(ctx, nil), recipes.ErrInvalidArgument)
-	require.NoError(t, q.Start(ctx))
-	assert.ErrorIs(t, q.Start(ctx), recipes.ErrAlreadyStarted)
-	require.NoError(t, q.Close(ctx))
-	require.NoError(t, q.Close(ctx))
-}
-
 // CURATOR-605: a lock-safety consumer whose session expires while it
 // works on an item. The item goes to another consumer once the lock went
 // with the session, and the first one is told: its Done closed, and its

@@ -57,8 +57,8 @@ func (q *Queue) Len(ctx context.Context) (int, error) { return q.core().length(c
 func (q *Queue) Path() string { return q.core().path }
 
 func (q *Queue) core() *core {
-	if q == nil {
-		return nil
+	if q == nil || q.q == nil {
+		return unmade(kindPlain)
 	}
 	return q.q
 }
@@ -148,8 +148,8 @@ func (q *IDQueue) Len(ctx context.Context) (int, error) { return q.core().length
 func (q *IDQueue) Path() string { return q.core().path }
 
 func (q *IDQueue) core() *core {
-	if q == nil {
-		return nil
+	if q == nil || q.q == nil {
+		return unmade(kindID)
 	}
 	return q.q
 }
@@ -194,8 +194,8 @@ func (q *PriorityQueue) Len(ctx context.Context) (int, error) { return q.core().
 func (q *PriorityQueue) Path() string { return q.core().path }
 
 func (q *PriorityQueue) core() *core {
-	if q == nil {
-		return nil
+	if q == nil || q.q == nil {
+		return unmade(kindPriority)
 	}
 	return q.q
 }
@@ -246,8 +246,31 @@ func (q *DelayQueue) Len(ctx context.Context) (int, error) { return q.core().len
 func (q *DelayQueue) Path() string { return q.core().path }
 
 func (q *DelayQueue) core() *core {
-	if q == nil {
-		return nil
+	if q == nil || q.q == nil {
+		return unmade(kindDelay)
 	}
 	return q.q
+}
+
+// unmade stands for the core of a queue its constructor did not make (a
+// nil pointer, a zero value): every method returns the not-made error
+// naming the queue's type, and Path "".
+func unmade(k kind) *core { return &core{kind: k} }
+
+// notMade is the error of a method of a queue its constructor did not
+// make.
+func (q *core) notMade() error {
+	k := kindPlain
+	if q != nil {
+		k = q.kind
+	}
+	switch k {
+	case kindID:
+		return engine.NotMade("IDQueue", "NewID")
+	case kindPriority:
+		return engine.NotMade("PriorityQueue", "NewPriority")
+	case kindDelay:
+		return engine.NotMade("DelayQueue", "NewDelay")
+	}
+	return engine.NotMade("Queue", "New")
 }

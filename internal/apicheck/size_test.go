@@ -22,12 +22,12 @@ const (
 // may not pass: it is still to be split (issue 33, "one shape"), and
 // only shrinks. An entry that fits the limits again must go.
 var oversize = map[string]int{
-	"file cache/cache.go":                                      721,
+	"file cache/cache.go":                                      656,
 	"file discovery/discovery.go":                              523,
 	"file internal/engine/client.go":                           516,
 	"file internal/engine/wire.go":                             629,
 	"file internal/engine/wirecall.go":                         644,
-	"file queue/queue.go":                                      872,
+	"file queue/queue.go":                                      767,
 	"file recipes/zktest/local.go":                             690,
 	"file recipes/zktest/zktest.go":                            564,
 	"func cache/fallback.go fallback.read":                     82,
