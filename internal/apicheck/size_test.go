@@ -24,9 +24,6 @@ const (
 var oversize = map[string]int{
 	"file cache/cache.go":                                      656,
 	"file discovery/discovery.go":                              523,
-	"file internal/engine/client.go":                           516,
-	"file internal/engine/wire.go":                             629,
-	"file internal/engine/wirecall.go":                         644,
 	"file queue/queue.go":                                      767,
 	"file recipes/zktest/local.go":                             690,
 	"file recipes/zktest/zktest.go":                            564,
