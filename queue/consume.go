@@ -1,0 +1,474 @@
+package queue
+
+// The consumer: the loop that takes the queue's items in order, in normal
+// mode (delete, then consume) or lock-safety mode (lock, consume, then
+// delete and unlock in one transaction).
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/go-zookeeper/zk"
+
+	"github.com/zkrecipes/zkrecipes/internal/engine"
+	"github.com/zkrecipes/zkrecipes/recipes"
+)
+
+// run consumes until ctx ends or the client closes.
+func (q *core) run(ctx context.Context) {
+	defer close(q.done)
+	locked := map[string]bool{} // items skipped: another consumer holds their lock
+	for {
+		names, err := q.next(ctx, locked)
+		switch {
+		case ctx.Err() != nil, errors.Is(err, recipes.ErrClosed):
+			return
+		case err != nil:
+			q.log.Warn("zkrecipes: listing the queue failed; trying again", "queue", q.path, "err", err)
+			t := time.NewTimer(time.Second)
+			select {
+			case <-t.C:
+			case <-ctx.Done():
+				t.Stop()
+				return
+			}
+			continue
+		}
+		for _, name := range names {
+			if ctx.Err() != nil {
+				return
+			}
+			if q.kind == kindDelay && dueOf(name) > time.Now().UnixMilli() {
+				break
+			}
+			if q.process(ctx, name) {
+				locked[name] = true
+				continue
+			}
+			if q.kind == kindPriority || q.kind == kindDelay {
+				break // list again: a more urgent item may have come
+			}
+		}
+	}
+}
+
+// next waits until the queue has an item due that no other consumer has
+// locked, and returns those items in the order they are taken. It lists
+// the directory again on every change of its children, every
+// reconnection and every new session (so nothing put while the consumer
+// was away is missed: CURATOR-623), in a delay queue when the first item
+// falls due, and when the lock of an item in locked goes (locked forgets
+// it then, and forgets the items that are gone).
+func (q *core) next(ctx context.Context, locked map[string]bool) ([]string, error) {
+	var got []string
+	_, err := q.e.Await(ctx, engine.Wait{What: q.path}, func(engine.Snapshot, engine.Wake) (engine.Look, error) {
+		kids, exists, ch, err := q.e.ChildrenOrCreation(ctx, q.full)
+		if err != nil || !exists {
+			return engine.Look{Watch: ch}, err
+		}
+		all := sortItems(kids, ItemPrefix, q.kind)
+		if err := q.forgetUnlocked(ctx, locked, all); err != nil {
+			return engine.Look{}, err
+		}
+		items := make([]string, 0, len(all))
+		for _, n := range all {
+			if !locked[n] {
+				items = append(items, n)
+			}
+		}
+		look := engine.Look{Watch: ch}
+		switch {
+		case len(items) == 0 && len(locked) > 0:
+			// Only locked items: wait for a lock to go as well.
+			return q.watchALock(ctx, locked, look)
+		case len(items) == 0:
+			return look, nil
+		case q.kind == kindDelay && dueOf(items[0]) > time.Now().UnixMilli():
+			look.At = time.UnixMilli(dueOf(items[0]))
+			return look, nil
+		}
+		got = items
+		return engine.Look{Done: true}, nil
+	})
+	return got, err
+}
+
+// forgetUnlocked takes out of locked the items consumed (not in all) and
+// those whose lock went (to take them again).
+func (q *core) forgetUnlocked(ctx context.Context, locked map[string]bool, all []string) error {
+	present := make(map[string]bool, len(all))
+	for _, n := range all {
+		present[n] = true
+	}
+	for n := range locked {
+		if !present[n] {
+			delete(locked, n) // consumed
+			continue
+		}
+		ok, _, err := q.e.Exists(ctx, engine.JoinPath(q.lockFull, n))
+		if err != nil {
+			return err
+		}
+		if !ok {
+			delete(locked, n) // its lock went: take it again
+		}
+	}
+	return nil
+}
+
+// watchALock adds to look a watch on the lock of one of the locked
+// items, or asks for another look when that lock is gone already.
+func (q *core) watchALock(ctx context.Context, locked map[string]bool, look engine.Look) (engine.Look, error) {
+	for n := range locked {
+		ok, _, ech, err := q.e.ExistsW(ctx, engine.JoinPath(q.lockFull, n))
+		if err != nil {
+			return engine.Look{}, err
+		}
+		if !ok {
+			delete(locked, n)
+			return engine.Look{Again: true}, nil
+		}
+		look.Other = ech
+		break
+	}
+	return look, nil
+}
+
+// process consumes one item; true when another consumer holds its lock.
+func (q *core) process(ctx context.Context, name string) bool {
+	if q.lockFull == "" {
+		q.processNormally(ctx, name)
+		return false
+	}
+	return q.processWithLock(ctx, name)
+}
+
+// processNormally is Curator's normal mode: read, delete, consume (at
+// most once).
+func (q *core) processNormally(ctx context.Context, name string) {
+	node := engine.JoinPath(q.full, name)
+	var (
+		data []byte
+		st   *zk.Stat
+	)
+	err := q.e.Retry(ctx, func() error {
+		var err error
+		data, st, err = q.e.Get(ctx, node)
+		return err
+	})
+	if err != nil {
+		if !errors.Is(err, zk.ErrNoNode) && ctx.Err() == nil {
+			q.log.Warn("zkrecipes: reading a queue item failed", "queue", q.path, "item", name, "err", err)
+		}
+		return
+	}
+	err = q.e.Retry(ctx, func() error { return q.e.Delete(ctx, node, st.Version) })
+	if err != nil {
+		if !errors.Is(err, zk.ErrNoNode) && !errors.Is(err, zk.ErrBadVersion) && ctx.Err() == nil {
+			q.log.Warn("zkrecipes: deleting a queue item failed", "queue", q.path, "item", name, "err", err)
+		}
+		return // another consumer has it
+	}
+	items, err := Decode(data)
+	if err != nil {
+		q.log.Error("zkrecipes: corrupt queue item dropped", "queue", q.path, "item", name, "err", err)
+		return
+	}
+	m := q.message(name, items)
+	m.acked = true // nothing left to delete
+	if err := q.opts.consumer.Consume(ctx, m); err != nil {
+		q.log.Warn("zkrecipes: the consumer failed; in normal mode the item is gone", "queue", q.path, "item", name, "err", err)
+	}
+}
+
+func (q *core) message(name string, items [][]byte) *Message {
+	m := &Message{Items: items, Node: q.e.StripNamespace(engine.JoinPath(q.full, name)), name: name, q: q}
+	if q.kind == kindID {
+		if id, _, ok := parseID(name); ok {
+			m.ID = id
+		}
+	}
+	return m
+}
+
+// lock is a consumer's lock on one item in lock-safety mode: the
+// Curator-compatible ephemeral lockPath/<item> and, made in the same
+// transaction, the ephemeral marker lockPath/_c_<uuid>-<item>, whose name
+// no other consumer can take: it exists exactly as long as this lock
+// (the lock node's name can be taken again by another consumer once the
+// session that owned it is gone, so a check on it proves nothing).
+type lock struct {
+	node, marker string
+	sid          int64
+	hold         *engine.Hold
+}
+
+// errTaken means another consumer holds the item's lock; errItemGone that
+// the item was deleted by someone else while we held its lock.
+var (
+	errTaken    = errors.New("taken")
+	errItemGone = errors.New("item gone")
+)
+
+// takeLock creates the item's lock, or returns errTaken.
+func (q *core) takeLock(ctx context.Context, name string) (*lock, error) {
+	l := &lock{
+		node:   engine.JoinPath(q.lockFull, name),
+		marker: engine.JoinPath(q.lockFull, "_c_"+engine.NewUUID()+"-"+name),
+	}
+	lostReply := false
+	err := q.e.Retry(ctx, func() error {
+		if err := q.e.WaitConnected(ctx); err != nil {
+			return err
+		}
+		snap := q.e.Snapshot()
+		if lostReply {
+			// The last try may have been applied: the marker says.
+			ok, st, err := q.e.Exists(ctx, l.marker)
+			if err != nil {
+				return err
+			}
+			if ok {
+				if st.EphemeralOwner != snap.SessionID {
+					q.release(l) // made in a session gone since
+					return errTaken
+				}
+				l.sid = snap.SessionID
+				l.hold = engine.NewHold(q.e, l.marker, engine.Signals{Done: q.e.HoldSignal(snap), Lost: snap.Lost}).Named(q.what())
+				return nil
+			}
+		}
+		res, err := q.e.Multi(ctx,
+			engine.CreateOp(l.node, []byte(engine.LocalIP()), zk.FlagEphemeral),
+			engine.CreateOp(l.marker, nil, zk.FlagEphemeral))
+		switch {
+		case err == nil:
+			if q.e.SessionID() != snap.SessionID {
+				lostReply = true // made in the session we have now: look
+				return zk.ErrConnectionClosed
+			}
+			l.sid = snap.SessionID
+			l.hold = engine.NewHold(q.e, l.marker, engine.Signals{Done: q.e.HoldSignal(snap), Lost: snap.Lost}).Named(q.what())
+			return nil
+		case engine.IsRetryable(err):
+			lostReply = true
+			return err
+		case len(res) > 0 && errors.Is(res[0].Error, zk.ErrNodeExists):
+			return errTaken
+		case errors.Is(err, zk.ErrNoNode): // the lock directory went
+			if err := q.ensureDir(ctx, q.lockFull); err != nil {
+				return err
+			}
+			return zk.ErrConnectionClosed // try again (retryable)
+		}
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	return l, nil
+}
+
+// release deletes the lock without touching the item, in one transaction
+// that needs the marker: a lock whose session is gone is left alone (its
+// name may be another consumer's lock by now).
+func (q *core) release(l *lock) {
+	ctx, cancel := context.WithTimeout(context.Background(), q.e.SessionTimeout()+time.Second)
+	defer cancel()
+	err := q.e.Retry(ctx, func() error {
+		_, err := q.e.Multi(ctx, engine.DeleteOp(l.marker, -1), engine.DeleteOp(l.node, -1))
+		return err
+	})
+	if err != nil && !errors.Is(err, zk.ErrNoNode) {
+		q.log.Warn("zkrecipes: releasing a queue item's lock failed; it goes with the session", "queue", q.path, "lock", q.e.StripNamespace(l.node), "err", err)
+	}
+	if l.hold != nil {
+		l.hold.MarkReleased()
+	}
+}
+
+// processWithLock is lock-safety mode: lock, read, consume, then delete
+// (or requeue) in a fenced transaction.
+func (q *core) processWithLock(ctx context.Context, name string) bool {
+	l, err := q.takeLock(ctx, name)
+	if errors.Is(err, errTaken) {
+		return true
+	}
+	if err != nil {
+		if ctx.Err() == nil {
+			q.log.Warn("zkrecipes: locking a queue item failed", "queue", q.path, "item", name, "err", err)
+		}
+		return false
+	}
+	node := engine.JoinPath(q.full, name)
+	var data []byte
+	err = q.e.Retry(ctx, func() error {
+		var err error
+		data, _, err = q.e.Get(ctx, node)
+		return err
+	})
+	if err != nil {
+		if !errors.Is(err, zk.ErrNoNode) && ctx.Err() == nil {
+			q.log.Warn("zkrecipes: reading a queue item failed", "queue", q.path, "item", name, "err", err)
+		}
+		q.release(l)
+		return false
+	}
+	items, err := Decode(data)
+	if err != nil {
+		q.log.Error("zkrecipes: corrupt queue item dropped", "queue", q.path, "item", name, "err", err)
+		m := q.message(name, nil)
+		m.lock, m.data = l, data
+		_ = m.finish(ctx, false)
+		return false
+	}
+	m := q.message(name, items)
+	m.lock, m.data = l, data
+	cerr := q.opts.consumer.Consume(ctx, m)
+	if cerr != nil {
+		q.log.Warn("zkrecipes: the consumer failed", "queue", q.path, "item", name, "requeue", q.opts.errorMode == ErrorRequeue, "err", cerr)
+	}
+	requeue := cerr != nil && q.opts.errorMode == ErrorRequeue
+	if err := m.finish(ctx, requeue); err != nil && !errors.Is(err, errItemGone) && !m.told() {
+		q.log.Error("zkrecipes: the item's lock was lost while it was consumed; it may be delivered again", "queue", q.path, "item", name, "err", err)
+	}
+	return false
+}
+
+// fencedFinish is the one transaction that ends a lock-safety hold: the
+// marker deleted (which fails once the lock's session is gone), the item
+// deleted or put back under its own name, the lock node deleted.
+func (q *core) fencedFinish(ctx context.Context, m *Message, requeue bool) error {
+	l := m.lock
+	// Finish even when the consumer's ctx (the queue's) ended: the work is
+	// done, and the lock would otherwise hold the item until the session
+	// ends.
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), q.e.SessionTimeout()+time.Second)
+	defer cancel()
+	node := engine.JoinPath(q.full, m.name)
+	ops := []engine.Op{engine.DeleteOp(l.marker, -1), engine.DeleteOp(node, -1)}
+	if requeue {
+		ops = append(ops, engine.CreateOp(engine.JoinPath(q.full, requeueName(m.name)), m.data, zk.FlagSequence))
+	}
+	ops = append(ops, engine.DeleteOp(l.node, -1))
+	verb := "ack"
+	if requeue {
+		verb = "requeue"
+	}
+	lost := func() error {
+		return engine.Namedf(q.what(), "%s %s: %w: the item's lock went with its session, so the item may be delivered to another consumer", verb, m.Node, recipes.ErrLockLost)
+	}
+	for {
+		if err := q.e.WaitConnected(ctx); err != nil {
+			return engine.Namedf(q.what(), "%s %s: %w", verb, m.Node, err)
+		}
+		if q.e.SessionID() != l.sid {
+			return lost()
+		}
+		res, err := q.e.Multi(ctx, ops...)
+		switch {
+		case err == nil:
+			return nil
+		case engine.IsRetryable(err):
+			// Applied or not? Only we delete our marker in our session.
+			if err := q.e.WaitConnected(ctx); err != nil {
+				return engine.Namedf(q.what(), "%s %s: %w", verb, m.Node, err)
+			}
+			if q.e.SessionID() != l.sid {
+				return lost()
+			}
+			ok, _, xerr := q.e.Exists(ctx, l.marker)
+			if xerr != nil {
+				if engine.IsRetryable(xerr) {
+					continue
+				}
+				return engine.Namedf(q.what(), "%s %s: %w", verb, m.Node, xerr)
+			}
+			switch afterLostReply(ok, q.e.ConnSessionID(), l.sid) {
+			case finishApplied:
+				return nil
+			case finishLost:
+				return lost()
+			}
+			continue
+		case failed(res) == 0: // the marker is gone: so is our lock
+			return lost()
+		case failed(res) == 1 && errors.Is(err, zk.ErrNoNode):
+			// The item was deleted by someone else (a normal-mode
+			// consumer, an IDQueue.Remove): release the lock.
+			q.release(l)
+			return errItemGone
+		}
+		q.release(l)
+		return engine.Named(q.what(), engine.MultiError(verb+" "+m.Node, ops, res, err))
+	}
+}
+
+// What a look at the marker says after a finish's reply was lost.
+const (
+	finishAgain   = iota // the marker is there: the finish did not apply
+	finishApplied        // the marker is gone in its own session: we deleted it
+	finishLost           // the look was answered in another session
+)
+
+// afterLostReply reads the look at the marker (there or not) taken after
+// a finish transaction's reply was lost, given the session the look's
+// reply came in (engine.Client.ConnSessionID after it) and the lock's.
+// Only the finish deletes the marker while its session lives, so its
+// absence says the finish applied only when the look was answered in
+// that session: in a later one, the marker may have gone with the
+// expired session, the lock with it, and the item to another consumer
+// (the chaos suite saw an ack report success so, 5 ms into a new session
+// after a SIGSTOP past the session timeout, for an item another consumer
+// had taken and acknowledged). The finish may have applied too, but
+// which cannot be told: the lock is lost.
+func afterLostReply(markerThere bool, lookSession, lockSession int64) int {
+	switch {
+	case lookSession != lockSession:
+		return finishLost
+	case markerThere:
+		return finishAgain
+	}
+	return finishApplied
+}
+
+// failed returns the index of the op a failed multi failed on, -1 when
+// none is marked.
+func failed(res []zk.MultiResponse) int {
+	for i, r := range res {
+		if r.Error != nil {
+			return i
+		}
+	}
+	return -1
+}
+
+// tryRemove deletes one item (IDQueue.Remove), under its lock in
+// lock-safety mode; false when it was gone or locked.
+func (q *core) tryRemove(ctx context.Context, name string) (bool, error) {
+	node := engine.JoinPath(q.full, name)
+	if q.lockFull == "" {
+		err := q.e.Retry(ctx, func() error { return q.e.Delete(ctx, node, -1) })
+		if errors.Is(err, zk.ErrNoNode) {
+			return false, nil
+		}
+		return err == nil, err
+	}
+	l, err := q.takeLock(ctx, name)
+	if errors.Is(err, errTaken) {
+		return false, nil
+	}
+	if err != nil {
+		return false, err
+	}
+	m := q.message(name, nil)
+	m.lock = l
+	switch err := m.finish(ctx, false); {
+	case errors.Is(err, errItemGone):
+		return false, nil
+	case err != nil:
+		return false, err
+	}
+	return true, nil
+}
