@@ -82,7 +82,8 @@ type PromotedToLock struct {
 	// as long as the update's ctx allows.
 	Timeout time.Duration
 	// Retry is the policy of the tries made holding the lock; nil uses
-	// the client's retry policy.
+	// the client's retry policy (Curator's default is one try:
+	// recipes.RetryNTimes(0, 0)).
 	Retry func() backoff.BackOff
 }
 

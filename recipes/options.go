@@ -79,6 +79,8 @@ func WithAuth(scheme string, auth []byte) Option { return engineOption(engine.Wi
 
 // WithRetryPolicy sets the backoff used to retry requests that failed with
 // a transient connection error. newBackOff is called once per operation.
+// Curator's policies are here too: ExponentialBackoffRetry, RetryNTimes,
+// RetryOneTime, RetryForever, RetryUntilElapsed.
 func WithRetryPolicy(newBackOff func() backoff.BackOff) Option {
 	return engineOption(engine.WithRetryPolicy(newBackOff))
 }
