@@ -4,7 +4,10 @@ import (
 	"bytes"
 	"encoding/binary"
 	"fmt"
+	"slices"
 	"strconv"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/zkrecipes/zkrecipes/recipes"
 )
@@ -62,11 +65,17 @@ func (bytesCodec) decode(b []byte) ([]byte, error) {
 
 func (bytesCodec) equal(a, b []byte) bool { return bytes.Equal(a, b) }
 
+// show quotes printable UTF-8 text (as the value is, when it is text:
+// "60s"), and shows other bytes in hex; either cut at 16 bytes.
 func (bytesCodec) show(v []byte) string {
+	cut, more := v, ""
 	if len(v) > 16 {
-		return fmt.Sprintf("%d bytes %x...", len(v), v[:16])
+		cut, more = v[:16], "..."
 	}
-	return fmt.Sprintf("%d bytes %x", len(v), v)
+	if utf8.Valid(v) && !slices.ContainsFunc([]rune(string(cut)), func(r rune) bool { return !unicode.IsPrint(r) }) {
+		return fmt.Sprintf("%q%s", cut, more)
+	}
+	return fmt.Sprintf("%d bytes %x%s", len(v), cut, more)
 }
 
 // corrupt is the error of data of the wrong length.
