@@ -1,6 +1,10 @@
 package recipes
 
-import "github.com/zkrecipes/zkrecipes/internal/engine"
+import (
+	"github.com/go-zookeeper/zk"
+
+	"github.com/zkrecipes/zkrecipes/internal/engine"
+)
 
 // Sentinel errors: the one set of the whole module, defined here only.
 // Every error returned by this module that stems from one of these
@@ -83,6 +87,25 @@ var (
 	// needs: persistent watches (Client.WatchPersistent) need ZooKeeper
 	// 3.6 or later, and a client made by Connect.
 	ErrUnimplemented = engine.ErrUnimplemented
+)
+
+// ZooKeeper's own errors, as the Client's node operations (Create, Get,
+// Set, Delete, Multi, ...) return them: the same values as go-zookeeper's,
+// so errors.Is matches either, and a caller needs no other import.
+var (
+	// ErrNoNode: the node does not exist (Curator's NoNodeException).
+	ErrNoNode = zk.ErrNoNode
+	// ErrNodeExists: the node exists already (NodeExistsException).
+	ErrNodeExists = zk.ErrNodeExists
+	// ErrBadVersion: the node is not at the version given
+	// (BadVersionException).
+	ErrBadVersion = zk.ErrBadVersion
+	// ErrNotEmpty: the node to delete has children (NotEmptyException).
+	ErrNotEmpty = zk.ErrNotEmpty
+	// ErrNoAuth: the session may not do this to the node (NoAuthException).
+	ErrNoAuth = zk.ErrNoAuth
+	// ErrNoChildrenForEphemerals: an ephemeral node cannot have children.
+	ErrNoChildrenForEphemerals = zk.ErrNoChildrenForEphemerals
 )
 
 // IsRetryable reports whether err is a transient connection problem after

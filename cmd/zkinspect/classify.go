@@ -17,6 +17,7 @@ import (
 	"github.com/zkrecipes/zkrecipes/mutex"
 	"github.com/zkrecipes/zkrecipes/nodes"
 	"github.com/zkrecipes/zkrecipes/queue"
+	"github.com/zkrecipes/zkrecipes/recipes"
 	"github.com/zkrecipes/zkrecipes/rwlock"
 	"github.com/zkrecipes/zkrecipes/semaphore"
 )
@@ -131,7 +132,7 @@ func probeNode(ctx context.Context, r *reader, path string) (*probe, error) {
 		c := child{name: name, path: engine.JoinPath(path, name), key: name}
 		c.data, c.st, err = r.get(ctx, c.path)
 		switch {
-		case errors.Is(err, zk.ErrNoNode):
+		case errors.Is(err, recipes.ErrNoNode):
 			continue // gone since the list: the children watch redraws
 		case errors.Is(err, zk.ErrNoAuth):
 			c.err, c.st = err, nil
@@ -202,7 +203,7 @@ func classify(ctx context.Context, r *reader, p *probe) (*class, error) {
 	sem := &class{kind: kindSemaphore}
 	for _, k := range p.kids {
 		part, err := probeNode(ctx, r, k.path)
-		if errors.Is(err, zk.ErrNoNode) {
+		if errors.Is(err, recipes.ErrNoNode) {
 			continue // a container reaped since the list
 		}
 		if errors.Is(err, zk.ErrNoAuth) {

@@ -12,6 +12,7 @@ import (
 
 	"github.com/zkrecipes/zkrecipes/discovery"
 	"github.com/zkrecipes/zkrecipes/internal/engine"
+	"github.com/zkrecipes/zkrecipes/recipes"
 )
 
 // Discovery is a service discovery path (curator-x-discovery's layout,
@@ -109,7 +110,7 @@ func readDiscovery(ctx context.Context, r *reader, p *probe) (*Discovery, error)
 	for _, k := range p.kids {
 		sp, err := probeNode(ctx, r, k.path)
 		switch {
-		case errors.Is(err, zk.ErrNoNode):
+		case errors.Is(err, recipes.ErrNoNode):
 			continue
 		case errors.Is(err, zk.ErrNoAuth):
 			return nil, nil

@@ -243,24 +243,24 @@ func read[T any](ctx context.Context, r *reader, op, path string, do func(e *eng
 
 // children lists path's children; the stat is path's own (its data length
 // tells a data node from an empty lock parent). A missing node is
-// zk.ErrNoNode.
+// recipes.ErrNoNode.
 func (r *reader) children(ctx context.Context, path string) ([]string, *zk.Stat, error) {
 	v, err := read(ctx, r, "children", path, func(e *engine.Client, full string) (engine.ChildrenView, error) {
 		v, err := e.ReadChildren(ctx, full, r.watches, false)
 		if err == nil && !v.Exists {
-			err = zk.ErrNoNode
+			err = recipes.ErrNoNode
 		}
 		return v, err
 	})
 	return v.Children, v.Stat, err
 }
 
-// get reads path's data. A missing node is zk.ErrNoNode.
+// get reads path's data. A missing node is recipes.ErrNoNode.
 func (r *reader) get(ctx context.Context, path string) ([]byte, *zk.Stat, error) {
 	v, err := read(ctx, r, "get", path, func(e *engine.Client, full string) (engine.NodeView, error) {
 		v, err := e.ReadData(ctx, full, r.watches, false)
 		if err == nil && !v.Exists {
-			err = zk.ErrNoNode
+			err = recipes.ErrNoNode
 		}
 		return v, err
 	})
@@ -286,7 +286,7 @@ func inspect(ctx context.Context, r *reader, cfg config) (*Report, error) {
 	r.now = time.Now()
 	rep := &Report{Path: cfg.path, Namespace: r.c.Namespace(), Time: r.now}
 	p, err := probeNode(ctx, r, cfg.path)
-	if errors.Is(err, zk.ErrNoNode) {
+	if errors.Is(err, recipes.ErrNoNode) {
 		if r.watches != nil { // to redraw when it appears
 			if _, err := r.exists(ctx, cfg.path); err != nil {
 				return nil, fmt.Errorf("%s: %w", cfg.path, err)
@@ -314,7 +314,7 @@ func inspect(ctx context.Context, r *reader, cfg config) (*Report, error) {
 	if cl.kind == kindLeases && cfg.path != "/" { // <semaphore>/leases: show the semaphore
 		parent, _ := engine.SplitPath(cfg.path)
 		pp, err := probeNode(ctx, r, parent)
-		if err != nil && !errors.Is(err, zk.ErrNoNode) {
+		if err != nil && !errors.Is(err, recipes.ErrNoNode) {
 			return nil, fmt.Errorf("%s: %w", parent, err)
 		}
 		if err == nil {
@@ -662,7 +662,7 @@ func readSemaphore(ctx context.Context, r *reader, cfg config, q *Queue, cl *cla
 // bytes, its value as a counter.
 func readData(ctx context.Context, r *reader, q *Queue) (*Queue, error) {
 	data, _, err := r.get(ctx, q.Path)
-	if err != nil && !errors.Is(err, zk.ErrNoNode) {
+	if err != nil && !errors.Is(err, recipes.ErrNoNode) {
 		return nil, fmt.Errorf("%s: %w", q.Path, err)
 	}
 	q.Notes = append(q.Notes, fmt.Sprintf("a data node (%d bytes, no children): not a lock, semaphore or latch queue", len(data)))
@@ -772,7 +772,7 @@ func summarise(ctx context.Context, r *reader, cfg config, rep *Report, p *probe
 				continue
 			}
 			sub, err := probeNode(ctx, r, k.path)
-			if errors.Is(err, zk.ErrNoNode) || skip(k.path, err) {
+			if errors.Is(err, recipes.ErrNoNode) || skip(k.path, err) {
 				continue
 			}
 			if err != nil {

@@ -232,7 +232,7 @@ func treeStats(t *testing.T, c *recipes.Client, path string) map[string]zk.Stat 
 	var walk func(p string)
 	walk = func(p string) {
 		kids, st, err := c.Children(context.Background(), p)
-		if errors.Is(err, zk.ErrNoNode) {
+		if errors.Is(err, recipes.ErrNoNode) {
 			return
 		}
 		if err != nil {
@@ -992,7 +992,7 @@ func TestAuth(t *testing.T) {
 	authed := testutil.Connect(t, zkc.Servers(), recipes.WithAuth("digest", []byte("ops:pw")), recipes.WithSessionTimeout(4*time.Second))
 	secretACL := zk.DigestACL(zk.PermAll, "ops", "pw")
 	for _, p := range []string{runRoot, root} {
-		if _, err := a.Create(ctx, p, nil, 0); err != nil && !errors.Is(err, zk.ErrNodeExists) {
+		if _, err := a.Create(ctx, p, nil, 0); err != nil && !errors.Is(err, recipes.ErrNodeExists) {
 			t.Fatal(err)
 		}
 	}

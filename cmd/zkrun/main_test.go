@@ -24,8 +24,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/go-zookeeper/zk"
-
 	"github.com/zkrecipes/zkrecipes/internal/engine"
 	"github.com/zkrecipes/zkrecipes/internal/testutil"
 	"github.com/zkrecipes/zkrecipes/recipes"
@@ -207,7 +205,7 @@ func waitChildren(t *testing.T, c *recipes.Client, path string, n int) []string 
 	zktest.Eventually(t, 60*time.Second, fmt.Sprintf("%d children under %s", n, path), func() bool {
 		var err error
 		kids, _, err = c.Children(context.Background(), path)
-		if errors.Is(err, zk.ErrNoNode) && n == 0 {
+		if errors.Is(err, recipes.ErrNoNode) && n == 0 {
 			return true
 		}
 		return err == nil && len(kids) == n

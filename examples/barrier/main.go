@@ -32,6 +32,7 @@ import (
 	"github.com/zkrecipes/zkrecipes/atomicval"
 	"github.com/zkrecipes/zkrecipes/barrier"
 	"github.com/zkrecipes/zkrecipes/examples/internal/demo"
+	"github.com/zkrecipes/zkrecipes/recipes"
 )
 
 const (
@@ -164,7 +165,7 @@ func run(ctx context.Context, servers []string) error {
 		}
 	}
 	left, _, err := admin.Children(ctx, teamPath)
-	if errors.Is(err, zk.ErrNoNode) {
+	if errors.Is(err, recipes.ErrNoNode) {
 		left, err = nil, nil
 	}
 	if err != nil {

@@ -587,7 +587,7 @@ func (l *rawLoop) run(n int) error {
 		)
 		for {
 			node, err = l.conn.Create(prefix, lockData, zk.FlagEphemeral|zk.FlagSequence, acl)
-			if !errors.Is(err, zk.ErrNoNode) {
+			if !errors.Is(err, recipes.ErrNoNode) {
 				break
 			}
 			// The server reaps an empty container parent; make it again.
@@ -626,9 +626,9 @@ func ensureContainers(conn *zk.Conn, path string) error {
 	for {
 		_, err := conn.CreateContainer(path, nil, zk.FlagContainer, acl)
 		switch {
-		case err == nil || errors.Is(err, zk.ErrNodeExists):
+		case err == nil || errors.Is(err, recipes.ErrNodeExists):
 			return nil
-		case errors.Is(err, zk.ErrNoNode):
+		case errors.Is(err, recipes.ErrNoNode):
 			if err := ensureContainers(conn, path[:max(strings.LastIndex(path, "/"), 1)]); err != nil {
 				return err
 			}

@@ -18,8 +18,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/go-zookeeper/zk"
-
 	"github.com/zkrecipes/zkrecipes/internal/interop"
 	"github.com/zkrecipes/zkrecipes/mutex"
 	"github.com/zkrecipes/zkrecipes/queue"
@@ -1053,7 +1051,7 @@ func (b *bench) deleteTree(path string) {
 		for _, k := range kids {
 			del(p + "/" + k)
 		}
-		if err := r.conn.Delete(p, -1); err != nil && !errors.Is(err, zk.ErrNoNode) {
+		if err := r.conn.Delete(p, -1); err != nil && !errors.Is(err, recipes.ErrNoNode) {
 			return
 		}
 	}

@@ -180,7 +180,7 @@ func (w *peerWork) qdepth() ([]string, bool, error) {
 // items for a DistributedQueue, raw for a SimpleDistributedQueue), in
 // transactions of qdepthBatch creates.
 func qdepthFill(ctx context.Context, c *recipes.Client, kind, dir string, n int) error {
-	if _, err := c.CreateWithParents(ctx, dir, nil, 0); err != nil && !errors.Is(err, zk.ErrNodeExists) {
+	if _, err := c.CreateWithParents(ctx, dir, nil, 0); err != nil && !errors.Is(err, recipes.ErrNodeExists) {
 		return err
 	}
 	kids, _, err := c.Children(ctx, dir)
@@ -218,19 +218,19 @@ func qdepthEmpty(ctx context.Context, c *recipes.Client, dir string) error {
 			ops = append(ops, recipes.DeleteOp(path.Join(dir, k), -1))
 		}
 		if _, err := c.Multi(ctx, ops...); err != nil {
-			if !errors.Is(err, zk.ErrNoNode) {
+			if !errors.Is(err, recipes.ErrNoNode) {
 				return fmt.Errorf("emptying %s: %w", dir, err)
 			}
 			// A consumer that has not yet given up (a Curator poll
 			// retrying a listing that was too large) took one: one by one.
 			for _, k := range batch {
-				if err := c.Delete(ctx, path.Join(dir, k), -1); err != nil && !errors.Is(err, zk.ErrNoNode) {
+				if err := c.Delete(ctx, path.Join(dir, k), -1); err != nil && !errors.Is(err, recipes.ErrNoNode) {
 					return fmt.Errorf("emptying %s: %w", dir, err)
 				}
 			}
 		}
 	}
-	if err := c.Delete(ctx, dir, -1); err != nil && !errors.Is(err, zk.ErrNoNode) && !errors.Is(err, zk.ErrNotEmpty) {
+	if err := c.Delete(ctx, dir, -1); err != nil && !errors.Is(err, recipes.ErrNoNode) && !errors.Is(err, recipes.ErrNotEmpty) {
 		return err
 	}
 	return nil

@@ -28,8 +28,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/go-zookeeper/zk"
-
 	"github.com/zkrecipes/zkrecipes/cache"
 	"github.com/zkrecipes/zkrecipes/examples/internal/demo"
 	"github.com/zkrecipes/zkrecipes/recipes"
@@ -244,7 +242,7 @@ func compare(ctx context.Context, c *recipes.Client, cc *cache.Cache, root strin
 	var walk func(p string) error
 	walk = func(p string) error {
 		data, st, err := c.Get(ctx, p)
-		if errors.Is(err, zk.ErrNoNode) {
+		if errors.Is(err, recipes.ErrNoNode) {
 			return nil
 		}
 		if err != nil {
@@ -252,7 +250,7 @@ func compare(ctx context.Context, c *recipes.Client, cc *cache.Cache, root strin
 		}
 		server = append(server, cache.Node{Path: p, Data: data, Stat: *st})
 		kids, _, err := c.Children(ctx, p)
-		if errors.Is(err, zk.ErrNoNode) {
+		if errors.Is(err, recipes.ErrNoNode) {
 			return nil
 		}
 		if err != nil {

@@ -32,8 +32,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/go-zookeeper/zk"
-
 	"github.com/zkrecipes/zkrecipes/election"
 	"github.com/zkrecipes/zkrecipes/examples/internal/demo"
 	"github.com/zkrecipes/zkrecipes/recipes"
@@ -389,7 +387,7 @@ func (s *scheduler) runJobs(ctx context.Context, t *election.Term, rec *record) 
 			rec.refused++
 			rec.mu.Unlock()
 			demo.Say("%s: job #%d refused: no longer the leader (%v)", s.name, n, err)
-		case errors.Is(err, zk.ErrBadVersion):
+		case errors.Is(err, recipes.ErrBadVersion):
 			rec.mu.Lock()
 			rec.conflict++
 			rec.mu.Unlock()

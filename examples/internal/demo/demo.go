@@ -17,8 +17,6 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/go-zookeeper/zk"
-
 	"github.com/zkrecipes/zkrecipes/internal/engine"
 	"github.com/zkrecipes/zkrecipes/recipes"
 	"github.com/zkrecipes/zkrecipes/recipes/zktest"
@@ -120,7 +118,7 @@ func Verdict(ok bool, format string, args ...any) error {
 // an earlier run); a missing path is fine.
 func DeleteTree(c *recipes.Client, path string) error {
 	kids, _, err := c.Children(context.Background(), path)
-	if errors.Is(err, zk.ErrNoNode) {
+	if errors.Is(err, recipes.ErrNoNode) {
 		return nil
 	}
 	if err != nil {
@@ -131,7 +129,7 @@ func DeleteTree(c *recipes.Client, path string) error {
 			return err
 		}
 	}
-	if err := c.Delete(context.Background(), path, -1); err != nil && !errors.Is(err, zk.ErrNoNode) {
+	if err := c.Delete(context.Background(), path, -1); err != nil && !errors.Is(err, recipes.ErrNoNode) {
 		return err
 	}
 	return nil
@@ -165,7 +163,7 @@ func EnsurePath(c *recipes.Client, path string) error {
 	if err := EnsurePath(c, parent); err != nil {
 		return err
 	}
-	if _, err := c.Create(context.Background(), path, nil, 0); err != nil && !errors.Is(err, zk.ErrNodeExists) {
+	if _, err := c.Create(context.Background(), path, nil, 0); err != nil && !errors.Is(err, recipes.ErrNodeExists) {
 		return err
 	}
 	return nil
