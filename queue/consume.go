@@ -7,6 +7,7 @@ package queue
 import (
 	"context"
 	"errors"
+	"fmt"
 	"time"
 
 	"github.com/go-zookeeper/zk"
@@ -172,7 +173,7 @@ func (q *core) processNormally(ctx context.Context, name string) {
 	}
 	items, err := Decode(data)
 	if err != nil {
-		q.log.Error("zkrecipes: corrupt queue item dropped", "queue", q.path, "item", name, "err", err)
+		q.dropCorrupt(name, data, err)
 		return
 	}
 	m := q.message(name, items)
@@ -317,7 +318,7 @@ func (q *core) processWithLock(ctx context.Context, name string) bool {
 	}
 	items, err := Decode(data)
 	if err != nil {
-		q.log.Error("zkrecipes: corrupt queue item dropped", "queue", q.path, "item", name, "err", err)
+		q.dropCorrupt(name, data, err)
 		m := q.message(name, nil)
 		m.lock, m.data = l, data
 		_ = m.finish(ctx, false)
@@ -326,14 +327,25 @@ func (q *core) processWithLock(ctx context.Context, name string) bool {
 	m := q.message(name, items)
 	m.lock, m.data = l, data
 	cerr := q.opts.consumer.Consume(ctx, m)
-	if cerr != nil {
-		q.log.Warn("zkrecipes: the consumer failed", "queue", q.path, "item", name, "requeue", q.opts.errorMode == ErrorRequeue, "err", cerr)
-	}
 	requeue := cerr != nil && q.opts.errorMode == ErrorRequeue
-	if err := m.finish(ctx, requeue); err != nil && !errors.Is(err, errItemGone) && !m.told() {
-		q.log.Error("zkrecipes: the item's lock was lost while it was consumed; it may be delivered again", "queue", q.path, "item", name, "err", err)
+	ferr := m.finish(ctx, requeue)
+	if cerr != nil { // what happened to the item, not what was meant to
+		q.log.Warn("zkrecipes: the consumer failed", "queue", q.path, "item", name, "requeued", requeue && ferr == nil, "err", cerr)
+	}
+	if ferr != nil && !errors.Is(ferr, errItemGone) && !m.told() {
+		q.log.Error("zkrecipes: the item's lock was lost while it was consumed; it may be delivered again", "queue", q.path, "item", name, "err", ferr)
 	}
 	return false
+}
+
+// dropCorrupt counts and logs an item whose data does not decode, with
+// its bytes (up to 512, quoted), before it is deleted: a corrupt item is
+// never consumed, and never vanishes unseen.
+func (q *core) dropCorrupt(name string, data []byte, err error) {
+	q.unreadable.Add(1)
+	shown := data[:min(len(data), 512)]
+	q.log.Error("zkrecipes: corrupt queue item dropped", "queue", q.path, "item", name,
+		"bytes", len(data), "data", fmt.Sprintf("%q", shown), "err", err)
 }
 
 // fencedFinish is the one transaction that ends a lock-safety hold: the

@@ -132,6 +132,10 @@
 //     disconnected are not missed.
 //   - CURATOR-308: a SimpleQueue whose container directory was reaped
 //     waits for it to be made again and is made again by Offer.
+//   - An item whose data does not decode (not Curator's framing) is
+//     deleted without being consumed, in either mode, as Curator drops
+//     it; unlike Curator's it is counted (Unreadable) and logged at error
+//     with its bytes.
 //
 // # What remains at least once
 //

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	"github.com/go-zookeeper/zk"
 
@@ -121,10 +122,11 @@ type core struct {
 	opts     options
 	log      *slog.Logger
 
-	life   engine.Lifecycle
-	mu     sync.Mutex
-	cancel context.CancelFunc
-	done   chan struct{}
+	life       engine.Lifecycle
+	mu         sync.Mutex
+	cancel     context.CancelFunc
+	done       chan struct{}
+	unreadable atomic.Int64 // corrupt items dropped
 }
 
 func newCore(c *recipes.Client, k kind, path string, opts []Option) (*core, error) {

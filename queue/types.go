@@ -56,6 +56,10 @@ func (q *Queue) Len(ctx context.Context) (int, error) { return q.core().length(c
 // Path returns the queue's path as given to New.
 func (q *Queue) Path() string { return q.core().path }
 
+// Unreadable returns how many items this consumer dropped because their
+// data could not be decoded (each logged at error with its bytes).
+func (q *Queue) Unreadable() int64 { return q.core().unreadable.Load() }
+
 func (q *Queue) core() *core {
 	if q == nil || q.q == nil {
 		return unmade(kindPlain)
@@ -147,6 +151,10 @@ func (q *IDQueue) Len(ctx context.Context) (int, error) { return q.core().length
 // Path returns the queue's path as given to NewID.
 func (q *IDQueue) Path() string { return q.core().path }
 
+// Unreadable returns how many items this consumer dropped because their
+// data could not be decoded (each logged at error with its bytes).
+func (q *IDQueue) Unreadable() int64 { return q.core().unreadable.Load() }
+
 func (q *IDQueue) core() *core {
 	if q == nil || q.q == nil {
 		return unmade(kindID)
@@ -192,6 +200,10 @@ func (q *PriorityQueue) Len(ctx context.Context) (int, error) { return q.core().
 
 // Path returns the queue's path as given to NewPriority.
 func (q *PriorityQueue) Path() string { return q.core().path }
+
+// Unreadable returns how many items this consumer dropped because their
+// data could not be decoded (each logged at error with its bytes).
+func (q *PriorityQueue) Unreadable() int64 { return q.core().unreadable.Load() }
 
 func (q *PriorityQueue) core() *core {
 	if q == nil || q.q == nil {
@@ -244,6 +256,10 @@ func (q *DelayQueue) Len(ctx context.Context) (int, error) { return q.core().len
 
 // Path returns the queue's path as given to NewDelay.
 func (q *DelayQueue) Path() string { return q.core().path }
+
+// Unreadable returns how many items this consumer dropped because their
+// data could not be decoded (each logged at error with its bytes).
+func (q *DelayQueue) Unreadable() int64 { return q.core().unreadable.Load() }
 
 func (q *DelayQueue) core() *core {
 	if q == nil || q.q == nil {

@@ -1,0 +1,71 @@
+package queue_test
+
+import (
+	"bytes"
+	"context"
+	"log/slog"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/go-zookeeper/zk"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/zkrecipes/zkrecipes/internal/testutil"
+	"github.com/zkrecipes/zkrecipes/queue"
+	"github.com/zkrecipes/zkrecipes/recipes"
+)
+
+// lockedBuffer is a log sink safe for the queue's goroutine.
+type lockedBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *lockedBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *lockedBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
+
+// An item whose data does not decode is dropped, in either mode, but not
+// unseen: it is counted (Unreadable) and logged at error with its bytes;
+// the items after it are consumed.
+func TestCorruptItemCountedAndLogged(t *testing.T) {
+	zkc := testutil.SharedServer(t)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	for _, mode := range []string{"normal", "lock-safety"} {
+		t.Run(mode, func(t *testing.T) {
+			var logs lockedBuffer
+			ns := recipes.WithNamespace(testutil.Namespace(t))
+			c := connect(t, zkc.Servers(), ns, recipes.WithLogger(slog.New(slog.NewTextHandler(&logs, nil))))
+			admin := connect(t, zkc.Servers(), ns)
+			_, err := admin.CreateWithParents(ctx, "/q/"+queue.ItemPrefix, []byte("not framed"), zk.FlagSequence)
+			require.NoError(t, err)
+			prod, err := queue.New(admin, "/q")
+			require.NoError(t, err)
+			require.NoError(t, prod.Put(ctx, []byte("good")))
+			col := &collector{}
+			opts := []queue.Option{queue.WithConsumer(col)}
+			if mode == "lock-safety" {
+				opts = append(opts, queue.WithLockPath("/locks"))
+			}
+			q, err := queue.New(c, "/q", opts...)
+			require.NoError(t, err)
+			require.NoError(t, q.Start(ctx))
+			defer closeQ(t, q.Close)
+			assert.Equal(t, []string{"good"}, col.wait(t, 1))
+			assert.Equal(t, int64(1), q.Unreadable())
+			assert.Contains(t, logs.String(), `corrupt queue item dropped`)
+			assert.Contains(t, logs.String(), `not framed`, "its bytes logged")
+		})
+	}
+}
