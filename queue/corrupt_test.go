@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/zkrecipes/zkrecipes/internal/testutil"
+	"github.com/zkrecipes/zkrecipes/mutex"
 	"github.com/zkrecipes/zkrecipes/queue"
 	"github.com/zkrecipes/zkrecipes/recipes"
 )
@@ -67,5 +68,31 @@ func TestCorruptItemCountedAndLogged(t *testing.T) {
 			assert.Contains(t, logs.String(), `corrupt queue item dropped`)
 			assert.Contains(t, logs.String(), `not framed`, "its bytes logged")
 		})
+	}
+}
+
+// Start makes the queue's and lock directories with Curator's default
+// data, the local IP address (what a mutex node holds by default), not
+// null.
+func TestStartMakesDirectoriesWithDefaultData(t *testing.T) {
+	zkc := testutil.SharedServer(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	c := connect(t, zkc.Servers(), recipes.WithNamespace(testutil.Namespace(t)))
+	q, err := queue.New(c, "/jobs/q", queue.WithConsumer(&collector{}), queue.WithLockPath("/jobs/locks"))
+	require.NoError(t, err)
+	require.NoError(t, q.Start(ctx))
+	defer closeQ(t, q.Close)
+	m, err := mutex.New(c, "/jobs/m")
+	require.NoError(t, err)
+	lease, err := m.Acquire(ctx)
+	require.NoError(t, err)
+	ip, _, err := c.Get(ctx, lease.Node())
+	require.NoError(t, err)
+	require.NoError(t, lease.Release(ctx))
+	for _, dir := range []string{"/jobs/q", "/jobs/locks"} {
+		data, _, err := c.Get(ctx, dir)
+		require.NoError(t, err)
+		assert.Equal(t, string(ip), string(data), dir)
 	}
 }

@@ -203,9 +203,11 @@ func (q *core) start(ctx context.Context) error {
 	return nil
 }
 
+// ensureDir makes dir (the queue's or its lock directory) with Curator's
+// default data, the local IP address, as Curator's start makes it.
 func (q *core) ensureDir(ctx context.Context, dir string) error {
 	err := q.e.Retry(ctx, func() error {
-		_, err := q.e.CreateWithParents(ctx, dir, nil, 0)
+		_, err := q.e.CreateWithParents(ctx, dir, []byte(engine.LocalIP()), 0)
 		return err
 	})
 	if errors.Is(err, zk.ErrNodeExists) {

@@ -37,6 +37,10 @@ func NewUUID() string {
 	return string(out)
 }
 
+// parentData is a parent's data: empty, not null, as Curator's
+// creatingParentContainersIfNeeded writes it (ZKPaths.mkdirs).
+var parentData = []byte{}
+
 // EnsureContainers makes sure dir and all its ancestors exist, creating the
 // missing ones as container nodes (which the server deletes once they have
 // had children and are empty again), or as persistent nodes when the
@@ -58,7 +62,7 @@ func (c *Client) EnsureContainers(ctx context.Context, dir string) error {
 		err := c.Retry(ctx, func() error {
 			var err error
 			if c.cfg.noContainers {
-				_, err = c.create(ctx, reqCreateParent, dir, nil, 0)
+				_, err = c.create(ctx, reqCreateParent, dir, parentData, 0)
 			} else {
 				_, err = c.createContainer(ctx, reqCreateParent, dir)
 			}

@@ -238,7 +238,7 @@ func (c *Client) CreateContainer(ctx context.Context, path string) (string, erro
 func (c *Client) createContainer(ctx context.Context, op reqOp, path string) (string, error) {
 	return send(c, ctx, op, func() (string, error) {
 		c.stats.creates.Add(1)
-		return c.conn.CreateContainer(path, nil, zk.FlagContainer, c.ACL(path))
+		return c.conn.CreateContainer(path, parentData, zk.FlagContainer, c.ACL(path))
 	}, nil) // an empty container goes by itself
 }
 
