@@ -60,7 +60,6 @@ import (
 	"github.com/go-zookeeper/zk"
 
 	"github.com/zkrecipes/zkrecipes/examples/internal/demo"
-	"github.com/zkrecipes/zkrecipes/internal/engine"
 	"github.com/zkrecipes/zkrecipes/recipes"
 )
 
@@ -373,7 +372,7 @@ func (b *bank) await(ctx context.Context, what string, cond func() bool) error {
 // who, which held the lock when the parent did what.
 func (b *bank) watch(node, who, what string) {
 	since := time.Now()
-	ok, _, ch, err := engine.Of(b.admin).ExistsW(context.Background(), node)
+	ok, _, ch, err := b.admin.ExistsW(context.Background(), node)
 	if err != nil || !ok {
 		return
 	}

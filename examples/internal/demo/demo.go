@@ -12,12 +12,12 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	gopath "path"
 	"strings"
 	"sync"
 	"syscall"
 	"time"
 
-	"github.com/zkrecipes/zkrecipes/internal/engine"
 	"github.com/zkrecipes/zkrecipes/recipes"
 	"github.com/zkrecipes/zkrecipes/recipes/zktest"
 	_ "github.com/zkrecipes/zkrecipes/recipes/zktest/zkdocker" // Launch may start a container
@@ -125,7 +125,7 @@ func DeleteTree(c *recipes.Client, path string) error {
 		return err
 	}
 	for _, k := range kids {
-		if err := DeleteTree(c, engine.JoinPath(path, k)); err != nil {
+		if err := DeleteTree(c, gopath.Join(path, k)); err != nil {
 			return err
 		}
 	}
@@ -154,16 +154,11 @@ func Setup(servers []string, base string) (*recipes.Client, error) {
 	return admin, nil
 }
 
-// EnsurePath creates path and its missing parents as persistent nodes.
+// EnsurePath creates path (persistent) and its missing parents as
+// containers, so that once a demo deletes its base path nothing of it is
+// left: the server removes the emptied parents.
 func EnsurePath(c *recipes.Client, path string) error {
-	if path == "/" {
-		return nil
-	}
-	parent, _ := engine.SplitPath(path)
-	if err := EnsurePath(c, parent); err != nil {
-		return err
-	}
-	if _, err := c.Create(context.Background(), path, nil, 0); err != nil && !errors.Is(err, recipes.ErrNodeExists) {
+	if _, err := c.CreateWithParents(context.Background(), path, nil, 0); err != nil && !errors.Is(err, recipes.ErrNodeExists) {
 		return err
 	}
 	return nil
