@@ -13,7 +13,7 @@
 //		...
 //	}
 //
-// StartEnsemble(t, 3) starts a three-member quorum; Kill, Restart, Pause and
+// StartEnsemble(t, 3) starts a three-member quorum; Kill, Stop, Restart, Pause and
 // Resume act on one member, and Leader tells which member leads. NewProxy(t,
 // zkc.Servers()[0]) puts a Proxy in front of a server; connect the client to
 // its Addr. FourLetter, ZnodeCount and WatchCount query a member with

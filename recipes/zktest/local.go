@@ -329,7 +329,15 @@ func (lc *localCluster) answering(i int) bool {
 	return p != nil && !p.paused && !p.exited()
 }
 
-func (lc *localCluster) kill(i int) error {
+func (lc *localCluster) kill(i int) error { return lc.end(i, killProc, "SIGKILL") }
+
+// stop ends member i gracefully (SIGTERM: the server shuts down as a
+// service manager stops it) and waits for it to exit.
+func (lc *localCluster) stop(i int) error { return lc.end(i, termProc, "SIGTERM") }
+
+// end sends member i's process signal (named sig) and waits for it to
+// exit; a member not running is fine.
+func (lc *localCluster) end(i int, signal func(*os.Process) error, sig string) error {
 	lc.mu.Lock()
 	if lc.closed {
 		lc.mu.Unlock()
@@ -342,9 +350,9 @@ func (lc *localCluster) kill(i int) error {
 		return nil
 	}
 	if !p.exited() {
-		if err := killProc(p.cmd.Process); err != nil && !p.exited() {
+		if err := signal(p.cmd.Process); err != nil && !p.exited() {
 			lc.mu.Unlock()
-			return fmt.Errorf("zktest: kill member %d: %w", i, err)
+			return fmt.Errorf("zktest: %s member %d: %w", sig, i, err)
 		}
 	}
 	lc.mu.Unlock()
@@ -352,7 +360,7 @@ func (lc *localCluster) kill(i int) error {
 	select {
 	case <-p.done:
 	case <-time.After(exitTimeout):
-		return fmt.Errorf("zktest: member %d did not exit within %v of SIGKILL", i, exitTimeout)
+		return fmt.Errorf("zktest: member %d did not exit within %v of %s", i, exitTimeout, sig)
 	}
 	lc.mu.Lock()
 	if m.proc == p {
@@ -371,7 +379,7 @@ func (lc *localCluster) restart(i int) error {
 	m := lc.members[i]
 	if m.proc != nil && !m.proc.exited() {
 		lc.mu.Unlock()
-		return fmt.Errorf("zktest: restart member %d: it is running (Kill it first)", i)
+		return fmt.Errorf("zktest: restart member %d: it is running (Stop or Kill it first)", i)
 	}
 	if err := lc.startLocked(m); err != nil {
 		lc.mu.Unlock()

@@ -10,6 +10,7 @@ import (
 
 func sysProcAttr() *syscall.SysProcAttr { return nil }
 
+func termProc(p *os.Process) error { return p.Kill() } // no SIGTERM here
 func killProc(p *os.Process) error { return p.Kill() }
 
 // Pausing a process needs SIGSTOP, which this platform lacks.

@@ -21,6 +21,7 @@ func signalGroup(p *os.Process, sig syscall.Signal) error {
 	return err
 }
 
+func termProc(p *os.Process) error { return signalGroup(p, syscall.SIGTERM) }
 func killProc(p *os.Process) error { return signalGroup(p, syscall.SIGKILL) }
 func stopProc(p *os.Process) error { return signalGroup(p, syscall.SIGSTOP) }
 func contProc(p *os.Process) error { return signalGroup(p, syscall.SIGCONT) }

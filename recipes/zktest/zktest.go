@@ -352,7 +352,18 @@ func (c *Cluster) Kill(i int) error {
 	return c.local.kill(i)
 }
 
-// Restart starts member i again after Kill, with the same data directory and
+// Stop stops member i gracefully (SIGTERM, as a service manager stops a
+// server: it closes its client connections and its logs) and waits for
+// it to exit; Restart starts it again. Stopping a member that is not
+// running is fine.
+func (c *Cluster) Stop(i int) error {
+	if err := c.controllable("stop", i); err != nil {
+		return err
+	}
+	return c.local.stop(i)
+}
+
+// Restart starts member i again after Kill or Stop, with the same data directory and
 // ports, and waits until it serves requests (for an ensemble member: until it
 // has joined a quorum as leader or follower). It fails if the member is
 // running.

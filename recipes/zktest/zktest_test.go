@@ -189,6 +189,27 @@ func TestStandalonePauseResume(t *testing.T) {
 	}, func() string {
 		return fmt.Sprintf("last Get: %s; client states %v; ruok %s", last, cl.statesSeen(), probe(c))
 	})
+
+	// Stop is graceful (SIGTERM), keeps the data, and Restart follows it.
+	if err := c.Stop(0); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.FourLetter(0, "ruok"); err == nil {
+		t.Fatal("a stopped member answered ruok")
+	}
+	if err := c.Stop(0); err != nil {
+		t.Fatalf("second Stop: %v", err)
+	}
+	if err := c.Restart(0); err != nil {
+		t.Fatal(err)
+	}
+	waitExplained(t, 30*time.Second, "node after Stop and Restart", func() bool {
+		data, _, err := cl.Get("/zktest-persist")
+		last = fmt.Sprintf("%q, %v", data, err)
+		return err == nil && string(data) == "v"
+	}, func() string {
+		return fmt.Sprintf("last Get: %s; client states %v; ruok %s", last, cl.statesSeen(), probe(c))
+	})
 }
 
 func TestEnsemble(t *testing.T) {
