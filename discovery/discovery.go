@@ -21,7 +21,8 @@ import (
 type Option func(*config) error
 
 type config struct {
-	log *slog.Logger
+	log          *slog.Logger
+	payloadClass string
 }
 
 // WithLogger sets the logger (the client's by default): unreadable
@@ -32,6 +33,22 @@ func WithLogger(l *slog.Logger) Option {
 			return fmt.Errorf("%w: nil logger", recipes.ErrInvalidArgument)
 		}
 		c.log = l
+		return nil
+	}
+}
+
+// WithPayloadClass reads only instances whose payload names the Java
+// class class (its "@class", or the type id of Jackson's typed array
+// form), as Curator's JsonInstanceSerializer for that class does: the
+// others are skipped as unreadable (logged, counted by Unreadable;
+// QueryForInstance returns recipes.ErrCorrupt), so a reader never gets a
+// payload of another type. Instances without a payload are read.
+func WithPayloadClass(class string) Option {
+	return func(c *config) error {
+		if class == "" {
+			return fmt.Errorf("%w: empty payload class", recipes.ErrInvalidArgument)
+		}
+		c.payloadClass = class
 		return nil
 	}
 }
@@ -60,6 +77,7 @@ type Discovery struct {
 	base string // namespace-relative
 	full string // server path
 	log  *slog.Logger
+	cls  string // WithPayloadClass
 
 	op         sync.Mutex // serializes Register, Update, Unregister, Close
 	mu         sync.Mutex
@@ -93,7 +111,8 @@ func New(c *recipes.Client, basePath string, opts ...Option) (*Discovery, error)
 			return nil, err
 		}
 	}
-	return &Discovery{c: c, e: e, base: basePath, full: full, log: cfg.log, regs: map[string]*registration{}}, nil
+	return &Discovery{c: c, e: e, base: basePath, full: full, log: cfg.log, cls: cfg.payloadClass,
+		regs: map[string]*registration{}}, nil
 }
 
 // BasePath returns the base path (namespace-relative).

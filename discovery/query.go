@@ -4,8 +4,10 @@ package discovery
 // (a ServiceCache follows it instead).
 
 import (
+	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"sort"
 
 	"github.com/go-zookeeper/zk"
@@ -116,6 +118,9 @@ func (d *Discovery) read(ctx context.Context, path string) (*Instance, error) {
 // and counted.
 func (d *Discovery) decode(node string, data []byte) (*Instance, error) {
 	inst, err := Decode(data)
+	if p := bytes.TrimSpace(inst.Payload); err == nil && d.cls != "" && len(p) > 0 && string(p) != "null" && inst.PayloadClass() != d.cls {
+		err = fmt.Errorf("%w: payload class %q, not %q", recipes.ErrCorrupt, inst.PayloadClass(), d.cls)
+	}
 	if err != nil {
 		d.unreadable.Add(1)
 		d.log.Warn("zkrecipes: service discovery: skipping an instance that cannot be read",
