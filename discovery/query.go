@@ -118,8 +118,8 @@ func (d *Discovery) read(ctx context.Context, path string) (*Instance, error) {
 // and counted.
 func (d *Discovery) decode(node string, data []byte) (*Instance, error) {
 	inst, err := Decode(data)
-	if p := bytes.TrimSpace(inst.Payload); err == nil && d.cls != "" && len(p) > 0 && string(p) != "null" && inst.PayloadClass() != d.cls {
-		err = fmt.Errorf("%w: payload class %q, not %q", recipes.ErrCorrupt, inst.PayloadClass(), d.cls)
+	if err == nil {
+		err = d.checkClass(inst)
 	}
 	if err != nil {
 		d.unreadable.Add(1)
@@ -128,6 +128,16 @@ func (d *Discovery) decode(node string, data []byte) (*Instance, error) {
 		return nil, err
 	}
 	return inst, nil
+}
+
+// checkClass refuses a payload of another class than WithPayloadClass's
+// (none, or a null payload, is read).
+func (d *Discovery) checkClass(inst *Instance) error {
+	p := bytes.TrimSpace(inst.Payload)
+	if d.cls == "" || len(p) == 0 || string(p) == "null" || inst.PayloadClass() == d.cls {
+		return nil
+	}
+	return fmt.Errorf("%w: payload class %q, not %q", recipes.ErrCorrupt, inst.PayloadClass(), d.cls)
 }
 
 // Unreadable returns how many times an instance node that cannot be read
