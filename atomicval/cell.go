@@ -9,6 +9,7 @@ import (
 	"github.com/cenkalti/backoff/v4"
 	"github.com/go-zookeeper/zk"
 
+	"github.com/zkrecipes/zkrecipes/internal/codec"
 	"github.com/zkrecipes/zkrecipes/internal/engine"
 	"github.com/zkrecipes/zkrecipes/internal/recipeargs"
 	"github.com/zkrecipes/zkrecipes/mutex"
@@ -99,16 +100,6 @@ func WithPromotedToLock(p PromotedToLock) Option {
 	}
 }
 
-// codec turns values into node data and back.
-type codec[T any] interface {
-	encode(T) []byte
-	// decode reads data; nil or empty data (a missing node too) is the
-	// zero value.
-	decode([]byte) (T, error)
-	equal(a, b T) bool
-	show(T) string
-}
-
 // cell is the machinery of Int64, Int32 and Value.
 type cell[T any] struct {
 	c     *recipes.Client
@@ -116,7 +107,7 @@ type cell[T any] struct {
 	kind  string // "atomic long"
 	path  string // as given
 	full  string // with the namespace
-	codec codec[T]
+	codec codec.Codec[T]
 	o     options
 	lock  *mutex.Mutex // the promoted lock, or nil
 }
@@ -137,7 +128,7 @@ func ContentionPolicy() backoff.BackOff {
 	return b
 }
 
-func (s *cell[T]) init(c *recipes.Client, path, kind string, cd codec[T], opts []Option) error {
+func (s *cell[T]) init(c *recipes.Client, path, kind string, cd codec.Codec[T], opts []Option) error {
 	full, err := recipeargs.Path(c, path, "an atomic value's path")
 	if err != nil {
 		return err
@@ -181,7 +172,7 @@ func (s *cell[T]) check(ctx context.Context) error {
 
 // decode reads data, naming the recipe in a corruption error.
 func (s *cell[T]) decode(data []byte) (T, error) {
-	v, err := s.codec.decode(data)
+	v, err := s.codec.Decode(data)
 	if err != nil {
 		return v, engine.Named(s.name(), err)
 	}
@@ -226,21 +217,24 @@ func (s *cell[T]) compareAndSet(ctx context.Context, expected, v T) (Result[T], 
 		return res, err
 	}
 	start := time.Now()
-	data := s.codec.encode(v)
+	data, err := s.encode(v)
+	if err != nil {
+		return res, err
+	}
 	// Sync first, as get does: a lagging follower's read would refuse a
 	// compare-and-set from a value already there.
 	if err := s.e.Retry(ctx, func() error { return s.e.Sync(ctx, s.full) }); err != nil {
 		res.Stats.OptimisticTime = time.Since(start)
 		return res, engine.Namedf(s.name(), "compare-and-set: sync: %w", err)
 	}
-	_, err := s.e.CompareAndSet(ctx, s.full, engine.CAS{Tries: 1, Exact: true}, func(prev []byte, _ bool) ([]byte, error) {
+	_, err = s.e.CompareAndSet(ctx, s.full, engine.CAS{Tries: 1, Exact: true}, func(prev []byte, _ bool) ([]byte, error) {
 		res.Stats.OptimisticTries++
-		cur, err := s.codec.decode(prev)
+		cur, err := s.codec.Decode(prev)
 		if err != nil {
 			return nil, err
 		}
 		res.PreValue = cur
-		if !s.codec.equal(cur, expected) {
+		if !s.codec.Equal(cur, expected) {
 			return nil, errMismatch
 		}
 		return data, nil
@@ -252,13 +246,13 @@ func (s *cell[T]) compareAndSet(ctx context.Context, expected, v T) (Result[T], 
 		return res, nil
 	case errors.Is(err, errMismatch):
 		return res, engine.Namedf(s.name(), "compare-and-set: the value is %s, not the expected %s: %w",
-			s.codec.show(res.PreValue), s.codec.show(expected), recipes.ErrConflict)
+			s.codec.Show(res.PreValue), s.codec.Show(expected), recipes.ErrConflict)
 	case errors.Is(err, zk.ErrNoNode) && ctx.Err() == nil:
 		res.Stats.OptimisticTries = max(res.Stats.OptimisticTries, 1)
 		return res, engine.Namedf(s.name(), "compare-and-set: no node (compare-and-set never creates it; Initialize does): %w (%w)", recipes.ErrConflict, zk.ErrNoNode)
 	case errors.Is(err, recipes.ErrConflict):
 		return res, engine.Namedf(s.name(), "compare-and-set: the value changed after it was read (as %s): %w",
-			s.codec.show(res.PreValue), recipes.ErrConflict)
+			s.codec.Show(res.PreValue), recipes.ErrConflict)
 	}
 	return res, engine.Namedf(s.name(), "compare-and-set: %w", err)
 }
@@ -295,14 +289,14 @@ func (s *cell[T]) try(ctx context.Context, cas engine.CAS, res *Result[T], tries
 	var zero T
 	_, err := s.e.CompareAndSet(ctx, s.full, cas, func(prev []byte, _ bool) ([]byte, error) {
 		*tries++
-		cur, err := s.codec.decode(prev)
+		cur, err := s.codec.Decode(prev)
 		if err != nil {
 			return nil, err
 		}
 		res.PreValue = cur
 		v := next(cur)
 		res.PostValue = v
-		return s.codec.encode(v), nil
+		return s.codec.Encode(v)
 	})
 	if err != nil {
 		res.PostValue = zero
@@ -348,8 +342,11 @@ func (s *cell[T]) initialize(ctx context.Context, v T) (bool, error) {
 	if err := s.check(ctx); err != nil {
 		return false, err
 	}
-	data := s.codec.encode(v)
-	err := s.e.Retry(ctx, func() error { return s.create(ctx, data) })
+	data, err := s.encode(v)
+	if err != nil {
+		return false, err
+	}
+	err = s.e.Retry(ctx, func() error { return s.create(ctx, data) })
 	switch {
 	case err == nil:
 		return true, nil
@@ -357,6 +354,12 @@ func (s *cell[T]) initialize(ctx context.Context, v T) (bool, error) {
 		return false, nil
 	}
 	return false, engine.Namedf(s.name(), "initialize: %w", err)
+}
+
+// encode is the node data of v.
+func (s *cell[T]) encode(v T) ([]byte, error) {
+	data, err := s.codec.Encode(v)
+	return data, engine.Named(s.name(), err)
 }
 
 // create makes the node with data, its missing parents as containers.
@@ -377,8 +380,11 @@ func (s *cell[T]) forceSet(ctx context.Context, v T) error {
 	if err := s.check(ctx); err != nil {
 		return err
 	}
-	data := s.codec.encode(v)
-	err := s.e.Retry(ctx, func() error {
+	data, err := s.encode(v)
+	if err != nil {
+		return err
+	}
+	err = s.e.Retry(ctx, func() error {
 		for {
 			_, err := s.e.Set(ctx, s.full, data, -1)
 			if !errors.Is(err, zk.ErrNoNode) {

@@ -20,7 +20,7 @@ type Int32 struct {
 // (recipes.ErrInvalidPath).
 func NewInt32(c *recipes.Client, path string, opts ...Option) (*Int32, error) {
 	n := &Int32{}
-	if err := n.v.init(c, path, "atomic integer", intCodec{}, opts); err != nil {
+	if err := n.v.init(c, path, "atomic integer", intFormat, opts); err != nil {
 		return nil, err
 	}
 	return n, nil

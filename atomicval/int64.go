@@ -19,7 +19,7 @@ type Int64 struct {
 // (recipes.ErrInvalidPath).
 func NewInt64(c *recipes.Client, path string, opts ...Option) (*Int64, error) {
 	n := &Int64{}
-	if err := n.v.init(c, path, "atomic long", longCodec{}, opts); err != nil {
+	if err := n.v.init(c, path, "atomic long", longFormat, opts); err != nil {
 		return nil, err
 	}
 	return n, nil

@@ -23,19 +23,3 @@ func TestContentionPolicyPausesAreShort(t *testing.T) {
 	}
 	require.Less(t, total, 10*time.Second)
 }
-
-// A conflict's message shows a text value as text, other bytes in hex.
-func TestShowBytes(t *testing.T) {
-	var c bytesCodec
-	for in, want := range map[string]string{
-		"60s":                        `"60s"`,
-		"":                           `""`,
-		"\x00\x01":                   "2 bytes 0001",
-		"a text longer than sixteen": `"a text longer th"...`,
-		"\xff\xfe":                   "2 bytes fffe",
-	} {
-		if got := c.show([]byte(in)); got != want {
-			t.Errorf("show(%q) = %s, want %s", in, got, want)
-		}
-	}
-}

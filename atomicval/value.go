@@ -21,7 +21,7 @@ type Value struct {
 // (recipes.ErrInvalidPath).
 func NewValue(c *recipes.Client, path string, opts ...Option) (*Value, error) {
 	n := &Value{}
-	if err := n.v.init(c, path, "atomic value", bytesCodec{}, opts); err != nil {
+	if err := n.v.init(c, path, "atomic value", valueFormat, opts); err != nil {
 		return nil, err
 	}
 	return n, nil

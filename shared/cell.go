@@ -9,18 +9,11 @@ import (
 
 	"github.com/go-zookeeper/zk"
 
+	"github.com/zkrecipes/zkrecipes/internal/codec"
 	"github.com/zkrecipes/zkrecipes/internal/engine"
 	"github.com/zkrecipes/zkrecipes/internal/recipeargs"
 	"github.com/zkrecipes/zkrecipes/recipes"
 )
-
-// codec turns values into node data and back.
-type codec[T any] interface {
-	encode(T) ([]byte, error)
-	decode([]byte) (T, error)
-	equal(a, b T) bool
-	clone(T) T
-}
 
 // cell is what Value and Count share: the node, its cached
 // value, the follower and the listeners.
@@ -30,7 +23,7 @@ type cell[T any] struct {
 	path  string
 	full  string
 	seed  []byte
-	codec codec[T]
+	codec codec.Codec[T]
 
 	life    engine.Lifecycle
 	mu      sync.Mutex
@@ -44,7 +37,7 @@ type cell[T any] struct {
 	done      chan struct{} // the follower has ended
 }
 
-func (s *cell[T]) init(c *recipes.Client, path, kind string, seed []byte, seedVal T, cd codec[T], opts []Option) error {
+func (s *cell[T]) init(c *recipes.Client, path, kind string, seed []byte, seedVal T, cd codec.Codec[T], opts []Option) error {
 	full, err := recipeargs.Path(c, path, "a "+kind)
 	if err != nil {
 		return err
@@ -120,7 +113,7 @@ func (s *cell[T]) create(ctx context.Context) error {
 	case err == nil:
 		// Ours, at version 0, holding the seed: nothing to read (and so
 		// nothing after the create that could fail).
-		v, derr := s.codec.decode(s.seed)
+		v, derr := s.codec.Decode(s.seed)
 		if derr != nil {
 			return engine.Named(s.name(), derr)
 		}
@@ -160,7 +153,7 @@ func (s *cell[T]) view(v engine.NodeView) error {
 		s.c.Logger().Warn("zkrecipes: "+s.kind+": the node is gone; keeping the last value until it is back (Set makes it again)", "path", s.path)
 		return nil
 	}
-	val, err := s.codec.decode(v.Data)
+	val, err := s.codec.Decode(v.Data)
 	if err != nil {
 		return engine.Named(s.name(), err)
 	}
@@ -183,13 +176,13 @@ func (s *cell[T]) apply(v VersionedValue[T], czxid int64) {
 	if !newer {
 		return
 	}
-	changed := !s.known || !s.codec.equal(v.Value, s.val.Value)
+	changed := !s.known || !s.codec.Equal(v.Value, s.val.Value)
 	s.known, s.val = true, v
 	if changed {
 		close(s.changed)
 		s.changed = make(chan struct{})
 	}
-	s.listeners.Post(VersionedValue[T]{Value: s.codec.clone(v.Value), Version: v.Version})
+	s.listeners.Post(VersionedValue[T]{Value: s.codec.Clone(v.Value), Version: v.Version})
 }
 
 // newer reports whether v, read from the node created at czxid, is newer
@@ -204,7 +197,7 @@ func (s *cell[T]) newer(v VersionedValue[T], czxid int64) bool {
 		// The first read of the node our Start created (at version 0,
 		// holding the seed): the same version and data is the same
 		// write; anything else is newer (a write, or the node made again).
-		return v.Version != s.val.Version || !s.codec.equal(v.Value, s.val.Value)
+		return v.Version != s.val.Version || !s.codec.Equal(v.Value, s.val.Value)
 	}
 	return czxid > s.czxid // a node made again starts its versions afresh
 }
@@ -220,7 +213,7 @@ func versionAfter(a, b int32) bool { return int32(uint32(a)-uint32(b)) > 0 }
 func (s *cell[T]) getVersioned() VersionedValue[T] {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return VersionedValue[T]{Value: s.codec.clone(s.val.Value), Version: s.val.Version}
+	return VersionedValue[T]{Value: s.codec.Clone(s.val.Value), Version: s.val.Version}
 }
 
 // current returns the value and the channel that closes when it changes.
@@ -256,7 +249,7 @@ func (s *cell[T]) compareAndSet(ctx context.Context, prev VersionedValue[T], v T
 	if err := s.writable(ctx); err != nil {
 		return err
 	}
-	data, err := s.codec.encode(v)
+	data, err := s.codec.Encode(v)
 	if err != nil {
 		return engine.Named(s.name(), err)
 	}
@@ -274,7 +267,7 @@ func (s *cell[T]) compareAndSet(ctx context.Context, prev VersionedValue[T], v T
 	if err != nil {
 		return engine.Namedf(s.name(), "%w", err)
 	}
-	s.apply(VersionedValue[T]{Value: s.codec.clone(v), Version: st.Version}, st.Czxid)
+	s.apply(VersionedValue[T]{Value: s.codec.Clone(v), Version: st.Version}, st.Czxid)
 	return nil
 }
 
@@ -301,7 +294,7 @@ func (s *cell[T]) set(ctx context.Context, v T) error {
 	if err := s.writable(ctx); err != nil {
 		return err
 	}
-	data, err := s.codec.encode(v)
+	data, err := s.codec.Encode(v)
 	if err != nil {
 		return engine.Named(s.name(), err)
 	}
@@ -312,7 +305,7 @@ func (s *cell[T]) set(ctx context.Context, v T) error {
 		return engine.Named(s.name(), err)
 	}
 	if res.Stat != nil && res.Stat.Czxid != 0 {
-		s.apply(VersionedValue[T]{Value: s.codec.clone(v), Version: res.Stat.Version}, res.Stat.Czxid)
+		s.apply(VersionedValue[T]{Value: s.codec.Clone(v), Version: res.Stat.Version}, res.Stat.Czxid)
 	}
 	return nil
 }
@@ -330,7 +323,7 @@ func (s *cell[T]) listen(fn func(VersionedValue[T])) (remove func()) {
 	if !s.known {
 		return s.listeners.Listen(fn)
 	}
-	return s.listeners.ListenFirst(fn, VersionedValue[T]{Value: s.codec.clone(s.val.Value), Version: s.val.Version})
+	return s.listeners.ListenFirst(fn, VersionedValue[T]{Value: s.codec.Clone(s.val.Value), Version: s.val.Version})
 }
 
 // Subscribe returns a channel that receives the current value (once
@@ -342,7 +335,7 @@ func (s *cell[T]) subscribe() (<-chan VersionedValue[T], func()) {
 	if !s.known {
 		return s.listeners.Subscribe()
 	}
-	return s.listeners.SubscribeFirst(VersionedValue[T]{Value: s.codec.clone(s.val.Value), Version: s.val.Version})
+	return s.listeners.SubscribeFirst(VersionedValue[T]{Value: s.codec.Clone(s.val.Value), Version: s.val.Version})
 }
 
 // Close stops following the node and removes the listeners, waiting for

@@ -2,10 +2,8 @@ package shared
 
 import (
 	"context"
-	"encoding/binary"
-	"fmt"
-	"math"
 
+	"github.com/zkrecipes/zkrecipes/internal/codec"
 	"github.com/zkrecipes/zkrecipes/recipes"
 )
 
@@ -21,44 +19,22 @@ type Count struct {
 // creates with seed when it does not exist. It does not touch ZooKeeper.
 // A seed that does not fit in 32 bits is refused (ErrInvalidArgument).
 func NewCount(c *recipes.Client, path string, seed int, opts ...Option) (*Count, error) {
-	data, err := encodeCount(seed)
+	data, err := countFormat.Encode(seed)
 	if err != nil {
 		return nil, err
 	}
 	s := &Count{}
-	if err := s.v.init(c, path, "shared count", data, seed, countCodec{}, opts); err != nil {
+	if err := s.v.init(c, path, "shared count", data, seed, countFormat, opts); err != nil {
 		return nil, err
 	}
 	return s, nil
 }
 
-// countCodec is Curator's format: 4 bytes, big-endian.
-type countCodec struct{}
+// countFormat is Curator's SharedCount format (package codec): 4 bytes,
+// big-endian, exactly.
+var countFormat = codec.Int{Int32: codec.Int32{What: "a shared count"}}
 
-func (countCodec) encode(v int) ([]byte, error) { return encodeCount(v) }
-func (countCodec) decode(b []byte) (int, error) { return decodeCount(b) }
-func (countCodec) equal(a, b int) bool          { return a == b }
-func (countCodec) clone(v int) int              { return v }
-
-func encodeCount(v int) ([]byte, error) {
-	if v < math.MinInt32 || v > math.MaxInt32 {
-		return nil, fmt.Errorf("%w: shared count %d does not fit in 32 bits", recipes.ErrInvalidArgument, v)
-	}
-	b := make([]byte, 4)
-	binary.BigEndian.PutUint32(b, uint32(int32(v)))
-	return b, nil
-}
-
-func decodeCount(b []byte) (int, error) {
-	if len(b) != 4 {
-		head := b
-		if len(head) > 16 {
-			head = head[:16]
-		}
-		return 0, fmt.Errorf("%w: a shared count is 4 bytes, the node holds %d ([% x])", recipes.ErrCorrupt, len(b), head)
-	}
-	return int(int32(binary.BigEndian.Uint32(b))), nil
-}
+func decodeCount(b []byte) (int, error) { return countFormat.Decode(b) }
 
 func (s *Count) ok() bool { return s != nil && s.v.c != nil }
 

@@ -27,7 +27,7 @@ func TestDecodeCountWrongLengthIsCorrupt(t *testing.T) {
 // the value written after the wrap, and still refuses an older one.
 func TestSharedCountVersionWraps(t *testing.T) {
 	s := &Count{}
-	s.v.codec, s.v.changed = countCodec{}, make(chan struct{})
+	s.v.codec, s.v.changed = countFormat, make(chan struct{})
 	const czxid = 7
 	s.v.apply(VersionedValue[int]{Value: 1, Version: math.MaxInt32 - 1}, czxid)
 	s.v.apply(VersionedValue[int]{Value: 2, Version: math.MaxInt32}, czxid)
@@ -53,7 +53,7 @@ func TestSharedCountVersionWraps(t *testing.T) {
 // first read of it is the same write, unless the node was made again.
 func TestFirstReadOfTheNodeStartCreated(t *testing.T) {
 	s := &Count{}
-	s.v.codec, s.v.changed = countCodec{}, make(chan struct{})
+	s.v.codec, s.v.changed = countFormat, make(chan struct{})
 	s.v.apply(VersionedValue[int]{Value: 1, Version: 0}, 0)
 	posted := s.v.changed
 	s.v.apply(VersionedValue[int]{Value: 1, Version: 0}, 40)
@@ -64,7 +64,7 @@ func TestFirstReadOfTheNodeStartCreated(t *testing.T) {
 	assert.Equal(t, 2, s.v.getVersioned().Value, "a node made again")
 
 	u := &Count{}
-	u.v.codec, u.v.changed = countCodec{}, make(chan struct{})
+	u.v.codec, u.v.changed = countFormat, make(chan struct{})
 	u.v.apply(VersionedValue[int]{Value: 1, Version: 0}, 0)
 	u.v.apply(VersionedValue[int]{Value: 8, Version: 0}, 40)
 	assert.Equal(t, 8, u.v.getVersioned().Value, "made again before the first read: another value at version 0")

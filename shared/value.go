@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 
+	"github.com/zkrecipes/zkrecipes/internal/codec"
 	"github.com/zkrecipes/zkrecipes/recipes"
 )
 
@@ -35,19 +36,11 @@ func NewValue(c *recipes.Client, path string, seed []byte, opts ...Option) (*Val
 	if seed == nil {
 		seed = []byte{}
 	}
-	if err := s.v.init(c, path, "shared value", seed, seed, bytesCodec{}, opts); err != nil {
+	if err := s.v.init(c, path, "shared value", seed, seed, codec.Bytes{}, opts); err != nil {
 		return nil, err
 	}
 	return s, nil
 }
-
-// bytesCodec stores bytes as they are.
-type bytesCodec struct{}
-
-func (bytesCodec) encode(v []byte) ([]byte, error) { return bytes.Clone(v), nil }
-func (bytesCodec) decode(b []byte) ([]byte, error) { return bytes.Clone(b), nil }
-func (bytesCodec) equal(a, b []byte) bool          { return bytes.Equal(a, b) }
-func (bytesCodec) clone(v []byte) []byte           { return bytes.Clone(v) }
 
 // ok reports whether s was made by NewValue.
 func (s *Value) ok() bool { return s != nil && s.v.c != nil }
