@@ -145,7 +145,7 @@ func TestInt64GivingUpWritesNothing(t *testing.T) {
 }
 
 // CompareAndSet never creates and compares the value as a number;
-// Initialize creates only if absent; TrySet, ForceSet and the arithmetic
+// Initialize creates only if absent; TrySet, Set and the arithmetic
 // do what Curator's do.
 func TestInt64Semantics(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
@@ -207,16 +207,16 @@ func TestInt64Semantics(t *testing.T) {
 	assert.Equal(t, 1, res.Stats.OptimisticTries)
 	assert.Zero(t, res.Stats.PromotedTries)
 
-	require.NoError(t, n.ForceSet(ctx, 1<<40))
+	require.NoError(t, n.Set(ctx, 1<<40))
 	v, err = n.Get(ctx)
 	require.NoError(t, err)
 	assert.Equal(t, int64(1<<40), v)
 
-	// ForceSet and the arithmetic create a missing node (and its
+	// Set and the arithmetic create a missing node (and its
 	// parents, as containers).
 	err = c.Delete(ctx, path, -1)
 	require.NoError(t, err)
-	require.NoError(t, n.ForceSet(ctx, 3))
+	require.NoError(t, n.Set(ctx, 3))
 	v, err = n.Get(ctx)
 	require.NoError(t, err)
 	assert.Equal(t, int64(3), v)
@@ -227,7 +227,7 @@ func TestInt64Semantics(t *testing.T) {
 	assert.Equal(t, [2]int64{0, 1}, [2]int64{res.PreValue, res.PostValue})
 
 	// Arithmetic wraps around as Java's long does.
-	require.NoError(t, n.ForceSet(ctx, 1<<63-1))
+	require.NoError(t, n.Set(ctx, 1<<63-1))
 	res, err = n.Increment(ctx)
 	require.NoError(t, err)
 	assert.Equal(t, int64(-1<<63), res.PostValue)
@@ -362,7 +362,7 @@ func TestValue(t *testing.T) {
 	res, err = v.TrySet(ctx, []byte("xyz"))
 	require.NoError(t, err)
 	assert.Equal(t, []byte("ab"), res.PreValue)
-	require.NoError(t, v.ForceSet(ctx, []byte{0, 1, 2}))
+	require.NoError(t, v.Set(ctx, []byte{0, 1, 2}))
 	got, err = v.Get(ctx)
 	require.NoError(t, err)
 	assert.Equal(t, []byte{0, 1, 2}, got)

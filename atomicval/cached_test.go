@@ -92,7 +92,7 @@ func TestCachedInt64FailedBlock(t *testing.T) {
 	require.NoError(t, err)
 	_, err = ids.Next(ctx)
 	require.ErrorIs(t, err, recipes.ErrCorrupt)
-	require.NoError(t, n.ForceSet(ctx, 100))
+	require.NoError(t, n.Set(ctx, 100))
 	for want := int64(100); want < 103; want++ {
 		id, err := ids.Next(ctx)
 		require.NoError(t, err)

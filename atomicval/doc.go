@@ -45,7 +45,7 @@
 //     numbers: an empty node equals 0 (Curator compares the bytes, so its
 //     compareAndSet(0, ...) fails on an empty node).
 //   - Initialize creates the node with a value only if it does not exist.
-//   - ForceSet writes whatever the value, creating the node if need be.
+//   - Set writes whatever the value, creating the node if need be.
 //
 // # Reads
 //

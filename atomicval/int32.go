@@ -86,9 +86,9 @@ func (n *Int32) Initialize(ctx context.Context, v int32) (bool, error) {
 	return n.v.initialize(ctx, v)
 }
 
-// ForceSet writes v whatever the value and its version (not atomic with
+// Set writes v whatever the value and its version (not atomic with
 // respect to the other updates), creating the node if need be.
-func (n *Int32) ForceSet(ctx context.Context, v int32) error {
+func (n *Int32) Set(ctx context.Context, v int32) error {
 	if err := n.ok(); err != nil {
 		return err
 	}

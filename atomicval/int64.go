@@ -85,9 +85,9 @@ func (n *Int64) Initialize(ctx context.Context, v int64) (bool, error) {
 	return n.v.initialize(ctx, v)
 }
 
-// ForceSet writes v whatever the value and its version (not atomic with
+// Set writes v whatever the value and its version (not atomic with
 // respect to the other updates), creating the node if need be.
-func (n *Int64) ForceSet(ctx context.Context, v int64) error {
+func (n *Int64) Set(ctx context.Context, v int64) error {
 	if err := n.ok(); err != nil {
 		return err
 	}

@@ -76,7 +76,7 @@ func TestMisuse(t *testing.T) {
 	add("zero Int64", invalidArg, func() error { _, err := zero64.Increment(ctx); return err })
 	add("zero Int64 Get", invalidArg, func() error { _, err := zero64.Get(ctx); return err })
 	add("nil Int32", invalidArg, func() error { _, err := nil32.CompareAndSet(ctx, 1, 2); return err })
-	add("nil Int32 ForceSet", invalidArg, func() error { return nil32.ForceSet(ctx, 1) })
+	add("nil Int32 Set", invalidArg, func() error { return nil32.Set(ctx, 1) })
 	add("zero Value", invalidArg, func() error { _, err := zeroV.TrySet(ctx, nil); return err })
 	add("zero Value Initialize", invalidArg, func() error { _, err := zeroV.Initialize(ctx, nil); return err })
 	add("Path of zero", noError, func() error {
@@ -90,7 +90,7 @@ func TestMisuse(t *testing.T) {
 		{Name: "Increment", Call: func() error { _, err := n.Increment(nilCtx); return err }},
 		{Name: "CompareAndSet", Call: func() error { _, err := n.CompareAndSet(nilCtx, 0, 1); return err }},
 		{Name: "Initialize", Call: func() error { _, err := n.Initialize(nilCtx, 0); return err }},
-		{Name: "ForceSet", Call: func() error { return n.ForceSet(nilCtx, 0) }},
+		{Name: "Set", Call: func() error { return n.Set(nilCtx, 0) }},
 	}))
 	add("Value.Update(nil)", invalidArg, func() error {
 		v, err := atomicval.NewValue(c, "/misuse/atomic/v")
@@ -105,7 +105,7 @@ func TestMisuse(t *testing.T) {
 		{Name: "Add", Call: func() error { _, err := closedN.Add(ctx, 2); return err }},
 		{Name: "CompareAndSet", Call: func() error { _, err := closedN.CompareAndSet(ctx, 0, 1); return err }},
 		{Name: "Initialize", Call: func() error { _, err := closedN.Initialize(ctx, 0); return err }},
-		{Name: "ForceSet", Call: func() error { return closedN.ForceSet(ctx, 0) }},
+		{Name: "Set", Call: func() error { return closedN.Set(ctx, 0) }},
 	}))
 	cctx, cancel := context.WithCancel(ctx)
 	cancel()

@@ -56,7 +56,7 @@ func TestReadsSeeAcknowledgedWrites(t *testing.T) {
 		for _, r := range readers {
 			cur, err := w.Get(ctx)
 			require.NoError(t, err)
-			require.NoError(t, w.ForceSet(ctx, cur+10))
+			require.NoError(t, w.Set(ctx, cur+10))
 			_, err = r.CompareAndSet(ctx, cur+10, cur)
 			if errors.Is(err, recipes.ErrConflict) {
 				staleCAS++

@@ -103,9 +103,9 @@ func (n *Value) Initialize(ctx context.Context, v []byte) (bool, error) {
 	return n.v.initialize(ctx, v)
 }
 
-// ForceSet writes v whatever the value and its version (not atomic with
+// Set writes v whatever the value and its version (not atomic with
 // respect to the other updates), creating the node if need be.
-func (n *Value) ForceSet(ctx context.Context, v []byte) error {
+func (n *Value) Set(ctx context.Context, v []byte) error {
 	if err := n.ok(); err != nil {
 		return err
 	}

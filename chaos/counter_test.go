@@ -71,7 +71,7 @@ func (w *worker) runCounter() error {
 			// Unfenced: read, then write whatever the version.
 			var v int64
 			if v, err = n.Get(ctx); err == nil {
-				err = n.ForceSet(ctx, v+1)
+				err = n.Set(ctx, v+1)
 				res = atomicval.Result[int64]{Succeeded: err == nil, PreValue: v, PostValue: v + 1}
 			}
 		case kind == cInc:
