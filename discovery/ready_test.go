@@ -123,3 +123,21 @@ func TestPayloadClassFilters(t *testing.T) {
 	_, err = discovery.New(connect(t, zkc.Servers()), "/services", discovery.WithPayloadClass(""))
 	assert.ErrorIs(t, err, recipes.ErrInvalidArgument)
 }
+
+// Subscribe is Listen for a channel: the loaded instances first.
+func TestServiceCacheSubscribe(t *testing.T) {
+	zkc := zktest.Start(t)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	d := newDiscovery(t, connect(t, zkc.Servers()), "/services")
+	require.NoError(t, d.Register(ctx, &discovery.Instance{Name: "s", ID: "a", Port: 1}))
+	sc, err := d.NewServiceCache("s")
+	require.NoError(t, err)
+	require.NoError(t, sc.Start(ctx))
+	defer sc.Close(ctx)
+	ch, stop := sc.Subscribe()
+	defer stop()
+	assert.Equal(t, []string{"a"}, ids(<-ch))
+	require.NoError(t, d.Register(ctx, &discovery.Instance{Name: "s", ID: "b", Port: 1}))
+	assert.Equal(t, []string{"a", "b"}, ids(<-ch))
+}

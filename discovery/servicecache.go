@@ -200,6 +200,26 @@ func (s *ServiceCache) Listen(fn func([]*Instance)) (remove func()) {
 	}
 }
 
+// Subscribe is Listen for a channel: it receives the current instances
+// (once loaded), then the instances after each change, in order, queued
+// without bound while the reader is slow. The returned function, or
+// Close, closes the channel.
+func (s *ServiceCache) Subscribe() (<-chan []*Instance, func()) {
+	if !s.made() {
+		ch := make(chan []*Instance)
+		close(ch)
+		return ch, func() {}
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	select {
+	case <-s.ready:
+		return s.listeners.SubscribeFirst(*s.snap.Load())
+	default:
+		return s.listeners.Subscribe()
+	}
+}
+
 // Close stops the cache and its listeners. It is safe to call more than
 // once.
 func (s *ServiceCache) Close(ctx context.Context) error {

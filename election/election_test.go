@@ -551,3 +551,22 @@ func TestLatchListenGetsTheCurrentStateFirst(t *testing.T) {
 	default:
 	}
 }
+
+// Subscribe is Listen for a channel: the current leadership first, once
+// started, then each change.
+func TestLatchSubscribe(t *testing.T) {
+	zkc := zktest.Start(t)
+	ctx := context.Background()
+	c := connect(t, zkc.Servers())
+	l, err := election.NewLatch(c, "/election/subscribe", "only")
+	require.NoError(t, err)
+	defer l.Close(ctx)
+	require.NoError(t, l.Start(ctx))
+	_, err = l.Await(ctx)
+	require.NoError(t, err)
+	ch, stop := l.Subscribe()
+	defer stop()
+	assert.True(t, <-ch, "leading now")
+	require.NoError(t, l.Resign(ctx))
+	assert.False(t, <-ch, "resigned")
+}

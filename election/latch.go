@@ -326,6 +326,23 @@ func (l *Latch) Listen(fn func(isLeader bool)) (remove func()) {
 	return l.listeners.ListenFirst(fn, l.term != nil && !engine.IsClosed(l.term.Done()))
 }
 
+// Subscribe is Listen for a channel (the current leadership first, when
+// started, then each change), queued without bound while the reader is
+// slow. The returned function, or Close, closes the channel.
+func (l *Latch) Subscribe() (<-chan bool, func()) {
+	if l == nil {
+		ch := make(chan bool)
+		close(ch)
+		return ch, func() {}
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.run == nil {
+		return l.listeners.Subscribe()
+	}
+	return l.listeners.SubscribeFirst(l.term != nil && !engine.IsClosed(l.term.Done()))
+}
+
 // Participants returns the latch's participants in queue order; the first
 // leads.
 func (l *Latch) Participants(ctx context.Context) ([]recipes.Participant, error) {

@@ -328,6 +328,19 @@ func (g *GroupMember) Listen(fn func(GroupState)) (remove func()) {
 	return g.state.Listen(fn)
 }
 
+// Subscribe is Listen for a channel: the current state (once the
+// members are loaded), then each change, in order, queued without bound
+// while the reader is slow. The returned function, or Close, closes the
+// channel.
+func (g *GroupMember) Subscribe() (<-chan GroupState, func()) {
+	if !g.made() {
+		ch := make(chan GroupState)
+		close(ch)
+		return ch, func() {}
+	}
+	return g.state.Subscribe()
+}
+
 // Close deletes this member's node (guaranteed delete) and stops the
 // cache. It is safe to call more than once.
 func (g *GroupMember) Close(ctx context.Context) error {

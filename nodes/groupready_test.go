@@ -24,8 +24,9 @@ func TestGroupReadyAfterWait(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	ns := recipes.WithNamespace(testutil.Namespace(t))
-	member(t, connect(t, zkc.Servers(), ns), "/g", "a", []byte("pa"))
-	member(t, connect(t, zkc.Servers(), ns), "/g", "b", []byte("pb"))
+	for _, id := range []string{"a", "b"} { // there before the rounds
+		require.NoError(t, member(t, connect(t, zkc.Servers(), ns), "/g", id, []byte("p"+id)).WaitReady(ctx))
+	}
 	c := connect(t, zkc.Servers(), ns)
 	incomplete, badFirst, repeated := 0, 0, 0
 	for i := range 20 {
@@ -60,4 +61,27 @@ func TestGroupReadyAfterWait(t *testing.T) {
 	assert.Zero(t, incomplete, "CurrentMembers incomplete right after WaitReady (of 20)")
 	assert.Zero(t, badFirst, "a listener's first state incomplete (of 20)")
 	assert.Zero(t, repeated, "states heard twice in a row")
+}
+
+// Subscribe is Listen for a channel: the current members first.
+func TestGroupSubscribe(t *testing.T) {
+	zkc := testutil.SharedServer(t)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	ns := recipes.WithNamespace(testutil.Namespace(t))
+	a := member(t, connect(t, zkc.Servers(), ns), "/g", "a", []byte("pa"))
+	require.NoError(t, a.WaitReady(ctx)) // its node is there
+	g := member(t, connect(t, zkc.Servers(), ns), "/g", "b", []byte("pb"))
+	require.NoError(t, g.WaitReady(ctx))
+	ch, stop := g.Subscribe()
+	defer stop()
+	select {
+	case s := <-ch:
+		assert.Equal(t, []string{"a", "b"}, ids(s.Members))
+	case <-ctx.Done():
+		t.Fatal("no state")
+	}
+	var nilGroup *nodes.GroupMember
+	_, open := <-func() <-chan nodes.GroupState { c, _ := nilGroup.Subscribe(); return c }()
+	assert.False(t, open, "a nil member's channel is closed")
 }
