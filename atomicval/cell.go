@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"time"
 
 	"github.com/cenkalti/backoff/v4"
@@ -51,6 +52,14 @@ type Option func(*options) error
 type options struct {
 	retry    func() backoff.BackOff
 	promoted *PromotedToLock
+	log      *slog.Logger
+}
+
+// WithLogger sets the logger of what happens away from the caller (a
+// promoted lock that would not release), at warn; the Client's by
+// default.
+func WithLogger(l *slog.Logger) Option {
+	return recipeargs.Logger(l, func(o *options, l *slog.Logger) { o.log = l })
 }
 
 // WithRetryPolicy sets the policy of the optimistic tries: the pause
@@ -134,7 +143,7 @@ func (s *cell[T]) init(c *recipes.Client, path, kind string, cd codec.Codec[T], 
 		return err
 	}
 	*s = cell[T]{c: c, e: engine.Of(c), kind: kind, path: path, full: full, codec: cd}
-	s.o.retry = ContentionPolicy
+	s.o.retry, s.o.log = ContentionPolicy, c.Logger()
 	if err := recipeargs.Options(&s.o, opts); err != nil {
 		return err
 	}
@@ -331,7 +340,7 @@ func (s *cell[T]) promoted(ctx context.Context, res *Result[T], next func(T) T) 
 		// fails (the session was lost meanwhile) changes nothing the
 		// update did.
 		if rerr := lease.Release(context.WithoutCancel(ctx)); rerr != nil {
-			s.c.Logger().Warn("zkrecipes: "+s.kind+": releasing the promoted lock", "path", s.path, "lock", p.Path, "err", rerr)
+			s.o.log.Warn("zkrecipes: "+s.kind+": releasing the promoted lock", "path", s.path, "lock", p.Path, "err", rerr)
 		}
 	}()
 	return s.try(ctx, engine.CAS{Create: true, Retry: p.Retry, Exact: true}, res, &res.Stats.PromotedTries, next)

@@ -54,6 +54,7 @@ func TestMisuse(t *testing.T) {
 	add("NewValue(nil client)", []error{recipes.ErrNilClient}, func() error { _, err := atomicval.NewValue(nil, "/a"); return err })
 	add("NewInt64(closed client)", []error{recipes.ErrClosed}, func() error { _, err := atomicval.NewInt64(closed, "/a"); return err })
 	add("nil option", invalidArg, func() error { _, err := atomicval.NewInt32(c, "/a", nil); return err })
+	add("WithLogger(nil)", invalidArg, func() error { _, err := atomicval.NewInt64(c, "/a", atomicval.WithLogger(nil)); return err })
 	add("WithRetryPolicy(nil)", invalidArg, func() error { _, err := atomicval.NewInt64(c, "/a", atomicval.WithRetryPolicy(nil)); return err })
 	add("negative lock timeout", invalidArg, func() error {
 		_, err := atomicval.NewInt64(c, "/a", atomicval.WithPromotedToLock(atomicval.PromotedToLock{Path: "/l", Timeout: -time.Second}))

@@ -5,6 +5,7 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/zkrecipes/zkrecipes/internal/recipeargs"
 	"github.com/zkrecipes/zkrecipes/recipes"
 )
 
@@ -138,11 +139,5 @@ func WithRateLimit(perSecond int) Option {
 
 // WithLogger sets the reaper's logger (default: the client's).
 func WithLogger(l *slog.Logger) Option {
-	return func(o *options) error {
-		if l == nil {
-			return fmt.Errorf("%w: nil logger", recipes.ErrInvalidArgument)
-		}
-		o.log = l
-		return nil
-	}
+	return recipeargs.Logger(l, func(o *options, l *slog.Logger) { o.log = l })
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/go-zookeeper/zk"
 
 	"github.com/zkrecipes/zkrecipes/internal/engine"
+	"github.com/zkrecipes/zkrecipes/internal/recipeargs"
 	"github.com/zkrecipes/zkrecipes/recipes"
 )
 
@@ -28,13 +29,7 @@ type config struct {
 // WithLogger sets the logger (the client's by default): unreadable
 // instances and re-registrations are logged at warn.
 func WithLogger(l *slog.Logger) Option {
-	return func(c *config) error {
-		if l == nil {
-			return fmt.Errorf("%w: nil logger", recipes.ErrInvalidArgument)
-		}
-		c.log = l
-		return nil
-	}
+	return recipeargs.Logger(l, func(c *config, l *slog.Logger) { c.log = l })
 }
 
 // WithPayloadClass reads only instances whose payload names the Java

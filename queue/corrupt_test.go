@@ -47,7 +47,7 @@ func TestCorruptItemCountedAndLogged(t *testing.T) {
 		t.Run(mode, func(t *testing.T) {
 			var logs lockedBuffer
 			ns := recipes.WithNamespace(testutil.Namespace(t))
-			c := connect(t, zkc.Servers(), ns, recipes.WithLogger(slog.New(slog.NewTextHandler(&logs, nil))))
+			c := connect(t, zkc.Servers(), ns)
 			admin := connect(t, zkc.Servers(), ns)
 			_, err := admin.CreateWithParents(ctx, "/q/"+queue.ItemPrefix, []byte("not framed"), zk.FlagSequence)
 			require.NoError(t, err)
@@ -55,7 +55,7 @@ func TestCorruptItemCountedAndLogged(t *testing.T) {
 			require.NoError(t, err)
 			require.NoError(t, prod.Put(ctx, []byte("good")))
 			col := &collector{}
-			opts := []queue.Option{queue.WithConsumer(col)}
+			opts := []queue.Option{queue.WithConsumer(col), queue.WithLogger(slog.New(slog.NewTextHandler(&logs, nil)))}
 			if mode == "lock-safety" {
 				opts = append(opts, queue.WithLockPath("/locks"))
 			}

@@ -54,6 +54,13 @@ type options struct {
 	lockPath  string
 	errorMode ErrorMode
 	maxItems  int
+	log       *slog.Logger
+}
+
+// WithLogger sets the logger of the consumer's work (a corrupt item
+// dropped, a consumer failed, a lock lost); the Client's by default.
+func WithLogger(l *slog.Logger) Option {
+	return recipeargs.Logger(l, func(o *options, l *slog.Logger) { o.log = l })
 }
 
 // WithConsumer makes the queue consume: Start starts a goroutine that
@@ -153,7 +160,10 @@ func newCore(c *recipes.Client, k kind, path string, opts []Option) (*core, erro
 		}
 		q.lockPath, q.lockFull = q.opts.lockPath, lf
 	}
-	q.log = q.e.Logger()
+	q.log = q.opts.log
+	if q.log == nil {
+		q.log = q.e.Logger()
+	}
 	return q, nil
 }
 

@@ -5,6 +5,7 @@ package shared
 import (
 	"context"
 	"errors"
+	"log/slog"
 	"sync"
 
 	"github.com/go-zookeeper/zk"
@@ -24,6 +25,7 @@ type cell[T any] struct {
 	full  string
 	seed  []byte
 	codec codec.Codec[T]
+	log   *slog.Logger
 
 	life    engine.Lifecycle
 	mu      sync.Mutex
@@ -42,12 +44,12 @@ func (s *cell[T]) init(c *recipes.Client, path, kind string, seed []byte, seedVa
 	if err != nil {
 		return err
 	}
-	var o options
+	o := options{log: c.Logger()}
 	if err := recipeargs.Options(&o, opts); err != nil {
 		return err
 	}
 	*s = cell[T]{
-		c: c, kind: kind, path: path, full: full, seed: seed, codec: cd,
+		c: c, kind: kind, path: path, full: full, seed: seed, codec: cd, log: o.log,
 		val:     VersionedValue[T]{Value: seedVal, Version: -1},
 		changed: make(chan struct{}),
 	}
@@ -142,7 +144,7 @@ func (s *cell[T]) follow(ctx context.Context, done chan struct{}) {
 	defer close(done)
 	_ = engine.Of(s.c).FollowNode(ctx, s.full, func(v engine.NodeView) {
 		if err := s.view(v); err != nil {
-			s.c.Logger().Warn("zkrecipes: "+s.kind+": the node holds a value of another kind; keeping the last one", "path", s.path, "err", err)
+			s.log.Warn("zkrecipes: "+s.kind+": the node holds a value of another kind; keeping the last one", "path", s.path, "err", err)
 		}
 	})
 }
@@ -150,7 +152,7 @@ func (s *cell[T]) follow(ctx context.Context, done chan struct{}) {
 // view applies what was read of the node.
 func (s *cell[T]) view(v engine.NodeView) error {
 	if !v.Exists {
-		s.c.Logger().Warn("zkrecipes: "+s.kind+": the node is gone; keeping the last value until it is back (Set makes it again)", "path", s.path)
+		s.log.Warn("zkrecipes: "+s.kind+": the node is gone; keeping the last value until it is back (Set makes it again)", "path", s.path)
 		return nil
 	}
 	val, err := s.codec.Decode(v.Data)
@@ -280,11 +282,11 @@ func (s *cell[T]) refresh(ctx context.Context) {
 	case errors.Is(err, zk.ErrNoNode):
 		return
 	case err != nil:
-		s.c.Logger().Warn("zkrecipes: "+s.kind+": reading after a stale version failed", "path", s.path, "err", err)
+		s.log.Warn("zkrecipes: "+s.kind+": reading after a stale version failed", "path", s.path, "err", err)
 		return
 	}
 	if err := s.view(engine.NodeView{Exists: true, Data: data, Stat: st}); err != nil {
-		s.c.Logger().Warn("zkrecipes: "+s.kind+": the node holds a value of another kind", "path", s.path, "err", err)
+		s.log.Warn("zkrecipes: "+s.kind+": the node holds a value of another kind", "path", s.path, "err", err)
 	}
 }
 

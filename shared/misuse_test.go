@@ -72,6 +72,7 @@ func TestMisuse(t *testing.T) {
 	add("constructors with a nil option", noError, testutil.MisuseEach(invalidArg, []testutil.MisuseSub{
 		{Name: "NewCount", Call: func() error { _, err := shared.NewCount(c, "/misuse/x", 1, nil); return err }},
 		{Name: "NewValue", Call: func() error { _, err := shared.NewValue(c, "/misuse/x", nil, nil); return err }},
+		{Name: "WithLogger(nil)", Call: func() error { _, err := shared.NewCount(c, "/misuse/x", 1, shared.WithLogger(nil)); return err }},
 	}))
 	for _, seed := range []int{math.MinInt32 - 1, math.MaxInt32 + 1, math.MinInt} {
 		add(fmt.Sprintf("NewCount(seed %d)", seed), invalidArg, func() error {

@@ -3,8 +3,10 @@ package shared
 import (
 	"bytes"
 	"context"
+	"log/slog"
 
 	"github.com/zkrecipes/zkrecipes/internal/codec"
+	"github.com/zkrecipes/zkrecipes/internal/recipeargs"
 	"github.com/zkrecipes/zkrecipes/recipes"
 )
 
@@ -16,11 +18,16 @@ type VersionedValue[T any] struct {
 	Version int32
 }
 
-// Option configures a Value or a Count. There are none yet:
-// the parameter keeps room for them.
+// Option configures a Value or a Count.
 type Option func(*options) error
 
-type options struct{}
+type options struct{ log *slog.Logger }
+
+// WithLogger sets the logger of what happens away from the caller (a node
+// gone, a value of another kind), at warn; the Client's by default.
+func WithLogger(l *slog.Logger) Option {
+	return recipeargs.Logger(l, func(o *options, l *slog.Logger) { o.log = l })
+}
 
 // Value is Curator's SharedValue: bytes in a persistent node,
 // shared by every process. Start it before use and Close it when done.

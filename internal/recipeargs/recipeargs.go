@@ -7,6 +7,7 @@ package recipeargs
 import (
 	"context"
 	"fmt"
+	"log/slog"
 
 	"github.com/zkrecipes/zkrecipes/internal/engine"
 	"github.com/zkrecipes/zkrecipes/recipes"
@@ -86,6 +87,18 @@ func Options[T any, O ~func(*T) error](o *T, opts []O) error {
 		}
 	}
 	return nil
+}
+
+// Logger is every package's WithLogger: an option that sets a recipe's
+// logger with set, refusing a nil one (recipes.ErrInvalidArgument).
+func Logger[T any](l *slog.Logger, set func(*T, *slog.Logger)) func(*T) error {
+	return func(o *T) error {
+		if l == nil {
+			return fmt.Errorf("%w: nil logger", recipes.ErrInvalidArgument)
+		}
+		set(o, l)
+		return nil
+	}
 }
 
 // Participants turns the queue ReadQueue read into the public
