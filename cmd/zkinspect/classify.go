@@ -52,7 +52,16 @@ import (
 // A work queue (package queue, Curator's SimpleDistributedQueue and
 // DistributedQueue family) is a node whose children are all persistent
 // items without children, named qn-<seq> or queue-...<seq>: its depth and
-// its oldest item's age are shown.
+// its oldest item's age are shown. A queue's lock directory (its lockPath,
+// lock-safety mode) is a node whose children are ephemeral, without
+// children, named as the items they lock (queue-...<seq>), and perhaps
+// zkrecipes' markers beside them (_c_<uuid>-<item>, made in the same
+// transaction).
+//
+// A discovery service (curator-x-discovery) is a node whose children have
+// no children and at least one of them is an instance of the service the
+// node names (its data is ServiceInstance JSON with that name): told
+// before a group, whose members look the same but for their data.
 
 // kazooReadName is Kazoo's read lock name (its write lock is a Lock, named
 // mutex.KazooLockName).
@@ -259,6 +268,10 @@ func classifyKids(p *probe) *class {
 		}
 		return cl
 	}
+	if isService(p) {
+		cl.kind, cl.queue = kindService, p.kids
+		return cl
+	}
 	if doubleBarrier(p.kids) {
 		cl.kind = kindDouble
 		for _, k := range p.kids {
@@ -288,6 +301,10 @@ func classifyKids(p *probe) *class {
 	}
 	unknown := func(why string) *class {
 		return &class{kind: kindUnknown, why: why, queue: p.kids, others: cl.others}
+	}
+	if len(cl.queue) == 0 && queueLocks(cl.strays) {
+		cl.kind, cl.queue, cl.strays = kindQueueLock, cl.strays, nil
+		return cl
 	}
 	if len(cl.strays) > 0 && len(cl.queue) == 0 && memberNames(cl.strays) {
 		cl.kind, cl.queue, cl.strays = kindGroup, cl.strays, nil
@@ -370,6 +387,36 @@ func queueItems(kids []child) string {
 		kind = this
 	}
 	return kind
+}
+
+// queueLocks reports whether kids are a queue's locks (lock-safety mode,
+// its lockPath): ephemeral nodes without children, each named as the
+// DistributedQueue item it locks (queue-...<seq>) or a marker beside one
+// (_c_<uuid>-<item>, zkrecipes'), one lock at least.
+func queueLocks(kids []child) bool {
+	locks := 0
+	for _, k := range kids {
+		if k.st == nil || !k.ephemeral() || k.st.NumChildren > 0 {
+			return false
+		}
+		name, marker := lockedItem(k.name)
+		if !strings.HasPrefix(name, queue.ItemPrefix) || !isSequence(itemSeq(name)) {
+			return false
+		}
+		if !marker {
+			locks++
+		}
+	}
+	return locks > 0
+}
+
+// lockedItem returns the name of the item a queue's lock node locks: its
+// own name, or for a marker (_c_<uuid>-<item>) the name after its prefix.
+func lockedItem(name string) (item string, marker bool) {
+	if _, rest, ok := engine.ParseProtected(name); ok {
+		return rest, true
+	}
+	return name, false
 }
 
 // itemSeq returns the last 10 characters of a queue item's name: its

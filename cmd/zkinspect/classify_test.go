@@ -17,6 +17,7 @@ import (
 
 	"github.com/go-zookeeper/zk"
 
+	"github.com/zkrecipes/zkrecipes/discovery"
 	"github.com/zkrecipes/zkrecipes/election"
 	"github.com/zkrecipes/zkrecipes/internal/engine"
 	"github.com/zkrecipes/zkrecipes/internal/testutil"
@@ -337,6 +338,17 @@ func TestClassifyKids(t *testing.T) {
 		return c
 	}
 	readyNode := func() child { return child{name: "ready", key: "ready", st: &zk.Stat{}} }
+	// instance is a discovery instance of the service /x (the probe's
+	// path), or of another service.
+	instance := func(id, service string) child {
+		c := eph(id)
+		data, err := (&discovery.Instance{Name: service, ID: id, Address: "10.0.0.1"}).MarshalJSON()
+		if err != nil {
+			t.Fatal(err)
+		}
+		c.data = data
+		return c
+	}
 	for _, tc := range []struct {
 		kids []child
 		data int32
@@ -377,6 +389,17 @@ func TestClassifyKids(t *testing.T) {
 		{[]child{eph("6f1d2c4e-8b1a-4c2d-9e3f-0a1b2c3d4e5f"), eph("worker-1")}, 0, kindUnknown},
 		{[]child{eph("6f1d2c4e-8b1a-4c2d-9e3f-0a1b2c3d4e5f"), eph(u + "lock-0000000001")}, 0, kindUnknown},
 		{[]child{pers("ready")}, 0, kindParent}, // a ready with children is no barrier's
+		// a queue's lock directory: ephemeral locks named as the items
+		// (Curator's), perhaps with zkrecipes' markers
+		{[]child{eph("queue-0000000001")}, 0, kindQueueLock},
+		{[]child{eph("queue-0000000001"), eph(u + "queue-0000000001")}, 0, kindQueueLock},
+		{[]child{eph("queue-|job_7|0000000003"), eph("queue-1000000050000000004")}, 0, kindQueueLock},
+		{[]child{eph(u + "queue-0000000001")}, 0, kindUnknown}, // a marker alone
+		// a discovery service: one child at least is an instance of /x
+		{[]child{instance("i-1", "x"), eph("i-2")}, 0, kindService},
+		{[]child{instance("i-1", "x"), {name: "i-2", key: "i-2", st: &zk.Stat{}}}, 0, kindService},
+		{[]child{instance("i-1", "x"), {name: "i-3", key: "i-3", err: zk.ErrNoAuth}}, 0, kindService}, // NoAuth: unreadable
+		{[]child{instance("i-1", "y")}, 0, kindGroup},
 	} {
 		p := &probe{path: "/x", st: &zk.Stat{DataLength: tc.data}, kids: tc.kids}
 		var names []string

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -23,11 +24,16 @@ type Discovery struct {
 	Services []Service `json:"services"`
 }
 
-// Service is one service and its instances, by node name.
+// Service is one service and its instances, by node name. Instances
+// lists every child, the unreadable ones too (Error set); Readable and
+// Unreadable count them apart, as a query would: it returns the readable
+// ones only.
 type Service struct {
-	Name      string     `json:"name"`
-	Path      string     `json:"path"`
-	Instances []Instance `json:"instances"`
+	Name       string     `json:"name"`
+	Path       string     `json:"path"`
+	Readable   int        `json:"readable"`
+	Unreadable int        `json:"unreadable"`
+	Instances  []Instance `json:"instances"`
 }
 
 // Instance is one registered instance; Error says why its node could not
@@ -51,41 +57,71 @@ type Instance struct {
 	age time.Duration
 }
 
-// serviceOf reads p as one service: leaf children, at least one of them
-// an instance of the service p names. It returns nil when p is not one.
-func serviceOf(r *reader, p *probe) *Service {
-	_, name := engine.SplitPath(p.path)
-	if len(p.kids) == 0 {
-		return nil
+// instanceOf reads the child k of the service named service as an
+// instance: an error says why it is none (not authorised to read it, data
+// that is no instance's JSON, an instance of another service).
+func instanceOf(service string, k child) (*discovery.Instance, error) {
+	if k.st == nil {
+		return nil, errors.New("not authorised to read it (NoAuth): an ACL protects it; give -auth")
 	}
-	svc := &Service{Name: name, Path: p.path, Instances: []Instance{}}
+	inst, err := discovery.Decode(k.data)
+	switch {
+	case err != nil:
+		return nil, err
+	case inst.Name != service:
+		return nil, fmt.Errorf("an instance of service %q, not of %q", inst.Name, service)
+	}
+	return inst, nil
+}
+
+// isService reports whether p is one service: children without children
+// (or that the session may not read), at least one of them an instance of
+// the service p names. Data that is no JSON object is not decoded.
+func isService(p *probe) bool {
+	_, name := engine.SplitPath(p.path)
 	found := false
 	for _, k := range p.kids {
-		if k.st == nil || k.st.NumChildren > 0 {
-			return nil
+		if k.st != nil && k.st.NumChildren > 0 {
+			return false
 		}
-		in := Instance{Node: k.name, Ctime: time.UnixMilli(k.st.Ctime)}
-		if k.st.EphemeralOwner != 0 {
-			in.Session = fmt.Sprintf("0x%016x", k.st.EphemeralOwner)
+		if !found && k.st != nil && bytes.HasPrefix(bytes.TrimSpace(k.data), []byte("{")) {
+			_, err := instanceOf(name, k)
+			found = err == nil
 		}
-		in.age = r.now.Sub(in.Ctime)
-		in.AgeMS = in.age.Milliseconds()
-		inst, err := discovery.Decode(k.data)
-		switch {
-		case err != nil:
+	}
+	return found
+}
+
+// serviceOf reads p as one service (isService): every child is listed,
+// an instance or unreadable. It returns nil when p is not one.
+func serviceOf(r *reader, p *probe) *Service {
+	if !isService(p) {
+		return nil
+	}
+	_, name := engine.SplitPath(p.path)
+	svc := &Service{Name: name, Path: p.path, Instances: []Instance{}}
+	for _, k := range p.kids {
+		in := Instance{Node: k.name, Session: "?"}
+		if k.st != nil {
+			in.Session = ""
+			in.Ctime = time.UnixMilli(k.st.Ctime)
+			in.age = r.now.Sub(in.Ctime)
+			in.AgeMS = in.age.Milliseconds()
+			if k.st.EphemeralOwner != 0 {
+				in.Session = fmt.Sprintf("0x%016x", k.st.EphemeralOwner)
+			}
+		}
+		inst, err := instanceOf(name, k)
+		if err != nil {
 			in.Error = err.Error()
-		case inst.Name != name:
-			in.Error = fmt.Sprintf("an instance of service %q, not of %q", inst.Name, name)
-		default:
-			found = true
+			svc.Unreadable++
+		} else {
+			svc.Readable++
 			in.ID, in.Address, in.Port, in.SSLPort = inst.ID, inst.Address, inst.Port, inst.SSLPort
 			in.Type, in.Enabled, in.RegistrationTimeUTC = string(inst.ServiceType), inst.IsEnabled(), inst.RegistrationTimeUTC
 			in.URI, in.PayloadClass = inst.BuildURI(nil), inst.PayloadClass()
 		}
 		svc.Instances = append(svc.Instances, in)
-	}
-	if !found {
-		return nil
 	}
 	return svc
 }
@@ -134,16 +170,35 @@ func readDiscovery(ctx context.Context, r *reader, p *probe) (*Discovery, error)
 	return d, nil
 }
 
+// counted says n of a noun: "1 instance", "2 instances".
+func counted(n int, noun string) string {
+	if n == 1 {
+		return "1 " + noun
+	}
+	return fmt.Sprintf("%d %ss", n, noun)
+}
+
+// instances says how many instances are readable, and how many nodes are
+// not ("3 instances, 1 unreadable").
+func instances(readable, unreadable int) string {
+	s := counted(readable, "instance")
+	if unreadable > 0 {
+		s += fmt.Sprintf(", %d unreadable", unreadable)
+	}
+	return s
+}
+
 func renderDiscovery(b *strings.Builder, d *Discovery) {
-	n := 0
+	readable, unreadable := 0, 0
 	for _, s := range d.Services {
-		n += len(s.Instances)
+		readable += s.Readable
+		unreadable += s.Unreadable
 	}
 	if d.Base != "" {
-		fmt.Fprintf(b, "%s: service discovery base path (curator-x-discovery), %d services, %d instances\n", d.Base, len(d.Services), n)
+		fmt.Fprintf(b, "%s: service discovery base path (curator-x-discovery), %s, %s\n", d.Base, counted(len(d.Services), "service"), instances(readable, unreadable))
 	}
 	for _, s := range d.Services {
-		fmt.Fprintf(b, "service %s (%s): %d instances\n", s.Name, s.Path, len(s.Instances))
+		fmt.Fprintf(b, "service %s (%s): %s\n", s.Name, s.Path, instances(s.Readable, s.Unreadable))
 		if len(s.Instances) == 0 {
 			fmt.Fprintf(b, "  (no instances)\n")
 			continue

@@ -2,11 +2,13 @@ package main
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/base64"
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"net"
 	"regexp"
 	"slices"
 	"strconv"
@@ -42,8 +44,10 @@ const (
 	// (SimpleDistributedQueue, ZooKeeper's contrib queue).
 	kindQueue       = "queue"
 	kindSimpleQueue = "simple-queue"
-	kindGroup       = "group"   // ephemeral children without children: a GroupMember group
-	kindTTL         = "ttlnode" // one persistent child named touch: a PersistentTTLNode
+	kindGroup       = "group"      // ephemeral children without children: a GroupMember group
+	kindTTL         = "ttlnode"    // one persistent child named touch: a PersistentTTLNode
+	kindService     = "service"    // a discovery service: instances of it (curator-x-discovery)
+	kindQueueLock   = "queue-lock" // a queue's lock directory: ephemeral locks named as items
 )
 
 // Roles of a node in its queue.
@@ -58,6 +62,7 @@ const (
 	roleItem      = "item"         // a work queue's item
 	roleMember    = "member"       // a group's member
 	roleTouch     = "touch"        // a TTL node's touch child
+	roleMarker    = "marker"       // zkrecipes' marker beside a queue item's lock
 )
 
 // Libraries, by node name.
@@ -204,6 +209,9 @@ type LockSummary struct {
 	// Depth and OldestItemAgeMS are a work queue's (Queue's).
 	Depth           *int   `json:"depth,omitempty"`
 	OldestItemAgeMS *int64 `json:"oldest_item_age_ms,omitempty"`
+	// Unreadable counts a discovery service's nodes that do not read as
+	// its instances (Holders counts those that do).
+	Unreadable int `json:"unreadable,omitempty"`
 }
 
 // reader makes the read requests of one inspection, retrying connection
@@ -357,8 +365,11 @@ func sortKey(kind, name string) string {
 		return engine.SortKey(name, semaphore.LeaseName)
 	case kindQueue, kindSimpleQueue:
 		return name // Curator's DistributedQueue and SimpleDistributedQueue order
-	case kindGroup, kindTTL:
+	case kindGroup, kindTTL, kindService:
 		return name
+	case kindQueueLock: // a marker beside the lock it marks
+		item, _ := lockedItem(name)
+		return item
 	case kindUnknown:
 		_, key := queueNodeName(name)
 		if key == "" {
@@ -431,8 +442,7 @@ func readQueue(ctx context.Context, r *reader, cfg config, path string, cl *clas
 	switch kind {
 	case kindEmpty:
 		q.Held = new(bool)
-		q.Notes = append(q.Notes, "no children: nothing holds or waits here",
-			"as a DistributedBarrier: up (a barrier is up while its node exists)")
+		q.Notes = append(q.Notes, "no children: nothing holds or waits here", barrierNote)
 		return q, nil
 	case kindData:
 		q.Held = new(bool)
@@ -461,7 +471,7 @@ func readQueue(ctx context.Context, r *reader, cfg config, path string, cl *clas
 	case kindGroup:
 		q.Nodes = r.nodes(kind, cl.queue)
 		for i := range q.Nodes {
-			q.Nodes[i].Role = roleMember
+			q.Nodes[i].Role, q.Nodes[i].Library = roleMember, libCurator
 		}
 		held := len(q.Nodes) > 0
 		q.Held, q.Holders = &held, len(q.Nodes)
@@ -482,6 +492,8 @@ func readQueue(ctx context.Context, r *reader, cfg config, path string, cl *clas
 		}
 		q.Notes = append(q.Notes, "ZooKeeper does not report a node's TTL (nor its TTL or container mode) to clients: the server deletes the touch node a TTL after its last touch, then this node")
 		return readData(ctx, r, q)
+	case kindQueueLock:
+		return readQueueLocks(r, q, cl), nil
 	case kindUnknown:
 		q.Nodes = r.nodes(kind, cl.queue)
 		for i := range q.Nodes {
@@ -659,7 +671,8 @@ func readSemaphore(ctx context.Context, r *reader, cfg config, q *Queue, cl *cla
 }
 
 // readData describes a data node: its size, its data and, for 4 or 8
-// bytes, its value as a counter.
+// bytes (not an IP address's text), its value as a counter; a data node
+// holding an IP address could be a barrier (barrierNote).
 func readData(ctx context.Context, r *reader, q *Queue) (*Queue, error) {
 	data, _, err := r.get(ctx, q.Path)
 	if err != nil && !errors.Is(err, recipes.ErrNoNode) {
@@ -667,16 +680,60 @@ func readData(ctx context.Context, r *reader, q *Queue) (*Queue, error) {
 	}
 	q.Notes = append(q.Notes, fmt.Sprintf("a data node (%d bytes, no children): not a lock, semaphore or latch queue", len(data)))
 	note := "data: " + formatData(data)
-	switch len(data) {
-	case 4:
+	address := net.ParseIP(string(data)) != nil // Curator's default data
+	switch {
+	case address:
+	case len(data) == 4:
 		q.Counter = &Counter{Type: "int", Value: int64(int32(binary.BigEndian.Uint32(data)))}
 		note += fmt.Sprintf(" (as a SharedCount: %d)", q.Counter.Value)
-	case 8:
+	case len(data) == 8:
 		q.Counter = &Counter{Type: "long", Value: int64(binary.BigEndian.Uint64(data))}
 	}
 	q.Notes = append(q.Notes, note)
-	q.Notes = append(q.Notes, "as a DistributedBarrier: up (a barrier is up while its node exists)")
+	if address && q.Kind == kindData {
+		q.Notes = append(q.Notes, barrierNote)
+	}
 	return q, nil
+}
+
+// barrierNote is said of a node that is nothing else zkinspect knows and
+// could be a DistributedBarrier: no children, and no data or an IP
+// address (Curator's default data, which its barrier node holds).
+const barrierNote = "could be a DistributedBarrier, up (a barrier's node has no children, and no data or its creator's IP address; the barrier is up while the node exists)"
+
+// readQueueLocks makes a queue's lock directory's list: each lock is held
+// by the consumer working on the item of that name, in the queue the
+// directory is the lockPath of (its path is not stored with it); a
+// marker of zkrecipes' is listed beside its lock.
+func readQueueLocks(r *reader, q *Queue, cl *class) *Queue {
+	q.Nodes = r.nodes(kindQueueLock, cl.queue)
+	markers := 0
+	for i := range q.Nodes {
+		n := &q.Nodes[i]
+		n.Role, n.Library = roleHolder, libCurator
+		if _, marker := lockedItem(n.Name); marker {
+			n.Role = roleMarker
+			markers++
+		}
+	}
+	marker := func(n Node) int {
+		if n.Role == roleMarker {
+			return 1
+		}
+		return 0
+	}
+	slices.SortStableFunc(q.Nodes, func(a, b Node) int { // a lock, then its marker
+		return cmp.Or(strings.Compare(a.Key, b.Key), marker(a)-marker(b))
+	})
+	for i := range q.Nodes {
+		q.Nodes[i].Position = i + 1
+	}
+	tally(q, q.Nodes)
+	q.Notes = append(q.Notes, "a queue's lock directory (DistributedQueue's lockPath, lock-safety mode): each lock <path>/<item> is held by the consumer working on that item of its queue, which deletes the item once done (the queue's path is not stored here)")
+	if markers > 0 {
+		q.Notes = append(q.Notes, "_c_<uuid>-<item> is zkrecipes' marker, made with its lock in one transaction (it proves the lock is this consumer's)")
+	}
+	return q
 }
 
 // readDouble makes a double barrier's member list: every member has
@@ -750,6 +807,11 @@ func summarise(ctx context.Context, r *reader, cfg config, rep *Report, p *probe
 		case cl.kind == kindData:
 			rep.DataNodes++
 			return nil
+		case cl.kind == kindService:
+			svc := serviceOf(r, p)
+			held := svc.Readable > 0
+			rep.Locks = append(rep.Locks, LockSummary{Path: p.path, Kind: cl.kind, Held: &held, Holders: svc.Readable, Unreadable: svc.Unreadable})
+			return nil // its instances are in its line
 		case cl.kind != kindParent:
 			q, err := readQueue(ctx, r, cfg, p.path, cl, false)
 			if skip(p.path, err) {

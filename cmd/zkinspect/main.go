@@ -57,6 +57,14 @@
 //     ephemeral members named by a UUID, and the persistent node ready
 //     once they have entered; members are listed IN when ready exists,
 //     else waiting (the barrier's memberQty is not stored in ZooKeeper).
+//   - group (GroupMember): ephemeral members named by plain ids, with
+//     their payloads (library curator-compatible).
+//   - work queue (package queue, Curator's DistributedQueue family and
+//     SimpleDistributedQueue): persistent items queue-...<seq> or
+//     qn-<seq>; its depth and oldest item.
+//   - a queue's lock directory (lockPath, lock-safety mode): ephemeral
+//     locks named as the items they lock, perhaps with zkrecipes' markers
+//     _c_<uuid>-<item>; each lock is held by the consumer of that item.
 //
 // A service discovery path (curator-x-discovery's layout, package
 // discovery; also Spring Cloud Zookeeper's and Dubbo's /services) is
@@ -65,8 +73,10 @@
 // service (one at least must read as one). Each instance is shown with its
 // address, port, service type, age, session ("persistent" for STATIC and
 // PERMANENT), URI and payload class; a node that does not read as an
-// instance is listed as unreadable, with the reason. -summary skips this
-// and walks the path as locks.
+// instance is listed as unreadable, with the reason, and counted apart
+// from the instances (a query skips it). A summary lists each service it
+// finds as one line of kind service (readable instances, unreadable
+// nodes), never as a group; -summary on a discovery path does the same.
 //
 // A node whose children are all persistent is a parent of locks (a
 // summary walks it), whatever its name: a mutex at /app/locks/report is a
@@ -107,8 +117,10 @@
 // value as a counter when it holds 4 bytes (an int: SharedCount,
 // DistributedAtomicInteger, atomicval.Int32) or 8 (a long:
 // DistributedAtomicLong, atomicval.Int64). A DistributedBarrier is up
-// while its node exists (any node given as <path> says so), down when
-// there is no node. A subtree
+// while its node exists, down when there is no node; its node has no
+// children and no data or its creator's IP address (Curator's default
+// data), so only such a node, that is nothing else zkinspect knows, is
+// said to be one that could be a barrier. A subtree
 // the session may not read (NoAuth: an ACL protects it) is skipped with a
 // line naming it and the reason, and the walk goes on.
 //

@@ -31,6 +31,8 @@ var kindLabels = map[string]string{
 	kindSimpleQueue: "work queue (SimpleDistributedQueue, ZooKeeper's contrib queue)",
 	kindGroup:       "group (GroupMember)",
 	kindTTL:         "TTL node (PersistentTtlNode)",
+	kindService:     "service (curator-x-discovery)",
+	kindQueueLock:   "a queue's lock directory (DistributedQueue lockPath)",
 }
 
 var roleLabels = map[string]string{
@@ -44,6 +46,7 @@ var roleLabels = map[string]string{
 	roleItem:      "item",
 	roleMember:    "MEMBER",
 	roleTouch:     "TOUCH",
+	roleMarker:    "marker",
 }
 
 var counterLabels = map[string]string{
@@ -125,6 +128,9 @@ func renderQueue(b *strings.Builder, q *Queue) {
 			status = "1 member"
 		}
 	}
+	if q.Kind == kindQueueLock {
+		status = counted(q.Holders, "item") + " locked by a consumer"
+	}
 	if q.Kind == kindTTL {
 		status = "touched"
 		if q.LastTouchMS != nil {
@@ -134,7 +140,7 @@ func renderQueue(b *strings.Builder, q *Queue) {
 	if q.Undecided > 0 {
 		status += fmt.Sprintf(", %d holding or waiting", q.Undecided)
 	}
-	if q.Kind != kindGroup && q.Kind != kindTTL {
+	if q.Kind != kindGroup && q.Kind != kindTTL && q.Kind != kindQueueLock {
 		status += fmt.Sprintf(", %d waiting", q.Waiters)
 	}
 	if q.OldestWaiterAgeMS != nil {
@@ -198,21 +204,31 @@ func renderNodes(b *strings.Builder, nodes []Node, lockColumn bool, none string)
 	tw.Flush()
 }
 
-func renderSummary(b *strings.Builder, rep *Report) {
-	held, unknown := 0, 0
+// summaryHeader writes a summary's first line: the lock paths and how
+// many are held, the discovery services and their instances, the unknown
+// nodes, the data nodes not listed.
+func summaryHeader(b *strings.Builder, rep *Report) {
+	held, unknown, services, readable, unreadable := 0, 0, 0, 0, 0
 	for _, l := range rep.Locks {
 		switch {
 		case l.Kind == kindUnknown:
 			unknown++
+		case l.Kind == kindService:
+			services++
+			readable += l.Holders
+			unreadable += l.Unreadable
 		case l.Held != nil && *l.Held:
 			held++
 		}
 	}
 	paths := "lock paths"
-	if len(rep.Locks)-unknown == 1 {
+	if len(rep.Locks)-unknown-services == 1 {
 		paths = "lock path"
 	}
-	fmt.Fprintf(b, "%s: %d %s, %d held", rep.Path, len(rep.Locks)-unknown, paths, held)
+	fmt.Fprintf(b, "%s: %d %s, %d held", rep.Path, len(rep.Locks)-unknown-services, paths, held)
+	if services > 0 {
+		fmt.Fprintf(b, ", %s (%s)", counted(services, "discovery service"), instances(readable, unreadable))
+	}
 	if unknown > 0 {
 		fmt.Fprintf(b, ", %d unknown (not a queue zkinspect knows)", unknown)
 	}
@@ -224,6 +240,10 @@ func renderSummary(b *strings.Builder, rep *Report) {
 		fmt.Fprintf(b, ", %d data nodes not listed", rep.DataNodes)
 	}
 	b.WriteString("\n")
+}
+
+func renderSummary(b *strings.Builder, rep *Report) {
+	summaryHeader(b, rep)
 	defer func() {
 		for _, s := range rep.Skipped {
 			fmt.Fprintf(b, "skipped %s: %s\n", s.Path, s.Reason)
@@ -244,6 +264,13 @@ func renderSummary(b *strings.Builder, rep *Report) {
 			}
 		case l.Kind == kindGroup:
 			state, waiters = "members", "-"
+		case l.Kind == kindQueueLock:
+			state, waiters = "locked", "-"
+		case l.Kind == kindService:
+			state, waiters = "instances", "-"
+			if l.Unreadable > 0 {
+				state += fmt.Sprintf(", %d unreadable", l.Unreadable)
+			}
 		case l.Kind == kindTTL:
 			state, waiters = "touched", "-"
 		case l.Kind == kindDouble && *l.Held:
