@@ -141,6 +141,21 @@ func (fb *fallback) read(ctx context.Context, w *engine.Watches, full string, de
 	c.publishLocked(evs, false)
 	c.mu.Unlock()
 
+	fb.followKids(full, depth, there, kids)
+	delete(fb.unloaded, full)
+	if fb.resync != nil {
+		delete(fb.resync, full)
+	}
+	fb.settle()
+	return nil
+}
+
+// followKids updates the reads under full after its read: a node gone
+// loses the reads of its subtree, and its own unless it is the root's;
+// otherwise a child listed for the first time gets a read, and one no
+// longer listed loses its read and its subtree's.
+func (fb *fallback) followKids(full string, depth int, there bool, kids []string) {
+	c := fb.c
 	switch {
 	case !there && full != c.full:
 		fb.drop(full)
@@ -164,12 +179,6 @@ func (fb *fallback) read(ctx context.Context, w *engine.Watches, full string, de
 			}
 		}
 	}
-	delete(fb.unloaded, full)
-	if fb.resync != nil {
-		delete(fb.resync, full)
-	}
-	fb.settle()
-	return nil
 }
 
 // settle publishes the end of the first pass (Initialized, or Resynced

@@ -243,7 +243,46 @@ func (c *Cache) load(ctx context.Context, w *engine.PersistentWatch) (uint64, er
 // read (c.ahead, c.verifyTo). Any other deletion is applied without a
 // read: most are, as reads overtake events only while changes pile up.
 func (c *Cache) apply(ctx context.Context, w *engine.PersistentWatch, evs []engine.PersistentEvent) error {
-	var lo, hi uint64 // the batch's Seqs
+	lo, hi := batchSeqs(evs)
+	for p, to := range c.ahead {
+		if to < lo {
+			delete(c.ahead, p) // no event to come is that old
+		}
+	}
+	b := c.planReads(evs)
+	if err := c.readNodes(ctx, b); err != nil {
+		return err
+	}
+	routed := w.Routed() // the reads are no newer than later events
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.life.Closed() {
+		return nil
+	}
+	c.publishLocked(c.mergeLocked(b, routed, hi), false)
+	return nil
+}
+
+// batchReads is what apply reads for a batch of events: the nodes the
+// batch names, and what the reads saw of them.
+type batchReads struct {
+	evs        []engine.PersistentEvent
+	lastDelete map[string]int       // a node's last deletion in evs (its index)
+	wantData   map[string]bool      // a node to read: for its data (true) or its stat alone
+	toRead     []string             // the nodes to read, in the order evs names them
+	seen       map[string]*nodeRead // what the reads saw of them
+}
+
+// nodeRead is what a read saw of a node (there false: gone, or left out).
+type nodeRead struct {
+	there bool
+	data  []byte
+	stat  *zk.Stat
+}
+
+// batchSeqs returns the first and last Seq of the node events in evs (0
+// when there are none).
+func batchSeqs(evs []engine.PersistentEvent) (lo, hi uint64) {
 	for _, ev := range evs {
 		if ev.Kind == engine.PersistentNode {
 			if lo == 0 {
@@ -252,50 +291,56 @@ func (c *Cache) apply(ctx context.Context, w *engine.PersistentWatch, evs []engi
 			hi = ev.Seq
 		}
 	}
-	for p, to := range c.ahead {
-		if to < lo {
-			delete(c.ahead, p) // no event to come is that old
-		}
-	}
-	check := func(ev engine.PersistentEvent) bool {
-		return ev.Seq <= c.verifyTo || ev.Seq <= c.ahead[ev.Path]
-	}
-	lastDelete := map[string]int{}
-	wantData := map[string]bool{}
-	var toRead []string
+	return lo, hi
+}
+
+// overtaken reports whether a read of ev's node may have been answered
+// after ev came: ev's Seq is at most what PersistentWatch.Routed said
+// after a load or after the node's read (see apply).
+func (c *Cache) overtaken(ev engine.PersistentEvent) bool {
+	return ev.Seq <= c.verifyTo || ev.Seq <= c.ahead[ev.Path]
+}
+
+// planReads finds the nodes a batch of events names to read: every node
+// created or changed (for its data), and a deleted one whose deletion a
+// read may have overtaken (for its stat).
+func (c *Cache) planReads(evs []engine.PersistentEvent) *batchReads {
+	b := &batchReads{evs: evs, lastDelete: map[string]int{}, wantData: map[string]bool{}}
 	for i, ev := range evs {
 		if ev.Kind != engine.PersistentNode || !c.inScope(ev.Path) {
 			continue
 		}
 		switch ev.Type {
 		case zk.EventNodeDeleted:
-			lastDelete[ev.Path] = i
-			if !check(ev) {
+			b.lastDelete[ev.Path] = i
+			if !c.overtaken(ev) {
 				continue
 			}
 		case zk.EventNodeCreated, zk.EventNodeDataChanged:
 		default:
 			continue
 		}
-		data, seen := wantData[ev.Path]
+		data, seen := b.wantData[ev.Path]
 		if !seen {
-			toRead = append(toRead, ev.Path)
+			b.toRead = append(b.toRead, ev.Path)
 		}
-		wantData[ev.Path] = data || ev.Type != zk.EventNodeDeleted
+		b.wantData[ev.Path] = data || ev.Type != zk.EventNodeDeleted
 	}
-	type result struct {
-		there bool
-		data  []byte
-		stat  *zk.Stat
-	}
-	results := make([]result, len(toRead))
-	err := parallel(ctx, len(toRead), func(i int) error {
-		full := toRead[i]
+	return b
+}
+
+// readNodes reads the nodes b names, all at once (pipelined), into
+// b.seen. A node gone, or that the session may not read (logged), is
+// seen not there.
+func (c *Cache) readNodes(ctx context.Context, b *batchReads) error {
+	results := make([]nodeRead, len(b.toRead))
+	err := parallel(ctx, len(b.toRead), func(i int) error {
+		full := b.toRead[i]
 		var (
-			r   result
+			r   nodeRead
 			err error
 		)
-		if c.o.noData || !wantData[full] {
+		if c.o.noData || !b.wantData[full] {
 			r.there, r.stat, err = c.e.Exists(ctx, full)
 		} else {
 			r.data, r.stat, err = c.e.Get(ctx, full)
@@ -316,22 +361,23 @@ func (c *Cache) apply(ctx context.Context, w *engine.PersistentWatch, evs []engi
 	if err != nil {
 		return err
 	}
-	routed := w.Routed() // the reads are no newer than later events
-	byPath := make(map[string]*result, len(toRead))
-	for i, p := range toRead {
-		byPath[p] = &results[i]
+	b.seen = make(map[string]*nodeRead, len(b.toRead))
+	for i, p := range b.toRead {
+		b.seen[p] = &results[i]
 	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.life.Closed() {
-		return nil
-	}
+	return nil
+}
+
+// mergeLocked applies the batch's events in order, each against what the
+// reads saw (see apply), and returns the cache's events. routed is what
+// PersistentWatch.Routed said after the reads, hi the batch's last Seq.
+func (c *Cache) mergeLocked(b *batchReads, routed, hi uint64) []Event {
 	var out []Event
-	for i, ev := range evs {
+	for i, ev := range b.evs {
 		if ev.Kind != engine.PersistentNode || !c.inScope(ev.Path) {
 			continue
 		}
-		r := byPath[ev.Path]
+		r := b.seen[ev.Path]
 		switch ev.Type {
 		case zk.EventNodeDeleted:
 			if slot, _ := c.findLocked(ev.Path); slot >= 0 && r != nil && r.there && r.stat.Czxid == c.st.czxid(slot) {
@@ -339,7 +385,7 @@ func (c *Cache) apply(ctx context.Context, w *engine.PersistentWatch, evs []engi
 			}
 			out = c.removeLocked(out, ev.Path)
 		case zk.EventNodeCreated, zk.EventNodeDataChanged:
-			if d, ok := lastDelete[ev.Path]; ok && d > i {
+			if d, ok := b.lastDelete[ev.Path]; ok && d > i {
 				continue // what was read is after that deletion
 			}
 			if r.there {
@@ -355,8 +401,7 @@ func (c *Cache) apply(ctx context.Context, w *engine.PersistentWatch, evs []engi
 			}
 		}
 	}
-	c.publishLocked(out, false)
-	return nil
+	return out
 }
 
 // refused reports whether a read was refused for want of permission: the

@@ -81,44 +81,19 @@ func (c *Client) CompareAndSet(ctx context.Context, path string, cas CAS, update
 	if err := ValidatePath(path); err != nil {
 		return CASResult{}, err
 	}
-	conflicts := c.Backoff()
+	l := &casLoop{c: c, ctx: ctx, path: path, cas: cas, conflicts: c.Backoff()}
 	if cas.Retry != nil { // a policy of its own (one returning nil: no retries)
-		conflicts = NewBackoff(cas.Retry)
+		l.conflicts = NewBackoff(cas.Retry)
 	}
-	var pending *casWrite // a write whose reply was lost
 	for tries := 1; ; tries++ {
-		var (
-			prev   []byte
-			st     *zk.Stat
-			exists = true
-		)
-		err := c.Retry(ctx, func() error {
-			var err error
-			prev, st, err = c.Get(ctx, path)
-			if errors.Is(err, zk.ErrNoNode) {
-				exists, err = false, nil
-			}
-			return err
-		})
+		prev, st, exists, err := c.casRead(ctx, path)
 		if err != nil {
-			if pending != nil && cas.Exact {
-				return CASResult{}, c.casError(ctx, path, fmt.Errorf("%w: reading after a lost reply: %w", ErrUnknownOutcome, err))
-			}
-			return CASResult{}, c.casError(ctx, path, err)
+			return CASResult{}, l.readError(err)
 		}
-		if pending != nil {
-			switch pending.judge(exists, prev, st) {
-			case casLanded:
-				if !cas.Exact {
-					return CASResult{Prev: pending.prev, PrevExists: pending.prevExists, Data: pending.data, Stat: st, Tries: tries - 1}, nil
-				}
-				return CASResult{}, c.unknownOutcome(path, st)
-			case casUnknown:
-				if cas.Exact {
-					return CASResult{}, c.unknownOutcome(path, st)
-				}
+		if l.pending != nil {
+			if res, done, err := l.afterLostReply(exists, prev, st, tries); done {
+				return res, err
 			}
-			pending = nil
 		}
 		if !exists && !cas.Create {
 			return CASResult{}, c.casError(ctx, path, zk.ErrNoNode)
@@ -142,22 +117,11 @@ func (c *Client) CompareAndSet(ctx context.Context, path string, cas CAS, update
 			res.Stat = wst
 			return res, nil
 		case ctx.Err() != nil:
-			if cas.Exact && !definite(err) {
-				return CASResult{}, Namedf("compare-and-set "+c.StripNamespace(path), "%w: %w: ctx ended with a write in flight", ctx.Err(), ErrUnknownOutcome)
-			}
-			return CASResult{}, c.casError(ctx, path, err)
+			return CASResult{}, l.abandoned(err)
 		case IsRetryable(err):
 			// Applied or not: the next read tells.
-			pending = &casWrite{prevExists: exists, prev: prev, data: data}
-			if exists {
-				pending.version, pending.czxid = st.Version, st.Czxid
-			}
-			c.countRetry()
-			if serr := c.sleep(ctx, retryPause); serr != nil {
-				if cas.Exact {
-					serr = fmt.Errorf("%w: a write's reply was lost: %w", ErrUnknownOutcome, serr)
-				}
-				return CASResult{}, c.casError(ctx, path, serr)
+			if serr := l.lostReply(exists, prev, data, st); serr != nil {
+				return CASResult{}, serr
 			}
 			continue
 		case errors.Is(err, zk.ErrBadVersion), errors.Is(err, zk.ErrNodeExists),
@@ -166,17 +130,108 @@ func (c *Client) CompareAndSet(ctx context.Context, path string, cas CAS, update
 		default:
 			return CASResult{}, c.casError(ctx, path, err)
 		}
-		if cas.Tries > 0 && tries >= cas.Tries {
-			return CASResult{}, Namedf("compare-and-set "+c.StripNamespace(path), "other writers came first on all %d tries: %w: %w", tries, ErrConflict, err)
-		}
-		d, ok := conflicts.Next()
-		if !ok {
-			return CASResult{}, Namedf("compare-and-set "+c.StripNamespace(path), "other writers came first on all %d tries: %w: %w", tries, ErrConflict, err)
-		}
-		if serr := c.sleep(ctx, d); serr != nil {
-			return CASResult{}, c.casError(ctx, path, serr)
+		if perr := l.conflictPause(tries, err); perr != nil {
+			return CASResult{}, perr
 		}
 	}
+}
+
+// casLoop is the state of a compare-and-set loop (CompareAndSet) across
+// its attempts.
+type casLoop struct {
+	c         *Client
+	ctx       context.Context
+	path      string
+	cas       CAS
+	conflicts Backoff   // the pauses after another writer came first
+	pending   *casWrite // a write whose reply was lost
+}
+
+// casRead reads the node at path (exists false when there is none),
+// retrying connection problems under the retry policy.
+func (c *Client) casRead(ctx context.Context, path string) (prev []byte, st *zk.Stat, exists bool, _ error) {
+	exists = true
+	err := c.Retry(ctx, func() error {
+		var err error
+		prev, st, err = c.Get(ctx, path)
+		if errors.Is(err, zk.ErrNoNode) {
+			exists, err = false, nil
+		}
+		return err
+	})
+	return prev, st, exists, err
+}
+
+// readError is the loop's error when its read failed with err.
+func (l *casLoop) readError(err error) error {
+	if l.pending != nil && l.cas.Exact {
+		return l.c.casError(l.ctx, l.path, fmt.Errorf("%w: reading after a lost reply: %w", ErrUnknownOutcome, err))
+	}
+	return l.c.casError(l.ctx, l.path, err)
+}
+
+// afterLostReply judges the pending write by the node as read on try
+// tries: it ends the loop (done) with the write taken as applied, or with
+// an Exact loop's unknown outcome; otherwise it drops the pending write
+// and the loop goes on.
+func (l *casLoop) afterLostReply(exists bool, prev []byte, st *zk.Stat, tries int) (_ CASResult, done bool, _ error) {
+	pending := l.pending
+	switch pending.judge(exists, prev, st) {
+	case casLanded:
+		if !l.cas.Exact {
+			return CASResult{Prev: pending.prev, PrevExists: pending.prevExists, Data: pending.data, Stat: st, Tries: tries - 1}, true, nil
+		}
+		return CASResult{}, true, l.c.unknownOutcome(l.path, st)
+	case casUnknown:
+		if l.cas.Exact {
+			return CASResult{}, true, l.c.unknownOutcome(l.path, st)
+		}
+	}
+	l.pending = nil
+	return CASResult{}, false, nil
+}
+
+// abandoned is the loop's error when ctx ended and the write failed with
+// err: an Exact loop cannot tell whether a write in flight was applied.
+func (l *casLoop) abandoned(err error) error {
+	if l.cas.Exact && !definite(err) {
+		return Namedf("compare-and-set "+l.c.StripNamespace(l.path), "%w: %w: ctx ended with a write in flight", l.ctx.Err(), ErrUnknownOutcome)
+	}
+	return l.c.casError(l.ctx, l.path, err)
+}
+
+// lostReply keeps the write of data, computed from prev (the node read
+// as st), as pending, for the next read to judge, and pauses before it.
+func (l *casLoop) lostReply(exists bool, prev, data []byte, st *zk.Stat) error {
+	l.pending = &casWrite{prevExists: exists, prev: prev, data: data}
+	if exists {
+		l.pending.version, l.pending.czxid = st.Version, st.Czxid
+	}
+	l.c.countRetry()
+	if serr := l.c.sleep(l.ctx, retryPause); serr != nil {
+		if l.cas.Exact {
+			serr = fmt.Errorf("%w: a write's reply was lost: %w", ErrUnknownOutcome, serr)
+		}
+		return l.c.casError(l.ctx, l.path, serr)
+	}
+	return nil
+}
+
+// conflictPause is one conflict's pause, after try tries lost to another
+// writer with err: it returns ErrConflict when CAS.Tries or the conflicts
+// policy gives up.
+func (l *casLoop) conflictPause(tries int, err error) error {
+	if l.cas.Tries > 0 && tries >= l.cas.Tries {
+		return Namedf("compare-and-set "+l.c.StripNamespace(l.path), "other writers came first on all %d tries: %w: %w", tries, ErrConflict, err)
+	}
+	d, ok := l.conflicts.Next()
+	if !ok {
+		return Namedf("compare-and-set "+l.c.StripNamespace(l.path), "other writers came first on all %d tries: %w: %w", tries, ErrConflict, err)
+	}
+	if serr := l.c.sleep(l.ctx, d); serr != nil {
+		return l.c.casError(l.ctx, l.path, serr)
+	}
+	return nil
 }
 
 // casCreate creates path with data, its missing parents as containers,

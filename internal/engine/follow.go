@@ -201,44 +201,22 @@ func (f *Follower) Run(ctx context.Context) error {
 	if state != StateLatent {
 		f.report(FollowEvent{Kind: FollowState, State: state}) // the current state first
 	}
-	connected := state.IsConnected()
-	var pause *time.Timer
-	defer func() {
-		if pause != nil {
-			pause.Stop()
-		}
-	}()
+	r := &followRun{f: f, connected: state.IsConnected(), sid: sid}
+	defer r.stop()
 	for {
 		items, ok := f.q.poll()
 		if !ok {
 			return nil
 		}
 		for _, it := range items {
-			switch {
-			case it.add != nil:
-				f.queued.Add(-1)
-				f.added(it.add)
-			case it.remove:
-				f.removed(it.key)
-			case it.ev.Kind == FollowWatch:
-				f.fired(it)
-			case it.ev.Kind == FollowState:
-				connected = it.ev.State.IsConnected()
-				if connected && it.session != sid {
-					f.newSession(sid != 0)
-					sid = it.session
-				} else if connected {
-					f.all() // reconnected: read again (see Follower)
-				}
-				f.report(it.ev)
-			}
+			r.take(it)
 		}
 		if ctx.Err() != nil {
 			return nil
 		}
 		now := time.Now()
 		f.due(now)
-		if connected {
+		if r.connected {
 			if err := f.runDirty(ctx); err != nil {
 				return err
 			}
@@ -252,29 +230,78 @@ func (f *Follower) Run(ctx context.Context) error {
 			f.initialised = true
 			f.report(FollowEvent{Kind: FollowInitialised})
 		}
-		var paused <-chan time.Time
-		if next, ok := f.nextRetry(); ok {
-			if pause == nil {
-				pause = time.NewTimer(time.Until(next))
-			} else {
-				pause.Reset(time.Until(next))
-			}
-			paused = pause.C
+		if stop, err := r.wait(ctx); stop {
+			return err
 		}
+	}
+}
+
+// followRun is the state of Run's loop.
+type followRun struct {
+	f         *Follower
+	connected bool        // the last state taken is a connected one
+	sid       int64       // the session the reads run in (a new one: read anew)
+	pause     *time.Timer // the failed reads' pause (made on first use)
+}
+
+// take takes one item of the queue: a read added or removed, a watch
+// fired, or a state (a reconnection or a new session reads again).
+func (r *followRun) take(it followItem) {
+	f := r.f
+	switch {
+	case it.add != nil:
+		f.queued.Add(-1)
+		f.added(it.add)
+	case it.remove:
+		f.removed(it.key)
+	case it.ev.Kind == FollowWatch:
+		f.fired(it)
+	case it.ev.Kind == FollowState:
+		r.connected = it.ev.State.IsConnected()
+		if r.connected && it.session != r.sid {
+			f.newSession(r.sid != 0)
+			r.sid = it.session
+		} else if r.connected {
+			f.all() // reconnected: read again (see Follower)
+		}
+		f.report(it.ev)
+	}
+}
+
+// wait waits for the next thing: an item in the queue, or the end of the
+// pause of the first failed read due again. It stops the loop (stop) when
+// ctx ends (nil) or the client closes (ErrClientClosed).
+func (r *followRun) wait(ctx context.Context) (stop bool, _ error) {
+	var paused <-chan time.Time
+	if next, ok := r.f.nextRetry(); ok {
+		if r.pause == nil {
+			r.pause = time.NewTimer(time.Until(next))
+		} else {
+			r.pause.Reset(time.Until(next))
+		}
+		paused = r.pause.C
+	}
+	select {
+	case <-r.f.q.wake:
+	case <-paused:
+	case <-ctx.Done():
+		return true, nil
+	case <-r.f.c.closeCh:
+		return true, ErrClientClosed
+	}
+	if paused != nil && !r.pause.Stop() {
 		select {
-		case <-f.q.wake:
-		case <-paused:
-		case <-ctx.Done():
-			return nil
-		case <-c.closeCh:
-			return ErrClientClosed
+		case <-r.pause.C:
+		default:
 		}
-		if paused != nil && !pause.Stop() {
-			select {
-			case <-pause.C:
-			default:
-			}
-		}
+	}
+	return false, nil
+}
+
+// stop stops the pause's timer, if any.
+func (r *followRun) stop() {
+	if r.pause != nil {
+		r.pause.Stop()
 	}
 }
 

@@ -278,26 +278,12 @@ func (l *link) pipe(src, dst net.Conn, up bool) {
 			p.mu.Lock()
 			latency := p.latency
 			drop := l.blackholed || l.closed || (!up && l.frozen)
-			fire := false
-			var onFire func()
-			if up && !drop && p.armed != nil {
-				joined := append(l.tail, data...)
-				if bytes.Contains(joined, p.armed) {
-					fire = true
-					p.armed = nil
-					onFire, p.onFire = p.onFire, nil
-					l.frozen = true // from now on the server's bytes are lost
-					l.tail = nil
-				} else if k := len(p.armed) - 1; k > 0 {
-					if len(joined) > k {
-						joined = joined[len(joined)-k:]
-					}
-					l.tail = append(l.tail[:0:0], joined...)
-				} else {
-					l.tail = nil
-				}
-			} else if up {
-				l.tail = nil
+			var (
+				fire   bool
+				onFire func()
+			)
+			if up {
+				fire, onFire = l.matchLocked(data, drop)
 			}
 			p.mu.Unlock()
 			if !drop && (latency > 0 || dl != nil) {
@@ -328,30 +314,69 @@ func (l *link) pipe(src, dst net.Conn, up bool) {
 		}
 		if err != nil {
 			dl.flush() // what is on its way arrives before the end
-			p.mu.Lock()
-			blackholed, frozen := l.blackholed, l.frozen
-			last := false
-			if !blackholed && !frozen && errors.Is(err, io.EOF) {
-				l.halves--
-				last = l.halves == 0
-			}
-			p.mu.Unlock()
-			switch {
-			case blackholed:
-				// Pass nothing on, not even the close: Restore or Close
-				// closes the link.
-			case frozen, !errors.Is(err, io.EOF), last:
-				l.close()
-			default:
-				// Orderly end of this direction: pass the half-close on
-				// and keep the other direction going.
-				if cw, ok := dst.(interface{ CloseWrite() error }); ok {
-					_ = cw.CloseWrite()
-				} else {
-					l.close()
-				}
-			}
+			l.end(dst, err)
 			return
+		}
+	}
+}
+
+// matchLocked looks for the armed pattern in the client's bytes, data
+// joined to the tail of those before (a pattern split between two reads
+// matches). On a match it disarms the proxy, freezes the link (from now
+// on the server's bytes are lost) and returns the armed callback (fire).
+// A chunk dropped, or no pattern armed, clears the tail. p.mu is held.
+func (l *link) matchLocked(data []byte, drop bool) (fire bool, onFire func()) {
+	p := l.p
+	if drop || p.armed == nil {
+		l.tail = nil
+		return false, nil
+	}
+	joined := append(l.tail, data...)
+	if bytes.Contains(joined, p.armed) {
+		p.armed = nil
+		onFire, p.onFire = p.onFire, nil
+		l.frozen = true // from now on the server's bytes are lost
+		l.tail = nil
+		return true, onFire
+	}
+	if k := len(p.armed) - 1; k > 0 {
+		if len(joined) > k {
+			joined = joined[len(joined)-k:]
+		}
+		l.tail = append(l.tail[:0:0], joined...)
+	} else {
+		l.tail = nil
+	}
+	return false, nil
+}
+
+// end ends a direction whose src failed with err (io.EOF: closed): a
+// black-holed link passes nothing on; a frozen link, an error, or the
+// end of the last direction closes the link; any other end half-closes
+// dst, and the other direction goes on.
+func (l *link) end(dst net.Conn, err error) {
+	p := l.p
+	p.mu.Lock()
+	blackholed, frozen := l.blackholed, l.frozen
+	last := false
+	if !blackholed && !frozen && errors.Is(err, io.EOF) {
+		l.halves--
+		last = l.halves == 0
+	}
+	p.mu.Unlock()
+	switch {
+	case blackholed:
+		// Pass nothing on, not even the close: Restore or Close
+		// closes the link.
+	case frozen, !errors.Is(err, io.EOF), last:
+		l.close()
+	default:
+		// Orderly end of this direction: pass the half-close on
+		// and keep the other direction going.
+		if cw, ok := dst.(interface{ CloseWrite() error }); ok {
+			_ = cw.CloseWrite()
+		} else {
+			l.close()
 		}
 	}
 }
