@@ -91,10 +91,19 @@ type PromotedToLock struct {
 	// wrapping recipes.ErrConflict and recipes.ErrNotAcquired. Zero waits
 	// as long as the update's ctx allows.
 	Timeout time.Duration
-	// Retry is the policy of the tries made holding the lock; nil uses
-	// the client's retry policy (Curator's default is one try:
-	// recipes.RetryNTimes(0, 0)).
+	// Retry is the policy of the tries made holding the lock; nil makes
+	// one try, as Curator's default (RetryNTimes(0, 0)): under the lock
+	// only an updater that was not promoted can come first, and then the
+	// update fails with ErrConflict.
 	Retry func() backoff.BackOff
+}
+
+// retry is p's policy of the tries under the lock: one try by default.
+func (p *PromotedToLock) retry() func() backoff.BackOff {
+	if p.Retry == nil {
+		return recipes.RetryNTimes(0, 0)
+	}
+	return p.Retry
 }
 
 // WithPromotedToLock makes an update that the optimistic tries could not
@@ -343,7 +352,7 @@ func (s *cell[T]) promoted(ctx context.Context, res *Result[T], next func(T) T) 
 			s.o.log.Warn("zkrecipes: "+s.kind+": releasing the promoted lock", "path", s.path, "lock", p.Path, "err", rerr)
 		}
 	}()
-	return s.try(ctx, engine.CAS{Create: true, Retry: p.Retry, Exact: true}, res, &res.Stats.PromotedTries, next)
+	return s.try(ctx, engine.CAS{Create: true, Retry: p.retry(), Exact: true}, res, &res.Stats.PromotedTries, next)
 }
 
 // initialize creates the node with v unless it exists.

@@ -4,6 +4,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cenkalti/backoff/v4"
 	"github.com/stretchr/testify/require"
 )
 
@@ -22,4 +23,13 @@ func TestContentionPolicyPausesAreShort(t *testing.T) {
 		total += d
 	}
 	require.Less(t, total, 10*time.Second)
+}
+
+// A PromotedToLock without Retry makes one try under the lock, as
+// Curator's default (RetryNTimes(0, 0)).
+func TestPromotedDefaultIsOneTry(t *testing.T) {
+	p := PromotedToLock{Path: "/l"}
+	require.Equal(t, backoff.Stop, p.retry()().NextBackOff(), "no retry after the first try")
+	p.Retry = ContentionPolicy
+	require.NotEqual(t, backoff.Stop, p.retry()().NextBackOff())
 }
