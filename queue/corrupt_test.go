@@ -1,10 +1,8 @@
 package queue_test
 
 import (
-	"bytes"
 	"context"
 	"log/slog"
-	"sync"
 	"testing"
 	"time"
 
@@ -18,24 +16,6 @@ import (
 	"github.com/zkrecipes/zkrecipes/recipes"
 )
 
-// lockedBuffer is a log sink safe for the queue's goroutine.
-type lockedBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *lockedBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *lockedBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
-
 // An item whose data does not decode is dropped, in either mode, but not
 // unseen: it is counted (Unreadable) and logged at error with its bytes;
 // the items after it are consumed.
@@ -45,7 +25,7 @@ func TestCorruptItemCountedAndLogged(t *testing.T) {
 	defer cancel()
 	for _, mode := range []string{"normal", "lock-safety"} {
 		t.Run(mode, func(t *testing.T) {
-			var logs lockedBuffer
+			var logs testutil.LogBuffer
 			ns := recipes.WithNamespace(testutil.Namespace(t))
 			c := connect(t, zkc.Servers(), ns)
 			admin := connect(t, zkc.Servers(), ns)

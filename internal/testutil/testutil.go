@@ -5,6 +5,7 @@
 package testutil
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -123,3 +124,22 @@ func Connect(t testing.TB, servers []string, opts ...recipes.Option) *recipes.Cl
 
 // Eventually polls cond until it holds, failing the test after timeout.
 var Eventually = zktest.Eventually
+
+// LogBuffer is a log sink safe for the goroutines that log into it: give
+// it to slog.NewTextHandler, read it with String.
+type LogBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *LogBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *LogBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
