@@ -61,7 +61,7 @@
 // change, in the order the server applied them, each listener on a
 // goroutine of its own (never the client's event loop: a slow listener
 // delays only itself). Subscribe gives the same on a channel.
-// ListenOptions filter them as Curator's listener builder does
+// Filters select from them as Curator's listener builder does
 // (ForCreates, ForChanges, ForDeletes, ForInitialized, AfterInitialized).
 //
 // Each batch of watch events is checked against reads made after it: a

@@ -6,10 +6,11 @@ import (
 	"github.com/zkrecipes/zkrecipes/internal/engine"
 )
 
-// ListenOption filters what a listener hears (Curator's
-// CuratorCacheListenerBuilder). With no For... option a listener hears
-// every type; with some, only those.
-type ListenOption func(*listenOptions)
+// Filter selects what a listener hears (Curator's
+// CuratorCacheListenerBuilder). With no For... filter a listener hears
+// every type; with some, only those. A filter is not an option: it
+// cannot be wrong, so it is not checked.
+type Filter func(*listenOptions)
 
 type listenOptions struct {
 	types uint32 // bit per EventType; 0: all
@@ -21,26 +22,26 @@ func (lo *listenOptions) wants(t EventType) bool {
 }
 
 // ForCreates adds NodeCreated to what the listener hears.
-func ForCreates() ListenOption { return forType(NodeCreated) }
+func ForCreates() Filter { return forType(NodeCreated) }
 
 // ForChanges adds NodeChanged to what the listener hears.
-func ForChanges() ListenOption { return forType(NodeChanged) }
+func ForChanges() Filter { return forType(NodeChanged) }
 
 // ForDeletes adds NodeDeleted to what the listener hears.
-func ForDeletes() ListenOption { return forType(NodeDeleted) }
+func ForDeletes() Filter { return forType(NodeDeleted) }
 
 // ForInitialized adds Initialized to what the listener hears.
-func ForInitialized() ListenOption { return forType(Initialized) }
+func ForInitialized() Filter { return forType(Initialized) }
 
 // ForResynced adds Resynced to what the listener hears.
-func ForResynced() ListenOption { return forType(Resynced) }
+func ForResynced() Filter { return forType(Resynced) }
 
 // ForAll makes the listener hear every type (the default).
-func ForAll() ListenOption {
+func ForAll() Filter {
 	return func(lo *listenOptions) { lo.types = ^uint32(0) }
 }
 
-func forType(t EventType) ListenOption {
+func forType(t EventType) Filter {
 	return func(lo *listenOptions) { lo.types |= 1 << t }
 }
 
@@ -48,7 +49,7 @@ func forType(t EventType) ListenOption {
 // (Curator's afterInitialized): not the NodeCreated of the first load,
 // nor, for a listener added later, those of the current contents; then
 // Initialized (if its types include it) and every change after it.
-func AfterInitialized() ListenOption {
+func AfterInitialized() Filter {
 	return func(lo *listenOptions) { lo.after = true }
 }
 
@@ -67,14 +68,14 @@ func AfterInitialized() ListenOption {
 //
 // So any listener, whenever added, hears a NodeCreated for each node
 // before any other event about it, and Initialized exactly once.
-// AfterInitialized and the For... options filter this stream. Events
+// AfterInitialized and the For... filters select from this stream. Events
 // share their Node values with the cache and other listeners: do not
 // modify them. A panicking listener is not recovered: it ends the
 // program, as a panic on any goroutine does. The returned function removes
 // the listener; Close removes every listener after delivering what was
 // queued. A listener may call Close (it then does not wait for the
 // listeners, its own call included, to finish).
-func (c *Cache) Listen(fn func(Event), opts ...ListenOption) (remove func()) {
+func (c *Cache) Listen(fn func(Event), opts ...Filter) (remove func()) {
 	if !c.ok() || fn == nil {
 		return func() {}
 	}
@@ -130,7 +131,7 @@ func (s *subscription) end() { s.stop.Do(func() { close(s.done) }) }
 // order), queued without bound while the reader is slow. The returned
 // function, or Close, closes the channel (events still queued are
 // dropped).
-func (c *Cache) Subscribe(opts ...ListenOption) (<-chan Event, func()) {
+func (c *Cache) Subscribe(opts ...Filter) (<-chan Event, func()) {
 	s := &subscription{ch: make(chan Event), done: make(chan struct{})}
 	if !c.ok() {
 		close(s.ch)

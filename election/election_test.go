@@ -90,7 +90,7 @@ func (r *recorder) check(t *testing.T) []interval {
 	return terms
 }
 
-func newLatch(t *testing.T, c *recipes.Client, path, id string, opts ...election.LatchOption) *election.Latch {
+func newLatch(t *testing.T, c *recipes.Client, path, id string, opts ...election.Option) *election.Latch {
 	t.Helper()
 	l, err := election.NewLatch(c, path, id, opts...)
 	require.NoError(t, err)

@@ -23,16 +23,31 @@ const (
 	CloseNotifyLeader
 )
 
-// LatchOption configures a Latch.
-type LatchOption func(*latchOptions) error
+// Option configures a Latch or a Selector: each With… says which
+// constructor takes it, and the other refuses it
+// (recipes.ErrInvalidArgument).
+type Option func(*options) error
 
-type latchOptions struct {
-	closeMode CloseMode
+type options struct {
+	recipe      string // "Latch" or "Selector", set by the constructor
+	closeMode   CloseMode
+	autoRequeue bool
 }
 
-// WithCloseMode sets the latch's close mode.
-func WithCloseMode(m CloseMode) LatchOption {
-	return func(o *latchOptions) error {
+// only refuses an option given to a recipe other than recipe.
+func only(o *options, option, recipe string) error {
+	if o.recipe != recipe {
+		return fmt.Errorf("%w: %s is an option of %s, not of %s", recipes.ErrInvalidArgument, option, recipe, o.recipe)
+	}
+	return nil
+}
+
+// WithCloseMode sets a Latch's close mode.
+func WithCloseMode(m CloseMode) Option {
+	return func(o *options) error {
+		if err := only(o, "WithCloseMode", "Latch"); err != nil {
+			return err
+		}
 		if m != CloseSilent && m != CloseNotifyLeader {
 			return fmt.Errorf("%w: close mode %d", recipes.ErrInvalidArgument, m)
 		}
@@ -60,11 +75,11 @@ type Latch struct {
 	path string
 	full string
 	id   string
-	opts latchOptions
+	opts options
 
 	mu        sync.Mutex
-	closed    bool
-	run       *latchRun       // the participation since Start; nil when not started
+	life      engine.Lifecycle // started from Start to Resign; changed under mu, with run
+	run       *latchRun        // the participation since Start; nil when not started
 	leaving   <-chan struct{} // the done of the participation Resign ended, which Start waits for
 	term      *Term
 	changed   chan struct{} // closed when a term starts or ends, or the latch resigns or closes, then replaced
@@ -84,7 +99,7 @@ type latchRun struct {
 
 // NewLatch returns a latch at path for the participant id (its node's
 // data). It does not touch ZooKeeper until Start.
-func NewLatch(c *recipes.Client, path, id string, opts ...LatchOption) (*Latch, error) {
+func NewLatch(c *recipes.Client, path, id string, opts ...Option) (*Latch, error) {
 	full, err := recipeargs.Path(c, path, "a latch path")
 	if err != nil {
 		return nil, err
@@ -92,7 +107,7 @@ func NewLatch(c *recipes.Client, path, id string, opts ...LatchOption) (*Latch, 
 	if id == "" {
 		return nil, engine.Namedf("leader latch "+path, "%w: empty participant id (the id is what Participants and Leader report)", recipes.ErrInvalidArgument)
 	}
-	var o latchOptions
+	o := options{recipe: "Latch"}
 	if err := recipeargs.Options(&o, opts); err != nil {
 		return nil, err
 	}
@@ -114,7 +129,7 @@ var latchDriver = &engine.Driver{Names: []string{LatchName}, Recipe: "latch"}
 // end if it has not yet). After Close it returns recipes.ErrClosed.
 func (l *Latch) Start(ctx context.Context) error {
 	if l == nil || l.c == nil {
-		return fmt.Errorf("%w: Latch not made by NewLatch", recipes.ErrInvalidArgument)
+		return engine.NotMade("Latch", "NewLatch")
 	}
 	if ctx == nil {
 		return fmt.Errorf("%w: nil context", recipes.ErrInvalidArgument)
@@ -124,13 +139,9 @@ func (l *Latch) Start(ctx context.Context) error {
 	}
 	l.mu.Lock()
 	for {
-		switch {
-		case l.closed:
+		if l.life.Closed() || l.life.Started() {
 			l.mu.Unlock()
-			return engine.Namedf("leader latch "+l.path, "%w", recipes.ErrClosed)
-		case l.run != nil:
-			l.mu.Unlock()
-			return engine.Named("leader latch "+l.path, recipes.ErrAlreadyStarted)
+			return l.life.Start("leader latch " + l.path) // the error it would be
 		}
 		leaving := l.leaving
 		if leaving == nil || engine.IsClosed(leaving) {
@@ -143,6 +154,10 @@ func (l *Latch) Start(ctx context.Context) error {
 			return engine.Namedf("leader latch "+l.path, "waiting for the resigned participation to end: %w", ctx.Err())
 		}
 		l.mu.Lock()
+	}
+	if err := l.life.Start("leader latch " + l.path); err != nil {
+		l.mu.Unlock()
+		return err
 	}
 	pctx, cancel := context.WithCancel(context.Background())
 	r := &latchRun{cancel: cancel, nodeCh: make(chan struct{}), done: make(chan struct{})}
@@ -198,6 +213,7 @@ func (l *Latch) unstart(r *latchRun) {
 	defer l.mu.Unlock()
 	if l.run == r {
 		l.run, l.node = nil, ""
+		l.life.Abort()
 	}
 }
 
@@ -205,7 +221,7 @@ func (l *Latch) unstart(r *latchRun) {
 // Resign, else its error, else recipes.ErrClosed.
 func (l *Latch) stopped(r *latchRun) error {
 	l.mu.Lock()
-	closed, current, err := l.closed, l.run == r, r.err
+	closed, current, err := l.life.Closed(), l.run == r, r.err
 	l.mu.Unlock()
 	switch {
 	case closed:
@@ -282,14 +298,14 @@ func (l *Latch) Term() *Term {
 // after Close.
 func (l *Latch) Await(ctx context.Context) (*Term, error) {
 	if l == nil || l.c == nil {
-		return nil, fmt.Errorf("%w: Latch not made by NewLatch", recipes.ErrInvalidArgument)
+		return nil, engine.NotMade("Latch", "NewLatch")
 	}
 	if ctx == nil {
 		return nil, fmt.Errorf("%w: nil context", recipes.ErrInvalidArgument)
 	}
 	for {
 		l.mu.Lock()
-		closed, r, t, ch := l.closed, l.run, l.term, l.changed
+		closed, r, t, ch := l.life.Closed(), l.run, l.term, l.changed
 		l.mu.Unlock()
 		switch {
 		case closed:
@@ -347,7 +363,7 @@ func (l *Latch) Subscribe() (<-chan bool, func()) {
 // leads.
 func (l *Latch) Participants(ctx context.Context) ([]recipes.Participant, error) {
 	if l == nil || l.c == nil {
-		return nil, fmt.Errorf("%w: Latch not made by NewLatch", recipes.ErrInvalidArgument)
+		return nil, engine.NotMade("Latch", "NewLatch")
 	}
 	return Participants(ctx, l.c, l.path)
 }
@@ -398,20 +414,16 @@ func (l *Latch) releaseTerm(ctx context.Context, t *Term) error {
 // leaving completes in the background (a later Start waits for it).
 func (l *Latch) Resign(ctx context.Context) error {
 	if l == nil || l.c == nil {
-		return fmt.Errorf("%w: Latch not made by NewLatch", recipes.ErrInvalidArgument)
+		return engine.NotMade("Latch", "NewLatch")
 	}
 	if ctx == nil {
 		return fmt.Errorf("%w: nil context", recipes.ErrInvalidArgument)
 	}
 	l.mu.Lock()
 	r := l.run
-	switch {
-	case l.closed:
+	if !l.life.Abort() { // started → latent: a later Start joins again
 		l.mu.Unlock()
-		return engine.Namedf("leader latch "+l.path, "%w", recipes.ErrClosed)
-	case r == nil:
-		l.mu.Unlock()
-		return engine.Named("leader latch "+l.path, recipes.ErrNotStarted)
+		return l.life.Running("leader latch "+l.path, "")
 	}
 	l.run, l.node, l.leaving = nil, "", r.done
 	l.broadcast()
@@ -432,17 +444,16 @@ func (l *Latch) Resign(ctx context.Context) error {
 // usable). It is safe to call more than once.
 func (l *Latch) Close(ctx context.Context) error {
 	if l == nil || l.c == nil {
-		return fmt.Errorf("%w: Latch not made by NewLatch", recipes.ErrInvalidArgument)
+		return engine.NotMade("Latch", "NewLatch")
 	}
 	if ctx == nil {
 		ctx = context.Background()
 	}
 	l.mu.Lock()
-	if l.closed {
+	if first, _ := l.life.Close(); !first {
 		l.mu.Unlock()
 		return nil
 	}
-	l.closed = true
 	r, leaving := l.run, l.leaving
 	if r != nil {
 		r.silent = l.opts.closeMode == CloseSilent

@@ -93,6 +93,14 @@ func TestMisuse(t *testing.T) {
 			_, err := election.NewLatch(c, "/misuse/x", "id", election.WithCloseMode(-1))
 			return err
 		}},
+		{Name: "NewLatch(WithAutoRequeue)", Call: func() error {
+			_, err := election.NewLatch(c, "/misuse/x", "id", election.WithAutoRequeue())
+			return err
+		}},
+		{Name: "NewSelector(WithCloseMode)", Call: func() error {
+			_, err := election.NewSelector(c, "/misuse/x", "id", lead, election.WithCloseMode(election.CloseSilent))
+			return err
+		}},
 	}))
 
 	// Latch.

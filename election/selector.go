@@ -21,17 +21,13 @@ import (
 // done. An error it returns is logged.
 type LeadFunc func(ctx context.Context, t *Term) error
 
-// SelectorOption configures a Selector.
-type SelectorOption func(*selectorOptions) error
-
-type selectorOptions struct {
-	autoRequeue bool
-}
-
-// WithAutoRequeue makes the selector queue again each time LeadFunc returns
+// WithAutoRequeue makes a Selector queue again each time LeadFunc returns
 // (or an attempt to lead fails), as Curator's autoRequeue does.
-func WithAutoRequeue() SelectorOption {
-	return func(o *selectorOptions) error {
+func WithAutoRequeue() Option {
+	return func(o *options) error {
+		if err := only(o, "WithAutoRequeue", "Selector"); err != nil {
+			return err
+		}
 		o.autoRequeue = true
 		return nil
 	}
@@ -47,7 +43,7 @@ type Selector struct {
 	full string
 	id   string
 	fn   LeadFunc
-	opts selectorOptions
+	opts options
 	m    *mutex.Mutex
 
 	life      engine.Lifecycle
@@ -65,7 +61,7 @@ type Selector struct {
 // NewSelector returns a selector at path for participant id (its node's
 // data) that runs fn while it leads. It does not touch ZooKeeper until
 // Start.
-func NewSelector(c *recipes.Client, path, id string, fn LeadFunc, opts ...SelectorOption) (*Selector, error) {
+func NewSelector(c *recipes.Client, path, id string, fn LeadFunc, opts ...Option) (*Selector, error) {
 	if c == nil {
 		return nil, recipes.ErrNilClient
 	}
@@ -75,7 +71,7 @@ func NewSelector(c *recipes.Client, path, id string, fn LeadFunc, opts ...Select
 	if id == "" {
 		return nil, engine.Namedf("leader selector "+path, "%w: empty participant id (the id is what Participants and Leader report)", recipes.ErrInvalidArgument)
 	}
-	var o selectorOptions
+	o := options{recipe: "Selector"}
 	if err := recipeargs.Options(&o, opts); err != nil {
 		return nil, err
 	}

@@ -11,21 +11,43 @@ import (
 	"github.com/zkrecipes/zkrecipes/recipes"
 )
 
-// Option configures a PersistentNode.
+// Option configures a recipe of this package: each With… says which
+// constructor takes it, and the others refuse it
+// (recipes.ErrInvalidArgument).
 type Option func(*options) error
 
 type options struct {
+	recipe    string // the constructor's recipe: persistentNode, ttlNode or groupMember
 	ttl       time.Duration
 	protected bool
 	keep      bool
+	child     string // a TTL node's touch node
+	factor    int    // a TTL node's touches per TTL
 }
 
-// WithTTL sets the time to live of a TTL mode (required with
-// PersistentWithTTL and PersistentSequentialWithTTL, refused with the
-// other modes): the server deletes the node once it has had no children
-// and no change for ttl.
+const (
+	persistentNode = "PersistentNode"
+	ttlNode        = "PersistentTTLNode"
+	groupMember    = "GroupMember"
+)
+
+// only refuses an option given to a recipe other than for.
+func only(o *options, option, recipe string) error {
+	if o.recipe != recipe {
+		return fmt.Errorf("%w: %s is an option of %s, not of %s", recipes.ErrInvalidArgument, option, recipe, o.recipe)
+	}
+	return nil
+}
+
+// WithTTL sets a PersistentNode's time to live in a TTL mode (required
+// with PersistentWithTTL and PersistentSequentialWithTTL, refused with
+// the other modes): the server deletes the node once it has had no
+// children and no change for ttl.
 func WithTTL(ttl time.Duration) Option {
 	return func(o *options) error {
+		if err := only(o, "WithTTL", persistentNode); err != nil {
+			return err
+		}
 		if ttl <= 0 || ttl > engine.MaxTTL {
 			return fmt.Errorf("%w: TTL %v (1 ms to %v)", recipes.ErrInvalidArgument, ttl, engine.MaxTTL)
 		}
@@ -34,12 +56,18 @@ func WithTTL(ttl time.Duration) Option {
 	}
 }
 
-// WithProtection makes each create a protected create, in any mode: the
-// node is named _c_<uuid>-<name> under the path's parent, and a create
-// whose reply is lost is found again by its uuid instead of being made
-// twice. Each node made again gets a new name.
+// WithProtection makes each create of a PersistentNode a protected
+// create, in any mode: the node is named _c_<uuid>-<name> under the
+// path's parent, and a create whose reply is lost is found again by its
+// uuid instead of being made twice. Each node made again gets a new name.
 func WithProtection() Option {
-	return func(o *options) error { o.protected = true; return nil }
+	return func(o *options) error {
+		if err := only(o, "WithProtection", persistentNode); err != nil {
+			return err
+		}
+		o.protected = true
+		return nil
+	}
 }
 
 // Event tells a listener of a PersistentNode about a node made for it.
@@ -93,7 +121,7 @@ func NewPersistentNode(c *recipes.Client, path string, mode Mode, data []byte, o
 	if !mode.valid() {
 		return nil, fmt.Errorf("%w: create mode %d", recipes.ErrInvalidArgument, int32(mode))
 	}
-	var o options
+	o := options{recipe: persistentNode}
 	if err := recipeargs.Options(&o, opts); err != nil {
 		return nil, err
 	}

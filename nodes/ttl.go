@@ -19,18 +19,13 @@ import (
 // names it.
 const DefaultTouchNode = "touch"
 
-// TTLOption configures a PersistentTTLNode.
-type TTLOption func(*ttlOptions) error
-
-type ttlOptions struct {
-	child  string
-	factor int
-}
-
-// WithTouchNode sets the name of the child that is touched (default
-// DefaultTouchNode, Curator's childNodeName).
-func WithTouchNode(name string) TTLOption {
-	return func(o *ttlOptions) error {
+// WithTouchNode sets the name of a PersistentTTLNode's child that is
+// touched (default DefaultTouchNode, Curator's childNodeName).
+func WithTouchNode(name string) Option {
+	return func(o *options) error {
+		if err := only(o, "WithTouchNode", ttlNode); err != nil {
+			return err
+		}
 		if name == "" || strings.Contains(name, "/") || engine.ValidatePath("/"+name) != nil {
 			return fmt.Errorf("%w: touch node name %q", recipes.ErrInvalidArgument, name)
 		}
@@ -39,10 +34,14 @@ func WithTouchNode(name string) TTLOption {
 	}
 }
 
-// WithTouchFactor sets how many touches a TTL sees: the child is touched
-// every ttl/factor (default 2, Curator's touchScheduleFactor; at least 2).
-func WithTouchFactor(factor int) TTLOption {
-	return func(o *ttlOptions) error {
+// WithTouchFactor sets how many touches a PersistentTTLNode's TTL sees:
+// the child is touched every ttl/factor (default 2, Curator's
+// touchScheduleFactor; at least 2).
+func WithTouchFactor(factor int) Option {
+	return func(o *options) error {
+		if err := only(o, "WithTouchFactor", ttlNode); err != nil {
+			return err
+		}
 		if factor < 2 {
 			return fmt.Errorf("%w: touch factor %d (at least 2)", recipes.ErrInvalidArgument, factor)
 		}
@@ -84,12 +83,12 @@ type PersistentTTLNode struct {
 // data. It does not touch ZooKeeper. The server must run with
 // -Dzookeeper.extendedTypesEnabled=true (WaitReady says so
 // when it does not).
-func NewPersistentTTLNode(c *recipes.Client, path string, ttl time.Duration, data []byte, opts ...TTLOption) (*PersistentTTLNode, error) {
+func NewPersistentTTLNode(c *recipes.Client, path string, ttl time.Duration, data []byte, opts ...Option) (*PersistentTTLNode, error) {
 	full, err := recipeargs.Path(c, path, "a TTL node's path")
 	if err != nil {
 		return nil, err
 	}
-	o := ttlOptions{child: DefaultTouchNode, factor: 2}
+	o := options{recipe: ttlNode, child: DefaultTouchNode, factor: 2}
 	if err := recipeargs.Options(&o, opts); err != nil {
 		return nil, err
 	}

@@ -95,6 +95,15 @@ func TestPersistentTtlNodeArguments(t *testing.T) {
 	assert.ErrorIs(t, err, recipes.ErrInvalidArgument)
 	_, err = nodes.NewPersistentTTLNode(a, "/x", time.Second, nil, nodes.WithTouchFactor(1))
 	assert.ErrorIs(t, err, recipes.ErrInvalidArgument)
+	// One Option type: each constructor refuses the others' options.
+	_, err = nodes.NewPersistentTTLNode(a, "/x", time.Second, nil, nodes.WithTTL(time.Second))
+	assert.ErrorIs(t, err, recipes.ErrInvalidArgument)
+	_, err = nodes.NewPersistentTTLNode(a, "/x", time.Second, nil, nodes.WithProtection())
+	assert.ErrorIs(t, err, recipes.ErrInvalidArgument)
+	_, err = nodes.NewPersistentNode(a, "/x", nodes.Persistent, nil, nodes.WithTouchFactor(3))
+	assert.ErrorIs(t, err, recipes.ErrInvalidArgument)
+	_, err = nodes.NewPersistentNode(a, "/x", nodes.Persistent, nil, nodes.WithTouchNode("t"))
+	assert.ErrorIs(t, err, recipes.ErrInvalidArgument)
 }
 
 // engineCreateContainer makes a container node with data, as Curator 5.4

@@ -56,16 +56,21 @@ type config struct {
 }
 
 // Option configures a Cluster started by Start, StartEnsemble or Launch.
-type Option func(*config)
+// Launch returns an option's error; Start and StartEnsemble fail the test
+// with it.
+type Option func(*config) error
 
-// WithTickTime sets the servers' tickTime (default DefaultTickTime). The
-// minimum session timeout the servers grant is 2*d and the maximum 20*d.
-// It has no effect on a cluster named by ZK_TEST_SERVERS.
+// WithTickTime sets the servers' tickTime (default DefaultTickTime; d must
+// be positive). The minimum session timeout the servers grant is 2*d and
+// the maximum 20*d. It has no effect on a cluster named by
+// ZK_TEST_SERVERS.
 func WithTickTime(d time.Duration) Option {
-	return func(c *config) {
-		if d > 0 {
-			c.tick = d
+	return func(c *config) error {
+		if d <= 0 {
+			return fmt.Errorf("zktest: tick time %v: must be positive", d)
 		}
+		c.tick = d
+		return nil
 	}
 }
 
@@ -75,7 +80,13 @@ func WithTickTime(d time.Duration) Option {
 // whose last lines are reported through t.Log when the test fails. w may be
 // shared by several members; writes to it are serialized.
 func WithLogOutput(w io.Writer) Option {
-	return func(c *config) { c.logOut = w }
+	return func(c *config) error {
+		if w == nil {
+			return errors.New("zktest: nil log output")
+		}
+		c.logOut = w
+		return nil
+	}
 }
 
 // WithoutExtendedTypes starts the servers without
@@ -83,7 +94,7 @@ func WithLogOutput(w io.Writer) Option {
 // server of a default configuration runs: it refuses TTL create modes. It
 // has no effect on a cluster named by ZK_TEST_SERVERS or started in Docker.
 func WithoutExtendedTypes() Option {
-	return func(c *config) { c.noExtended = true }
+	return func(c *config) error { c.noExtended = true; return nil }
 }
 
 type mode int
@@ -168,8 +179,11 @@ func Launch(n int, opts ...Option) (*Cluster, error) {
 	}
 	cfg := config{tick: DefaultTickTime}
 	for _, o := range opts {
-		if o != nil {
-			o(&cfg)
+		if o == nil {
+			return nil, errors.New("zktest: nil option")
+		}
+		if err := o(&cfg); err != nil {
+			return nil, err
 		}
 	}
 
