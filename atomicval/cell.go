@@ -13,6 +13,7 @@ import (
 	"github.com/zkrecipes/zkrecipes/internal/codec"
 	"github.com/zkrecipes/zkrecipes/internal/engine"
 	"github.com/zkrecipes/zkrecipes/internal/recipeargs"
+	"github.com/zkrecipes/zkrecipes/internal/zkerr"
 	"github.com/zkrecipes/zkrecipes/mutex"
 	"github.com/zkrecipes/zkrecipes/recipes"
 )
@@ -183,7 +184,7 @@ func (s *cell[T]) check(ctx context.Context) error {
 		return err
 	}
 	if err := s.e.Check(); err != nil {
-		return engine.Named(s.name(), err)
+		return zkerr.Named(s.name(), err)
 	}
 	return nil
 }
@@ -192,7 +193,7 @@ func (s *cell[T]) check(ctx context.Context) error {
 func (s *cell[T]) decode(data []byte) (T, error) {
 	v, err := s.codec.Decode(data)
 	if err != nil {
-		return v, engine.Named(s.name(), err)
+		return v, zkerr.Named(s.name(), err)
 	}
 	return v, nil
 }
@@ -219,7 +220,7 @@ func (s *cell[T]) get(ctx context.Context) (T, error) {
 		return err
 	})
 	if err != nil {
-		return zero, engine.Namedf(s.name(), "get: %w", err)
+		return zero, zkerr.Namedf(s.name(), "get: %w", err)
 	}
 	return s.decode(data)
 }
@@ -243,7 +244,7 @@ func (s *cell[T]) compareAndSet(ctx context.Context, expected, v T) (Result[T], 
 	// compare-and-set from a value already there.
 	if err := s.e.Retry(ctx, func() error { return s.e.Sync(ctx, s.full) }); err != nil {
 		res.Stats.OptimisticTime = time.Since(start)
-		return res, engine.Namedf(s.name(), "compare-and-set: sync: %w", err)
+		return res, zkerr.Namedf(s.name(), "compare-and-set: sync: %w", err)
 	}
 	_, err = s.e.CompareAndSet(ctx, s.full, engine.CAS{Tries: 1, Exact: true}, func(prev []byte, _ bool) ([]byte, error) {
 		res.Stats.OptimisticTries++
@@ -263,16 +264,16 @@ func (s *cell[T]) compareAndSet(ctx context.Context, expected, v T) (Result[T], 
 		res.Succeeded, res.PostValue = true, v
 		return res, nil
 	case errors.Is(err, errMismatch):
-		return res, engine.Namedf(s.name(), "compare-and-set: the value is %s, not the expected %s: %w",
+		return res, zkerr.Namedf(s.name(), "compare-and-set: the value is %s, not the expected %s: %w",
 			s.codec.Show(res.PreValue), s.codec.Show(expected), recipes.ErrConflict)
 	case errors.Is(err, zk.ErrNoNode) && ctx.Err() == nil:
 		res.Stats.OptimisticTries = max(res.Stats.OptimisticTries, 1)
-		return res, engine.Namedf(s.name(), "compare-and-set: no node (compare-and-set never creates it; Initialize does): %w (%w)", recipes.ErrConflict, zk.ErrNoNode)
+		return res, zkerr.Namedf(s.name(), "compare-and-set: no node (compare-and-set never creates it; Initialize does): %w (%w)", recipes.ErrConflict, zk.ErrNoNode)
 	case errors.Is(err, recipes.ErrConflict):
-		return res, engine.Namedf(s.name(), "compare-and-set: the value changed after it was read (as %s): %w",
+		return res, zkerr.Namedf(s.name(), "compare-and-set: the value changed after it was read (as %s): %w",
 			s.codec.Show(res.PreValue), recipes.ErrConflict)
 	}
-	return res, engine.Namedf(s.name(), "compare-and-set: %w", err)
+	return res, zkerr.Namedf(s.name(), "compare-and-set: %w", err)
 }
 
 // update sets the value to next(current): optimistic tries, then, when
@@ -298,7 +299,7 @@ func (s *cell[T]) outcome(op string, err error) error {
 	if err == nil {
 		return nil
 	}
-	return engine.Namedf(s.name(), "%s: %w", op, err)
+	return zkerr.Namedf(s.name(), "%s: %w", op, err)
 }
 
 // try is one compare-and-set loop, counting its tries in *tries; it
@@ -371,13 +372,13 @@ func (s *cell[T]) initialize(ctx context.Context, v T) (bool, error) {
 	case errors.Is(err, zk.ErrNodeExists):
 		return false, nil
 	}
-	return false, engine.Namedf(s.name(), "initialize: %w", err)
+	return false, zkerr.Namedf(s.name(), "initialize: %w", err)
 }
 
 // encode is the node data of v.
 func (s *cell[T]) encode(v T) ([]byte, error) {
 	data, err := s.codec.Encode(v)
-	return data, engine.Named(s.name(), err)
+	return data, zkerr.Named(s.name(), err)
 }
 
 // create makes the node with data, its missing parents as containers.
@@ -419,7 +420,7 @@ func (s *cell[T]) forceSet(ctx context.Context, v T) error {
 		}
 	})
 	if err != nil {
-		return engine.Namedf(s.name(), "force-set: %w", err)
+		return zkerr.Namedf(s.name(), "force-set: %w", err)
 	}
 	return nil
 }

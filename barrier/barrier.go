@@ -50,6 +50,7 @@ import (
 
 	"github.com/zkrecipes/zkrecipes/internal/engine"
 	"github.com/zkrecipes/zkrecipes/internal/recipeargs"
+	"github.com/zkrecipes/zkrecipes/internal/zkerr"
 	"github.com/zkrecipes/zkrecipes/recipes"
 )
 
@@ -85,12 +86,12 @@ func (b *Barrier) Path() string {
 
 func (b *Barrier) check(ctx context.Context) error {
 	if b == nil || b.c == nil {
-		return engine.NotMade("Barrier", "New")
+		return zkerr.NotMade("Barrier", "New")
 	}
 	if ctx == nil {
 		return fmt.Errorf("%w: nil context", recipes.ErrInvalidArgument)
 	}
-	return engine.Named("barrier "+b.path, b.e.Check())
+	return zkerr.Named("barrier "+b.path, b.e.Check())
 }
 
 // Set raises the barrier: it creates the node (its missing parents as
@@ -104,7 +105,7 @@ func (b *Barrier) Set(ctx context.Context) error {
 		return err
 	})
 	if err != nil && !errors.Is(err, zk.ErrNodeExists) {
-		return engine.Namedf("barrier "+b.path, "set: %w", err)
+		return zkerr.Namedf("barrier "+b.path, "set: %w", err)
 	}
 	return nil
 }
@@ -117,7 +118,7 @@ func (b *Barrier) Remove(ctx context.Context) error {
 	}
 	err := b.e.Retry(ctx, func() error { return b.e.Delete(ctx, b.full, -1) })
 	if err != nil && !errors.Is(err, zk.ErrNoNode) {
-		return engine.Namedf("barrier "+b.path, "remove: %w", err)
+		return zkerr.Namedf("barrier "+b.path, "remove: %w", err)
 	}
 	return nil
 }
@@ -134,7 +135,7 @@ func (b *Barrier) IsSet(ctx context.Context) (bool, error) {
 		return err
 	})
 	if err != nil {
-		return false, engine.Namedf("barrier "+b.path, "%w", err)
+		return false, zkerr.Namedf("barrier "+b.path, "%w", err)
 	}
 	return ok, nil
 }
@@ -158,7 +159,7 @@ func (b *Barrier) Wait(ctx context.Context) error {
 		return engine.Look{Watch: ch}, nil
 	})
 	if err != nil {
-		return engine.Namedf("barrier "+b.path, "wait: %w", err)
+		return zkerr.Namedf("barrier "+b.path, "wait: %w", err)
 	}
 	return nil
 }

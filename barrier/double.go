@@ -11,6 +11,7 @@ import (
 
 	"github.com/zkrecipes/zkrecipes/internal/engine"
 	"github.com/zkrecipes/zkrecipes/internal/recipeargs"
+	"github.com/zkrecipes/zkrecipes/internal/zkerr"
 	"github.com/zkrecipes/zkrecipes/recipes"
 )
 
@@ -38,7 +39,7 @@ func NewDouble(c *recipes.Client, path string, memberQty int) (*DoubleBarrier, e
 		return nil, err
 	}
 	if memberQty < 1 {
-		return nil, engine.Namedf("double barrier "+path, "%w: memberQty %d", recipes.ErrInvalidArgument, memberQty)
+		return nil, zkerr.Namedf("double barrier "+path, "%w: memberQty %d", recipes.ErrInvalidArgument, memberQty)
 	}
 	return &DoubleBarrier{c: c, e: engine.Of(c), path: path, full: full, ready: engine.JoinPath(full, ReadyNode), qty: memberQty}, nil
 }
@@ -69,12 +70,12 @@ func (d *DoubleBarrier) what() string { return "double barrier " + d.path }
 
 func (d *DoubleBarrier) check(ctx context.Context) error {
 	if d == nil || d.c == nil {
-		return engine.NotMade("DoubleBarrier", "NewDouble")
+		return zkerr.NotMade("DoubleBarrier", "NewDouble")
 	}
 	if ctx == nil {
 		return fmt.Errorf("%w: nil context", recipes.ErrInvalidArgument)
 	}
-	return engine.Named(d.what(), d.e.Check())
+	return zkerr.Named(d.what(), d.e.Check())
 }
 
 // members returns the member names among kids (ready left out), sorted.
@@ -102,14 +103,14 @@ func (d *DoubleBarrier) Enter(ctx context.Context) error {
 	d.mu.Lock()
 	if d.node != "" {
 		d.mu.Unlock()
-		return engine.Namedf(d.what(), "%w: already entered (Leave first)", recipes.ErrInvalidArgument)
+		return zkerr.Namedf(d.what(), "%w: already entered (Leave first)", recipes.ErrInvalidArgument)
 	}
 	node := engine.JoinPath(d.full, engine.NewUUID())
 	d.node = node
 	d.mu.Unlock()
 	if err := d.enter(ctx, node); err != nil {
 		d.drop(ctx, node)
-		return engine.Named(d.what(), err)
+		return zkerr.Named(d.what(), err)
 	}
 	return nil
 }
@@ -192,7 +193,7 @@ func (d *DoubleBarrier) Leave(ctx context.Context) error {
 	node := d.node
 	d.mu.Unlock()
 	if node == "" {
-		return engine.Namedf(d.what(), "%w: not entered", recipes.ErrNotHeld)
+		return zkerr.Namedf(d.what(), "%w: not entered", recipes.ErrNotHeld)
 	}
 	present := true // our node still exists
 	err := d.leave(ctx, node, &present)
@@ -202,11 +203,11 @@ func (d *DoubleBarrier) Leave(ctx context.Context) error {
 		d.forget(node)
 	}
 	if err != nil {
-		return engine.Named(d.what(), err)
+		return zkerr.Named(d.what(), err)
 	}
 	err = d.e.Retry(ctx, func() error { return d.e.Delete(ctx, d.ready, -1) })
 	if err != nil && !errors.Is(err, zk.ErrNoNode) {
-		return engine.Namedf(d.what(), "leave: delete %s: %w", ReadyNode, err)
+		return zkerr.Namedf(d.what(), "leave: delete %s: %w", ReadyNode, err)
 	}
 	return nil
 }
@@ -283,7 +284,7 @@ func (d *DoubleBarrier) Members(ctx context.Context) ([]string, bool, error) {
 		return nil, false, nil
 	}
 	if err != nil {
-		return nil, false, engine.Namedf(d.what(), "members: %w", err)
+		return nil, false, zkerr.Namedf(d.what(), "members: %w", err)
 	}
 	out := members(kids)
 	for i, m := range out {

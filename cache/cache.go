@@ -14,6 +14,7 @@ import (
 
 	"github.com/zkrecipes/zkrecipes/internal/engine"
 	"github.com/zkrecipes/zkrecipes/internal/recipeargs"
+	"github.com/zkrecipes/zkrecipes/internal/zkerr"
 	"github.com/zkrecipes/zkrecipes/recipes"
 )
 
@@ -182,7 +183,7 @@ func (c *Cache) name() string { return "cache " + c.path }
 
 func (c *Cache) ok() bool { return c != nil && c.c != nil }
 
-func notMade() error { return engine.NotMade("Cache", "New") }
+func notMade() error { return zkerr.NotMade("Cache", "New") }
 
 // Start sets the cache's watch and starts loading it: one persistent
 // recursive watch on the root (a persistent one for a NodeCache), or,
@@ -201,7 +202,7 @@ func (c *Cache) Start(ctx context.Context) error {
 		return err
 	}
 	if err := c.e.Check(); err != nil {
-		return engine.Named(c.name(), err)
+		return zkerr.Named(c.name(), err)
 	}
 	if err := c.life.Start(c.name()); err != nil {
 		return err
@@ -209,7 +210,7 @@ func (c *Cache) Start(ctx context.Context) error {
 	w, err := c.setWatch(ctx)
 	if err != nil {
 		c.life.Abort()
-		return engine.Named(c.name(), err)
+		return zkerr.Named(c.name(), err)
 	}
 	rctx, cancel := context.WithCancel(context.Background())
 	c.mu.Lock()
@@ -219,7 +220,7 @@ func (c *Cache) Start(ctx context.Context) error {
 		if w != nil {
 			_ = w.Remove(ctx)
 		}
-		return engine.Named(c.name(), recipes.ErrClosed)
+		return zkerr.Named(c.name(), recipes.ErrClosed)
 	}
 	c.cancel, c.done, c.watch = cancel, make(chan struct{}), w
 	done := c.done
@@ -286,14 +287,14 @@ func (c *Cache) Close(ctx context.Context) error {
 		cancel()
 		if w != nil {
 			if rerr := w.Remove(ctx); rerr != nil {
-				err = engine.Namedf(c.name(), "close: %w", rerr)
+				err = zkerr.Namedf(c.name(), "close: %w", rerr)
 			}
 		}
 		select {
 		case <-done:
 		case <-ctx.Done():
 			if err == nil {
-				err = engine.Namedf(c.name(), "close: %w", ctx.Err())
+				err = zkerr.Namedf(c.name(), "close: %w", ctx.Err())
 			}
 		}
 	}
@@ -363,13 +364,13 @@ func (c *Cache) WaitReady(ctx context.Context) error {
 		return nil
 	case <-ended:
 		if c.e.Check() != nil {
-			return engine.Named(c.name(), recipes.ErrClientClosed)
+			return zkerr.Named(c.name(), recipes.ErrClientClosed)
 		}
-		return engine.Named(c.name(), recipes.ErrClosed)
+		return zkerr.Named(c.name(), recipes.ErrClosed)
 	case <-c.e.Done():
-		return engine.Named(c.name(), recipes.ErrClientClosed)
+		return zkerr.Named(c.name(), recipes.ErrClientClosed)
 	case <-ctx.Done():
-		return engine.Namedf(c.name(), "waiting for the first load: %w", ctx.Err())
+		return zkerr.Namedf(c.name(), "waiting for the first load: %w", ctx.Err())
 	}
 }
 

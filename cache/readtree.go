@@ -10,6 +10,7 @@ import (
 	"github.com/go-zookeeper/zk"
 
 	"github.com/zkrecipes/zkrecipes/internal/engine"
+	"github.com/zkrecipes/zkrecipes/internal/zkerr"
 )
 
 // loaded is a node as a full read saw it.
@@ -218,10 +219,10 @@ func (r *treeReader) readBatch(ts []readTask) ([]readTask, error) {
 		ops[i] = engine.ReadOp{Path: t.full}
 	}
 	res, err, ok := c.e.MultiRead(r.ctx, ops)
-	if errors.Is(err, engine.ErrUnimplemented) {
+	if errors.Is(err, zkerr.ErrUnimplemented) {
 		c.noMulti.Store(true)
 	}
-	if !ok || errors.Is(err, engine.ErrUnimplemented) {
+	if !ok || errors.Is(err, zkerr.ErrUnimplemented) {
 		var next []readTask
 		for _, t := range ts {
 			n, err := r.readOne(t)

@@ -31,6 +31,7 @@ import (
 
 	"github.com/zkrecipes/zkrecipes/internal/engine"
 	"github.com/zkrecipes/zkrecipes/internal/recipeargs"
+	"github.com/zkrecipes/zkrecipes/internal/zkerr"
 	"github.com/zkrecipes/zkrecipes/recipes"
 )
 
@@ -85,7 +86,7 @@ func Scan(ctx context.Context, c *recipes.Client, path string) (ScanResult, erro
 			continue // gone while we walked
 		}
 		if err != nil {
-			return res, engine.Namedf("cleanup scan "+p, "%w", err)
+			return res, zkerr.Namedf("cleanup scan "+p, "%w", err)
 		}
 		if p != full {
 			res.Nodes++

@@ -11,6 +11,7 @@ import (
 	"github.com/zkrecipes/zkrecipes/election"
 	"github.com/zkrecipes/zkrecipes/internal/engine"
 	"github.com/zkrecipes/zkrecipes/internal/recipeargs"
+	"github.com/zkrecipes/zkrecipes/internal/zkerr"
 	"github.com/zkrecipes/zkrecipes/recipes"
 )
 
@@ -105,7 +106,7 @@ func (r *Reaper) AddPath(path string) error {
 		return notMade()
 	}
 	if err := engine.Of(r.c).Check(); err != nil {
-		return engine.Named("reaper", err)
+		return zkerr.Named("reaper", err)
 	}
 	full, err := r.c.FullPath(path)
 	if err != nil {
@@ -117,7 +118,7 @@ func (r *Reaper) AddPath(path string) error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.life.Closed() {
-		return engine.Namedf("reaper", "%w", recipes.ErrClosed)
+		return zkerr.Namedf("reaper", "%w", recipes.ErrClosed)
 	}
 	if e := r.nodes[full]; e == nil {
 		r.nodes[full] = &entry{explicit: true}
@@ -134,7 +135,7 @@ func (r *Reaper) Start(ctx context.Context) error {
 		return notMade()
 	}
 	if err := engine.Of(r.c).Check(); err != nil {
-		return engine.Named("reaper", err)
+		return zkerr.Named("reaper", err)
 	}
 	var rctx context.Context
 	r.mu.Lock() // a Close after the Start below finds cancel set
@@ -154,14 +155,14 @@ func (r *Reaper) Start(ctx context.Context) error {
 			if !r.life.Abort() {
 				close(r.done) // a Close came meanwhile: it waits for done
 			}
-			return engine.Namedf("reaper", "election: %w", err)
+			return zkerr.Namedf("reaper", "election: %w", err)
 		}
 	}
 	go r.run(rctx)
 	return nil
 }
 
-func notMade() error { return engine.NotMade("Reaper", "New") }
+func notMade() error { return zkerr.NotMade("Reaper", "New") }
 
 // Stats returns the reaper's counters.
 func (r *Reaper) Stats() Stats {
@@ -203,7 +204,7 @@ func (r *Reaper) Close(ctx context.Context) error {
 		select {
 		case <-r.done:
 		case <-ctx.Done():
-			return engine.Namedf("reaper", "close: %w", ctx.Err())
+			return zkerr.Namedf("reaper", "close: %w", ctx.Err())
 		}
 	}
 	if r.latch != nil {

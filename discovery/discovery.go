@@ -15,6 +15,7 @@ import (
 
 	"github.com/zkrecipes/zkrecipes/internal/engine"
 	"github.com/zkrecipes/zkrecipes/internal/recipeargs"
+	"github.com/zkrecipes/zkrecipes/internal/zkerr"
 	"github.com/zkrecipes/zkrecipes/recipes"
 )
 
@@ -120,7 +121,7 @@ func (d *Discovery) BasePath() string {
 
 func (d *Discovery) made() bool { return d != nil && d.e != nil }
 
-func notMade() error { return engine.NotMade("Discovery", "New") }
+func notMade() error { return zkerr.NotMade("Discovery", "New") }
 
 // Start starts the discovery (Curator's start; nothing is written). It
 // returns recipes.ErrAlreadyStarted the second time.
@@ -137,7 +138,7 @@ func (d *Discovery) Start(ctx context.Context) error {
 func (d *Discovery) what() string { return "service discovery " + d.base }
 
 func (d *Discovery) errf(format string, args ...any) error {
-	return engine.Namedf(d.what(), format, args...)
+	return zkerr.Namedf(d.what(), format, args...)
 }
 
 func (d *Discovery) usable(ctx context.Context) error {

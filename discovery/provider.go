@@ -8,7 +8,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/zkrecipes/zkrecipes/internal/engine"
+	"github.com/zkrecipes/zkrecipes/internal/zkerr"
 	"github.com/zkrecipes/zkrecipes/recipes"
 )
 
@@ -190,7 +190,7 @@ func (p *Provider) Close(ctx context.Context) error {
 
 func (p *Provider) made() bool { return p != nil && p.sc != nil }
 
-func notMadeProvider() error { return engine.NotMade("Provider", "Discovery.NewProvider") }
+func notMadeProvider() error { return zkerr.NotMade("Provider", "Discovery.NewProvider") }
 
 // Cache returns the provider's ServiceCache.
 func (p *Provider) Cache() *ServiceCache {

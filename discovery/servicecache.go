@@ -10,6 +10,7 @@ import (
 
 	"github.com/zkrecipes/zkrecipes/cache"
 	"github.com/zkrecipes/zkrecipes/internal/engine"
+	"github.com/zkrecipes/zkrecipes/internal/zkerr"
 	"github.com/zkrecipes/zkrecipes/recipes"
 )
 
@@ -67,7 +68,7 @@ func (s *ServiceCache) Name() string {
 
 func (s *ServiceCache) made() bool { return s != nil && s.snap.Load() != nil }
 
-func notMadeCache() error { return engine.NotMade("ServiceCache", "Discovery.NewServiceCache") }
+func notMadeCache() error { return zkerr.NotMade("ServiceCache", "Discovery.NewServiceCache") }
 
 func (s *ServiceCache) what() string { return "service cache " + engine.JoinPath(s.d.base, s.name) }
 
@@ -96,7 +97,7 @@ func (s *ServiceCache) Start(ctx context.Context) error {
 		return nil
 	case <-ctx.Done():
 		_ = s.Close(context.Background())
-		return engine.Namedf(s.what(), "start: %w", ctx.Err())
+		return zkerr.Namedf(s.what(), "start: %w", ctx.Err())
 	}
 }
 
@@ -118,7 +119,7 @@ func (s *ServiceCache) WaitReady(ctx context.Context) error {
 	case <-s.ready:
 		return nil
 	case <-ctx.Done():
-		return engine.Namedf(s.what(), "waiting for the instances: %w", ctx.Err())
+		return zkerr.Namedf(s.what(), "waiting for the instances: %w", ctx.Err())
 	}
 }
 

@@ -47,6 +47,7 @@ import (
 
 	"github.com/zkrecipes/zkrecipes/internal/engine"
 	"github.com/zkrecipes/zkrecipes/internal/recipeargs"
+	"github.com/zkrecipes/zkrecipes/internal/zkerr"
 	"github.com/zkrecipes/zkrecipes/recipes"
 )
 
@@ -168,7 +169,7 @@ func Participants(ctx context.Context, c *recipes.Client, path string) ([]recipe
 func participants(ctx context.Context, c *recipes.Client, full string) ([]recipes.Participant, error) {
 	ms, err := engine.Of(c).ReadQueue(ctx, full, anyDriver, nil)
 	if err != nil {
-		return nil, engine.Namedf("election "+engine.Of(c).StripNamespace(full), "participants: %w", err)
+		return nil, zkerr.Namedf("election "+engine.Of(c).StripNamespace(full), "participants: %w", err)
 	}
 	return recipeargs.Participants(ms, nil), nil
 }
@@ -187,7 +188,7 @@ func CurrentLeader(ctx context.Context, c *recipes.Client, path string) (recipes
 		return recipes.Participant{}, err
 	}
 	if l.Node == "" {
-		return recipes.Participant{}, engine.Namedf("election "+path, "%w", recipes.ErrNoLeader)
+		return recipes.Participant{}, zkerr.Namedf("election "+path, "%w", recipes.ErrNoLeader)
 	}
 	return l, nil
 }

@@ -8,6 +8,7 @@ import (
 
 	"github.com/zkrecipes/zkrecipes/internal/engine"
 	"github.com/zkrecipes/zkrecipes/internal/recipeargs"
+	"github.com/zkrecipes/zkrecipes/internal/zkerr"
 	"github.com/zkrecipes/zkrecipes/recipes"
 )
 
@@ -80,7 +81,7 @@ type Latch struct {
 	mu        sync.Mutex
 	life      engine.Lifecycle // started from Start to Resign; changed under mu, with run
 	run       *latchRun        // the participation since Start; nil when not started
-	leaving   <-chan struct{} // the done of the participation Resign ended, which Start waits for
+	leaving   <-chan struct{}  // the done of the participation Resign ended, which Start waits for
 	term      *Term
 	changed   chan struct{} // closed when a term starts or ends, or the latch resigns or closes, then replaced
 	node      string
@@ -105,7 +106,7 @@ func NewLatch(c *recipes.Client, path, id string, opts ...Option) (*Latch, error
 		return nil, err
 	}
 	if id == "" {
-		return nil, engine.Namedf("leader latch "+path, "%w: empty participant id (the id is what Participants and Leader report)", recipes.ErrInvalidArgument)
+		return nil, zkerr.Namedf("leader latch "+path, "%w: empty participant id (the id is what Participants and Leader report)", recipes.ErrInvalidArgument)
 	}
 	o := options{recipe: "Latch"}
 	if err := recipeargs.Options(&o, opts); err != nil {
@@ -129,13 +130,13 @@ var latchDriver = &engine.Driver{Names: []string{LatchName}, Recipe: "latch"}
 // end if it has not yet). After Close it returns recipes.ErrClosed.
 func (l *Latch) Start(ctx context.Context) error {
 	if l == nil || l.c == nil {
-		return engine.NotMade("Latch", "NewLatch")
+		return zkerr.NotMade("Latch", "NewLatch")
 	}
 	if ctx == nil {
 		return fmt.Errorf("%w: nil context", recipes.ErrInvalidArgument)
 	}
 	if err := engine.Of(l.c).Check(); err != nil {
-		return engine.Named("leader latch "+l.path, err)
+		return zkerr.Named("leader latch "+l.path, err)
 	}
 	l.mu.Lock()
 	for {
@@ -151,7 +152,7 @@ func (l *Latch) Start(ctx context.Context) error {
 		select {
 		case <-leaving:
 		case <-ctx.Done():
-			return engine.Namedf("leader latch "+l.path, "waiting for the resigned participation to end: %w", ctx.Err())
+			return zkerr.Namedf("leader latch "+l.path, "waiting for the resigned participation to end: %w", ctx.Err())
 		}
 		l.mu.Lock()
 	}
@@ -179,7 +180,7 @@ func (l *Latch) Start(ctx context.Context) error {
 		cancel()
 		<-r.done
 		l.unstart(r)
-		return engine.Namedf("leader latch "+l.path, "waiting for the latch node: %w", ctx.Err())
+		return zkerr.Namedf("leader latch "+l.path, "waiting for the latch node: %w", ctx.Err())
 	}
 }
 
@@ -225,13 +226,13 @@ func (l *Latch) stopped(r *latchRun) error {
 	l.mu.Unlock()
 	switch {
 	case closed:
-		return engine.Namedf("leader latch "+l.path, "%w", recipes.ErrClosed)
+		return zkerr.Namedf("leader latch "+l.path, "%w", recipes.ErrClosed)
 	case !current:
-		return engine.Namedf("leader latch "+l.path, "resigned: %w", recipes.ErrNotStarted)
+		return zkerr.Namedf("leader latch "+l.path, "resigned: %w", recipes.ErrNotStarted)
 	case err != nil && !errors.Is(err, context.Canceled):
-		return engine.Namedf("leader latch "+l.path, "%w", err)
+		return zkerr.Namedf("leader latch "+l.path, "%w", err)
 	}
-	return engine.Namedf("leader latch "+l.path, "%w", recipes.ErrClosed)
+	return zkerr.Namedf("leader latch "+l.path, "%w", recipes.ErrClosed)
 }
 
 // broadcast wakes every Await; l.mu is held.
@@ -298,7 +299,7 @@ func (l *Latch) Term() *Term {
 // after Close.
 func (l *Latch) Await(ctx context.Context) (*Term, error) {
 	if l == nil || l.c == nil {
-		return nil, engine.NotMade("Latch", "NewLatch")
+		return nil, zkerr.NotMade("Latch", "NewLatch")
 	}
 	if ctx == nil {
 		return nil, fmt.Errorf("%w: nil context", recipes.ErrInvalidArgument)
@@ -309,9 +310,9 @@ func (l *Latch) Await(ctx context.Context) (*Term, error) {
 		l.mu.Unlock()
 		switch {
 		case closed:
-			return nil, engine.Namedf("leader latch "+l.path, "%w", recipes.ErrClosed)
+			return nil, zkerr.Namedf("leader latch "+l.path, "%w", recipes.ErrClosed)
 		case r == nil:
-			return nil, engine.Named("leader latch "+l.path, recipes.ErrNotStarted)
+			return nil, zkerr.Named("leader latch "+l.path, recipes.ErrNotStarted)
 		case t != nil && !engine.IsClosed(t.Done()):
 			return t, nil
 		}
@@ -320,7 +321,7 @@ func (l *Latch) Await(ctx context.Context) (*Term, error) {
 		case <-r.done:
 			return nil, l.stopped(r)
 		case <-ctx.Done():
-			return nil, engine.Namedf("leader latch "+l.path, "%w", ctx.Err())
+			return nil, zkerr.Namedf("leader latch "+l.path, "%w", ctx.Err())
 		}
 	}
 }
@@ -363,7 +364,7 @@ func (l *Latch) Subscribe() (<-chan bool, func()) {
 // leads.
 func (l *Latch) Participants(ctx context.Context) ([]recipes.Participant, error) {
 	if l == nil || l.c == nil {
-		return nil, engine.NotMade("Latch", "NewLatch")
+		return nil, zkerr.NotMade("Latch", "NewLatch")
 	}
 	return Participants(ctx, l.c, l.path)
 }
@@ -376,7 +377,7 @@ func (l *Latch) Leader(ctx context.Context) (recipes.Participant, error) {
 		return recipes.Participant{}, err
 	}
 	if len(ps) == 0 {
-		return recipes.Participant{}, engine.Namedf("leader latch "+l.path, "%w", recipes.ErrNoLeader)
+		return recipes.Participant{}, zkerr.Namedf("leader latch "+l.path, "%w", recipes.ErrNoLeader)
 	}
 	return ps[0], nil
 }
@@ -399,7 +400,7 @@ func (l *Latch) releaseTerm(ctx context.Context, t *Term) error {
 	cur := l.term
 	l.mu.Unlock()
 	if cur != t || engine.IsClosed(t.Done()) {
-		return engine.Namedf("leader latch "+l.path, "%w: the term is over", recipes.ErrNotHeld)
+		return zkerr.Namedf("leader latch "+l.path, "%w: the term is over", recipes.ErrNotHeld)
 	}
 	return l.Resign(ctx)
 }
@@ -414,7 +415,7 @@ func (l *Latch) releaseTerm(ctx context.Context, t *Term) error {
 // leaving completes in the background (a later Start waits for it).
 func (l *Latch) Resign(ctx context.Context) error {
 	if l == nil || l.c == nil {
-		return engine.NotMade("Latch", "NewLatch")
+		return zkerr.NotMade("Latch", "NewLatch")
 	}
 	if ctx == nil {
 		return fmt.Errorf("%w: nil context", recipes.ErrInvalidArgument)
@@ -433,7 +434,7 @@ func (l *Latch) Resign(ctx context.Context) error {
 	case <-r.done:
 		return nil
 	case <-ctx.Done():
-		return engine.Namedf("leader latch "+l.path, "resign: %w", ctx.Err())
+		return zkerr.Namedf("leader latch "+l.path, "resign: %w", ctx.Err())
 	}
 }
 
@@ -444,7 +445,7 @@ func (l *Latch) Resign(ctx context.Context) error {
 // usable). It is safe to call more than once.
 func (l *Latch) Close(ctx context.Context) error {
 	if l == nil || l.c == nil {
-		return engine.NotMade("Latch", "NewLatch")
+		return zkerr.NotMade("Latch", "NewLatch")
 	}
 	if ctx == nil {
 		ctx = context.Background()
@@ -470,7 +471,7 @@ func (l *Latch) Close(ctx context.Context) error {
 		select {
 		case <-done:
 		case <-ctx.Done():
-			return engine.Namedf("leader latch "+l.path, "close: %w", ctx.Err())
+			return zkerr.Namedf("leader latch "+l.path, "close: %w", ctx.Err())
 		}
 	}
 	l.listeners.Close()

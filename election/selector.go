@@ -10,6 +10,7 @@ import (
 	"github.com/zkrecipes/zkrecipes/internal/engine"
 	"github.com/zkrecipes/zkrecipes/internal/lockspec"
 	"github.com/zkrecipes/zkrecipes/internal/recipeargs"
+	"github.com/zkrecipes/zkrecipes/internal/zkerr"
 	"github.com/zkrecipes/zkrecipes/mutex"
 	"github.com/zkrecipes/zkrecipes/recipes"
 )
@@ -69,7 +70,7 @@ func NewSelector(c *recipes.Client, path, id string, fn LeadFunc, opts ...Option
 		return nil, fmt.Errorf("%w: nil LeadFunc", recipes.ErrInvalidArgument)
 	}
 	if id == "" {
-		return nil, engine.Namedf("leader selector "+path, "%w: empty participant id (the id is what Participants and Leader report)", recipes.ErrInvalidArgument)
+		return nil, zkerr.Namedf("leader selector "+path, "%w: empty participant id (the id is what Participants and Leader report)", recipes.ErrInvalidArgument)
 	}
 	o := options{recipe: "Selector"}
 	if err := recipeargs.Options(&o, opts); err != nil {
@@ -103,10 +104,10 @@ func (s *Selector) Start(ctx context.Context) error {
 		return fmt.Errorf("%w: nil context", recipes.ErrInvalidArgument)
 	}
 	if err := ctx.Err(); err != nil {
-		return engine.Namedf("leader selector "+s.path, "%w", err)
+		return zkerr.Namedf("leader selector "+s.path, "%w", err)
 	}
 	if err := engine.Of(s.c).Check(); err != nil {
-		return engine.Named("leader selector "+s.path, err)
+		return zkerr.Named("leader selector "+s.path, err)
 	}
 	s.mu.Lock() // a Close after the Start below finds cancel set
 	defer s.mu.Unlock()
@@ -128,7 +129,7 @@ func (s *Selector) Requeue() (bool, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if err := engine.Of(s.c).Check(); err != nil {
-		return false, engine.Namedf("leader selector "+s.path, "%w", err) // a closed client
+		return false, zkerr.Namedf("leader selector "+s.path, "%w", err) // a closed client
 	}
 	if err := s.life.Running("leader selector "+s.path, ""); err != nil {
 		return false, err
@@ -261,7 +262,7 @@ func (s *Selector) releaseTerm(ctx context.Context, t *Term, released <-chan str
 	cur, interrupt, gid := s.leading, s.interrupt, s.leadGID
 	s.mu.Unlock()
 	if cur != t {
-		return engine.Namedf("leader selector "+s.path, "%w: the term is over", recipes.ErrNotHeld)
+		return zkerr.Namedf("leader selector "+s.path, "%w: the term is over", recipes.ErrNotHeld)
 	}
 	interrupt()
 	if gid != 0 && gid == engine.GoroutineID() {
@@ -271,7 +272,7 @@ func (s *Selector) releaseTerm(ctx context.Context, t *Term, released <-chan str
 	case <-released:
 		return nil
 	case <-ctx.Done():
-		return engine.Namedf("leader selector "+s.path, "release: %w", ctx.Err())
+		return zkerr.Namedf("leader selector "+s.path, "release: %w", ctx.Err())
 	}
 }
 
@@ -288,7 +289,7 @@ func (s *Selector) runFn(ctx context.Context, t *Term) (err error) {
 		s.mu.Unlock()
 	}()
 	if err := s.fn(ctx, t); err != nil {
-		return engine.Namedf("leader selector "+s.path, "LeadFunc: %w", err)
+		return zkerr.Namedf("leader selector "+s.path, "LeadFunc: %w", err)
 	}
 	return nil
 }
@@ -310,7 +311,7 @@ func (s *Selector) Leader(ctx context.Context) (recipes.Participant, error) {
 		return recipes.Participant{}, err
 	}
 	if len(ps) == 0 {
-		return recipes.Participant{}, engine.Namedf("leader selector "+s.path, "%w", recipes.ErrNoLeader)
+		return recipes.Participant{}, zkerr.Namedf("leader selector "+s.path, "%w", recipes.ErrNoLeader)
 	}
 	return ps[0], nil
 }
@@ -346,8 +347,8 @@ func (s *Selector) Close(ctx context.Context) error {
 	case <-s.done:
 		return nil
 	case <-ctx.Done():
-		return engine.Namedf("leader selector "+s.path, "close: %w", ctx.Err())
+		return zkerr.Namedf("leader selector "+s.path, "close: %w", ctx.Err())
 	}
 }
 
-func notMadeSelector() error { return engine.NotMade("Selector", "NewSelector") }
+func notMadeSelector() error { return zkerr.NotMade("Selector", "NewSelector") }

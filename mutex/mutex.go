@@ -72,6 +72,7 @@ import (
 	"github.com/zkrecipes/zkrecipes/internal/engine"
 	"github.com/zkrecipes/zkrecipes/internal/lockspec"
 	"github.com/zkrecipes/zkrecipes/internal/recipeargs"
+	"github.com/zkrecipes/zkrecipes/internal/zkerr"
 	"github.com/zkrecipes/zkrecipes/recipes"
 )
 
@@ -294,7 +295,7 @@ func (m *Mutex) check(ctx context.Context) error {
 	return nil
 }
 
-// errorf names the Mutex in an error, once (engine.Named).
+// errorf names the Mutex in an error, once (zkerr.Named).
 func (m *Mutex) errorf(format string, args ...any) error {
-	return engine.Named(m.what(), fmt.Errorf(format, args...))
+	return zkerr.Named(m.what(), fmt.Errorf(format, args...))
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/zkrecipes/zkrecipes/internal/engine"
+	"github.com/zkrecipes/zkrecipes/internal/zkerr"
 	"github.com/zkrecipes/zkrecipes/mutex"
 	"github.com/zkrecipes/zkrecipes/recipes"
 	"github.com/zkrecipes/zkrecipes/recipes/zktest"
@@ -250,16 +251,16 @@ func TestNoGoroutineIDNeverMergesOwners(t *testing.T) {
 	c := connect(t, zkc.Servers())
 	m := newMutex(t, c, path)
 	restore := mutex.SetGoroutineIDFunc(func() (uint64, error) {
-		return 0, fmt.Errorf("%w: unreadable in this test", engine.ErrNoGoroutineID)
+		return 0, fmt.Errorf("%w: unreadable in this test", zkerr.ErrNoGoroutineID)
 	})
 	defer restore()
 
 	_, err := m.Acquire(ctx)
-	assert.ErrorIs(t, err, engine.ErrNoGoroutineID)
+	assert.ErrorIs(t, err, zkerr.ErrNoGoroutineID)
 	assert.ErrorContains(t, err, "WithOwner")
 	_, err = m.TryAcquire(ctx)
-	assert.ErrorIs(t, err, engine.ErrNoGoroutineID)
-	assert.ErrorIs(t, m.Release(ctx), engine.ErrNoGoroutineID)
+	assert.ErrorIs(t, err, zkerr.ErrNoGoroutineID)
+	assert.ErrorIs(t, m.Release(ctx), zkerr.ErrNoGoroutineID)
 	assert.False(t, m.IsHeld(ctx))
 	assert.Empty(t, children(t, c, path), "nothing queued")
 
@@ -272,7 +273,7 @@ func TestNoGoroutineIDNeverMergesOwners(t *testing.T) {
 		_, err := m.TryAcquire(ctx)
 		errc <- err
 	}()
-	assert.ErrorIs(t, <-errc, engine.ErrNoGoroutineID)
+	assert.ErrorIs(t, <-errc, zkerr.ErrNoGoroutineID)
 	assert.Equal(t, 1, l.Count())
 	require.NoError(t, l.Release(ctx))
 	assert.Empty(t, children(t, c, path))

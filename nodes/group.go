@@ -11,6 +11,7 @@ import (
 	"github.com/zkrecipes/zkrecipes/cache"
 	"github.com/zkrecipes/zkrecipes/internal/engine"
 	"github.com/zkrecipes/zkrecipes/internal/recipeargs"
+	"github.com/zkrecipes/zkrecipes/internal/zkerr"
 	"github.com/zkrecipes/zkrecipes/recipes"
 )
 
@@ -117,7 +118,7 @@ func (g *GroupMember) Path() string {
 
 func (g *GroupMember) made() bool { return g != nil && g.node != nil }
 
-func notMadeGroup() error { return engine.NotMade("GroupMember", "NewGroupMember") }
+func notMadeGroup() error { return zkerr.NotMade("GroupMember", "NewGroupMember") }
 
 func (g *GroupMember) what() string { return "group member " + engine.JoinPath(g.path, g.id) }
 
@@ -138,7 +139,7 @@ func (g *GroupMember) Start(ctx context.Context) error {
 	}
 	if err := g.kids.Start(ctx); err != nil {
 		g.life.Abort()
-		return engine.Namedf(g.what(), "start: %w", err)
+		return zkerr.Namedf(g.what(), "start: %w", err)
 	}
 	if err := g.node.Start(ctx); err != nil {
 		_ = g.kids.Close(context.Background())
@@ -227,9 +228,9 @@ func (g *GroupMember) stateLocked() GroupState {
 func (g *GroupMember) duplicateLocked() error {
 	switch {
 	case g.foreign != 0:
-		return engine.Namedf(g.what(), "%w: another session (0x%x) holds the node; waiting for it to go", recipes.ErrDuplicateMember, g.foreign)
+		return zkerr.Namedf(g.what(), "%w: another session (0x%x) holds the node; waiting for it to go", recipes.ErrDuplicateMember, g.foreign)
 	case g.overwrite != nil:
-		return engine.Namedf(g.what(), "%w: another member wrote its payload over ours (%q)", recipes.ErrDuplicateMember, g.overwrite)
+		return zkerr.Namedf(g.what(), "%w: another member wrote its payload over ours (%q)", recipes.ErrDuplicateMember, g.overwrite)
 	}
 	return nil
 }
@@ -265,13 +266,13 @@ func (g *GroupMember) WaitReady(ctx context.Context) error {
 		return err
 	}
 	if err := g.kids.WaitReady(ctx); err != nil {
-		return engine.Namedf(g.what(), "%w", err)
+		return zkerr.Namedf(g.what(), "%w", err)
 	}
 	select { // the cache is loaded; its listener applies the load next
 	case <-g.ready:
 		return nil
 	case <-ctx.Done():
-		return engine.Namedf(g.what(), "waiting for the members: %w", ctx.Err())
+		return zkerr.Namedf(g.what(), "waiting for the members: %w", ctx.Err())
 	}
 }
 

@@ -8,6 +8,7 @@ import (
 
 	"github.com/zkrecipes/zkrecipes/internal/engine"
 	"github.com/zkrecipes/zkrecipes/internal/recipeargs"
+	"github.com/zkrecipes/zkrecipes/internal/zkerr"
 	"github.com/zkrecipes/zkrecipes/recipes"
 )
 
@@ -153,7 +154,7 @@ func (n *PersistentNode) Mode() Mode {
 
 func (n *PersistentNode) made() bool { return n != nil && n.e != nil }
 
-func notMadeNode() error { return engine.NotMade("PersistentNode", "NewPersistentNode") }
+func notMadeNode() error { return zkerr.NotMade("PersistentNode", "NewPersistentNode") }
 
 // Start begins creating the node, in the background, and returns at once:
 // WaitReady waits for it. It returns ErrAlreadyStarted when
@@ -191,7 +192,7 @@ func (n *PersistentNode) Start(ctx context.Context) error {
 func (n *PersistentNode) what() string { return "persistent node " + n.path }
 
 func (n *PersistentNode) errorf(format string, args ...any) error {
-	return engine.Namedf(n.what(), format, args...)
+	return zkerr.Namedf(n.what(), format, args...)
 }
 
 // running returns the owned node, or the error of a node not started or

@@ -12,6 +12,7 @@ import (
 
 	"github.com/zkrecipes/zkrecipes/internal/engine"
 	"github.com/zkrecipes/zkrecipes/internal/recipeargs"
+	"github.com/zkrecipes/zkrecipes/internal/zkerr"
 	"github.com/zkrecipes/zkrecipes/recipes"
 )
 
@@ -133,7 +134,7 @@ func (n *PersistentTTLNode) TouchPath() string {
 
 func (n *PersistentTTLNode) made() bool { return n != nil && n.node != nil }
 
-func notMadeTTL() error { return engine.NotMade("PersistentTTLNode", "NewPersistentTTLNode") }
+func notMadeTTL() error { return zkerr.NotMade("PersistentTTLNode", "NewPersistentTTLNode") }
 
 // Start makes the parent in the background and starts touching the child:
 // the first touch is made as soon as the parent exists (Curator waits a
@@ -306,7 +307,7 @@ func ReadTTLNode(ctx context.Context, c *recipes.Client, path string, child ...s
 	case errors.Is(err, zk.ErrNoNode):
 		return s, nil
 	case err != nil:
-		return s, engine.Namedf("TTL node "+path, "read: %w", err)
+		return s, zkerr.Namedf("TTL node "+path, "read: %w", err)
 	}
 	s.Exists, s.Data = true, d
 	td, st, err := e.Get(ctx, engine.JoinPath(full, name))
@@ -314,7 +315,7 @@ func ReadTTLNode(ctx context.Context, c *recipes.Client, path string, child ...s
 	case errors.Is(err, zk.ErrNoNode):
 		return s, nil
 	case err != nil:
-		return s, engine.Namedf("TTL node "+path, "read: %w", err)
+		return s, zkerr.Namedf("TTL node "+path, "read: %w", err)
 	}
 	s.Touched, s.TouchData, s.LastTouch = true, td, time.UnixMilli(st.Mtime)
 	return s, nil

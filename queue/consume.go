@@ -13,6 +13,7 @@ import (
 	"github.com/go-zookeeper/zk"
 
 	"github.com/zkrecipes/zkrecipes/internal/engine"
+	"github.com/zkrecipes/zkrecipes/internal/zkerr"
 	"github.com/zkrecipes/zkrecipes/recipes"
 )
 
@@ -252,7 +253,7 @@ func (q *core) takeLock(ctx context.Context, name string) (*lock, error) {
 			l.sid = snap.SessionID
 			l.hold = engine.NewHold(q.e, l.marker, engine.Signals{Done: q.e.HoldSignal(snap), Lost: snap.Lost}).Named(q.what())
 			return nil
-		case engine.IsRetryable(err):
+		case zkerr.IsRetryable(err):
 			lostReply = true
 			return err
 		case len(res) > 0 && errors.Is(res[0].Error, zk.ErrNodeExists):
@@ -369,11 +370,11 @@ func (q *core) fencedFinish(ctx context.Context, m *Message, requeue bool) error
 		verb = "requeue"
 	}
 	lost := func() error {
-		return engine.Namedf(q.what(), "%s %s: %w: the item's lock went with its session, so the item may be delivered to another consumer", verb, m.Node, recipes.ErrLockLost)
+		return zkerr.Namedf(q.what(), "%s %s: %w: the item's lock went with its session, so the item may be delivered to another consumer", verb, m.Node, recipes.ErrLockLost)
 	}
 	for {
 		if err := q.e.WaitConnected(ctx); err != nil {
-			return engine.Namedf(q.what(), "%s %s: %w", verb, m.Node, err)
+			return zkerr.Namedf(q.what(), "%s %s: %w", verb, m.Node, err)
 		}
 		if q.e.SessionID() != l.sid {
 			return lost()
@@ -382,20 +383,20 @@ func (q *core) fencedFinish(ctx context.Context, m *Message, requeue bool) error
 		switch {
 		case err == nil:
 			return nil
-		case engine.IsRetryable(err):
+		case zkerr.IsRetryable(err):
 			// Applied or not? Only we delete our marker in our session.
 			if err := q.e.WaitConnected(ctx); err != nil {
-				return engine.Namedf(q.what(), "%s %s: %w", verb, m.Node, err)
+				return zkerr.Namedf(q.what(), "%s %s: %w", verb, m.Node, err)
 			}
 			if q.e.SessionID() != l.sid {
 				return lost()
 			}
 			ok, _, xerr := q.e.Exists(ctx, l.marker)
 			if xerr != nil {
-				if engine.IsRetryable(xerr) {
+				if zkerr.IsRetryable(xerr) {
 					continue
 				}
-				return engine.Namedf(q.what(), "%s %s: %w", verb, m.Node, xerr)
+				return zkerr.Namedf(q.what(), "%s %s: %w", verb, m.Node, xerr)
 			}
 			switch afterLostReply(ok, q.e.ConnSessionID(), l.sid) {
 			case finishApplied:
@@ -413,7 +414,7 @@ func (q *core) fencedFinish(ctx context.Context, m *Message, requeue bool) error
 			return errItemGone
 		}
 		q.release(l)
-		return engine.Named(q.what(), engine.MultiError(verb+" "+m.Node, ops, res, err))
+		return zkerr.Named(q.what(), engine.MultiError(verb+" "+m.Node, ops, res, err))
 	}
 }
 

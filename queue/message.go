@@ -8,7 +8,7 @@ import (
 
 	"github.com/go-zookeeper/zk"
 
-	"github.com/zkrecipes/zkrecipes/internal/engine"
+	"github.com/zkrecipes/zkrecipes/internal/zkerr"
 	"github.com/zkrecipes/zkrecipes/recipes"
 )
 
@@ -71,7 +71,7 @@ func (m *Message) Fenced(ctx context.Context, ops ...recipes.Op) ([]zk.MultiResp
 		return nil, notMadeMessage()
 	}
 	if m.lock == nil {
-		return nil, engine.Namedf(m.q.what(), "fenced: %w: normal mode has no lock", recipes.ErrNotHeld)
+		return nil, zkerr.Namedf(m.q.what(), "fenced: %w: normal mode has no lock", recipes.ErrNotHeld)
 	}
 	return m.lock.hold.Fenced(ctx, ops...)
 }
@@ -100,7 +100,7 @@ func (m *Message) Ack(ctx context.Context) error {
 	return nil
 }
 
-func notMadeMessage() error { return engine.NotMade("Message", "a queue") }
+func notMadeMessage() error { return zkerr.NotMade("Message", "a queue") }
 
 func (m *Message) told() bool {
 	m.mu.Lock()

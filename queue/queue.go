@@ -13,6 +13,7 @@ import (
 
 	"github.com/zkrecipes/zkrecipes/internal/engine"
 	"github.com/zkrecipes/zkrecipes/internal/recipeargs"
+	"github.com/zkrecipes/zkrecipes/internal/zkerr"
 	"github.com/zkrecipes/zkrecipes/recipes"
 )
 
@@ -144,19 +145,19 @@ func newCore(c *recipes.Client, k kind, path string, opts []Option) (*core, erro
 	q := &core{c: c, e: engine.Of(c), kind: k, path: path, full: full}
 	for _, o := range opts {
 		if o == nil {
-			return nil, engine.Namedf(q.what(), "%w: nil Option", recipes.ErrInvalidArgument)
+			return nil, zkerr.Namedf(q.what(), "%w: nil Option", recipes.ErrInvalidArgument)
 		}
 		if err := o(&q.opts); err != nil {
-			return nil, engine.Named(q.what(), err)
+			return nil, zkerr.Named(q.what(), err)
 		}
 	}
 	if q.opts.lockPath != "" {
 		lf, err := recipeargs.Path(c, q.opts.lockPath, "a queue lock path")
 		if err != nil {
-			return nil, engine.Named(q.what(), err)
+			return nil, zkerr.Named(q.what(), err)
 		}
 		if lf == full || strings.HasPrefix(lf, full+"/") {
-			return nil, engine.Namedf(q.what(), "%w: the lock path %s must not be the queue's path or under it", recipes.ErrInvalidPath, q.opts.lockPath)
+			return nil, zkerr.Namedf(q.what(), "%w: the lock path %s must not be the queue's path or under it", recipes.ErrInvalidPath, q.opts.lockPath)
 		}
 		q.lockPath, q.lockFull = q.opts.lockPath, lf
 	}
@@ -176,7 +177,7 @@ func (q *core) check(ctx context.Context) error {
 	if ctx == nil {
 		return fmt.Errorf("%w: nil context", recipes.ErrInvalidArgument)
 	}
-	return engine.Named(q.what(), q.e.Check())
+	return zkerr.Named(q.what(), q.e.Check())
 }
 
 // start makes the queue's directory and lock directory (persistent, their
@@ -195,7 +196,7 @@ func (q *core) start(ctx context.Context) error {
 		}
 		if err := q.ensureDir(ctx, dir); err != nil {
 			q.life.Abort()
-			return engine.Namedf(q.what(), "start: %w", err)
+			return zkerr.Namedf(q.what(), "start: %w", err)
 		}
 	}
 	if q.opts.consumer == nil {
@@ -206,7 +207,7 @@ func (q *core) start(ctx context.Context) error {
 	defer q.mu.Unlock()
 	if q.life.Closed() { // Close came while the directories were made
 		cancel()
-		return engine.Namedf(q.what(), "start: %w", recipes.ErrClosed)
+		return zkerr.Namedf(q.what(), "start: %w", recipes.ErrClosed)
 	}
 	q.cancel, q.done = cancel, make(chan struct{})
 	go q.run(rctx)
@@ -249,7 +250,7 @@ func (q *core) close(ctx context.Context) error {
 	case <-done:
 		return nil
 	case <-ctx.Done():
-		return engine.Namedf(q.what(), "close: %w", ctx.Err())
+		return zkerr.Namedf(q.what(), "close: %w", ctx.Err())
 	}
 }
 
@@ -259,11 +260,11 @@ func (q *core) put(ctx context.Context, name string, items [][]byte) error {
 		return err
 	}
 	if len(items) == 0 {
-		return engine.Namedf(q.what(), "put: %w: no items", recipes.ErrInvalidArgument)
+		return zkerr.Namedf(q.what(), "put: %w: no items", recipes.ErrInvalidArgument)
 	}
 	if q.opts.maxItems > 0 {
 		if err := q.waitRoom(ctx); err != nil {
-			return engine.Namedf(q.what(), "put: %w", err)
+			return zkerr.Namedf(q.what(), "put: %w", err)
 		}
 	}
 	data := Encode(items)
@@ -272,7 +273,7 @@ func (q *core) put(ctx context.Context, name string, items [][]byte) error {
 		return err
 	})
 	if err != nil {
-		return engine.Namedf(q.what(), "put: %w", err)
+		return zkerr.Namedf(q.what(), "put: %w", err)
 	}
 	return nil
 }
@@ -316,7 +317,7 @@ func countItems(ctx context.Context, e *engine.Client, full, prefix, what string
 		return err
 	})
 	if err != nil {
-		return 0, engine.Namedf(what, "len: %w", err)
+		return 0, zkerr.Namedf(what, "len: %w", err)
 	}
 	return n, nil
 }

@@ -10,6 +10,7 @@ import (
 
 	"github.com/zkrecipes/zkrecipes/internal/engine"
 	"github.com/zkrecipes/zkrecipes/internal/recipeargs"
+	"github.com/zkrecipes/zkrecipes/internal/zkerr"
 	"github.com/zkrecipes/zkrecipes/recipes"
 )
 
@@ -63,12 +64,12 @@ func (q *SimpleQueue) what() string { return "simple queue " + q.path }
 
 func (q *SimpleQueue) check(ctx context.Context) error {
 	if q == nil || q.c == nil {
-		return engine.NotMade("SimpleQueue", "NewSimple")
+		return zkerr.NotMade("SimpleQueue", "NewSimple")
 	}
 	if ctx == nil {
 		return fmt.Errorf("%w: nil context", recipes.ErrInvalidArgument)
 	}
-	return engine.Named(q.what(), q.e.Check())
+	return zkerr.Named(q.what(), q.e.Check())
 }
 
 // Offer adds an item at the tail of the queue (Curator's offer): a node
@@ -85,7 +86,7 @@ func (q *SimpleQueue) Offer(ctx context.Context, data []byte) error {
 		return err
 	})
 	if err != nil {
-		return engine.Namedf(q.what(), "offer: %w", err)
+		return zkerr.Namedf(q.what(), "offer: %w", err)
 	}
 	return nil
 }
@@ -122,7 +123,7 @@ func (q *SimpleQueue) Take(ctx context.Context) ([]byte, error) {
 		return engine.Look{Watch: ch}, nil
 	})
 	if err != nil {
-		return nil, engine.Namedf(q.what(), "take: %w", err)
+		return nil, zkerr.Namedf(q.what(), "take: %w", err)
 	}
 	return got, nil
 }
@@ -144,7 +145,7 @@ func (q *SimpleQueue) Poll(ctx context.Context) ([]byte, bool, error) {
 		return err
 	})
 	if err != nil {
-		return nil, false, engine.Namedf(q.what(), "poll: %w", err)
+		return nil, false, zkerr.Namedf(q.what(), "poll: %w", err)
 	}
 	return data, ok, nil
 }
@@ -165,7 +166,7 @@ func (q *SimpleQueue) Peek(ctx context.Context) ([]byte, bool, error) {
 		return err
 	})
 	if err != nil {
-		return nil, false, engine.Namedf(q.what(), "peek: %w", err)
+		return nil, false, zkerr.Namedf(q.what(), "peek: %w", err)
 	}
 	return data, ok, nil
 }

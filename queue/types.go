@@ -6,7 +6,7 @@ import (
 	"time"
 
 	"github.com/go-zookeeper/zk"
-	"github.com/zkrecipes/zkrecipes/internal/engine"
+	"github.com/zkrecipes/zkrecipes/internal/zkerr"
 	"github.com/zkrecipes/zkrecipes/recipes"
 )
 
@@ -101,7 +101,7 @@ func (q *IDQueue) PutMulti(ctx context.Context, id string, items [][]byte) error
 		return err
 	}
 	if id == "" {
-		return engine.Namedf(c.what(), "put: %w: empty id", recipes.ErrInvalidArgument)
+		return zkerr.Namedf(c.what(), "put: %w: empty id", recipes.ErrInvalidArgument)
 	}
 	return c.put(ctx, idName(id), items)
 }
@@ -115,7 +115,7 @@ func (q *IDQueue) Remove(ctx context.Context, id string) (int, error) {
 		return 0, err
 	}
 	if id == "" {
-		return 0, engine.Namedf(c.what(), "remove: %w: empty id", recipes.ErrInvalidArgument)
+		return 0, zkerr.Namedf(c.what(), "remove: %w: empty id", recipes.ErrInvalidArgument)
 	}
 	var kids []string
 	err := c.e.Retry(ctx, func() error {
@@ -127,7 +127,7 @@ func (q *IDQueue) Remove(ctx context.Context, id string) (int, error) {
 		return 0, nil
 	}
 	if err != nil {
-		return 0, engine.Namedf(c.what(), "remove %s: %w", id, err)
+		return 0, zkerr.Namedf(c.what(), "remove %s: %w", id, err)
 	}
 	n, want := 0, fixID(id)
 	for _, name := range sortItems(kids, ItemPrefix, kindID) {
@@ -136,7 +136,7 @@ func (q *IDQueue) Remove(ctx context.Context, id string) (int, error) {
 		}
 		ok, err := c.tryRemove(ctx, name)
 		if err != nil {
-			return n, engine.Namedf(c.what(), "remove %s: %w", id, err)
+			return n, zkerr.Namedf(c.what(), "remove %s: %w", id, err)
 		}
 		if ok {
 			n++
@@ -246,7 +246,7 @@ func (q *DelayQueue) PutMulti(ctx context.Context, until time.Time, items [][]by
 		return err
 	}
 	if until.UnixMilli() <= 0 {
-		return engine.Namedf(c.what(), "put: %w: due time %v is not after the epoch", recipes.ErrInvalidArgument, until)
+		return zkerr.Namedf(c.what(), "put: %w: due time %v is not after the epoch", recipes.ErrInvalidArgument, until)
 	}
 	return c.put(ctx, delayName(until), items)
 }
@@ -282,11 +282,11 @@ func (q *core) notMade() error {
 	}
 	switch k {
 	case kindID:
-		return engine.NotMade("IDQueue", "NewID")
+		return zkerr.NotMade("IDQueue", "NewID")
 	case kindPriority:
-		return engine.NotMade("PriorityQueue", "NewPriority")
+		return zkerr.NotMade("PriorityQueue", "NewPriority")
 	case kindDelay:
-		return engine.NotMade("DelayQueue", "NewDelay")
+		return zkerr.NotMade("DelayQueue", "NewDelay")
 	}
-	return engine.NotMade("Queue", "New")
+	return zkerr.NotMade("Queue", "New")
 }

@@ -57,6 +57,7 @@ import (
 	"github.com/zkrecipes/zkrecipes/internal/engine"
 	"github.com/zkrecipes/zkrecipes/internal/lockspec"
 	"github.com/zkrecipes/zkrecipes/internal/recipeargs"
+	"github.com/zkrecipes/zkrecipes/internal/zkerr"
 	"github.com/zkrecipes/zkrecipes/mutex"
 	"github.com/zkrecipes/zkrecipes/recipes"
 )
@@ -174,13 +175,13 @@ func (rw *RWLock) Participants(ctx context.Context) ([]recipes.Participant, erro
 		return nil, fmt.Errorf("%w: RWLock not made by New", recipes.ErrInvalidArgument)
 	}
 	if err := engine.Of(rw.c).Check(); err != nil {
-		return nil, engine.Named("rwlock "+rw.path, err)
+		return nil, zkerr.Named("rwlock "+rw.path, err)
 	}
 	ms, err := engine.Of(rw.c).ReadQueue(ctx, rw.full, writeDriver, func(c engine.Contender) bool {
 		return strings.Contains(c.Name, ReadLockName) || strings.Contains(c.Name, WriteLockName)
 	})
 	if err != nil {
-		return nil, engine.Namedf("rwlock "+rw.path, "participants: %w", err)
+		return nil, zkerr.Namedf("rwlock "+rw.path, "participants: %w", err)
 	}
 	below := make([]engine.Contender, 0, len(ms))
 	for i := range ms { // a reader holds by the read lock's rule

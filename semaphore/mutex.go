@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"sync"
 
-	"github.com/zkrecipes/zkrecipes/internal/engine"
+	"github.com/zkrecipes/zkrecipes/internal/zkerr"
 	"github.com/zkrecipes/zkrecipes/recipes"
 )
 
@@ -72,7 +72,7 @@ func (m *Mutex) Release(ctx context.Context) error {
 	m.lease = nil
 	m.mu.Unlock()
 	if l == nil {
-		return engine.Namedf("semaphore mutex "+m.s.path, "%w", recipes.ErrNotHeld)
+		return zkerr.Namedf("semaphore mutex "+m.s.path, "%w", recipes.ErrNotHeld)
 	}
 	return l.Release(ctx)
 }

@@ -46,6 +46,7 @@ import (
 	"github.com/zkrecipes/zkrecipes/internal/engine"
 	"github.com/zkrecipes/zkrecipes/internal/lockspec"
 	"github.com/zkrecipes/zkrecipes/internal/recipeargs"
+	"github.com/zkrecipes/zkrecipes/internal/zkerr"
 	"github.com/zkrecipes/zkrecipes/mutex"
 	"github.com/zkrecipes/zkrecipes/recipes"
 	"github.com/zkrecipes/zkrecipes/shared"
@@ -190,13 +191,13 @@ func (s *Semaphore) check(ctx context.Context, n int) error {
 		return fmt.Errorf("%w: nil context", recipes.ErrInvalidArgument)
 	}
 	if n <= 0 {
-		return engine.Namedf("semaphore "+s.path, "%w: %d leases", recipes.ErrInvalidArgument, n)
+		return zkerr.Namedf("semaphore "+s.path, "%w: %d leases", recipes.ErrInvalidArgument, n)
 	}
 	if max := s.MaxLeases(); s.fixed && n > max {
 		// With a shared count the maximum may grow: AcquireN waits for it.
-		return engine.Namedf("semaphore "+s.path, "%w: %d leases of at most %d", recipes.ErrInvalidArgument, n, max)
+		return zkerr.Namedf("semaphore "+s.path, "%w: %d leases of at most %d", recipes.ErrInvalidArgument, n, max)
 	}
-	return engine.Named("semaphore "+s.path, engine.Of(s.c).Check())
+	return zkerr.Named("semaphore "+s.path, engine.Of(s.c).Check())
 }
 
 // Acquire blocks until it holds one lease, and returns it (Curator's
@@ -250,7 +251,7 @@ func (s *Semaphore) acquire(ctx context.Context, n int, wait bool) ([]*Lease, er
 			if rerr != nil {
 				err = errors.Join(err, rerr)
 			}
-			return nil, engine.Named("semaphore "+s.path, err)
+			return nil, zkerr.Named("semaphore "+s.path, err)
 		}
 		out = append(out, l)
 	}
@@ -299,12 +300,12 @@ func (s *Semaphore) Participants(ctx context.Context) ([]recipes.Participant, er
 		return nil, fmt.Errorf("%w: Semaphore not made by New", recipes.ErrInvalidArgument)
 	}
 	if err := engine.Of(s.c).Check(); err != nil {
-		return nil, engine.Named("semaphore "+s.path, err)
+		return nil, zkerr.Named("semaphore "+s.path, err)
 	}
 	d := &engine.Driver{Names: leaseDriver.Names, Leases: s.MaxLeases()}
 	ms, err := engine.Of(s.c).ReadQueue(ctx, s.leases, d, nil)
 	if err != nil {
-		return nil, engine.Namedf("semaphore "+s.path, "participants: %w", err)
+		return nil, zkerr.Namedf("semaphore "+s.path, "participants: %w", err)
 	}
 	return recipeargs.Participants(ms, nil), nil
 }
@@ -367,7 +368,7 @@ func (l *Lease) Release(ctx context.Context) error {
 	l.mu.Lock()
 	if l.closed {
 		l.mu.Unlock()
-		return engine.Namedf("semaphore "+l.s.path, "%w: lease already returned", recipes.ErrNotHeld)
+		return zkerr.Namedf("semaphore "+l.s.path, "%w: lease already returned", recipes.ErrNotHeld)
 	}
 	l.closed = true
 	l.mu.Unlock()
@@ -378,10 +379,10 @@ func (l *Lease) Release(ctx context.Context) error {
 	}
 	err := l.ct.Leave(ctx)
 	if lost {
-		return engine.Namedf("semaphore "+l.s.path, "%w", recipes.ErrLockLost)
+		return zkerr.Namedf("semaphore "+l.s.path, "%w", recipes.ErrLockLost)
 	}
 	if err != nil {
-		return engine.Namedf("semaphore "+l.s.path, "%w", err)
+		return zkerr.Namedf("semaphore "+l.s.path, "%w", err)
 	}
 	return nil
 }
@@ -404,10 +405,10 @@ func (l *Lease) Data(ctx context.Context) ([]byte, error) {
 		return err
 	})
 	if errors.Is(err, zk.ErrNoNode) {
-		return nil, engine.Namedf("semaphore "+l.s.path, "%w: %s is gone", recipes.ErrLockLost, l.Node())
+		return nil, zkerr.Namedf("semaphore "+l.s.path, "%w: %s is gone", recipes.ErrLockLost, l.Node())
 	}
 	if err != nil {
-		return nil, engine.Namedf("semaphore "+l.s.path, "lease data: %w", err)
+		return nil, zkerr.Namedf("semaphore "+l.s.path, "lease data: %w", err)
 	}
 	return data, nil
 }

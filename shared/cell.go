@@ -13,6 +13,7 @@ import (
 	"github.com/zkrecipes/zkrecipes/internal/codec"
 	"github.com/zkrecipes/zkrecipes/internal/engine"
 	"github.com/zkrecipes/zkrecipes/internal/recipeargs"
+	"github.com/zkrecipes/zkrecipes/internal/zkerr"
 	"github.com/zkrecipes/zkrecipes/recipes"
 )
 
@@ -60,7 +61,7 @@ func (s *cell[T]) name() string { return s.kind + " " + s.path }
 
 // notMade is the error of a method called on a value its constructor did
 // not make (nil, or the zero value).
-func notMade(typ, ctor string) error { return engine.NotMade(typ, ctor) }
+func notMade(typ, ctor string) error { return zkerr.NotMade(typ, ctor) }
 
 // Start creates the node with the seed when it does not exist (its
 // missing parents as containers, as Curator does), reads the value and
@@ -73,7 +74,7 @@ func (s *cell[T]) start(ctx context.Context) error {
 		return err
 	}
 	if err := engine.Of(s.c).Check(); err != nil {
-		return engine.Named(s.name(), err)
+		return zkerr.Named(s.name(), err)
 	}
 	if err := s.life.Start(s.name()); err != nil {
 		return err
@@ -87,7 +88,7 @@ func (s *cell[T]) start(ctx context.Context) error {
 	if s.life.Closed() { // Close came while the node was being read
 		s.mu.Unlock()
 		cancel()
-		return engine.Named(s.name(), recipes.ErrClosed)
+		return zkerr.Named(s.name(), recipes.ErrClosed)
 	}
 	s.cancel, s.done = cancel, make(chan struct{})
 	done := s.done
@@ -117,12 +118,12 @@ func (s *cell[T]) create(ctx context.Context) error {
 		// nothing after the create that could fail).
 		v, derr := s.codec.Decode(s.seed)
 		if derr != nil {
-			return engine.Named(s.name(), derr)
+			return zkerr.Named(s.name(), derr)
 		}
 		s.apply(VersionedValue[T]{Value: v, Version: 0}, 0)
 		return nil
 	case !errors.Is(err, zk.ErrNodeExists):
-		return engine.Namedf(s.name(), "%w", err)
+		return zkerr.Namedf(s.name(), "%w", err)
 	}
 	var (
 		data []byte
@@ -134,7 +135,7 @@ func (s *cell[T]) create(ctx context.Context) error {
 		return err
 	})
 	if err != nil {
-		return engine.Namedf(s.name(), "%w", err)
+		return zkerr.Namedf(s.name(), "%w", err)
 	}
 	return s.view(engine.NodeView{Exists: true, Data: data, Stat: st})
 }
@@ -157,7 +158,7 @@ func (s *cell[T]) view(v engine.NodeView) error {
 	}
 	val, err := s.codec.Decode(v.Data)
 	if err != nil {
-		return engine.Named(s.name(), err)
+		return zkerr.Named(s.name(), err)
 	}
 	s.apply(VersionedValue[T]{Value: val, Version: v.Stat.Version}, v.Stat.Czxid)
 	return nil
@@ -232,7 +233,7 @@ func (s *cell[T]) writable(ctx context.Context) error {
 		return err
 	}
 	if err := engine.Of(s.c).Check(); err != nil {
-		return engine.Named(s.name(), err)
+		return zkerr.Named(s.name(), err)
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -240,7 +241,7 @@ func (s *cell[T]) writable(ctx context.Context) error {
 		return err
 	}
 	if s.done == nil { // Start is still reading the node
-		return engine.Named(s.name(), recipes.ErrNotStarted)
+		return zkerr.Named(s.name(), recipes.ErrNotStarted)
 	}
 	return nil
 }
@@ -253,7 +254,7 @@ func (s *cell[T]) compareAndSet(ctx context.Context, prev VersionedValue[T], v T
 	}
 	data, err := s.codec.Encode(v)
 	if err != nil {
-		return engine.Named(s.name(), err)
+		return zkerr.Named(s.name(), err)
 	}
 	e := engine.Of(s.c)
 	var st *zk.Stat
@@ -264,10 +265,10 @@ func (s *cell[T]) compareAndSet(ctx context.Context, prev VersionedValue[T], v T
 	})
 	if errors.Is(err, zk.ErrBadVersion) || errors.Is(err, zk.ErrNoNode) {
 		s.refresh(ctx)
-		return engine.Namedf(s.name(), "%w: the node is no longer at version %d", recipes.ErrConflict, prev.Version)
+		return zkerr.Namedf(s.name(), "%w: the node is no longer at version %d", recipes.ErrConflict, prev.Version)
 	}
 	if err != nil {
-		return engine.Namedf(s.name(), "%w", err)
+		return zkerr.Namedf(s.name(), "%w", err)
 	}
 	s.apply(VersionedValue[T]{Value: s.codec.Clone(v), Version: st.Version}, st.Czxid)
 	return nil
@@ -298,13 +299,13 @@ func (s *cell[T]) set(ctx context.Context, v T) error {
 	}
 	data, err := s.codec.Encode(v)
 	if err != nil {
-		return engine.Named(s.name(), err)
+		return zkerr.Named(s.name(), err)
 	}
 	res, err := engine.Of(s.c).CompareAndSet(ctx, s.full, engine.CAS{Create: true}, func([]byte, bool) ([]byte, error) {
 		return data, nil
 	})
 	if err != nil {
-		return engine.Named(s.name(), err)
+		return zkerr.Named(s.name(), err)
 	}
 	if res.Stat != nil && res.Stat.Czxid != 0 {
 		s.apply(VersionedValue[T]{Value: s.codec.Clone(v), Version: res.Stat.Version}, res.Stat.Czxid)
@@ -362,7 +363,7 @@ func (s *cell[T]) close(ctx context.Context) error {
 	case <-done:
 	case <-ctx.Done():
 		go func() { <-done; s.listeners.Close() }()
-		return engine.Namedf(s.name(), "close: %w", ctx.Err())
+		return zkerr.Namedf(s.name(), "close: %w", ctx.Err())
 	}
 	s.listeners.Close()
 	return nil

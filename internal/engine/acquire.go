@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	"github.com/go-zookeeper/zk"
+	"github.com/zkrecipes/zkrecipes/internal/zkerr"
 )
 
 // Acquire waits until the driver says our node holds, and returns the
@@ -17,11 +18,11 @@ import (
 // not connected, ErrClosed when the client closed).
 func (ct *Contest) Acquire(ctx context.Context, wait bool) (held bool, sig Signals, err error) {
 	if ct == nil || ct.c == nil {
-		return false, Signals{}, fmt.Errorf("%w: Contest not made by Enter", ErrInvalidArgument)
+		return false, Signals{}, fmt.Errorf("%w: Contest not made by Enter", zkerr.ErrInvalidArgument)
 	}
 	if ctx == nil {
 		_ = ct.Leave(context.Background())
-		return false, Signals{}, fmt.Errorf("%w: nil context", ErrInvalidArgument)
+		return false, Signals{}, fmt.Errorf("%w: nil context", zkerr.ErrInvalidArgument)
 	}
 	held, sig, err = ct.acquire(ctx, wait)
 	ct.met.acquired(held, err)

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/go-zookeeper/zk"
+	"github.com/zkrecipes/zkrecipes/internal/zkerr"
 )
 
 // Wait describes one Await: what it waits for and when it must give up.
@@ -86,7 +87,7 @@ var ErrUntil = errors.New("zkrecipes: the wait was ended by its caller")
 // when Wait.Once and the look was not Done.
 func (c *Client) Await(ctx context.Context, w Wait, look func(Snapshot, Wake) (Look, error)) (bool, error) {
 	if ctx == nil {
-		return false, fmt.Errorf("%w: nil context", ErrInvalidArgument)
+		return false, fmt.Errorf("%w: nil context", zkerr.ErrInvalidArgument)
 	}
 	var (
 		wake Wake
@@ -98,11 +99,11 @@ func (c *Client) Await(ctx context.Context, w Wait, look func(Snapshot, Wake) (L
 		}
 		snap := c.Snapshot()
 		if sessionGone(snap, w.Session) {
-			return false, fmt.Errorf("%w: waiting for %s", ErrSessionLost, w.What)
+			return false, fmt.Errorf("%w: waiting for %s", zkerr.ErrSessionLost, w.What)
 		}
 		if !snap.State.IsConnected() {
 			if w.Once {
-				return false, fmt.Errorf("zkrecipes: waiting for %s: %w (%v)", w.What, ErrNotConnected, snap.State)
+				return false, fmt.Errorf("zkrecipes: waiting for %s: %w (%v)", w.What, zkerr.ErrNotConnected, snap.State)
 			}
 			if err := c.block(ctx, w, snap, Look{}, &wake); err != nil {
 				return false, err
@@ -114,8 +115,8 @@ func (c *Client) Await(ctx context.Context, w Wait, look func(Snapshot, Wake) (L
 		switch {
 		case err == nil:
 		case errors.Is(err, zk.ErrSessionExpired):
-			return false, fmt.Errorf("%w: waiting for %s", ErrSessionLost, w.What)
-		case IsRetryable(err):
+			return false, fmt.Errorf("%w: waiting for %s", zkerr.ErrSessionLost, w.What)
+		case zkerr.IsRetryable(err):
 			c.countRetry()
 			if serr := c.sleep(ctx, retryPause); serr != nil {
 				return false, fmt.Errorf("zkrecipes: waiting for %s: %w", w.What, serr)
@@ -176,7 +177,7 @@ func (c *Client) block(ctx context.Context, w Wait, snap Snapshot, l Look, wake 
 	case <-ctx.Done():
 		return fmt.Errorf("zkrecipes: waiting for %s: %w", w.What, ctx.Err())
 	case <-c.closeCh:
-		return ErrClientClosed
+		return zkerr.ErrClientClosed
 	}
 	return nil
 }

@@ -8,6 +8,7 @@ import (
 
 	"github.com/cenkalti/backoff/v4"
 	"github.com/go-zookeeper/zk"
+	"github.com/zkrecipes/zkrecipes/internal/zkerr"
 )
 
 // CAS configures a compare-and-set loop (CompareAndSet).
@@ -44,13 +45,6 @@ type CASResult struct {
 	Tries      int      // attempts made, the winning one included
 }
 
-// ErrConflict is returned, wrapping the last conflict's error
-// (zk.ErrBadVersion, or zk.ErrNodeExists on a create), by a
-// compare-and-set loop that gave up: other writers won every attempt it
-// was allowed. Package recipes exports it (recipes.ErrConflict) for the
-// atomic values, whose every update that did not happen wraps it.
-var ErrConflict = errors.New("zkrecipes: conflict")
-
 // CompareAndSet is the compare-and-set loop on the node at path (a server
 // path): it reads the node's data and version, computes the new data
 // with update (prev is nil and exists false for an absent node), and
@@ -73,10 +67,10 @@ func (c *Client) CompareAndSet(ctx context.Context, path string, cas CAS, update
 		return CASResult{}, err
 	}
 	if ctx == nil {
-		return CASResult{}, fmt.Errorf("%w: nil context", ErrInvalidArgument)
+		return CASResult{}, fmt.Errorf("%w: nil context", zkerr.ErrInvalidArgument)
 	}
 	if update == nil {
-		return CASResult{}, fmt.Errorf("%w: nil update", ErrInvalidArgument)
+		return CASResult{}, fmt.Errorf("%w: nil update", zkerr.ErrInvalidArgument)
 	}
 	if err := ValidatePath(path); err != nil {
 		return CASResult{}, err
@@ -118,7 +112,7 @@ func (c *Client) CompareAndSet(ctx context.Context, path string, cas CAS, update
 			return res, nil
 		case ctx.Err() != nil:
 			return CASResult{}, l.abandoned(err)
-		case IsRetryable(err):
+		case zkerr.IsRetryable(err):
 			// Applied or not: the next read tells.
 			if serr := l.lostReply(exists, prev, data, st); serr != nil {
 				return CASResult{}, serr
@@ -165,7 +159,7 @@ func (c *Client) casRead(ctx context.Context, path string) (prev []byte, st *zk.
 // readError is the loop's error when its read failed with err.
 func (l *casLoop) readError(err error) error {
 	if l.pending != nil && l.cas.Exact {
-		return l.c.casError(l.ctx, l.path, fmt.Errorf("%w: reading after a lost reply: %w", ErrUnknownOutcome, err))
+		return l.c.casError(l.ctx, l.path, fmt.Errorf("%w: reading after a lost reply: %w", zkerr.ErrUnknownOutcome, err))
 	}
 	return l.c.casError(l.ctx, l.path, err)
 }
@@ -195,7 +189,7 @@ func (l *casLoop) afterLostReply(exists bool, prev []byte, st *zk.Stat, tries in
 // err: an Exact loop cannot tell whether a write in flight was applied.
 func (l *casLoop) abandoned(err error) error {
 	if l.cas.Exact && !definite(err) {
-		return Namedf("compare-and-set "+l.c.StripNamespace(l.path), "%w: %w: ctx ended with a write in flight", l.ctx.Err(), ErrUnknownOutcome)
+		return zkerr.Namedf("compare-and-set "+l.c.StripNamespace(l.path), "%w: %w: ctx ended with a write in flight", l.ctx.Err(), zkerr.ErrUnknownOutcome)
 	}
 	return l.c.casError(l.ctx, l.path, err)
 }
@@ -210,7 +204,7 @@ func (l *casLoop) lostReply(exists bool, prev, data []byte, st *zk.Stat) error {
 	l.c.countRetry()
 	if serr := l.c.sleep(l.ctx, retryPause); serr != nil {
 		if l.cas.Exact {
-			serr = fmt.Errorf("%w: a write's reply was lost: %w", ErrUnknownOutcome, serr)
+			serr = fmt.Errorf("%w: a write's reply was lost: %w", zkerr.ErrUnknownOutcome, serr)
 		}
 		return l.c.casError(l.ctx, l.path, serr)
 	}
@@ -222,11 +216,11 @@ func (l *casLoop) lostReply(exists bool, prev, data []byte, st *zk.Stat) error {
 // policy gives up.
 func (l *casLoop) conflictPause(tries int, err error) error {
 	if l.cas.Tries > 0 && tries >= l.cas.Tries {
-		return Namedf("compare-and-set "+l.c.StripNamespace(l.path), "other writers came first on all %d tries: %w: %w", tries, ErrConflict, err)
+		return zkerr.Namedf("compare-and-set "+l.c.StripNamespace(l.path), "other writers came first on all %d tries: %w: %w", tries, zkerr.ErrConflict, err)
 	}
 	d, ok := l.conflicts.Next()
 	if !ok {
-		return Namedf("compare-and-set "+l.c.StripNamespace(l.path), "other writers came first on all %d tries: %w: %w", tries, ErrConflict, err)
+		return zkerr.Namedf("compare-and-set "+l.c.StripNamespace(l.path), "other writers came first on all %d tries: %w: %w", tries, zkerr.ErrConflict, err)
 	}
 	if serr := l.c.sleep(l.ctx, d); serr != nil {
 		return l.c.casError(l.ctx, l.path, serr)
@@ -309,14 +303,14 @@ func definite(err error) bool {
 // unknownOutcome is the error of an Exact loop whose lost write's fate
 // the node does not tell.
 func (c *Client) unknownOutcome(path string, st *zk.Stat) error {
-	return Namedf("compare-and-set "+c.StripNamespace(path),
-		"%w: the reply to a write was lost, and the node (now at version %d) does not tell whether it was applied", ErrUnknownOutcome, st.Version)
+	return zkerr.Namedf("compare-and-set "+c.StripNamespace(path),
+		"%w: the reply to a write was lost, and the node (now at version %d) does not tell whether it was applied", zkerr.ErrUnknownOutcome, st.Version)
 }
 
 func (c *Client) casError(ctx context.Context, path string, err error) error {
 	what := "compare-and-set " + c.StripNamespace(path)
 	if cerr := ctx.Err(); cerr != nil && !errors.Is(err, cerr) {
-		return Namedf(what, "%w (last error: %w)", cerr, err)
+		return zkerr.Namedf(what, "%w (last error: %w)", cerr, err)
 	}
-	return Namedf(what, "%w", explain(err))
+	return zkerr.Namedf(what, "%w", zkerr.Explain(err))
 }

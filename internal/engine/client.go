@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/go-zookeeper/zk"
+	"github.com/zkrecipes/zkrecipes/internal/zkerr"
 )
 
 // Client is the one object every recipe takes. It owns a *zk.Conn, drains
@@ -73,18 +74,18 @@ type Client struct {
 // is timed.
 func Connect(ctx context.Context, servers []string, opts ...Option) (*Client, error) {
 	if ctx == nil {
-		return nil, fmt.Errorf("%w: nil context", ErrInvalidArgument)
+		return nil, fmt.Errorf("%w: nil context", zkerr.ErrInvalidArgument)
 	}
 	cfg, err := buildConfig(opts)
 	if err != nil {
 		return nil, err
 	}
 	if len(servers) == 0 {
-		return nil, fmt.Errorf("%w: no servers", ErrInvalidArgument)
+		return nil, fmt.Errorf("%w: no servers", zkerr.ErrInvalidArgument)
 	}
 	for _, srv := range servers {
 		if strings.TrimSpace(srv) == "" {
-			return nil, fmt.Errorf("%w: an empty server address in %q", ErrInvalidArgument, servers)
+			return nil, fmt.Errorf("%w: an empty server address in %q", zkerr.ErrInvalidArgument, servers)
 		}
 	}
 	c := newClient(cfg)
@@ -150,13 +151,13 @@ func allOf(opts []func(*zk.Conn)) func(*zk.Conn) {
 // needs none, its event callback seeing every event).
 func NewClient(ctx context.Context, conn *zk.Conn, events <-chan zk.Event, opts ...Option) (*Client, error) {
 	if ctx == nil {
-		return nil, fmt.Errorf("%w: nil context", ErrInvalidArgument)
+		return nil, fmt.Errorf("%w: nil context", zkerr.ErrInvalidArgument)
 	}
 	if conn == nil {
-		return nil, fmt.Errorf("%w: nil *zk.Conn", ErrInvalidArgument)
+		return nil, fmt.Errorf("%w: nil *zk.Conn", zkerr.ErrInvalidArgument)
 	}
 	if events == nil {
-		return nil, fmt.Errorf("%w: nil event channel", ErrInvalidArgument)
+		return nil, fmt.Errorf("%w: nil event channel", zkerr.ErrInvalidArgument)
 	}
 	cfg, err := buildConfig(opts)
 	if err != nil {
@@ -239,7 +240,7 @@ func (c *Client) afterStart(ctx context.Context) error {
 		defer cancel()
 		if err := c.WaitConnected(wctx); err != nil {
 			if ctx.Err() != nil { // the caller's ctx, not the connect timeout
-				return Namedf("connect", "no session yet: %w", ctx.Err())
+				return zkerr.Namedf("connect", "no session yet: %w", ctx.Err())
 			}
 			why := "is ZooKeeper running at the addresses given, and reachable from here?"
 			if c.wire != nil {
@@ -247,7 +248,7 @@ func (c *Client) afterStart(ctx context.Context) error {
 					why = "last " + derr.Error()
 				}
 			}
-			return Namedf("connect", "no session within %v from %s (%s): %w", c.cfg.connectTimeout, strings.Join(c.servers, ","), why, err)
+			return zkerr.Namedf("connect", "no session within %v from %s (%s): %w", c.cfg.connectTimeout, strings.Join(c.servers, ","), why, err)
 		}
 	}
 	for _, a := range c.cfg.auth {
@@ -330,7 +331,7 @@ func (c *Client) AddAuth(ctx context.Context, scheme string, auth []byte) error 
 	_, err := send(c, ctx, reqAddAuth, func() (struct{}, error) {
 		return struct{}{}, c.conn.AddAuth(scheme, auth)
 	}, nil)
-	if err != nil && !errors.Is(err, ErrNilClient) && !errors.Is(err, ErrClosed) && !errors.Is(err, ErrInvalidArgument) {
+	if err != nil && !errors.Is(err, zkerr.ErrNilClient) && !errors.Is(err, zkerr.ErrClosed) && !errors.Is(err, zkerr.ErrInvalidArgument) {
 		return fmt.Errorf("zkrecipes: add auth %q: %w", scheme, err)
 	}
 	return err
@@ -339,11 +340,11 @@ func (c *Client) AddAuth(ctx context.Context, scheme string, auth []byte) error 
 // check returns ErrNilClient or ErrClosed when the client cannot be used.
 func (c *Client) check() error {
 	if c == nil || c.conn == nil {
-		return ErrNilClient
+		return zkerr.ErrNilClient
 	}
 	select {
 	case <-c.closeCh:
-		return ErrClientClosed
+		return zkerr.ErrClientClosed
 	default:
 		return nil
 	}
@@ -360,7 +361,7 @@ func (c *Client) Done() <-chan struct{} { return c.closeCh }
 // RECONNECTED or READ_ONLY), ctx ends or the client is closed.
 func (c *Client) WaitConnected(ctx context.Context) error {
 	if ctx == nil {
-		return fmt.Errorf("%w: nil context", ErrInvalidArgument)
+		return fmt.Errorf("%w: nil context", zkerr.ErrInvalidArgument)
 	}
 	for {
 		if err := c.check(); err != nil {
@@ -375,7 +376,7 @@ func (c *Client) WaitConnected(ctx context.Context) error {
 		case <-ctx.Done():
 			return fmt.Errorf("zkrecipes: waiting for connection (state %v): %w", snap.State, ctx.Err())
 		case <-c.closeCh:
-			return ErrClientClosed
+			return zkerr.ErrClientClosed
 		}
 	}
 }

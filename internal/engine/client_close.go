@@ -6,6 +6,8 @@ import (
 	"context"
 	"fmt"
 	"time"
+
+	"github.com/zkrecipes/zkrecipes/internal/zkerr"
 )
 
 // Close ends the session and stops every goroutine the client started. It
@@ -19,10 +21,10 @@ import (
 // return nil.
 func (c *Client) Close(ctx context.Context) error {
 	if c == nil || c.conn == nil {
-		return ErrNilClient
+		return zkerr.ErrNilClient
 	}
 	if ctx == nil {
-		return fmt.Errorf("%w: nil context", ErrInvalidArgument)
+		return fmt.Errorf("%w: nil context", zkerr.ErrInvalidArgument)
 	}
 	var err error
 	c.closeOnce.Do(func() { err = c.shutdown(ctx) })

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"strings"
 	"time"
+
+	"github.com/zkrecipes/zkrecipes/internal/zkerr"
 )
 
 // Contest is one contender's place in a queue: a protected ephemeral node
@@ -102,10 +104,10 @@ func (c *Client) Enter(ctx context.Context, parent, lockName string, data []byte
 		return nil, err
 	}
 	if d == nil {
-		return nil, fmt.Errorf("%w: nil driver", ErrInvalidArgument)
+		return nil, fmt.Errorf("%w: nil driver", zkerr.ErrInvalidArgument)
 	}
 	if lockName == "" {
-		return nil, fmt.Errorf("%w: empty lock name", ErrInvalidArgument)
+		return nil, fmt.Errorf("%w: empty lock name", zkerr.ErrInvalidArgument)
 	}
 	var since time.Time
 	if c.met != nil {
@@ -115,7 +117,7 @@ func (c *Client) Enter(ctx context.Context, parent, lockName string, data []byte
 	if len(opts) > 0 {
 		cfg = applyEnterOptions(opts)
 		if cfg.hasFixed && !isSequence(cfg.fixed) {
-			return nil, fmt.Errorf("%w: sequence %q is not 10 digits", ErrInvalidArgument, cfg.fixed)
+			return nil, fmt.Errorf("%w: sequence %q is not 10 digits", zkerr.ErrInvalidArgument, cfg.fixed)
 		}
 	}
 	name := lockName
@@ -313,7 +315,7 @@ func (ct *Contest) confirmOwner(ctx context.Context, snap Snapshot) error {
 		return ct.nodeGone()
 	case st.EphemeralOwner != snap.SessionID || st.EphemeralOwner != ct.c.conn.SessionID():
 		return fmt.Errorf("%w: %s belongs to session 0x%x, not ours (0x%x)",
-			ErrSessionLost, ct.path, st.EphemeralOwner, snap.SessionID)
+			zkerr.ErrSessionLost, ct.path, st.EphemeralOwner, snap.SessionID)
 	}
 	return nil
 }
@@ -330,9 +332,9 @@ func indexOf(cs []Contender, name string) int {
 // nodeGone explains why our node is missing.
 func (ct *Contest) nodeGone() error {
 	if ct.c.conn.SessionID() != ct.sid {
-		return fmt.Errorf("%w: node %s went with its session", ErrSessionLost, ct.path)
+		return fmt.Errorf("%w: node %s went with its session", zkerr.ErrSessionLost, ct.path)
 	}
-	return fmt.Errorf("%w: node %s was deleted by someone else", ErrLockLost, ct.path)
+	return fmt.Errorf("%w: node %s was deleted by someone else", zkerr.ErrLockLost, ct.path)
 }
 
 // Leave deletes our node and ends the contest. The delete is guaranteed:
@@ -342,7 +344,7 @@ func (ct *Contest) nodeGone() error {
 // safe to call more than once.
 func (ct *Contest) Leave(ctx context.Context) error {
 	if ct == nil || ct.c == nil {
-		return fmt.Errorf("%w: Contest not made by Enter", ErrInvalidArgument)
+		return fmt.Errorf("%w: Contest not made by Enter", zkerr.ErrInvalidArgument)
 	}
 	if ct.done {
 		return nil

@@ -7,6 +7,7 @@ import (
 	"slices"
 
 	"github.com/go-zookeeper/zk"
+	"github.com/zkrecipes/zkrecipes/internal/zkerr"
 )
 
 // Limit gives the current maximum of a count-based wait, and a channel
@@ -32,13 +33,13 @@ func FixedLimit(n int) Limit { return func() (int, <-chan struct{}) { return n, 
 // when the client closes. It does not leave the contest.
 func (ct *Contest) AwaitCount(ctx context.Context, limit Limit, wait bool) (Signals, error) {
 	if ct == nil || ct.c == nil {
-		return Signals{}, fmt.Errorf("%w: Contest not made by Enter", ErrInvalidArgument)
+		return Signals{}, fmt.Errorf("%w: Contest not made by Enter", zkerr.ErrInvalidArgument)
 	}
 	if ctx == nil {
-		return Signals{}, fmt.Errorf("%w: nil context", ErrInvalidArgument)
+		return Signals{}, fmt.Errorf("%w: nil context", zkerr.ErrInvalidArgument)
 	}
 	if limit == nil {
-		return Signals{}, fmt.Errorf("%w: nil limit", ErrInvalidArgument)
+		return Signals{}, fmt.Errorf("%w: nil limit", zkerr.ErrInvalidArgument)
 	}
 	var sig Signals
 	_, err := ct.c.Await(ctx, Wait{What: ct.path, Session: ct.sid, Once: !wait}, func(snap Snapshot, _ Wake) (Look, error) {
@@ -64,7 +65,7 @@ func (ct *Contest) AwaitCount(ctx context.Context, limit Limit, wait bool) (Sign
 			return Look{Done: true}, nil
 		}
 		if !wait {
-			return Look{}, fmt.Errorf("%w: %d of %d leases taken", ErrNotAcquired, len(kids)-1, max)
+			return Look{}, fmt.Errorf("%w: %d of %d leases taken", zkerr.ErrNotAcquired, len(kids)-1, max)
 		}
 		return Look{Watch: watch, Also: changed}, nil
 	})

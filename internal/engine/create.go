@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/go-zookeeper/zk"
+	"github.com/zkrecipes/zkrecipes/internal/zkerr"
 )
 
 // ProtectedPrefix marks a node made by a protected create, as in Curator:
@@ -77,7 +78,7 @@ func (c *Client) EnsureContainers(ctx context.Context, dir string) error {
 				return err
 			}
 		default:
-			return fmt.Errorf("zkrecipes: create parent %s: %w", dir, explain(err))
+			return fmt.Errorf("zkrecipes: create parent %s: %w", dir, zkerr.Explain(err))
 		}
 	}
 }
@@ -140,7 +141,7 @@ func (c *Client) awaitConnection(ctx context.Context, retry *Backoff) error {
 		}
 		d, ok := retry.Next()
 		if !ok {
-			return fmt.Errorf("%w (%v): no connection before the retry policy gave up", ErrNotConnected, snap.State)
+			return fmt.Errorf("%w (%v): no connection before the retry policy gave up", zkerr.ErrNotConnected, snap.State)
 		}
 		t := time.NewTimer(d)
 		select {
@@ -151,7 +152,7 @@ func (c *Client) awaitConnection(ctx context.Context, retry *Backoff) error {
 			return ctx.Err()
 		case <-c.closeCh:
 			t.Stop()
-			return ErrClientClosed
+			return zkerr.ErrClientClosed
 		}
 		t.Stop()
 	}
@@ -161,13 +162,13 @@ func (c *Client) awaitConnection(ctx context.Context, retry *Backoff) error {
 // server path for the parent, a name that makes one path segment.
 func checkCreate(ctx context.Context, parent, name string) error {
 	if ctx == nil {
-		return fmt.Errorf("%w: nil context", ErrInvalidArgument)
+		return fmt.Errorf("%w: nil context", zkerr.ErrInvalidArgument)
 	}
 	if err := ValidatePath(parent); err != nil {
 		return err
 	}
 	if strings.Contains(name, "/") {
-		return fmt.Errorf("%w: node name %q holds a /", ErrInvalidPath, name)
+		return fmt.Errorf("%w: node name %q holds a /", zkerr.ErrInvalidPath, name)
 	}
 	if printableASCII(name) { // what ValidatePath would say, without building the path
 		return nil

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/go-zookeeper/zk"
+	"github.com/zkrecipes/zkrecipes/internal/zkerr"
 )
 
 // createProtectedTTL is createProtectedMode with the TTL of a TTL mode.
@@ -89,8 +90,8 @@ func (pc *protectedCreate) fail(err error) error {
 // going: a waiter must not wait on through a session loss) or when the
 // retry policy does.
 func (pc *protectedCreate) pause(err error) error {
-	if snap := pc.c.Snapshot(); IsRetryable(err) && snap.State == StateLost && snap.SessionID == pc.sid {
-		return fmt.Errorf("%w: %w", ErrSessionLost, err)
+	if snap := pc.c.Snapshot(); zkerr.IsRetryable(err) && snap.State == StateLost && snap.SessionID == pc.sid {
+		return fmt.Errorf("%w: %w", zkerr.ErrSessionLost, err)
 	}
 	d, ok := pc.retry.Next()
 	if !ok {
@@ -120,14 +121,14 @@ func (pc *protectedCreate) search() (string, int64, createStep, error) {
 			_ = c.GuaranteedDelete(context.Background(), p, pc.sid) // a leftover of the old session
 		}
 		return "", 0, stepOn, nil
-	case IsRetryable(err):
+	case zkerr.IsRetryable(err):
 		if werr := pc.pause(err); werr != nil {
 			c.cleanupProtected(parent, pc.prefix, pc.owner(pc.sid))
-			return "", 0, stepDone, pc.fail(explain(werr))
+			return "", 0, stepDone, pc.fail(zkerr.Explain(werr))
 		}
 		return "", 0, stepAgain, nil
 	default:
-		return "", 0, stepDone, pc.fail(explain(err))
+		return "", 0, stepDone, pc.fail(zkerr.Explain(err))
 	}
 }
 
@@ -136,7 +137,7 @@ func (pc *protectedCreate) search() (string, int64, createStep, error) {
 func (pc *protectedCreate) attempt() (_ string, _ int64, done bool, _ error) {
 	c, ctx := pc.c, pc.ctx
 	if err := ctx.Err(); err != nil {
-		return "", 0, true, pc.fail(explain(err))
+		return "", 0, true, pc.fail(zkerr.Explain(err))
 	}
 	if err := c.awaitConnection(ctx, &pc.retry); err != nil {
 		if pc.lostReply {
@@ -172,7 +173,7 @@ func (pc *protectedCreate) adopt(p string) (_ string, _ int64, done bool, _ erro
 		return "", 0, false, nil // made in the old session, gone with it: again
 	default:
 		pc.c.cleanupProtected(pc.parent, pc.prefix, 0)
-		return "", 0, true, pc.fail(explain(oerr))
+		return "", 0, true, pc.fail(zkerr.Explain(oerr))
 	}
 }
 
@@ -197,18 +198,18 @@ func (pc *protectedCreate) settle(p string, err error) (_ string, _ int64, done 
 	case errors.Is(err, zk.ErrNodeExists) && !pc.sequential:
 		// Only we use this uuid: an earlier attempt of ours made it.
 		pc.searching = true
-	case IsRetryable(err):
+	case zkerr.IsRetryable(err):
 		pc.searching, pc.lostReply = true, true
 		if werr := pc.pause(err); werr != nil {
 			c.cleanupProtected(pc.parent, pc.prefix, pc.owner(pc.sid))
-			return "", 0, true, pc.fail(explain(werr))
+			return "", 0, true, pc.fail(zkerr.Explain(werr))
 		}
 	case errors.Is(err, zk.ErrSessionExpired):
 		if werr := pc.pause(err); werr != nil {
-			return "", 0, true, pc.fail(explain(werr))
+			return "", 0, true, pc.fail(zkerr.Explain(werr))
 		}
 	default:
-		return "", 0, true, fmt.Errorf("zkrecipes: create %s: %w", pc.target, explain(err))
+		return "", 0, true, fmt.Errorf("zkrecipes: create %s: %w", pc.target, zkerr.Explain(err))
 	}
 	return "", 0, false, nil
 }

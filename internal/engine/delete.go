@@ -7,6 +7,7 @@ import (
 	"sync"
 
 	"github.com/go-zookeeper/zk"
+	"github.com/zkrecipes/zkrecipes/internal/zkerr"
 )
 
 // GuaranteedDelete deletes the node at path, which belongs to session sid
@@ -59,7 +60,7 @@ func (c *Client) GuaranteedDelete(ctx context.Context, path string, sid int64) e
 	// on every release), else a goroutine of its own, so that concurrent
 	// releases are not queued behind one another.
 	if isClosed(c.closeCh) {
-		return ErrClientClosed
+		return zkerr.ErrClientClosed
 	}
 	res := deleteResults.Get().(chan error)
 	c.addPendingDeletes(1)
@@ -68,7 +69,7 @@ func (c *Client) GuaranteedDelete(ctx context.Context, path string, sid int64) e
 	default:
 		c.addPendingDeletes(-1)
 		if !c.deleteInBackground(path, sid, res) {
-			return ErrClientClosed
+			return zkerr.ErrClientClosed
 		}
 	}
 	select {
@@ -126,11 +127,11 @@ func (c *Client) afterDelete(path string, sid int64, err error) error {
 	switch {
 	case err == nil || errors.Is(err, zk.ErrSessionExpired):
 		return nil
-	case IsRetryable(err):
+	case zkerr.IsRetryable(err):
 		c.deleteInBackground(path, sid, nil)
 		return nil
 	default:
-		return fmt.Errorf("zkrecipes: delete %s: %w", path, explain(err))
+		return fmt.Errorf("zkrecipes: delete %s: %w", path, zkerr.Explain(err))
 	}
 }
 
@@ -148,10 +149,10 @@ func (c *Client) deleteInBackground(path string, sid int64, res chan<- error) bo
 			if first && res != nil {
 				first = false
 				switch {
-				case err == nil || errors.Is(err, zk.ErrSessionExpired) || IsRetryable(err):
+				case err == nil || errors.Is(err, zk.ErrSessionExpired) || zkerr.IsRetryable(err):
 					res <- nil
 				default:
-					res <- fmt.Errorf("zkrecipes: delete %s: %w", path, explain(err))
+					res <- fmt.Errorf("zkrecipes: delete %s: %w", path, zkerr.Explain(err))
 				}
 			}
 			return err
@@ -185,7 +186,7 @@ func (c *Client) retryForever(sid int64, op func() error) {
 	retry := NewBackoff(foreverPolicy)
 	for {
 		err := op()
-		if err == nil || !IsRetryable(err) {
+		if err == nil || !zkerr.IsRetryable(err) {
 			if err != nil && !errors.Is(err, zk.ErrSessionExpired) {
 				c.log.Warn("zkrecipes: background cleanup failed", "err", err)
 			}

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/go-zookeeper/zk"
+	"github.com/zkrecipes/zkrecipes/internal/zkerr"
 )
 
 // FollowEventKind says what a FollowEvent reports.
@@ -185,7 +186,7 @@ func (f *Follower) Run(ctx context.Context) error {
 		return err
 	}
 	if ctx == nil {
-		return fmt.Errorf("%w: nil context", ErrInvalidArgument)
+		return fmt.Errorf("%w: nil context", zkerr.ErrInvalidArgument)
 	}
 	c.mu.Lock()
 	state, sid := c.state, c.sessionID
@@ -287,7 +288,7 @@ func (r *followRun) wait(ctx context.Context) (stop bool, _ error) {
 	case <-ctx.Done():
 		return true, nil
 	case <-r.f.c.closeCh:
-		return true, ErrClientClosed
+		return true, zkerr.ErrClientClosed
 	}
 	if paused != nil && !r.pause.Stop() {
 		select {
@@ -435,7 +436,7 @@ func (f *Follower) runDirty(ctx context.Context) error {
 				rd.at = time.Now().Add(rd.w.again)
 				f.waiting = append(f.waiting, rd)
 			}
-		case errors.Is(err, ErrClosed):
+		case errors.Is(err, zkerr.ErrClosed):
 			return err
 		default:
 			f.c.log.Warn("zkrecipes: reading failed; trying again", "what", f.what, "key", rd.key, "err", err)

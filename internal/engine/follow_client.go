@@ -6,6 +6,8 @@ package engine
 import (
 	"context"
 	"sync"
+
+	"github.com/zkrecipes/zkrecipes/internal/zkerr"
 )
 
 // Follow is the one way a recipe keeps what it reads current: a Follower
@@ -86,7 +88,7 @@ func (c *Client) SharedFollower() (*Follower, error) {
 		}()
 	})
 	if c.shared == nil {
-		return nil, ErrClientClosed
+		return nil, zkerr.ErrClientClosed
 	}
 	return c.shared, nil
 }

@@ -8,6 +8,8 @@ import (
 	"testing"
 	"unicode/utf16"
 	"unicode/utf8"
+
+	"github.com/zkrecipes/zkrecipes/internal/zkerr"
 )
 
 // Fuzz targets for the parsers every recipe relies on: path validation,
@@ -45,8 +47,8 @@ func FuzzValidatePath(f *testing.F) {
 			t.Fatalf("ValidatePath(%q) = %v, but ZooKeeper %s it", p, err, verdict)
 		}
 		if err != nil {
-			if !errors.Is(err, ErrInvalidPath) {
-				t.Fatalf("ValidatePath(%q) = %v, which does not wrap ErrInvalidPath", p, err)
+			if !errors.Is(err, zkerr.ErrInvalidPath) {
+				t.Fatalf("ValidatePath(%q) = %v, which does not wrap zkerr.ErrInvalidPath", p, err)
 			}
 			return
 		}

@@ -8,6 +8,7 @@ import (
 	"sync"
 
 	"github.com/petermattis/goid"
+	"github.com/zkrecipes/zkrecipes/internal/zkerr"
 )
 
 // GoroutineID returns the id of the calling goroutine, or 0 when it cannot
@@ -95,7 +96,7 @@ func stackGoroutineID() (uint64, error) {
 func parseGoroutineID(b []byte) (uint64, error) {
 	const prefix = "goroutine "
 	if !bytes.HasPrefix(b, []byte(prefix)) {
-		return 0, fmt.Errorf("%w: unexpected stack header %q", ErrNoGoroutineID, b)
+		return 0, fmt.Errorf("%w: unexpected stack header %q", zkerr.ErrNoGoroutineID, b)
 	}
 	rest := b[len(prefix):]
 	i := 0
@@ -103,11 +104,11 @@ func parseGoroutineID(b []byte) (uint64, error) {
 		i++
 	}
 	if i == 0 || i == len(rest) || rest[i] != ' ' {
-		return 0, fmt.Errorf("%w: unexpected stack header %q", ErrNoGoroutineID, b)
+		return 0, fmt.Errorf("%w: unexpected stack header %q", zkerr.ErrNoGoroutineID, b)
 	}
 	id, err := strconv.ParseUint(string(rest[:i]), 10, 64)
 	if err != nil || id == 0 {
-		return 0, fmt.Errorf("%w: unexpected stack header %q", ErrNoGoroutineID, b)
+		return 0, fmt.Errorf("%w: unexpected stack header %q", zkerr.ErrNoGoroutineID, b)
 	}
 	return id, nil
 }

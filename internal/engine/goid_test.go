@@ -10,6 +10,7 @@ import (
 	"github.com/petermattis/goid"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"github.com/zkrecipes/zkrecipes/internal/zkerr"
 )
 
 func TestParseGoroutineID(t *testing.T) {
@@ -28,7 +29,7 @@ func TestParseGoroutineID(t *testing.T) {
 		"thread 7 [running]:", "goroutine -3 [running]:", "goroutine 7[running]:",
 	} {
 		_, err := parseGoroutineID([]byte(in))
-		assert.ErrorIs(t, err, ErrNoGoroutineID, "%q", in)
+		assert.ErrorIs(t, err, zkerr.ErrNoGoroutineID, "%q", in)
 	}
 }
 
@@ -97,12 +98,12 @@ func TestFastAgreesRejectsDrift(t *testing.T) {
 	assert.False(t, fastAgrees(func() int64 { return 7 }, stackGoroutineID), "constant")
 	assert.False(t, fastAgrees(func() int64 { return goid.Get() + 1 }, stackGoroutineID), "off by one")
 	assert.False(t, fastAgrees(func() int64 { return 0 }, func() (uint64, error) { return 0, nil }), "zero")
-	broken := func() (uint64, error) { return 0, fmt.Errorf("%w: test", ErrNoGoroutineID) }
+	broken := func() (uint64, error) { return 0, fmt.Errorf("%w: test", zkerr.ErrNoGoroutineID) }
 	assert.False(t, fastAgrees(goid.Get, broken), "nothing to check against")
 	same := func() (uint64, error) { return 5, nil }
 	assert.False(t, fastAgrees(func() int64 { return 5 }, same), "one id for two goroutines")
 	assert.True(t, fastAgrees(goid.Get, stackGoroutineID))
-	assert.True(t, errors.Is(func() error { _, err := broken(); return err }(), ErrNoGoroutineID))
+	assert.True(t, errors.Is(func() error { _, err := broken(); return err }(), zkerr.ErrNoGoroutineID))
 }
 
 //go:noinline

@@ -7,6 +7,7 @@ import (
 	"sync"
 
 	"github.com/go-zookeeper/zk"
+	"github.com/zkrecipes/zkrecipes/internal/zkerr"
 )
 
 // Hold is what every acquisition shares: the node that proves it, the
@@ -46,7 +47,7 @@ func (h *Hold) errorf(format string, args ...any) error {
 	if h.what == "" {
 		return fmt.Errorf("zkrecipes: "+format, args...)
 	}
-	return Namedf(h.what, format, args...)
+	return zkerr.Namedf(h.what, format, args...)
 }
 
 // named names err with the hold's recipe and path, if it has a name.
@@ -54,7 +55,7 @@ func (h *Hold) named(err error) error {
 	if h.what == "" {
 		return err
 	}
-	return Named(h.what, err)
+	return zkerr.Named(h.what, err)
 }
 
 // Node returns the path of the node that proves the hold as users see it,
@@ -147,10 +148,10 @@ func (h *Hold) MarkReleased() {
 // (one exists request); later calls return the cached value.
 func (h *Hold) Token(ctx context.Context) (int64, error) {
 	if h == nil || h.c == nil {
-		return 0, fmt.Errorf("%w: Hold not made by NewHold with a client", ErrInvalidArgument)
+		return 0, fmt.Errorf("%w: Hold not made by NewHold with a client", zkerr.ErrInvalidArgument)
 	}
 	if ctx == nil {
-		return 0, fmt.Errorf("%w: nil context", ErrInvalidArgument)
+		return 0, fmt.Errorf("%w: nil context", zkerr.ErrInvalidArgument)
 	}
 	h.tokenMu.Lock()
 	defer h.tokenMu.Unlock()
@@ -161,7 +162,7 @@ func (h *Hold) Token(ctx context.Context) (int64, error) {
 	released := h.isReleased
 	h.mu.Unlock()
 	if released {
-		return 0, h.errorf("token: %w: %s was released before its token was read", ErrNotHeld, h.Node())
+		return 0, h.errorf("token: %w: %s was released before its token was read", zkerr.ErrNotHeld, h.Node())
 	}
 	var st *zk.Stat
 	err := h.c.Retry(ctx, func() error {
@@ -173,7 +174,7 @@ func (h *Hold) Token(ctx context.Context) (int64, error) {
 		return err
 	})
 	if errors.Is(err, zk.ErrNoNode) {
-		return 0, h.errorf("token: %w: %s is gone", ErrLockLost, h.Node())
+		return 0, h.errorf("token: %w: %s is gone", zkerr.ErrLockLost, h.Node())
 	}
 	if err != nil {
 		return 0, h.errorf("token of %s: %w", h.Node(), err)
@@ -192,10 +193,10 @@ func (h *Hold) Token(ctx context.Context) (int64, error) {
 // (IsRetryable): the transaction may or may not have been applied.
 func (h *Hold) Fenced(ctx context.Context, ops ...Op) ([]zk.MultiResponse, error) {
 	if h == nil || h.c == nil {
-		return nil, fmt.Errorf("%w: Hold not made by NewHold with a client", ErrInvalidArgument)
+		return nil, fmt.Errorf("%w: Hold not made by NewHold with a client", zkerr.ErrInvalidArgument)
 	}
 	if ctx == nil {
-		return nil, fmt.Errorf("%w: nil context", ErrInvalidArgument)
+		return nil, fmt.Errorf("%w: nil context", zkerr.ErrInvalidArgument)
 	}
 	full, err := h.c.NamespaceOps("fenced", ops)
 	if err != nil {
@@ -211,14 +212,14 @@ func (h *Hold) Fenced(ctx context.Context, ops ...Op) ([]zk.MultiResponse, error
 	released := h.isReleased
 	h.mu.Unlock()
 	if released { // its node may live on (a local hand-off): refuse here
-		return nil, h.errorf("%w: %s was released", ErrFenced, h.Node())
+		return nil, h.errorf("%w: %s was released", zkerr.ErrFenced, h.Node())
 	}
 	// Not retried: after a connection loss the transaction may have been
 	// applied, and the caller's writes need not be idempotent.
 	res, err := h.c.Multi(ctx, all...)
 	if len(res) > 0 {
 		if errors.Is(res[0].Error, zk.ErrNoNode) {
-			return res[1:], h.errorf("%w: %s", ErrFenced, h.Node())
+			return res[1:], h.errorf("%w: %s", zkerr.ErrFenced, h.Node())
 		}
 		res = res[1:]
 	}

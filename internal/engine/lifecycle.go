@@ -3,6 +3,8 @@ package engine
 import (
 	"fmt"
 	"sync/atomic"
+
+	"github.com/zkrecipes/zkrecipes/internal/zkerr"
 )
 
 // Lifecycle is a long-lived recipe's life: latent, then started, then
@@ -26,9 +28,9 @@ func (l *Lifecycle) Start(what string) error {
 		return nil
 	}
 	if l.s.Load() == closed {
-		return Namedf(what, "start: %w", ErrClosed)
+		return zkerr.Namedf(what, "start: %w", zkerr.ErrClosed)
 	}
-	return Named(what, ErrAlreadyStarted)
+	return zkerr.Named(what, zkerr.ErrAlreadyStarted)
 }
 
 // Abort moves started back to latent: the Start that moved it failed and
@@ -52,14 +54,14 @@ func (l *Lifecycle) Running(what, op string) error {
 	case started:
 		return nil
 	case closed:
-		err = ErrClosed
+		err = zkerr.ErrClosed
 	default:
-		err = ErrNotStarted
+		err = zkerr.ErrNotStarted
 	}
 	if op != "" {
 		err = fmt.Errorf("%s: %w", op, err)
 	}
-	return Named(what, err)
+	return zkerr.Named(what, err)
 }
 
 // Closed reports whether Close was called.
@@ -67,10 +69,3 @@ func (l *Lifecycle) Closed() bool { return l.s.Load() == closed }
 
 // Started reports whether Start succeeded and Close was not called.
 func (l *Lifecycle) Started() bool { return l.s.Load() == started }
-
-// NotMade is the error of a method called on a recipe its constructor
-// did not make (a nil pointer, a zero value): the same from every method
-// of every type.
-func NotMade(typ, ctor string) error {
-	return fmt.Errorf("%w: %s not made by %s", ErrInvalidArgument, typ, ctor)
-}

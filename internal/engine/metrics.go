@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/go-zookeeper/zk"
+	"github.com/zkrecipes/zkrecipes/internal/zkerr"
 )
 
 // Metrics is where a Client reports what it measures. Package recipes
@@ -129,7 +130,7 @@ func AllMetrics() []Metric {
 func WithMetrics(m Metrics) Option {
 	return func(c *Config) error {
 		if m == nil {
-			return fmt.Errorf("%w: nil metrics", ErrInvalidArgument)
+			return fmt.Errorf("%w: nil metrics", zkerr.ErrInvalidArgument)
 		}
 		c.metrics = m
 		return nil
@@ -143,7 +144,7 @@ func WithMetrics(m Metrics) Option {
 func WithMetricsPathLabel(label func(recipe, path string) string) Option {
 	return func(c *Config) error {
 		if label == nil {
-			return fmt.Errorf("%w: nil metrics path label", ErrInvalidArgument)
+			return fmt.Errorf("%w: nil metrics path label", zkerr.ErrInvalidArgument)
 		}
 		c.metricsPath = label
 		return nil
@@ -258,7 +259,7 @@ func resultOf(err error) reqResult {
 		return resBadVersion
 	case errors.Is(err, zk.ErrSessionExpired):
 		return resSessionExpired
-	case IsRetryable(err):
+	case zkerr.IsRetryable(err):
 		return resConnection
 	}
 	return resOther
@@ -280,11 +281,11 @@ func acquireResult(held bool, err error) int {
 	switch {
 	case held:
 		return acqHeld
-	case err == nil || errors.Is(err, ErrNotAcquired) || errors.Is(err, ErrNotConnected):
+	case err == nil || errors.Is(err, zkerr.ErrNotAcquired) || errors.Is(err, zkerr.ErrNotConnected):
 		return acqNotAcquired
 	case errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded):
 		return acqCtxDone
-	case errors.Is(err, ErrSessionLost) || errors.Is(err, ErrLockLost) || errors.Is(err, zk.ErrSessionExpired):
+	case errors.Is(err, zkerr.ErrSessionLost) || errors.Is(err, zkerr.ErrLockLost) || errors.Is(err, zk.ErrSessionExpired):
 		return acqLost
 	}
 	return acqError

@@ -9,6 +9,7 @@ import (
 
 	"github.com/go-zookeeper/zk"
 	"github.com/stretchr/testify/assert"
+	"github.com/zkrecipes/zkrecipes/internal/zkerr"
 )
 
 // TestMetricsOffCostsNothing: without metrics, every measurement point is
@@ -43,8 +44,8 @@ func TestMetricsResults(t *testing.T) {
 		assert.Equal(t, want, resultNames[resultOf(err)], "%v", err)
 	}
 	assert.Equal(t, "ctx_done", resultNames[resultOf(contextErr())])
-	assert.Equal(t, "not_acquired", acquireNames[acquireResult(false, ErrNotAcquired)])
-	assert.Equal(t, "lost", acquireNames[acquireResult(false, ErrSessionLost)])
+	assert.Equal(t, "not_acquired", acquireNames[acquireResult(false, zkerr.ErrNotAcquired)])
+	assert.Equal(t, "lost", acquireNames[acquireResult(false, zkerr.ErrSessionLost)])
 	assert.Equal(t, "acquired", acquireNames[acquireResult(true, nil)])
 }
 

@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	"github.com/go-zookeeper/zk"
+	"github.com/zkrecipes/zkrecipes/internal/zkerr"
 )
 
 // Op is one operation of a transaction (Client.Multi, Hold.Fenced): a
@@ -102,7 +103,7 @@ func (c *Client) requests(what string, ops []Op) ([]any, error) {
 }
 
 func zeroOp(what string, i int) error {
-	return fmt.Errorf("%w: %s op %d is the zero Op (make ops with CreateOp, SetOp, DeleteOp or CheckOp)", ErrInvalidArgument, what, i)
+	return fmt.Errorf("%w: %s op %d is the zero Op (make ops with CreateOp, SetOp, DeleteOp or CheckOp)", zkerr.ErrInvalidArgument, what, i)
 }
 
 // NamespaceOps returns copies of ops, transaction operations on recipe

@@ -7,6 +7,7 @@ import (
 	"github.com/go-zookeeper/zk"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"github.com/zkrecipes/zkrecipes/internal/zkerr"
 )
 
 // Unit tests of the typed transaction ops; no server needed.
@@ -48,16 +49,16 @@ func TestZeroOpRefused(t *testing.T) {
 	c := &Client{cfg: Config{acl: DefaultACLProvider}}
 	assert.Equal(t, "zero op", Op{}.String())
 	_, err := c.NamespaceOps("fenced", []Op{CheckOp("/a", -1), {}})
-	assert.ErrorIs(t, err, ErrInvalidArgument)
+	assert.ErrorIs(t, err, zkerr.ErrInvalidArgument)
 	assert.ErrorContains(t, err, "fenced op 1 is the zero Op")
 	_, err = c.requests("multi", []Op{{}})
-	assert.ErrorIs(t, err, ErrInvalidArgument)
+	assert.ErrorIs(t, err, zkerr.ErrInvalidArgument)
 	assert.ErrorContains(t, err, "multi op 0 is the zero Op")
 	_, err = c.NamespaceOps("multi", []Op{SetOp("relative", nil, -1)})
-	assert.ErrorIs(t, err, ErrInvalidPath)
+	assert.ErrorIs(t, err, zkerr.ErrInvalidPath)
 	assert.ErrorContains(t, err, "multi op 0")
 	_, err = (*Client)(nil).Multi(t.Context(), Op{})
-	assert.ErrorIs(t, err, ErrNilClient, "a nil client is said first")
+	assert.ErrorIs(t, err, zkerr.ErrNilClient, "a nil client is said first")
 }
 
 func TestMultiErrorNamesTheOp(t *testing.T) {

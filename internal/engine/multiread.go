@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	"github.com/go-zookeeper/zk"
+	"github.com/zkrecipes/zkrecipes/internal/zkerr"
 )
 
 // zopMultiRead is ZooKeeper 3.6's multiRead: getData and getChildren
@@ -65,7 +66,7 @@ func (c *Client) MultiRead(ctx context.Context, ops []ReadOp) (res []ReadResult,
 		return nil, nil, false
 	}
 	if errors.Is(err, errUnimplementedOp) || errors.Is(err, errMarshalling) {
-		return nil, fmt.Errorf("%w (multiRead; the server answered: %v)", ErrUnimplemented, err), true
+		return nil, fmt.Errorf("%w (multiRead; the server answered: %v)", zkerr.ErrUnimplemented, err), true
 	}
 	if err != nil {
 		return nil, err, true

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/go-zookeeper/zk"
+	"github.com/zkrecipes/zkrecipes/internal/zkerr"
 )
 
 // Stats counts the requests a Client sent, by kind. Tests use it to prove
@@ -80,7 +81,7 @@ func send[T any](c *Client, ctx context.Context, op reqOp, req func() (T, error)
 		return zero, err
 	}
 	if ctx == nil {
-		return zero, fmt.Errorf("%w: nil context", ErrInvalidArgument)
+		return zero, fmt.Errorf("%w: nil context", zkerr.ErrInvalidArgument)
 	}
 	if ctx.Done() == nil {
 		v, err := req()
@@ -92,7 +93,7 @@ func send[T any](c *Client, ctx context.Context, op reqOp, req func() (T, error)
 	}
 	r := &inflight[T]{done: make(chan struct{})}
 	if !c.background(func() { r.run(req, late) }) {
-		return zero, ErrClientClosed
+		return zero, zkerr.ErrClientClosed
 	}
 	select {
 	case <-r.done:
@@ -409,7 +410,7 @@ func (c *Client) Multi(ctx context.Context, ops ...Op) ([]zk.MultiResponse, erro
 // ctx ended.
 func (c *Client) Retry(ctx context.Context, op func() error) error {
 	if op == nil {
-		return fmt.Errorf("%w: nil operation", ErrInvalidArgument)
+		return fmt.Errorf("%w: nil operation", zkerr.ErrInvalidArgument)
 	}
 	if err := c.check(); err != nil {
 		return err
@@ -420,7 +421,7 @@ func (c *Client) Retry(ctx context.Context, op func() error) error {
 	b := c.Backoff()
 	for {
 		err := op()
-		if err == nil || !IsRetryable(err) {
+		if err == nil || !zkerr.IsRetryable(err) {
 			return err
 		}
 		d, ok := b.Next()
@@ -447,6 +448,6 @@ func (c *Client) sleep(ctx context.Context, d time.Duration) error {
 	case <-ctx.Done():
 		return ctx.Err()
 	case <-c.closeCh:
-		return ErrClientClosed
+		return zkerr.ErrClientClosed
 	}
 }

@@ -8,6 +8,7 @@ import (
 
 	"github.com/cenkalti/backoff/v4"
 	"github.com/go-zookeeper/zk"
+	"github.com/zkrecipes/zkrecipes/internal/zkerr"
 )
 
 // Option configures a Client (package recipes wraps each). Constructors validate options and return an
@@ -52,7 +53,7 @@ func buildConfig(opts []Option) (Config, error) {
 	}
 	for _, o := range opts {
 		if o == nil {
-			return cfg, fmt.Errorf("%w: nil option", ErrInvalidArgument)
+			return cfg, fmt.Errorf("%w: nil option", zkerr.ErrInvalidArgument)
 		}
 		if err := o(&cfg); err != nil {
 			return cfg, err
@@ -81,7 +82,7 @@ func DefaultRetryPolicy(limit time.Duration) backoff.BackOff {
 func WithSessionTimeout(d time.Duration) Option {
 	return func(c *Config) error {
 		if d < time.Millisecond {
-			return fmt.Errorf("%w: session timeout %v (want at least 1ms; the server clamps it to 2-20 ticks)", ErrInvalidArgument, d)
+			return fmt.Errorf("%w: session timeout %v (want at least 1ms; the server clamps it to 2-20 ticks)", zkerr.ErrInvalidArgument, d)
 		}
 		c.sessionTimeout = d
 		return nil
@@ -93,7 +94,7 @@ func WithSessionTimeout(d time.Duration) Option {
 func WithConnectTimeout(d time.Duration) Option {
 	return func(c *Config) error {
 		if d < 0 {
-			return fmt.Errorf("%w: connect timeout %v (want 0, do not wait, or more)", ErrInvalidArgument, d)
+			return fmt.Errorf("%w: connect timeout %v (want 0, do not wait, or more)", zkerr.ErrInvalidArgument, d)
 		}
 		c.connectTimeout = d
 		return nil
@@ -104,7 +105,7 @@ func WithConnectTimeout(d time.Duration) Option {
 func WithDialer(d zk.Dialer) Option {
 	return func(c *Config) error {
 		if d == nil {
-			return fmt.Errorf("%w: nil dialer", ErrInvalidArgument)
+			return fmt.Errorf("%w: nil dialer", zkerr.ErrInvalidArgument)
 		}
 		c.dialer = d
 		return nil
@@ -115,7 +116,7 @@ func WithDialer(d zk.Dialer) Option {
 func WithHostProvider(hp zk.HostProvider) Option {
 	return func(c *Config) error {
 		if hp == nil {
-			return fmt.Errorf("%w: nil host provider", ErrInvalidArgument)
+			return fmt.Errorf("%w: nil host provider", zkerr.ErrInvalidArgument)
 		}
 		c.hostProvider = hp
 		return nil
@@ -135,7 +136,7 @@ func WithZKLogger(l zk.Logger) Option {
 func WithMaxBufferSize(n int) Option {
 	return func(c *Config) error {
 		if n < 0 {
-			return fmt.Errorf("%w: max buffer size %d (want 0, the default, or more)", ErrInvalidArgument, n)
+			return fmt.Errorf("%w: max buffer size %d (want 0, the default, or more)", zkerr.ErrInvalidArgument, n)
 		}
 		c.maxBufferSize = n
 		return nil
@@ -146,7 +147,7 @@ func WithMaxBufferSize(n int) Option {
 func WithLogger(l *slog.Logger) Option {
 	return func(c *Config) error {
 		if l == nil {
-			return fmt.Errorf("%w: nil logger", ErrInvalidArgument)
+			return fmt.Errorf("%w: nil logger", zkerr.ErrInvalidArgument)
 		}
 		c.logger = l
 		return nil
@@ -166,7 +167,7 @@ func WithNamespace(ns string) Option {
 			ns = "/" + ns
 		}
 		if err := ValidatePath(ns); err != nil {
-			return fmt.Errorf("%w: namespace: %w", ErrInvalidArgument, err)
+			return fmt.Errorf("%w: namespace: %w", zkerr.ErrInvalidArgument, err)
 		}
 		c.namespace = ns
 		return nil
@@ -177,7 +178,7 @@ func WithNamespace(ns string) Option {
 func WithACLProvider(p ACLProvider) Option {
 	return func(c *Config) error {
 		if p == nil {
-			return fmt.Errorf("%w: nil ACL provider", ErrInvalidArgument)
+			return fmt.Errorf("%w: nil ACL provider", zkerr.ErrInvalidArgument)
 		}
 		c.acl = p
 		return nil
@@ -189,7 +190,7 @@ func WithACLProvider(p ACLProvider) Option {
 func WithAuth(scheme string, auth []byte) Option {
 	return func(c *Config) error {
 		if scheme == "" {
-			return fmt.Errorf("%w: empty auth scheme", ErrInvalidArgument)
+			return fmt.Errorf("%w: empty auth scheme", zkerr.ErrInvalidArgument)
 		}
 		c.auth = append(c.auth, authInfo{scheme, append([]byte(nil), auth...)})
 		return nil
@@ -201,7 +202,7 @@ func WithAuth(scheme string, auth []byte) Option {
 func WithRetryPolicy(newBackOff func() backoff.BackOff) Option {
 	return func(c *Config) error {
 		if newBackOff == nil {
-			return fmt.Errorf("%w: nil retry policy", ErrInvalidArgument)
+			return fmt.Errorf("%w: nil retry policy", zkerr.ErrInvalidArgument)
 		}
 		c.retry = newBackOff
 		return nil
@@ -212,7 +213,7 @@ func WithRetryPolicy(newBackOff func() backoff.BackOff) Option {
 func WithErrorPolicy(p ErrorPolicy) Option {
 	return func(c *Config) error {
 		if p != PolicyStandard && p != PolicySession {
-			return fmt.Errorf("%w: error policy %d (want PolicyStandard or PolicySession)", ErrInvalidArgument, p)
+			return fmt.Errorf("%w: error policy %d (want PolicyStandard or PolicySession)", zkerr.ErrInvalidArgument, p)
 		}
 		c.errorPolicy = p
 		return nil
@@ -226,7 +227,7 @@ func WithErrorPolicy(p ErrorPolicy) Option {
 func WithWire(w *Wire) Option {
 	return func(c *Config) error {
 		if w == nil {
-			return fmt.Errorf("%w: nil wire", ErrInvalidArgument)
+			return fmt.Errorf("%w: nil wire", zkerr.ErrInvalidArgument)
 		}
 		c.wire = w
 		return nil

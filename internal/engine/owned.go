@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/go-zookeeper/zk"
+	"github.com/zkrecipes/zkrecipes/internal/zkerr"
 )
 
 // OwnedSpec describes a node of ours that must exist: a leader latch's
@@ -137,19 +138,19 @@ func (c *Client) Own(spec OwnedSpec) (*OwnedNode, error) {
 		return nil, err
 	}
 	if spec.Path == "/" {
-		return nil, fmt.Errorf("%w: the root cannot be owned", ErrInvalidPath)
+		return nil, fmt.Errorf("%w: the root cannot be owned", zkerr.ErrInvalidPath)
 	}
 	if spec.Mode < zk.FlagPersistent || spec.Mode > zk.FlagPersistentSequentialWithTTL {
-		return nil, fmt.Errorf("%w: create mode %d", ErrInvalidArgument, spec.Mode)
+		return nil, fmt.Errorf("%w: create mode %d", zkerr.ErrInvalidArgument, spec.Mode)
 	}
 	if IsTTLMode(spec.Mode) != (spec.TTL > 0) {
-		return nil, fmt.Errorf("%w: a TTL (%v) goes with a TTL create mode and only with one (mode %d)", ErrInvalidArgument, spec.TTL, spec.Mode)
+		return nil, fmt.Errorf("%w: a TTL (%v) goes with a TTL create mode and only with one (mode %d)", zkerr.ErrInvalidArgument, spec.TTL, spec.Mode)
 	}
 	if spec.TTL > MaxTTL {
-		return nil, fmt.Errorf("%w: TTL %v above the server's limit %v", ErrInvalidArgument, spec.TTL, MaxTTL)
+		return nil, fmt.Errorf("%w: TTL %v above the server's limit %v", zkerr.ErrInvalidArgument, spec.TTL, MaxTTL)
 	}
 	if spec.TTL > 0 && spec.TTL < time.Millisecond {
-		return nil, fmt.Errorf("%w: TTL %v under a millisecond", ErrInvalidArgument, spec.TTL)
+		return nil, fmt.Errorf("%w: TTL %v under a millisecond", zkerr.ErrInvalidArgument, spec.TTL)
 	}
 	o := &OwnedNode{
 		c: c, spec: spec,
@@ -218,14 +219,14 @@ func (o *OwnedNode) AwaitOurs(ctx context.Context) (Owned, error) {
 // session owns is not ours) and checks the new one; errors as Await.
 func (o *OwnedNode) Verify(ctx context.Context) (Owned, error) {
 	if ctx == nil {
-		return Owned{}, fmt.Errorf("%w: nil context", ErrInvalidArgument)
+		return Owned{}, fmt.Errorf("%w: nil context", zkerr.ErrInvalidArgument)
 	}
 	for {
 		if err := o.usable(); err != nil {
 			return Owned{}, err
 		}
 		if err := o.c.WaitConnected(ctx); err != nil {
-			return Owned{}, Namedf(o.spec.What, "verifying the node: %w", err)
+			return Owned{}, zkerr.Namedf(o.spec.What, "verifying the node: %w", err)
 		}
 		snap := o.c.Snapshot()
 		cur, err := o.Await(ctx)
@@ -250,9 +251,9 @@ func (o *OwnedNode) Verify(ctx context.Context) (Owned, error) {
 		case <-ch: // the node changed: look again
 		case <-snap.Changed: // so did the connection
 		case <-ctx.Done():
-			return Owned{}, Namedf(o.spec.What, "verifying the node: %w", ctx.Err())
+			return Owned{}, zkerr.Namedf(o.spec.What, "verifying the node: %w", ctx.Err())
 		case <-o.c.closeCh:
-			return Owned{}, ErrClientClosed
+			return Owned{}, zkerr.ErrClientClosed
 		}
 	}
 }
@@ -271,7 +272,7 @@ func (o *OwnedNode) owns(ctx context.Context, n Owned, sid int64) (bool, error) 
 	})
 	switch {
 	case err != nil:
-		return false, Namedf(o.spec.What, "checking %s: %w", o.c.StripNamespace(n.Path), err)
+		return false, zkerr.Namedf(o.spec.What, "checking %s: %w", o.c.StripNamespace(n.Path), err)
 	case !ok:
 		return false, nil
 	}
@@ -285,12 +286,12 @@ func (o *OwnedNode) owns(ctx context.Context, n Owned, sid int64) (bool, error) 
 // Close.
 func (o *OwnedNode) SetData(ctx context.Context, data []byte) error {
 	if ctx == nil {
-		return fmt.Errorf("%w: nil context", ErrInvalidArgument)
+		return fmt.Errorf("%w: nil context", zkerr.ErrInvalidArgument)
 	}
 	o.mu.Lock()
 	if o.closed {
 		o.mu.Unlock()
-		return Namedf(o.spec.What, "set data: %w", ErrClosed)
+		return zkerr.Namedf(o.spec.What, "set data: %w", zkerr.ErrClosed)
 	}
 	o.data = append([]byte(nil), data...)
 	o.dataGen++
@@ -358,7 +359,7 @@ func (o *OwnedNode) Close(ctx context.Context) error {
 		case <-ctx.Done():
 			o.cancel()
 			go func() { <-o.done; o.finish(context.Background()) }()
-			return Namedf(o.spec.What, "close: %w", ctx.Err())
+			return zkerr.Namedf(o.spec.What, "close: %w", ctx.Err())
 		}
 	}
 }
@@ -381,8 +382,8 @@ func (o *OwnedNode) finish(ctx context.Context) error {
 	if !o.ephemeral {
 		sid = 0 // a persistent node outlives its session
 	}
-	if err := o.c.GuaranteedDelete(ctx, cur.Path, sid); err != nil && !errors.Is(err, ErrClosed) {
-		return Namedf(o.spec.What, "%w", err)
+	if err := o.c.GuaranteedDelete(ctx, cur.Path, sid); err != nil && !errors.Is(err, zkerr.ErrClosed) {
+		return zkerr.Namedf(o.spec.What, "%w", err)
 	}
 	return nil
 }
@@ -405,7 +406,7 @@ func (o *OwnedNode) usable() error {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	if o.closed {
-		return Namedf(o.spec.What, "%w", ErrClosed)
+		return zkerr.Namedf(o.spec.What, "%w", zkerr.ErrClosed)
 	}
 	return nil
 }
@@ -413,7 +414,7 @@ func (o *OwnedNode) usable() error {
 // waitFor waits until cond, called under o.mu, holds or fails.
 func (o *OwnedNode) waitFor(ctx context.Context, what string, cond func() (Owned, bool, error)) (Owned, error) {
 	if ctx == nil {
-		return Owned{}, fmt.Errorf("%w: nil context", ErrInvalidArgument)
+		return Owned{}, fmt.Errorf("%w: nil context", zkerr.ErrInvalidArgument)
 	}
 	for {
 		if err := o.c.check(); err != nil {
@@ -427,16 +428,16 @@ func (o *OwnedNode) waitFor(ctx context.Context, what string, cond func() (Owned
 		case ok:
 			return n, nil
 		case err != nil:
-			return Owned{}, Namedf(o.spec.What, "%w", err)
+			return Owned{}, zkerr.Namedf(o.spec.What, "%w", err)
 		case closed:
-			return Owned{}, Namedf(o.spec.What, "%s: %w", what, ErrClosed)
+			return Owned{}, zkerr.Namedf(o.spec.What, "%s: %w", what, zkerr.ErrClosed)
 		}
 		select {
 		case <-ch:
 		case <-ctx.Done():
-			return Owned{}, Namedf(o.spec.What, "%s: %w", what, ctx.Err())
+			return Owned{}, zkerr.Namedf(o.spec.What, "%s: %w", what, ctx.Err())
 		case <-o.c.closeCh:
-			return Owned{}, ErrClientClosed
+			return Owned{}, zkerr.ErrClientClosed
 		}
 	}
 }

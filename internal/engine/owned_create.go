@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/go-zookeeper/zk"
+	"github.com/zkrecipes/zkrecipes/internal/zkerr"
 )
 
 // create makes a node with data (data generation dgen).
@@ -89,7 +90,7 @@ func (o *OwnedNode) create(ctx context.Context, data []byte, dgen uint64) error 
 			o.made(path, owner, mine, 0, "")
 			return nil
 		default:
-			return fmt.Errorf("create %s: %w", c.StripNamespace(path), o.explainTTL(explain(err)))
+			return fmt.Errorf("create %s: %w", c.StripNamespace(path), o.explainTTL(zkerr.Explain(err)))
 		}
 	}
 }

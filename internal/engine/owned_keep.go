@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/go-zookeeper/zk"
+	"github.com/zkrecipes/zkrecipes/internal/zkerr"
 )
 
 // run is the background loop: it brings the node to what it must be,
@@ -30,7 +31,7 @@ func (o *OwnedNode) run(ctx context.Context) {
 		if snap.State.IsConnected() {
 			err := o.step(ctx, snap, &w)
 			switch {
-			case ctx.Err() != nil || errors.Is(err, ErrClosed):
+			case ctx.Err() != nil || errors.Is(err, zkerr.ErrClosed):
 				return
 			case err == nil:
 				retry.Reset()
@@ -74,7 +75,7 @@ func (o *OwnedNode) step(ctx context.Context, snap Snapshot, w *ownedWatch) erro
 		o.mu.Lock()
 		if o.closed {
 			o.mu.Unlock()
-			return ErrClosed
+			return zkerr.ErrClosed
 		}
 		cur, data, dgen, wrote, sweep := o.cur, o.data, o.dataGen, o.wrote, o.sweep
 		o.making = cur.Path == ""
@@ -83,7 +84,7 @@ func (o *OwnedNode) step(ctx context.Context, snap Snapshot, w *ownedWatch) erro
 			err := o.create(ctx, data, dgen)
 			o.mu.Lock()
 			o.making = false
-			if err != nil && !IsRetryable(err) && !errors.Is(err, zk.ErrSessionExpired) && !errors.Is(err, ErrSessionLost) && ctx.Err() == nil {
+			if err != nil && !zkerr.IsRetryable(err) && !errors.Is(err, zk.ErrSessionExpired) && !errors.Is(err, zkerr.ErrSessionLost) && ctx.Err() == nil {
 				o.lastErr = err
 				o.broadcast()
 			}

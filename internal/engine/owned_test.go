@@ -15,6 +15,7 @@ import (
 
 	"github.com/zkrecipes/zkrecipes/internal/engine"
 	"github.com/zkrecipes/zkrecipes/internal/testutil"
+	"github.com/zkrecipes/zkrecipes/internal/zkerr"
 	"github.com/zkrecipes/zkrecipes/recipes"
 	"github.com/zkrecipes/zkrecipes/recipes/zktest"
 )
@@ -382,7 +383,7 @@ func TestCompareAndSetGivesUp(t *testing.T) {
 		require.NoError(t, err)
 		return []byte("mine"), nil
 	})
-	assert.ErrorIs(t, err, engine.ErrConflict)
+	assert.ErrorIs(t, err, zkerr.ErrConflict)
 	assert.ErrorIs(t, err, zk.ErrBadVersion)
 	assert.Equal(t, 3, calls)
 

@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	"github.com/go-zookeeper/zk"
+	"github.com/zkrecipes/zkrecipes/internal/zkerr"
 )
 
 // Participation describes a long-lived contender: a node kept in a queue
@@ -52,16 +53,16 @@ func (c *Client) Participate(ctx context.Context, p Participation) error {
 		return err
 	}
 	if p.Driver == nil || p.OnTerm == nil {
-		return fmt.Errorf("%w: participation needs a driver and OnTerm", ErrInvalidArgument)
+		return fmt.Errorf("%w: participation needs a driver and OnTerm", zkerr.ErrInvalidArgument)
 	}
 	if ctx == nil {
-		return fmt.Errorf("%w: nil context", ErrInvalidArgument)
+		return fmt.Errorf("%w: nil context", zkerr.ErrInvalidArgument)
 	}
 	if err := checkCreate(ctx, p.Parent, p.LockName); err != nil {
 		return err
 	}
 	if p.LockName == "" {
-		return fmt.Errorf("%w: empty lock name", ErrInvalidArgument)
+		return fmt.Errorf("%w: empty lock name", zkerr.ErrInvalidArgument)
 	}
 	own, err := c.Own(OwnedSpec{
 		Path: JoinPath(p.Parent, p.LockName), Mode: zk.FlagEphemeral | zk.FlagSequence, Protected: true,
@@ -97,7 +98,7 @@ func (c *Client) Participate(ctx context.Context, p Participation) error {
 
 // endsWithSession reports errors after which a new node fixes things.
 func endsWithSession(err error) bool {
-	return errors.Is(err, ErrSessionLost) || errors.Is(err, ErrLockLost) || errors.Is(err, zk.ErrSessionExpired)
+	return errors.Is(err, zkerr.ErrSessionLost) || errors.Is(err, zkerr.ErrLockLost) || errors.Is(err, zk.ErrSessionExpired)
 }
 
 // participateWith holds terms with ct's node. It returns nil when a new
@@ -107,10 +108,10 @@ func (c *Client) participateWith(ctx context.Context, ct *Contest, p Participati
 		_, sig, err := ct.acquire(ctx, true)
 		ct.met.acquired(err == nil, err)
 		if err != nil {
-			if ctx.Err() != nil || errors.Is(err, ErrClosed) {
+			if ctx.Err() != nil || errors.Is(err, zkerr.ErrClosed) {
 				return err
 			}
-			if !endsWithSession(err) && !IsRetryable(err) {
+			if !endsWithSession(err) && !zkerr.IsRetryable(err) {
 				return err
 			}
 			return nil
@@ -155,7 +156,7 @@ func (c *Client) watchTerm(ctx context.Context, ct *Contest, sig Signals) (gone 
 		return true, nil
 	case errors.Is(err, ErrUntil):
 		return false, nil
-	case ctx.Err() != nil || errors.Is(err, ErrClosed):
+	case ctx.Err() != nil || errors.Is(err, zkerr.ErrClosed):
 		return false, err
 	}
 	return true, nil // the session is over, or the node cannot be read: a new node

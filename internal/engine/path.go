@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"strings"
 	"unicode"
+
+	"github.com/zkrecipes/zkrecipes/internal/zkerr"
 )
 
 // ValidatePath checks that p is an absolute ZooKeeper path with no trailing
@@ -12,22 +14,22 @@ import (
 func ValidatePath(p string) error {
 	switch {
 	case p == "":
-		return fmt.Errorf("%w: empty path", ErrInvalidPath)
+		return fmt.Errorf("%w: empty path", zkerr.ErrInvalidPath)
 	case p[0] != '/':
-		return fmt.Errorf("%w: %q is relative (must start with /)", ErrInvalidPath, p)
+		return fmt.Errorf("%w: %q is relative (must start with /)", zkerr.ErrInvalidPath, p)
 	case p == "/":
 		return nil
 	case strings.HasSuffix(p, "/"):
-		return fmt.Errorf("%w: %q ends with /", ErrInvalidPath, p)
+		return fmt.Errorf("%w: %q ends with /", zkerr.ErrInvalidPath, p)
 	}
 	for rest, more := p[1:], true; more; { // the segments, without allocating
 		var seg string
 		seg, rest, more = strings.Cut(rest, "/")
 		switch seg {
 		case "":
-			return fmt.Errorf("%w: %q has an empty segment", ErrInvalidPath, p)
+			return fmt.Errorf("%w: %q has an empty segment", zkerr.ErrInvalidPath, p)
 		case ".", "..":
-			return fmt.Errorf("%w: %q has a %q segment", ErrInvalidPath, p, seg)
+			return fmt.Errorf("%w: %q has a %q segment", zkerr.ErrInvalidPath, p, seg)
 		}
 	}
 	if printableASCII(p) { // the usual case: no character to decode
@@ -35,12 +37,12 @@ func ValidatePath(p string) error {
 	}
 	for _, r := range p {
 		if r == 0 {
-			return fmt.Errorf("%w: %q contains NUL", ErrInvalidPath, p)
+			return fmt.Errorf("%w: %q contains NUL", zkerr.ErrInvalidPath, p)
 		}
 		if r == unicode.ReplacementChar || (r > 0 && r < 0x20) || (r >= 0x7f && r <= 0x9f) ||
 			(r >= 0xd800 && r <= 0xf8ff) || (r >= 0xfff0 && r <= 0xffff) || r > 0xffff {
 			// (Beyond the BMP, Java sees a surrogate pair, which the server refuses.)
-			return fmt.Errorf("%w: %q contains character %U", ErrInvalidPath, p, r)
+			return fmt.Errorf("%w: %q contains character %U", zkerr.ErrInvalidPath, p, r)
 		}
 	}
 	return nil
@@ -78,7 +80,7 @@ func SplitPath(p string) (parent, name string) {
 // giving the path as the server knows it.
 func (c *Client) FullPath(p string) (string, error) {
 	if c == nil {
-		return "", ErrNilClient
+		return "", zkerr.ErrNilClient
 	}
 	if err := ValidatePath(p); err != nil {
 		return "", err
@@ -109,7 +111,7 @@ func (c *Client) WritablePath(p string) (string, error) {
 		return "", err
 	}
 	if IsReserved(full) {
-		return "", fmt.Errorf("%w: %s is in the server's reserved tree %s", ErrInvalidPath, full, Reserved)
+		return "", fmt.Errorf("%w: %s is in the server's reserved tree %s", zkerr.ErrInvalidPath, full, Reserved)
 	}
 	return full, nil
 }

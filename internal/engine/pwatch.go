@@ -9,6 +9,7 @@ import (
 	"sync/atomic"
 
 	"github.com/go-zookeeper/zk"
+	"github.com/zkrecipes/zkrecipes/internal/zkerr"
 )
 
 // Persistent watches (ZooKeeper 3.6 and later).
@@ -223,23 +224,23 @@ func (c *Client) AddWatch(ctx context.Context, path string, recursive bool) (*Pe
 		return nil, err
 	}
 	if ctx == nil {
-		return nil, fmt.Errorf("%w: nil context", ErrInvalidArgument)
+		return nil, fmt.Errorf("%w: nil context", zkerr.ErrInvalidArgument)
 	}
 	what := "watch " + c.StripNamespace(path)
 	if err := ValidatePath(path); err != nil {
 		return nil, err
 	}
 	if !wirePath(path) && path != "/" {
-		return nil, Namedf(what, "%w: only printable ASCII paths", ErrInvalidPath)
+		return nil, zkerr.Namedf(what, "%w: only printable ASCII paths", zkerr.ErrInvalidPath)
 	}
 	if c.wire == nil || c.adopted {
-		return nil, Namedf(what, "%w: a client made by Connect is needed", ErrUnimplemented)
+		return nil, zkerr.Namedf(what, "%w: a client made by Connect is needed", zkerr.ErrUnimplemented)
 	}
 	if c.pw.unsupported.Load() {
-		return nil, Named(what, ErrUnimplemented)
+		return nil, zkerr.Named(what, zkerr.ErrUnimplemented)
 	}
 	if c.hub.armedAt(path) {
-		return nil, Namedf(what, "%w: a one-shot watch of this client is set on the path; on ZooKeeper 3.6–3.8 it would replace the persistent one (ZOOKEEPER-4466)", ErrInvalidArgument)
+		return nil, zkerr.Namedf(what, "%w: a one-shot watch of this client is set on the path; on ZooKeeper 3.6–3.8 it would replace the persistent one (ZOOKEEPER-4466)", zkerr.ErrInvalidArgument)
 	}
 	w := &PersistentWatch{c: c, path: path, recursive: recursive, q: newQueue[PersistentEvent]()}
 	c.pw.mu.Lock()
@@ -253,7 +254,7 @@ func (c *Client) AddWatch(ctx context.Context, path string, recursive bool) (*Pe
 		c.pw.n.Add(1)
 	} else if e.recursive != recursive {
 		c.pw.mu.Unlock()
-		return nil, Namedf(what, "%w: a watch of the other mode is set on the path", ErrInvalidArgument)
+		return nil, zkerr.Namedf(what, "%w: a watch of the other mode is set on the path", zkerr.ErrInvalidArgument)
 	}
 	e.owners[w] = struct{}{}
 	c.pw.mu.Unlock()
@@ -261,10 +262,10 @@ func (c *Client) AddWatch(ctx context.Context, path string, recursive bool) (*Pe
 	err := c.Retry(ctx, func() error { return c.addWatchOnce(ctx, e, w) })
 	if err != nil {
 		c.removeOwner(w)
-		if errors.Is(err, ErrUnimplemented) {
-			return nil, Named(what, err)
+		if errors.Is(err, zkerr.ErrUnimplemented) {
+			return nil, zkerr.Named(what, err)
 		}
-		return nil, Namedf(what, "add: %w", err)
+		return nil, zkerr.Namedf(what, "add: %w", err)
 	}
 	return w, nil
 }
@@ -278,7 +279,7 @@ func (c *Client) addWatchOnce(ctx context.Context, e *pwEntry, w *PersistentWatc
 	defer c.pw.unlock()
 	wc := c.wire.usableConn()
 	if wc == nil {
-		return ErrNotConnected
+		return zkerr.ErrNotConnected
 	}
 	c.pw.mu.Lock()
 	if e.on == wc {
@@ -318,7 +319,7 @@ func (c *Client) sendAddWatch(ctx context.Context, wc *wireConn, e *pwEntry) (*w
 	}
 	r, err := wc.callThen(ctx, zopAddWatch, f, nil, then)
 	if errors.Is(err, errWireNotReady) {
-		return nil, ErrNotConnected
+		return nil, zkerr.ErrNotConnected
 	}
 	if err != nil {
 		return nil, err
@@ -348,7 +349,7 @@ func (c *Client) addWatchErr(err error) error {
 		if !c.pw.unsupported.Swap(true) {
 			c.log.Warn("zkrecipes: the server has no persistent watches (ZooKeeper 3.6 or later needed)", "err", err)
 		}
-		return fmt.Errorf("%w (the server answered: %v)", ErrUnimplemented, err)
+		return fmt.Errorf("%w (the server answered: %v)", zkerr.ErrUnimplemented, err)
 	}
 	return err
 }

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"time"
+
+	"github.com/zkrecipes/zkrecipes/internal/zkerr"
 )
 
 // The persistent watches set again on each new connection: one goroutine
@@ -107,7 +109,7 @@ func (c *Client) readdAll() error {
 	for _, s := range calls {
 		err := c.addWatchErr(c.waitWire(ctx, wc, s.r))
 		switch {
-		case err == nil, IsRetryable(err), ctx.Err() != nil && c.check() != nil:
+		case err == nil, zkerr.IsRetryable(err), ctx.Err() != nil && c.check() != nil:
 			continue
 		}
 		c.pw.mu.Lock()
@@ -116,7 +118,7 @@ func (c *Client) readdAll() error {
 		}
 		c.pw.mu.Unlock()
 		c.log.Warn("zkrecipes: setting a persistent watch again failed", "path", c.StripNamespace(s.e.path), "err", err)
-		if !errors.Is(err, ErrUnimplemented) {
+		if !errors.Is(err, zkerr.ErrUnimplemented) {
 			failed = err
 		}
 	}

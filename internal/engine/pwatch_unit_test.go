@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/go-zookeeper/zk"
+	"github.com/zkrecipes/zkrecipes/internal/zkerr"
 )
 
 // A frame the Wire writes itself, with no ctx deadline, on a link whose
@@ -182,7 +183,7 @@ func TestGuardOneShotWaitsForRemoval(t *testing.T) {
 	}
 	c.pw.entries = map[string]*pwEntry{"/a": {path: "/a", owners: map[*PersistentWatch]struct{}{}}}
 	c.pw.n.Store(1)
-	if err := c.guardOneShot(context.Background(), "/a"); !errors.Is(err, ErrInvalidArgument) {
+	if err := c.guardOneShot(context.Background(), "/a"); !errors.Is(err, zkerr.ErrInvalidArgument) {
 		t.Fatalf("a persistent root: %v", err)
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	"github.com/go-zookeeper/zk"
+	"github.com/zkrecipes/zkrecipes/internal/zkerr"
 )
 
 // Removing a persistent watch from the server.
@@ -48,7 +49,7 @@ func (c *Client) PersistentRemoveUnsupported() bool { return c.pw.noRemove.Load(
 func (w *PersistentWatch) Remove(ctx context.Context) error {
 	c := w.c
 	if ctx == nil {
-		return fmt.Errorf("%w: nil context", ErrInvalidArgument)
+		return fmt.Errorf("%w: nil context", zkerr.ErrInvalidArgument)
 	}
 	live := c.check() == nil && !c.pw.noRemove.Load()
 	c.pw.mu.Lock()
@@ -62,7 +63,7 @@ func (w *PersistentWatch) Remove(ctx context.Context) error {
 		return nil
 	}
 	if err := c.pw.lock(ctx); err != nil {
-		return Namedf("watch "+c.StripNamespace(w.path), "remove: %w", err)
+		return zkerr.Namedf("watch "+c.StripNamespace(w.path), "remove: %w", err)
 	}
 	defer c.pw.unlock()
 	c.pw.mu.Lock()
@@ -79,7 +80,7 @@ func (w *PersistentWatch) Remove(ctx context.Context) error {
 	}
 	err = c.waitWire(ctx, wc, r)
 	switch {
-	case err == nil, errors.Is(err, errNoWatcher), IsRetryable(err):
+	case err == nil, errors.Is(err, errNoWatcher), zkerr.IsRetryable(err):
 		return nil
 	case errors.Is(err, errMarshalling), errors.Is(err, errUnimplementedOp), errors.Is(err, zk.ErrBadArguments):
 		if !c.pw.noRemove.Swap(true) {
@@ -87,7 +88,7 @@ func (w *PersistentWatch) Remove(ctx context.Context) error {
 		}
 		return nil
 	case ctx.Err() != nil:
-		return Namedf("watch "+c.StripNamespace(w.path), "remove: %w", err)
+		return zkerr.Namedf("watch "+c.StripNamespace(w.path), "remove: %w", err)
 	}
 	c.log.Warn("zkrecipes: removing a persistent watch failed", "path", c.StripNamespace(w.path), "err", err)
 	return nil
@@ -149,7 +150,7 @@ func (c *Client) guardOneShot(ctx context.Context, path string) error {
 		e, ch := c.pw.entries[path], c.pw.leaving[path]
 		c.pw.mu.Unlock()
 		if e != nil {
-			return fmt.Errorf("%w: %s is the root of a persistent watch of this client: a one-shot watch there would replace it on ZooKeeper 3.6–3.8 (ZOOKEEPER-4466); read it without a watch, the persistent watch reports its changes", ErrInvalidArgument, c.StripNamespace(path))
+			return fmt.Errorf("%w: %s is the root of a persistent watch of this client: a one-shot watch there would replace it on ZooKeeper 3.6–3.8 (ZOOKEEPER-4466); read it without a watch, the persistent watch reports its changes", zkerr.ErrInvalidArgument, c.StripNamespace(path))
 		}
 		if ch == nil {
 			return nil

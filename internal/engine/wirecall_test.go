@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/zkrecipes/zkrecipes/internal/engine"
+	"github.com/zkrecipes/zkrecipes/internal/zkerr"
 	"github.com/zkrecipes/zkrecipes/recipes/zktest"
 )
 
@@ -124,7 +125,7 @@ func TestWireRequestFailsWithItsConnection(t *testing.T) {
 	select {
 	case err := <-done:
 		assert.True(t, errors.Is(err, zk.ErrConnectionClosed), "%v", err)
-		assert.True(t, engine.IsRetryable(err))
+		assert.True(t, zkerr.IsRetryable(err))
 	case <-time.After(10 * time.Second):
 		t.Fatal("the get did not end with its connection")
 	}

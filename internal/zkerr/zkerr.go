@@ -1,4 +1,8 @@
-package engine
+// Package zkerr is the module's error vocabulary: the sentinel errors
+// package recipes exports, and the one way a recipe names its errors
+// (Named, Namedf, NotMade). It is a leaf: the engine and every recipe
+// import it.
+package zkerr
 
 import (
 	"context"
@@ -110,10 +114,10 @@ func isTransportError(err error) bool {
 	return false
 }
 
-// explain adds to an error the server returns for a reason the user can
+// Explain adds to an error the server returns for a reason the user can
 // act on what to do about it; other errors are returned as they are. The
 // result still wraps err (errors.Is(result, zk.ErrNoAuth) holds).
-func explain(err error) error {
+func Explain(err error) error {
 	switch {
 	case err == nil:
 		return nil
@@ -166,3 +170,17 @@ type clientClosed struct{}
 
 func (clientClosed) Error() string        { return "zkrecipes: the client is closed" }
 func (clientClosed) Is(target error) bool { return target == ErrClosed }
+
+// ErrConflict is returned, wrapping the last conflict's error
+// (zk.ErrBadVersion, or zk.ErrNodeExists on a create), by a
+// compare-and-set loop that gave up: other writers won every attempt it
+// was allowed. Package recipes exports it (recipes.ErrConflict) for the
+// atomic values, whose every update that did not happen wraps it.
+var ErrConflict = errors.New("zkrecipes: conflict")
+
+// NotMade is the error of a method called on a recipe its constructor
+// did not make (a nil pointer, a zero value): the same from every method
+// of every type.
+func NotMade(typ, ctor string) error {
+	return fmt.Errorf("%w: %s not made by %s", ErrInvalidArgument, typ, ctor)
+}
