@@ -41,7 +41,11 @@ type Client struct {
 // server's handshake reply and the times of the requests the server
 // answered, from which LOST is timed.
 func Connect(ctx context.Context, servers []string, opts ...Option) (*Client, error) {
-	e, err := engine.Connect(ctx, servers, engineOptions(opts)...)
+	cfg, err := config(opts)
+	if err != nil {
+		return nil, err
+	}
+	e, err := engine.Connect(ctx, servers, cfg)
 	if err != nil {
 		return nil, err
 	}
@@ -70,23 +74,15 @@ func Connect(ctx context.Context, servers []string, opts ...Option) (*Client, er
 // (see docs/testing.md), which a Client made by Connect does not have:
 // prefer Connect.
 func NewClient(ctx context.Context, conn *zk.Conn, events <-chan zk.Event, opts ...Option) (*Client, error) {
-	e, err := engine.NewClient(ctx, conn, events, engineOptions(opts)...)
+	cfg, err := config(opts)
+	if err != nil {
+		return nil, err
+	}
+	e, err := engine.NewClient(ctx, conn, events, cfg)
 	if err != nil {
 		return nil, err
 	}
 	return &Client{e: e}, nil
-}
-
-func engineOptions(opts []Option) []engine.Option {
-	var o options
-	for _, opt := range opts {
-		if opt == nil {
-			o.engine = append(o.engine, nil) // the engine refuses it
-			continue
-		}
-		_ = opt(&o) // gathers only: the engine checks them
-	}
-	return o.engine
 }
 
 // eng returns the engine client, nil for a nil Client (whose methods then

@@ -1,6 +1,7 @@
 package recipes
 
 import (
+	"fmt"
 	"strings"
 
 	"github.com/zkrecipes/zkrecipes/internal/engine"
@@ -157,10 +158,13 @@ func AllMetrics() []Metric {
 // the table in the package doc). A nil m is refused with
 // ErrInvalidArgument.
 func WithMetrics(m Metrics) Option {
-	if m == nil {
-		return engineOption(engine.WithMetrics(nil))
+	return func(o *options) error {
+		if m == nil {
+			return fmt.Errorf("%w: nil metrics", ErrInvalidArgument)
+		}
+		o.cfg.Metrics = metricsBridge{m}
+		return nil
 	}
-	return engineOption(engine.WithMetrics(metricsBridge{m}))
 }
 
 // metricsBridge hands the engine's requests for instruments to a Metrics.
@@ -205,5 +209,11 @@ func (discard) Observe(float64) {}
 // called once per recipe path and Client. A nil label is refused with
 // ErrInvalidArgument.
 func WithMetricsPathLabel(label func(recipe, path string) string) Option {
-	return engineOption(engine.WithMetricsPathLabel(label))
+	return func(o *options) error {
+		if label == nil {
+			return fmt.Errorf("%w: nil metrics path label", ErrInvalidArgument)
+		}
+		o.cfg.MetricsPath = label
+		return nil
+	}
 }

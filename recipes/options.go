@@ -1,7 +1,9 @@
 package recipes
 
 import (
+	"fmt"
 	"log/slog"
+	"strings"
 	"time"
 
 	"github.com/cenkalti/backoff/v4"
@@ -14,16 +16,8 @@ import (
 // return an error wrapping ErrInvalidArgument for a bad one.
 type Option func(*options) error
 
-// options gathers a Client's options, for the engine to apply (and
-// check) when the Client is made.
-type options struct{ engine []engine.Option }
-
-func engineOption(o engine.Option) Option {
-	return func(c *options) error {
-		c.engine = append(c.engine, o)
-		return nil
-	}
-}
+// options is the engine's configuration, which the options fill in.
+type options struct{ cfg engine.Config }
 
 // DefaultSessionTimeout is the session timeout requested when
 // WithSessionTimeout is not given.
@@ -33,61 +27,164 @@ const DefaultSessionTimeout = 15 * time.Second
 // up after limit (0 means never).
 func DefaultRetryPolicy(limit time.Duration) backoff.BackOff { return engine.DefaultRetryPolicy(limit) }
 
+// config applies opts to the defaults, in order; a nil option or one that
+// fails is refused.
+func config(opts []Option) (engine.Config, error) {
+	o := options{cfg: engine.DefaultConfig()}
+	for _, opt := range opts {
+		if opt == nil {
+			return o.cfg, fmt.Errorf("%w: nil option", ErrInvalidArgument)
+		}
+		if err := opt(&o); err != nil {
+			return o.cfg, err
+		}
+	}
+	return o.cfg, nil
+}
+
 // WithSessionTimeout sets the session timeout requested from the server
 // (the server clamps it to [2, 20] × its tickTime).
-func WithSessionTimeout(d time.Duration) Option { return engineOption(engine.WithSessionTimeout(d)) }
+func WithSessionTimeout(d time.Duration) Option {
+	return func(o *options) error {
+		if d < time.Millisecond {
+			return fmt.Errorf("%w: session timeout %v (want at least 1ms; the server clamps it to 2-20 ticks)", ErrInvalidArgument, d)
+		}
+		o.cfg.SessionTimeout = d
+		return nil
+	}
+}
 
 // WithConnectTimeout sets how long Connect and NewClient wait for the first
 // session; 0 means do not wait (the Client starts LATENT).
-func WithConnectTimeout(d time.Duration) Option { return engineOption(engine.WithConnectTimeout(d)) }
+func WithConnectTimeout(d time.Duration) Option {
+	return func(o *options) error {
+		if d < 0 {
+			return fmt.Errorf("%w: connect timeout %v (want 0, do not wait, or more)", ErrInvalidArgument, d)
+		}
+		o.cfg.ConnectTimeout = d
+		return nil
+	}
+}
 
 // WithDialer sets the function go-zookeeper dials servers with.
-func WithDialer(d zk.Dialer) Option { return engineOption(engine.WithDialer(d)) }
+func WithDialer(d zk.Dialer) Option {
+	return func(o *options) error {
+		if d == nil {
+			return fmt.Errorf("%w: nil dialer", ErrInvalidArgument)
+		}
+		o.cfg.Dialer = d
+		return nil
+	}
+}
 
 // WithHostProvider sets go-zookeeper's host provider (server selection).
-func WithHostProvider(hp zk.HostProvider) Option { return engineOption(engine.WithHostProvider(hp)) }
+func WithHostProvider(hp zk.HostProvider) Option {
+	return func(o *options) error {
+		if hp == nil {
+			return fmt.Errorf("%w: nil host provider", ErrInvalidArgument)
+		}
+		o.cfg.HostProvider = hp
+		return nil
+	}
+}
 
 // WithZKLogger sends go-zookeeper's own log lines to l instead of to the
 // client's slog logger at debug level.
-func WithZKLogger(l zk.Logger) Option { return engineOption(engine.WithZKLogger(l)) }
+func WithZKLogger(l zk.Logger) Option {
+	return func(o *options) error { o.cfg.ZKLogger = l; return nil }
+}
 
 // WithMaxBufferSize limits the size of a packet go-zookeeper accepts.
-func WithMaxBufferSize(n int) Option { return engineOption(engine.WithMaxBufferSize(n)) }
+func WithMaxBufferSize(n int) Option {
+	return func(o *options) error {
+		if n < 0 {
+			return fmt.Errorf("%w: max buffer size %d (want 0, the default, or more)", ErrInvalidArgument, n)
+		}
+		o.cfg.MaxBufferSize = n
+		return nil
+	}
+}
 
 // WithLogger sets the structured logger. The default discards everything.
 // Errors that happen away from the caller (a background delete that keeps
 // failing, a node recreated, a session declared lost) are logged at warn
 // or error.
-func WithLogger(l *slog.Logger) Option { return engineOption(engine.WithLogger(l)) }
+func WithLogger(l *slog.Logger) Option {
+	return func(o *options) error {
+		if l == nil {
+			return fmt.Errorf("%w: nil logger", ErrInvalidArgument)
+		}
+		o.cfg.Logger = l
+		return nil
+	}
+}
 
 // WithNamespace prefixes every recipe path with ns, like Curator's
 // namespace: with namespace "app", a lock at "/locks/a" lives at
 // "/app/locks/a". ns may be given with or without its leading slash.
-func WithNamespace(ns string) Option { return engineOption(engine.WithNamespace(ns)) }
+func WithNamespace(ns string) Option {
+	return func(o *options) error {
+		if ns == "" || ns == "/" {
+			o.cfg.Namespace = ""
+			return nil
+		}
+		if !strings.HasPrefix(ns, "/") {
+			ns = "/" + ns
+		}
+		if err := engine.ValidatePath(ns); err != nil {
+			return fmt.Errorf("%w: namespace: %w", ErrInvalidArgument, err)
+		}
+		o.cfg.Namespace = ns
+		return nil
+	}
+}
 
 // WithACLProvider sets the ACLs of the nodes recipes create.
 func WithACLProvider(p ACLProvider) Option {
-	if p == nil {
-		return engineOption(engine.WithACLProvider(nil))
+	return func(o *options) error {
+		if p == nil {
+			return fmt.Errorf("%w: nil ACL provider", ErrInvalidArgument)
+		}
+		o.cfg.ACL = p.ACLFor
+		return nil
 	}
-	return engineOption(engine.WithACLProvider(p))
 }
 
 // WithAuth adds authentication info sent right after connecting, for
 // example WithAuth("digest", []byte("user:secret")).
-func WithAuth(scheme string, auth []byte) Option { return engineOption(engine.WithAuth(scheme, auth)) }
+func WithAuth(scheme string, auth []byte) Option {
+	return func(o *options) error {
+		if scheme == "" {
+			return fmt.Errorf("%w: empty auth scheme", ErrInvalidArgument)
+		}
+		o.cfg.Auth = append(o.cfg.Auth, engine.Auth{Scheme: scheme, Data: append([]byte(nil), auth...)})
+		return nil
+	}
+}
 
 // WithRetryPolicy sets the backoff used to retry requests that failed with
 // a transient connection error. newBackOff is called once per operation.
 // Curator's policies are here too: ExponentialBackoffRetry, RetryNTimes,
 // RetryOneTime, RetryForever, RetryUntilElapsed.
 func WithRetryPolicy(newBackOff func() backoff.BackOff) Option {
-	return engineOption(engine.WithRetryPolicy(newBackOff))
+	return func(o *options) error {
+		if newBackOff == nil {
+			return fmt.Errorf("%w: nil retry policy", ErrInvalidArgument)
+		}
+		o.cfg.Retry = newBackOff
+		return nil
+	}
 }
 
 // WithErrorPolicy chooses which connection states end a hold.
 func WithErrorPolicy(p ErrorPolicy) Option {
-	return engineOption(engine.WithErrorPolicy(engine.ErrorPolicy(p)))
+	return func(o *options) error {
+		if p != PolicyStandard && p != PolicySession {
+			return fmt.Errorf("%w: error policy %d (want PolicyStandard or PolicySession)", ErrInvalidArgument, p)
+		}
+		o.cfg.ErrorPolicy = engine.ErrorPolicy(p)
+		return nil
+	}
 }
 
 // WithoutContainers makes the recipes create their parent nodes as
@@ -95,7 +192,9 @@ func WithErrorPolicy(p ErrorPolicy) Option {
 // dontUseContainerParents does: for servers that refuse containers (older
 // than 3.5.3). Nothing then removes parents left empty: run a
 // cleanup.Reaper.
-func WithoutContainers() Option { return engineOption(engine.WithoutContainers()) }
+func WithoutContainers() Option {
+	return func(o *options) error { o.cfg.NoContainers = true; return nil }
+}
 
 // ACLProvider chooses the ACL list for a node about to be created.
 type ACLProvider interface {

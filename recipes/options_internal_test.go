@@ -1,26 +1,27 @@
 package recipes
 
 import (
+	"errors"
 	"testing"
 	"time"
 
 	"github.com/zkrecipes/zkrecipes/internal/engine"
 )
 
-// The documented default is the engine's, and options only gather engine
-// options: the engine checks them when the Client is made.
-func TestOptionsGatherEngineOptions(t *testing.T) {
-	if DefaultSessionTimeout != engine.DefaultSessionTimeout {
-		t.Fatalf("DefaultSessionTimeout %v, the engine's %v", DefaultSessionTimeout, engine.DefaultSessionTimeout)
+// The documented defaults are the engine's; options fill in the engine's
+// configuration in order, and a nil one is refused.
+func TestOptionsFillTheConfig(t *testing.T) {
+	if d := engine.DefaultConfig().SessionTimeout; d != DefaultSessionTimeout {
+		t.Fatalf("DefaultSessionTimeout %v, the engine's %v", DefaultSessionTimeout, d)
 	}
-	got := engineOptions([]Option{WithSessionTimeout(time.Second), nil, WithNamespace("ns")})
-	if len(got) != 3 || got[1] != nil {
-		t.Fatalf("%d engine options, want 3 with the nil one in its place (the engine refuses it)", len(got))
+	cfg, err := config([]Option{WithSessionTimeout(time.Second), WithNamespace("ns")})
+	if err != nil {
+		t.Fatal(err)
 	}
-	var cfg engine.Config
-	for _, o := range []engine.Option{got[0], got[2]} {
-		if err := o(&cfg); err != nil {
-			t.Fatal(err)
-		}
+	if cfg.SessionTimeout != time.Second || cfg.Namespace != "/ns" || cfg.ConnectTimeout != 15*time.Second {
+		t.Fatalf("config %+v", cfg)
+	}
+	if _, err := config([]Option{WithSessionTimeout(time.Second), nil}); !errors.Is(err, ErrInvalidArgument) {
+		t.Fatalf("a nil option: %v, want ErrInvalidArgument", err)
 	}
 }

@@ -21,7 +21,7 @@ type Backoff struct {
 func NewBackoff(policy func() backoff.BackOff) Backoff { return Backoff{policy: policy} }
 
 // Backoff returns a Backoff of the client's retry policy.
-func (c *Client) Backoff() Backoff { return NewBackoff(c.cfg.retry) }
+func (c *Client) Backoff() Backoff { return NewBackoff(c.cfg.Retry) }
 
 // Next returns the wait before the next attempt, and false when the
 // policy gives up (the next call then starts it afresh).

@@ -72,14 +72,11 @@ type Client struct {
 // reads the negotiated session timeout from the server's handshake reply
 // and the send times of the requests the server answered, from which LOST
 // is timed.
-func Connect(ctx context.Context, servers []string, opts ...Option) (*Client, error) {
+func Connect(ctx context.Context, servers []string, cfg Config) (*Client, error) {
 	if ctx == nil {
 		return nil, fmt.Errorf("%w: nil context", zkerr.ErrInvalidArgument)
 	}
-	cfg, err := buildConfig(opts)
-	if err != nil {
-		return nil, err
-	}
+	cfg = cfg.completed()
 	if len(servers) == 0 {
 		return nil, fmt.Errorf("%w: no servers", zkerr.ErrInvalidArgument)
 	}
@@ -90,20 +87,20 @@ func Connect(ctx context.Context, servers []string, opts ...Option) (*Client, er
 	}
 	c := newClient(cfg)
 	c.servers = zk.FormatServers(servers) // as go-zookeeper dials them: port 2181 where none is given
-	c.wire = NewWire(cfg.dialer)
+	c.wire = NewWire(cfg.Dialer)
 	c.wire.onUsable = c.pw.kickNow
 	zkopts := []func(*zk.Conn){
-		zk.WithLogger(&zkLogAdapter{c: c, next: cfg.zkLogger}),
+		zk.WithLogger(&zkLogAdapter{c: c, next: cfg.ZKLogger}),
 		zk.WithEventCallback(c.event),
 		zk.WithDialer(c.wire.Dial),
 	}
-	if cfg.hostProvider != nil {
-		zkopts = append(zkopts, zk.WithHostProvider(cfg.hostProvider))
+	if cfg.HostProvider != nil {
+		zkopts = append(zkopts, zk.WithHostProvider(cfg.HostProvider))
 	}
-	if cfg.maxBufferSize > 0 {
-		zkopts = append(zkopts, zk.WithMaxBufferSize(cfg.maxBufferSize))
+	if cfg.MaxBufferSize > 0 {
+		zkopts = append(zkopts, zk.WithMaxBufferSize(cfg.MaxBufferSize))
 	}
-	conn, events, err := zk.Connect(servers, cfg.sessionTimeout, allOf(zkopts))
+	conn, events, err := zk.Connect(servers, cfg.SessionTimeout, allOf(zkopts))
 	if err != nil {
 		return nil, fmt.Errorf("zkrecipes: connect: %w", err)
 	}
@@ -135,8 +132,8 @@ func allOf(opts []func(*zk.Conn)) func(*zk.Conn) {
 // effect here.
 //
 // What the Client knows of an adopted connection depends on how it was
-// dialled. Dialled through a Wire (zk.WithDialer(w.Dial)) and given
-// WithWire(w), it knows what Connect knows: the negotiated session timeout
+// dialled. Dialled through a Wire (zk.WithDialer(w.Dial)) and given it as
+// Config.Wire, it knows what Connect knows: the negotiated session timeout
 // and when the server last answered. Otherwise go-zookeeper keeps both to
 // itself: the Client takes WithSessionTimeout's value (give it the timeout the
 // connection was dialled with; the server may have granted less) and,
@@ -149,7 +146,7 @@ func allOf(opts []func(*zk.Conn)) func(*zk.Conn) {
 // adopted connection each watch a Follower leaves also waits on its own
 // channel (a goroutine per armed watch; a connection Connect dialled
 // needs none, its event callback seeing every event).
-func NewClient(ctx context.Context, conn *zk.Conn, events <-chan zk.Event, opts ...Option) (*Client, error) {
+func NewClient(ctx context.Context, conn *zk.Conn, events <-chan zk.Event, cfg Config) (*Client, error) {
 	if ctx == nil {
 		return nil, fmt.Errorf("%w: nil context", zkerr.ErrInvalidArgument)
 	}
@@ -159,13 +156,10 @@ func NewClient(ctx context.Context, conn *zk.Conn, events <-chan zk.Event, opts 
 	if events == nil {
 		return nil, fmt.Errorf("%w: nil event channel", zkerr.ErrInvalidArgument)
 	}
-	cfg, err := buildConfig(opts)
-	if err != nil {
-		return nil, err
-	}
+	cfg = cfg.completed()
 	c := newClient(cfg)
 	c.adopted = true
-	c.wire = cfg.wire
+	c.wire = cfg.Wire
 	c.conn = conn
 	c.start(events, true)
 	if conn.State() == zk.StateHasSession {
@@ -181,7 +175,7 @@ func NewClient(ctx context.Context, conn *zk.Conn, events <-chan zk.Event, opts 
 func newClient(cfg Config) *Client {
 	c := &Client{
 		cfg:       cfg,
-		log:       cfg.logger,
+		log:       cfg.Logger,
 		inbox:     newQueue[zk.Event](),
 		suspendCh: make(chan struct{}),
 		lostCh:    make(chan struct{}),
@@ -193,8 +187,8 @@ func newClient(cfg Config) *Client {
 	}
 	c.knowledge.init()
 	c.pw.init()
-	if cfg.metrics != nil {
-		c.met = newInstruments(cfg.metrics, cfg.namespace, cfg.metricsPath)
+	if cfg.Metrics != nil {
+		c.met = newInstruments(cfg.Metrics, cfg.Namespace, cfg.MetricsPath)
 	}
 	return c
 }
@@ -235,8 +229,8 @@ func (c *Client) start(events <-chan zk.Event, forward bool) {
 // afterStart waits for the first session (unless WithConnectTimeout(0)
 // asked not to) and adds the WithAuth credentials.
 func (c *Client) afterStart(ctx context.Context) error {
-	if c.cfg.connectTimeout > 0 {
-		wctx, cancel := context.WithTimeout(ctx, c.cfg.connectTimeout)
+	if c.cfg.ConnectTimeout > 0 {
+		wctx, cancel := context.WithTimeout(ctx, c.cfg.ConnectTimeout)
 		defer cancel()
 		if err := c.WaitConnected(wctx); err != nil {
 			if ctx.Err() != nil { // the caller's ctx, not the connect timeout
@@ -248,11 +242,11 @@ func (c *Client) afterStart(ctx context.Context) error {
 					why = "last " + derr.Error()
 				}
 			}
-			return zkerr.Namedf("connect", "no session within %v from %s (%s): %w", c.cfg.connectTimeout, strings.Join(c.servers, ","), why, err)
+			return zkerr.Namedf("connect", "no session within %v from %s (%s): %w", c.cfg.ConnectTimeout, strings.Join(c.servers, ","), why, err)
 		}
 	}
-	for _, a := range c.cfg.auth {
-		if err := c.AddAuth(ctx, a.scheme, a.auth); err != nil {
+	for _, a := range c.cfg.Auth {
+		if err := c.AddAuth(ctx, a.Scheme, a.Data); err != nil {
 			return err
 		}
 	}
@@ -264,16 +258,16 @@ func (c *Client) afterStart(ctx context.Context) error {
 func (c *Client) Conn() *zk.Conn { return c.conn }
 
 // Namespace returns the path prefix applied to every recipe path ("" for none).
-func (c *Client) Namespace() string { return c.cfg.namespace }
+func (c *Client) Namespace() string { return c.cfg.Namespace }
 
 // ErrorPolicy returns the client's error policy.
-func (c *Client) ErrorPolicy() ErrorPolicy { return c.cfg.errorPolicy }
+func (c *Client) ErrorPolicy() ErrorPolicy { return c.cfg.ErrorPolicy }
 
 // Logger returns the client's logger (silent unless WithLogger was given).
 func (c *Client) Logger() *slog.Logger { return c.log }
 
 // ACL returns the ACL list to use when creating path.
-func (c *Client) ACL(path string) []zk.ACL { return c.cfg.acl.ACLFor(path) }
+func (c *Client) ACL(path string) []zk.ACL { return c.cfg.ACL(path) }
 
 // SessionTimeout returns the session timeout the server granted, read from
 // its handshake reply. Before the first session, and for an adopted
@@ -284,7 +278,7 @@ func (c *Client) SessionTimeout() time.Duration {
 			return d
 		}
 	}
-	return c.cfg.sessionTimeout
+	return c.cfg.SessionTimeout
 }
 
 // LastReceived returns when the last byte arrived from a server that holds
@@ -404,7 +398,7 @@ func (c *Client) Snapshot() Snapshot {
 // HoldSignal returns, from a snapshot, the channel that closes when a hold
 // taken in that snapshot may be gone under the client's error policy.
 func (c *Client) HoldSignal(s Snapshot) <-chan struct{} {
-	if c.cfg.errorPolicy == PolicySession {
+	if c.cfg.ErrorPolicy == PolicySession {
 		return s.Lost
 	}
 	return s.Suspended

@@ -62,7 +62,7 @@ func (c *Client) EnsureContainers(ctx context.Context, dir string) error {
 	for {
 		err := c.Retry(ctx, func() error {
 			var err error
-			if c.cfg.noContainers {
+			if c.cfg.NoContainers {
 				_, err = c.create(ctx, reqCreateParent, dir, parentData, 0)
 			} else {
 				_, err = c.createContainer(ctx, reqCreateParent, dir)
@@ -85,7 +85,7 @@ func (c *Client) EnsureContainers(ctx context.Context, dir string) error {
 
 // UsesContainers reports whether the recipes create parents as containers
 // (the default) rather than persistent nodes (WithoutContainers).
-func (c *Client) UsesContainers() bool { return !c.cfg.noContainers }
+func (c *Client) UsesContainers() bool { return !c.cfg.NoContainers }
 
 // CreateProtected creates an ephemeral-sequential node named
 // _c_<uuid>-<name><sequence> under parent, creating missing parents as

@@ -136,7 +136,7 @@ func TestWatchesArmed(t *testing.T) {
 // a new session makes every read due and forgets their watches, and
 // initialised counts reads not yet read well once.
 func TestFollowerBookkeeping(t *testing.T) {
-	c := &Client{log: slog.New(slog.NewTextHandler(io.Discard, nil)), cfg: Config{retry: func() backoff.BackOff { return backoff.NewConstantBackOff(time.Hour) }}}
+	c := &Client{log: slog.New(slog.NewTextHandler(io.Discard, nil)), cfg: Config{Retry: func() backoff.BackOff { return backoff.NewConstantBackOff(time.Hour) }}}
 	f := c.NewFollower("unit", nil)
 	var order []string
 	fail := map[string]bool{}
@@ -212,7 +212,7 @@ func TestFollowerBookkeeping(t *testing.T) {
 // A read that asks to run again later (RunAfter) runs then, and not
 // before, even when its watch fires meanwhile.
 func TestFollowerRunAfter(t *testing.T) {
-	c := &Client{log: slog.New(slog.NewTextHandler(io.Discard, nil)), cfg: Config{retry: func() backoff.BackOff { return backoff.NewConstantBackOff(time.Hour) }}}
+	c := &Client{log: slog.New(slog.NewTextHandler(io.Discard, nil)), cfg: Config{Retry: func() backoff.BackOff { return backoff.NewConstantBackOff(time.Hour) }}}
 	f := c.NewFollower("unit", nil)
 	runs := 0
 	f.added(&followRead{key: "p", read: func(ctx context.Context, w *Watches) error {

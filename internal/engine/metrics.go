@@ -126,31 +126,6 @@ func AllMetrics() []Metric {
 		MetricAcquires, MetricWait, MetricHold, MetricQueue, MetricHeld}
 }
 
-// WithMetrics makes the client report to m.
-func WithMetrics(m Metrics) Option {
-	return func(c *Config) error {
-		if m == nil {
-			return fmt.Errorf("%w: nil metrics", zkerr.ErrInvalidArgument)
-		}
-		c.metrics = m
-		return nil
-	}
-}
-
-// WithMetricsPathLabel makes the client label its recipe metrics with
-// label(recipe, path) instead of the path: a service with a lock per
-// entity ("/locks/user-1234") maps them to one series ("/locks/user-*"),
-// or to "" to drop the path. It is called once per recipe path and client.
-func WithMetricsPathLabel(label func(recipe, path string) string) Option {
-	return func(c *Config) error {
-		if label == nil {
-			return fmt.Errorf("%w: nil metrics path label", zkerr.ErrInvalidArgument)
-		}
-		c.metricsPath = label
-		return nil
-	}
-}
-
 // Request operations, the values of the "op" label.
 type reqOp uint8
 

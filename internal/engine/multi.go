@@ -131,7 +131,7 @@ func (c *Client) NamespaceOps(what string, ops []Op) ([]Op, error) {
 // StripNamespace returns the server path p as a recipe path: without the
 // namespace.
 func (c *Client) StripNamespace(p string) string {
-	ns := c.cfg.namespace
+	ns := c.cfg.Namespace
 	switch {
 	case ns == "" || !strings.HasPrefix(p, ns):
 		return p

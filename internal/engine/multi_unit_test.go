@@ -15,10 +15,10 @@ import (
 func TestOpRequests(t *testing.T) {
 	var aclPaths []string
 	readOnly := zk.WorldACL(zk.PermRead)
-	c := &Client{cfg: Config{namespace: "/ns", acl: ACLProviderFunc(func(p string) []zk.ACL {
+	c := &Client{cfg: Config{Namespace: "/ns", ACL: func(p string) []zk.ACL {
 		aclPaths = append(aclPaths, p)
 		return readOnly
-	})}}
+	}}}
 	ops := []Op{
 		CreateOp("/a", []byte("x"), zk.FlagEphemeral),
 		SetOp("/b", []byte("y"), 3),
@@ -46,7 +46,7 @@ func TestOpRequests(t *testing.T) {
 }
 
 func TestZeroOpRefused(t *testing.T) {
-	c := &Client{cfg: Config{acl: DefaultACLProvider}}
+	c := &Client{cfg: Config{ACL: DefaultConfig().ACL}}
 	assert.Equal(t, "zero op", Op{}.String())
 	_, err := c.NamespaceOps("fenced", []Op{CheckOp("/a", -1), {}})
 	assert.ErrorIs(t, err, zkerr.ErrInvalidArgument)

@@ -1,69 +1,74 @@
 package engine
 
 import (
-	"fmt"
 	"log/slog"
-	"strings"
 	"time"
 
 	"github.com/cenkalti/backoff/v4"
 	"github.com/go-zookeeper/zk"
-	"github.com/zkrecipes/zkrecipes/internal/zkerr"
 )
 
-// Option configures a Client (package recipes wraps each). Constructors validate options and return an
-// error wrapping ErrInvalidArgument for a bad one.
-type Option func(*Config) error
-
-type authInfo struct {
-	scheme string
-	auth   []byte
-}
-
-// Config is a Client's configuration, built from Options.
+// Config is a Client's configuration. Package recipes builds it from its
+// options, which check every value; DefaultConfig holds the defaults.
 type Config struct {
-	sessionTimeout time.Duration
-	connectTimeout time.Duration
-	dialer         zk.Dialer
-	hostProvider   zk.HostProvider
-	zkLogger       zk.Logger
-	maxBufferSize  int
-	logger         *slog.Logger
-	namespace      string
-	acl            ACLProvider
-	auth           []authInfo
-	retry          func() backoff.BackOff
-	errorPolicy    ErrorPolicy
-	wire           *Wire
-	noContainers   bool
-	metrics        Metrics
-	metricsPath    func(recipe, path string) string
+	SessionTimeout time.Duration   // requested from the server, which clamps it to [2, 20] ticks
+	ConnectTimeout time.Duration   // how long Connect and NewClient wait for the first session; 0: do not wait
+	Dialer         zk.Dialer       // nil: go-zookeeper's
+	HostProvider   zk.HostProvider // nil: go-zookeeper's
+	ZKLogger       zk.Logger       // nil: go-zookeeper's lines go to Logger at debug level
+	MaxBufferSize  int             // 0: go-zookeeper's
+	Logger         *slog.Logger    // never nil
+	Namespace      string          // "" or a valid path, prefixed to every recipe path
+	// ACL gives the ACL list of a node about to be created.
+	ACL func(path string) []zk.ACL
+	// Auth is sent after every connection, in order.
+	Auth []Auth
+	// Retry makes the backoff of one operation's retries; nil:
+	// DefaultRetryPolicy(2 × SessionTimeout).
+	Retry       func() backoff.BackOff
+	ErrorPolicy ErrorPolicy
+	// Wire is, for NewClient, the Wire the adopted connection was dialled
+	// through; Connect always dials through a Wire of its own.
+	Wire         *Wire
+	NoContainers bool    // parents are persistent nodes, not containers
+	Metrics      Metrics // nil: no metrics
+	// MetricsPath bounds the recipe metrics' path label; nil: the path.
+	MetricsPath func(recipe, path string) string
 }
 
-// DefaultSessionTimeout is the session timeout requested when
-// WithSessionTimeout is not given.
-const DefaultSessionTimeout = 15 * time.Second
+// Auth is one set of credentials sent after connecting.
+type Auth struct {
+	Scheme string
+	Data   []byte
+}
 
-func buildConfig(opts []Option) (Config, error) {
-	cfg := Config{
-		sessionTimeout: DefaultSessionTimeout,
-		connectTimeout: 15 * time.Second,
-		logger:         discardLogger,
-		acl:            DefaultACLProvider,
+// DefaultConfig is the configuration of a Client given no options:
+// Curator's defaults where it has them (a 15 s session, world:anyone
+// ACLs).
+func DefaultConfig() Config {
+	return Config{
+		SessionTimeout: 15 * time.Second,
+		ConnectTimeout: 15 * time.Second,
+		Logger:         discardLogger,
+		ACL:            func(string) []zk.ACL { return zk.WorldACL(zk.PermAll) },
 	}
-	for _, o := range opts {
-		if o == nil {
-			return cfg, fmt.Errorf("%w: nil option", zkerr.ErrInvalidArgument)
-		}
-		if err := o(&cfg); err != nil {
-			return cfg, err
-		}
+}
+
+// completed fills what Config leaves to the engine: the retry policy,
+// which depends on the session timeout, and a logger and ACL for a
+// Config not made from DefaultConfig.
+func (cfg Config) completed() Config {
+	if cfg.Retry == nil {
+		limit := 2 * cfg.SessionTimeout
+		cfg.Retry = func() backoff.BackOff { return DefaultRetryPolicy(limit) }
 	}
-	if cfg.retry == nil {
-		limit := 2 * cfg.sessionTimeout
-		cfg.retry = func() backoff.BackOff { return DefaultRetryPolicy(limit) }
+	if cfg.Logger == nil {
+		cfg.Logger = discardLogger
 	}
-	return cfg, nil
+	if cfg.ACL == nil {
+		cfg.ACL = DefaultConfig().ACL
+	}
+	return cfg
 }
 
 // DefaultRetryPolicy is an exponential backoff from 10ms to 1s that gives
@@ -76,189 +81,3 @@ func DefaultRetryPolicy(limit time.Duration) backoff.BackOff {
 	b.Reset()
 	return b
 }
-
-// WithSessionTimeout sets the session timeout requested from the server
-// (the server clamps it to [2, 20] × its tickTime).
-func WithSessionTimeout(d time.Duration) Option {
-	return func(c *Config) error {
-		if d < time.Millisecond {
-			return fmt.Errorf("%w: session timeout %v (want at least 1ms; the server clamps it to 2-20 ticks)", zkerr.ErrInvalidArgument, d)
-		}
-		c.sessionTimeout = d
-		return nil
-	}
-}
-
-// WithConnectTimeout sets how long Connect and NewClient wait for the first
-// session; 0 means do not wait (the Client starts LATENT).
-func WithConnectTimeout(d time.Duration) Option {
-	return func(c *Config) error {
-		if d < 0 {
-			return fmt.Errorf("%w: connect timeout %v (want 0, do not wait, or more)", zkerr.ErrInvalidArgument, d)
-		}
-		c.connectTimeout = d
-		return nil
-	}
-}
-
-// WithDialer sets the function go-zookeeper dials servers with.
-func WithDialer(d zk.Dialer) Option {
-	return func(c *Config) error {
-		if d == nil {
-			return fmt.Errorf("%w: nil dialer", zkerr.ErrInvalidArgument)
-		}
-		c.dialer = d
-		return nil
-	}
-}
-
-// WithHostProvider sets go-zookeeper's host provider (server selection).
-func WithHostProvider(hp zk.HostProvider) Option {
-	return func(c *Config) error {
-		if hp == nil {
-			return fmt.Errorf("%w: nil host provider", zkerr.ErrInvalidArgument)
-		}
-		c.hostProvider = hp
-		return nil
-	}
-}
-
-// WithZKLogger sends go-zookeeper's own log lines to l instead of to the
-// client's slog logger at debug level.
-func WithZKLogger(l zk.Logger) Option {
-	return func(c *Config) error {
-		c.zkLogger = l
-		return nil
-	}
-}
-
-// WithMaxBufferSize limits the size of a packet go-zookeeper accepts.
-func WithMaxBufferSize(n int) Option {
-	return func(c *Config) error {
-		if n < 0 {
-			return fmt.Errorf("%w: max buffer size %d (want 0, the default, or more)", zkerr.ErrInvalidArgument, n)
-		}
-		c.maxBufferSize = n
-		return nil
-	}
-}
-
-// WithLogger sets the structured logger. The default discards everything.
-func WithLogger(l *slog.Logger) Option {
-	return func(c *Config) error {
-		if l == nil {
-			return fmt.Errorf("%w: nil logger", zkerr.ErrInvalidArgument)
-		}
-		c.logger = l
-		return nil
-	}
-}
-
-// WithNamespace prefixes every recipe path with ns, like Curator's
-// namespace: with namespace "app", a lock at "/locks/a" lives at
-// "/app/locks/a". ns may be given with or without its leading slash.
-func WithNamespace(ns string) Option {
-	return func(c *Config) error {
-		if ns == "" || ns == "/" {
-			c.namespace = ""
-			return nil
-		}
-		if !strings.HasPrefix(ns, "/") {
-			ns = "/" + ns
-		}
-		if err := ValidatePath(ns); err != nil {
-			return fmt.Errorf("%w: namespace: %w", zkerr.ErrInvalidArgument, err)
-		}
-		c.namespace = ns
-		return nil
-	}
-}
-
-// WithACLProvider sets the ACLs of the nodes recipes create.
-func WithACLProvider(p ACLProvider) Option {
-	return func(c *Config) error {
-		if p == nil {
-			return fmt.Errorf("%w: nil ACL provider", zkerr.ErrInvalidArgument)
-		}
-		c.acl = p
-		return nil
-	}
-}
-
-// WithAuth adds authentication info sent right after connecting, for
-// example WithAuth("digest", []byte("user:secret")).
-func WithAuth(scheme string, auth []byte) Option {
-	return func(c *Config) error {
-		if scheme == "" {
-			return fmt.Errorf("%w: empty auth scheme", zkerr.ErrInvalidArgument)
-		}
-		c.auth = append(c.auth, authInfo{scheme, append([]byte(nil), auth...)})
-		return nil
-	}
-}
-
-// WithRetryPolicy sets the backoff used to retry requests that failed with
-// a transient connection error. newBackOff is called once per operation.
-func WithRetryPolicy(newBackOff func() backoff.BackOff) Option {
-	return func(c *Config) error {
-		if newBackOff == nil {
-			return fmt.Errorf("%w: nil retry policy", zkerr.ErrInvalidArgument)
-		}
-		c.retry = newBackOff
-		return nil
-	}
-}
-
-// WithErrorPolicy chooses which connection states end a hold.
-func WithErrorPolicy(p ErrorPolicy) Option {
-	return func(c *Config) error {
-		if p != PolicyStandard && p != PolicySession {
-			return fmt.Errorf("%w: error policy %d (want PolicyStandard or PolicySession)", zkerr.ErrInvalidArgument, p)
-		}
-		c.errorPolicy = p
-		return nil
-	}
-}
-
-// WithWire tells NewClient the Wire its connection was dialled through
-// (zk.WithDialer(w.Dial)), so that it knows the negotiated session timeout
-// and the time of the last byte received, as a Client made by Connect
-// does. Connect ignores it: it always dials through a Wire of its own.
-func WithWire(w *Wire) Option {
-	return func(c *Config) error {
-		if w == nil {
-			return fmt.Errorf("%w: nil wire", zkerr.ErrInvalidArgument)
-		}
-		c.wire = w
-		return nil
-	}
-}
-
-// WithoutContainers makes the recipes create their parent nodes as
-// persistent nodes instead of containers, as Curator's
-// dontUseContainerParents does: for servers that refuse containers (older
-// than 3.5.3). Nothing then removes parents left empty: run a
-// cleanup.Reaper.
-func WithoutContainers() Option {
-	return func(c *Config) error {
-		c.noContainers = true
-		return nil
-	}
-}
-
-// ACLProvider chooses the ACL list for a node about to be created.
-type ACLProvider interface {
-	ACLFor(path string) []zk.ACL
-}
-
-// ACLProviderFunc adapts a function to ACLProvider.
-type ACLProviderFunc func(path string) []zk.ACL
-
-// ACLFor calls f.
-func (f ACLProviderFunc) ACLFor(path string) []zk.ACL { return f(path) }
-
-// DefaultACLProvider gives every node world:anyone with all permissions,
-// as Curator's default does.
-var DefaultACLProvider ACLProvider = ACLProviderFunc(func(string) []zk.ACL {
-	return zk.WorldACL(zk.PermAll)
-})

@@ -85,13 +85,13 @@ func (c *Client) FullPath(p string) (string, error) {
 	if err := ValidatePath(p); err != nil {
 		return "", err
 	}
-	if c.cfg.namespace == "" {
+	if c.cfg.Namespace == "" {
 		return p, nil
 	}
 	if p == "/" {
-		return c.cfg.namespace, nil
+		return c.cfg.Namespace, nil
 	}
-	return c.cfg.namespace + p, nil
+	return c.cfg.Namespace + p, nil
 }
 
 // Reserved is the server's own tree (quotas, configuration).

@@ -55,13 +55,16 @@ import (
 // wirecall.go.
 //
 // Connect always dials through a Wire (around the WithDialer dialer, if
-// given). To give NewClient the same knowledge for a connection you make
-// yourself, dial through one and pass it with WithWire:
+// given). NewClient has the same knowledge of a connection dialled
+// through one and given as Config.Wire (the engine's tests do this; the
+// public NewClient does not offer it):
 //
-//	w := recipes.NewWire(nil)
+//	w := engine.NewWire(nil)
 //	conn, events, err := zk.Connect(servers, 10*time.Second, zk.WithDialer(w.Dial))
 //	...
-//	c, err := recipes.NewClient(conn, events, recipes.WithWire(w))
+//	cfg := engine.DefaultConfig()
+//	cfg.Wire = w
+//	c, err := engine.NewClient(ctx, conn, events, cfg)
 type Wire struct {
 	dial       zk.Dialer
 	negotiated atomic.Int64 // nanoseconds; 0 until the first session
