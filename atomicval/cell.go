@@ -14,6 +14,7 @@ import (
 	"github.com/zkrecipes/zkrecipes/internal/engine"
 	"github.com/zkrecipes/zkrecipes/internal/recipeargs"
 	"github.com/zkrecipes/zkrecipes/internal/zkerr"
+	"github.com/zkrecipes/zkrecipes/internal/zkpath"
 	"github.com/zkrecipes/zkrecipes/mutex"
 	"github.com/zkrecipes/zkrecipes/recipes"
 )
@@ -385,7 +386,7 @@ func (s *cell[T]) encode(v T) ([]byte, error) {
 func (s *cell[T]) create(ctx context.Context, data []byte) error {
 	_, err := s.e.CreateMakingParents(ctx, s.full, data, 0)
 	if errors.Is(err, zk.ErrNoNode) {
-		parent, _ := engine.SplitPath(s.full)
+		parent, _ := zkpath.SplitPath(s.full)
 		if err := s.e.EnsureContainers(ctx, parent); err != nil {
 			return err
 		}

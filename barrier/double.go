@@ -12,6 +12,7 @@ import (
 	"github.com/zkrecipes/zkrecipes/internal/engine"
 	"github.com/zkrecipes/zkrecipes/internal/recipeargs"
 	"github.com/zkrecipes/zkrecipes/internal/zkerr"
+	"github.com/zkrecipes/zkrecipes/internal/zkpath"
 	"github.com/zkrecipes/zkrecipes/recipes"
 )
 
@@ -41,7 +42,7 @@ func NewDouble(c *recipes.Client, path string, memberQty int) (*DoubleBarrier, e
 	if memberQty < 1 {
 		return nil, zkerr.Namedf("double barrier "+path, "%w: memberQty %d", recipes.ErrInvalidArgument, memberQty)
 	}
-	return &DoubleBarrier{c: c, e: engine.Of(c), path: path, full: full, ready: engine.JoinPath(full, ReadyNode), qty: memberQty}, nil
+	return &DoubleBarrier{c: c, e: engine.Of(c), path: path, full: full, ready: zkpath.JoinPath(full, ReadyNode), qty: memberQty}, nil
 }
 
 // Path returns the barrier's path as given to NewDouble.
@@ -105,7 +106,7 @@ func (d *DoubleBarrier) Enter(ctx context.Context) error {
 		d.mu.Unlock()
 		return zkerr.Namedf(d.what(), "%w: already entered (Leave first)", recipes.ErrInvalidArgument)
 	}
-	node := engine.JoinPath(d.full, engine.NewUUID())
+	node := zkpath.JoinPath(d.full, zkpath.NewUUID())
 	d.node = node
 	d.mu.Unlock()
 	if err := d.enter(ctx, node); err != nil {
@@ -241,7 +242,7 @@ func (d *DoubleBarrier) leave(ctx context.Context, node string, present *bool) e
 			return engine.Look{}, err
 		}
 		// getData, not exists: a node gone meanwhile leaves no watch.
-		_, _, ch, err := d.e.GetW(ctx, engine.JoinPath(d.full, next))
+		_, _, ch, err := d.e.GetW(ctx, zkpath.JoinPath(d.full, next))
 		switch {
 		case errors.Is(err, zk.ErrNoNode):
 			return engine.Look{Again: true}, nil
@@ -288,13 +289,13 @@ func (d *DoubleBarrier) Members(ctx context.Context) ([]string, bool, error) {
 	}
 	out := members(kids)
 	for i, m := range out {
-		out[i] = d.e.StripNamespace(engine.JoinPath(d.full, m))
+		out[i] = d.e.StripNamespace(zkpath.JoinPath(d.full, m))
 	}
 	return out, slices.Contains(kids, ReadyNode), nil
 }
 
 // pathBase returns the last segment of a server path.
 func pathBase(p string) string {
-	_, name := engine.SplitPath(p)
+	_, name := zkpath.SplitPath(p)
 	return name
 }

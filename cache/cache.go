@@ -15,6 +15,7 @@ import (
 	"github.com/zkrecipes/zkrecipes/internal/engine"
 	"github.com/zkrecipes/zkrecipes/internal/recipeargs"
 	"github.com/zkrecipes/zkrecipes/internal/zkerr"
+	"github.com/zkrecipes/zkrecipes/internal/zkpath"
 	"github.com/zkrecipes/zkrecipes/recipes"
 )
 
@@ -428,7 +429,7 @@ func (c *Cache) upsertLocked(evs []Event, full string, data []byte, st *zk.Stat)
 	case parent < 0:
 		return evs // the parent is not cached: gone already
 	default:
-		_, name := engine.SplitPath(full)
+		_, name := zkpath.SplitPath(full)
 		slot = c.st.insert(parent, name, data, st)
 	}
 	n := c.nodeLocked(slot, full)

@@ -5,6 +5,7 @@ import (
 	"slices"
 
 	"github.com/zkrecipes/zkrecipes/internal/engine"
+	"github.com/zkrecipes/zkrecipes/internal/zkpath"
 )
 
 // fallback keeps the cache current with one-shot watches, Curator's
@@ -41,7 +42,7 @@ func (fb *fallback) add(full string, depth int) {
 	fb.reads[full] = map[string]struct{}{}
 	fb.unloaded[full] = struct{}{}
 	if full != fb.c.full {
-		parent, name := engine.SplitPath(full)
+		parent, name := zkpath.SplitPath(full)
 		if kids := fb.reads[parent]; kids != nil {
 			kids[name] = struct{}{}
 		}
@@ -56,7 +57,7 @@ func (fb *fallback) drop(full string) {
 		return
 	}
 	for k := range kids {
-		fb.drop(engine.JoinPath(full, k))
+		fb.drop(zkpath.JoinPath(full, k))
 	}
 	delete(fb.reads, full)
 	delete(fb.unloaded, full)
@@ -64,7 +65,7 @@ func (fb *fallback) drop(full string) {
 		delete(fb.resync, full)
 	}
 	if full != fb.c.full {
-		parent, name := engine.SplitPath(full)
+		parent, name := zkpath.SplitPath(full)
 		if pk := fb.reads[parent]; pk != nil {
 			delete(pk, name)
 		}
@@ -133,7 +134,7 @@ func (fb *fallback) read(ctx context.Context, w *engine.Watches, full string, de
 			}
 			for _, k := range c.childNamesLocked(slot) {
 				if _, ok := listed[k]; !ok {
-					evs = c.removeLocked(evs, engine.JoinPath(full, k))
+					evs = c.removeLocked(evs, zkpath.JoinPath(full, k))
 				}
 			}
 		}
@@ -161,21 +162,21 @@ func (fb *fallback) followKids(full string, depth int, there bool, kids []string
 		fb.drop(full)
 	case !there:
 		for k := range fb.reads[full] {
-			fb.drop(engine.JoinPath(full, k))
+			fb.drop(zkpath.JoinPath(full, k))
 		}
 	default:
 		listed := make(map[string]struct{}, len(kids))
 		slices.Sort(kids)
 		for _, k := range kids {
 			listed[k] = struct{}{}
-			kf := engine.JoinPath(full, k)
+			kf := zkpath.JoinPath(full, k)
 			if _, ok := fb.reads[kf]; !ok {
 				fb.add(kf, depth+1)
 			}
 		}
 		for k := range fb.reads[full] {
 			if _, ok := listed[k]; !ok {
-				fb.drop(engine.JoinPath(full, k))
+				fb.drop(zkpath.JoinPath(full, k))
 			}
 		}
 	}

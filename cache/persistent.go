@@ -9,6 +9,7 @@ import (
 	"github.com/go-zookeeper/zk"
 
 	"github.com/zkrecipes/zkrecipes/internal/engine"
+	"github.com/zkrecipes/zkrecipes/internal/zkpath"
 	"github.com/zkrecipes/zkrecipes/recipes"
 )
 
@@ -218,7 +219,7 @@ func (c *Cache) load(ctx context.Context, w *engine.PersistentWatch) (uint64, er
 			return
 		}
 		for _, k := range l.kids {
-			walk(engine.JoinPath(full, k))
+			walk(zkpath.JoinPath(full, k))
 		}
 	}
 	walk(c.full)

@@ -11,6 +11,7 @@ import (
 
 	"github.com/zkrecipes/zkrecipes/internal/engine"
 	"github.com/zkrecipes/zkrecipes/internal/zkerr"
+	"github.com/zkrecipes/zkrecipes/internal/zkpath"
 )
 
 // loaded is a node as a full read saw it.
@@ -139,7 +140,7 @@ func (r *treeReader) keep(full string, l *loaded) {
 func children(t readTask, kids []string) []readTask {
 	next := make([]readTask, len(kids))
 	for i, k := range kids {
-		next[i] = readTask{engine.JoinPath(t.full, k), t.depth + 1}
+		next[i] = readTask{zkpath.JoinPath(t.full, k), t.depth + 1}
 	}
 	return next
 }

@@ -13,7 +13,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/zkrecipes/zkrecipes/internal/engine"
+	"github.com/zkrecipes/zkrecipes/internal/zkpath"
 	"github.com/zkrecipes/zkrecipes/mutex"
 	"github.com/zkrecipes/zkrecipes/recipes"
 	"github.com/zkrecipes/zkrecipes/recipes/zktest"
@@ -386,7 +386,7 @@ func (h *harness) stallHolder(role, mode string, f *fault) (*proc, int) {
 // up to the uuid. Inside a multi the bytes differ, so fenced creates do not
 // match.
 func createPattern(parent, lockName string) []byte {
-	prefix := parent + "/" + engine.ProtectedPrefix
+	prefix := parent + "/" + zkpath.ProtectedPrefix
 	n := len(prefix) + 36 + 1 + len(lockName)
 	b := binary.BigEndian.AppendUint32(nil, 1)
 	b = binary.BigEndian.AppendUint32(b, uint32(n))

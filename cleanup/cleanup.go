@@ -32,6 +32,7 @@ import (
 	"github.com/zkrecipes/zkrecipes/internal/engine"
 	"github.com/zkrecipes/zkrecipes/internal/recipeargs"
 	"github.com/zkrecipes/zkrecipes/internal/zkerr"
+	"github.com/zkrecipes/zkrecipes/internal/zkpath"
 	"github.com/zkrecipes/zkrecipes/recipes"
 )
 
@@ -103,7 +104,7 @@ func Scan(ctx context.Context, c *recipes.Client, path string) (ScanResult, erro
 			}
 		}
 		for _, k := range kids {
-			queue = append(queue, engine.JoinPath(p, k))
+			queue = append(queue, zkpath.JoinPath(p, k))
 		}
 	}
 	return res, nil

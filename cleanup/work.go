@@ -9,6 +9,7 @@ import (
 	"github.com/go-zookeeper/zk"
 
 	"github.com/zkrecipes/zkrecipes/internal/engine"
+	"github.com/zkrecipes/zkrecipes/internal/zkpath"
 )
 
 // run is the reaper's loop: while it leads (or always, without an
@@ -112,7 +113,7 @@ func (r *Reaper) found(ctx context.Context, p string, pp *parent, kids []string)
 		return
 	}
 	for _, k := range kids {
-		cp := engine.JoinPath(p, k)
+		cp := zkpath.JoinPath(p, k)
 		if r.nodes[cp] == nil {
 			r.nodes[cp] = &entry{depth: pp.depth + 1}
 		}

@@ -16,6 +16,7 @@ import (
 	"github.com/zkrecipes/zkrecipes/internal/engine"
 	"github.com/zkrecipes/zkrecipes/internal/recipeargs"
 	"github.com/zkrecipes/zkrecipes/internal/zkerr"
+	"github.com/zkrecipes/zkrecipes/internal/zkpath"
 	"github.com/zkrecipes/zkrecipes/recipes"
 )
 
@@ -159,7 +160,7 @@ func checkName(what, s string) error {
 	return nil
 }
 
-func (d *Discovery) servicePath(name string) string { return engine.JoinPath(d.full, name) }
+func (d *Discovery) servicePath(name string) string { return zkpath.JoinPath(d.full, name) }
 
 func createMode(t ServiceType) (int32, bool, error) {
 	switch t {
@@ -220,7 +221,7 @@ func (d *Discovery) Register(ctx context.Context, inst *Instance) error {
 		}
 		return d.update(ctx, r, in, data)
 	}
-	path := engine.JoinPath(d.servicePath(in.Name), in.ID)
+	path := zkpath.JoinPath(d.servicePath(in.Name), in.ID)
 	own, err := d.e.Own(engine.OwnedSpec{
 		Path: path, Mode: mode, Data: data, KeepOnClose: keep, TakeOver: true,
 		What: "service instance " + d.e.StripNamespace(path),
@@ -324,7 +325,7 @@ func (d *Discovery) Unregister(ctx context.Context, name, id string) error {
 	r := d.regs[key]
 	delete(d.regs, key)
 	d.mu.Unlock()
-	path := engine.JoinPath(d.servicePath(name), id)
+	path := zkpath.JoinPath(d.servicePath(name), id)
 	if r == nil {
 		return d.deleteNode(ctx, path)
 	}

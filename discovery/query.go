@@ -12,7 +12,7 @@ import (
 
 	"github.com/go-zookeeper/zk"
 
-	"github.com/zkrecipes/zkrecipes/internal/engine"
+	"github.com/zkrecipes/zkrecipes/internal/zkpath"
 	"github.com/zkrecipes/zkrecipes/recipes"
 )
 
@@ -64,7 +64,7 @@ func (d *Discovery) QueryForInstances(ctx context.Context, name string) ([]*Inst
 	}
 	out := make([]*Instance, 0, len(ids))
 	for _, id := range ids {
-		inst, err := d.read(ctx, engine.JoinPath(sp, id))
+		inst, err := d.read(ctx, zkpath.JoinPath(sp, id))
 		switch {
 		case errors.Is(err, recipes.ErrCorrupt):
 			continue // logged and counted
@@ -90,7 +90,7 @@ func (d *Discovery) QueryForInstance(ctx context.Context, name, id string) (*Ins
 	if err := checkName("instance id", id); err != nil {
 		return nil, d.errf("query for instance: %w", err)
 	}
-	inst, err := d.read(ctx, engine.JoinPath(d.servicePath(name), id))
+	inst, err := d.read(ctx, zkpath.JoinPath(d.servicePath(name), id))
 	if err != nil {
 		return nil, d.errf("query for instance %s/%s: %w", name, id, err)
 	}

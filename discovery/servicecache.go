@@ -11,6 +11,7 @@ import (
 	"github.com/zkrecipes/zkrecipes/cache"
 	"github.com/zkrecipes/zkrecipes/internal/engine"
 	"github.com/zkrecipes/zkrecipes/internal/zkerr"
+	"github.com/zkrecipes/zkrecipes/internal/zkpath"
 	"github.com/zkrecipes/zkrecipes/recipes"
 )
 
@@ -48,7 +49,7 @@ func (d *Discovery) NewServiceCache(name string) (*ServiceCache, error) {
 	if err := checkName("service name", name); err != nil {
 		return nil, err
 	}
-	cc, err := cache.NewChildrenCache(d.c, engine.JoinPath(d.base, name))
+	cc, err := cache.NewChildrenCache(d.c, zkpath.JoinPath(d.base, name))
 	if err != nil {
 		return nil, err
 	}
@@ -70,7 +71,7 @@ func (s *ServiceCache) made() bool { return s != nil && s.snap.Load() != nil }
 
 func notMadeCache() error { return zkerr.NotMade("ServiceCache", "Discovery.NewServiceCache") }
 
-func (s *ServiceCache) what() string { return "service cache " + engine.JoinPath(s.d.base, s.name) }
+func (s *ServiceCache) what() string { return "service cache " + zkpath.JoinPath(s.d.base, s.name) }
 
 // Start starts the cache and waits within ctx for the initial load (as
 // Curator's start). A Start that fails leaves nothing running.
@@ -130,7 +131,7 @@ func (s *ServiceCache) event(ev cache.Event) {
 	changed := false
 	switch ev.Type {
 	case cache.NodeCreated, cache.NodeChanged:
-		_, node := engine.SplitPath(ev.Path)
+		_, node := zkpath.SplitPath(ev.Path)
 		inst, err := s.d.decode(ev.Path, ev.New.Data)
 		if err != nil {
 			if _, had := s.byNode[node]; had {
@@ -145,7 +146,7 @@ func (s *ServiceCache) event(ev cache.Event) {
 		s.byNode[node] = inst
 		changed = true
 	case cache.NodeDeleted:
-		_, node := engine.SplitPath(ev.Path)
+		_, node := zkpath.SplitPath(ev.Path)
 		if _, had := s.byNode[node]; had {
 			delete(s.byNode, node)
 			changed = true

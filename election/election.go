@@ -48,6 +48,7 @@ import (
 	"github.com/zkrecipes/zkrecipes/internal/engine"
 	"github.com/zkrecipes/zkrecipes/internal/recipeargs"
 	"github.com/zkrecipes/zkrecipes/internal/zkerr"
+	"github.com/zkrecipes/zkrecipes/internal/zkpath"
 	"github.com/zkrecipes/zkrecipes/recipes"
 )
 
@@ -235,7 +236,7 @@ func readLeader(ctx context.Context, c *recipes.Client, full string, w *engine.W
 			return recipes.Participant{}, nil
 		}
 		first := engine.SortContenders(kids, anyDriver)[0]
-		p := engine.JoinPath(full, first.Name)
+		p := zkpath.JoinPath(full, first.Name)
 		v, err := e.ReadData(ctx, p, w, false)
 		if err != nil {
 			return recipes.Participant{}, err

@@ -8,7 +8,7 @@ import (
 
 	"github.com/go-zookeeper/zk"
 
-	"github.com/zkrecipes/zkrecipes/internal/engine"
+	"github.com/zkrecipes/zkrecipes/internal/zkpath"
 	"github.com/zkrecipes/zkrecipes/mutex"
 	"github.com/zkrecipes/zkrecipes/recipes"
 	"github.com/zkrecipes/zkrecipes/recipes/zktest"
@@ -69,7 +69,7 @@ func BenchmarkLockUnlockRawRequests(b *testing.B) {
 	if _, err := conn.Create("/bench/raw", nil, 0, acl); err != nil && err != zk.ErrNodeExists {
 		b.Fatal(err)
 	}
-	prefix := "/bench/raw/" + engine.ProtectedPrefix + engine.NewUUID() + "-" + mutex.LockName
+	prefix := "/bench/raw/" + zkpath.ProtectedPrefix + zkpath.NewUUID() + "-" + mutex.LockName
 	b.ReportAllocs()
 	defer reportCPU(b)()
 	for b.Loop() {

@@ -12,6 +12,7 @@ import (
 	"github.com/zkrecipes/zkrecipes/internal/engine"
 	"github.com/zkrecipes/zkrecipes/internal/recipeargs"
 	"github.com/zkrecipes/zkrecipes/internal/zkerr"
+	"github.com/zkrecipes/zkrecipes/internal/zkpath"
 	"github.com/zkrecipes/zkrecipes/recipes"
 )
 
@@ -78,14 +79,14 @@ func NewGroupMember(c *recipes.Client, membershipPath, id string, payload []byte
 	if err != nil {
 		return nil, err
 	}
-	if id == "" || strings.Contains(id, "/") || engine.ValidatePath("/"+id) != nil {
+	if id == "" || strings.Contains(id, "/") || zkpath.ValidatePath("/"+id) != nil {
 		return nil, fmt.Errorf("%w: member id %q", recipes.ErrInvalidArgument, id)
 	}
 	if payload == nil {
 		payload = []byte(engine.LocalIP())
 	}
 	e := engine.Of(c)
-	memberPath := e.StripNamespace(engine.JoinPath(full, id))
+	memberPath := e.StripNamespace(zkpath.JoinPath(full, id))
 	n, err := NewPersistentNode(c, memberPath, Ephemeral, payload)
 	if err != nil {
 		return nil, err
@@ -120,7 +121,7 @@ func (g *GroupMember) made() bool { return g != nil && g.node != nil }
 
 func notMadeGroup() error { return zkerr.NotMade("GroupMember", "NewGroupMember") }
 
-func (g *GroupMember) what() string { return "group member " + engine.JoinPath(g.path, g.id) }
+func (g *GroupMember) what() string { return "group member " + zkpath.JoinPath(g.path, g.id) }
 
 // Start makes this member's node in the background and starts the cache
 // of the group; WaitReady waits for both. A failed Start leaves
@@ -171,13 +172,13 @@ func (g *GroupMember) apply(ev cache.Event) {
 	g.memoOK = false
 	switch ev.Type {
 	case cache.NodeCreated, cache.NodeChanged:
-		_, id := engine.SplitPath(ev.Path)
+		_, id := zkpath.SplitPath(ev.Path)
 		g.others[id] = ev.New.Data
 		if ev.New.Path == g.node.Path() {
 			g.checkPayloadLocked(ev.New.Data)
 		}
 	case cache.NodeDeleted:
-		_, id := engine.SplitPath(ev.Path)
+		_, id := zkpath.SplitPath(ev.Path)
 		delete(g.others, id)
 	case cache.Initialized:
 		g.loaded = true

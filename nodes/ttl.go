@@ -13,6 +13,7 @@ import (
 	"github.com/zkrecipes/zkrecipes/internal/engine"
 	"github.com/zkrecipes/zkrecipes/internal/recipeargs"
 	"github.com/zkrecipes/zkrecipes/internal/zkerr"
+	"github.com/zkrecipes/zkrecipes/internal/zkpath"
 	"github.com/zkrecipes/zkrecipes/recipes"
 )
 
@@ -27,7 +28,7 @@ func WithTouchNode(name string) Option {
 		if err := only(o, "WithTouchNode", ttlNode); err != nil {
 			return err
 		}
-		if name == "" || strings.Contains(name, "/") || engine.ValidatePath("/"+name) != nil {
+		if name == "" || strings.Contains(name, "/") || zkpath.ValidatePath("/"+name) != nil {
 			return fmt.Errorf("%w: touch node name %q", recipes.ErrInvalidArgument, name)
 		}
 		o.child = name
@@ -102,7 +103,7 @@ func NewPersistentTTLNode(c *recipes.Client, path string, ttl time.Duration, dat
 	}
 	n.o.keep = true
 	return &PersistentTTLNode{
-		e: engine.Of(c), path: path, full: full, child: engine.JoinPath(full, o.child),
+		e: engine.Of(c), path: path, full: full, child: zkpath.JoinPath(full, o.child),
 		ttl: ttl, period: ttl / time.Duration(o.factor), node: n,
 		again: make(chan struct{}, 1),
 	}, nil
@@ -310,7 +311,7 @@ func ReadTTLNode(ctx context.Context, c *recipes.Client, path string, child ...s
 		return s, zkerr.Namedf("TTL node "+path, "read: %w", err)
 	}
 	s.Exists, s.Data = true, d
-	td, st, err := e.Get(ctx, engine.JoinPath(full, name))
+	td, st, err := e.Get(ctx, zkpath.JoinPath(full, name))
 	switch {
 	case errors.Is(err, zk.ErrNoNode):
 		return s, nil

@@ -14,6 +14,7 @@ import (
 
 	"github.com/zkrecipes/zkrecipes/internal/engine"
 	"github.com/zkrecipes/zkrecipes/internal/zkerr"
+	"github.com/zkrecipes/zkrecipes/internal/zkpath"
 	"github.com/zkrecipes/zkrecipes/recipes"
 )
 
@@ -108,7 +109,7 @@ func (q *core) forgetUnlocked(ctx context.Context, locked map[string]bool, all [
 			delete(locked, n) // consumed
 			continue
 		}
-		ok, _, err := q.e.Exists(ctx, engine.JoinPath(q.lockFull, n))
+		ok, _, err := q.e.Exists(ctx, zkpath.JoinPath(q.lockFull, n))
 		if err != nil {
 			return err
 		}
@@ -123,7 +124,7 @@ func (q *core) forgetUnlocked(ctx context.Context, locked map[string]bool, all [
 // items, or asks for another look when that lock is gone already.
 func (q *core) watchALock(ctx context.Context, locked map[string]bool, look engine.Look) (engine.Look, error) {
 	for n := range locked {
-		ok, _, ech, err := q.e.ExistsW(ctx, engine.JoinPath(q.lockFull, n))
+		ok, _, ech, err := q.e.ExistsW(ctx, zkpath.JoinPath(q.lockFull, n))
 		if err != nil {
 			return engine.Look{}, err
 		}
@@ -149,7 +150,7 @@ func (q *core) process(ctx context.Context, name string) bool {
 // processNormally is Curator's normal mode: read, delete, consume (at
 // most once).
 func (q *core) processNormally(ctx context.Context, name string) {
-	node := engine.JoinPath(q.full, name)
+	node := zkpath.JoinPath(q.full, name)
 	var (
 		data []byte
 		st   *zk.Stat
@@ -185,7 +186,7 @@ func (q *core) processNormally(ctx context.Context, name string) {
 }
 
 func (q *core) message(name string, items [][]byte) *Message {
-	m := &Message{Items: items, Node: q.e.StripNamespace(engine.JoinPath(q.full, name)), name: name, q: q}
+	m := &Message{Items: items, Node: q.e.StripNamespace(zkpath.JoinPath(q.full, name)), name: name, q: q}
 	if q.kind == kindID {
 		if id, _, ok := parseID(name); ok {
 			m.ID = id
@@ -216,8 +217,8 @@ var (
 // takeLock creates the item's lock, or returns errTaken.
 func (q *core) takeLock(ctx context.Context, name string) (*lock, error) {
 	l := &lock{
-		node:   engine.JoinPath(q.lockFull, name),
-		marker: engine.JoinPath(q.lockFull, "_c_"+engine.NewUUID()+"-"+name),
+		node:   zkpath.JoinPath(q.lockFull, name),
+		marker: zkpath.JoinPath(q.lockFull, "_c_"+zkpath.NewUUID()+"-"+name),
 	}
 	lostReply := false
 	err := q.e.Retry(ctx, func() error {
@@ -303,7 +304,7 @@ func (q *core) processWithLock(ctx context.Context, name string) bool {
 		}
 		return false
 	}
-	node := engine.JoinPath(q.full, name)
+	node := zkpath.JoinPath(q.full, name)
 	var data []byte
 	err = q.e.Retry(ctx, func() error {
 		var err error
@@ -359,10 +360,10 @@ func (q *core) fencedFinish(ctx context.Context, m *Message, requeue bool) error
 	// ends.
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), q.e.SessionTimeout()+time.Second)
 	defer cancel()
-	node := engine.JoinPath(q.full, m.name)
+	node := zkpath.JoinPath(q.full, m.name)
 	ops := []engine.Op{engine.DeleteOp(l.marker, -1), engine.DeleteOp(node, -1)}
 	if requeue {
-		ops = append(ops, engine.CreateOp(engine.JoinPath(q.full, requeueName(m.name)), m.data, zk.FlagSequence))
+		ops = append(ops, engine.CreateOp(zkpath.JoinPath(q.full, requeueName(m.name)), m.data, zk.FlagSequence))
 	}
 	ops = append(ops, engine.DeleteOp(l.node, -1))
 	verb := "ack"
@@ -460,7 +461,7 @@ func failed(res []zk.MultiResponse) int {
 // tryRemove deletes one item (IDQueue.Remove), under its lock in
 // lock-safety mode; false when it was gone or locked.
 func (q *core) tryRemove(ctx context.Context, name string) (bool, error) {
-	node := engine.JoinPath(q.full, name)
+	node := zkpath.JoinPath(q.full, name)
 	if q.lockFull == "" {
 		err := q.e.Retry(ctx, func() error { return q.e.Delete(ctx, node, -1) })
 		if errors.Is(err, zk.ErrNoNode) {

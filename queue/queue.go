@@ -14,6 +14,7 @@ import (
 	"github.com/zkrecipes/zkrecipes/internal/engine"
 	"github.com/zkrecipes/zkrecipes/internal/recipeargs"
 	"github.com/zkrecipes/zkrecipes/internal/zkerr"
+	"github.com/zkrecipes/zkrecipes/internal/zkpath"
 	"github.com/zkrecipes/zkrecipes/recipes"
 )
 
@@ -269,7 +270,7 @@ func (q *core) put(ctx context.Context, name string, items [][]byte) error {
 	}
 	data := Encode(items)
 	err := q.e.Retry(ctx, func() error {
-		_, err := q.e.CreateWithParents(ctx, engine.JoinPath(q.full, name), data, zk.FlagSequence)
+		_, err := q.e.CreateWithParents(ctx, zkpath.JoinPath(q.full, name), data, zk.FlagSequence)
 		return err
 	})
 	if err != nil {

@@ -11,6 +11,7 @@ import (
 	"github.com/zkrecipes/zkrecipes/internal/engine"
 	"github.com/zkrecipes/zkrecipes/internal/recipeargs"
 	"github.com/zkrecipes/zkrecipes/internal/zkerr"
+	"github.com/zkrecipes/zkrecipes/internal/zkpath"
 	"github.com/zkrecipes/zkrecipes/recipes"
 )
 
@@ -82,7 +83,7 @@ func (q *SimpleQueue) Offer(ctx context.Context, data []byte) error {
 		return err
 	}
 	err := q.e.Retry(ctx, func() error {
-		_, err := q.e.CreateWithParents(ctx, engine.JoinPath(q.full, SimplePrefix), data, zk.FlagSequence)
+		_, err := q.e.CreateWithParents(ctx, zkpath.JoinPath(q.full, SimplePrefix), data, zk.FlagSequence)
 		return err
 	})
 	if err != nil {
@@ -205,7 +206,7 @@ func (q *SimpleQueue) head(ctx context.Context, remove bool) ([]byte, bool, erro
 			continue
 		}
 		name := q.listed[0]
-		node := engine.JoinPath(q.full, name)
+		node := zkpath.JoinPath(q.full, name)
 		data, st, err := q.e.Get(ctx, node)
 		if errors.Is(err, zk.ErrNoNode) {
 			q.listed = q.listed[1:]

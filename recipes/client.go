@@ -10,6 +10,7 @@ import (
 	"github.com/go-zookeeper/zk"
 
 	"github.com/zkrecipes/zkrecipes/internal/engine"
+	"github.com/zkrecipes/zkrecipes/internal/zkpath"
 )
 
 func init() {
@@ -205,7 +206,7 @@ func (c *Client) create(ctx context.Context, path string, data []byte, flags int
 		return "", err
 	}
 	var p string
-	if parent, _ := engine.SplitPath(full); parents || parent == e.Namespace() {
+	if parent, _ := zkpath.SplitPath(full); parents || parent == e.Namespace() {
 		p, err = e.CreateWithParents(ctx, full, data, flags)
 	} else {
 		p, err = e.Create(ctx, full, data, flags)

@@ -16,6 +16,7 @@ import (
 
 	"github.com/zkrecipes/zkrecipes/internal/engine"
 	"github.com/zkrecipes/zkrecipes/internal/testutil"
+	"github.com/zkrecipes/zkrecipes/internal/zkpath"
 	"github.com/zkrecipes/zkrecipes/recipes"
 	"github.com/zkrecipes/zkrecipes/recipes/zktest"
 )
@@ -161,7 +162,7 @@ func TestProtectedCreateRecoversLostReply(t *testing.T) {
 	require.NoError(t, engine.Of(c).EnsureContainers(ctx, "/protected"))
 
 	before := engine.Of(c).Stats()
-	proxy.CutAfterClientSends([]byte(engine.ProtectedPrefix))
+	proxy.CutAfterClientSends([]byte(zkpath.ProtectedPrefix))
 	path, sid, err := engine.Of(c).CreateProtected(ctx, "/protected", "lock-", []byte("x"))
 	require.NoError(t, err)
 	d := engine.Of(c).Stats().Sub(before)
@@ -174,7 +175,7 @@ func TestProtectedCreateRecoversLostReply(t *testing.T) {
 	require.NoError(t, err)
 	require.Len(t, kids, 1, "exactly one node")
 	assert.Equal(t, "/protected/"+kids[0], path)
-	assert.True(t, strings.HasPrefix(kids[0], engine.ProtectedPrefix))
+	assert.True(t, strings.HasPrefix(kids[0], zkpath.ProtectedPrefix))
 	assert.Regexp(t, `^_c_[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}-lock-\d{10}$`, kids[0])
 }
 
@@ -367,7 +368,7 @@ func TestGoroutineID(t *testing.T) {
 func TestUUIDFormat(t *testing.T) {
 	seen := map[string]bool{}
 	for i := 0; i < 1000; i++ {
-		u := engine.NewUUID()
+		u := zkpath.NewUUID()
 		require.Len(t, u, 36)
 		require.False(t, seen[u])
 		seen[u] = true

@@ -12,6 +12,7 @@ import (
 
 	"github.com/zkrecipes/zkrecipes/internal/engine"
 	"github.com/zkrecipes/zkrecipes/internal/testutil"
+	"github.com/zkrecipes/zkrecipes/internal/zkpath"
 	"github.com/zkrecipes/zkrecipes/recipes"
 	"github.com/zkrecipes/zkrecipes/recipes/zktest"
 )
@@ -55,8 +56,8 @@ func TestMisuse(t *testing.T) {
 	// Recipe paths, and the helpers that take any string.
 	for _, p := range badPaths {
 		add(fmt.Sprintf("FullPath(%q)", p), invalidPath, func() error { _, err := c.FullPath(p); return err })
-		add(fmt.Sprintf("SplitPath(%q)", p), noError, func() error { engine.SplitPath(p); return nil })
-		add(fmt.Sprintf("JoinPath(%q,%q)", p, p), noError, func() error { engine.JoinPath(p, p); return nil })
+		add(fmt.Sprintf("SplitPath(%q)", p), noError, func() error { zkpath.SplitPath(p); return nil })
+		add(fmt.Sprintf("JoinPath(%q,%q)", p, p), noError, func() error { zkpath.JoinPath(p, p); return nil })
 		add(fmt.Sprintf("SortKey(%q,%q)", p, p), noError, func() error { engine.SortKey(p, p, p, ""); return nil })
 	}
 	// The server refuses a character outside the BMP (Java sees a surrogate

@@ -10,6 +10,7 @@ import (
 	"github.com/go-zookeeper/zk"
 
 	"github.com/zkrecipes/zkrecipes/internal/engine"
+	"github.com/zkrecipes/zkrecipes/internal/zkpath"
 )
 
 // Option configures a Client. Connect and NewClient validate options and
@@ -131,7 +132,7 @@ func WithNamespace(ns string) Option {
 		if !strings.HasPrefix(ns, "/") {
 			ns = "/" + ns
 		}
-		if err := engine.ValidatePath(ns); err != nil {
+		if err := zkpath.ValidatePath(ns); err != nil {
 			return fmt.Errorf("%w: namespace: %w", ErrInvalidArgument, err)
 		}
 		o.cfg.Namespace = ns

@@ -21,6 +21,7 @@ import (
 	"github.com/zkrecipes/zkrecipes/internal/engine"
 	"github.com/zkrecipes/zkrecipes/internal/interop"
 	"github.com/zkrecipes/zkrecipes/internal/testutil"
+	"github.com/zkrecipes/zkrecipes/internal/zkpath"
 	"github.com/zkrecipes/zkrecipes/mutex"
 	"github.com/zkrecipes/zkrecipes/recipes"
 	"github.com/zkrecipes/zkrecipes/recipes/zktest"
@@ -573,8 +574,8 @@ func interopDowngrade(t *testing.T, zkc *zktest.Cluster, dir string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, wname := engine.SplitPath(wl.Node())
-	_, rname := engine.SplitPath(rl.Node())
+	_, wname := zkpath.SplitPath(wl.Node())
+	_, rname := zkpath.SplitPath(rl.Node())
 	if !strings.Contains(rname, rwlock.ReadLockName) ||
 		engine.SortKey(rname, rwlock.ReadLockName) != engine.SortKey(wname, rwlock.WriteLockName) {
 		t.Fatalf("downgrade node %s does not take write node %s's sequence", rname, wname)

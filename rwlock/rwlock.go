@@ -58,6 +58,7 @@ import (
 	"github.com/zkrecipes/zkrecipes/internal/lockspec"
 	"github.com/zkrecipes/zkrecipes/internal/recipeargs"
 	"github.com/zkrecipes/zkrecipes/internal/zkerr"
+	"github.com/zkrecipes/zkrecipes/internal/zkpath"
 	"github.com/zkrecipes/zkrecipes/mutex"
 	"github.com/zkrecipes/zkrecipes/recipes"
 )
@@ -140,7 +141,7 @@ func (rw *RWLock) prepareWrite(owner any) ([]engine.EnterOption, error) {
 // and that node holds at once.
 func (rw *RWLock) prepareRead(owner any) ([]engine.EnterOption, error) {
 	if node, ok := lockspec.HeldBy(rw.write, owner); ok {
-		_, name := engine.SplitPath(node)
+		_, name := zkpath.SplitPath(node)
 		seq := engine.SortKey(name, WriteLockName)
 		return []engine.EnterOption{engine.EnterAtSequence(seq), engine.EnterGranted()}, nil
 	}

@@ -15,6 +15,7 @@ import (
 
 	"github.com/zkrecipes/zkrecipes/internal/engine"
 	"github.com/zkrecipes/zkrecipes/internal/testutil"
+	"github.com/zkrecipes/zkrecipes/internal/zkpath"
 	"github.com/zkrecipes/zkrecipes/mutex"
 	"github.com/zkrecipes/zkrecipes/recipes"
 	"github.com/zkrecipes/zkrecipes/recipes/zktest"
@@ -195,10 +196,10 @@ func TestDowngradeKeepsQueuedWriterOutAndUpgradeFails(t *testing.T) {
 	rl, err := rw.ReadLock().TryAcquire(owner)
 	require.NoError(t, err, "the write lock's owner gets the read lock at once")
 	ps := waitNodes(t, rw, 3)
-	_, wname := engine.SplitPath(wl.Node())
-	_, rname := engine.SplitPath(rl.Node())
+	_, wname := zkpath.SplitPath(wl.Node())
+	_, rname := zkpath.SplitPath(rl.Node())
 	seq := engine.SortKey(wname, rwlock.WriteLockName)
-	assert.Equal(t, rwlock.ReadLockName+seq, rname[len(engine.ProtectedPrefix)+37:], "the read node takes the write node's sequence")
+	assert.Equal(t, rwlock.ReadLockName+seq, rname[len(zkpath.ProtectedPrefix)+37:], "the read node takes the write node's sequence")
 	assert.True(t, ps[2].Writer, "the queued writer is last")
 
 	require.NoError(t, wl.Release(ctx))

@@ -47,6 +47,7 @@ import (
 	"github.com/zkrecipes/zkrecipes/internal/lockspec"
 	"github.com/zkrecipes/zkrecipes/internal/recipeargs"
 	"github.com/zkrecipes/zkrecipes/internal/zkerr"
+	"github.com/zkrecipes/zkrecipes/internal/zkpath"
 	"github.com/zkrecipes/zkrecipes/mutex"
 	"github.com/zkrecipes/zkrecipes/recipes"
 	"github.com/zkrecipes/zkrecipes/shared"
@@ -159,7 +160,7 @@ func newSemaphore(c *recipes.Client, path string, limit engine.Limit, opts []Opt
 		o.data = []byte(engine.LocalIP())
 	}
 	// The internal lock is not measured: its wait counts in the lease's.
-	lock, err := lockspec.NewMutex(c, engine.JoinPath(path, LockParent), lockspec.Spec{
+	lock, err := lockspec.NewMutex(c, zkpath.JoinPath(path, LockParent), lockspec.Spec{
 		LockName: mutex.LockName,
 		Driver:   &engine.Driver{Names: []string{mutex.LockName}},
 	}, nil)
@@ -167,7 +168,7 @@ func newSemaphore(c *recipes.Client, path string, limit engine.Limit, opts []Opt
 		return nil, err
 	}
 	driver := &engine.Driver{Names: leaseDriver.Names, Recipe: "semaphore", Path: engine.Of(c).StripNamespace(full)}
-	return &Semaphore{c: c, path: path, leases: engine.JoinPath(full, LeaseParent), lock: lock.(*mutex.Mutex),
+	return &Semaphore{c: c, path: path, leases: zkpath.JoinPath(full, LeaseParent), lock: lock.(*mutex.Mutex),
 		driver: driver, limit: limit, opts: o}, nil
 }
 

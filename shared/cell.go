@@ -14,6 +14,7 @@ import (
 	"github.com/zkrecipes/zkrecipes/internal/engine"
 	"github.com/zkrecipes/zkrecipes/internal/recipeargs"
 	"github.com/zkrecipes/zkrecipes/internal/zkerr"
+	"github.com/zkrecipes/zkrecipes/internal/zkpath"
 	"github.com/zkrecipes/zkrecipes/recipes"
 )
 
@@ -104,7 +105,7 @@ func (s *cell[T]) create(ctx context.Context) error {
 	err := e.Retry(ctx, func() error {
 		_, err := e.CreateMakingParents(ctx, s.full, s.seed, 0)
 		if errors.Is(err, zk.ErrNoNode) {
-			parent, _ := engine.SplitPath(s.full)
+			parent, _ := zkpath.SplitPath(s.full)
 			if err := e.EnsureContainers(ctx, parent); err != nil {
 				return err
 			}

@@ -14,6 +14,7 @@ import (
 	"github.com/zkrecipes/zkrecipes/barrier"
 	"github.com/zkrecipes/zkrecipes/election"
 	"github.com/zkrecipes/zkrecipes/internal/engine"
+	"github.com/zkrecipes/zkrecipes/internal/zkpath"
 	"github.com/zkrecipes/zkrecipes/mutex"
 	"github.com/zkrecipes/zkrecipes/nodes"
 	"github.com/zkrecipes/zkrecipes/queue"
@@ -138,7 +139,7 @@ func probeNode(ctx context.Context, r *reader, path string) (*probe, error) {
 	slices.Sort(names)
 	p := &probe{path: path, st: st, kids: make([]child, 0, len(names))}
 	for _, name := range names {
-		c := child{name: name, path: engine.JoinPath(path, name), key: name}
+		c := child{name: name, path: zkpath.JoinPath(path, name), key: name}
 		c.data, c.st, err = r.get(ctx, c.path)
 		switch {
 		case errors.Is(err, recipes.ErrNoNode):
@@ -413,7 +414,7 @@ func queueLocks(kids []child) bool {
 // lockedItem returns the name of the item a queue's lock node locks: its
 // own name, or for a marker (_c_<uuid>-<item>) the name after its prefix.
 func lockedItem(name string) (item string, marker bool) {
-	if _, rest, ok := engine.ParseProtected(name); ok {
+	if _, rest, ok := zkpath.ParseProtected(name); ok {
 		return rest, true
 	}
 	return name, false
@@ -434,7 +435,7 @@ func itemSeq(name string) string {
 // unknown.
 func memberNames(kids []child) bool {
 	for _, k := range kids {
-		if k.st == nil || k.st.NumChildren > 0 || strings.HasPrefix(k.name, engine.ProtectedPrefix) || reUUIDName.MatchString(k.name) {
+		if k.st == nil || k.st.NumChildren > 0 || strings.HasPrefix(k.name, zkpath.ProtectedPrefix) || reUUIDName.MatchString(k.name) {
 			return false
 		}
 		for _, ln := range lockNames {

@@ -19,8 +19,8 @@ import (
 
 	"github.com/zkrecipes/zkrecipes/discovery"
 	"github.com/zkrecipes/zkrecipes/election"
-	"github.com/zkrecipes/zkrecipes/internal/engine"
 	"github.com/zkrecipes/zkrecipes/internal/testutil"
+	"github.com/zkrecipes/zkrecipes/internal/zkpath"
 	"github.com/zkrecipes/zkrecipes/mutex"
 	"github.com/zkrecipes/zkrecipes/recipes"
 	"github.com/zkrecipes/zkrecipes/recipes/zktest"
@@ -273,7 +273,7 @@ func TestSemaphoreAndUnknown(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, name := range []string{"lock-", "latch-"} {
-		if _, err := b.Create(ctx, "/locks/mixed/"+engine.ProtectedPrefix+engine.NewUUID()+"-"+name, nil, zk.FlagEphemeral|zk.FlagSequence); err != nil {
+		if _, err := b.Create(ctx, "/locks/mixed/"+zkpath.ProtectedPrefix+zkpath.NewUUID()+"-"+name, nil, zk.FlagEphemeral|zk.FlagSequence); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -12,7 +12,7 @@ import (
 	"github.com/go-zookeeper/zk"
 
 	"github.com/zkrecipes/zkrecipes/discovery"
-	"github.com/zkrecipes/zkrecipes/internal/engine"
+	"github.com/zkrecipes/zkrecipes/internal/zkpath"
 	"github.com/zkrecipes/zkrecipes/recipes"
 )
 
@@ -78,7 +78,7 @@ func instanceOf(service string, k child) (*discovery.Instance, error) {
 // (or that the session may not read), at least one of them an instance of
 // the service p names. Data that is no JSON object is not decoded.
 func isService(p *probe) bool {
-	_, name := engine.SplitPath(p.path)
+	_, name := zkpath.SplitPath(p.path)
 	found := false
 	for _, k := range p.kids {
 		if k.st != nil && k.st.NumChildren > 0 {
@@ -98,7 +98,7 @@ func serviceOf(r *reader, p *probe) *Service {
 	if !isService(p) {
 		return nil
 	}
-	_, name := engine.SplitPath(p.path)
+	_, name := zkpath.SplitPath(p.path)
 	svc := &Service{Name: name, Path: p.path, Instances: []Instance{}}
 	for _, k := range p.kids {
 		in := Instance{Node: k.name, Session: "?"}

@@ -20,6 +20,7 @@ import (
 
 	"github.com/zkrecipes/zkrecipes/election"
 	"github.com/zkrecipes/zkrecipes/internal/engine"
+	"github.com/zkrecipes/zkrecipes/internal/zkpath"
 	"github.com/zkrecipes/zkrecipes/mutex"
 	"github.com/zkrecipes/zkrecipes/queue"
 	"github.com/zkrecipes/zkrecipes/recipes"
@@ -79,7 +80,7 @@ var (
 )
 
 // library names the client library whose naming a node follows: a
-// protected name (engine.ParseProtected) is Curator's and zkrecipes'.
+// protected name (zkpath.ParseProtected) is Curator's and zkrecipes'.
 func library(name string) string {
 	switch {
 	case isProtected(name), reUUIDName.MatchString(name): // a double barrier's member
@@ -94,7 +95,7 @@ func library(name string) string {
 
 // isProtected reports whether name was made by a protected create.
 func isProtected(name string) bool {
-	_, _, ok := engine.ParseProtected(name)
+	_, _, ok := zkpath.ParseProtected(name)
 	return ok
 }
 
@@ -320,7 +321,7 @@ func inspect(ctx context.Context, r *reader, cfg config) (*Report, error) {
 		return nil, err
 	}
 	if cl.kind == kindLeases && cfg.path != "/" { // <semaphore>/leases: show the semaphore
-		parent, _ := engine.SplitPath(cfg.path)
+		parent, _ := zkpath.SplitPath(cfg.path)
 		pp, err := probeNode(ctx, r, parent)
 		if err != nil && !errors.Is(err, recipes.ErrNoNode) {
 			return nil, fmt.Errorf("%s: %w", parent, err)

@@ -31,6 +31,7 @@ import (
 	"github.com/zkrecipes/zkrecipes/internal/engine"
 	"github.com/zkrecipes/zkrecipes/internal/interop"
 	"github.com/zkrecipes/zkrecipes/internal/testutil"
+	"github.com/zkrecipes/zkrecipes/internal/zkpath"
 	"github.com/zkrecipes/zkrecipes/mutex"
 	"github.com/zkrecipes/zkrecipes/queue"
 	"github.com/zkrecipes/zkrecipes/recipes"
@@ -43,7 +44,7 @@ import (
 // newRunRoot returns a fresh path for a test's queues, so that runs against
 // one server (-count=2, ZK_TEST_SERVERS) start from empty parents. The
 // normaliser writes it as /zkinspect-xxxxxxxx.
-func newRunRoot() string { return "/zkinspect-" + engine.NewUUID()[:8] }
+func newRunRoot() string { return "/zkinspect-" + zkpath.NewUUID()[:8] }
 
 var reRunRoot = regexp.MustCompile(`/zkinspect-[0-9a-f]{8}`)
 
@@ -240,7 +241,7 @@ func treeStats(t *testing.T, c *recipes.Client, path string) map[string]zk.Stat 
 		}
 		out[p] = *st
 		for _, k := range kids {
-			walk(engine.JoinPath(p, k))
+			walk(zkpath.JoinPath(p, k))
 		}
 	}
 	walk(path)

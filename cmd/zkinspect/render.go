@@ -10,7 +10,7 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"github.com/zkrecipes/zkrecipes/internal/engine"
+	"github.com/zkrecipes/zkrecipes/internal/zkpath"
 	"github.com/zkrecipes/zkrecipes/semaphore"
 )
 
@@ -165,9 +165,9 @@ func renderQueue(b *strings.Builder, q *Queue) {
 	case kindDouble:
 		renderNodes(b, q.Nodes, false, "no members")
 	case kindSemaphore:
-		fmt.Fprintf(b, "leases (%s):\n", engine.JoinPath(q.Path, semaphore.LeaseParent))
+		fmt.Fprintf(b, "leases (%s):\n", zkpath.JoinPath(q.Path, semaphore.LeaseParent))
 		renderNodes(b, q.Nodes, false, "no leases")
-		fmt.Fprintf(b, "internal lock (%s):\n", engine.JoinPath(q.Path, semaphore.LockParent))
+		fmt.Fprintf(b, "internal lock (%s):\n", zkpath.JoinPath(q.Path, semaphore.LockParent))
 		renderNodes(b, q.InternalLock, false, "nobody acquiring")
 	case kindQueue, kindSimpleQueue:
 		renderNodes(b, q.Nodes, false, "no items")

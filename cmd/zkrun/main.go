@@ -117,6 +117,7 @@ import (
 	"github.com/zkrecipes/zkrecipes/election"
 	"github.com/zkrecipes/zkrecipes/internal/cli"
 	"github.com/zkrecipes/zkrecipes/internal/engine"
+	"github.com/zkrecipes/zkrecipes/internal/zkpath"
 	"github.com/zkrecipes/zkrecipes/mutex"
 	"github.com/zkrecipes/zkrecipes/recipes"
 	"github.com/zkrecipes/zkrecipes/semaphore"
@@ -323,7 +324,7 @@ func (c *config) parseRegister() error {
 		return fmt.Errorf("%w: -port and -ssl-port go from 0 (none) to 65535", cli.ErrUsage)
 	}
 	if c.id0 == "" {
-		c.id0 = engine.NewUUID()
+		c.id0 = zkpath.NewUUID()
 	}
 	if c.address == "" {
 		c.address = engine.LocalIP()
@@ -472,7 +473,7 @@ func run(args []string, stderr io.Writer, getenv func(string) string) int {
 		log.Info("registered", "node", h.node)
 		cmd.Env = append(os.Environ(),
 			"ZKRUN_NODE="+h.node,
-			"ZKRUN_PATH="+engine.JoinPath(cfg.base, cfg.path),
+			"ZKRUN_PATH="+zkpath.JoinPath(cfg.base, cfg.path),
 		)
 	}
 	switch cfg.sub {
@@ -622,7 +623,7 @@ func take(ctx context.Context, c *recipes.Client, cfg config) (*hold, error) {
 			_ = d.Close(cctx)
 			return nil, err
 		}
-		full, err := c.FullPath(engine.JoinPath(engine.JoinPath(cfg.base, cfg.path), cfg.instance.ID))
+		full, err := c.FullPath(zkpath.JoinPath(zkpath.JoinPath(cfg.base, cfg.path), cfg.instance.ID))
 		if err != nil {
 			return nil, err
 		}

@@ -24,8 +24,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/zkrecipes/zkrecipes/internal/engine"
 	"github.com/zkrecipes/zkrecipes/internal/testutil"
+	"github.com/zkrecipes/zkrecipes/internal/zkpath"
 	"github.com/zkrecipes/zkrecipes/recipes"
 	"github.com/zkrecipes/zkrecipes/recipes/zktest"
 )
@@ -59,7 +59,7 @@ func TestMain(m *testing.M) {
 // test works under a path of its own.
 func zkServer(t *testing.T) *zktest.Cluster { return testutil.SharedServer(t) }
 
-func newPath() string { return "/zkrun-" + engine.NewUUID()[:8] }
+func newPath() string { return "/zkrun-" + zkpath.NewUUID()[:8] }
 
 // syncBuf is a bytes.Buffer safe for exec's copying goroutine and the test.
 type syncBuf struct {

@@ -159,6 +159,7 @@ import (
 	"github.com/go-zookeeper/zk"
 
 	"github.com/zkrecipes/zkrecipes/internal/engine"
+	"github.com/zkrecipes/zkrecipes/internal/zkpath"
 	"github.com/zkrecipes/zkrecipes/mutex"
 	"github.com/zkrecipes/zkrecipes/recipes"
 	"github.com/zkrecipes/zkrecipes/recipes/zktest"
@@ -272,7 +273,7 @@ func run(f flags) (int, error) {
 	}
 	defer cleanup()
 
-	b := &bench{f: f, servers: servers, root: "/zkrecipes-bench/" + engine.NewUUID()[:8]}
+	b := &bench{f: f, servers: servers, root: "/zkrecipes-bench/" + zkpath.NewUUID()[:8]}
 	fmt.Printf("zkrecipes benchmark: %s, session timeout %v, %s %s/%s, GOMAXPROCS=%d\n",
 		where, f.sessionTimeout, runtime.Version(), runtime.GOOS, runtime.GOARCH, runtime.GOMAXPROCS(0))
 	fmt.Printf("paths under %s\n", b.root)
@@ -580,7 +581,7 @@ type rawLoop struct {
 
 func (l *rawLoop) run(n int) error {
 	for range n {
-		prefix := l.parent + "/" + engine.ProtectedPrefix + engine.NewUUID() + "-" + mutex.LockName
+		prefix := l.parent + "/" + zkpath.ProtectedPrefix + zkpath.NewUUID() + "-" + mutex.LockName
 		var (
 			node string
 			err  error

@@ -7,6 +7,7 @@ import (
 
 	"github.com/go-zookeeper/zk"
 	"github.com/zkrecipes/zkrecipes/internal/zkerr"
+	"github.com/zkrecipes/zkrecipes/internal/zkpath"
 )
 
 // Acquire waits until the driver says our node holds, and returns the
@@ -159,7 +160,7 @@ func (ct *Contest) watchAhead(ctx context.Context, q *queueView, w int) (Look, e
 	if next.Name == q.target && q.watch != nil {
 		return Look{Watch: q.watch}, nil
 	}
-	_, _, ch, err := ct.c.GetW(ctx, JoinPath(ct.parent, next.Name))
+	_, _, ch, err := ct.c.GetW(ctx, zkpath.JoinPath(ct.parent, next.Name))
 	switch {
 	case err == nil:
 		q.target, q.watch = next.Name, ch

@@ -9,6 +9,7 @@ import (
 	"github.com/cenkalti/backoff/v4"
 	"github.com/go-zookeeper/zk"
 	"github.com/zkrecipes/zkrecipes/internal/zkerr"
+	"github.com/zkrecipes/zkrecipes/internal/zkpath"
 )
 
 // CAS configures a compare-and-set loop (CompareAndSet).
@@ -72,7 +73,7 @@ func (c *Client) CompareAndSet(ctx context.Context, path string, cas CAS, update
 	if update == nil {
 		return CASResult{}, fmt.Errorf("%w: nil update", zkerr.ErrInvalidArgument)
 	}
-	if err := ValidatePath(path); err != nil {
+	if err := zkpath.ValidatePath(path); err != nil {
 		return CASResult{}, err
 	}
 	l := &casLoop{c: c, ctx: ctx, path: path, cas: cas, conflicts: c.Backoff()}
@@ -234,7 +235,7 @@ func (c *Client) casCreate(ctx context.Context, path string, data []byte) (*zk.S
 	for {
 		_, err := c.CreateMakingParents(ctx, path, data, 0)
 		if errors.Is(err, zk.ErrNoNode) {
-			parent, _ := SplitPath(path)
+			parent, _ := zkpath.SplitPath(path)
 			if err := c.EnsureContainers(ctx, parent); err != nil {
 				return nil, err
 			}

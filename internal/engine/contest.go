@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/zkrecipes/zkrecipes/internal/zkerr"
+	"github.com/zkrecipes/zkrecipes/internal/zkpath"
 )
 
 // Contest is one contender's place in a queue: a protected ephemeral node
@@ -127,7 +128,7 @@ func (c *Client) Enter(ctx context.Context, parent, lockName string, data []byte
 	if !cfg.since.IsZero() {
 		since = cfg.since
 	}
-	path, sid, lostReply, err := c.createProtected(ctx, parent, NewUUID(), name, data, !cfg.hasFixed)
+	path, sid, lostReply, err := c.createProtected(ctx, parent, zkpath.NewUUID(), name, data, !cfg.hasFixed)
 	var met contestMetrics
 	if c.met != nil {
 		met = c.startContest(d, parent, since)
@@ -138,7 +139,7 @@ func (c *Client) Enter(ctx context.Context, parent, lockName string, data []byte
 	if err != nil {
 		return nil, err
 	}
-	_, name = SplitPath(path)
+	_, name = zkpath.SplitPath(path)
 	c.track(path, sid)
 	return &Contest{
 		c: c, parent: parent, path: path, sid: sid, driver: d,
@@ -154,7 +155,7 @@ func (c *Client) Enter(ctx context.Context, parent, lockName string, data []byte
 // drop, not Leave.
 func (c *Client) contestOn(parent, path string, sid int64, d *Driver, opts []EnterOption) *Contest {
 	cfg := applyEnterOptions(opts)
-	_, name := SplitPath(path)
+	_, name := zkpath.SplitPath(path)
 	ct := &Contest{
 		c: c, parent: parent, path: path, sid: sid, driver: d,
 		granted: cfg.granted, verifyOwner: cfg.verifyOwner,
@@ -203,7 +204,7 @@ func protectedPrefixOf(name string) string {
 	if !ok {
 		return ""
 	}
-	return name[:len(ProtectedPrefix)+len(uuid)+1]
+	return name[:len(zkpath.ProtectedPrefix)+len(uuid)+1]
 }
 
 // Path returns the server path of our node.
@@ -245,8 +246,8 @@ func (ct *Contest) dropGhosts(kids []string) []string {
 		if out == nil {
 			out = append(make([]string, 0, len(kids)), kids[:i]...)
 		}
-		ct.c.log.Warn("zkrecipes: deleting a ghost of our own node", "node", JoinPath(ct.parent, k), "ours", ct.me.Name)
-		_ = ct.c.GuaranteedDelete(context.Background(), JoinPath(ct.parent, k), ct.sid)
+		ct.c.log.Warn("zkrecipes: deleting a ghost of our own node", "node", zkpath.JoinPath(ct.parent, k), "ours", ct.me.Name)
+		_ = ct.c.GuaranteedDelete(context.Background(), zkpath.JoinPath(ct.parent, k), ct.sid)
 	}
 	if out == nil {
 		return kids

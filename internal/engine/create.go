@@ -2,7 +2,6 @@ package engine
 
 import (
 	"context"
-	"crypto/rand"
 	"errors"
 	"fmt"
 	"strings"
@@ -10,33 +9,8 @@ import (
 
 	"github.com/go-zookeeper/zk"
 	"github.com/zkrecipes/zkrecipes/internal/zkerr"
+	"github.com/zkrecipes/zkrecipes/internal/zkpath"
 )
-
-// ProtectedPrefix marks a node made by a protected create, as in Curator:
-// the node's name is ProtectedPrefix + <uuid> + "-" + name.
-const ProtectedPrefix = "_c_"
-
-// NewUUID returns a random (version 4) UUID in its 36-character dashed form.
-func NewUUID() string {
-	var b [16]byte
-	if _, err := rand.Read(b[:]); err != nil {
-		panic("zkrecipes: crypto/rand failed: " + err.Error()) // never happens on supported platforms
-	}
-	b[6] = b[6]&0x0f | 0x40
-	b[8] = b[8]&0x3f | 0x80
-	const hex = "0123456789abcdef"
-	out := make([]byte, 36)
-	j := 0
-	for i, v := range b {
-		if i == 4 || i == 6 || i == 8 || i == 10 {
-			out[j] = '-'
-			j++
-		}
-		out[j], out[j+1] = hex[v>>4], hex[v&0xf]
-		j += 2
-	}
-	return string(out)
-}
 
 // parentData is a parent's data: empty, not null, as Curator's
 // creatingParentContainersIfNeeded writes it (ZKPaths.mkdirs).
@@ -50,7 +24,7 @@ func (c *Client) EnsureContainers(ctx context.Context, dir string) error {
 	if err := c.check(); err != nil {
 		return err
 	}
-	if err := ValidatePath(dir); err != nil {
+	if err := zkpath.ValidatePath(dir); err != nil {
 		return err
 	}
 	if dir == "/" {
@@ -73,7 +47,7 @@ func (c *Client) EnsureContainers(ctx context.Context, dir string) error {
 		case err == nil || errors.Is(err, zk.ErrNodeExists):
 			return nil
 		case errors.Is(err, zk.ErrNoNode):
-			parent, _ := SplitPath(dir)
+			parent, _ := zkpath.SplitPath(dir)
 			if err := c.EnsureContainers(ctx, parent); err != nil {
 				return err
 			}
@@ -98,7 +72,7 @@ func (c *Client) UsesContainers() bool { return !c.cfg.NoContainers }
 // no node behind (a node whose creation cannot yet be ruled out is looked
 // for and deleted in the background).
 func (c *Client) CreateProtected(ctx context.Context, parent, name string, data []byte) (string, int64, error) {
-	p, sid, _, err := c.createProtected(ctx, parent, NewUUID(), name, data, true)
+	p, sid, _, err := c.createProtected(ctx, parent, zkpath.NewUUID(), name, data, true)
 	return p, sid, err
 }
 
@@ -106,7 +80,7 @@ func (c *Client) CreateProtected(ctx context.Context, parent, name string, data 
 // sequential: _c_<uuid>-<name>, with a fresh uuid (the read/write lock's
 // downgrade node, _c_<uuid>-__READ__<the write node's sequence>).
 func (c *Client) CreateProtectedFixed(ctx context.Context, parent, name string, data []byte) (string, int64, error) {
-	p, sid, _, err := c.createProtected(ctx, parent, NewUUID(), name, data, false)
+	p, sid, _, err := c.createProtected(ctx, parent, zkpath.NewUUID(), name, data, false)
 	return p, sid, err
 }
 
@@ -164,16 +138,10 @@ func checkCreate(ctx context.Context, parent, name string) error {
 	if ctx == nil {
 		return fmt.Errorf("%w: nil context", zkerr.ErrInvalidArgument)
 	}
-	if err := ValidatePath(parent); err != nil {
+	if err := zkpath.ValidatePath(parent); err != nil {
 		return err
 	}
-	if strings.Contains(name, "/") {
-		return fmt.Errorf("%w: node name %q holds a /", zkerr.ErrInvalidPath, name)
-	}
-	if printableASCII(name) { // what ValidatePath would say, without building the path
-		return nil
-	}
-	return ValidatePath("/" + ProtectedPrefix + name)
+	return zkpath.ValidateName(zkpath.ProtectedPrefix + name)
 }
 
 // protectedPath returns the path of the protected node
@@ -184,9 +152,9 @@ func protectedPath(parent, uuid, name string) (path, prefix string) {
 	if parent == "/" {
 		sep = ""
 	}
-	path = parent + sep + ProtectedPrefix + uuid + "-" + name
+	path = parent + sep + zkpath.ProtectedPrefix + uuid + "-" + name
 	start := len(parent) + len(sep)
-	return path, path[start : start+len(ProtectedPrefix)+len(uuid)+1]
+	return path, path[start : start+len(zkpath.ProtectedPrefix)+len(uuid)+1]
 }
 
 // ownerOf returns the session that owns the ephemeral node at path.
@@ -238,7 +206,7 @@ func (c *Client) findProtected(ctx context.Context, parent, prefix, name string)
 	}
 	for _, m := range mine {
 		if m != keep {
-			_ = c.GuaranteedDelete(context.Background(), JoinPath(parent, m), 0)
+			_ = c.GuaranteedDelete(context.Background(), zkpath.JoinPath(parent, m), 0)
 		}
 	}
 	return keep, nil
@@ -275,7 +243,7 @@ func (c *Client) cleanupProtected(parent, prefix string, sid int64) {
 				return err
 			}
 			for _, found := range findPrefixed(kids, prefix) {
-				if err := c.deleteOnce(JoinPath(parent, found)); err != nil {
+				if err := c.deleteOnce(zkpath.JoinPath(parent, found)); err != nil {
 					return err
 				}
 			}
@@ -289,7 +257,7 @@ func (c *Client) cleanupProtected(parent, prefix string, sid int64) {
 // again when a parent goes between the two steps. A missing parent is a
 // step of the create, counted as no_parent in metrics.
 func (c *Client) CreateWithParents(ctx context.Context, path string, data []byte, flags int32) (string, error) {
-	parent, _ := SplitPath(path)
+	parent, _ := zkpath.SplitPath(path)
 	for tries := 0; ; tries++ {
 		p, err := c.CreateMakingParents(ctx, path, data, flags)
 		if err == nil || !errors.Is(err, zk.ErrNoNode) || tries >= 5 {

@@ -8,6 +8,7 @@ import (
 
 	"github.com/go-zookeeper/zk"
 	"github.com/zkrecipes/zkrecipes/internal/zkerr"
+	"github.com/zkrecipes/zkrecipes/internal/zkpath"
 )
 
 // createProtectedTTL is createProtectedMode with the TTL of a TTL mode.
@@ -114,7 +115,7 @@ func (pc *protectedCreate) search() (string, int64, createStep, error) {
 	case err == nil:
 		pc.searching = false
 		if found != "" {
-			p := JoinPath(parent, found)
+			p := zkpath.JoinPath(parent, found)
 			if c.conn.SessionID() == pc.sid || !pc.ephemeral {
 				return p, pc.owner(pc.sid), stepDone, nil
 			}
@@ -148,7 +149,7 @@ func (pc *protectedCreate) attempt() (_ string, _ int64, done bool, _ error) {
 	if cur := c.conn.SessionID(); pc.ephemeral && pc.sid != 0 && cur != pc.sid {
 		// A new session: a new name, so that a name once seen gone
 		// never exists again (the engine's knowledge relies on it).
-		pc.target, pc.prefix = protectedPath(pc.parent, NewUUID(), pc.name)
+		pc.target, pc.prefix = protectedPath(pc.parent, zkpath.NewUUID(), pc.name)
 	}
 	pc.sid = c.conn.SessionID()
 	p, err := c.createTTL(ctx, reqCreateMakingParents, pc.target, pc.data, pc.mode, pc.ttl)

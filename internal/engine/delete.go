@@ -8,6 +8,7 @@ import (
 
 	"github.com/go-zookeeper/zk"
 	"github.com/zkrecipes/zkrecipes/internal/zkerr"
+	"github.com/zkrecipes/zkrecipes/internal/zkpath"
 )
 
 // GuaranteedDelete deletes the node at path, which belongs to session sid
@@ -23,7 +24,7 @@ func (c *Client) GuaranteedDelete(ctx context.Context, path string, sid int64) e
 	if err := c.check(); err != nil {
 		return err
 	}
-	if err := ValidatePath(path); err != nil {
+	if err := zkpath.ValidatePath(path); err != nil {
 		return err
 	}
 	if ctx == nil {
@@ -173,7 +174,7 @@ func (c *Client) deleteOnce(path string) error {
 // node counts as success.
 func deleted(path string, err error) error {
 	if err == nil || errors.Is(err, zk.ErrNoNode) {
-		parent, name := SplitPath(path)
+		parent, name := zkpath.SplitPath(path)
 		bury(parent, name, name[max(0, len(name)-10):]) // the sequence suffix orders eviction
 		return nil
 	}

@@ -10,6 +10,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/zkrecipes/zkrecipes/internal/zkerr"
+	"github.com/zkrecipes/zkrecipes/internal/zkpath"
 )
 
 // Fuzz targets for the parsers every recipe relies on: path validation,
@@ -38,17 +39,17 @@ func FuzzValidatePath(f *testing.F) {
 		f.Add(p)
 	}
 	f.Fuzz(func(t *testing.T, p string) {
-		err := ValidatePath(p)
+		err := zkpath.ValidatePath(p)
 		if zkOK := zkAcceptsPath(p); (err == nil) != zkOK {
 			verdict := "refuses"
 			if zkOK {
 				verdict = "accepts"
 			}
-			t.Fatalf("ValidatePath(%q) = %v, but ZooKeeper %s it", p, err, verdict)
+			t.Fatalf("zkpath.ValidatePath(%q) = %v, but ZooKeeper %s it", p, err, verdict)
 		}
 		if err != nil {
 			if !errors.Is(err, zkerr.ErrInvalidPath) {
-				t.Fatalf("ValidatePath(%q) = %v, which does not wrap zkerr.ErrInvalidPath", p, err)
+				t.Fatalf("zkpath.ValidatePath(%q) = %v, which does not wrap zkerr.ErrInvalidPath", p, err)
 			}
 			return
 		}
@@ -69,21 +70,21 @@ func FuzzValidatePath(f *testing.F) {
 				}
 			}
 		}
-		parent, name := SplitPath(p)
-		if got := JoinPath(parent, name); got != p {
-			t.Fatalf("JoinPath(SplitPath(%q)) = %q (parent %q, name %q)", p, got, parent, name)
+		parent, name := zkpath.SplitPath(p)
+		if got := zkpath.JoinPath(parent, name); got != p {
+			t.Fatalf("zkpath.JoinPath(zkpath.SplitPath(%q)) = %q (parent %q, name %q)", p, got, parent, name)
 		}
 		if p == "/" {
 			return
 		}
 		if name == "" || strings.Contains(name, "/") {
-			t.Fatalf("SplitPath(%q): name %q", p, name)
+			t.Fatalf("zkpath.SplitPath(%q): name %q", p, name)
 		}
-		if err := ValidatePath(parent); err != nil {
-			t.Fatalf("SplitPath(%q): parent %q is not valid: %v", p, parent, err)
+		if err := zkpath.ValidatePath(parent); err != nil {
+			t.Fatalf("zkpath.SplitPath(%q): parent %q is not valid: %v", p, parent, err)
 		}
-		if got := JoinPath(parent, "x"); ValidatePath(got) != nil || !strings.HasPrefix(got, parent) {
-			t.Fatalf("JoinPath(%q, \"x\") = %q", parent, got)
+		if got := zkpath.JoinPath(parent, "x"); zkpath.ValidatePath(got) != nil || !strings.HasPrefix(got, parent) {
+			t.Fatalf("zkpath.JoinPath(%q, \"x\") = %q", parent, got)
 		}
 	})
 }
@@ -184,7 +185,7 @@ func FuzzSortKey(f *testing.F) {
 		var b [16]byte
 		copy(b[:], raw)
 		uuid, hex32 := fuzzUUID(b), hex.EncodeToString(b[:])
-		curator := func(lock string) string { return ProtectedPrefix + uuid + "-" + lock + seq10 }
+		curator := func(lock string) string { return zkpath.ProtectedPrefix + uuid + "-" + lock + seq10 }
 		for _, wf := range []struct {
 			who, name, lock string
 			extra           []string
@@ -197,7 +198,7 @@ func FuzzSortKey(f *testing.F) {
 			{"Curator leader selector", curator("lock-"), "latch-", []string{"lock-"}},
 			{"Curator semaphore lease", curator("lease-"), "lease-", nil},
 			{"Kazoo lock", hex32 + "__lock__" + seq10, "lock-", []string{"__lock__"}},
-			{"go-zookeeper zk.Lock", ProtectedPrefix + hex32 + "-lock-" + seq10, "lock-", []string{"__lock__"}},
+			{"go-zookeeper zk.Lock", zkpath.ProtectedPrefix + hex32 + "-lock-" + seq10, "lock-", []string{"__lock__"}},
 		} {
 			if got := SortKey(wf.name, wf.lock, wf.extra...); got != seq10 {
 				t.Fatalf("%s: SortKey(%q, %q, %q) = %q, want %q", wf.who, wf.name, wf.lock, wf.extra, got, seq10)
@@ -210,8 +211,8 @@ func FuzzSortKey(f *testing.F) {
 			r[i] = b[15-i] ^ 0x5a
 		}
 		next := fmt.Sprintf("%010d", (seq+1)%10_000_000_000)
-		a := ProtectedPrefix + uuid + "-lock-" + seq10
-		z := ProtectedPrefix + fuzzUUID(r) + "-lock-" + next
+		a := zkpath.ProtectedPrefix + uuid + "-lock-" + seq10
+		z := zkpath.ProtectedPrefix + fuzzUUID(r) + "-lock-" + next
 		k := hex.EncodeToString(r[:]) + "__lock__" + next
 		d := &Driver{Names: []string{"lock-", "__lock__"}}
 		got := SortContenders([]string{z, k, a}, d)
@@ -263,14 +264,14 @@ func FuzzProtectedUUID(f *testing.F) {
 			t.Fatalf("protectedUUID(%q) ok=%v, isProtected %v", name, ok, !ok)
 		}
 		prefix := protectedPrefixOf(name)
-		if pu, rest, pok := ParseProtected(name); pu != u || pok != ok || ok && prefix+rest != name || !ok && rest != "" {
-			t.Fatalf("ParseProtected(%q) = %q, %q, %v; protectedUUID %q, %v", name, pu, rest, pok, u, ok)
+		if pu, rest, pok := zkpath.ParseProtected(name); pu != u || pok != ok || ok && prefix+rest != name || !ok && rest != "" {
+			t.Fatalf("zkpath.ParseProtected(%q) = %q, %q, %v; protectedUUID %q, %v", name, pu, rest, pok, u, ok)
 		}
 		if ok {
-			if !strings.HasPrefix(name, ProtectedPrefix+u+"-") || !isDashedUUID(u) {
+			if !strings.HasPrefix(name, zkpath.ProtectedPrefix+u+"-") || !isDashedUUID(u) {
 				t.Fatalf("protectedUUID(%q) = %q", name, u)
 			}
-			if prefix != ProtectedPrefix+u+"-" {
+			if prefix != zkpath.ProtectedPrefix+u+"-" {
 				t.Fatalf("protectedPrefixOf(%q) = %q, uuid %q", name, prefix, u)
 			}
 		} else if u != "" || prefix != "" {
@@ -281,15 +282,15 @@ func FuzzProtectedUUID(f *testing.F) {
 		copy(b[:], raw)
 		uuid := fuzzUUID(b)
 		for _, id := range []string{uuid, strings.ToUpper(uuid)} {
-			made := ProtectedPrefix + id + "-" + rest
+			made := zkpath.ProtectedPrefix + id + "-" + rest
 			if got, ok := protectedUUID(made); !ok || got != id {
 				t.Fatalf("protectedUUID(%q) = %q, %v; want %q", made, got, ok, id)
 			}
 		}
 		hex32 := hex.EncodeToString(b[:])
 		for _, other := range []string{
-			ProtectedPrefix + hex32 + "-lock-" + rest, // go-zookeeper's zk.Lock
-			hex32 + "__lock__" + rest,                 // Kazoo
+			zkpath.ProtectedPrefix + hex32 + "-lock-" + rest, // go-zookeeper's zk.Lock
+			hex32 + "__lock__" + rest,                        // Kazoo
 		} {
 			if got, ok := protectedUUID(other); ok {
 				t.Fatalf("protectedUUID(%q) = %q, true: not a dashed uuid", other, got)

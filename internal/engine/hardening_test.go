@@ -20,6 +20,7 @@ import (
 
 	"github.com/zkrecipes/zkrecipes/internal/engine"
 	"github.com/zkrecipes/zkrecipes/internal/testutil"
+	"github.com/zkrecipes/zkrecipes/internal/zkpath"
 	"github.com/zkrecipes/zkrecipes/recipes"
 	"github.com/zkrecipes/zkrecipes/recipes/zktest"
 )
@@ -29,9 +30,9 @@ var lockDriver = &engine.Driver{Names: []string{"lock-"}}
 // prefixOf returns the _c_<uuid>- prefix of a protected node's path.
 func prefixOf(t *testing.T, path string) string {
 	t.Helper()
-	_, name := engine.SplitPath(path)
-	require.True(t, strings.HasPrefix(name, engine.ProtectedPrefix), name)
-	return name[:len(engine.ProtectedPrefix)+37]
+	_, name := zkpath.SplitPath(path)
+	require.True(t, strings.HasPrefix(name, zkpath.ProtectedPrefix), name)
+	return name[:len(zkpath.ProtectedPrefix)+37]
 }
 
 // withPrefix lists the children of parent that start with prefix.
@@ -100,7 +101,7 @@ func TestLostCreateReplyThroughPausedFollower(t *testing.T) {
 	for i := 0; i < 3; i++ {
 		log := testutil.WatchStates(t, c)
 		resumed := make(chan struct{})
-		proxy.CutAfterClientSendsFunc([]byte(engine.ProtectedPrefix), func() {
+		proxy.CutAfterClientSendsFunc([]byte(zkpath.ProtectedPrefix), func() {
 			assert.NoError(t, zkc.Pause(f))
 			go func() { // hold the follower while the client reconnects
 				defer close(resumed)

@@ -3,6 +3,8 @@ package engine
 import (
 	"fmt"
 	"testing"
+
+	"github.com/zkrecipes/zkrecipes/internal/zkpath"
 )
 
 // Benchmarks of the CPU-side hot paths of the contender engine, with
@@ -12,7 +14,7 @@ import (
 func names(n int) []string {
 	out := make([]string, n)
 	for i := range out {
-		out[i] = fmt.Sprintf("_c_%s-lock-%010d", NewUUID(), (i*7919)%n) // shuffled sequences
+		out[i] = fmt.Sprintf("_c_%s-lock-%010d", zkpath.NewUUID(), (i*7919)%n) // shuffled sequences
 	}
 	return out
 }
@@ -74,7 +76,7 @@ func BenchmarkProtectedUUID(b *testing.B) {
 func BenchmarkNewUUID(b *testing.B) {
 	b.ReportAllocs()
 	for i := 0; i < b.N; i++ {
-		_ = NewUUID()
+		_ = zkpath.NewUUID()
 	}
 }
 

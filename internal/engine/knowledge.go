@@ -2,8 +2,9 @@ package engine
 
 import (
 	"sort"
-	"strings"
 	"sync"
+
+	"github.com/zkrecipes/zkrecipes/internal/zkpath"
 )
 
 // What the contender engine knows without asking the server. It holds only
@@ -102,29 +103,11 @@ var graveyard = struct {
 	byPath map[string]map[int64]*tombs
 }{byPath: map[string]map[int64]*tombs{}}
 
-// protectedUUID returns the uuid of a name made by a protected create,
-// ProtectedPrefix + <uuid> + "-" + rest, where uuid has the dashed
-// 8-4-4-4-12 hexadecimal form; ok is false for any other name.
+// protectedUUID returns the uuid of a name made by a protected create;
+// ok is false for any other name.
 func protectedUUID(name string) (uuid string, ok bool) {
-	const n = len(ProtectedPrefix) + 36
-	if len(name) <= n || !strings.HasPrefix(name, ProtectedPrefix) || name[n] != '-' {
-		return "", false
-	}
-	u := name[len(ProtectedPrefix):n]
-	for i := 0; i < len(u); i++ {
-		c := u[i]
-		switch i {
-		case 8, 13, 18, 23:
-			if c != '-' {
-				return "", false
-			}
-		default:
-			if !('0' <= c && c <= '9' || 'a' <= c && c <= 'f' || 'A' <= c && c <= 'F') {
-				return "", false
-			}
-		}
-	}
-	return u, true
+	uuid, _, ok = zkpath.ParseProtected(name)
+	return uuid, ok
 }
 
 // isProtected reports whether name was made by a protected create.

@@ -8,6 +8,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"github.com/zkrecipes/zkrecipes/internal/zkpath"
 )
 
 // These tests exercise the contender engine's in-memory knowledge; they
@@ -31,7 +32,7 @@ func testParent(t *testing.T) string {
 // mutex makes it.
 func protectedContender(seq int) Contender {
 	key := fmt.Sprintf("%010d", seq)
-	return Contender{Name: ProtectedPrefix + NewUUID() + "-lock-" + key, Key: key}
+	return Contender{Name: zkpath.ProtectedPrefix + zkpath.NewUUID() + "-lock-" + key, Key: key}
 }
 
 // kazooContender returns a contender named as a Kazoo Lock names its nodes.
@@ -74,7 +75,7 @@ func pathRecorded(path string) bool {
 
 func TestProtectedUUID(t *testing.T) {
 	const u = "0f8b3c1e-5d2a-4b6f-9c7e-1a2b3c4d5e6f"
-	fresh := NewUUID()
+	fresh := zkpath.NewUUID()
 	for _, tc := range []struct {
 		name string
 		uuid string
@@ -249,7 +250,7 @@ func TestKnowledgeCapEvictsLowestKeys(t *testing.T) {
 	const n = maxTombs + 1
 	prot := func(i int) Contender {
 		key := fmt.Sprintf("%010d", i)
-		return Contender{Name: ProtectedPrefix + uuid + "-lock-" + key, Key: key}
+		return Contender{Name: zkpath.ProtectedPrefix + uuid + "-lock-" + key, Key: key}
 	}
 	for j := 0; j < n; j++ {
 		i := j * 7919 % n // 7919 is prime, so this visits each index once

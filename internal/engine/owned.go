@@ -9,6 +9,7 @@ import (
 
 	"github.com/go-zookeeper/zk"
 	"github.com/zkrecipes/zkrecipes/internal/zkerr"
+	"github.com/zkrecipes/zkrecipes/internal/zkpath"
 )
 
 // OwnedSpec describes a node of ours that must exist: a leader latch's
@@ -134,7 +135,7 @@ func (c *Client) Own(spec OwnedSpec) (*OwnedNode, error) {
 	if err := c.check(); err != nil {
 		return nil, err
 	}
-	if err := ValidatePath(spec.Path); err != nil {
+	if err := zkpath.ValidatePath(spec.Path); err != nil {
 		return nil, err
 	}
 	if spec.Path == "/" {
@@ -163,7 +164,7 @@ func (c *Client) Own(spec OwnedSpec) (*OwnedNode, error) {
 		stop:       make(chan struct{}),
 		done:       make(chan struct{}),
 	}
-	o.parent, o.name = SplitPath(spec.Path)
+	o.parent, o.name = zkpath.SplitPath(spec.Path)
 	if o.spec.What == "" {
 		o.spec.What = c.StripNamespace(spec.Path)
 	}

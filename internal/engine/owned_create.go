@@ -13,19 +13,20 @@ import (
 
 	"github.com/go-zookeeper/zk"
 	"github.com/zkrecipes/zkrecipes/internal/zkerr"
+	"github.com/zkrecipes/zkrecipes/internal/zkpath"
 )
 
 // create makes a node with data (data generation dgen).
 func (o *OwnedNode) create(ctx context.Context, data []byte, dgen uint64) error {
 	c := o.c
 	if o.spec.Protected {
-		p, sid, lost, err := c.createProtectedTTL(ctx, o.parent, NewUUID(), o.name, data, o.spec.Mode, o.spec.TTL)
+		p, sid, lost, err := c.createProtectedTTL(ctx, o.parent, zkpath.NewUUID(), o.name, data, o.spec.Mode, o.spec.TTL)
 		if err != nil {
 			return o.explainTTL(err)
 		}
 		sweep := ""
 		if lost {
-			_, n := SplitPath(p)
+			_, n := zkpath.SplitPath(p)
 			sweep = protectedPrefixOf(n)
 		}
 		o.made(p, sid, true, dgen, sweep)

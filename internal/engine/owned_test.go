@@ -16,6 +16,7 @@ import (
 	"github.com/zkrecipes/zkrecipes/internal/engine"
 	"github.com/zkrecipes/zkrecipes/internal/testutil"
 	"github.com/zkrecipes/zkrecipes/internal/zkerr"
+	"github.com/zkrecipes/zkrecipes/internal/zkpath"
 	"github.com/zkrecipes/zkrecipes/recipes"
 	"github.com/zkrecipes/zkrecipes/recipes/zktest"
 )
@@ -127,7 +128,7 @@ func TestOwnedSequentialNodeGetsANewPath(t *testing.T) {
 	heard := make(chan engine.Owned, 10)
 	defer o.Listen(func(n engine.Owned) { heard <- n })()
 	first := receive(t, heard)
-	assert.True(t, strings.HasPrefix(first.Path, "/owned/seq/"+engine.ProtectedPrefix), first.Path)
+	assert.True(t, strings.HasPrefix(first.Path, "/owned/seq/"+zkpath.ProtectedPrefix), first.Path)
 	assert.Regexp(t, `-member-\d{10}$`, first.Path)
 
 	require.NoError(t, admin.Delete(ctx, first.Path, -1))

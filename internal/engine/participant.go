@@ -7,6 +7,7 @@ import (
 
 	"github.com/go-zookeeper/zk"
 	"github.com/zkrecipes/zkrecipes/internal/zkerr"
+	"github.com/zkrecipes/zkrecipes/internal/zkpath"
 )
 
 // Participation describes a long-lived contender: a node kept in a queue
@@ -65,7 +66,7 @@ func (c *Client) Participate(ctx context.Context, p Participation) error {
 		return fmt.Errorf("%w: empty lock name", zkerr.ErrInvalidArgument)
 	}
 	own, err := c.Own(OwnedSpec{
-		Path: JoinPath(p.Parent, p.LockName), Mode: zk.FlagEphemeral | zk.FlagSequence, Protected: true,
+		Path: zkpath.JoinPath(p.Parent, p.LockName), Mode: zk.FlagEphemeral | zk.FlagSequence, Protected: true,
 		Data: p.Data, What: "participant in " + c.StripNamespace(p.Parent), Hold: true,
 	})
 	if err != nil {

@@ -5,6 +5,7 @@ import (
 	"errors"
 
 	"github.com/go-zookeeper/zk"
+	"github.com/zkrecipes/zkrecipes/internal/zkpath"
 )
 
 // Member is one node of a recipe's queue as ReadQueue reports it.
@@ -40,7 +41,7 @@ func (c *Client) ReadQueue(ctx context.Context, dir string, d *Driver, keep func
 		if keep != nil && !keep(k) {
 			continue
 		}
-		p := JoinPath(dir, k.Name)
+		p := zkpath.JoinPath(dir, k.Name)
 		var data []byte
 		err := c.Retry(ctx, func() error {
 			var err error

@@ -10,6 +10,7 @@ import (
 
 	"github.com/go-zookeeper/zk"
 	"github.com/zkrecipes/zkrecipes/internal/zkerr"
+	"github.com/zkrecipes/zkrecipes/internal/zkpath"
 )
 
 // Persistent watches (ZooKeeper 3.6 and later).
@@ -227,7 +228,7 @@ func (c *Client) AddWatch(ctx context.Context, path string, recursive bool) (*Pe
 		return nil, fmt.Errorf("%w: nil context", zkerr.ErrInvalidArgument)
 	}
 	what := "watch " + c.StripNamespace(path)
-	if err := ValidatePath(path); err != nil {
+	if err := zkpath.ValidatePath(path); err != nil {
 		return nil, err
 	}
 	if !wirePath(path) && path != "/" {

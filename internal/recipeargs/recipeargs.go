@@ -10,6 +10,7 @@ import (
 	"log/slog"
 
 	"github.com/zkrecipes/zkrecipes/internal/engine"
+	"github.com/zkrecipes/zkrecipes/internal/zkpath"
 	"github.com/zkrecipes/zkrecipes/recipes"
 )
 
@@ -45,8 +46,8 @@ func Path(c *recipes.Client, path, what string) (string, error) {
 	if full == "/" {
 		return "", fmt.Errorf("%w: the root cannot be %s", recipes.ErrInvalidPath, what)
 	}
-	if engine.IsReserved(full) {
-		return "", fmt.Errorf("%w: %s is in the server's reserved tree %s and cannot be %s", recipes.ErrInvalidPath, full, engine.Reserved, what)
+	if zkpath.IsReserved(full) {
+		return "", fmt.Errorf("%w: %s is in the server's reserved tree %s and cannot be %s", recipes.ErrInvalidPath, full, zkpath.Reserved, what)
 	}
 	return full, nil
 }
