@@ -56,8 +56,9 @@ type Instance struct {
 	// SSLPort is the SSL port (0 is null).
 	SSLPort int
 	// Payload is the payload's JSON exactly as written and read: nil is
-	// null. EncodePayload makes one a Java reader accepts (an object with
-	// its "@class" inside), DecodePayload reads one.
+	// null. A Payload[T] declaration sets it from a T and reads it back
+	// (Set, Get); EncodePayload makes one a Java reader accepts (an object
+	// with its "@class" inside), DecodePayload reads one.
 	Payload json.RawMessage
 	// RegistrationTimeUTC is the registration time, epoch milliseconds
 	// (Register sets it when it is 0).
@@ -69,6 +70,8 @@ type Instance struct {
 	// Enabled is written only when set; nil reads as enabled (Curator 4.0
 	// and later read a missing "enabled" as true).
 	Enabled *bool
+
+	typed *typedValue // Payload decoded by a Discovery made WithPayload
 }
 
 // IsEnabled reports whether the instance is enabled: Enabled unset or true.
@@ -84,6 +87,7 @@ func (i *Instance) Clone() *Instance {
 		return nil
 	}
 	c := *i
+	c.typed = nil // the copy's Payload may change
 	if i.Payload != nil {
 		c.Payload = append(json.RawMessage(nil), i.Payload...)
 	}
