@@ -38,16 +38,17 @@ func golden[T any](class string, v T) typedGolden {
 // it decodes the payload once, at read, and Get returns that value.
 func TestTypedPayloadMatchesCurator(t *testing.T) {
 	cases := map[string]typedGolden{
-		"typed":  golden("GenGolden$Details", details{"primary", 3, map[string]string{"zone": "eu-1"}}),
-		"string": golden(javaString, "hello \"w\" é\u2028<>&"),
-		"number": golden(javaInteger, 42),
-		"double": golden(javaDouble, 2.5),
-		"bool":   golden(javaBoolean, true),
-		"map":    golden(JavaMap, map[string]any{"a": "x", "b": float64(7)}),
-		"list":   golden(JavaList, []any{"x", float64(7)}),
-		"long":   golden(javaLong, int64(5)),
-		"enum":   golden("java.util.concurrent.TimeUnit", "SECONDS"),
-		"nulls":  golden("GenGolden$Details", (*details)(nil)),
+		"typed":    golden("GenGolden$Details", details{"primary", 3, map[string]string{"zone": "eu-1"}}),
+		"string":   golden(javaString, "hello \"w\" é\u2028<>&"),
+		"controls": golden(javaString, "\x7f\x00"),
+		"number":   golden(javaInteger, 42),
+		"double":   golden(javaDouble, 2.5),
+		"bool":     golden(javaBoolean, true),
+		"map":      golden(JavaMap, map[string]any{"a": "x", "b": float64(7)}),
+		"list":     golden(JavaList, []any{"x", float64(7)}),
+		"long":     golden(javaLong, int64(5)),
+		"enum":     golden("java.util.concurrent.TimeUnit", "SECONDS"),
+		"nulls":    golden("GenGolden$Details", (*details)(nil)),
 	}
 	silent := slog.New(slog.NewTextHandler(io.Discard, nil))
 	for name, c := range cases {
