@@ -45,9 +45,10 @@ func WithLogger(l *slog.Logger) Option {
 // re-registration never follows an unregister (CURATOR-164). Close leaves
 // Permanent instances in place (Curator deletes them: CURATOR-94).
 //
-// An instance node that cannot be read is skipped by the queries, logged
-// at warn and counted (Unreadable); it never fails a query of many
-// instances. A missing base path or service is an empty answer.
+// An instance node that cannot be read (or, on a Discovery made
+// WithPayload, holds a payload of another class) is skipped by the
+// queries, logged at warn and counted (Unreadable); it never fails a query
+// of many instances. A missing base path or service is an empty answer.
 //
 // A Discovery is safe for concurrent use.
 type Discovery struct {
@@ -240,7 +241,7 @@ func (d *Discovery) encode(in *Instance) ([]byte, error) {
 		err = fmt.Errorf("payload class %q, this discovery's is %q", cls, d.typ.javaClass())
 	}
 	if err != nil {
-		return nil, fmt.Errorf("%w: instance %s: %w", recipes.ErrInvalidArgument, in.ID, err)
+		return nil, fmt.Errorf("%w: instance %s/%s: %w", recipes.ErrInvalidArgument, in.Name, in.ID, err)
 	}
 	return data, nil
 }
