@@ -243,12 +243,11 @@ func javaView(raw []byte) (string, []byte, error) {
 		v, err := json.Marshal(m)
 		return cls, v, err
 	case '[':
-		var a []json.RawMessage
-		var cls string
-		if json.Unmarshal(p, &a) != nil || len(a) != 2 || json.Unmarshal(a[0], &cls) != nil {
+		cls, v, ok := typedArray(p)
+		if !ok {
 			return "", nil, errors.New("an array that is not Jackson's typed form [class, value]")
 		}
-		return cls, a[1], nil
+		return cls, v, nil
 	}
 	return bareClass(p), p, nil
 }

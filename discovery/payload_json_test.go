@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"reflect"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -103,6 +104,20 @@ func TestPayloadForms(t *testing.T) {
 	assert.Equal(t, `{"@class":"X","a":1}`, enc(Payload[json.RawMessage]{Class: "X"}.encode(json.RawMessage(`{"@class":"X", "a":1}`))))
 	_, err := Payload[json.RawMessage]{Class: "X"}.encode(json.RawMessage(`{"@class":"Y"}`))
 	assert.Error(t, err, "an object of another class")
+
+	// The untyped reads take the typed form of a scalar too.
+	for _, dir := range curatorDirs {
+		for file, want := range map[string]any{"long": int64(5), "enum": "SECONDS"} {
+			b, err := os.ReadFile(filepath.Join(dir, file+".json"))
+			require.NoError(t, err)
+			inst, err := Decode(b)
+			require.NoError(t, err)
+			assert.Equal(t, map[string]string{"long": javaLong, "enum": "java.util.concurrent.TimeUnit"}[file], inst.PayloadClass())
+			got := reflect.New(reflect.TypeOf(want))
+			require.NoError(t, inst.DecodePayload(got.Interface()))
+			assert.Equal(t, want, got.Elem().Interface(), file)
+		}
+	}
 
 	in := &Instance{ID: "i", Payload: json.RawMessage(`["java.lang.Long",5]`)}
 	n, err := Payload[int64]{Class: javaLong}.Get(in)
