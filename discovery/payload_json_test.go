@@ -129,3 +129,24 @@ func TestPayloadForms(t *testing.T) {
 	_, err = Payload[[]int]{Class: JavaList}.Get(in)
 	assert.ErrorIs(t, err, recipes.ErrCorrupt, "Jackson cannot read a list without its class either")
 }
+
+// BenchmarkPayloadGet: Get on an instance a typed Discovery read (decoded
+// once, at read) against Get decoding the bytes.
+func BenchmarkPayloadGet(b *testing.B) {
+	p := Payload[details]{Class: "GenGolden$Details"}
+	data, err := os.ReadFile(filepath.Join(curatorDirs[0], "typed.json"))
+	require.NoError(b, err)
+	d := &Discovery{typ: p, log: slog.New(slog.NewTextHandler(io.Discard, nil))}
+	read, err := d.decode("typed", data)
+	require.NoError(b, err)
+	for name, in := range map[string]*Instance{"read-by-typed-discovery": read, "decoded-from-bytes": read.Clone()} {
+		b.Run(name, func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, err := p.Get(in); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
