@@ -24,30 +24,14 @@ import (
 type Option func(*config) error
 
 type config struct {
-	log          *slog.Logger
-	payloadClass string
+	log     *slog.Logger
+	payload payloadType // WithPayload
 }
 
 // WithLogger sets the logger (the client's by default): unreadable
 // instances and re-registrations are logged at warn.
 func WithLogger(l *slog.Logger) Option {
 	return recipeargs.Logger(l, func(c *config, l *slog.Logger) { c.log = l })
-}
-
-// WithPayloadClass reads only instances whose payload names the Java
-// class class (its "@class", or the type id of Jackson's typed array
-// form), as Curator's JsonInstanceSerializer for that class does: the
-// others are skipped as unreadable (logged, counted by Unreadable;
-// QueryForInstance returns recipes.ErrCorrupt), so a reader never gets a
-// payload of another type. Instances without a payload are read.
-func WithPayloadClass(class string) Option {
-	return func(c *config) error {
-		if class == "" {
-			return fmt.Errorf("%w: empty payload class", recipes.ErrInvalidArgument)
-		}
-		c.payloadClass = class
-		return nil
-	}
 }
 
 // Discovery registers instances of services under a base path and queries
@@ -63,9 +47,10 @@ func WithPayloadClass(class string) Option {
 // re-registration never follows an unregister (CURATOR-164). Close leaves
 // Permanent instances in place (Curator deletes them: CURATOR-94).
 //
-// An instance node that cannot be read is skipped by the queries, logged
-// at warn and counted (Unreadable); it never fails a query of many
-// instances. A missing base path or service is an empty answer.
+// An instance node that cannot be read (or, on a Discovery made
+// WithPayload, holds a payload of another class) is skipped by the
+// queries, logged at warn and counted (Unreadable); it never fails a query
+// of many instances. A missing base path or service is an empty answer.
 //
 // A Discovery is safe for concurrent use.
 type Discovery struct {
@@ -74,7 +59,7 @@ type Discovery struct {
 	base string // namespace-relative
 	full string // server path
 	log  *slog.Logger
-	cls  string // WithPayloadClass
+	typ  payloadType // WithPayload; nil reads every payload
 
 	op         sync.Mutex // serializes Register, Update, Unregister, Close
 	mu         sync.Mutex
@@ -108,7 +93,7 @@ func New(c *recipes.Client, basePath string, opts ...Option) (*Discovery, error)
 			return nil, err
 		}
 	}
-	return &Discovery{c: c, e: e, base: basePath, full: full, log: cfg.log, cls: cfg.payloadClass,
+	return &Discovery{c: c, e: e, base: basePath, full: full, log: cfg.log, typ: cfg.payload,
 		regs: map[string]*registration{}}, nil
 }
 
@@ -205,9 +190,9 @@ func (d *Discovery) Register(ctx context.Context, inst *Instance) error {
 	if in.RegistrationTimeUTC == 0 {
 		in.RegistrationTimeUTC = time.Now().UnixMilli()
 	}
-	data, err := in.MarshalJSON()
+	data, err := d.encode(in)
 	if err != nil {
-		return err
+		return d.errf("register: %w", err)
 	}
 	d.op.Lock()
 	defer d.op.Unlock()
@@ -244,6 +229,23 @@ func (d *Discovery) Register(ctx context.Context, inst *Instance) error {
 	}
 	d.regs[key] = &registration{inst: in, own: own}
 	return nil
+}
+
+// encode writes in's node data; a Discovery made WithPayload refuses a
+// payload of another class.
+func (d *Discovery) encode(in *Instance) ([]byte, error) {
+	data, err := in.MarshalJSON()
+	if err != nil || d.typ == nil {
+		return data, err
+	}
+	cls, _, err := javaView(in.Payload)
+	if err == nil && cls != "" && cls != d.typ.javaClass() {
+		err = fmt.Errorf("payload class %q, this discovery's is %q", cls, d.typ.javaClass())
+	}
+	if err != nil {
+		return nil, fmt.Errorf("%w: instance %s/%s: %w", recipes.ErrInvalidArgument, in.Name, in.ID, err)
+	}
+	return data, nil
 }
 
 // awaitOurs waits until own's node exists and is ours. A node of
@@ -288,9 +290,9 @@ func (d *Discovery) Update(ctx context.Context, inst *Instance) error {
 	if in.RegistrationTimeUTC == 0 {
 		in.RegistrationTimeUTC = r.inst.RegistrationTimeUTC
 	}
-	data, err := in.MarshalJSON()
+	data, err := d.encode(in)
 	if err != nil {
-		return err
+		return d.errf("update: %w", err)
 	}
 	return d.update(ctx, r, in, data)
 }

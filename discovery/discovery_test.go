@@ -23,9 +23,9 @@ var (
 	eventually = testutil.Eventually
 )
 
-func newDiscovery(t *testing.T, c *recipes.Client, base string) *discovery.Discovery {
+func newDiscovery(t *testing.T, c *recipes.Client, base string, opts ...discovery.Option) *discovery.Discovery {
 	t.Helper()
-	d, err := discovery.New(c, base)
+	d, err := discovery.New(c, base, opts...)
 	require.NoError(t, err)
 	require.NoError(t, d.Start(context.Background()))
 	t.Cleanup(func() { _ = d.Close(context.Background()) })

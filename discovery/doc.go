@@ -21,6 +21,22 @@
 // writers produce (a template-string uriSpec too) and ignores unknown
 // fields.
 //
+// # Typed payloads
+//
+// A Java service's ServiceDiscovery is typed on its payload class. The Go
+// side declares the same once, a Payload: the Go type and the Java class
+// it maps to.
+//
+//	var details = discovery.Payload[Details]{Class: "com.example.Details"}
+//	d, err := discovery.New(c, "/services", discovery.WithPayload(details))
+//	err = details.Set(inst, Details{Zone: "eu-1"}) // Curator's bytes
+//	v, err := details.Get(provider.Instance())     // a Details
+//
+// A Discovery made WithPayload reads, in its queries, ServiceCaches and
+// Providers, only instances of that class (decoded once, when read) and
+// skips the others as unreadable, logged and counted (Unreadable), where
+// a Java reader typed on the class fails; it registers only that class.
+//
 // # Registration
 //
 // Discovery.Register keeps each instance in existence until Unregister or

@@ -13,8 +13,14 @@ import (
 // package, at its first call; TestMain stops it.
 var exampleServers = testutil.ExampleServers
 
+// Details is a payload: com.example.Details on the Java side.
+type Details struct {
+	Zone string `json:"zone"`
+}
+
 // Example registers a service instance the way a Java service using
-// Curator's ServiceDiscovery would, and finds it through a Provider.
+// Curator's ServiceDiscovery typed on its payload class would, and finds
+// it through a Provider, its payload read as the Go type.
 func Example() {
 	ctx := context.Background()
 	c, err := recipes.Connect(ctx, exampleServers()) // e.g. []string{"127.0.0.1:2181"}
@@ -23,7 +29,11 @@ func Example() {
 		return
 	}
 	defer c.Close(ctx)
-	d, err := discovery.New(c, "/services") // Spring Cloud's and Dubbo's base path
+	// The payload, declared once: the Go type and the Java class the Java
+	// services' ServiceDiscovery is typed on. Instances of another class
+	// are skipped (and counted: Unreadable), as a Java reader refuses them.
+	details := discovery.Payload[Details]{Class: "com.example.Details"}
+	d, err := discovery.New(c, "/services", discovery.WithPayload(details)) // Spring Cloud's and Dubbo's base path
 	if err != nil {
 		fmt.Println(err)
 		return
@@ -34,17 +44,15 @@ func Example() {
 	}
 	defer d.Close(ctx)
 
-	// A payload a Java reader typed on com.example.Details accepts.
-	payload, err := discovery.EncodePayload(map[string]string{"zone": "eu-1"}, "com.example.Details")
-	if err != nil {
+	inst := &discovery.Instance{
+		Name: "orders", ID: "orders-1", Address: "10.0.0.5", Port: 8080,
+		URISpec: discovery.MustParseURISpec("{scheme}://{address}:{port}"),
+	}
+	if err := details.Set(inst, Details{Zone: "eu-1"}); err != nil { // {"@class":"com.example.Details","zone":"eu-1"}
 		fmt.Println(err)
 		return
 	}
-	err = d.Register(ctx, &discovery.Instance{
-		Name: "orders", ID: "orders-1", Address: "10.0.0.5", Port: 8080, Payload: payload,
-		URISpec: discovery.MustParseURISpec("{scheme}://{address}:{port}"),
-	})
-	if err != nil {
+	if err := d.Register(ctx, inst); err != nil {
 		fmt.Println(err)
 		return
 	}
@@ -59,14 +67,42 @@ func Example() {
 		return
 	}
 	defer p.Close(ctx)
-	inst := p.Instance()
-	var details struct{ Zone string }
-	if err := inst.DecodePayload(&details); err != nil {
+	inst = p.Instance()
+	v, err := details.Get(inst) // decoded once, when the provider's cache read it
+	if err != nil {
 		fmt.Println(err)
 		return
 	}
-	fmt.Println(inst.ID, inst.BuildURI(nil), inst.PayloadClass(), details.Zone)
+	fmt.Println(inst.ID, inst.BuildURI(nil), inst.PayloadClass(), v.Zone)
 	// Output: orders-1 http://10.0.0.5:8080 com.example.Details eu-1
+}
+
+// ExamplePayload shows the payloads a Payload writes: Curator's bytes for
+// a class, and Jackson's typed form for a value of no natural JSON type.
+func ExamplePayload() {
+	details := discovery.Payload[Details]{Class: "com.example.Details"}
+	inst := &discovery.Instance{Name: "orders", ID: "orders-1"}
+	if err := details.Set(inst, Details{Zone: "eu-1"}); err != nil {
+		fmt.Println(err)
+		return
+	}
+	fmt.Println(string(inst.Payload))
+	v, err := details.Get(inst)
+	fmt.Println(v.Zone, err)
+
+	count := discovery.Payload[int64]{Class: "java.lang.Long"}
+	if err := count.Set(inst, 5); err != nil {
+		fmt.Println(err)
+		return
+	}
+	fmt.Println(string(inst.Payload))
+	_, err = details.Get(inst)
+	fmt.Println(err)
+	// Output:
+	// {"@class":"com.example.Details","zone":"eu-1"}
+	// eu-1 <nil>
+	// ["java.lang.Long",5]
+	// zkrecipes: corrupt data: service instance orders-1: payload class "java.lang.Long", not "com.example.Details"
 }
 
 // ExampleInstance_MarshalJSON shows the JSON Curator writes for an

@@ -56,8 +56,9 @@ type Instance struct {
 	// SSLPort is the SSL port (0 is null).
 	SSLPort int
 	// Payload is the payload's JSON exactly as written and read: nil is
-	// null. EncodePayload makes one a Java reader accepts (an object with
-	// its "@class" inside), DecodePayload reads one.
+	// null. A Payload[T] declaration sets it from a T and reads it back
+	// (Set, Get); EncodePayload makes one a Java reader accepts (an object
+	// with its "@class" inside), DecodePayload reads one.
 	Payload json.RawMessage
 	// RegistrationTimeUTC is the registration time, epoch milliseconds
 	// (Register sets it when it is 0).
@@ -69,6 +70,8 @@ type Instance struct {
 	// Enabled is written only when set; nil reads as enabled (Curator 4.0
 	// and later read a missing "enabled" as true).
 	Enabled *bool
+
+	typed *typedValue // Payload decoded by a Discovery made WithPayload
 }
 
 // IsEnabled reports whether the instance is enabled: Enabled unset or true.
@@ -84,6 +87,7 @@ func (i *Instance) Clone() *Instance {
 		return nil
 	}
 	c := *i
+	c.typed = nil // the copy's Payload may change
 	if i.Payload != nil {
 		c.Payload = append(json.RawMessage(nil), i.Payload...)
 	}
@@ -362,7 +366,8 @@ func EncodePayload(v any, javaClass string) (json.RawMessage, error) {
 }
 
 // PayloadClass returns the Java class a payload names: an object's
-// "@class", or the type id of Jackson's typed array form; "" for none.
+// "@class", or the type id of Jackson's typed form ["class",value] (a
+// list, a Long, an enum); "" for none.
 func (i *Instance) PayloadClass() string {
 	p := bytes.TrimSpace(i.Payload)
 	if len(p) == 0 {
@@ -383,7 +388,9 @@ func (i *Instance) PayloadClass() string {
 	return ""
 }
 
-// typedArray splits Jackson's typed array form ["class",[...]].
+// typedArray splits Jackson's typed form ["class",value]: a list
+// (["java.util.ArrayList",[...]]) or a value of no natural JSON type
+// (["java.lang.Long",5], an enum's ["com.example.Color","RED"]).
 func typedArray(p []byte) (string, json.RawMessage, bool) {
 	var a []json.RawMessage
 	if json.Unmarshal(p, &a) != nil || len(a) != 2 {
@@ -393,15 +400,13 @@ func typedArray(p []byte) (string, json.RawMessage, bool) {
 	if json.Unmarshal(a[0], &cls) != nil {
 		return "", nil, false
 	}
-	if v := bytes.TrimSpace(a[1]); len(v) == 0 || v[0] != '[' {
-		return "", nil, false
-	}
 	return cls, a[1], true
 }
 
 // DecodePayload decodes the payload into v (as json.Unmarshal) without
 // its Java type information: an object's "@class" is left out, Jackson's
-// typed array form ["java.util.ArrayList",[...]] is read as its list. A
+// typed form ["class",value] is read as its value (a list, a number, an
+// enum's name). A
 // null payload leaves v as it is. An error wraps recipes.ErrCorrupt.
 func (i *Instance) DecodePayload(v any) error {
 	p := bytes.TrimSpace(i.Payload)

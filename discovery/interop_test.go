@@ -43,13 +43,24 @@ type interopPayload struct {
 	Meta        map[string]string `json:"meta"`
 }
 
+// interopDetails declares the payload of CuratorDiscovery.java's typed
+// ServiceDiscovery once: the Go type and the Java class.
+var interopDetails = discovery.Payload[interopPayload]{Class: interop.CuratorDiscoveryPayloadClass}
+
+// otherPayload is CuratorDiscovery.java's Other, another class.
+type otherPayload struct {
+	Note string `json:"note"`
+}
+
+var interopOther = discovery.Payload[otherPayload]{Class: interop.CuratorDiscoveryOtherClass}
+
 func goInstance(t testing.TB, id string, port int) *discovery.Instance {
-	p, err := discovery.EncodePayload(interopPayload{Description: "go " + id, Weight: 1, Meta: map[string]string{"lang": "go"}}, interop.CuratorDiscoveryPayloadClass)
-	if err != nil {
+	in := &discovery.Instance{Name: "svc", ID: id, Address: "127.0.0.1", Port: port,
+		URISpec: discovery.MustParseURISpec("{scheme}://{address}:{port}")}
+	if err := interopDetails.Set(in, interopPayload{Description: "go " + id, Weight: 1, Meta: map[string]string{"lang": "go"}}); err != nil {
 		t.Fatal(err)
 	}
-	return &discovery.Instance{Name: "svc", ID: id, Address: "127.0.0.1", Port: port, Payload: p,
-		URISpec: discovery.MustParseURISpec("{scheme}://{address}:{port}")}
+	return in
 }
 
 // dhRegister registers ZKD_ID (2 s session), prints READY and stays
@@ -62,7 +73,7 @@ func dhRegister() error {
 		return err
 	}
 	defer c.Close(context.Background())
-	d, err := discovery.New(c, "/services")
+	d, err := discovery.New(c, "/services", discovery.WithPayload(interopDetails))
 	if err != nil {
 		return err
 	}
@@ -70,11 +81,11 @@ func dhRegister() error {
 		return err
 	}
 	id := os.Getenv(dhEnvID)
-	p, err := discovery.EncodePayload(interopPayload{Description: "go " + id, Weight: 1}, interop.CuratorDiscoveryPayloadClass)
-	if err != nil {
+	in := &discovery.Instance{Name: "svc", ID: id, Address: "127.0.0.1", Port: 7000}
+	if err := interopDetails.Set(in, interopPayload{Description: "go " + id, Weight: 1}); err != nil {
 		return err
 	}
-	if err := d.Register(ctx, &discovery.Instance{Name: "svc", ID: id, Address: "127.0.0.1", Port: 7000, Payload: p}); err != nil {
+	if err := d.Register(ctx, in); err != nil {
 		return err
 	}
 	fmt.Println("READY")
@@ -132,7 +143,7 @@ func TestDiscoveryInteropCurator(t *testing.T) {
 	// The Go holder, through a proxy (to expire its session).
 	gproxy := zktest.NewProxy(t, zkc.Servers()[0])
 	gc := connect(t, []string{gproxy.Addr()}, recipes.WithSessionTimeout(2*time.Second))
-	g1 := newDiscovery(t, gc, "/services")
+	g1 := newDiscovery(t, gc, "/services", discovery.WithPayload(interopDetails))
 	require.NoError(t, g1.Register(ctx, goInstance(t, "g1", 8001)))
 	// A Go process to SIGKILL.
 	g2 := dhHelpers.Start(t, "g2", "register", dhEnvServers+"="+servers, dhEnvID+"=g2")
@@ -143,8 +154,8 @@ func TestDiscoveryInteropCurator(t *testing.T) {
 	j1 := startJava("j1", jproxy.Addr())
 	j2 := startJava("j2", servers)
 
-	// The Go reader: queries and a provider's cache.
-	reader := newDiscovery(t, connect(t, zkc.Servers()), "/services")
+	// The Go reader, typed as the Java side: queries and a provider's cache.
+	reader := newDiscovery(t, connect(t, zkc.Servers()), "/services", discovery.WithPayload(interopDetails))
 	prov, err := reader.NewProvider("svc")
 	require.NoError(t, err)
 	require.NoError(t, prov.Start(ctx))
@@ -175,8 +186,8 @@ func TestDiscoveryInteropCurator(t *testing.T) {
 	require.NoError(t, err)
 	require.NotNil(t, jin)
 	assert.Equal(t, interop.CuratorDiscoveryPayloadClass, jin.PayloadClass())
-	var jp interopPayload
-	require.NoError(t, jin.DecodePayload(&jp))
+	jp, err := interopDetails.Get(jin)
+	require.NoError(t, err)
 	assert.Equal(t, interopPayload{Description: "java j1", Weight: 1, Meta: map[string]string{"lang": "java"}}, jp)
 	assert.Equal(t, "http://127.0.0.1:9000", jin.BuildURI(nil))
 	assert.Equal(t, discovery.Dynamic, jin.ServiceType)
@@ -240,7 +251,7 @@ func TestDiscoveryInteropCuratorTypes(t *testing.T) {
 	defer wcancel()
 	require.NoError(t, j.WaitLine(wctx, "READY"))
 
-	g := newDiscovery(t, connect(t, zkc.Servers()), "/services")
+	g := newDiscovery(t, connect(t, zkc.Servers()), "/services", discovery.WithPayload(interopDetails))
 	gs, gp := goInstance(t, "gs", 8001), goInstance(t, "gp", 8002)
 	gs.ServiceType, gp.ServiceType = discovery.Static, discovery.Permanent
 	require.NoError(t, g.Register(ctx, gs))
@@ -253,7 +264,7 @@ func TestDiscoveryInteropCuratorTypes(t *testing.T) {
 	// Java reads Go's types and typed payloads; Go reads Java's.
 	javaAsk(t, ctx, j, "TYPES", "TYPES gp:PERMANENT,gs:STATIC,j1:DYNAMIC,jp:PERMANENT,js:STATIC")
 	javaAsk(t, ctx, j, "QUERY", "PAYLOAD gp "+interop.CuratorDiscoveryPayloadClass+" go gp")
-	reader := newDiscovery(t, connect(t, zkc.Servers()), "/services")
+	reader := newDiscovery(t, connect(t, zkc.Servers()), "/services", discovery.WithPayload(interopDetails))
 	types := func() string {
 		insts, err := reader.QueryForInstances(ctx, "svc")
 		require.NoError(t, err)
@@ -268,8 +279,8 @@ func TestDiscoveryInteropCuratorTypes(t *testing.T) {
 	jp, err := reader.QueryForInstance(ctx, "svc", "jp")
 	require.NoError(t, err)
 	require.NotNil(t, jp)
-	var p interopPayload
-	require.NoError(t, jp.DecodePayload(&p))
+	p, err := interopDetails.Get(jp)
+	require.NoError(t, err)
 	assert.Equal(t, "java jp", p.Description)
 
 	// Go's Close deletes its STATIC instance and leaves its PERMANENT one.
@@ -291,4 +302,89 @@ func TestDiscoveryInteropCuratorTypes(t *testing.T) {
 	})
 	t.Logf("server %s: after both Close calls: %s", zkc.Version(), types())
 	assert.Equal(t, "gp:PERMANENT", types(), "Go's PERMANENT instance outlives both Close calls; Curator's does not (CURATOR-94)")
+}
+
+// Typed payloads both ways, and a class mismatch each way: a Go
+// discovery typed on CuratorDiscovery$Details (WithPayload) and Curator's
+// ServiceDiscovery typed on it read each other's instance as their type;
+// an instance of another class, CuratorDiscovery$Other, registered by
+// Curator and by Go, is skipped and counted by the typed Go discovery (its
+// queries and its provider's cache), read by an untyped one and by
+// Curator's discovery typed on Other. Curator's discovery typed on
+// Details fails its whole query on them (ClassCastException, as the
+// catalogue says) and its cache leaves them out.
+func TestDiscoveryInteropCuratorPayloadClass(t *testing.T) {
+	testutil.NeedCurator(t)
+	zkc := testutil.Server(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	j, err := interop.StartCuratorDiscovery(ctx, t.TempDir(), strings.Join(zkc.Servers(), ","), "/services", "svc", "j1", "9000", "java j1", "4000")
+	if errors.Is(err, interop.ErrUnavailable) {
+		testutil.Unavailable(t, err)
+	}
+	require.NoError(t, err)
+	t.Cleanup(j.Kill)
+	wctx, wcancel := context.WithTimeout(ctx, 60*time.Second)
+	defer wcancel()
+	require.NoError(t, j.WaitLine(wctx, "READY"))
+
+	g := newDiscovery(t, connect(t, zkc.Servers()), "/services", discovery.WithPayload(interopDetails))
+	require.NoError(t, g.Register(ctx, goInstance(t, "g1", 8001)))
+	prov, err := g.NewProvider("svc")
+	require.NoError(t, err)
+	require.NoError(t, prov.Start(ctx))
+	defer prov.Close(ctx)
+
+	// Each typed side reads the other's instance as its type.
+	javaAsk(t, ctx, j, "QUERY", "PAYLOAD g1 "+interop.CuratorDiscoveryPayloadClass+" go g1")
+	jin, err := g.QueryForInstance(ctx, "svc", "j1")
+	require.NoError(t, err)
+	require.NotNil(t, jin)
+	jp, err := interopDetails.Get(jin)
+	require.NoError(t, err)
+	assert.Equal(t, interopPayload{Description: "java j1", Weight: 1, Meta: map[string]string{"lang": "java"}}, jp)
+	assert.Zero(t, g.Unreadable())
+
+	// Another class from each side; the typed Go discovery refuses to
+	// register one.
+	require.NoError(t, j.Send("REGISTEROTHER jo"))
+	require.NoError(t, j.WaitLine(ctx, "REGISTERED jo"))
+	gon := &discovery.Instance{Name: "svc", ID: "go", Address: "127.0.0.1", Port: 8002}
+	require.NoError(t, interopOther.Set(gon, otherPayload{Note: "go go"}))
+	assert.ErrorIs(t, g.Register(ctx, gon), recipes.ErrInvalidArgument)
+	untyped := newDiscovery(t, connect(t, zkc.Servers()), "/services")
+	require.NoError(t, untyped.Register(ctx, gon))
+
+	// The typed Go discovery skips and counts them: a query (2), a lookup
+	// (1), its provider's cache (2).
+	insts, err := g.QueryForInstances(ctx, "svc")
+	require.NoError(t, err)
+	assert.Equal(t, []string{"g1", "j1"}, ids(insts))
+	_, err = g.QueryForInstance(ctx, "svc", "jo")
+	assert.ErrorIs(t, err, recipes.ErrCorrupt)
+	eventually(t, 30*time.Second, "the provider's cache skipped jo and go", func() bool { return g.Unreadable() == 5 })
+	assert.Equal(t, []string{"g1", "j1"}, ids(prov.Instances()))
+	p, err := interopDetails.Get(prov.Instance())
+	require.NoError(t, err)
+	assert.Contains(t, []string{"go g1", "java j1"}, p.Description)
+
+	// The untyped Go discovery reads all four, each with its class.
+	all, err := untyped.QueryForInstances(ctx, "svc")
+	require.NoError(t, err)
+	var classes []string
+	for _, in := range all {
+		classes = append(classes, in.ID+":"+in.PayloadClass())
+	}
+	assert.Equal(t, []string{"g1:" + interop.CuratorDiscoveryPayloadClass, "go:" + interop.CuratorDiscoveryOtherClass,
+		"j1:" + interop.CuratorDiscoveryPayloadClass, "jo:" + interop.CuratorDiscoveryOtherClass}, classes)
+	o, err := interopOther.Get(all[3])
+	require.NoError(t, err)
+	assert.Equal(t, "java jo", o.Note)
+
+	// Curator typed on Other reads Go's Other; typed on Details it fails
+	// the whole query, and its cache leaves both out.
+	javaAsk(t, ctx, j, "GETOTHER go", "OTHER go "+interop.CuratorDiscoveryOtherClass+" go go")
+	javaAsk(t, ctx, j, "QUERY", "QUERYERROR java.lang.ClassCastException: Cannot cast "+interop.CuratorDiscoveryOtherClass+" to "+interop.CuratorDiscoveryPayloadClass)
+	javaAsk(t, ctx, j, "CACHE", "CACHE g1,j1")
+	t.Logf("server %s", zkc.Version())
 }

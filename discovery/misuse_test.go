@@ -60,6 +60,15 @@ func TestMisuse(t *testing.T) {
 		return err
 	})
 	add("ParseURISpec(x}y)", invalidArg, func() error { _, err := discovery.ParseURISpec("x}y"); return err })
+	var noClass discovery.Payload[zone]
+	add("New(WithPayload without a class)", invalidArg, func() error { _, err := discovery.New(c, "/s", discovery.WithPayload(noClass)); return err })
+	add("Payload without a class: Set", invalidArg, func() error { return noClass.Set(&discovery.Instance{}, zone{}) })
+	add("Payload without a class: Get", invalidArg, func() error { _, err := noClass.Get(&discovery.Instance{}); return err })
+	add("Payload.Set(nil instance)", invalidArg, func() error { return detailsPayload.Set(nil, zone{}) })
+	add("Payload.Get(nil instance)", invalidArg, func() error { _, err := detailsPayload.Get(nil); return err })
+	add("Payload.Set(a channel)", invalidArg, func() error {
+		return discovery.Payload[chan int]{Class: "C"}.Set(&discovery.Instance{}, make(chan int))
+	})
 	add("EncodePayload(a channel)", invalidArg, func() error { _, err := discovery.EncodePayload(make(chan int), ""); return err })
 
 	sc, err := d.NewServiceCache("s")

@@ -4,10 +4,8 @@ package discovery
 // (a ServiceCache follows it instead).
 
 import (
-	"bytes"
 	"context"
 	"errors"
-	"fmt"
 	"sort"
 
 	"github.com/go-zookeeper/zk"
@@ -118,8 +116,8 @@ func (d *Discovery) read(ctx context.Context, path string) (*Instance, error) {
 // and counted.
 func (d *Discovery) decode(node string, data []byte) (*Instance, error) {
 	inst, err := Decode(data)
-	if err == nil {
-		err = d.checkClass(inst)
+	if err == nil && d.typ != nil {
+		err = d.typ.read(inst) // WithPayload: its class only, decoded
 	}
 	if err != nil {
 		d.unreadable.Add(1)
@@ -128,16 +126,6 @@ func (d *Discovery) decode(node string, data []byte) (*Instance, error) {
 		return nil, err
 	}
 	return inst, nil
-}
-
-// checkClass refuses a payload of another class than WithPayloadClass's
-// (none, or a null payload, is read).
-func (d *Discovery) checkClass(inst *Instance) error {
-	p := bytes.TrimSpace(inst.Payload)
-	if d.cls == "" || len(p) == 0 || string(p) == "null" || inst.PayloadClass() == d.cls {
-		return nil
-	}
-	return fmt.Errorf("%w: payload class %q, not %q", recipes.ErrCorrupt, inst.PayloadClass(), d.cls)
 }
 
 // Unreadable returns how many times an instance node that cannot be read

@@ -11,7 +11,6 @@ import (
 
 	"github.com/zkrecipes/zkrecipes/discovery"
 	"github.com/zkrecipes/zkrecipes/internal/par"
-	"github.com/zkrecipes/zkrecipes/recipes"
 	"github.com/zkrecipes/zkrecipes/recipes/zktest"
 )
 
@@ -87,41 +86,6 @@ func TestServiceCacheNoRepeatedState(t *testing.T) {
 		}
 	}
 	assert.Equal(t, [][]string{{"a"}, {"a", "b"}}, states, "the current state, then b: nothing in between")
-}
-
-// WithPayloadClass reads only instances whose payload names that Java
-// class, as Curator's serializer for the class does: the others are
-// skipped as unreadable, counted and reported by QueryForInstance.
-func TestPayloadClassFilters(t *testing.T) {
-	zkc := zktest.Start(t)
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	w := newDiscovery(t, connect(t, zkc.Servers()), "/services")
-	mine, err := discovery.EncodePayload(map[string]string{"zone": "a"}, "com.example.Details")
-	require.NoError(t, err)
-	other, err := discovery.EncodePayload(map[string]string{"zone": "b"}, "com.example.Other")
-	require.NoError(t, err)
-	require.NoError(t, w.Register(ctx, &discovery.Instance{Name: "s", ID: "mine", Port: 1, Payload: mine}))
-	require.NoError(t, w.Register(ctx, &discovery.Instance{Name: "s", ID: "other", Port: 1, Payload: other}))
-	require.NoError(t, w.Register(ctx, &discovery.Instance{Name: "s", ID: "none", Port: 1}))
-
-	d, err := discovery.New(connect(t, zkc.Servers()), "/services", discovery.WithPayloadClass("com.example.Details"))
-	require.NoError(t, err)
-	require.NoError(t, d.Start(ctx))
-	defer d.Close(ctx)
-	got, err := d.QueryForInstances(ctx, "s")
-	require.NoError(t, err)
-	assert.Equal(t, []string{"mine", "none"}, ids(got))
-	_, err = d.QueryForInstance(ctx, "s", "other")
-	assert.ErrorIs(t, err, recipes.ErrCorrupt)
-	sc, err := d.NewServiceCache("s")
-	require.NoError(t, err)
-	require.NoError(t, sc.Start(ctx))
-	defer sc.Close(ctx)
-	assert.Equal(t, []string{"mine", "none"}, ids(sc.Instances()))
-	assert.GreaterOrEqual(t, d.Unreadable(), int64(3), "counted by the query, the lookup and the cache")
-	_, err = discovery.New(connect(t, zkc.Servers()), "/services", discovery.WithPayloadClass(""))
-	assert.ErrorIs(t, err, recipes.ErrInvalidArgument)
 }
 
 // Subscribe is Listen for a channel: the loaded instances first.

@@ -78,6 +78,9 @@ public class GenGolden {
         l.add("x");
         l.add(7);
         write("list", new ServiceInstance<Object>("orders", "id-8", "h", 1, null, l, T, ServiceType.DYNAMIC, null), Object.class, true);
+        // Scalars of no natural JSON type: Jackson's typed form [class, value].
+        write("long", new ServiceInstance<Object>("orders", "id-13", "h", 1, null, 5L, T, ServiceType.DYNAMIC, null), Object.class, true);
+        write("enum", new ServiceInstance<Object>("orders", "id-14", "h", 1, null, java.util.concurrent.TimeUnit.SECONDS, T, ServiceType.DYNAMIC, null), Object.class, true);
         write("enabled-true", new ServiceInstance<Object>("orders", "id-9", "h", 1, null, null, T, ServiceType.DYNAMIC, spring, true), Object.class, false);
         write("enabled-false", new ServiceInstance<Object>("orders", "id-10", "h", 1, null, null, T, ServiceType.DYNAMIC, spring, false), Object.class, false);
         write("allvars", new ServiceInstance<Object>("orders", "id-11", "10.0.0.5", 8080, 8443, null, T, ServiceType.DYNAMIC, new UriSpec(ALL)), Object.class, true);

@@ -2,13 +2,15 @@
 // curator-x-discovery, wire-compatible): a Go service and a Java service
 // register on one base path and find each other.
 //
-// The Go service "orders" registers instance go-1 with a payload typed for
-// Java readers ("@class" inside it). When Curator's curator-x-discovery,
+// The Go service "orders" registers instance go-1 with a typed payload: a
+// discovery.Payload declares the Go type and its Java class once, and
+// writes it as Curator does ("@class" inside it). When Curator's curator-x-discovery,
 // Java and its jars are installed (scripts/install-deps.sh), a Java
 // process registers java-1 through Curator's own ServiceDiscovery, typed
 // on that payload class; otherwise a second Go instance stands in for it
 // (-go-only forces that). A Go client finds both through a Provider (round
-// robin); the Java side queries and reads go-1's payload as its own class.
+// robin) and reads java-1's payload as the Go type; the Java side queries
+// and reads go-1's payload as its own class.
 // The Go service's link is then cut (its session survives): the
 // provider's cache sees no removal and no re-registration. Finally the
 // Java service closes (Curator unregisters it) and Go unregisters go-1.
@@ -54,13 +56,14 @@ type details struct {
 	Meta        map[string]string `json:"meta"`
 }
 
+// detailsPayload declares the payload once: the Go type and the Java
+// class it maps to, the class the Java service's discovery is typed on.
+var detailsPayload = discovery.Payload[details]{Class: interop.CuratorDiscoveryPayloadClass}
+
 func instance(id string, port int) (*discovery.Instance, error) {
-	p, err := discovery.EncodePayload(details{Description: "go " + id, Weight: 1, Meta: map[string]string{"lang": "go"}}, interop.CuratorDiscoveryPayloadClass)
-	if err != nil {
-		return nil, err
-	}
-	return &discovery.Instance{Name: "orders", ID: id, Address: "127.0.0.1", Port: port, Payload: p,
-		URISpec: discovery.MustParseURISpec("{scheme}://{address}:{port}")}, nil
+	in := &discovery.Instance{Name: "orders", ID: id, Address: "127.0.0.1", Port: port,
+		URISpec: discovery.MustParseURISpec("{scheme}://{address}:{port}")}
+	return in, detailsPayload.Set(in, details{Description: "go " + id, Weight: 1, Meta: map[string]string{"lang": "go"}})
 }
 
 func ids(l []*discovery.Instance) string {
@@ -100,7 +103,7 @@ func run(ctx context.Context, servers []string) error {
 		return err
 	}
 	defer svc.Close(context.Background())
-	d, err := discovery.New(svc, services)
+	d, err := discovery.New(svc, services, discovery.WithPayload(detailsPayload))
 	if err != nil {
 		return err
 	}
@@ -161,7 +164,7 @@ func run(ctx context.Context, servers []string) error {
 		return err
 	}
 	defer cc.Close(context.Background())
-	client, err := discovery.New(cc, services)
+	client, err := discovery.New(cc, services, discovery.WithPayload(detailsPayload))
 	if err != nil {
 		return err
 	}
@@ -193,8 +196,8 @@ func run(ctx context.Context, servers []string) error {
 		if err != nil || jin == nil {
 			return fmt.Errorf("java-1: %v", err)
 		}
-		var p details
-		if err := jin.DecodePayload(&p); err != nil {
+		p, err := detailsPayload.Get(jin)
+		if err != nil {
 			return err
 		}
 		goRead = jin.PayloadClass() == interop.CuratorDiscoveryPayloadClass && p.Description == "java java-1"

@@ -99,7 +99,7 @@ func declLines(fset *token.FileSet, decl ast.Decl) []string {
 		}
 		sig := signature(fset, d.Type)
 		if d.Recv == nil {
-			return []string{"func " + d.Name.Name + sig}
+			return []string{"func " + d.Name.Name + typeParams(fset, d.Type.TypeParams) + sig}
 		}
 		recv := expr(fset, d.Recv.List[0].Type)
 		if !ast.IsExported(strings.TrimLeft(baseName(recv), "*")) {
@@ -146,18 +146,7 @@ func typeLines(fset *token.FileSet, s *ast.TypeSpec) []string {
 	if !s.Name.IsExported() {
 		return nil
 	}
-	name := s.Name.Name
-	if s.TypeParams != nil {
-		var ps []string
-		for _, f := range s.TypeParams.List {
-			names := make([]string, len(f.Names))
-			for i, n := range f.Names {
-				names[i] = n.Name
-			}
-			ps = append(ps, strings.Join(names, ", ")+" "+expr(fset, f.Type))
-		}
-		name += "[" + strings.Join(ps, ", ") + "]"
-	}
+	name := s.Name.Name + typeParams(fset, s.TypeParams)
 	if s.Assign.IsValid() {
 		return []string{"type " + name + " = " + expr(fset, s.Type)}
 	}
@@ -195,6 +184,23 @@ func typeLines(fset *token.FileSet, s *ast.TypeSpec) []string {
 		return out
 	}
 	return []string{"type " + name + " " + expr(fset, s.Type)}
+}
+
+// typeParams prints a type's or a function's type parameters: "[T any]",
+// "" for none.
+func typeParams(fset *token.FileSet, fl *ast.FieldList) string {
+	if fl == nil {
+		return ""
+	}
+	var ps []string
+	for _, f := range fl.List {
+		names := make([]string, len(f.Names))
+		for i, n := range f.Names {
+			names[i] = n.Name
+		}
+		ps = append(ps, strings.Join(names, ", ")+" "+expr(fset, f.Type))
+	}
+	return "[" + strings.Join(ps, ", ") + "]"
 }
 
 // signature prints a function's parameters and results by type only, as

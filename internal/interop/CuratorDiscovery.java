@@ -20,6 +20,12 @@
 //   TYPES  prints "TYPES <id>:<serviceType>,..." (queryForInstances, by id)
 //   REGISTER <id> <type>  registers one more instance <id> of <name> with
 //          ServiceType <type> (STATIC, PERMANENT, ...), prints REGISTERED <id>
+//   REGISTEROTHER <id>  registers instance <id> of <name> with a payload of
+//          another class, CuratorDiscovery$Other (note "java <id>"), through
+//          a second ServiceDiscovery typed on Other; prints REGISTERED <id>
+//   GETOTHER <id>  prints "OTHER <id> <class> <note>" (queryForInstance on
+//          the discovery typed on Other), "OTHER <id> none" when there is
+//          none, "QUERYERROR <message>" when it throws
 //   QUIT   closes the cache, the discovery (unregistering) and the client,
 //          prints BYE and exits 0
 //
@@ -66,6 +72,18 @@ public class CuratorDiscovery {
         public void setMeta(Map<String, String> m) { meta = m; }
     }
 
+    /** Another payload class, which a reader typed on Details refuses. */
+    public static class Other {
+        private String note;
+
+        public Other() {}
+
+        public Other(String note) { this.note = note; }
+
+        public String getNote() { return note; }
+        public void setNote(String n) { note = n; }
+    }
+
     static String ids(Collection<ServiceInstance<Details>> insts) {
         List<String> ids = new ArrayList<>();
         for (ServiceInstance<Details> i : insts) {
@@ -106,6 +124,9 @@ public class CuratorDiscovery {
         ServiceDiscovery<Details> sd = ServiceDiscoveryBuilder.builder(Details.class).client(client)
             .basePath(base).serializer(new JsonInstanceSerializer<>(Details.class)).thisInstance(inst).build();
         sd.start();
+        ServiceDiscovery<Other> other = ServiceDiscoveryBuilder.builder(Other.class).client(client)
+            .basePath(base).serializer(new JsonInstanceSerializer<>(Other.class)).build();
+        other.start();
         ServiceCache<Details> cache = sd.serviceCacheBuilder().name(name).build();
         cache.start();
         System.out.println("READY");
@@ -121,6 +142,25 @@ public class CuratorDiscovery {
                     .address("127.0.0.1").port(port).payload(rd).serviceType(ServiceType.valueOf(f[2]))
                     .uriSpec(new UriSpec("{scheme}://{address}:{port}")).build());
                 System.out.println("REGISTERED " + f[1]);
+                System.out.flush();
+                continue;
+            }
+            if (f[0].equals("REGISTEROTHER") && f.length == 2) {
+                other.registerService(ServiceInstance.<Other>builder().name(name).id(f[1])
+                    .address("127.0.0.1").port(port).payload(new Other("java " + f[1])).build());
+                System.out.println("REGISTERED " + f[1]);
+                System.out.flush();
+                continue;
+            }
+            if (f[0].equals("GETOTHER") && f.length == 2) {
+                try {
+                    ServiceInstance<Other> i = other.queryForInstance(name, f[1]);
+                    Other p = i == null ? null : i.getPayload();
+                    System.out.println("OTHER " + f[1] + (i == null ? " none"
+                        : " " + (p == null ? "null" : p.getClass().getName() + " " + p.getNote())));
+                } catch (Exception e) {
+                    System.out.println("QUERYERROR " + e.toString().replace('\n', ' '));
+                }
                 System.out.flush();
                 continue;
             }
@@ -157,6 +197,7 @@ public class CuratorDiscovery {
                 break;
             case "QUIT":
                 cache.close();
+                other.close();
                 sd.close();
                 client.close();
                 System.out.println("BYE");

@@ -111,6 +111,11 @@ const CuratorDiscoverySourceName = "CuratorDiscovery.java"
 // typed payload, as Jackson names it in "@class".
 const CuratorDiscoveryPayloadClass = "CuratorDiscovery$Details"
 
+// CuratorDiscoveryOtherClass is the Java class of the payloads
+// CuratorDiscovery.java's REGISTEROTHER writes: another class, which its
+// discovery typed on CuratorDiscoveryPayloadClass refuses.
+const CuratorDiscoveryOtherClass = "CuratorDiscovery$Other"
+
 // CuratorSourceName is the file name StartCurator writes the embedded Java
 // program under; a single-file source program's name must match its class.
 const CuratorSourceName = "CuratorRecipes.java"
