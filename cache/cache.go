@@ -13,6 +13,7 @@ import (
 	"github.com/go-zookeeper/zk"
 
 	"github.com/zkrecipes/zkrecipes/internal/engine"
+	"github.com/zkrecipes/zkrecipes/internal/gid"
 	"github.com/zkrecipes/zkrecipes/internal/recipeargs"
 	"github.com/zkrecipes/zkrecipes/internal/zkerr"
 	"github.com/zkrecipes/zkrecipes/internal/zkpath"
@@ -313,7 +314,7 @@ func (c *Cache) Close(ctx context.Context) error {
 			s.closed.Do(func() { close(s.ch) })
 		}
 	}
-	if id := engine.GoroutineID(); id != 0 {
+	if id := gid.GoroutineID(); id != 0 {
 		if _, mine := c.listenerGs.Load(id); mine {
 			go finish() // ends once this listener call returns
 			return err

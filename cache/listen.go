@@ -3,7 +3,7 @@ package cache
 import (
 	"sync"
 
-	"github.com/zkrecipes/zkrecipes/internal/engine"
+	"github.com/zkrecipes/zkrecipes/internal/gid"
 )
 
 // Filter selects what a listener hears (Curator's
@@ -89,7 +89,7 @@ func (c *Cache) Listen(fn func(Event), opts ...Filter) (remove func()) {
 	deliver := func(evs []Event) {
 		if !known {
 			known = true
-			if id := engine.GoroutineID(); id != 0 {
+			if id := gid.GoroutineID(); id != 0 {
 				c.listenerGs.Store(id, struct{}{})
 			}
 		}

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/zkrecipes/zkrecipes/internal/engine"
+	"github.com/zkrecipes/zkrecipes/internal/gid"
 	"github.com/zkrecipes/zkrecipes/internal/lockspec"
 	"github.com/zkrecipes/zkrecipes/internal/recipeargs"
 	"github.com/zkrecipes/zkrecipes/internal/zkerr"
@@ -259,13 +260,13 @@ func (s *Selector) leadOnce(owner context.Context) (led bool, _ error) {
 // itself).
 func (s *Selector) releaseTerm(ctx context.Context, t *Term, released <-chan struct{}) error {
 	s.mu.Lock()
-	cur, interrupt, gid := s.leading, s.interrupt, s.leadGID
+	cur, interrupt, leader := s.leading, s.interrupt, s.leadGID
 	s.mu.Unlock()
 	if cur != t {
 		return zkerr.Namedf("leader selector "+s.path, "%w: the term is over", recipes.ErrNotHeld)
 	}
 	interrupt()
-	if gid != 0 && gid == engine.GoroutineID() {
+	if leader != 0 && leader == gid.GoroutineID() {
 		return nil
 	}
 	select {
@@ -281,7 +282,7 @@ func (s *Selector) releaseTerm(ctx context.Context, t *Term, released <-chan str
 // stack.
 func (s *Selector) runFn(ctx context.Context, t *Term) (err error) {
 	s.mu.Lock()
-	s.leadGID = engine.GoroutineID()
+	s.leadGID = gid.GoroutineID()
 	s.mu.Unlock()
 	defer func() {
 		s.mu.Lock()
@@ -334,7 +335,7 @@ func (s *Selector) Close(ctx context.Context) error {
 	}
 	s.mu.Lock()
 	cancel := s.cancel
-	inside := s.leadGID != 0 && s.leadGID == engine.GoroutineID()
+	inside := s.leadGID != 0 && s.leadGID == gid.GoroutineID()
 	s.mu.Unlock()
 	if !started {
 		return nil

@@ -23,7 +23,7 @@
 // Lease; if the first fails, the second makes its own attempt.
 //
 // The goroutine id is read in a few nanoseconds (see
-// engine.LookupGoroutineID). Should it ever be unreadable, Acquire,
+// gid.LookupGoroutineID). Should it ever be unreadable, Acquire,
 // TryAcquire and Release without an explicit owner return an error that
 // says so rather than make every goroutine the same owner.
 //
@@ -70,6 +70,7 @@ import (
 	"sync"
 
 	"github.com/zkrecipes/zkrecipes/internal/engine"
+	"github.com/zkrecipes/zkrecipes/internal/gid"
 	"github.com/zkrecipes/zkrecipes/internal/lockspec"
 	"github.com/zkrecipes/zkrecipes/internal/recipeargs"
 	"github.com/zkrecipes/zkrecipes/internal/zkerr"
@@ -266,7 +267,7 @@ func WithOwner(ctx context.Context, owner any) context.Context {
 }
 
 // goroutineID reads the default owner; tests replace it.
-var goroutineID = engine.LookupGoroutineID
+var goroutineID = gid.LookupGoroutineID
 
 func ownerOf(ctx context.Context) (any, error) {
 	if o, ok := ctx.Value(ownerCtxKey{}).(explicit); ok { // no goroutine id needed

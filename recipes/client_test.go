@@ -15,6 +15,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/zkrecipes/zkrecipes/internal/engine"
+	"github.com/zkrecipes/zkrecipes/internal/gid"
 	"github.com/zkrecipes/zkrecipes/internal/testutil"
 	"github.com/zkrecipes/zkrecipes/internal/zkpath"
 	"github.com/zkrecipes/zkrecipes/recipes"
@@ -357,11 +358,11 @@ func TestCloseLeavesNoGoroutines(t *testing.T) {
 }
 
 func TestGoroutineID(t *testing.T) {
-	a := engine.GoroutineID()
+	a := gid.GoroutineID()
 	assert.NotZero(t, a)
-	assert.Equal(t, a, engine.GoroutineID())
+	assert.Equal(t, a, gid.GoroutineID())
 	ch := make(chan uint64)
-	go func() { ch <- engine.GoroutineID() }()
+	go func() { ch <- gid.GoroutineID() }()
 	assert.NotEqual(t, a, <-ch)
 }
 

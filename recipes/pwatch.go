@@ -9,6 +9,7 @@ import (
 	"github.com/go-zookeeper/zk"
 
 	"github.com/zkrecipes/zkrecipes/internal/engine"
+	"github.com/zkrecipes/zkrecipes/internal/gid"
 )
 
 // PersistentEvent is one thing a PersistentWatch reports: a node that
@@ -93,7 +94,7 @@ func (c *Client) WatchPersistent(ctx context.Context, path string, recursive boo
 
 func (pw *PersistentWatch) run(fn func(PersistentEvent)) {
 	defer close(pw.ended)
-	pw.caller.Store(engine.GoroutineID())
+	pw.caller.Store(gid.GoroutineID())
 	e := pw.c.eng()
 	for {
 		evs, ok := pw.w.Events(pw.stop)
@@ -134,7 +135,7 @@ func (pw *PersistentWatch) Close(ctx context.Context) error {
 		close(pw.stop)
 		err = pw.w.Remove(ctx)
 	})
-	if id := engine.GoroutineID(); id != 0 && pw.caller.Load() == id {
+	if id := gid.GoroutineID(); id != 0 && pw.caller.Load() == id {
 		return err // from the listener: its own call cannot end first
 	}
 	select {

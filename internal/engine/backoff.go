@@ -10,18 +10,18 @@ import (
 // a loop's attempts, from a fresh backoff of the policy on first use and
 // after each Reset. A call that gives up when the policy does uses Next;
 // a background loop that never gives up uses Pace. Make it with
-// Client.Backoff (the client's policy) or NewBackoff.
+// Client.Backoff (the client's policy) or newBackoff.
 type Backoff struct {
 	policy func() backoff.BackOff
 	b      backoff.BackOff
 }
 
-// NewBackoff returns a Backoff of policy (nil, or a policy that returns
+// newBackoff returns a Backoff of policy (nil, or a policy that returns
 // nil: no retries).
-func NewBackoff(policy func() backoff.BackOff) Backoff { return Backoff{policy: policy} }
+func newBackoff(policy func() backoff.BackOff) Backoff { return Backoff{policy: policy} }
 
 // Backoff returns a Backoff of the client's retry policy.
-func (c *Client) Backoff() Backoff { return NewBackoff(c.cfg.Retry) }
+func (c *Client) Backoff() Backoff { return newBackoff(c.cfg.Retry) }
 
 // Next returns the wait before the next attempt, and false when the
 // policy gives up (the next call then starts it afresh).

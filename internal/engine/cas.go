@@ -78,7 +78,7 @@ func (c *Client) CompareAndSet(ctx context.Context, path string, cas CAS, update
 	}
 	l := &casLoop{c: c, ctx: ctx, path: path, cas: cas, conflicts: c.Backoff()}
 	if cas.Retry != nil { // a policy of its own (one returning nil: no retries)
-		l.conflicts = NewBackoff(cas.Retry)
+		l.conflicts = newBackoff(cas.Retry)
 	}
 	for tries := 1; ; tries++ {
 		prev, st, exists, err := c.casRead(ctx, path)

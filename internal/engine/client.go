@@ -266,8 +266,8 @@ func (c *Client) ErrorPolicy() ErrorPolicy { return c.cfg.ErrorPolicy }
 // Logger returns the client's logger (silent unless WithLogger was given).
 func (c *Client) Logger() *slog.Logger { return c.log }
 
-// ACL returns the ACL list to use when creating path.
-func (c *Client) ACL(path string) []zk.ACL { return c.cfg.ACL(path) }
+// acl returns the ACL list to use when creating path.
+func (c *Client) acl(path string) []zk.ACL { return c.cfg.ACL(path) }
 
 // SessionTimeout returns the session timeout the server granted, read from
 // its handshake reply. Before the first session, and for an adopted
@@ -281,12 +281,12 @@ func (c *Client) SessionTimeout() time.Duration {
 	return c.cfg.SessionTimeout
 }
 
-// LastReceived returns when the last byte arrived from a server that holds
+// lastReceived returns when the last byte arrived from a server that holds
 // the session, and false when that is unknown (before the first session,
 // or for an adopted connection without a Wire). LOST is timed from
 // LastAnswered, which is earlier: the server may expire the session one
 // SessionTimeout after the last packet it received from us.
-func (c *Client) LastReceived() (time.Time, bool) {
+func (c *Client) lastReceived() (time.Time, bool) {
 	if c.wire == nil {
 		return time.Time{}, false
 	}

@@ -47,7 +47,7 @@ func TestBackoff(t *testing.T) {
 	twice := func() backoff.BackOff {
 		return backoff.WithMaxRetries(backoff.NewConstantBackOff(time.Millisecond), 2)
 	}
-	b := NewBackoff(twice)
+	b := newBackoff(twice)
 	for range 2 {
 		d, ok := b.Next()
 		assert.True(t, ok)
@@ -61,10 +61,10 @@ func TestBackoff(t *testing.T) {
 	assert.Equal(t, time.Second, b.Pace(), "Pace: a second when the policy gives up")
 	b.Reset()
 	assert.Equal(t, time.Millisecond, b.Pace())
-	none := NewBackoff(func() backoff.BackOff { return nil })
+	none := newBackoff(func() backoff.BackOff { return nil })
 	_, ok = none.Next()
 	assert.False(t, ok)
-	nilPolicy := NewBackoff(nil)
+	nilPolicy := newBackoff(nil)
 	_, ok = nilPolicy.Next()
 	assert.False(t, ok)
 }

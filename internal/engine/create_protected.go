@@ -21,8 +21,8 @@ func (c *Client) createProtectedTTL(ctx context.Context, parent, uuid, name stri
 	}
 	pc := &protectedCreate{
 		c: c, ctx: ctx, parent: parent, name: name, data: data, mode: mode, ttl: ttl,
-		sequential: IsSequentialMode(mode),
-		ephemeral:  IsEphemeralMode(mode),
+		sequential: isSequentialMode(mode),
+		ephemeral:  isEphemeralMode(mode),
 		retry:      c.Backoff(),
 	}
 	pc.target, pc.prefix = protectedPath(parent, uuid, name)

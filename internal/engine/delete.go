@@ -184,7 +184,7 @@ func deleted(path string, err error) error {
 // retryForever runs op with backoff while it fails with retryable errors,
 // until session sid is gone or the client closes.
 func (c *Client) retryForever(sid int64, op func() error) {
-	retry := NewBackoff(foreverPolicy)
+	retry := newBackoff(foreverPolicy)
 	for {
 		err := op()
 		if err == nil || !zkerr.IsRetryable(err) {

@@ -44,11 +44,11 @@ func nodeChanged(a, b NodeView) bool {
 	return a.Exists && (a.Stat.Czxid != b.Stat.Czxid || a.Stat.Mzxid != b.Stat.Mzxid)
 }
 
-// FollowChildren keeps a node's children current: fn gets the first view,
+// followChildren keeps a node's children current: fn gets the first view,
 // then every view that differs from the one before, on Follow's
 // goroutine. A missing node is watched for its creation. It returns as
 // Follow does.
-func (c *Client) FollowChildren(ctx context.Context, path string, fn func(ChildrenView)) error {
+func (c *Client) followChildren(ctx context.Context, path string, fn func(ChildrenView)) error {
 	if err := c.check(); err != nil {
 		return err
 	}
@@ -99,6 +99,6 @@ type sharedFollower struct {
 	shared     *Follower
 }
 
-// Watching returns how many of the client's followers' watches are armed
+// watching returns how many of the client's followers' watches are armed
 // (registered and not yet fired), for tests.
-func (c *Client) Watching() int { return c.hub.watching() }
+func (c *Client) watching() int { return c.hub.watching() }

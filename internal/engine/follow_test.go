@@ -104,7 +104,7 @@ func TestFollowChildren(t *testing.T) {
 	e := engine.Of(c)
 	require.NoError(t, e.EnsureContainers(context.Background(), "/follow/kids"))
 	var v views[engine.ChildrenView]
-	follow(t, func(ctx context.Context) error { return e.FollowChildren(ctx, "/follow/kids", v.add) })
+	follow(t, func(ctx context.Context) error { return engine.FollowChildren(e, ctx, "/follow/kids", v.add) })
 	eventually(t, 5*time.Second, "the first view", func() bool { return len(v.all()) == 1 })
 	assert.True(t, v.all()[0].Exists)
 	assert.Empty(t, v.all()[0].Children)
@@ -266,7 +266,7 @@ func TestFollowAcrossSessionExpiry(t *testing.T) {
 	assert.Equal(t, 1, log.count(engine.FollowInitialised), "initialised once")
 	states := log.states()
 	assert.Subset(t, states, []recipes.State{recipes.StateConnected, recipes.StateSuspended, recipes.StateLost, recipes.StateReconnected}, "%v", states)
-	assert.Equal(t, 1, e.Watching(), "one watch registered")
+	assert.Equal(t, 1, engine.Watching(e), "one watch registered")
 }
 
 // A Follower knows which watch fired: each event names the read's key,
@@ -318,7 +318,7 @@ func TestFollowerKnowsWhichWatchFired(t *testing.T) {
 	}))
 	runFollower(t, f)
 	eventually(t, 5*time.Second, "initialised", func() bool { return log.count(engine.FollowInitialised) == 1 })
-	assert.Equal(t, 4, e.Watching(), "one watch per read: data, data, children, exists")
+	assert.Equal(t, 4, engine.Watching(e), "one watch per read: data, data, children, exists")
 
 	watchEvents := func() []engine.FollowEvent {
 		var out []engine.FollowEvent
@@ -395,7 +395,7 @@ func TestFollowerManyNodesOneGoroutine(t *testing.T) {
 	extra := runtime.NumGoroutine() - before
 	t.Logf("%d nodes followed: %d more goroutines", n, extra)
 	assert.LessOrEqual(t, extra, 2, "the follower's own goroutine, not one per node")
-	assert.Equal(t, n, e.Watching())
+	assert.Equal(t, n, engine.Watching(e))
 
 	for i := 0; i < n; i += 100 {
 		set := make([]recipes.Op, 100)
@@ -441,9 +441,9 @@ func TestFollowerAddRemove(t *testing.T) {
 	eventually(t, 5*time.Second, "a read", func() bool { return len(a.all()) == 1 })
 	f.AddNode("b", "/ar-b", b.add)
 	eventually(t, 5*time.Second, "b read", func() bool { return len(b.all()) == 1 })
-	assert.Equal(t, 2, e.Watching())
+	assert.Equal(t, 2, engine.Watching(e))
 	f.Remove("a")
-	eventually(t, 5*time.Second, "a's watch dropped", func() bool { return e.Watching() == 1 })
+	eventually(t, 5*time.Second, "a's watch dropped", func() bool { return engine.Watching(e) == 1 })
 	_, err := c.Create(ctx, "/ar-a", nil, 0)
 	require.NoError(t, err)
 	_, err = c.Create(ctx, "/ar-b", nil, 0)

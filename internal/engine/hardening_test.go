@@ -156,7 +156,7 @@ func TestLostDeclaredOneTimeoutAfterLastAnswer(t *testing.T) {
 	case <-time.After(4 * T):
 		t.Fatal("no LOST")
 	}
-	last, ok := engine.Of(c).LastAnswered()
+	last, ok := engine.LastAnswered(engine.Of(c))
 	require.True(t, ok)
 	sinceLast, sinceCut := lostAt.Sub(last), lostAt.Sub(start)
 	t.Logf("session timeout %v: LOST %v after the last answered request was sent, %v after the black-hole began", T, sinceLast, sinceCut)
@@ -183,7 +183,7 @@ func TestNegotiatedTimeoutFromHandshake(t *testing.T) {
 	require.NoError(t, err)
 	defer adopted.Close(context.Background())
 	assert.Equal(t, 4*time.Second, adopted.SessionTimeout(), "NewClient with a Wire")
-	_, ok := adopted.LastReceived()
+	_, ok := engine.LastReceived(adopted)
 	assert.True(t, ok)
 
 	conn2, events2, err := zk.Connect(zkc.Servers(), 30*time.Second, zk.WithLogInfo(false))
@@ -192,7 +192,7 @@ func TestNegotiatedTimeoutFromHandshake(t *testing.T) {
 	require.NoError(t, err)
 	defer blind.Close(context.Background())
 	assert.Equal(t, 30*time.Second, blind.SessionTimeout(), "without a Wire the requested timeout is all there is")
-	_, ok = engine.Of(blind).LastReceived()
+	_, ok = engine.LastReceived(engine.Of(blind))
 	assert.False(t, ok)
 }
 

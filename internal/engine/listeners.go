@@ -4,6 +4,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/zkrecipes/zkrecipes/internal/gid"
 )
 
 // Listen registers fn to be called with the current state (unless the
@@ -195,7 +197,7 @@ func (l *listener[T]) loop() {
 			default:
 			}
 			if tok == nil {
-				if id, err := LookupGoroutineID(); err == nil {
+				if id, err := gid.LookupGoroutineID(); err == nil {
 					tok = &listenerToken{gid: id}
 				}
 			}
@@ -235,7 +237,7 @@ func (l *listener[T]) stop() {
 		l.q.close()
 	})
 	if tok := l.running.Load(); tok != nil {
-		if id, err := LookupGoroutineID(); err == nil && tok.gid == id {
+		if id, err := gid.LookupGoroutineID(); err == nil && tok.gid == id {
 			return // a callback removing its own listener
 		}
 	}

@@ -56,7 +56,7 @@ func TestLostBeforeServerExpiresOnSlowLink(t *testing.T) {
 	// (a ping, every third of the timeout).
 	since := time.Now()
 	zktest.Eventually(t, 2*T, "a ping answered over the slow link", func() bool {
-		sent, ok := engine.Of(c).LastAnswered()
+		sent, ok := engine.LastAnswered(engine.Of(c))
 		return ok && sent.After(since)
 	})
 	proxy.Blackhole()
@@ -77,7 +77,7 @@ func TestLostBeforeServerExpiresOnSlowLink(t *testing.T) {
 	zktest.Eventually(t, 5*time.Second, "the server's log to say it expired the session", func() bool {
 		return zkc.LogContains(0, fmt.Sprintf("Expiring session 0x%x", sid))
 	})
-	lastByte, ok := engine.Of(c).LastReceived()
+	lastByte, ok := engine.LastReceived(engine.Of(c))
 	require.True(t, ok)
 	margin := expiredAt.Sub(lostAt)
 	t.Logf("session timeout %v, %v each way: LOST %v after the cut, the server expired the session %v after it; margin %v",

@@ -80,7 +80,7 @@ func (o Op) String() string {
 func (c *Client) request(o Op) any {
 	switch o.kind {
 	case opCreate:
-		return &zk.CreateRequest{Path: o.path, Data: o.data, Flags: o.flags, Acl: c.ACL(o.path)}
+		return &zk.CreateRequest{Path: o.path, Data: o.data, Flags: o.flags, Acl: c.acl(o.path)}
 	case opSet:
 		return &zk.SetDataRequest{Path: o.path, Data: o.data, Version: o.version}
 	case opDelete:

@@ -193,32 +193,32 @@ func (c *Client) createTTL(ctx context.Context, op reqOp, path string, data []by
 		c.stats.creates.Add(1)
 		switch {
 		case flags == zk.FlagContainer:
-			return c.conn.CreateContainer(path, data, flags, c.ACL(path))
-		case IsTTLMode(flags):
-			return c.conn.CreateTTL(path, data, flags, c.ACL(path), ttl)
+			return c.conn.CreateContainer(path, data, flags, c.acl(path))
+		case isTTLMode(flags):
+			return c.conn.CreateTTL(path, data, flags, c.acl(path), ttl)
 		}
-		return c.conn.Create(path, data, flags, c.ACL(path))
+		return c.conn.Create(path, data, flags, c.acl(path))
 	}, c.undoCreate)
 }
 
-// IsTTLMode reports whether flags is a TTL create mode.
-func IsTTLMode(flags int32) bool {
+// isTTLMode reports whether flags is a TTL create mode.
+func isTTLMode(flags int32) bool {
 	return flags == zk.FlagTTL || flags == zk.FlagPersistentSequentialWithTTL
 }
 
-// IsEphemeralMode reports whether flags is an ephemeral create mode.
-func IsEphemeralMode(flags int32) bool {
+// isEphemeralMode reports whether flags is an ephemeral create mode.
+func isEphemeralMode(flags int32) bool {
 	return flags == zk.FlagEphemeral || flags == zk.FlagEphemeralSequential
 }
 
-// IsSequentialMode reports whether flags is a sequential create mode.
-func IsSequentialMode(flags int32) bool {
+// isSequentialMode reports whether flags is a sequential create mode.
+func isSequentialMode(flags int32) bool {
 	return flags == zk.FlagSequence || flags == zk.FlagEphemeralSequential || flags == zk.FlagPersistentSequentialWithTTL
 }
 
-// Unsequenced returns the plain form of a sequential create mode (flags
+// unsequenced returns the plain form of a sequential create mode (flags
 // itself for the others).
-func Unsequenced(flags int32) int32 {
+func unsequenced(flags int32) int32 {
 	switch flags {
 	case zk.FlagSequence:
 		return zk.FlagPersistent
@@ -239,7 +239,7 @@ func (c *Client) CreateContainer(ctx context.Context, path string) (string, erro
 func (c *Client) createContainer(ctx context.Context, op reqOp, path string) (string, error) {
 	return send(c, ctx, op, func() (string, error) {
 		c.stats.creates.Add(1)
-		return c.conn.CreateContainer(path, parentData, zk.FlagContainer, c.ACL(path))
+		return c.conn.CreateContainer(path, parentData, zk.FlagContainer, c.acl(path))
 	}, nil) // an empty container goes by itself
 }
 

@@ -144,7 +144,7 @@ func (c *Client) Own(spec OwnedSpec) (*OwnedNode, error) {
 	if spec.Mode < zk.FlagPersistent || spec.Mode > zk.FlagPersistentSequentialWithTTL {
 		return nil, fmt.Errorf("%w: create mode %d", zkerr.ErrInvalidArgument, spec.Mode)
 	}
-	if IsTTLMode(spec.Mode) != (spec.TTL > 0) {
+	if isTTLMode(spec.Mode) != (spec.TTL > 0) {
 		return nil, fmt.Errorf("%w: a TTL (%v) goes with a TTL create mode and only with one (mode %d)", zkerr.ErrInvalidArgument, spec.TTL, spec.Mode)
 	}
 	if spec.TTL > MaxTTL {
@@ -155,8 +155,8 @@ func (c *Client) Own(spec OwnedSpec) (*OwnedNode, error) {
 	}
 	o := &OwnedNode{
 		c: c, spec: spec,
-		ephemeral:  IsEphemeralMode(spec.Mode),
-		sequential: IsSequentialMode(spec.Mode),
+		ephemeral:  isEphemeralMode(spec.Mode),
+		sequential: isSequentialMode(spec.Mode),
 		data:       append([]byte(nil), spec.Data...),
 		dataGen:    1, // the first data; a node taken over holds generation 0
 		changed:    make(chan struct{}),

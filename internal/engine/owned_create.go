@@ -35,7 +35,7 @@ func (o *OwnedNode) create(ctx context.Context, data []byte, dgen uint64) error 
 	path, mode, sequential := o.spec.Path, o.spec.Mode, o.sequential
 	o.mu.Lock()
 	if o.fixed != "" {
-		path, mode, sequential = o.fixed, Unsequenced(mode), false
+		path, mode, sequential = o.fixed, unsequenced(mode), false
 	}
 	o.mu.Unlock()
 	for {
@@ -106,7 +106,7 @@ func (o *OwnedNode) takeOver() bool {
 
 // explainTTL names the server setting a refused TTL create needs.
 func (o *OwnedNode) explainTTL(err error) error {
-	if IsTTLMode(o.spec.Mode) && isUnimplemented(err) {
+	if isTTLMode(o.spec.Mode) && isUnimplemented(err) {
 		return fmt.Errorf("the server refuses TTL nodes (%w): start it with -Dzookeeper.extendedTypesEnabled=true (ZooKeeper 3.5.3 or later)", err)
 	}
 	return err

@@ -268,7 +268,7 @@ func (c *Client) transition(s State) {
 // SUSPENDED is never late. c.mu is held.
 func (c *Client) lostDelay() time.Duration {
 	t := c.SessionTimeout()
-	if sent, ok := c.LastAnswered(); ok {
+	if sent, ok := c.lastAnswered(); ok {
 		return time.Until(sent.Add(t))
 	}
 	return time.Until(c.suspendedAt.Add(t / 3))

@@ -422,13 +422,13 @@ func (c *wireConn) usable(handshake bool) {
 	c.w.onUsable()
 }
 
-// LastAnswered returns when the client sent the last request whose reply
+// lastAnswered returns when the client sent the last request whose reply
 // arrived (pings included; see Wire), and false when that is unknown
 // (before the first session, or for an adopted connection without a
 // Wire). The server heard from the client no earlier, so it cannot expire
 // the session before LastAnswered plus SessionTimeout; LOST is declared
 // then.
-func (c *Client) LastAnswered() (time.Time, bool) {
+func (c *Client) lastAnswered() (time.Time, bool) {
 	if c.wire == nil {
 		return time.Time{}, false
 	}

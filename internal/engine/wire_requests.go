@@ -10,9 +10,9 @@ import (
 	"github.com/go-zookeeper/zk"
 )
 
-// WireRequests returns how many requests the Wire made itself (the others
+// wireRequests returns how many requests the Wire made itself (the others
 // went through go-zookeeper's calls); tests read it.
-func (c *Client) WireRequests() uint64 {
+func (c *Client) wireRequests() uint64 {
 	if c == nil || c.wire == nil {
 		return 0
 	}
@@ -86,7 +86,7 @@ func (c *Client) wireCreate(ctx context.Context, op reqOp, path string, data []b
 	if wc == nil || flags < 0 || flags > zk.FlagEphemeral|zk.FlagSequence || !wirePath(path) {
 		return "", nil, false
 	}
-	acl := c.ACL(path)
+	acl := c.acl(path)
 	f := newFrame(16 + len(path) + len(data) + 32*len(acl)).str(path).buf(data).acl(acl).int32(flags)
 	body, err, ok := c.viaWire(ctx, wc, op, zopCreate, f, &c.stats.creates, c.lateCreate)
 	if !ok || err != nil {

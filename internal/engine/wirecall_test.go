@@ -35,7 +35,7 @@ func TestWireRequestsMatchGoZookeeper(t *testing.T) {
 	cancellable, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	for _, ctx := range []context.Context{cancellable, context.Background()} {
-		before := e.WireRequests()
+		before := engine.WireRequests(e)
 		made := 0
 
 		for _, p := range []string{"/wm", "/wm/nil", "/wm/empty", "/wm/missing"} {
@@ -96,7 +96,7 @@ func TestWireRequestsMatchGoZookeeper(t *testing.T) {
 		assert.Equal(t, zk.ErrNoNode, e.Delete(ctx, seq, -1))
 		made += 7
 
-		assert.Equal(t, uint64(made), e.WireRequests()-before, "requests the Wire made")
+		assert.Equal(t, uint64(made), engine.WireRequests(e)-before, "requests the Wire made")
 	}
 }
 
@@ -112,7 +112,7 @@ func TestWireRequestFailsWithItsConnection(t *testing.T) {
 	require.NoError(t, err)
 
 	proxy.Blackhole()
-	before := e.WireRequests()
+	before := engine.WireRequests(e)
 	done := make(chan error, 1)
 	go func() {
 		cctx, cancel := context.WithTimeout(ctx, 30*time.Second)
@@ -120,7 +120,7 @@ func TestWireRequestFailsWithItsConnection(t *testing.T) {
 		_, _, err := e.Get(cctx, "/wf")
 		done <- err
 	}()
-	eventually(t, 10*time.Second, "the get is in flight", func() bool { return e.WireRequests() > before })
+	eventually(t, 10*time.Second, "the get is in flight", func() bool { return engine.WireRequests(e) > before })
 	proxy.Restore() // closes the black-holed connection
 	select {
 	case err := <-done:
@@ -130,8 +130,8 @@ func TestWireRequestFailsWithItsConnection(t *testing.T) {
 		t.Fatal("the get did not end with its connection")
 	}
 	eventually(t, 20*time.Second, "a get on the new connection, through the Wire", func() bool {
-		n := e.WireRequests()
+		n := engine.WireRequests(e)
 		_, _, err := e.Get(ctx, "/wf")
-		return err == nil && e.WireRequests() > n
+		return err == nil && engine.WireRequests(e) > n
 	})
 }

@@ -1,4 +1,7 @@
-package engine
+// Package gid reads the calling goroutine's id, for the recipes whose
+// owner is a goroutine (a mutex's re-entrancy) and for the listeners that
+// recognise a call from their own goroutine.
+package gid
 
 import (
 	"bytes"
