@@ -110,7 +110,9 @@
 // When <path> is a parent (or with -summary), it walks the tree under
 // <path> and prints one line per lock found: its kind, whether it is held,
 // holders, waiters and the oldest waiter's age; an unknown node has a line
-// of its own, with "?" where a lock has its state.
+// of its own, with "?" where a lock has its state. A semaphore whose
+// maximum is unknown shows its newest lease, the internal lock holder's,
+// apart: holders "1+1?" (one holds, one holds or waits for room).
 // A node with data and no children (a SharedCount, a configuration node)
 // is a data node, not a lock: the summary does not list it but counts it
 // in its header, and given as <path> it is shown as a data node, with its

@@ -113,20 +113,17 @@ func renderQueue(b *strings.Builder, q *Queue) {
 		if q.MaxLeases != nil {
 			max = strconv.Itoa(*q.MaxLeases)
 		}
-		status = fmt.Sprintf("%d leases held (max %s)", q.Holders, max)
+		status = fmt.Sprintf("%s held (max %s)", counted(q.Holders, "lease"), max)
 	}
 	if q.Kind == kindDouble {
 		ready := "no"
 		if q.Ready != nil && *q.Ready {
 			ready = "yes"
 		}
-		status = fmt.Sprintf("%d members, ready: %s; %d entered", len(q.Nodes), ready, q.Holders)
+		status = fmt.Sprintf("%s, ready: %s; %d entered", counted(len(q.Nodes), "member"), ready, q.Holders)
 	}
 	if q.Kind == kindGroup {
-		status = fmt.Sprintf("%d members", len(q.Nodes))
-		if len(q.Nodes) == 1 {
-			status = "1 member"
-		}
+		status = counted(len(q.Nodes), "member")
 	}
 	if q.Kind == kindQueueLock {
 		status = counted(q.Holders, "item") + " locked by a consumer"
@@ -279,6 +276,9 @@ func renderSummary(b *strings.Builder, rep *Report) {
 			state = "waiting"
 		case *l.Held:
 			state = "held"
+		}
+		if l.Held != nil && l.Undecided > 0 { // a semaphore's newest lease, its maximum unknown
+			holders = fmt.Sprintf("%d+%d?", l.Holders, l.Undecided)
 		}
 		oldest := "-"
 		if l.OldestWaiterAgeMS != nil {
