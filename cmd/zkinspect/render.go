@@ -203,11 +203,12 @@ func renderNodes(b *strings.Builder, nodes []Node, lockColumn bool, none string)
 
 // summaryHeader writes a summary's first line: the lock paths and how
 // many are held, the discovery services and their instances, the unknown
-// nodes, the data nodes not listed.
+// nodes, the data nodes.
 func summaryHeader(b *strings.Builder, rep *Report) {
 	held, unknown, services, readable, unreadable := 0, 0, 0, 0, 0
 	for _, l := range rep.Locks {
 		switch {
+		case isDataKind(l.Kind):
 		case l.Kind == kindUnknown:
 			unknown++
 		case l.Kind == kindService:
@@ -218,25 +219,41 @@ func summaryHeader(b *strings.Builder, rep *Report) {
 			held++
 		}
 	}
+	locks := len(rep.Locks) - unknown - services - rep.DataNodes
 	paths := "lock paths"
-	if len(rep.Locks)-unknown-services == 1 {
+	if locks == 1 {
 		paths = "lock path"
 	}
-	fmt.Fprintf(b, "%s: %d %s, %d held", rep.Path, len(rep.Locks)-unknown-services, paths, held)
+	fmt.Fprintf(b, "%s: %d %s, %d held", rep.Path, locks, paths, held)
 	if services > 0 {
 		fmt.Fprintf(b, ", %s (%s)", counted(services, "discovery service"), instances(readable, unreadable))
 	}
 	if unknown > 0 {
 		fmt.Fprintf(b, ", %d unknown (not a queue zkinspect knows)", unknown)
 	}
-	switch rep.DataNodes {
-	case 0:
-	case 1:
-		b.WriteString(", 1 data node not listed")
-	default:
-		fmt.Fprintf(b, ", %d data nodes not listed", rep.DataNodes)
+	if rep.DataNodes > 0 {
+		fmt.Fprintf(b, ", %s", counted(rep.DataNodes, "data node"))
 	}
 	b.WriteString("\n")
+}
+
+// isDataKind reports whether a summary line of kind is a data node's.
+func isDataKind(kind string) bool {
+	return kind == kindData || kind == kindCounter || kind == kindBarrier
+}
+
+// dataState is a data node's STATE in a summary: a counter's type and
+// value, a barrier's "up?" (it could be one), plain data's size.
+func dataState(l LockSummary) string {
+	switch {
+	case l.Counter != nil:
+		return fmt.Sprintf("%s %d", l.Counter.Type, l.Counter.Value)
+	case l.Kind == kindBarrier:
+		return "up?"
+	case l.Bytes != nil:
+		return counted(*l.Bytes, "byte")
+	}
+	return "-"
 }
 
 func renderSummary(b *strings.Builder, rep *Report) {
@@ -254,6 +271,8 @@ func renderSummary(b *strings.Builder, rep *Report) {
 	for _, l := range rep.Locks {
 		state, holders, waiters := "free", strconv.Itoa(l.Holders), strconv.Itoa(l.Waiters)
 		switch {
+		case isDataKind(l.Kind):
+			state, holders, waiters = dataState(l), "-", "-"
 		case l.Held == nil:
 			state, holders, waiters = "?", "?", "?"
 			if l.Undecided > 0 {
