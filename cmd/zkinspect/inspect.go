@@ -217,6 +217,8 @@ type LockSummary struct {
 	// Unreadable counts a discovery service's nodes that do not read as
 	// its instances (Holders counts those that do).
 	Unreadable int `json:"unreadable,omitempty"`
+	// Why says what keeps an unknown node from being classified.
+	Why string `json:"why,omitempty"`
 	// Counter is a counter's value; Bytes a plain data node's size.
 	Counter *Counter `json:"counter,omitempty"`
 	Bytes   *int     `json:"bytes,omitempty"`
@@ -858,7 +860,7 @@ func summarise(ctx context.Context, r *reader, cfg config, rep *Report, p *probe
 			if err != nil {
 				return err
 			}
-			rep.Locks = append(rep.Locks, LockSummary{Path: p.path, Kind: cl.kind, Held: q.Held, Holders: q.Holders, Waiters: q.Waiters, Undecided: q.Undecided, OldestWaiterAgeMS: q.OldestWaiterAgeMS, Ready: q.Ready,
+			rep.Locks = append(rep.Locks, LockSummary{Path: p.path, Kind: cl.kind, Why: cl.why, Held: q.Held, Holders: q.Holders, Waiters: q.Waiters, Undecided: q.Undecided, OldestWaiterAgeMS: q.OldestWaiterAgeMS, Ready: q.Ready,
 				Depth: q.Depth, OldestItemAgeMS: q.OldestItemAgeMS})
 			if cl.kind == kindSemaphore {
 				return nil // its parts are in its line

@@ -3,12 +3,15 @@ package main
 // TestLayout: `zkinspect /` over one server holding every recipe twice,
 // laid out by real Curator (CuratorRecipes.java's layout mode and
 // CuratorDiscovery.java) under /curator and by the Go recipes under /go,
-// compared with testdata/layout.golden (and layout.json.golden).
+// compared with testdata/layout.golden (and layout.json.golden); beside
+// them /odd, which no recipe makes, is unknown, and the summary says why.
 
 import (
 	"context"
 	"sync"
 	"testing"
+
+	"github.com/go-zookeeper/zk"
 
 	"github.com/zkrecipes/zkrecipes/atomicval"
 	"github.com/zkrecipes/zkrecipes/barrier"
@@ -41,6 +44,11 @@ func TestLayout(t *testing.T) {
 	lay.values("/go")
 	lay.queues("/go")
 	lay.nodes("/go")
+	// And a node no recipe makes: an ephemeral child named like a lock's
+	// node, without a sequence.
+	if _, err := c.CreateWithParents(ctx, "/odd/task-lock-1", nil, zk.FlagEphemeral); err != nil {
+		t.Fatal(err)
+	}
 	if err := java.WaitLine(ctx, "LAYOUT"); err != nil {
 		t.Fatalf("%v\n%s", err, java.Stderr())
 	}

@@ -110,7 +110,11 @@
 // When <path> is a parent (or with -summary), it walks the tree under
 // <path> and prints one line per lock found: its kind, whether it is held,
 // holders, waiters and the oldest waiter's age; an unknown node has a line
-// of its own, with "?" where a lock has its state. A semaphore whose
+// of its own, with "?" where a lock has its state, and below the table a
+// line "unknown <path>: <why>". The header counts each kind as its recipe
+// counts it: lock paths and how many are held, double barriers, groups
+// and members, work queues and items, queue lock directories and items
+// locked, TTL nodes, services and instances, unknown nodes, data nodes. A semaphore whose
 // maximum is unknown shows its newest lease, the internal lock holder's,
 // apart: holders "1+1?" (one holds, one holds or waits for room).
 // A node with data and no children (a SharedCount, a configuration node)
