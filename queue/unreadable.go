@@ -69,8 +69,8 @@ func (k kind) metricName() string {
 }
 
 // unreadableNormally handles, in normal mode, an item whose data did not
-// decode: kept without a handler; else deleted (if it is still the
-// version read, or another consumer has it) and handed over.
+// decode: kept without a handler; else deleted (unless another consumer
+// took it first, or it changed since it was read) and handed over.
 func (q *core) unreadableNormally(ctx context.Context, name string, data []byte, version int32, derr error) outcome {
 	h := q.opts.unreadable
 	if h == nil {
@@ -80,16 +80,11 @@ func (q *core) unreadableNormally(ctx context.Context, name string, data []byte,
 	if !q.deleteItem(ctx, name, version) {
 		return finished // another consumer has it
 	}
-	herr := h(ctx, name, data)
-	msg := "corrupt queue item deleted and handed to the unreadable handler"
-	if herr != nil {
-		msg = "corrupt queue item deleted and handed to the unreadable handler, which failed: in normal mode the item is gone"
-	}
-	if herr != nil {
-		q.noteUnreadable(name, data, derr, false, msg, "handler_err", herr)
+	if herr := h(ctx, name, data); herr != nil {
+		q.noteUnreadable(name, data, derr, false, "corrupt queue item deleted and handed to the unreadable handler, which failed: in normal mode the item is gone", "handler_err", herr)
 		return finished
 	}
-	q.noteUnreadable(name, data, derr, false, msg)
+	q.noteUnreadable(name, data, derr, false, "corrupt queue item deleted and handed to the unreadable handler")
 	return finished
 }
 
