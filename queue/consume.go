@@ -7,7 +7,6 @@ package queue
 import (
 	"context"
 	"errors"
-	"fmt"
 	"time"
 
 	"github.com/go-zookeeper/zk"
@@ -21,9 +20,9 @@ import (
 // run consumes until ctx ends or the client closes.
 func (q *core) run(ctx context.Context) {
 	defer close(q.done)
-	locked := map[string]bool{} // items skipped: another consumer holds their lock
+	skip := skips{locked: map[string]bool{}, kept: map[string]bool{}}
 	for {
-		names, err := q.next(ctx, locked)
+		names, err := q.next(ctx, skip)
 		switch {
 		case ctx.Err() != nil, errors.Is(err, recipes.ErrClosed):
 			return
@@ -45,8 +44,12 @@ func (q *core) run(ctx context.Context) {
 			if q.kind == kindDelay && dueOf(name) > time.Now().UnixMilli() {
 				break
 			}
-			if q.process(ctx, name) {
-				locked[name] = true
+			switch q.process(ctx, name) {
+			case lockedAway:
+				skip.locked[name] = true
+				continue
+			case kept:
+				skip.kept[name] = true
 				continue
 			}
 			if q.kind == kindPriority || q.kind == kindDelay {
@@ -56,14 +59,21 @@ func (q *core) run(ctx context.Context) {
 	}
 }
 
+// skips are the items a consumer passes over: locked by another consumer
+// (taken again once the lock goes) and unreadable ones kept in the queue
+// (passed over while they are there).
+type skips struct{ locked, kept map[string]bool }
+
 // next waits until the queue has an item due that no other consumer has
-// locked, and returns those items in the order they are taken. It lists
+// locked and that was not kept as unreadable, and returns those items in
+// the order they are taken. It lists
 // the directory again on every change of its children, every
 // reconnection and every new session (so nothing put while the consumer
 // was away is missed: CURATOR-623), in a delay queue when the first item
 // falls due, and when the lock of an item in locked goes (locked forgets
 // it then, and forgets the items that are gone).
-func (q *core) next(ctx context.Context, locked map[string]bool) ([]string, error) {
+func (q *core) next(ctx context.Context, skip skips) ([]string, error) {
+	locked := skip.locked
 	var got []string
 	_, err := q.e.Await(ctx, engine.Wait{What: q.path}, func(engine.Snapshot, engine.Wake) (engine.Look, error) {
 		kids, exists, ch, err := q.e.ChildrenOrCreation(ctx, q.full)
@@ -71,12 +81,12 @@ func (q *core) next(ctx context.Context, locked map[string]bool) ([]string, erro
 			return engine.Look{Watch: ch}, err
 		}
 		all := sortItems(kids, ItemPrefix, q.kind)
-		if err := q.forgetUnlocked(ctx, locked, all); err != nil {
+		if err := q.forgetUnlocked(ctx, skip, all); err != nil {
 			return engine.Look{}, err
 		}
 		items := make([]string, 0, len(all))
 		for _, n := range all {
-			if !locked[n] {
+			if !locked[n] && !skip.kept[n] {
 				items = append(items, n)
 			}
 		}
@@ -97,13 +107,19 @@ func (q *core) next(ctx context.Context, locked map[string]bool) ([]string, erro
 	return got, err
 }
 
-// forgetUnlocked takes out of locked the items consumed (not in all) and
-// those whose lock went (to take them again).
-func (q *core) forgetUnlocked(ctx context.Context, locked map[string]bool, all []string) error {
+// forgetUnlocked takes out of skip the items gone (not in all) and, out
+// of skip.locked, those whose lock went (to take them again).
+func (q *core) forgetUnlocked(ctx context.Context, skip skips, all []string) error {
 	present := make(map[string]bool, len(all))
 	for _, n := range all {
 		present[n] = true
 	}
+	for n := range skip.kept {
+		if !present[n] {
+			delete(skip.kept, n)
+		}
+	}
+	locked := skip.locked
 	for n := range locked {
 		if !present[n] {
 			delete(locked, n) // consumed
@@ -138,18 +154,18 @@ func (q *core) watchALock(ctx context.Context, locked map[string]bool, look engi
 	return look, nil
 }
 
-// process consumes one item; true when another consumer holds its lock.
-func (q *core) process(ctx context.Context, name string) bool {
+// process consumes one item.
+func (q *core) process(ctx context.Context, name string) outcome {
 	if q.lockFull == "" {
-		q.processNormally(ctx, name)
-		return false
+		return q.processNormally(ctx, name)
 	}
 	return q.processWithLock(ctx, name)
 }
 
 // processNormally is Curator's normal mode: read, delete, consume (at
-// most once).
-func (q *core) processNormally(ctx context.Context, name string) {
+// most once); an item that does not decode is not deleted unless it is
+// handed over (unreadableNormally).
+func (q *core) processNormally(ctx context.Context, name string) outcome {
 	node := zkpath.JoinPath(q.full, name)
 	var (
 		data []byte
@@ -164,25 +180,31 @@ func (q *core) processNormally(ctx context.Context, name string) {
 		if !errors.Is(err, zk.ErrNoNode) && ctx.Err() == nil {
 			q.log.Warn("zkrecipes: reading a queue item failed", "queue", q.path, "item", name, "err", err)
 		}
-		return
-	}
-	err = q.e.Retry(ctx, func() error { return q.e.Delete(ctx, node, st.Version) })
-	if err != nil {
-		if !errors.Is(err, zk.ErrNoNode) && !errors.Is(err, zk.ErrBadVersion) && ctx.Err() == nil {
-			q.log.Warn("zkrecipes: deleting a queue item failed", "queue", q.path, "item", name, "err", err)
-		}
-		return // another consumer has it
+		return finished
 	}
 	items, err := Decode(data)
 	if err != nil {
-		q.dropCorrupt(name, data, err)
-		return
+		return q.unreadableNormally(ctx, name, data, st.Version, err)
+	}
+	if !q.deleteItem(ctx, name, st.Version) {
+		return finished // another consumer has it
 	}
 	m := q.message(name, items)
 	m.acked = true // nothing left to delete
 	if err := q.opts.consumer.Consume(ctx, m); err != nil {
 		q.log.Warn("zkrecipes: the consumer failed; in normal mode the item is gone", "queue", q.path, "item", name, "err", err)
 	}
+	return finished
+}
+
+// deleteItem deletes the item name at version (normal mode's take);
+// false when it failed or another consumer took it first.
+func (q *core) deleteItem(ctx context.Context, name string, version int32) bool {
+	err := q.e.Retry(ctx, func() error { return q.e.Delete(ctx, zkpath.JoinPath(q.full, name), version) })
+	if err != nil && !errors.Is(err, zk.ErrNoNode) && !errors.Is(err, zk.ErrBadVersion) && ctx.Err() == nil {
+		q.log.Warn("zkrecipes: deleting a queue item failed", "queue", q.path, "item", name, "err", err)
+	}
+	return err == nil
 }
 
 func (q *core) message(name string, items [][]byte) *Message {
@@ -293,16 +315,16 @@ func (q *core) release(l *lock) {
 
 // processWithLock is lock-safety mode: lock, read, consume, then delete
 // (or requeue) in a fenced transaction.
-func (q *core) processWithLock(ctx context.Context, name string) bool {
+func (q *core) processWithLock(ctx context.Context, name string) outcome {
 	l, err := q.takeLock(ctx, name)
 	if errors.Is(err, errTaken) {
-		return true
+		return lockedAway
 	}
 	if err != nil {
 		if ctx.Err() == nil {
 			q.log.Warn("zkrecipes: locking a queue item failed", "queue", q.path, "item", name, "err", err)
 		}
-		return false
+		return finished
 	}
 	node := zkpath.JoinPath(q.full, name)
 	var data []byte
@@ -316,15 +338,11 @@ func (q *core) processWithLock(ctx context.Context, name string) bool {
 			q.log.Warn("zkrecipes: reading a queue item failed", "queue", q.path, "item", name, "err", err)
 		}
 		q.release(l)
-		return false
+		return finished
 	}
 	items, err := Decode(data)
 	if err != nil {
-		q.dropCorrupt(name, data, err)
-		m := q.message(name, nil)
-		m.lock, m.data = l, data
-		_ = m.finish(ctx, false)
-		return false
+		return q.unreadableWithLock(ctx, name, l, data, err)
 	}
 	m := q.message(name, items)
 	m.lock, m.data = l, data
@@ -337,17 +355,7 @@ func (q *core) processWithLock(ctx context.Context, name string) bool {
 	if ferr != nil && !errors.Is(ferr, errItemGone) && !m.told() {
 		q.log.Error("zkrecipes: the item's lock was lost while it was consumed; it may be delivered again", "queue", q.path, "item", name, "err", ferr)
 	}
-	return false
-}
-
-// dropCorrupt counts and logs an item whose data does not decode, with
-// its bytes (up to 512, quoted), before it is deleted: a corrupt item is
-// never consumed, and never vanishes unseen.
-func (q *core) dropCorrupt(name string, data []byte, err error) {
-	q.unreadable.Add(1)
-	shown := data[:min(len(data), 512)]
-	q.log.Error("zkrecipes: corrupt queue item dropped", "queue", q.path, "item", name,
-		"bytes", len(data), "data", fmt.Sprintf("%q", shown), "err", err)
+	return finished
 }
 
 // fencedFinish is the one transaction that ends a lock-safety hold: the
@@ -417,45 +425,6 @@ func (q *core) fencedFinish(ctx context.Context, m *Message, requeue bool) error
 		q.release(l)
 		return zkerr.Named(q.what(), engine.MultiError(verb+" "+m.Node, ops, res, err))
 	}
-}
-
-// What a look at the marker says after a finish's reply was lost.
-const (
-	finishAgain   = iota // the marker is there: the finish did not apply
-	finishApplied        // the marker is gone in its own session: we deleted it
-	finishLost           // the look was answered in another session
-)
-
-// afterLostReply reads the look at the marker (there or not) taken after
-// a finish transaction's reply was lost, given the session the look's
-// reply came in (engine.Client.ConnSessionID after it) and the lock's.
-// Only the finish deletes the marker while its session lives, so its
-// absence says the finish applied only when the look was answered in
-// that session: in a later one, the marker may have gone with the
-// expired session, the lock with it, and the item to another consumer
-// (the chaos suite saw an ack report success so, 5 ms into a new session
-// after a SIGSTOP past the session timeout, for an item another consumer
-// had taken and acknowledged). The finish may have applied too, but
-// which cannot be told: the lock is lost.
-func afterLostReply(markerThere bool, lookSession, lockSession int64) int {
-	switch {
-	case lookSession != lockSession:
-		return finishLost
-	case markerThere:
-		return finishAgain
-	}
-	return finishApplied
-}
-
-// failed returns the index of the op a failed multi failed on, -1 when
-// none is marked.
-func failed(res []zk.MultiResponse) int {
-	for i, r := range res {
-		if r.Error != nil {
-			return i
-		}
-	}
-	return -1
 }
 
 // tryRemove deletes one item (IDQueue.Remove), under its lock in

@@ -132,10 +132,14 @@
 //     disconnected are not missed.
 //   - CURATOR-308: a SimpleQueue whose container directory was reaped
 //     waits for it to be made again and is made again by Offer.
-//   - An item whose data does not decode (not Curator's framing) is
-//     deleted without being consumed, in either mode, as Curator drops
-//     it; unlike Curator's it is counted (Unreadable) and logged at error
-//     with its bytes.
+//   - Nothing vanishes unseen: an item whose data does not decode (not
+//     Curator's framing), which Curator's consumers delete with a log
+//     line, is never consumed, and by default kept in the queue, in
+//     either mode, and passed over; WithUnreadable hands it (its name and
+//     bytes) to a handler of the user's instead, then deletes it. Either
+//     way it is counted (Unreadable, and the metric
+//     recipes.MetricQueueUnreadable) and logged at error with its bytes
+//     and what happened to it.
 //
 // # What remains at least once
 //

@@ -122,3 +122,42 @@ func (m *Message) finish(ctx context.Context, requeue bool) error {
 	}
 	return m.ackErr
 }
+
+// What a look at the marker says after a finish's reply was lost.
+const (
+	finishAgain   = iota // the marker is there: the finish did not apply
+	finishApplied        // the marker is gone in its own session: we deleted it
+	finishLost           // the look was answered in another session
+)
+
+// afterLostReply reads the look at the marker (there or not) taken after
+// a finish transaction's reply was lost, given the session the look's
+// reply came in (engine.Client.ConnSessionID after it) and the lock's.
+// Only the finish deletes the marker while its session lives, so its
+// absence says the finish applied only when the look was answered in
+// that session: in a later one, the marker may have gone with the
+// expired session, the lock with it, and the item to another consumer
+// (the chaos suite saw an ack report success so, 5 ms into a new session
+// after a SIGSTOP past the session timeout, for an item another consumer
+// had taken and acknowledged). The finish may have applied too, but
+// which cannot be told: the lock is lost.
+func afterLostReply(markerThere bool, lookSession, lockSession int64) int {
+	switch {
+	case lookSession != lockSession:
+		return finishLost
+	case markerThere:
+		return finishAgain
+	}
+	return finishApplied
+}
+
+// failed returns the index of the op a failed multi failed on, -1 when
+// none is marked.
+func failed(res []zk.MultiResponse) int {
+	for i, r := range res {
+		if r.Error != nil {
+			return i
+		}
+	}
+	return -1
+}

@@ -193,6 +193,7 @@ func addConstructors(cases *testutil.MisuseTable, c *recipes.Client) {
 			{Name: "WithErrorMode(9)", Call: func() error { return mk(c, "/m/q", queue.WithErrorMode(9)) }},
 			{Name: "WithMaxItems(0)", Call: func() error { return mk(c, "/m/q", queue.WithMaxItems(0)) }},
 			{Name: "WithLogger(nil)", Call: func() error { return mk(c, "/m/q", queue.WithLogger(nil)) }},
+			{Name: "WithUnreadable(nil)", Call: func() error { return mk(c, "/m/q", queue.WithUnreadable(nil)) }},
 			{Name: "WithLockPath(empty)", Call: func() error { return mk(c, "/m/q", queue.WithLockPath("")) }},
 			{Name: "WithLockPath(relative)", Call: func() error { return mk(c, "/m/q", queue.WithLockPath("locks")) }},
 		}))

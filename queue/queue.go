@@ -57,10 +57,13 @@ type options struct {
 	errorMode ErrorMode
 	maxItems  int
 	log       *slog.Logger
+
+	unreadable UnreadableFunc
 }
 
-// WithLogger sets the logger of the consumer's work (a corrupt item
-// dropped, a consumer failed, a lock lost); the Client's by default.
+// WithLogger sets the logger of the consumer's work (a corrupt item kept
+// or handed over, a consumer failed, a lock lost); the Client's by
+// default.
 func WithLogger(l *slog.Logger) Option {
 	return recipeargs.Logger(l, func(o *options, l *slog.Logger) { o.log = l })
 }
@@ -135,7 +138,7 @@ type core struct {
 	mu         sync.Mutex
 	cancel     context.CancelFunc
 	done       chan struct{}
-	unreadable atomic.Int64 // corrupt items dropped
+	unreadable atomic.Int64 // corrupt items met
 }
 
 func newCore(c *recipes.Client, k kind, path string, opts []Option) (*core, error) {

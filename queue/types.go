@@ -56,8 +56,9 @@ func (q *Queue) Len(ctx context.Context) (int, error) { return q.core().length(c
 // Path returns the queue's path as given to New.
 func (q *Queue) Path() string { return q.core().path }
 
-// Unreadable returns how many items this consumer dropped because their
-// data could not be decoded (each logged at error with its bytes).
+// Unreadable returns how many items whose data could not be decoded this
+// queue's consumer met: each kept in the queue, or handed to the
+// WithUnreadable handler, and logged at error with its bytes.
 func (q *Queue) Unreadable() int64 { return q.core().unreadable.Load() }
 
 func (q *Queue) core() *core {
@@ -151,8 +152,9 @@ func (q *IDQueue) Len(ctx context.Context) (int, error) { return q.core().length
 // Path returns the queue's path as given to NewID.
 func (q *IDQueue) Path() string { return q.core().path }
 
-// Unreadable returns how many items this consumer dropped because their
-// data could not be decoded (each logged at error with its bytes).
+// Unreadable returns how many items whose data could not be decoded this
+// queue's consumer met: each kept in the queue, or handed to the
+// WithUnreadable handler, and logged at error with its bytes.
 func (q *IDQueue) Unreadable() int64 { return q.core().unreadable.Load() }
 
 func (q *IDQueue) core() *core {
@@ -201,8 +203,9 @@ func (q *PriorityQueue) Len(ctx context.Context) (int, error) { return q.core().
 // Path returns the queue's path as given to NewPriority.
 func (q *PriorityQueue) Path() string { return q.core().path }
 
-// Unreadable returns how many items this consumer dropped because their
-// data could not be decoded (each logged at error with its bytes).
+// Unreadable returns how many items whose data could not be decoded this
+// queue's consumer met: each kept in the queue, or handed to the
+// WithUnreadable handler, and logged at error with its bytes.
 func (q *PriorityQueue) Unreadable() int64 { return q.core().unreadable.Load() }
 
 func (q *PriorityQueue) core() *core {
@@ -257,8 +260,9 @@ func (q *DelayQueue) Len(ctx context.Context) (int, error) { return q.core().len
 // Path returns the queue's path as given to NewDelay.
 func (q *DelayQueue) Path() string { return q.core().path }
 
-// Unreadable returns how many items this consumer dropped because their
-// data could not be decoded (each logged at error with its bytes).
+// Unreadable returns how many items whose data could not be decoded this
+// queue's consumer met: each kept in the queue, or handed to the
+// WithUnreadable handler, and logged at error with its bytes.
 func (q *DelayQueue) Unreadable() int64 { return q.core().unreadable.Load() }
 
 func (q *DelayQueue) core() *core {

@@ -134,6 +134,10 @@
 //	  (zkrecipes_recipe_queue)                                 zk_namespace, path  taken) at the first look
 //	zkrecipes.recipe.held                           gauge      recipe,             holds held now (locks, leases, terms)
 //	  (zkrecipes_recipe_held)                                  zk_namespace, path
+//	zkrecipes.queue.unreadable                      counter    recipe,             queue items whose data did not
+//	  (zkrecipes_queue_unreadable_total)                       zk_namespace,       decode; result: kept (left in the
+//	                                                           path, result        queue) or handed (to the queue's
+//	                                                                               WithUnreadable handler, deleted)
 //
 // A create that finds its parent missing is counted as no_parent, not as
 // an error: the client then creates the parents (as containers) and tries
@@ -144,9 +148,10 @@
 // for every op), so a dashboard sees the first of each happen.
 //
 // The recipe label is mutex, rwlock_read, rwlock_write, semaphore, latch
-// or selector; zk_namespace is the Client's namespace (without its leading
-// "/"; empty without one) and path the recipe path within it, as given, so
-// two namespaces never share a series.
+// or selector (for zkrecipes.queue.unreadable: queue, id_queue,
+// priority_queue or delay_queue); zk_namespace is the Client's namespace
+// (without its leading "/"; empty without one) and path the recipe path
+// within it, as given, so two namespaces never share a series.
 // A semaphore's wait runs from Acquire to the lease, its internal lock at
 // <path>/locks included (that lock is not a recipe of its own in the
 // metrics). What is measured is the node: a reentrant Lock, or a hand-off

@@ -141,6 +141,10 @@ var (
 	MetricQueue = metricOf(engine.MetricQueue)
 	// MetricHeld is the number of holds held now.
 	MetricHeld = metricOf(engine.MetricHeld)
+	// MetricQueueUnreadable counts the queue items a consumer met whose
+	// data did not decode, by recipe, namespace, path and result (kept,
+	// handed).
+	MetricQueueUnreadable = metricOf(engine.MetricQueueUnreadable)
 )
 
 // AllMetrics returns the fixed set of metrics a Client reports, for

@@ -49,6 +49,10 @@ const (
 	kindTTL         = "ttlnode"    // one persistent child named touch: a PersistentTTLNode
 	kindService     = "service"    // a discovery service: instances of it (curator-x-discovery)
 	kindQueueLock   = "queue-lock" // a queue's lock directory: ephemeral locks named as items
+	// A summary tells its data nodes apart by their data: kindData for
+	// plain data, and these.
+	kindCounter = "counter" // 4 or 8 bytes: SharedCount, DistributedAtomicInteger/Long
+	kindBarrier = "barrier" // an IP address, Curator's default data: a DistributedBarrier up, perhaps
 )
 
 // Roles of a node in its queue.
@@ -111,7 +115,8 @@ type Report struct {
 	// "discovery").
 	Discovery *Discovery    `json:"discovery,omitempty"`
 	Locks     []LockSummary `json:"locks,omitempty"`
-	// DataNodes counts the data nodes a summary found and did not list.
+	// DataNodes counts the data nodes a summary found (each listed, of
+	// kind counter, barrier or data).
 	DataNodes int `json:"data_nodes,omitempty"`
 	// Skipped are the subtrees a summary could not read: the output is
 	// partial (exit status 3).
@@ -213,6 +218,11 @@ type LockSummary struct {
 	// Unreadable counts a discovery service's nodes that do not read as
 	// its instances (Holders counts those that do).
 	Unreadable int `json:"unreadable,omitempty"`
+	// Why says what keeps an unknown node from being classified.
+	Why string `json:"why,omitempty"`
+	// Counter is a counter's value; Bytes a plain data node's size.
+	Counter *Counter `json:"counter,omitempty"`
+	Bytes   *int     `json:"bytes,omitempty"`
 }
 
 // reader makes the read requests of one inspection, retrying connection
@@ -681,20 +691,49 @@ func readData(ctx context.Context, r *reader, q *Queue) (*Queue, error) {
 	}
 	q.Notes = append(q.Notes, fmt.Sprintf("a data node (%d bytes, no children): not a lock, semaphore or latch queue", len(data)))
 	note := "data: " + formatData(data)
-	address := net.ParseIP(string(data)) != nil // Curator's default data
-	switch {
-	case address:
-	case len(data) == 4:
-		q.Counter = &Counter{Type: "int", Value: int64(int32(binary.BigEndian.Uint32(data)))}
+	address := isAddress(data)
+	if q.Counter = counterOf(data); q.Counter != nil && q.Counter.Type == "int" {
 		note += fmt.Sprintf(" (as a SharedCount: %d)", q.Counter.Value)
-	case len(data) == 8:
-		q.Counter = &Counter{Type: "long", Value: int64(binary.BigEndian.Uint64(data))}
 	}
 	q.Notes = append(q.Notes, note)
 	if address && q.Kind == kindData {
 		q.Notes = append(q.Notes, barrierNote)
 	}
 	return q, nil
+}
+
+// isAddress reports whether data is an IP address's text: Curator's
+// default data, which a barrier's node (and a queue's directory) holds.
+func isAddress(data []byte) bool { return net.ParseIP(string(data)) != nil }
+
+// counterOf reads data as a counter: 4 bytes an int (SharedCount,
+// DistributedAtomicInteger, atomicval.Int32), 8 a long
+// (DistributedAtomicLong, atomicval.Int64), big-endian; nil otherwise,
+// and for an IP address's text.
+func counterOf(data []byte) *Counter {
+	switch {
+	case isAddress(data):
+	case len(data) == 4:
+		return &Counter{Type: "int", Value: int64(int32(binary.BigEndian.Uint32(data)))}
+	case len(data) == 8:
+		return &Counter{Type: "long", Value: int64(binary.BigEndian.Uint64(data))}
+	}
+	return nil
+}
+
+// dataLine is a summary's line for the data node at path, told apart by
+// its data as readData tells it: a counter, a barrier that is up (an IP
+// address; a queue directory emptied holds the same, hence "up?" in the
+// table), else plain data.
+func dataLine(path string, data []byte) LockSummary {
+	switch c := counterOf(data); {
+	case c != nil:
+		return LockSummary{Path: path, Kind: kindCounter, Counter: c}
+	case isAddress(data):
+		return LockSummary{Path: path, Kind: kindBarrier}
+	}
+	n := len(data)
+	return LockSummary{Path: path, Kind: kindData, Bytes: &n}
 }
 
 // barrierNote is said of a node that is nothing else zkinspect knows and
@@ -781,8 +820,8 @@ const maxWalk = 100000
 
 // summarise walks the tree under p (classified as cl) and summarises every
 // queue in it into rep.Locks. Nodes without children are listed as empty
-// lock paths when they have no data, and counted in rep.DataNodes when
-// they have (not listed: they are no locks). A node zkinspect cannot
+// lock paths when they have no data, and when they have as data nodes
+// (dataLine: counter, barrier or data), counted in rep.DataNodes. A node zkinspect cannot
 // classify is listed as unknown. The walk goes into every persistent child
 // that is not a semaphore's part; a subtree the session may not read
 // (NoAuth) goes to rep.Skipped, and the walk goes on.
@@ -796,8 +835,8 @@ func summarise(ctx context.Context, r *reader, cfg config, rep *Report, p *probe
 		rep.Skipped = append(rep.Skipped, Skipped{Path: path, Reason: "not authorised to read (NoAuth): an ACL protects it; give -auth"})
 		return true
 	}
-	var walk func(p *probe, cl *class, top bool) error
-	walk = func(p *probe, cl *class, top bool) error {
+	var walk func(p *probe, cl *class, top bool, data []byte) error
+	walk = func(p *probe, cl *class, top bool, data []byte) error {
 		visited++
 		if visited > maxWalk {
 			return fmt.Errorf("more than %d nodes under %s: give a narrower path", maxWalk, cfg.path)
@@ -807,6 +846,7 @@ func summarise(ctx context.Context, r *reader, cfg config, rep *Report, p *probe
 			return nil
 		case cl.kind == kindData:
 			rep.DataNodes++
+			rep.Locks = append(rep.Locks, dataLine(p.path, data))
 			return nil
 		case cl.kind == kindService:
 			svc := serviceOf(r, p)
@@ -821,7 +861,7 @@ func summarise(ctx context.Context, r *reader, cfg config, rep *Report, p *probe
 			if err != nil {
 				return err
 			}
-			rep.Locks = append(rep.Locks, LockSummary{Path: p.path, Kind: cl.kind, Held: q.Held, Holders: q.Holders, Waiters: q.Waiters, Undecided: q.Undecided, OldestWaiterAgeMS: q.OldestWaiterAgeMS, Ready: q.Ready,
+			rep.Locks = append(rep.Locks, LockSummary{Path: p.path, Kind: cl.kind, Why: cl.why, Held: q.Held, Holders: q.Holders, Waiters: q.Waiters, Undecided: q.Undecided, OldestWaiterAgeMS: q.OldestWaiterAgeMS, Ready: q.Ready,
 				Depth: q.Depth, OldestItemAgeMS: q.OldestItemAgeMS})
 			if cl.kind == kindSemaphore {
 				return nil // its parts are in its line
@@ -845,11 +885,11 @@ func summarise(ctx context.Context, r *reader, cfg config, rep *Report, p *probe
 			if err != nil {
 				return err
 			}
-			if err := walk(sub, subCl, false); err != nil {
+			if err := walk(sub, subCl, false, k.data); err != nil {
 				return err
 			}
 		}
 		return nil
 	}
-	return walk(p, cl, true)
+	return walk(p, cl, true, nil)
 }

@@ -110,10 +110,20 @@
 // When <path> is a parent (or with -summary), it walks the tree under
 // <path> and prints one line per lock found: its kind, whether it is held,
 // holders, waiters and the oldest waiter's age; an unknown node has a line
-// of its own, with "?" where a lock has its state.
+// of its own, with "?" where a lock has its state, and below the table a
+// line "unknown <path>: <why>". The header counts each kind as its recipe
+// counts it: lock paths and how many are held, double barriers, groups
+// and members, work queues and items, queue lock directories and items
+// locked, TTL nodes, services and instances, unknown nodes, data nodes. A semaphore whose
+// maximum is unknown shows its newest lease, the internal lock holder's,
+// apart: holders "1+1?" (one holds, one holds or waits for room).
 // A node with data and no children (a SharedCount, a configuration node)
-// is a data node, not a lock: the summary does not list it but counts it
-// in its header, and given as <path> it is shown as a data node, with its
+// is a data node, not a lock: the summary lists it apart from the lock
+// paths, told apart by its data, as counter (4 or 8 bytes: "int 7",
+// "long 1"), barrier ("up?": an IP address, Curator's default data, which
+// a barrier's node holds, and so does a queue's directory once emptied)
+// or data (its size), and counts it in its header; given as <path> it is
+// shown as a data node, with its
 // value as a counter when it holds 4 bytes (an int: SharedCount,
 // DistributedAtomicInteger, atomicval.Int32) or 8 (a long:
 // DistributedAtomicLong, atomicval.Int64). A DistributedBarrier is up

@@ -919,7 +919,7 @@ func TestWatchRetriesErrors(t *testing.T) {
 	}
 	zktest.Eventually(t, 30*time.Second, "the report drawn", func() bool {
 		s := out.String()
-		return strings.Contains(s[strings.LastIndex(s, "=== "):], "1 leases held (max 3)")
+		return strings.Contains(s[strings.LastIndex(s, "=== "):], "1 lease held (max 3)")
 	})
 	if err := c.Close(context.Background()); err != nil {
 		t.Fatal(err)

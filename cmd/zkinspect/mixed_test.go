@@ -126,7 +126,9 @@ func TestMixedRoot(t *testing.T) {
 	out := inspectOut(t, zkc, root)
 	t.Logf("zkinspect %s:\n%s", root, out)
 	wantLines(t, root, out, [][]string{
-		{root + ": ", "2 data nodes not listed"},
+		{root + ": ", "2 data nodes"},
+		{root + "/count ", "counter", "int 7"},
+		{root + "/gate ", "barrier", "up?"},
 		{root + "/services/orders ", "service", "instances", " 1 "},
 		{root + "/services/billing ", "service", "instances, 1 unreadable", " 1 "},
 		{root + "/group ", "group", "members", " 2 "},
@@ -134,7 +136,7 @@ func TestMixedRoot(t *testing.T) {
 		{root + "/jobs-lock ", "queue-lock", "locked", " 1 "},
 		{root + "/simple ", "simple-queue", " 2 "},
 		{root + "/mutex ", "mutex", "held", " 1 "},
-	}, " empty ", " unknown ")
+	}, " empty ", " unknown ", "not listed")
 
 	var rep Report
 	if err := json.Unmarshal([]byte(inspectOut(t, zkc, "-json", root)), &rep); err != nil {
@@ -156,6 +158,8 @@ func TestMixedRoot(t *testing.T) {
 		root + "/jobs-lock":        {kindQueueLock, 1, 0},
 		root + "/simple":           {kindSimpleQueue, 0, 0},
 		root + "/mutex":            {kindMutex, 1, 0},
+		root + "/count":            {kindCounter, 0, 0},
+		root + "/gate":             {kindBarrier, 0, 0},
 	}
 	if fmt.Sprint(got) != fmt.Sprint(want) {
 		t.Errorf("-json %s: locks\n got %v\nwant %v", root, got, want)

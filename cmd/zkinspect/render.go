@@ -113,20 +113,17 @@ func renderQueue(b *strings.Builder, q *Queue) {
 		if q.MaxLeases != nil {
 			max = strconv.Itoa(*q.MaxLeases)
 		}
-		status = fmt.Sprintf("%d leases held (max %s)", q.Holders, max)
+		status = fmt.Sprintf("%s held (max %s)", counted(q.Holders, "lease"), max)
 	}
 	if q.Kind == kindDouble {
 		ready := "no"
 		if q.Ready != nil && *q.Ready {
 			ready = "yes"
 		}
-		status = fmt.Sprintf("%d members, ready: %s; %d entered", len(q.Nodes), ready, q.Holders)
+		status = fmt.Sprintf("%s, ready: %s; %d entered", counted(len(q.Nodes), "member"), ready, q.Holders)
 	}
 	if q.Kind == kindGroup {
-		status = fmt.Sprintf("%d members", len(q.Nodes))
-		if len(q.Nodes) == 1 {
-			status = "1 member"
-		}
+		status = counted(len(q.Nodes), "member")
 	}
 	if q.Kind == kindQueueLock {
 		status = counted(q.Holders, "item") + " locked by a consumer"
@@ -204,47 +201,123 @@ func renderNodes(b *strings.Builder, nodes []Node, lockColumn bool, none string)
 	tw.Flush()
 }
 
-// summaryHeader writes a summary's first line: the lock paths and how
-// many are held, the discovery services and their instances, the unknown
-// nodes, the data nodes not listed.
+// summaryHeader writes a summary's first line: what it found, each kind
+// counted as its recipe counts it. Lock paths (mutexes, read/write locks,
+// semaphores, latches, leases, empty paths) and how many are held; double
+// barriers; groups and their members; work queues and their items; queue
+// lock directories and the items locked; TTL nodes; discovery services
+// and their instances; unknown nodes; data nodes by what they hold.
 func summaryHeader(b *strings.Builder, rep *Report) {
-	held, unknown, services, readable, unreadable := 0, 0, 0, 0, 0
+	var t tallies
 	for _, l := range rep.Locks {
-		switch {
-		case l.Kind == kindUnknown:
-			unknown++
-		case l.Kind == kindService:
-			services++
-			readable += l.Holders
-			unreadable += l.Unreadable
-		case l.Held != nil && *l.Held:
-			held++
+		t.add(l)
+	}
+	var parts []string
+	add := func(n int, s string) {
+		if n > 0 {
+			parts = append(parts, s)
 		}
 	}
-	paths := "lock paths"
-	if len(rep.Locks)-unknown-services == 1 {
-		paths = "lock path"
+	add(t.locks, fmt.Sprintf("%s, %d held", plural(t.locks, "lock path", "lock paths"), t.held))
+	add(t.doubles, plural(t.doubles, "double barrier", "double barriers"))
+	add(t.groups, fmt.Sprintf("%s (%s)", plural(t.groups, "group", "groups"), counted(t.members, "member")))
+	add(t.queues, fmt.Sprintf("%s (%s)", plural(t.queues, "work queue", "work queues"), counted(t.items, "item")))
+	add(t.lockDirs, fmt.Sprintf("%s (%s locked)", plural(t.lockDirs, "queue lock directory", "queue lock directories"), counted(t.locked, "item")))
+	add(t.ttls, plural(t.ttls, "TTL node", "TTL nodes"))
+	add(t.services, fmt.Sprintf("%s (%s)", counted(t.services, "discovery service"), instances(t.readable, t.unreadable)))
+	add(t.unknown, fmt.Sprintf("%d unknown (not a queue zkinspect knows)", t.unknown))
+	if rep.DataNodes > 0 {
+		var of []string
+		for _, k := range []struct {
+			n         int
+			one, many string
+		}{{t.counters, "counter", "counters"}, {t.barriers, "barrier", "barriers"}, {t.plain, "plain", "plain"}} {
+			if k.n > 0 {
+				of = append(of, plural(k.n, k.one, k.many))
+			}
+		}
+		parts = append(parts, fmt.Sprintf("%s (%s)", counted(rep.DataNodes, "data node"), strings.Join(of, ", ")))
 	}
-	fmt.Fprintf(b, "%s: %d %s, %d held", rep.Path, len(rep.Locks)-unknown-services, paths, held)
-	if services > 0 {
-		fmt.Fprintf(b, ", %s (%s)", counted(services, "discovery service"), instances(readable, unreadable))
+	if len(parts) == 0 {
+		parts = append(parts, "0 lock paths, 0 held")
 	}
-	if unknown > 0 {
-		fmt.Fprintf(b, ", %d unknown (not a queue zkinspect knows)", unknown)
+	fmt.Fprintf(b, "%s: %s\n", rep.Path, strings.Join(parts, ", "))
+}
+
+// tallies are a summary's counts by kind.
+type tallies struct {
+	locks, held, doubles, groups, members, queues, items, lockDirs, locked, ttls int
+	services, readable, unreadable, unknown, counters, barriers, plain           int
+}
+
+func (t *tallies) add(l LockSummary) {
+	switch l.Kind {
+	case kindCounter:
+		t.counters++
+	case kindBarrier:
+		t.barriers++
+	case kindData:
+		t.plain++
+	case kindUnknown:
+		t.unknown++
+	case kindService:
+		t.services, t.readable, t.unreadable = t.services+1, t.readable+l.Holders, t.unreadable+l.Unreadable
+	case kindDouble:
+		t.doubles++
+	case kindGroup:
+		t.groups, t.members = t.groups+1, t.members+l.Holders
+	case kindQueue, kindSimpleQueue:
+		t.queues++
+		if l.Depth != nil {
+			t.items += *l.Depth
+		}
+	case kindQueueLock:
+		t.lockDirs, t.locked = t.lockDirs+1, t.locked+l.Holders
+	case kindTTL:
+		t.ttls++
+	default: // the lock family, and empty paths
+		t.locks++
+		if l.Held != nil && *l.Held {
+			t.held++
+		}
 	}
-	switch rep.DataNodes {
-	case 0:
-	case 1:
-		b.WriteString(", 1 data node not listed")
-	default:
-		fmt.Fprintf(b, ", %d data nodes not listed", rep.DataNodes)
+}
+
+// plural says n of a noun with its plural.
+func plural(n int, one, many string) string {
+	if n == 1 {
+		return "1 " + one
 	}
-	b.WriteString("\n")
+	return fmt.Sprintf("%d %s", n, many)
+}
+
+// isDataKind reports whether a summary line of kind is a data node's.
+func isDataKind(kind string) bool {
+	return kind == kindData || kind == kindCounter || kind == kindBarrier
+}
+
+// dataState is a data node's STATE in a summary: a counter's type and
+// value, a barrier's "up?" (it could be one), plain data's size.
+func dataState(l LockSummary) string {
+	switch {
+	case l.Counter != nil:
+		return fmt.Sprintf("%s %d", l.Counter.Type, l.Counter.Value)
+	case l.Kind == kindBarrier:
+		return "up?"
+	case l.Bytes != nil:
+		return counted(*l.Bytes, "byte")
+	}
+	return "-"
 }
 
 func renderSummary(b *strings.Builder, rep *Report) {
 	summaryHeader(b, rep)
 	defer func() {
+		for _, l := range rep.Locks {
+			if l.Kind == kindUnknown && l.Why != "" {
+				fmt.Fprintf(b, "unknown %s: %s\n", l.Path, l.Why)
+			}
+		}
 		for _, s := range rep.Skipped {
 			fmt.Fprintf(b, "skipped %s: %s\n", s.Path, s.Reason)
 		}
@@ -257,6 +330,8 @@ func renderSummary(b *strings.Builder, rep *Report) {
 	for _, l := range rep.Locks {
 		state, holders, waiters := "free", strconv.Itoa(l.Holders), strconv.Itoa(l.Waiters)
 		switch {
+		case isDataKind(l.Kind):
+			state, holders, waiters = dataState(l), "-", "-"
 		case l.Held == nil:
 			state, holders, waiters = "?", "?", "?"
 			if l.Undecided > 0 {
@@ -279,6 +354,9 @@ func renderSummary(b *strings.Builder, rep *Report) {
 			state = "waiting"
 		case *l.Held:
 			state = "held"
+		}
+		if l.Held != nil && l.Undecided > 0 { // a semaphore's newest lease, its maximum unknown
+			holders = fmt.Sprintf("%d+%d?", l.Holders, l.Undecided)
 		}
 		oldest := "-"
 		if l.OldestWaiterAgeMS != nil {

@@ -41,7 +41,7 @@ func plainData(ctx context.Context, c *recipes.Client, cfg config) bool {
 			return false
 		}
 		for _, l := range rep.Locks {
-			if l.Kind != kindEmpty {
+			if l.Kind != kindEmpty && !isDataKind(l.Kind) {
 				return false
 			}
 		}

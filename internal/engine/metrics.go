@@ -123,7 +123,7 @@ var (
 // adapters that register everything up front.
 func AllMetrics() []Metric {
 	return []Metric{MetricStateChanges, MetricSuspended, MetricRequests, MetricRetries, MetricPendingDeletes,
-		MetricAcquires, MetricWait, MetricHold, MetricQueue, MetricHeld}
+		MetricAcquires, MetricWait, MetricHold, MetricQueue, MetricHeld, MetricQueueUnreadable}
 }
 
 // Request operations, the values of the "op" label.
@@ -283,6 +283,7 @@ type instruments struct {
 	mu         sync.RWMutex
 	recipes    map[recipeKey]*recipeInstruments
 	unexpected map[[2]uint8]Counter // requests series made on first use, outside possibleResults
+	unreadable map[unreadableKey]Counter
 }
 
 // recipeKey is a recipe path as measured: the recipe's name and its path
@@ -300,7 +301,8 @@ type recipeInstruments struct {
 
 func newInstruments(m Metrics, namespace string, pathLabel func(recipe, path string) string) *instruments {
 	in := &instruments{m: m, namespace: strings.TrimPrefix(namespace, "/"), pathLabel: pathLabel,
-		recipes: map[recipeKey]*recipeInstruments{}, unexpected: map[[2]uint8]Counter{}}
+		recipes: map[recipeKey]*recipeInstruments{}, unexpected: map[[2]uint8]Counter{},
+		unreadable: map[unreadableKey]Counter{}}
 	for s := range in.states {
 		if State(s) != StateLatent { // never entered
 			in.states[s] = m.Counter(MetricStateChanges, stateNames[s])

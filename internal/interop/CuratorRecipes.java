@@ -204,6 +204,31 @@
 //       CONTAINER parent; 5.9: a TTL parent), prints STARTED once the
 //       parent exists; "close" (or EOF) closes it, prints CLOSED.
 //
+//   layout <connectString> <root>
+//       Lays out one of each recipe under root, as Curator lays them out,
+//       for zkinspect's golden test, and holds it until stdin ends:
+//         mutex           InterProcessMutex held, a second one waiting;
+//         rwlock          a read lock held, a write lock waiting;
+//         semaphore       InterProcessSemaphoreV2 (1 lease) held, a second
+//                         acquirer waiting (it holds the internal lock);
+//         latch           LeaderLatch ids curator-latch-1 (leader) and -2;
+//         selector        LeaderSelector ids curator-selector-1 (leading)
+//                         and -2;
+//         count           SharedCount seeded 7;
+//         atomic-long     DistributedAtomicLong incremented once, promoted
+//                         to the lock atomic-long-lock, which is held (a
+//                         promotion in flight);
+//         barrier         DistributedBarrier set;
+//         double-barrier  DistributedDoubleBarrier of 2, one member in;
+//         queue           DistributedQueue with two items, no consumer;
+//         queue-ls        DistributedQueue with two items in lock-safety
+//                         mode (lockPath queue-ls-lock), a consumer
+//                         holding the first;
+//         simple-queue    SimpleDistributedQueue with two items;
+//         persistent-node PersistentNode (PERSISTENT, data "pnode");
+//         group           GroupMember curator-member.
+//       Prints LAYOUT once every node is there.
+//
 // To add a mode (rwlock, semaphore, leader latch...), write a static method
 // with the Mode signature and register it in MODES.
 
@@ -310,6 +335,7 @@ public class CuratorRecipes {
         register("groupmember", "<connectString> <path> <id> <payload>", CuratorRecipes::groupmember);
         register("persistentnode", "<connectString> <path> <mode> <data>", CuratorRecipes::persistentnode);
         register("ttlnode", "<connectString> <path> <ttlMs> <data>", CuratorRecipes::ttlnode);
+        register("layout", "<connectString> <root>", CuratorRecipes::layout);
     }
 
     static void register(String name, String usage, Mode mode) {
@@ -1318,5 +1344,138 @@ public class CuratorRecipes {
                 say("CLOSED");
             }
         }
+    }
+
+    interface Step {
+        void run() throws Exception;
+    }
+
+    /** Runs step on a daemon thread (a waiter that never gets through). */
+    static void background(Step step) {
+        Thread t = new Thread(() -> {
+            try {
+                step.run();
+            } catch (InterruptedException e) {
+                // the process ends
+            } catch (Exception e) {
+                System.err.println("ERROR: " + e);
+                e.printStackTrace();
+                System.exit(1);
+            }
+        });
+        t.setDaemon(true);
+        t.start();
+    }
+
+    /** Waits (30 s at most) until path has n children. */
+    static void awaitChildren(CuratorFramework client, String path, int n) throws Exception {
+        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(30);
+        for (;;) {
+            try {
+                if (client.getChildren().forPath(path).size() == n) {
+                    return;
+                }
+            } catch (KeeperException.NoNodeException e) {
+                // not yet
+            }
+            if (System.nanoTime() > deadline) {
+                throw new IllegalStateException(path + " has not " + n + " children after 30s");
+            }
+            Thread.sleep(10);
+        }
+    }
+
+    static byte[] utf8(String s) {
+        return s.getBytes(StandardCharsets.UTF_8);
+    }
+
+    static void layout(String[] args) throws Exception {
+        need(args, 2, "layout");
+        String root = args[1];
+        CuratorFramework client = connect(args[0]);
+        layoutLocks(client, root);
+        layoutValues(client, root);
+        layoutQueues(client, root);
+        PersistentNode pn = new PersistentNode(client, CreateMode.PERSISTENT, false, root + "/persistent-node", utf8("pnode"));
+        pn.start();
+        if (!pn.waitForInitialCreate(10, TimeUnit.SECONDS)) {
+            throw new IOException("no initial create in 10 s");
+        }
+        new GroupMember(client, root + "/group", "curator-member", utf8("curator-member:8080")).start();
+        awaitChildren(client, root + "/group", 1);
+        say("LAYOUT");
+        readLine(); // hold until stdin ends
+    }
+
+    /** The lock family, the latch and the selector, each with a waiter. */
+    static void layoutLocks(CuratorFramework client, String root) throws Exception {
+        new InterProcessMutex(client, root + "/mutex").acquire();
+        background(() -> new InterProcessMutex(client, root + "/mutex").acquire());
+        new InterProcessReadWriteLock(client, root + "/rwlock").readLock().acquire();
+        background(() -> new InterProcessReadWriteLock(client, root + "/rwlock").writeLock().acquire());
+        new InterProcessSemaphoreV2(client, root + "/semaphore", 1).acquire();
+        background(() -> new InterProcessSemaphoreV2(client, root + "/semaphore", 1).acquire());
+        LeaderLatch l1 = new LeaderLatch(client, root + "/latch", "curator-latch-1");
+        l1.start();
+        l1.await();
+        new LeaderLatch(client, root + "/latch", "curator-latch-2").start();
+        CountDownLatch leading = new CountDownLatch(1);
+        for (String id : new String[] {"curator-selector-1", "curator-selector-2"}) {
+            LeaderSelector sel = new LeaderSelector(client, root + "/selector", new LeaderSelectorListenerAdapter() {
+                @Override
+                public void takeLeadership(CuratorFramework c) throws Exception {
+                    leading.countDown();
+                    new CountDownLatch(1).await();
+                }
+            });
+            sel.setId(id);
+            sel.start();
+            leading.await(); // the first leads before the second queues
+        }
+        awaitChildren(client, root + "/mutex", 2);
+        awaitChildren(client, root + "/rwlock", 2);
+        awaitChildren(client, root + "/semaphore/leases", 2);
+        awaitChildren(client, root + "/latch", 2);
+        awaitChildren(client, root + "/selector", 2);
+    }
+
+    /** Shared count, atomic long, barriers. */
+    static void layoutValues(CuratorFramework client, String root) throws Exception {
+        new SharedCount(client, root + "/count", 7).start();
+        DistributedAtomicLong al = new DistributedAtomicLong(client, root + "/atomic-long", new RetryNTimes(0, 0),
+                PromotedToLock.builder().lockPath(root + "/atomic-long-lock").retryPolicy(new RetryNTimes(3, 10)).build());
+        if (!al.increment().succeeded()) {
+            throw new IllegalStateException("atomic long: increment did not succeed");
+        }
+        new InterProcessMutex(client, root + "/atomic-long-lock").acquire();
+        new org.apache.curator.framework.recipes.barriers.DistributedBarrier(client, root + "/barrier").setBarrier();
+        background(() -> new DistributedDoubleBarrier(client, root + "/double-barrier", 2).enter());
+        awaitChildren(client, root + "/double-barrier", 1);
+    }
+
+    /** A queue, a lock-safety queue with an item held, a simple queue. */
+    static void layoutQueues(CuratorFramework client, String root) throws Exception {
+        DistributedQueue<String> q = queueBuilder(client, null, root + "/queue", "-").buildQueue();
+        q.start();
+        DistributedQueue<String> prod = queueBuilder(client, null, root + "/queue-ls", "-").buildQueue();
+        prod.start();
+        for (String item : new String[] {"a", "b"}) {
+            q.put(item);
+            prod.put(item);
+        }
+        QueueConsumer<String> hold = new QueueConsumer<String>() {
+            @Override
+            public void consumeMessage(String item) throws Exception {
+                new CountDownLatch(1).await();
+            }
+
+            @Override
+            public void stateChanged(CuratorFramework c, ConnectionState s) {}
+        };
+        queueBuilder(client, hold, root + "/queue-ls", root + "/queue-ls-lock").buildQueue().start();
+        awaitChildren(client, root + "/queue-ls-lock", 1);
+        SimpleDistributedQueue sq = new SimpleDistributedQueue(client, root + "/simple-queue");
+        sq.offer(utf8("a"));
+        sq.offer(utf8("b"));
     }
 }

@@ -1,0 +1,43 @@
+package engine
+
+// MetricQueueUnreadable counts the queue items a consumer met whose data
+// did not decode, by what happened to them.
+var MetricQueueUnreadable = Metric{Name: "zkrecipes.queue.unreadable", Kind: KindCounter, Unit: "{item}",
+	Help:   "Queue items whose data did not decode, met by a consumer, by recipe, namespace, path and result: kept (left in the queue) or handed (to the queue's unreadable handler, and deleted).",
+	Labels: []string{"recipe", "zk_namespace", "path", "result"}}
+
+// unreadableKey is one series of MetricQueueUnreadable: a queue as
+// measured (its recipe and path, before WithMetricsPathLabel) and whether
+// the item was kept.
+type unreadableKey struct {
+	recipeKey
+	kept bool
+}
+
+// CountUnreadable counts a queue item of recipe (queue, id_queue,
+// priority_queue, delay_queue) at path (as the program gave it) whose data
+// did not decode: kept in the queue, or handed to the user. The series is
+// made on first use; nothing is counted without metrics.
+func (c *Client) CountUnreadable(recipe, path string, kept bool) {
+	in := c.met
+	if in == nil {
+		return
+	}
+	k := unreadableKey{recipeKey{recipe, path}, kept}
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	ctr := in.unreadable[k]
+	if ctr == nil {
+		label := path
+		if in.pathLabel != nil {
+			label = in.pathLabel(recipe, path)
+		}
+		result := "handed"
+		if kept {
+			result = "kept"
+		}
+		ctr = in.m.Counter(MetricQueueUnreadable, recipe, in.namespace, label, result)
+		in.unreadable[k] = ctr
+	}
+	ctr.Add(1)
+}
