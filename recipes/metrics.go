@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/zkrecipes/zkrecipes/internal/engine"
+	"github.com/zkrecipes/zkrecipes/internal/metric"
 )
 
 // Metrics is where a Client reports what it measures, set with
@@ -73,7 +73,7 @@ const (
 )
 
 // String names the kind: "counter", "gauge", "histogram".
-func (k MetricKind) String() string { return engine.MetricKind(k).String() }
+func (k MetricKind) String() string { return metric.Kind(k).String() }
 
 // Metric describes one metric of the fixed set a Client reports.
 type Metric struct {
@@ -110,7 +110,7 @@ func (m Metric) PrometheusName() string {
 }
 
 // metricOf is the public description of one of the engine's metrics.
-func metricOf(m engine.Metric) Metric {
+func metricOf(m metric.Metric) Metric {
 	return Metric{Name: m.Name, Kind: MetricKind(m.Kind), Unit: m.Unit, Help: m.Help,
 		Labels: append([]string(nil), m.Labels...), Buckets: append([]float64(nil), m.Buckets...)}
 }
@@ -119,38 +119,38 @@ func metricOf(m engine.Metric) Metric {
 var (
 	// MetricStateChanges counts connection state transitions by the state
 	// entered (label state).
-	MetricStateChanges = metricOf(engine.MetricStateChanges)
+	MetricStateChanges = metricOf(metric.StateChanges)
 	// MetricSuspended counts the seconds spent SUSPENDED.
-	MetricSuspended = metricOf(engine.MetricSuspended)
+	MetricSuspended = metricOf(metric.Suspended)
 	// MetricRequests counts requests by operation and result (labels op,
 	// result). Results ok, no_parent and parent_exists are not errors.
-	MetricRequests = metricOf(engine.MetricRequests)
+	MetricRequests = metricOf(metric.Requests)
 	// MetricRetries counts pauses before another attempt after a
 	// connection error.
-	MetricRetries = metricOf(engine.MetricRetries)
+	MetricRetries = metricOf(metric.Retries)
 	// MetricPendingDeletes is the number of guaranteed deletes in progress.
-	MetricPendingDeletes = metricOf(engine.MetricPendingDeletes)
+	MetricPendingDeletes = metricOf(metric.PendingDeletes)
 	// MetricAcquires counts acquisitions by recipe, namespace, path and
 	// result.
-	MetricAcquires = metricOf(engine.MetricAcquires)
+	MetricAcquires = metricOf(metric.Acquires)
 	// MetricWait is the time from queueing to holding.
-	MetricWait = metricOf(engine.MetricWait)
+	MetricWait = metricOf(metric.Wait)
 	// MetricHold is the time from holding to release.
-	MetricHold = metricOf(engine.MetricHold)
+	MetricHold = metricOf(metric.Hold)
 	// MetricQueue is the number of contenders ahead at the first look.
-	MetricQueue = metricOf(engine.MetricQueue)
+	MetricQueue = metricOf(metric.Queue)
 	// MetricHeld is the number of holds held now.
-	MetricHeld = metricOf(engine.MetricHeld)
+	MetricHeld = metricOf(metric.Held)
 	// MetricQueueUnreadable counts the queue items a consumer met whose
 	// data did not decode, by recipe, namespace, path and result (kept,
 	// handed).
-	MetricQueueUnreadable = metricOf(engine.MetricQueueUnreadable)
+	MetricQueueUnreadable = metricOf(metric.QueueUnreadable)
 )
 
 // AllMetrics returns the fixed set of metrics a Client reports, for
 // adapters that register everything up front.
 func AllMetrics() []Metric {
-	all := engine.AllMetrics()
+	all := metric.All()
 	out := make([]Metric, len(all))
 	for i, m := range all {
 		out[i] = metricOf(m)
@@ -177,21 +177,21 @@ func WithMetrics(m Metrics) Option {
 // straight to it.
 type metricsBridge struct{ m Metrics }
 
-func (b metricsBridge) Counter(m engine.Metric, labelValues ...string) engine.Counter {
+func (b metricsBridge) Counter(m metric.Metric, labelValues ...string) metric.Counter {
 	if c := b.m.Counter(metricOf(m), labelValues...); c != nil {
 		return c
 	}
 	return discard{}
 }
 
-func (b metricsBridge) Gauge(m engine.Metric, labelValues ...string) engine.Gauge {
+func (b metricsBridge) Gauge(m metric.Metric, labelValues ...string) metric.Gauge {
 	if g := b.m.Gauge(metricOf(m), labelValues...); g != nil {
 		return g
 	}
 	return discard{}
 }
 
-func (b metricsBridge) Histogram(m engine.Metric, labelValues ...string) engine.Histogram {
+func (b metricsBridge) Histogram(m metric.Metric, labelValues ...string) metric.Histogram {
 	if h := b.m.Histogram(metricOf(m), labelValues...); h != nil {
 		return h
 	}

@@ -13,6 +13,7 @@ import (
 
 	"github.com/zkrecipes/zkrecipes/election"
 	"github.com/zkrecipes/zkrecipes/internal/engine"
+	"github.com/zkrecipes/zkrecipes/internal/metric"
 	"github.com/zkrecipes/zkrecipes/mutex"
 	"github.com/zkrecipes/zkrecipes/recipes"
 	"github.com/zkrecipes/zkrecipes/recipes/zktest"
@@ -95,8 +96,8 @@ func TestMetricsOption(t *testing.T) {
 		assert.NotEmpty(t, m.Help, m.Name)
 		assert.Equal(t, m.Kind == recipes.KindHistogram, len(m.Buckets) > 0, m.Name)
 	}
-	for k, ek := range map[recipes.MetricKind]engine.MetricKind{
-		recipes.KindCounter: engine.KindCounter, recipes.KindGauge: engine.KindGauge, recipes.KindHistogram: engine.KindHistogram,
+	for k, ek := range map[recipes.MetricKind]metric.Kind{
+		recipes.KindCounter: metric.KindCounter, recipes.KindGauge: metric.KindGauge, recipes.KindHistogram: metric.KindHistogram,
 	} {
 		assert.Equal(t, int(ek), int(k), "the engine's number for %v", k)
 		assert.Equal(t, ek.String(), k.String())

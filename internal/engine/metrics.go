@@ -3,128 +3,14 @@ package engine
 import (
 	"context"
 	"errors"
-	"fmt"
 	"strings"
 	"sync"
 	"time"
 
 	"github.com/go-zookeeper/zk"
+	"github.com/zkrecipes/zkrecipes/internal/metric"
 	"github.com/zkrecipes/zkrecipes/internal/zkerr"
 )
-
-// Metrics is where a Client reports what it measures. Package recipes
-// declares the public interface (recipes.Metrics, with the same methods
-// on its own Metric and instrument types) and hands the engine an adapter
-// to it; the engine's instruments are the user's own, so a measurement
-// goes straight to them. Its methods are called when the client is made,
-// the first time a recipe path is used, and the first time a request ends
-// in a way possibleResults does not expect; never on the hot path: the
-// client keeps the instruments they return and, per measurement, calls
-// only their Add or Observe.
-type Metrics interface {
-	// Counter returns the counter of metric m for the given label values
-	// (one per name in m.Labels, in that order).
-	Counter(m Metric, labelValues ...string) Counter
-	// Gauge returns the gauge of metric m for the given label values.
-	Gauge(m Metric, labelValues ...string) Gauge
-	// Histogram returns the histogram of metric m for the given label values.
-	Histogram(m Metric, labelValues ...string) Histogram
-}
-
-// Counter is a monotonic sum; Add is given a positive delta.
-type Counter interface{ Add(delta float64) }
-
-// Gauge is a value that goes up and down; Add is given the change.
-type Gauge interface{ Add(delta float64) }
-
-// Histogram records the distribution of a value.
-type Histogram interface{ Observe(value float64) }
-
-// MetricKind says which instrument a Metric is.
-type MetricKind int
-
-// The kinds of metrics.
-const (
-	KindCounter MetricKind = iota + 1
-	KindGauge
-	KindHistogram
-)
-
-// String names the kind.
-func (k MetricKind) String() string {
-	switch k {
-	case KindCounter:
-		return "counter"
-	case KindGauge:
-		return "gauge"
-	case KindHistogram:
-		return "histogram"
-	}
-	return fmt.Sprintf("MetricKind(%d)", int(k))
-}
-
-// Metric describes one metric of the fixed set a Client reports.
-type Metric struct {
-	// Name is dotted, OpenTelemetry style, without a unit suffix:
-	// "zkrecipes.requests" (recipes.Metric.PrometheusName gives the
-	// Prometheus name).
-	Name string
-	Kind MetricKind
-	// Unit is "s" for durations, else a UCUM annotation like "{request}".
-	Unit string
-	Help string
-	// Labels are the label (attribute) names, in the order their values
-	// are given.
-	Labels []string
-	// Buckets are suggested histogram bucket bounds (histograms only).
-	Buckets []float64
-}
-
-var (
-	durationBuckets = []float64{.001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30, 60, 300, 1800}
-	queueBuckets    = []float64{0, 1, 2, 3, 5, 10, 20, 50, 100, 200, 500, 1000}
-)
-
-// The metrics a Client reports: the fixed set.
-var (
-	MetricStateChanges = Metric{Name: "zkrecipes.connection.state_changes", Kind: KindCounter, Unit: "{change}",
-		Help:   "Connection state transitions, by the state entered (CONNECTED, SUSPENDED, RECONNECTED, LOST, READ_ONLY).",
-		Labels: []string{"state"}}
-	MetricSuspended = Metric{Name: "zkrecipes.connection.suspended", Kind: KindCounter, Unit: "s",
-		Help: "Time spent SUSPENDED, added when a suspension ends (RECONNECTED, LOST or Close)."}
-	MetricRequests = Metric{Name: "zkrecipes.requests", Kind: KindCounter, Unit: "{request}",
-		Help:   "ZooKeeper requests sent by the client, by operation and result: ok; no_parent, parent_exists (steps of a healthy create under a missing parent, not errors); no_node, node_exists, bad_version (the server's no); connection, session_expired, ctx_done, other.",
-		Labels: []string{"op", "result"}}
-	MetricRetries = Metric{Name: "zkrecipes.retries", Kind: KindCounter, Unit: "{retry}",
-		Help: "Pauses before trying again after a connection error: Client.Retry, a recipe's wait, a background delete."}
-	MetricPendingDeletes = Metric{Name: "zkrecipes.deletes.pending", Kind: KindGauge, Unit: "{delete}",
-		Help: "Guaranteed deletes (released holds) still being made, retrying in the background while the connection is down."}
-	MetricAcquires = Metric{Name: "zkrecipes.recipe.acquires", Kind: KindCounter, Unit: "{acquire}",
-		Help:   "Acquisitions that queued a node, by recipe, namespace, path and result (acquired, not_acquired, ctx_done, lost, error); for a leader latch each term is one.",
-		Labels: []string{"recipe", "zk_namespace", "path", "result"}}
-	MetricWait = Metric{Name: "zkrecipes.recipe.wait", Kind: KindHistogram, Unit: "s",
-		Help:    "Time from queueing a node (before its create) to holding, for acquisitions that held.",
-		Labels:  []string{"recipe", "zk_namespace", "path"},
-		Buckets: durationBuckets}
-	MetricHold = Metric{Name: "zkrecipes.recipe.hold", Kind: KindHistogram, Unit: "s",
-		Help:    "Time from holding to release (or, for a term, to its end).",
-		Labels:  []string{"recipe", "zk_namespace", "path"},
-		Buckets: durationBuckets}
-	MetricQueue = Metric{Name: "zkrecipes.recipe.queue", Kind: KindHistogram, Unit: "{contender}",
-		Help:    "Contenders ahead of ours (for a semaphore, leases taken) at the first look after queueing.",
-		Labels:  []string{"recipe", "zk_namespace", "path"},
-		Buckets: queueBuckets}
-	MetricHeld = Metric{Name: "zkrecipes.recipe.held", Kind: KindGauge, Unit: "{hold}",
-		Help:   "Holds (locks, leases, leadership terms) held now, by recipe, namespace and path.",
-		Labels: []string{"recipe", "zk_namespace", "path"}}
-)
-
-// AllMetrics returns the fixed set of metrics a Client reports, for
-// adapters that register everything up front.
-func AllMetrics() []Metric {
-	return []Metric{MetricStateChanges, MetricSuspended, MetricRequests, MetricRetries, MetricPendingDeletes,
-		MetricAcquires, MetricWait, MetricHold, MetricQueue, MetricHeld, MetricQueueUnreadable}
-}
 
 // Request operations, the values of the "op" label.
 type reqOp uint8
@@ -271,19 +157,19 @@ func acquireResult(held bool, err error) int {
 // without metrics has none (nil), and every measurement is behind that nil
 // check.
 type instruments struct {
-	m          Metrics
+	m          metric.Sink
 	namespace  string                           // the "zk_namespace" label: the namespace without its "/"
 	pathLabel  func(recipe, path string) string // nil: the path itself
-	states     [len(stateNames)]Counter
-	suspended  Counter
-	requests   [numOps][numResults]Counter // nil for a result its op cannot have
-	retries    Counter
-	pendingDel Gauge
+	states     [len(stateNames)]metric.Counter
+	suspended  metric.Counter
+	requests   [numOps][numResults]metric.Counter // nil for a result its op cannot have
+	retries    metric.Counter
+	pendingDel metric.Gauge
 
 	mu         sync.RWMutex
 	recipes    map[recipeKey]*recipeInstruments
-	unexpected map[[2]uint8]Counter // requests series made on first use, outside possibleResults
-	unreadable map[unreadableKey]Counter
+	unexpected map[[2]uint8]metric.Counter // requests series made on first use, outside possibleResults
+	unreadable map[unreadableKey]metric.Counter
 }
 
 // recipeKey is a recipe path as measured: the recipe's name and its path
@@ -292,30 +178,30 @@ type recipeKey struct{ recipe, path string }
 
 // recipeInstruments are the instruments of one recipe path.
 type recipeInstruments struct {
-	acquires [numAcq]Counter
-	wait     Histogram
-	hold     Histogram
-	queue    Histogram
-	held     Gauge
+	acquires [numAcq]metric.Counter
+	wait     metric.Histogram
+	hold     metric.Histogram
+	queue    metric.Histogram
+	held     metric.Gauge
 }
 
-func newInstruments(m Metrics, namespace string, pathLabel func(recipe, path string) string) *instruments {
+func newInstruments(m metric.Sink, namespace string, pathLabel func(recipe, path string) string) *instruments {
 	in := &instruments{m: m, namespace: strings.TrimPrefix(namespace, "/"), pathLabel: pathLabel,
-		recipes: map[recipeKey]*recipeInstruments{}, unexpected: map[[2]uint8]Counter{},
-		unreadable: map[unreadableKey]Counter{}}
+		recipes: map[recipeKey]*recipeInstruments{}, unexpected: map[[2]uint8]metric.Counter{},
+		unreadable: map[unreadableKey]metric.Counter{}}
 	for s := range in.states {
 		if State(s) != StateLatent { // never entered
-			in.states[s] = m.Counter(MetricStateChanges, stateNames[s])
+			in.states[s] = m.Counter(metric.StateChanges, stateNames[s])
 		}
 	}
-	in.suspended = m.Counter(MetricSuspended)
+	in.suspended = m.Counter(metric.Suspended)
 	for op, results := range possibleResults {
 		for _, r := range results {
-			in.requests[op][r] = m.Counter(MetricRequests, opNames[op], resultNames[r])
+			in.requests[op][r] = m.Counter(metric.Requests, opNames[op], resultNames[r])
 		}
 	}
-	in.retries = m.Counter(MetricRetries)
-	in.pendingDel = m.Gauge(MetricPendingDeletes)
+	in.retries = m.Counter(metric.Retries)
+	in.pendingDel = m.Gauge(metric.PendingDeletes)
 	return in
 }
 
@@ -348,13 +234,13 @@ func (c *Client) recipeInstruments(d *Driver, parent string) *recipeInstruments 
 	}
 	ns := in.namespace
 	ri = &recipeInstruments{
-		wait:  in.m.Histogram(MetricWait, recipe, ns, path),
-		hold:  in.m.Histogram(MetricHold, recipe, ns, path),
-		queue: in.m.Histogram(MetricQueue, recipe, ns, path),
-		held:  in.m.Gauge(MetricHeld, recipe, ns, path),
+		wait:  in.m.Histogram(metric.Wait, recipe, ns, path),
+		hold:  in.m.Histogram(metric.Hold, recipe, ns, path),
+		queue: in.m.Histogram(metric.Queue, recipe, ns, path),
+		held:  in.m.Gauge(metric.Held, recipe, ns, path),
 	}
 	for r := range ri.acquires {
-		ri.acquires[r] = in.m.Counter(MetricAcquires, recipe, ns, path, acquireNames[r])
+		ri.acquires[r] = in.m.Counter(metric.Acquires, recipe, ns, path, acquireNames[r])
 	}
 	in.recipes[k] = ri
 	return ri
@@ -375,13 +261,13 @@ func (c *Client) countRequest(op reqOp, err error) {
 
 // unexpectedRequest returns the series of a result possibleResults does
 // not list for op, made on first use.
-func (in *instruments) unexpectedRequest(op reqOp, r reqResult) Counter {
+func (in *instruments) unexpectedRequest(op reqOp, r reqResult) metric.Counter {
 	k := [2]uint8{uint8(op), uint8(r)}
 	in.mu.Lock()
 	defer in.mu.Unlock()
 	ctr := in.unexpected[k]
 	if ctr == nil {
-		ctr = in.m.Counter(MetricRequests, opNames[op], resultNames[r])
+		ctr = in.m.Counter(metric.Requests, opNames[op], resultNames[r])
 		in.unexpected[k] = ctr
 	}
 	return ctr

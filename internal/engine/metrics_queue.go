@@ -1,10 +1,6 @@
 package engine
 
-// MetricQueueUnreadable counts the queue items a consumer met whose data
-// did not decode, by what happened to them.
-var MetricQueueUnreadable = Metric{Name: "zkrecipes.queue.unreadable", Kind: KindCounter, Unit: "{item}",
-	Help:   "Queue items whose data did not decode, met by a consumer, by recipe, namespace, path and result: kept (left in the queue) or handed (to the queue's unreadable handler, and deleted).",
-	Labels: []string{"recipe", "zk_namespace", "path", "result"}}
+import "github.com/zkrecipes/zkrecipes/internal/metric"
 
 // unreadableKey is one series of MetricQueueUnreadable: a queue as
 // measured (its recipe and path, before WithMetricsPathLabel) and whether
@@ -36,7 +32,7 @@ func (c *Client) CountUnreadable(recipe, path string, kept bool) {
 		if kept {
 			result = "kept"
 		}
-		ctr = in.m.Counter(MetricQueueUnreadable, recipe, in.namespace, label, result)
+		ctr = in.m.Counter(metric.QueueUnreadable, recipe, in.namespace, label, result)
 		in.unreadable[k] = ctr
 	}
 	ctr.Add(1)

@@ -9,6 +9,7 @@ import (
 
 	"github.com/go-zookeeper/zk"
 	"github.com/stretchr/testify/assert"
+	"github.com/zkrecipes/zkrecipes/internal/metric"
 	"github.com/zkrecipes/zkrecipes/internal/zkerr"
 )
 
@@ -91,7 +92,7 @@ type countingSeries struct{ v float64 }
 func (s *countingSeries) Add(d float64)     { s.v += d }
 func (s *countingSeries) Observe(v float64) { s.v += v }
 
-func (m *countingMetrics) series(mt Metric, lv []string) *countingSeries {
+func (m *countingMetrics) series(mt metric.Metric, lv []string) *countingSeries {
 	key := mt.Name + "{" + strings.Join(lv, ",") + "}"
 	m.made[key]++
 	if m.values[key] == nil {
@@ -100,9 +101,13 @@ func (m *countingMetrics) series(mt Metric, lv []string) *countingSeries {
 	return m.values[key]
 }
 
-func (m *countingMetrics) Counter(mt Metric, lv ...string) Counter     { return m.series(mt, lv) }
-func (m *countingMetrics) Gauge(mt Metric, lv ...string) Gauge         { return m.series(mt, lv) }
-func (m *countingMetrics) Histogram(mt Metric, lv ...string) Histogram { return m.series(mt, lv) }
+func (m *countingMetrics) Counter(mt metric.Metric, lv ...string) metric.Counter {
+	return m.series(mt, lv)
+}
+func (m *countingMetrics) Gauge(mt metric.Metric, lv ...string) metric.Gauge { return m.series(mt, lv) }
+func (m *countingMetrics) Histogram(mt metric.Metric, lv ...string) metric.Histogram {
+	return m.series(mt, lv)
+}
 
 // TestMetricsUnexpectedResult: a result possibleResults does not list
 // for an op is still counted, in a series made on first use, once.

@@ -6,6 +6,7 @@ import (
 
 	"github.com/cenkalti/backoff/v4"
 	"github.com/go-zookeeper/zk"
+	"github.com/zkrecipes/zkrecipes/internal/metric"
 )
 
 // Config is a Client's configuration. Package recipes builds it from its
@@ -30,8 +31,8 @@ type Config struct {
 	// Wire is, for NewClient, the Wire the adopted connection was dialled
 	// through; Connect always dials through a Wire of its own.
 	Wire         *Wire
-	NoContainers bool    // parents are persistent nodes, not containers
-	Metrics      Metrics // nil: no metrics
+	NoContainers bool        // parents are persistent nodes, not containers
+	Metrics      metric.Sink // nil: no metrics
 	// MetricsPath bounds the recipe metrics' path label; nil: the path.
 	MetricsPath func(recipe, path string) string
 }
