@@ -66,9 +66,10 @@ func WithLogger(l *slog.Logger) Option {
 // after a try another writer won, and when to give up (backoff.Stop). By
 // default it is ContentionPolicy: short pauses, since a conflict means
 // another writer just succeeded, not that the server is in trouble. A
-// policy that returns nil makes one try. Requests that fail for a
-// connection reason are retried under the client's policy whatever this
-// says.
+// policy that returns nil makes one try. Each update takes a fresh
+// BackOff from newBackOff and Resets it before its first pause, as
+// cenkalti's Retry does. Requests that fail for a connection reason are
+// retried under the client's policy whatever this says.
 func WithRetryPolicy(newBackOff func() backoff.BackOff) Option {
 	return func(o *options) error {
 		if newBackOff == nil {

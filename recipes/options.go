@@ -78,7 +78,9 @@ func WithACLProvider(p ACLProvider) Option {
 func WithAuth(scheme string, auth []byte) Option { return engineOption(engine.WithAuth(scheme, auth)) }
 
 // WithRetryPolicy sets the backoff used to retry requests that failed with
-// a transient connection error. newBackOff is called once per operation.
+// a transient connection error. newBackOff is called once per operation,
+// and what it returns is Reset before its first wait, as cenkalti's Retry
+// does.
 // Curator's policies are here too: ExponentialBackoffRetry, RetryNTimes,
 // RetryOneTime, RetryForever, RetryUntilElapsed.
 func WithRetryPolicy(newBackOff func() backoff.BackOff) Option {

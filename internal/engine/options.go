@@ -197,7 +197,9 @@ func WithAuth(scheme string, auth []byte) Option {
 }
 
 // WithRetryPolicy sets the backoff used to retry requests that failed with
-// a transient connection error. newBackOff is called once per operation.
+// a transient connection error. newBackOff is called once per operation,
+// and what it returns is Reset before its first wait, as cenkalti's Retry
+// does.
 func WithRetryPolicy(newBackOff func() backoff.BackOff) Option {
 	return func(c *Config) error {
 		if newBackOff == nil {
