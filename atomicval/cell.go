@@ -169,9 +169,7 @@ func (s *cell[T]) init(c *recipes.Client, path, kind string, cd codec.Codec[T], 
 	return nil
 }
 
-func notMade(typ, ctor string) error {
-	return fmt.Errorf("%w: %s not made by %s", recipes.ErrInvalidArgument, typ, ctor)
-}
+func notMade(typ, ctor string) error { return engine.NotMade(typ, ctor) }
 
 // result is o as a Result.
 func result[T any](o rmw.Outcome[T]) Result[T] {

@@ -97,17 +97,10 @@ func (s *Cell[T]) Create(ctx context.Context, data []byte) error {
 	return s.E.Retry(ctx, func() error { return s.create(ctx, data) })
 }
 
-// create is one try of Create.
+// create is one try of Create: the node, its missing parents as
+// containers (again when one goes between the two).
 func (s *Cell[T]) create(ctx context.Context, data []byte) error {
-	_, err := s.E.CreateMakingParents(ctx, s.Full, data, 0)
-	if errors.Is(err, zk.ErrNoNode) {
-		// A parent container was removed meanwhile: make it again.
-		parent, _ := engine.SplitPath(s.Full)
-		if err := s.E.EnsureContainers(ctx, parent); err != nil {
-			return err
-		}
-		_, err = s.E.Create(ctx, s.Full, data, 0)
-	}
+	_, err := s.E.CreateWithParents(ctx, s.Full, data, 0)
 	return err
 }
 
