@@ -4,11 +4,13 @@
 // exists, written at a version, written whatever the version, and
 // updated by one compare-and-set loop varied by options (the retry
 // policy of lost tries, a bound, creating the node, a promoted lock when
-// the loop gives up), as etcd's STM is one loop varied by options. shared follows the node around its cell and keeps a cache;
-// atomicval keeps no state between calls.
+// the loop gives up), as etcd's STM is one loop varied by options. shared
+// follows the node around its cell and keeps a cache; atomicval keeps no
+// state between calls.
 package rmw
 
 import (
+	"bytes"
 	"context"
 	"errors"
 
@@ -123,7 +125,7 @@ func (s *Cell[T]) SetAt(ctx context.Context, version int32, data []byte) (*zk.St
 // ForceSet writes data whatever the node's version, making the node
 // again (its missing parents as containers) when it is gone; connection
 // problems are retried. It returns the node's stat after the write, or
-// nil when a node it made could not be read back.
+// nil when a node it made could not be read back as it made it.
 func (s *Cell[T]) ForceSet(ctx context.Context, data []byte) (*zk.Stat, error) {
 	var st *zk.Stat
 	err := s.E.Retry(ctx, func() error {
@@ -135,10 +137,11 @@ func (s *Cell[T]) ForceSet(ctx context.Context, data []byte) (*zk.Stat, error) {
 			}
 			err = s.create(ctx, data)
 			if err == nil {
-				// The create reply has no stat: read it (version 0 and
-				// our data, unless another writer came since).
-				if _, st, err = s.E.Get(ctx, s.Full); err != nil {
-					st = nil
+				// The create reply has no stat: read it, and keep it
+				// only while it is our write's (version 0, our data).
+				got, gst, gerr := s.E.Get(ctx, s.Full)
+				if st = nil; gerr == nil && gst.Version == 0 && bytes.Equal(got, data) {
+					st = gst
 				}
 				return nil
 			}
