@@ -63,7 +63,7 @@ func (c *CachedInt64) Next(ctx context.Context) (int64, error) {
 	select {
 	case c.lock <- struct{}{}:
 	case <-ctx.Done():
-		return 0, zkerr.Namedf(c.n.v.name(), "cached next: %w", ctx.Err())
+		return 0, zkerr.Namedf(c.n.v.Name(), "cached next: %w", ctx.Err())
 	}
 	defer func() { <-c.lock }()
 	if c.left == 0 {

@@ -11,10 +11,9 @@ import (
 	"github.com/go-zookeeper/zk"
 
 	"github.com/zkrecipes/zkrecipes/internal/codec"
-	"github.com/zkrecipes/zkrecipes/internal/engine"
 	"github.com/zkrecipes/zkrecipes/internal/recipeargs"
+	"github.com/zkrecipes/zkrecipes/internal/rmw"
 	"github.com/zkrecipes/zkrecipes/internal/zkerr"
-	"github.com/zkrecipes/zkrecipes/internal/zkpath"
 	"github.com/zkrecipes/zkrecipes/mutex"
 	"github.com/zkrecipes/zkrecipes/recipes"
 )
@@ -68,9 +67,10 @@ func WithLogger(l *slog.Logger) Option {
 // after a try another writer won, and when to give up (backoff.Stop). By
 // default it is ContentionPolicy: short pauses, since a conflict means
 // another writer just succeeded, not that the server is in trouble. A
-// policy that returns nil makes one try. Requests that fail for a
-// connection reason are retried under the client's policy whatever this
-// says.
+// policy that returns nil makes one try. Each update takes a fresh
+// BackOff from newBackOff and Resets it before its first pause, as
+// cenkalti's Retry does. Requests that fail for a connection reason are
+// retried under the client's policy whatever this says.
 func WithRetryPolicy(newBackOff func() backoff.BackOff) Option {
 	return func(o *options) error {
 		if newBackOff == nil {
@@ -120,16 +120,12 @@ func WithPromotedToLock(p PromotedToLock) Option {
 	}
 }
 
-// cell is the machinery of Int64, Int32 and Value.
+// cell is the machinery of Int64, Int32 and Value: the one
+// read-modify-write cell (package rmw) under Curator's semantics.
 type cell[T any] struct {
-	c     *recipes.Client
-	e     *engine.Client
-	kind  string // "atomic long"
-	path  string // as given
-	full  string // with the namespace
-	codec codec.Codec[T]
-	o     options
-	lock  *mutex.Mutex // the promoted lock, or nil
+	rmw.Cell[T]
+	o    options
+	lock *mutex.Mutex // the promoted lock, or nil
 }
 
 // ContentionPolicy is the default policy of the optimistic tries: random
@@ -149,11 +145,11 @@ func ContentionPolicy() backoff.BackOff {
 }
 
 func (s *cell[T]) init(c *recipes.Client, path, kind string, cd codec.Codec[T], opts []Option) error {
-	full, err := recipeargs.Path(c, path, "an atomic value's path")
+	rc, err := rmw.New(c, path, kind, "an atomic value's path", cd)
 	if err != nil {
 		return err
 	}
-	*s = cell[T]{c: c, e: engine.Of(c), kind: kind, path: path, full: full, codec: cd}
+	*s = cell[T]{Cell: rc}
 	s.o.retry, s.o.log = ContentionPolicy, c.Logger()
 	if err := recipeargs.Options(&s.o, opts); err != nil {
 		return err
@@ -163,7 +159,7 @@ func (s *cell[T]) init(c *recipes.Client, path, kind string, cd codec.Codec[T], 
 		if err != nil {
 			return err
 		}
-		if lfull == full || len(lfull) > len(full) && lfull[:len(full)+1] == full+"/" {
+		if lfull == rc.Full || len(lfull) > len(rc.Full) && lfull[:len(rc.Full)+1] == rc.Full+"/" {
 			return fmt.Errorf("%w: the promoted lock path %s is the value's path or below it", recipes.ErrInvalidArgument, p.Path)
 		}
 		if s.lock, err = mutex.New(c, p.Path); err != nil {
@@ -173,57 +169,25 @@ func (s *cell[T]) init(c *recipes.Client, path, kind string, cd codec.Codec[T], 
 	return nil
 }
 
-func (s *cell[T]) name() string { return s.kind + " " + s.path }
+func notMade(typ, ctor string) error { return zkerr.NotMade(typ, ctor) }
 
-func notMade(typ, ctor string) error {
-	return fmt.Errorf("%w: %s not made by %s", recipes.ErrInvalidArgument, typ, ctor)
+// result is o as a Result.
+func result[T any](o rmw.Outcome[T]) Result[T] {
+	return Result[T]{Succeeded: o.Succeeded, PreValue: o.Pre, PostValue: o.Post, Stats: Stats{
+		OptimisticTries: o.Tries, PromotedTries: o.PromotedTries, OptimisticTime: o.Time, PromotedTime: o.PromotedTime}}
 }
 
-// check refuses a nil ctx and a closed client.
-func (s *cell[T]) check(ctx context.Context) error {
-	if err := recipeargs.Context(ctx); err != nil {
-		return err
-	}
-	if err := s.e.Check(); err != nil {
-		return zkerr.Named(s.name(), err)
-	}
-	return nil
-}
-
-// decode reads data, naming the recipe in a corruption error.
-func (s *cell[T]) decode(data []byte) (T, error) {
-	v, err := s.codec.Decode(data)
-	if err != nil {
-		return v, zkerr.Named(s.name(), err)
-	}
-	return v, nil
-}
-
-// get reads the value; a missing node is the zero value.
+// get reads the value, after a sync; a missing node is the zero value.
 func (s *cell[T]) get(ctx context.Context) (T, error) {
 	var zero T
-	if err := s.check(ctx); err != nil {
+	if err := s.Check(ctx); err != nil {
 		return zero, err
 	}
-	var data []byte
-	err := s.e.Retry(ctx, func() error {
-		// A follower serves reads from its own copy, which may lag
-		// behind writes already acknowledged to others: sync first, so
-		// that the read sees every write acknowledged before the call.
-		if err := s.e.Sync(ctx, s.full); err != nil {
-			return err
-		}
-		var err error
-		data, _, err = s.e.Get(ctx, s.full)
-		if errors.Is(err, zk.ErrNoNode) {
-			data, err = nil, nil
-		}
-		return err
-	})
+	data, _, _, err := s.Read(ctx, true)
 	if err != nil {
-		return zero, zkerr.Namedf(s.name(), "get: %w", err)
+		return zero, zkerr.Namedf(s.Name(), "get: %w", err)
 	}
-	return s.decode(data)
+	return s.Decode(data)
 }
 
 // errMismatch ends a compare-and-set whose expected value was not there.
@@ -232,106 +196,62 @@ var errMismatch = errors.New("mismatch")
 // compareAndSet writes v if the value is expected, in one try, never
 // creating the node.
 func (s *cell[T]) compareAndSet(ctx context.Context, expected, v T) (Result[T], error) {
-	var res Result[T]
-	if err := s.check(ctx); err != nil {
-		return res, err
+	if err := s.Check(ctx); err != nil {
+		return Result[T]{}, err
 	}
 	start := time.Now()
-	data, err := s.encode(v)
-	if err != nil {
-		return res, err
-	}
 	// Sync first, as get does: a lagging follower's read would refuse a
 	// compare-and-set from a value already there.
-	if err := s.e.Retry(ctx, func() error { return s.e.Sync(ctx, s.full) }); err != nil {
-		res.Stats.OptimisticTime = time.Since(start)
-		return res, zkerr.Namedf(s.name(), "compare-and-set: sync: %w", err)
+	if err := s.Sync(ctx); err != nil {
+		return Result[T]{Stats: Stats{OptimisticTime: time.Since(start)}}, zkerr.Namedf(s.Name(), "compare-and-set: sync: %w", err)
 	}
-	_, err = s.e.CompareAndSet(ctx, s.full, engine.CAS{Tries: 1, Exact: true}, func(prev []byte, _ bool) ([]byte, error) {
-		res.Stats.OptimisticTries++
-		cur, err := s.codec.Decode(prev)
-		if err != nil {
-			return nil, err
+	out, err := s.Update(ctx, rmw.Loop{Tries: 1}, func(cur T) (T, error) {
+		if !s.Codec.Equal(cur, expected) {
+			return cur, errMismatch
 		}
-		res.PreValue = cur
-		if !s.codec.Equal(cur, expected) {
-			return nil, errMismatch
-		}
-		return data, nil
+		return v, nil
 	})
-	res.Stats.OptimisticTime = time.Since(start)
+	out.Time = time.Since(start)
+	res := result(out)
 	switch {
 	case err == nil:
-		res.Succeeded, res.PostValue = true, v
 		return res, nil
 	case errors.Is(err, errMismatch):
-		return res, zkerr.Namedf(s.name(), "compare-and-set: the value is %s, not the expected %s: %w",
-			s.codec.Show(res.PreValue), s.codec.Show(expected), recipes.ErrConflict)
+		return res, zkerr.Namedf(s.Name(), "compare-and-set: the value is %s, not the expected %s: %w",
+			s.Codec.Show(res.PreValue), s.Codec.Show(expected), recipes.ErrConflict)
 	case errors.Is(err, zk.ErrNoNode) && ctx.Err() == nil:
 		res.Stats.OptimisticTries = max(res.Stats.OptimisticTries, 1)
-		return res, zkerr.Namedf(s.name(), "compare-and-set: no node (compare-and-set never creates it; Initialize does): %w (%w)", recipes.ErrConflict, zk.ErrNoNode)
+		return res, zkerr.Namedf(s.Name(), "compare-and-set: no node (compare-and-set never creates it; Initialize does): %w (%w)", recipes.ErrConflict, zk.ErrNoNode)
 	case errors.Is(err, recipes.ErrConflict):
-		return res, zkerr.Namedf(s.name(), "compare-and-set: the value changed after it was read (as %s): %w",
-			s.codec.Show(res.PreValue), recipes.ErrConflict)
+		return res, zkerr.Namedf(s.Name(), "compare-and-set: the value changed after it was read (as %s): %w",
+			s.Codec.Show(res.PreValue), recipes.ErrConflict)
 	}
-	return res, zkerr.Namedf(s.name(), "compare-and-set: %w", err)
+	return res, zkerr.Namedf(s.Name(), "compare-and-set: %w", err)
 }
 
 // update sets the value to next(current): optimistic tries, then, when
 // configured and they gave up, tries holding the promoted lock.
 func (s *cell[T]) update(ctx context.Context, op string, next func(T) T) (Result[T], error) {
-	var res Result[T]
-	if err := s.check(ctx); err != nil {
-		return res, err
+	if err := s.Check(ctx); err != nil {
+		return Result[T]{}, err
 	}
-	start := time.Now()
-	err := s.try(ctx, engine.CAS{Create: true, Retry: s.o.retry, Exact: true}, &res, &res.Stats.OptimisticTries, next)
-	res.Stats.OptimisticTime = time.Since(start)
-	if err == nil || s.lock == nil || !errors.Is(err, recipes.ErrConflict) || ctx.Err() != nil {
-		return res, s.outcome(op, err)
+	l := rmw.Loop{Create: true, Retry: s.o.retry}
+	if s.lock != nil {
+		l.Promote = &rmw.Promotion{Acquire: s.acquire, Retry: s.o.promoted.retry()}
 	}
-	start = time.Now()
-	err = s.promoted(ctx, &res, next)
-	res.Stats.PromotedTime = time.Since(start)
-	return res, s.outcome(op, err)
-}
-
-func (s *cell[T]) outcome(op string, err error) error {
-	if err == nil {
-		return nil
-	}
-	return zkerr.Namedf(s.name(), "%s: %w", op, err)
-}
-
-// try is one compare-and-set loop, counting its tries in *tries; it
-// fills res.
-func (s *cell[T]) try(ctx context.Context, cas engine.CAS, res *Result[T], tries *int, next func(T) T) error {
-	var zero T
-	_, err := s.e.CompareAndSet(ctx, s.full, cas, func(prev []byte, _ bool) ([]byte, error) {
-		*tries++
-		cur, err := s.codec.Decode(prev)
-		if err != nil {
-			return nil, err
-		}
-		res.PreValue = cur
-		v := next(cur)
-		res.PostValue = v
-		return s.codec.Encode(v)
-	})
+	out, err := s.Update(ctx, l, func(cur T) (T, error) { return next(cur), nil })
 	if err != nil {
-		res.PostValue = zero
-		return err
+		return result(out), zkerr.Namedf(s.Name(), "%s: %w", op, err)
 	}
-	res.Succeeded = true
-	return nil
+	return result(out), nil
 }
 
 // owner is the promoted lock's owner for one update (mutex.WithOwner):
 // every update is a holder of its own, whichever goroutine makes it.
 type owner struct{ _ byte }
 
-// promoted makes the update holding the promoted lock.
-func (s *cell[T]) promoted(ctx context.Context, res *Result[T], next func(T) T) error {
+// acquire takes the promoted lock for one update, within its timeout.
+func (s *cell[T]) acquire(ctx context.Context) (release func(), _ error) {
 	p := s.o.promoted
 	lctx := ctx
 	if p.Timeout > 0 {
@@ -342,86 +262,50 @@ func (s *cell[T]) promoted(ctx context.Context, res *Result[T], next func(T) T) 
 	lease, err := s.lock.Acquire(mutex.WithOwner(lctx, &owner{}))
 	if err != nil {
 		if ctx.Err() == nil && lctx.Err() != nil {
-			return fmt.Errorf("the promoted lock %s was not acquired within %v: %w: %w", p.Path, p.Timeout, recipes.ErrConflict, recipes.ErrNotAcquired)
+			return nil, fmt.Errorf("the promoted lock %s was not acquired within %v: %w: %w", p.Path, p.Timeout, recipes.ErrConflict, recipes.ErrNotAcquired)
 		}
-		return fmt.Errorf("promoted lock: %w", err)
+		return nil, fmt.Errorf("promoted lock: %w", err)
 	}
-	defer func() {
+	return func() {
 		// The writes are conditional on the version: a release that
 		// fails (the session was lost meanwhile) changes nothing the
 		// update did.
 		if rerr := lease.Release(context.WithoutCancel(ctx)); rerr != nil {
-			s.o.log.Warn("zkrecipes: "+s.kind+": releasing the promoted lock", "path", s.path, "lock", p.Path, "err", rerr)
+			s.o.log.Warn("zkrecipes: "+s.Kind+": releasing the promoted lock", "path", s.Path, "lock", p.Path, "err", rerr)
 		}
-	}()
-	return s.try(ctx, engine.CAS{Create: true, Retry: p.retry(), Exact: true}, res, &res.Stats.PromotedTries, next)
+	}, nil
 }
 
 // initialize creates the node with v unless it exists.
 func (s *cell[T]) initialize(ctx context.Context, v T) (bool, error) {
-	if err := s.check(ctx); err != nil {
+	if err := s.Check(ctx); err != nil {
 		return false, err
 	}
-	data, err := s.encode(v)
+	data, err := s.Encode(v)
 	if err != nil {
 		return false, err
 	}
-	err = s.e.Retry(ctx, func() error { return s.create(ctx, data) })
+	err = s.Create(ctx, data)
 	switch {
 	case err == nil:
 		return true, nil
 	case errors.Is(err, zk.ErrNodeExists):
 		return false, nil
 	}
-	return false, zkerr.Namedf(s.name(), "initialize: %w", err)
-}
-
-// encode is the node data of v.
-func (s *cell[T]) encode(v T) ([]byte, error) {
-	data, err := s.codec.Encode(v)
-	return data, zkerr.Named(s.name(), err)
-}
-
-// create makes the node with data, its missing parents as containers.
-func (s *cell[T]) create(ctx context.Context, data []byte) error {
-	_, err := s.e.CreateMakingParents(ctx, s.full, data, 0)
-	if errors.Is(err, zk.ErrNoNode) {
-		parent, _ := zkpath.SplitPath(s.full)
-		if err := s.e.EnsureContainers(ctx, parent); err != nil {
-			return err
-		}
-		_, err = s.e.Create(ctx, s.full, data, 0)
-	}
-	return err
+	return false, zkerr.Namedf(s.Name(), "initialize: %w", err)
 }
 
 // forceSet writes v whatever the version, creating the node if need be.
 func (s *cell[T]) forceSet(ctx context.Context, v T) error {
-	if err := s.check(ctx); err != nil {
+	if err := s.Check(ctx); err != nil {
 		return err
 	}
-	data, err := s.encode(v)
+	data, err := s.Encode(v)
 	if err != nil {
 		return err
 	}
-	err = s.e.Retry(ctx, func() error {
-		for {
-			_, err := s.e.Set(ctx, s.full, data, -1)
-			if !errors.Is(err, zk.ErrNoNode) {
-				return err
-			}
-			err = s.create(ctx, data)
-			if !errors.Is(err, zk.ErrNodeExists) && !errors.Is(err, zk.ErrNoNode) {
-				return err
-			}
-			// Made or deleted meanwhile: set again.
-			if ctx.Err() != nil {
-				return ctx.Err()
-			}
-		}
-	})
-	if err != nil {
-		return zkerr.Namedf(s.name(), "force-set: %w", err)
+	if _, err := s.ForceSet(ctx, data); err != nil {
+		return zkerr.Namedf(s.Name(), "force-set: %w", err)
 	}
 	return nil
 }

@@ -27,7 +27,7 @@ func NewInt32(c *recipes.Client, path string, opts ...Option) (*Int32, error) {
 }
 
 func (n *Int32) ok() error {
-	if n == nil || n.v.c == nil {
+	if n == nil || n.v.C == nil {
 		return notMade("Int32", "NewInt32")
 	}
 	return nil
@@ -38,7 +38,7 @@ func (n *Int32) Path() string {
 	if n.ok() != nil {
 		return ""
 	}
-	return n.v.path
+	return n.v.Path
 }
 
 // Get reads the value, after a sync (it sees every write acknowledged

@@ -26,7 +26,7 @@ func NewInt64(c *recipes.Client, path string, opts ...Option) (*Int64, error) {
 }
 
 func (n *Int64) ok() error {
-	if n == nil || n.v.c == nil {
+	if n == nil || n.v.C == nil {
 		return notMade("Int64", "NewInt64")
 	}
 	return nil
@@ -37,7 +37,7 @@ func (n *Int64) Path() string {
 	if n.ok() != nil {
 		return ""
 	}
-	return n.v.path
+	return n.v.Path
 }
 
 // Get reads the value, after a sync (it sees every write acknowledged

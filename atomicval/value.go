@@ -28,7 +28,7 @@ func NewValue(c *recipes.Client, path string, opts ...Option) (*Value, error) {
 }
 
 func (n *Value) ok() error {
-	if n == nil || n.v.c == nil {
+	if n == nil || n.v.C == nil {
 		return notMade("Value", "NewValue")
 	}
 	return nil
@@ -39,7 +39,7 @@ func (n *Value) Path() string {
 	if n.ok() != nil {
 		return ""
 	}
-	return n.v.path
+	return n.v.Path
 }
 
 // Get reads the value, after a sync (it sees every write acknowledged

@@ -164,7 +164,9 @@ func WithAuth(scheme string, auth []byte) Option {
 }
 
 // WithRetryPolicy sets the backoff used to retry requests that failed with
-// a transient connection error. newBackOff is called once per operation.
+// a transient connection error. newBackOff is called once per operation,
+// and what it returns is Reset before its first wait, as cenkalti's Retry
+// does.
 // Curator's policies are here too: ExponentialBackoffRetry, RetryNTimes,
 // RetryOneTime, RetryForever, RetryUntilElapsed.
 func WithRetryPolicy(newBackOff func() backoff.BackOff) Option {

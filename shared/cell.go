@@ -1,6 +1,6 @@
 package shared
 
-// The read-modify-write cell that Value and Count share.
+// What Value and Count share: the node's cell, its cache and follower.
 
 import (
 	"context"
@@ -13,21 +13,18 @@ import (
 	"github.com/zkrecipes/zkrecipes/internal/codec"
 	"github.com/zkrecipes/zkrecipes/internal/engine"
 	"github.com/zkrecipes/zkrecipes/internal/recipeargs"
+	"github.com/zkrecipes/zkrecipes/internal/rmw"
 	"github.com/zkrecipes/zkrecipes/internal/zkerr"
-	"github.com/zkrecipes/zkrecipes/internal/zkpath"
 	"github.com/zkrecipes/zkrecipes/recipes"
 )
 
-// cell is what Value and Count share: the node, its cached
-// value, the follower and the listeners.
+// cell is what Value and Count share: the read-modify-write cell (package
+// rmw) of the node, its cached value, the follower and the listeners.
 type cell[T any] struct {
-	c     *recipes.Client
-	kind  string // "shared value", "shared count": names the recipe in errors
-	path  string
-	full  string
-	seed  []byte
-	codec codec.Codec[T]
-	log   *slog.Logger
+	rmw.Cell[T]                // Kind: "shared value", "shared count"
+	codec       codec.Codec[T] // the cache's (Equal, Clone): Cell.Codec
+	seed        []byte
+	log         *slog.Logger
 
 	life    engine.Lifecycle
 	mu      sync.Mutex
@@ -42,7 +39,7 @@ type cell[T any] struct {
 }
 
 func (s *cell[T]) init(c *recipes.Client, path, kind string, seed []byte, seedVal T, cd codec.Codec[T], opts []Option) error {
-	full, err := recipeargs.Path(c, path, "a "+kind)
+	rc, err := rmw.New(c, path, kind, "a "+kind, cd)
 	if err != nil {
 		return err
 	}
@@ -51,14 +48,12 @@ func (s *cell[T]) init(c *recipes.Client, path, kind string, seed []byte, seedVa
 		return err
 	}
 	*s = cell[T]{
-		c: c, kind: kind, path: path, full: full, seed: seed, codec: cd, log: o.log,
+		Cell: rc, codec: cd, seed: seed, log: o.log,
 		val:     VersionedValue[T]{Value: seedVal, Version: -1},
 		changed: make(chan struct{}),
 	}
 	return nil
 }
-
-func (s *cell[T]) name() string { return s.kind + " " + s.path }
 
 // notMade is the error of a method called on a value its constructor did
 // not make (nil, or the zero value).
@@ -71,13 +66,10 @@ func notMade(typ, ctor string) error { return zkerr.NotMade(typ, ctor) }
 // ErrClosed after Close, and an error wrapping ctx.Err() when ctx ends
 // first. A failed Start creates nothing.
 func (s *cell[T]) start(ctx context.Context) error {
-	if err := recipeargs.Context(ctx); err != nil {
+	if err := s.Check(ctx); err != nil {
 		return err
 	}
-	if err := engine.Of(s.c).Check(); err != nil {
-		return zkerr.Named(s.name(), err)
-	}
-	if err := s.life.Start(s.name()); err != nil {
+	if err := s.life.Start(s.Name()); err != nil {
 		return err
 	}
 	if err := s.create(ctx); err != nil {
@@ -89,7 +81,7 @@ func (s *cell[T]) start(ctx context.Context) error {
 	if s.life.Closed() { // Close came while the node was being read
 		s.mu.Unlock()
 		cancel()
-		return zkerr.Named(s.name(), recipes.ErrClosed)
+		return zkerr.Named(s.Name(), recipes.ErrClosed)
 	}
 	s.cancel, s.done = cancel, make(chan struct{})
 	done := s.done
@@ -101,42 +93,26 @@ func (s *cell[T]) start(ctx context.Context) error {
 // create makes the node with the seed unless it exists, and reads it when
 // it does.
 func (s *cell[T]) create(ctx context.Context) error {
-	e := engine.Of(s.c)
-	err := e.Retry(ctx, func() error {
-		_, err := e.CreateMakingParents(ctx, s.full, s.seed, 0)
-		if errors.Is(err, zk.ErrNoNode) {
-			parent, _ := zkpath.SplitPath(s.full)
-			if err := e.EnsureContainers(ctx, parent); err != nil {
-				return err
-			}
-			_, err = e.Create(ctx, s.full, s.seed, 0)
-		}
-		return err
-	})
+	err := s.Create(ctx, s.seed)
 	switch {
 	case err == nil:
 		// Ours, at version 0, holding the seed: nothing to read (and so
 		// nothing after the create that could fail).
-		v, derr := s.codec.Decode(s.seed)
+		v, derr := s.Decode(s.seed)
 		if derr != nil {
-			return zkerr.Named(s.name(), derr)
+			return derr
 		}
 		s.apply(VersionedValue[T]{Value: v, Version: 0}, 0)
 		return nil
 	case !errors.Is(err, zk.ErrNodeExists):
-		return zkerr.Namedf(s.name(), "%w", err)
+		return zkerr.Namedf(s.Name(), "%w", err)
 	}
-	var (
-		data []byte
-		st   *zk.Stat
-	)
-	err = e.Retry(ctx, func() error {
-		var err error
-		data, st, err = e.Get(ctx, s.full)
-		return err
-	})
+	data, st, exists, err := s.Read(ctx, false)
+	if err == nil && !exists {
+		err = zk.ErrNoNode // deleted since
+	}
 	if err != nil {
-		return zkerr.Namedf(s.name(), "%w", err)
+		return zkerr.Namedf(s.Name(), "%w", err)
 	}
 	return s.view(engine.NodeView{Exists: true, Data: data, Stat: st})
 }
@@ -144,9 +120,9 @@ func (s *cell[T]) create(ctx context.Context) error {
 // follow keeps the cache current until Close.
 func (s *cell[T]) follow(ctx context.Context, done chan struct{}) {
 	defer close(done)
-	_ = engine.Of(s.c).FollowNode(ctx, s.full, func(v engine.NodeView) {
+	_ = s.E.FollowNode(ctx, s.Full, func(v engine.NodeView) {
 		if err := s.view(v); err != nil {
-			s.log.Warn("zkrecipes: "+s.kind+": the node holds a value of another kind; keeping the last one", "path", s.path, "err", err)
+			s.log.Warn("zkrecipes: "+s.Kind+": the node holds a value of another kind; keeping the last one", "path", s.Path, "err", err)
 		}
 	})
 }
@@ -154,12 +130,12 @@ func (s *cell[T]) follow(ctx context.Context, done chan struct{}) {
 // view applies what was read of the node.
 func (s *cell[T]) view(v engine.NodeView) error {
 	if !v.Exists {
-		s.log.Warn("zkrecipes: "+s.kind+": the node is gone; keeping the last value until it is back (Set makes it again)", "path", s.path)
+		s.log.Warn("zkrecipes: "+s.Kind+": the node is gone; keeping the last value until it is back (Set makes it again)", "path", s.Path)
 		return nil
 	}
 	val, err := s.codec.Decode(v.Data)
 	if err != nil {
-		return zkerr.Named(s.name(), err)
+		return zkerr.Named(s.Name(), err)
 	}
 	s.apply(VersionedValue[T]{Value: val, Version: v.Stat.Version}, v.Stat.Czxid)
 	return nil
@@ -230,19 +206,16 @@ func (s *cell[T]) current() (T, <-chan struct{}) {
 // writable refuses writes before Start, after Close and on a closed
 // client.
 func (s *cell[T]) writable(ctx context.Context) error {
-	if err := recipeargs.Context(ctx); err != nil {
+	if err := s.Check(ctx); err != nil {
 		return err
-	}
-	if err := engine.Of(s.c).Check(); err != nil {
-		return zkerr.Named(s.name(), err)
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if err := s.life.Running(s.name(), ""); err != nil {
+	if err := s.life.Running(s.Name(), ""); err != nil {
 		return err
 	}
 	if s.done == nil { // Start is still reading the node
-		return zkerr.Named(s.name(), recipes.ErrNotStarted)
+		return zkerr.Named(s.Name(), recipes.ErrNotStarted)
 	}
 	return nil
 }
@@ -253,23 +226,16 @@ func (s *cell[T]) compareAndSet(ctx context.Context, prev VersionedValue[T], v T
 	if err := s.writable(ctx); err != nil {
 		return err
 	}
-	data, err := s.codec.Encode(v)
+	data, err := s.Encode(v)
 	if err != nil {
-		return zkerr.Named(s.name(), err)
-	}
-	e := engine.Of(s.c)
-	var st *zk.Stat
-	err = e.Retry(ctx, func() error {
-		var err error
-		st, err = e.Set(ctx, s.full, data, prev.Version)
 		return err
-	})
-	if errors.Is(err, zk.ErrBadVersion) || errors.Is(err, zk.ErrNoNode) {
+	}
+	st, err := s.SetAt(ctx, prev.Version, data)
+	if errors.Is(err, recipes.ErrConflict) {
 		s.refresh(ctx)
-		return zkerr.Namedf(s.name(), "%w: the node is no longer at version %d", recipes.ErrConflict, prev.Version)
 	}
 	if err != nil {
-		return zkerr.Namedf(s.name(), "%w", err)
+		return err
 	}
 	s.apply(VersionedValue[T]{Value: s.codec.Clone(v), Version: st.Version}, st.Czxid)
 	return nil
@@ -278,38 +244,35 @@ func (s *cell[T]) compareAndSet(ctx context.Context, prev VersionedValue[T], v T
 // refresh reads the node once, after a stale CompareAndSet, so that GetVersioned
 // gives the version to try from next.
 func (s *cell[T]) refresh(ctx context.Context) {
-	e := engine.Of(s.c)
-	data, st, err := e.Get(ctx, s.full)
+	data, st, err := s.E.Get(ctx, s.Full)
 	switch {
 	case errors.Is(err, zk.ErrNoNode):
 		return
 	case err != nil:
-		s.log.Warn("zkrecipes: "+s.kind+": reading after a stale version failed", "path", s.path, "err", err)
+		s.log.Warn("zkrecipes: "+s.Kind+": reading after a stale version failed", "path", s.Path, "err", err)
 		return
 	}
 	if err := s.view(engine.NodeView{Exists: true, Data: data, Stat: st}); err != nil {
-		s.log.Warn("zkrecipes: "+s.kind+": the node holds a value of another kind", "path", s.path, "err", err)
+		s.log.Warn("zkrecipes: "+s.Kind+": the node holds a value of another kind", "path", s.Path, "err", err)
 	}
 }
 
-// set writes v whatever the version, through the compare-and-set loop, so
-// that a node deleted meanwhile is made again (with its parents).
+// set writes v whatever the version, making the node again (with its
+// parents) if it was deleted.
 func (s *cell[T]) set(ctx context.Context, v T) error {
 	if err := s.writable(ctx); err != nil {
 		return err
 	}
-	data, err := s.codec.Encode(v)
+	data, err := s.Encode(v)
 	if err != nil {
-		return zkerr.Named(s.name(), err)
+		return err
 	}
-	res, err := engine.Of(s.c).CompareAndSet(ctx, s.full, engine.CAS{Create: true}, func([]byte, bool) ([]byte, error) {
-		return data, nil
-	})
+	st, err := s.ForceSet(ctx, data)
 	if err != nil {
-		return zkerr.Named(s.name(), err)
+		return zkerr.Named(s.Name(), err)
 	}
-	if res.Stat != nil && res.Stat.Czxid != 0 {
-		s.apply(VersionedValue[T]{Value: s.codec.Clone(v), Version: res.Stat.Version}, res.Stat.Czxid)
+	if st != nil {
+		s.apply(VersionedValue[T]{Value: s.codec.Clone(v), Version: st.Version}, st.Czxid)
 	}
 	return nil
 }
@@ -364,7 +327,7 @@ func (s *cell[T]) close(ctx context.Context) error {
 	case <-done:
 	case <-ctx.Done():
 		go func() { <-done; s.listeners.Close() }()
-		return zkerr.Namedf(s.name(), "close: %w", ctx.Err())
+		return zkerr.Namedf(s.Name(), "close: %w", ctx.Err())
 	}
 	s.listeners.Close()
 	return nil

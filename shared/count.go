@@ -36,7 +36,7 @@ var countFormat = codec.Int{Int32: codec.Int32{What: "a shared count"}}
 
 func decodeCount(b []byte) (int, error) { return countFormat.Decode(b) }
 
-func (s *Count) ok() bool { return s != nil && s.v.c != nil }
+func (s *Count) ok() bool { return s != nil && s.v.C != nil }
 
 func (s *Count) notMade() error { return notMade("Count", "NewCount") }
 
@@ -69,7 +69,7 @@ func (s *Count) Path() string {
 	if !s.ok() {
 		return ""
 	}
-	return s.v.path
+	return s.v.Path
 }
 
 // Get returns the current value (cached; refreshed by a watch). Before

@@ -50,7 +50,7 @@ func NewValue(c *recipes.Client, path string, seed []byte, opts ...Option) (*Val
 }
 
 // ok reports whether s was made by NewValue.
-func (s *Value) ok() bool { return s != nil && s.v.c != nil }
+func (s *Value) ok() bool { return s != nil && s.v.C != nil }
 
 func (s *Value) notMade() error { return notMade("Value", "NewValue") }
 
@@ -82,7 +82,7 @@ func (s *Value) Path() string {
 	if !s.ok() {
 		return ""
 	}
-	return s.v.path
+	return s.v.Path
 }
 
 // Get returns the current value (cached; refreshed by a watch). Before

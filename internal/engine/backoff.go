@@ -24,7 +24,10 @@ func newBackoff(policy func() backoff.BackOff) Backoff { return Backoff{policy: 
 func (c *Client) Backoff() Backoff { return newBackoff(c.cfg.Retry) }
 
 // Next returns the wait before the next attempt, and false when the
-// policy gives up (the next call then starts it afresh).
+// policy gives up (the next call then starts it afresh). A fresh BackOff
+// of the policy is Reset before its first wait, as cenkalti's own Retry
+// does: an ExponentialBackOff written as a struct literal takes its first
+// interval (and its start time) from Reset; without it every wait was 0.
 func (b *Backoff) Next() (time.Duration, bool) {
 	if b.b == nil {
 		if b.policy != nil {
@@ -33,6 +36,7 @@ func (b *Backoff) Next() (time.Duration, bool) {
 		if b.b == nil {
 			b.b = &backoff.StopBackOff{}
 		}
+		b.b.Reset()
 	}
 	d := b.b.NextBackOff()
 	if d == backoff.Stop {

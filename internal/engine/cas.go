@@ -232,26 +232,16 @@ func (l *casLoop) conflictPause(tries int, err error) error {
 // casCreate creates path with data, its missing parents as containers,
 // and returns its stat.
 func (c *Client) casCreate(ctx context.Context, path string, data []byte) (*zk.Stat, error) {
-	for {
-		_, err := c.CreateMakingParents(ctx, path, data, 0)
-		if errors.Is(err, zk.ErrNoNode) {
-			parent, _ := zkpath.SplitPath(path)
-			if err := c.EnsureContainers(ctx, parent); err != nil {
-				return nil, err
-			}
-			continue
-		}
-		if err != nil {
-			return nil, err
-		}
-		// The create reply has no stat: read it (a node at version 0
-		// holding our bytes, unless another writer came since).
-		_, st, err := c.Get(ctx, path)
-		if err != nil {
-			return &zk.Stat{}, nil //nolint:nilerr // the write succeeded; the stat is a courtesy
-		}
-		return st, nil
+	if _, err := c.CreateWithParents(ctx, path, data, 0); err != nil {
+		return nil, err
 	}
+	// The create reply has no stat: read it (a node at version 0 holding
+	// our bytes, unless another writer came since).
+	_, st, err := c.Get(ctx, path)
+	if err != nil {
+		return &zk.Stat{}, nil //nolint:nilerr // the write succeeded; the stat is a courtesy
+	}
+	return st, nil
 }
 
 // casWrite is a write whose reply was lost.

@@ -68,3 +68,25 @@ func TestBackoff(t *testing.T) {
 	_, ok = nilPolicy.Next()
 	assert.False(t, ok)
 }
+
+// A Backoff resets the policy's fresh BackOff before its first wait, as
+// cenkalti's own Retry does: an ExponentialBackOff written as a struct
+// literal takes its first interval from Reset, and without it every wait
+// was 0 (issue 34: a policy rebuilt by hand that way gave up on 7% of the
+// increments where Curator's gave up on none).
+func TestBackoffResetsAFreshPolicy(t *testing.T) {
+	literal := func() backoff.BackOff {
+		return backoff.WithMaxRetries(&backoff.ExponentialBackOff{InitialInterval: 10 * time.Millisecond,
+			Multiplier: 2, MaxInterval: time.Minute, Stop: backoff.Stop, Clock: backoff.SystemClock}, 3)
+	}
+	b := newBackoff(literal)
+	for _, want := range []time.Duration{10, 20, 40} {
+		d, ok := b.Next()
+		require.True(t, ok)
+		assert.Equal(t, want*time.Millisecond, d)
+	}
+	_, ok := b.Next()
+	assert.False(t, ok, "3 retries")
+	d, _ := b.Next()
+	assert.Equal(t, 10*time.Millisecond, d, "afresh, reset again")
+}

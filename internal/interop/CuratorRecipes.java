@@ -103,6 +103,14 @@
 //       again after every call whose succeeded() is false. Prints
 //       "DONE <succeeded calls> <failed calls> <promoted tries>" and exits 0.
 //
+//   atomiclong-sessions <connectString> <path> <sessions> <calls> <baseMs> <maxRetries>
+//       <sessions> clients (sessions), one thread each, each with
+//       DistributedAtomicLong(path, ExponentialBackoffRetry(baseMs,
+//       maxRetries)), optimistic only. Prints READY, waits for GO, then
+//       each thread calls increment() exactly <calls> times. Prints "DONE
+//       <succeeded calls> <calls that gave up> <optimistic tries>" and
+//       exits 0.
+//
 //   atomiclong-get <connectString> <path> [<path>...]
 //       Prints DistributedAtomicLong(path).get().postValue() for each path.
 //
@@ -320,6 +328,7 @@ public class CuratorRecipes {
         register("sharedcount-get", "<connectString> <path> [<path>...]", CuratorRecipes::sharedcountGet);
         register("sharedcount-set", "<connectString> <path> <value> [<path> <value>...]", CuratorRecipes::sharedcountSet);
         register("atomiclong", "<connectString> <path> <threads> <iterations> <lockPath|->", CuratorRecipes::atomiclong);
+        register("atomiclong-sessions", "<connectString> <path> <sessions> <calls> <baseMs> <maxRetries>", CuratorRecipes::atomiclongSessions);
         register("atomiclong-get", "<connectString> <path> [<path>...]", CuratorRecipes::atomiclongGet);
         register("sharedcount-incr", "<connectString> <path> <iterations>", CuratorRecipes::sharedcountIncr);
         register("atomicint", "<connectString> <path> <iterations>", CuratorRecipes::atomicint);
@@ -934,6 +943,58 @@ public class CuratorRecipes {
             }
             say("DONE " + succeeded.get() + " " + failed.get() + " " + promoted.get());
         }
+    }
+
+    static void atomiclongSessions(String[] args) throws Exception {
+        need(args, 6, "atomiclong-sessions");
+        int sessions = Integer.parseInt(args[2]);
+        int calls = Integer.parseInt(args[3]);
+        int baseMs = Integer.parseInt(args[4]);
+        int maxRetries = Integer.parseInt(args[5]);
+        CuratorFramework[] clients = new CuratorFramework[sessions];
+        Thread[] workers = new Thread[sessions];
+        Throwable[] errors = new Throwable[sessions];
+        AtomicLong succeeded = new AtomicLong(), gaveUp = new AtomicLong(), tries = new AtomicLong();
+        CountDownLatch go = new CountDownLatch(1);
+        try {
+            for (int i = 0; i < sessions; i++) {
+                clients[i] = connect(args[0]);
+                DistributedAtomicLong counter =
+                        new DistributedAtomicLong(clients[i], args[1], new ExponentialBackoffRetry(baseMs, maxRetries));
+                final int me = i;
+                workers[i] = new Thread(() -> {
+                    try {
+                        go.await();
+                        for (int c = 0; c < calls; c++) {
+                            AtomicValue<Long> v = counter.increment();
+                            tries.addAndGet(v.getStats().getOptimisticTries());
+                            (v.succeeded() ? succeeded : gaveUp).incrementAndGet();
+                        }
+                    } catch (Throwable e) {
+                        errors[me] = e;
+                    }
+                });
+                workers[i].start();
+            }
+            say("READY");
+            awaitLine("GO");
+            go.countDown();
+            for (Thread w : workers) {
+                w.join();
+            }
+        } finally {
+            for (CuratorFramework c : clients) {
+                if (c != null) {
+                    c.close();
+                }
+            }
+        }
+        for (Throwable e : errors) {
+            if (e != null) {
+                throw new Exception(e);
+            }
+        }
+        say("DONE " + succeeded.get() + " " + gaveUp.get() + " " + tries.get());
     }
 
     static void atomiclongGet(String[] args) throws Exception {
