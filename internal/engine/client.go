@@ -25,7 +25,7 @@ type Client struct {
 	conn    *zk.Conn
 	cfg     Config
 	log     *slog.Logger
-	wire    *Wire    // nil for an adopted connection dialled without one
+	wire    *wire    // nil for an adopted connection dialled without one
 	servers []string // the addresses Connect dials (nil for an adopted connection)
 
 	inbox *queue[zk.Event] // session events from go-zookeeper, drained at once
@@ -87,7 +87,7 @@ func Connect(ctx context.Context, servers []string, cfg Config) (*Client, error)
 	}
 	c := newClient(cfg)
 	c.servers = zk.FormatServers(servers) // as go-zookeeper dials them: port 2181 where none is given
-	c.wire = NewWire(cfg.Dialer)
+	c.wire = newWire(cfg.Dialer)
 	c.wire.onUsable = c.pw.kickNow
 	zkopts := []func(*zk.Conn){
 		zk.WithLogger(&zkLogAdapter{c: c, next: cfg.ZKLogger}),
@@ -132,8 +132,8 @@ func allOf(opts []func(*zk.Conn)) func(*zk.Conn) {
 // effect here.
 //
 // What the Client knows of an adopted connection depends on how it was
-// dialled. Dialled through a Wire (zk.WithDialer(w.Dial)) and given it as
-// Config.Wire, it knows what Connect knows: the negotiated session timeout
+// dialled. Dialled through a Wire (zk.WithDialer(w.Dial)) and given it in
+// Config.wire (the engine's tests), it knows what Connect knows: the negotiated session timeout
 // and when the server last answered. Otherwise go-zookeeper keeps both to
 // itself: the Client takes WithSessionTimeout's value (give it the timeout the
 // connection was dialled with; the server may have granted less) and,
@@ -159,7 +159,7 @@ func NewClient(ctx context.Context, conn *zk.Conn, events <-chan zk.Event, cfg C
 	cfg = cfg.completed()
 	c := newClient(cfg)
 	c.adopted = true
-	c.wire = cfg.Wire
+	c.wire = cfg.wire
 	c.conn = conn
 	c.start(events, true)
 	if conn.State() == zk.StateHasSession {

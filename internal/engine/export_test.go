@@ -1,5 +1,7 @@
 package engine
 
+import "github.com/go-zookeeper/zk"
+
 // Hooks for the external tests (package engine_test), which see what the
 // library does not need exported.
 var (
@@ -9,3 +11,16 @@ var (
 	Watching       = (*Client).watching
 	FollowChildren = (*Client).followChildren
 )
+
+// Wire is the Wire, for the tests that dial through one themselves.
+type Wire = wire
+
+// NewWire returns a Wire around dial (nil: a net.Dialer).
+func NewWire(dial zk.Dialer) *Wire { return newWire(dial) }
+
+// WithWire returns cfg with the Wire an adopted connection was dialled
+// through, for NewClient.
+func WithWire(cfg Config, w *Wire) Config {
+	cfg.wire = w
+	return cfg
+}

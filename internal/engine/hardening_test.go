@@ -177,9 +177,7 @@ func TestNegotiatedTimeoutFromHandshake(t *testing.T) {
 	w := engine.NewWire(nil)
 	conn, events, err := zk.Connect(zkc.Servers(), 30*time.Second, zk.WithDialer(w.Dial), zk.WithLogInfo(false))
 	require.NoError(t, err)
-	cfg := engine.DefaultConfig()
-	cfg.Wire = w
-	adopted, err := engine.NewClient(context.Background(), conn, events, cfg)
+	adopted, err := engine.NewClient(context.Background(), conn, events, engine.WithWire(engine.DefaultConfig(), w))
 	require.NoError(t, err)
 	defer adopted.Close(context.Background())
 	assert.Equal(t, 4*time.Second, adopted.SessionTimeout(), "NewClient with a Wire")

@@ -28,9 +28,10 @@ type Config struct {
 	// DefaultRetryPolicy(2 × SessionTimeout).
 	Retry       func() backoff.BackOff
 	ErrorPolicy ErrorPolicy
-	// Wire is, for NewClient, the Wire the adopted connection was dialled
-	// through; Connect always dials through a Wire of its own.
-	Wire         *Wire
+	// wire is, for NewClient, the Wire the adopted connection was dialled
+	// through (the engine's tests set it); Connect always dials through a
+	// Wire of its own.
+	wire         *wire
 	NoContainers bool        // parents are persistent nodes, not containers
 	Metrics      metric.Sink // nil: no metrics
 	// MetricsPath bounds the recipe metrics' path label; nil: the path.

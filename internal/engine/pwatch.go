@@ -357,7 +357,7 @@ func (c *Client) addWatchErr(err error) error {
 
 // usableConn returns the connection the Wire can send on now, once
 // go-zookeeper has re-sent its credentials on it; nil otherwise.
-func (w *Wire) usableConn() *wireConn {
+func (w *wire) usableConn() *wireConn {
 	c := w.ready()
 	if c == nil {
 		return nil

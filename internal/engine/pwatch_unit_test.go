@@ -22,7 +22,7 @@ import (
 func TestWireOwnWriteHasADeadline(t *testing.T) {
 	client, server := net.Pipe()
 	defer server.Close()
-	w := &Wire{}
+	w := &wire{}
 	c := &wireConn{Conn: client, w: w, wlock: make(chan struct{}, 1)}
 	defer c.Close()
 	c.out.init(connectRequestLen, reqHeaderLen)
@@ -60,7 +60,7 @@ func TestWireOwnWriteHasADeadline(t *testing.T) {
 func TestWireKeepsGoZookeepersDeadline(t *testing.T) {
 	client, server := net.Pipe()
 	defer server.Close()
-	w := &Wire{}
+	w := &wire{}
 	c := &wireConn{Conn: client, w: w, wlock: make(chan struct{}, 1)}
 	defer c.Close()
 	c.out.init(connectRequestLen, reqHeaderLen)

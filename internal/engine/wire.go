@@ -54,18 +54,11 @@ import (
 // can wait for the reply or for its ctx without a goroutine hand-off: see
 // wirecall.go.
 //
-// Connect always dials through a Wire (around the WithDialer dialer, if
-// given). NewClient has the same knowledge of a connection dialled
-// through one and given as Config.Wire (the engine's tests do this; the
-// public NewClient does not offer it):
-//
-//	w := engine.NewWire(nil)
-//	conn, events, err := zk.Connect(servers, 10*time.Second, zk.WithDialer(w.Dial))
-//	...
-//	cfg := engine.DefaultConfig()
-//	cfg.Wire = w
-//	c, err := engine.NewClient(ctx, conn, events, cfg)
-type Wire struct {
+// Connect always dials through a Wire (around the Config's dialer, if
+// any). NewClient has the same knowledge of a connection dialled through
+// one and given in Config.wire, which only the engine's tests do
+// (export_test.go).
+type wire struct {
 	dial       zk.Dialer
 	negotiated atomic.Int64 // nanoseconds; 0 until the first session
 	session    atomic.Int64 // session id of the last handshake that granted one
@@ -90,7 +83,7 @@ type dialError struct {
 
 // LastDialError returns the error of the last dial when it failed (nil
 // when the last dial succeeded, or before any), naming the address.
-func (w *Wire) LastDialError() error {
+func (w *wire) LastDialError() error {
 	if d := w.dialErr.Load(); d != nil {
 		return fmt.Errorf("dial %s: %w", d.address, d.err)
 	}
@@ -101,18 +94,18 @@ func (w *Wire) LastDialError() error {
 var wireEpoch = time.Now()
 
 // NewWire returns a Wire that dials with dial (net.DialTimeout when nil).
-func NewWire(dial zk.Dialer) *Wire {
+func newWire(dial zk.Dialer) *wire {
 	if dial == nil {
 		dial = func(network, address string, timeout time.Duration) (net.Conn, error) {
 			return net.DialTimeout(network, address, timeout)
 		}
 	}
-	return &Wire{dial: dial}
+	return &wire{dial: dial}
 }
 
 // Dial is a zk.Dialer: it dials with the wrapped dialer and watches the
 // connection's frames.
-func (w *Wire) Dial(network, address string, timeout time.Duration) (net.Conn, error) {
+func (w *wire) Dial(network, address string, timeout time.Duration) (net.Conn, error) {
 	if w.shut.Load() {
 		return nil, errWireShut
 	}
@@ -137,7 +130,7 @@ var errWireShut = errors.New("zkrecipes: the client is closing")
 // stop makes the Wire refuse new dials and closes the connection dialled
 // last, so that go-zookeeper's loops, told to quit, end at once instead of
 // waiting on a stalled link or a handshake that never comes.
-func (w *Wire) stop() {
+func (w *wire) stop() {
 	w.shut.Store(true)
 	if c := w.current.Load(); c != nil {
 		_ = c.Conn.Close()
@@ -146,22 +139,22 @@ func (w *Wire) stop() {
 
 // SessionTimeout returns the session timeout the server granted in the
 // last handshake that established a session, or 0 before the first.
-func (w *Wire) SessionTimeout() time.Duration { return time.Duration(w.negotiated.Load()) }
+func (w *wire) SessionTimeout() time.Duration { return time.Duration(w.negotiated.Load()) }
 
 // LastReceived returns when the last byte arrived on a connection whose
 // handshake granted a session (the handshake's own reply included), and
 // false before the first.
-func (w *Wire) LastReceived() (time.Time, bool) { return wireTime(w.lastRecv.Load()) }
+func (w *wire) LastReceived() (time.Time, bool) { return wireTime(w.lastRecv.Load()) }
 
 // LastAnswered returns when we sent the last request whose reply arrived
 // (pings and the handshake's ConnectRequest included) on a connection
 // whose handshake granted a session, and false before the first. The
 // server heard from us no earlier than that, so it cannot expire the
 // session before LastAnswered plus the session timeout.
-func (w *Wire) LastAnswered() (time.Time, bool) { return wireTime(w.lastAcked.Load()) }
+func (w *wire) LastAnswered() (time.Time, bool) { return wireTime(w.lastAcked.Load()) }
 
 // Handshakes counts the handshakes seen that granted a session.
-func (w *Wire) Handshakes() uint64 { return w.handshakes.Load() }
+func (w *wire) Handshakes() uint64 { return w.handshakes.Load() }
 
 func wireTime(n int64) (time.Time, bool) {
 	if n == 0 {
@@ -174,7 +167,7 @@ func wireNow() int64 { return max(int64(time.Since(wireEpoch)), 1) }
 
 // saw records the zxid of a reply to a request, as go-zookeeper would
 // have (replies come in zxid order; a zxid of 0 says nothing).
-func (w *Wire) saw(zxid int64) {
+func (w *wire) saw(zxid int64) {
 	if zxid > 0 {
 		w.zxid.Store(zxid)
 	}
@@ -182,7 +175,7 @@ func (w *Wire) saw(zxid int64) {
 
 // acked advances lastAcked to sent (never backwards: connections of one
 // Wire follow each other, but a late reply on a closing one may race).
-func (w *Wire) acked(sent int64) {
+func (w *wire) acked(sent int64) {
 	for {
 		old := w.lastAcked.Load()
 		if sent <= old || w.lastAcked.CompareAndSwap(old, sent) {
@@ -255,7 +248,7 @@ func (r *pending) answer(xid int32) int64 {
 // (wirecall.go) are written under wlock, as go-zookeeper's are.
 type wireConn struct {
 	net.Conn
-	w     *Wire
+	w     *wire
 	wlock chan struct{} // held while a frame is written (nil: unused, in tests)
 	out   frameParser   // client → server
 	in    frameParser   // server → client

@@ -113,7 +113,7 @@ func TestWireAnsweredSendTime(t *testing.T) {
 	in = append(in, reply(-2, 0)...)  // the ping sent at 300
 	in = append(in, reply(9, 0)...)   // never sent: ignored
 	for ci, chunks := range chunkings(in, rng) {
-		w := &Wire{}
+		w := &wire{}
 		c := &wireConn{w: w}
 		c.out.init(4, reqHeaderLen)
 		c.in.init(handshakeLen, replyHeaderLen)
@@ -149,7 +149,7 @@ func TestWireAnsweredSendTime(t *testing.T) {
 // Replies before the handshake granted a session count for nothing, and a
 // refused handshake (session id 0) grants none.
 func TestWireRefusedHandshake(t *testing.T) {
-	w := &Wire{}
+	w := &wire{}
 	c := &wireConn{w: w}
 	c.out.init(4, reqHeaderLen)
 	c.in.init(handshakeLen, replyHeaderLen)
@@ -180,7 +180,7 @@ func TestPendingOverflow(t *testing.T) {
 
 // The hot path allocates nothing.
 func TestWireFramesDoNotAllocate(t *testing.T) {
-	w := &Wire{}
+	w := &wire{}
 	c := &wireConn{w: w}
 	c.out.init(4, reqHeaderLen)
 	c.in.init(handshakeLen, replyHeaderLen)
@@ -254,7 +254,7 @@ func TestWireKeepsTheZxid(t *testing.T) {
 	}
 
 	for ci := range 22 {
-		w := &Wire{}
+		w := &wire{}
 		w.zxid.Store(0x500) // seen on an earlier connection of the session
 		c := &wireConn{w: w}
 		c.out.init(connectRequestLen, reqHeaderLen)
@@ -342,7 +342,7 @@ func TestWireTakesItsReplies(t *testing.T) {
 	}
 	rng := rand.New(rand.NewPCG(3, 4))
 	for ci, chunks := range chunkings(stream, rng) {
-		c := &wireConn{w: &Wire{}}
+		c := &wireConn{w: &wire{}}
 		c.in.init(handshakeLen, replyHeaderLen)
 		c.received(connectResponse(4000, 1))
 		calls := map[int32]*wireCall{}

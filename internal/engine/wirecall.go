@@ -145,7 +145,7 @@ func zkError(code int32) error {
 }
 
 // ready returns the connection the Wire can send on now, or nil.
-func (w *Wire) ready() *wireConn {
+func (w *wire) ready() *wireConn {
 	if w == nil {
 		return nil
 	}
@@ -231,7 +231,7 @@ func (c *wireConn) callThen(ctx context.Context, op int32, frame []byte, late, t
 
 // writeTimeout bounds a write of the Wire's own frame: go-zookeeper's
 // bound for its writes (2/3 of the negotiated session timeout).
-func (w *Wire) writeTimeout() time.Duration {
+func (w *wire) writeTimeout() time.Duration {
 	if d := w.SessionTimeout(); d > 0 {
 		return d * 2 / 3
 	}

@@ -18,7 +18,7 @@ func TestWireWaitsForCredentials(t *testing.T) {
 	for _, auths := range []int32{0, 1} {
 		client, server := net.Pipe()
 		go func() { _, _ = io.Copy(io.Discard, server) }()
-		w := &Wire{}
+		w := &wire{}
 		w.auths.Store(auths)
 		c := &wireConn{Conn: client, w: w, wlock: make(chan struct{}, 1)}
 		c.out.init(connectRequestLen, reqHeaderLen)
@@ -76,7 +76,7 @@ func TestWireSeesCredentials(t *testing.T) {
 	client, server := net.Pipe()
 	defer server.Close()
 	go func() { _, _ = io.Copy(io.Discard, server) }()
-	w := &Wire{}
+	w := &wire{}
 	c := &wireConn{Conn: client, w: w, wlock: make(chan struct{}, 1)}
 	defer c.Close()
 	c.out.init(connectRequestLen, reqHeaderLen)
