@@ -117,7 +117,7 @@ func (c *Client) Await(ctx context.Context, w Wait, look func(Snapshot, Wake) (L
 		case errors.Is(err, zk.ErrSessionExpired):
 			return false, fmt.Errorf("%w: waiting for %s", zkerr.ErrSessionLost, w.What)
 		case zkerr.IsRetryable(err):
-			c.countRetry()
+			c.met.countRetry()
 			if serr := c.sleep(ctx, retryPause); serr != nil {
 				return false, fmt.Errorf("zkrecipes: waiting for %s: %w", w.What, serr)
 			}

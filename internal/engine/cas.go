@@ -202,7 +202,7 @@ func (l *casLoop) lostReply(exists bool, prev, data []byte, st *zk.Stat) error {
 	if exists {
 		l.pending.version, l.pending.czxid = st.Version, st.Czxid
 	}
-	l.c.countRetry()
+	l.c.met.countRetry()
 	if serr := l.c.sleep(l.ctx, retryPause); serr != nil {
 		if l.cas.Exact {
 			serr = fmt.Errorf("%w: a write's reply was lost: %w", zkerr.ErrUnknownOutcome, serr)

@@ -47,7 +47,7 @@ type Client struct {
 	nodesMu sync.Mutex
 	nodes   map[string]int64 // server path -> session, of every node a contest holds
 
-	deletes chan deleteJob // to the delete goroutine (deleteLoop)
+	del deleter // guaranteed deletes (delete.go)
 
 	closeCh   chan struct{}
 	closeOnce sync.Once
@@ -181,10 +181,10 @@ func newClient(cfg Config) *Client {
 		lostCh:    make(chan struct{}),
 		changeCh:  make(chan struct{}),
 		nodes:     map[string]int64{},
-		deletes:   make(chan deleteJob), // unbuffered: see GuaranteedDelete
 		closeCh:   make(chan struct{}),
 		pumpDone:  make(chan struct{}),
 	}
+	c.del = deleter{c: c, jobs: make(chan deleteJob)} // unbuffered: see deleter.delete
 	c.knowledge.init()
 	c.pw.init()
 	if cfg.Metrics != nil {
@@ -212,7 +212,7 @@ func (c *Client) event(ev zk.Event) {
 
 func (c *Client) start(events <-chan zk.Event, forward bool) {
 	c.wg.Add(3)
-	go c.deleteLoop()
+	go c.del.loop()
 	go func() { // pump: go-zookeeper's channel must never fill up
 		defer c.wg.Done()
 		defer close(c.pumpDone)

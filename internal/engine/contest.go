@@ -131,7 +131,7 @@ func (c *Client) Enter(ctx context.Context, parent, lockName string, data []byte
 	path, sid, lostReply, err := c.createProtected(ctx, parent, zkpath.NewUUID(), name, data, !cfg.hasFixed)
 	var met contestMetrics
 	if c.met != nil {
-		met = c.startContest(d, parent, since)
+		met = c.met.contest(d, c.StripNamespace(parent), since)
 		if err != nil {
 			met.acquired(false, err)
 		}
@@ -167,7 +167,7 @@ func (c *Client) contestOn(parent, path string, sid int64, d *Driver, opts []Ent
 		if since.IsZero() {
 			since = time.Now()
 		}
-		ct.met = c.startContest(d, parent, since)
+		ct.met = c.met.contest(d, c.StripNamespace(parent), since)
 	}
 	return ct
 }

@@ -228,7 +228,7 @@ func findPrefixed(kids []string, prefix string) []string {
 // stops when the session sid ends.
 func (c *Client) cleanupProtected(parent, prefix string, sid int64) {
 	c.background(func() {
-		c.retryForever(sid, func() error {
+		c.del.retryForever(sid, func() error {
 			if err := c.Sync(context.Background(), parent); err != nil {
 				if errors.Is(err, zk.ErrNoNode) {
 					return nil
@@ -243,7 +243,7 @@ func (c *Client) cleanupProtected(parent, prefix string, sid int64) {
 				return err
 			}
 			for _, found := range findPrefixed(kids, prefix) {
-				if err := c.deleteOnce(zkpath.JoinPath(parent, found)); err != nil {
+				if err := c.del.once(zkpath.JoinPath(parent, found)); err != nil {
 					return err
 				}
 			}

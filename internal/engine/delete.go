@@ -21,6 +21,20 @@ import (
 // gone or the delete was handed to the worker, and the error of any other
 // failure.
 func (c *Client) GuaranteedDelete(ctx context.Context, path string, sid int64) error {
+	return c.del.delete(ctx, path, sid)
+}
+
+// deleter makes the client's guaranteed deletes: at once when it can, else
+// on its delete goroutine (loop) or on background goroutines that retry
+// until the node is gone, its session ends or the client closes.
+type deleter struct {
+	c    *Client
+	jobs chan deleteJob // to the delete goroutine; unbuffered: see delete
+}
+
+// delete is GuaranteedDelete.
+func (d *deleter) delete(ctx context.Context, path string, sid int64) error {
+	c := d.c
 	if err := c.check(); err != nil {
 		return err
 	}
@@ -38,21 +52,21 @@ func (c *Client) GuaranteedDelete(ctx context.Context, path string, sid int64) e
 		return nil // a newer session: the node went with its own
 	}
 	if !snap.State.IsConnected() {
-		c.deleteInBackground(path, sid, nil)
+		d.inBackground(path, sid, nil)
 		return nil
 	}
 	if ctx.Done() == nil { // nothing to honour: no goroutine needed
-		return c.deleteNow(path, sid)
+		return d.now(path, sid)
 	}
 	// The Wire's requests can be abandoned (see wirecall.go): the caller's
 	// goroutine makes the delete, and when ctx ends first the worker makes
 	// sure of it.
 	if err, ok := c.wireDelete(ctx, path, -1); ok {
 		if err != nil && errors.Is(err, ctx.Err()) {
-			c.deleteInBackground(path, sid, nil)
+			d.inBackground(path, sid, nil)
 			return nil // the delete goes on
 		}
-		return c.afterDelete(path, sid, deleted(path, err))
+		return d.after(path, sid, deleted(path, err))
 	}
 	// go-zookeeper's requests cannot be abandoned, so the delete is made on
 	// another goroutine while we wait for it or for ctx: the client's
@@ -64,12 +78,12 @@ func (c *Client) GuaranteedDelete(ctx context.Context, path string, sid int64) e
 		return zkerr.ErrClientClosed
 	}
 	res := deleteResults.Get().(chan error)
-	c.addPendingDeletes(1)
+	d.pending(1)
 	select {
-	case c.deletes <- deleteJob{path: path, sid: sid, res: res}: // unbuffered: taken by an idle deleteLoop
+	case d.jobs <- deleteJob{path: path, sid: sid, res: res}: // unbuffered: taken by an idle loop
 	default:
-		c.addPendingDeletes(-1)
-		if !c.deleteInBackground(path, sid, res) {
+		d.pending(-1)
+		if !d.inBackground(path, sid, res) {
 			return zkerr.ErrClientClosed
 		}
 	}
@@ -96,57 +110,64 @@ type deleteJob struct {
 	res  chan<- error // receives the outcome of the first attempt (buffered)
 }
 
-// deleteLoop is the client's delete goroutine: it makes the deletes that
+// loop is the client's delete goroutine: it makes the deletes that
 // GuaranteedDelete callers with a ctx wait for, one attempt each, and hands
 // those that fail for a connection reason to a retrying background
-// goroutine (deleteNow). It ends when the client closes.
-func (c *Client) deleteLoop() {
+// goroutine (now). It ends when the client closes.
+func (d *deleter) loop() {
+	c := d.c
 	defer c.wg.Done()
 	for {
 		select {
-		case j := <-c.deletes:
+		case j := <-d.jobs:
 			if cur := c.conn.SessionID(); cur != 0 && cur != j.sid {
 				j.res <- nil // the node went with its session
 			} else {
-				j.res <- c.deleteNow(j.path, j.sid)
+				j.res <- d.now(j.path, j.sid)
 			}
-			c.addPendingDeletes(-1)
+			d.pending(-1)
 		case <-c.closeCh:
 			return
 		}
 	}
 }
 
-// deleteNow tries once and hands a connection failure to the worker.
-func (c *Client) deleteNow(path string, sid int64) error {
-	return c.afterDelete(path, sid, c.deleteOnce(path))
+// pending changes the count of guaranteed deletes in progress.
+func (d *deleter) pending(n int64) {
+	d.c.stats.pendingDeletes.Add(n)
+	d.c.met.addPendingDeletes(n)
 }
 
-// afterDelete reports the outcome of a delete attempt (as deleteOnce
-// reports it), and hands a connection failure to the worker.
-func (c *Client) afterDelete(path string, sid int64, err error) error {
+// now tries once and hands a connection failure to the worker.
+func (d *deleter) now(path string, sid int64) error {
+	return d.after(path, sid, d.once(path))
+}
+
+// after reports the outcome of a delete attempt (as once reports it), and
+// hands a connection failure to the worker.
+func (d *deleter) after(path string, sid int64, err error) error {
 	switch {
 	case err == nil || errors.Is(err, zk.ErrSessionExpired):
 		return nil
 	case zkerr.IsRetryable(err):
-		c.deleteInBackground(path, sid, nil)
+		d.inBackground(path, sid, nil)
 		return nil
 	default:
 		return fmt.Errorf("zkrecipes: delete %s: %w", path, zkerr.Explain(err))
 	}
 }
 
-// deleteInBackground deletes path on a goroutine Close waits for, retrying
+// inBackground deletes path on a goroutine Close waits for, retrying
 // connection failures; res, if not nil, receives the first attempt's
-// outcome as deleteNow reports it. It reports false when the client is
-// closed.
-func (c *Client) deleteInBackground(path string, sid int64, res chan<- error) bool {
-	c.addPendingDeletes(1)
+// outcome as now reports it. It reports false when the client is closed.
+func (d *deleter) inBackground(path string, sid int64, res chan<- error) bool {
+	c := d.c
+	d.pending(1)
 	ok := c.background(func() {
-		defer c.addPendingDeletes(-1)
+		defer d.pending(-1)
 		first := true
-		c.retryForever(sid, func() error {
-			err := c.deleteOnce(path)
+		d.retryForever(sid, func() error {
+			err := d.once(path)
 			if first && res != nil {
 				first = false
 				switch {
@@ -160,14 +181,14 @@ func (c *Client) deleteInBackground(path string, sid int64, res chan<- error) bo
 		})
 	})
 	if !ok {
-		c.addPendingDeletes(-1)
+		d.pending(-1)
 	}
 	return ok
 }
 
-// deleteOnce deletes path; a missing node counts as success.
-func (c *Client) deleteOnce(path string) error {
-	return deleted(path, c.Delete(context.Background(), path, -1))
+// once deletes path; a missing node counts as success.
+func (d *deleter) once(path string) error {
+	return deleted(path, d.c.Delete(context.Background(), path, -1))
 }
 
 // deleted is the outcome of a delete of path that returned err: a missing
@@ -183,7 +204,8 @@ func deleted(path string, err error) error {
 
 // retryForever runs op with backoff while it fails with retryable errors,
 // until session sid is gone or the client closes.
-func (c *Client) retryForever(sid int64, op func() error) {
+func (d *deleter) retryForever(sid int64, op func() error) {
+	c := d.c
 	retry := newBackoff(foreverPolicy)
 	for {
 		err := op()
@@ -193,7 +215,7 @@ func (c *Client) retryForever(sid int64, op func() error) {
 			}
 			return
 		}
-		c.countRetry()
+		c.met.countRetry()
 		if err := c.sleep(context.Background(), retry.Pace()); err != nil {
 			return
 		}

@@ -205,18 +205,17 @@ func newInstruments(m metric.Sink, namespace string, pathLabel func(recipe, path
 	return in
 }
 
-// recipeInstruments returns the instruments of the recipe whose driver is
-// d and whose contest is under parent (a server path), making them on
+// recipe returns the instruments of the recipe whose driver is d and
+// whose contest is under path (without the namespace), making them on
 // first use; nil when d's contests are not measured (no Recipe).
-func (c *Client) recipeInstruments(d *Driver, parent string) *recipeInstruments {
+func (in *instruments) recipe(d *Driver, path string) *recipeInstruments {
 	if d.Recipe == "" {
 		return nil
 	}
 	k := recipeKey{d.Recipe, d.Path}
 	if k.path == "" {
-		k.path = c.StripNamespace(parent)
+		k.path = path
 	}
-	in := c.met
 	in.mu.RLock()
 	ri := in.recipes[k]
 	in.mu.RUnlock()
@@ -246,17 +245,18 @@ func (c *Client) recipeInstruments(d *Driver, parent string) *recipeInstruments 
 	return ri
 }
 
-// countRequest counts a request of op that ended with err.
-func (c *Client) countRequest(op reqOp, err error) {
-	if c.met == nil {
+// countRequest counts a request of op that ended with err. Every method
+// of a nil *instruments (no metrics) does nothing.
+func (in *instruments) countRequest(op reqOp, err error) {
+	if in == nil {
 		return
 	}
 	op, r := requestResult(op, err)
-	if ctr := c.met.requests[op][r]; ctr != nil {
+	if ctr := in.requests[op][r]; ctr != nil {
 		ctr.Add(1)
 		return
 	}
-	c.met.unexpectedRequest(op, r).Add(1)
+	in.unexpectedRequest(op, r).Add(1)
 }
 
 // unexpectedRequest returns the series of a result possibleResults does
@@ -274,30 +274,30 @@ func (in *instruments) unexpectedRequest(op reqOp, r reqResult) metric.Counter {
 }
 
 // countRetry counts a pause before another attempt.
-func (c *Client) countRetry() {
-	if c.met != nil {
-		c.met.retries.Add(1)
+func (in *instruments) countRetry() {
+	if in != nil {
+		in.retries.Add(1)
 	}
 }
 
 // addPendingDeletes changes the count of guaranteed deletes in progress.
-func (c *Client) addPendingDeletes(n int64) {
-	c.stats.pendingDeletes.Add(n)
-	if c.met != nil {
-		c.met.pendingDel.Add(float64(n))
+func (in *instruments) addPendingDeletes(n int64) {
+	if in != nil {
+		in.pendingDel.Add(float64(n))
 	}
 }
 
-// stateEntered counts a transition from the current state to s; c.mu is held.
-func (c *Client) stateEntered(s State) {
-	if c.met == nil {
+// stateEntered counts a transition from state from to s; suspendedAt is
+// when SUSPENDED was entered.
+func (in *instruments) stateEntered(from, s State, suspendedAt time.Time) {
+	if in == nil {
 		return
 	}
-	if ctr := c.met.states[s]; ctr != nil {
+	if ctr := in.states[s]; ctr != nil {
 		ctr.Add(1)
 	}
-	if c.state == StateSuspended && s != StateSuspended && !c.suspendedAt.IsZero() {
-		c.met.suspended.Add(time.Since(c.suspendedAt).Seconds())
+	if from == StateSuspended && s != StateSuspended && !suspendedAt.IsZero() {
+		in.suspended.Add(time.Since(suspendedAt).Seconds())
 	}
 }
 
@@ -310,10 +310,13 @@ type contestMetrics struct {
 	queued bool      // the queue length was recorded
 }
 
-// startContest returns the measurements of a contest of driver d under
-// parent whose wait began at since.
-func (c *Client) startContest(d *Driver, parent string, since time.Time) contestMetrics {
-	return contestMetrics{in: c.recipeInstruments(d, parent), since: since}
+// contest returns the measurements of a contest of driver d under path
+// (without the namespace) whose wait began at since.
+func (in *instruments) contest(d *Driver, path string, since time.Time) contestMetrics {
+	if in == nil {
+		return contestMetrics{}
+	}
+	return contestMetrics{in: in.recipe(d, path), since: since}
 }
 
 // queue records the contenders ahead at the first look.

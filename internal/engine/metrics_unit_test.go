@@ -20,11 +20,11 @@ func TestMetricsOffCostsNothing(t *testing.T) {
 	var m contestMetrics
 	err := errors.New("x")
 	allocs := testing.AllocsPerRun(100, func() {
-		c.countRequest(reqCreate, err)
-		c.countRetry()
-		c.addPendingDeletes(1)
-		c.addPendingDeletes(-1)
-		c.stateEntered(StateSuspended)
+		c.met.countRequest(reqCreate, err)
+		c.met.countRetry()
+		c.met.addPendingDeletes(1)
+		c.met.addPendingDeletes(-1)
+		c.met.stateEntered(c.state, StateSuspended, c.suspendedAt)
 		m.queue(3)
 		m.acquired(true, nil)
 		m.released()
@@ -116,11 +116,11 @@ func TestMetricsUnexpectedResult(t *testing.T) {
 	c := &Client{met: newInstruments(m, "", nil)}
 	const key = "zkrecipes.requests{sync,no_node}"
 	assert.Zero(t, m.made[key], "not made up front")
-	c.countRequest(reqSync, zk.ErrNoNode)
-	c.countRequest(reqSync, zk.ErrNoNode)
+	c.met.countRequest(reqSync, zk.ErrNoNode)
+	c.met.countRequest(reqSync, zk.ErrNoNode)
 	assert.Equal(t, 1, m.made[key])
 	assert.Equal(t, 2.0, m.values[key].v)
-	c.countRequest(reqSync, nil)
+	c.met.countRequest(reqSync, nil)
 	assert.Equal(t, 1.0, m.values["zkrecipes.requests{sync,ok}"].v)
 }
 
@@ -130,11 +130,11 @@ func TestMetricsOnAllocatesNothing(t *testing.T) {
 	m := &countingMetrics{made: map[string]int{}, values: map[string]*countingSeries{}}
 	c := &Client{met: newInstruments(m, "app", nil)}
 	allocs := testing.AllocsPerRun(100, func() {
-		c.countRequest(reqCreate, nil)
-		c.countRequest(reqCreateMakingParents, zk.ErrNoNode)
-		c.countRequest(reqCreateParent, zk.ErrNodeExists)
-		c.countRequest(reqGetData, zk.ErrNoNode)
-		c.countRetry()
+		c.met.countRequest(reqCreate, nil)
+		c.met.countRequest(reqCreateMakingParents, zk.ErrNoNode)
+		c.met.countRequest(reqCreateParent, zk.ErrNodeExists)
+		c.met.countRequest(reqGetData, zk.ErrNoNode)
+		c.met.countRetry()
 	})
 	assert.Zero(t, allocs)
 }

@@ -85,7 +85,7 @@ func send[T any](c *Client, ctx context.Context, op reqOp, req func() (T, error)
 	}
 	if ctx.Done() == nil {
 		v, err := req()
-		c.countRequest(op, err)
+		c.met.countRequest(op, err)
 		return v, err
 	}
 	if err := ctx.Err(); err != nil {
@@ -97,14 +97,14 @@ func send[T any](c *Client, ctx context.Context, op reqOp, req func() (T, error)
 	}
 	select {
 	case <-r.done:
-		c.countRequest(op, r.err)
+		c.met.countRequest(op, r.err)
 		return r.v, r.err
 	case <-ctx.Done():
 		if v, err, ok := r.abandon(); ok {
-			c.countRequest(op, err)
+			c.met.countRequest(op, err)
 			return v, err // the reply came first after all
 		}
-		c.countRequest(op, ctx.Err())
+		c.met.countRequest(op, ctx.Err())
 		return zero, ctx.Err()
 	}
 }
@@ -428,7 +428,7 @@ func (c *Client) Retry(ctx context.Context, op func() error) error {
 		if !ok {
 			return err
 		}
-		c.countRetry()
+		c.met.countRetry()
 		if werr := c.sleep(ctx, d); werr != nil {
 			return fmt.Errorf("%w (last error: %w)", werr, err)
 		}

@@ -225,13 +225,13 @@ func (c *Client) reapOrphans(sid int64) {
 	}
 	c.log.Warn("zkrecipes: the session declared lost came back; deleting the nodes of its lost holds",
 		"session", fmt.Sprintf("0x%x", sid), "nodes", len(orphans))
-	c.addPendingDeletes(int64(len(orphans)))
+	c.del.pending(int64(len(orphans)))
 	c.wg.Add(1) // c.mu is held and the client is open
 	go func() {
 		defer c.wg.Done()
 		for _, p := range orphans {
-			c.retryForever(sid, func() error { return c.deleteOnce(p) })
-			c.addPendingDeletes(-1)
+			c.del.retryForever(sid, func() error { return c.del.once(p) })
+			c.del.pending(-1)
 		}
 	}()
 }
@@ -252,7 +252,7 @@ func (c *Client) renew() {
 
 func (c *Client) transition(s State) {
 	c.log.Info("zkrecipes: connection state", "state", s.String(), "session", fmt.Sprintf("0x%x", c.sessionID))
-	c.stateEntered(s)
+	c.met.stateEntered(c.state, s, c.suspendedAt)
 	c.state = s
 	close(c.changeCh)
 	c.changeCh = make(chan struct{})

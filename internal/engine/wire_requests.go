@@ -45,7 +45,7 @@ func (c *Client) viaWire(ctx context.Context, wc *wireConn, op reqOp, zop int32,
 		return nil, nil, false
 	}
 	if err != nil { // ctx ended before the request went out
-		c.countRequest(op, err)
+		c.met.countRequest(op, err)
 		return nil, err, true
 	}
 	count.Add(1)
@@ -53,15 +53,15 @@ func (c *Client) viaWire(ctx context.Context, wc *wireConn, op reqOp, zop int32,
 	case <-r.done:
 	case <-ctx.Done():
 		if !wc.abandon(r) {
-			c.countRequest(op, ctx.Err())
+			c.met.countRequest(op, ctx.Err())
 			return nil, ctx.Err(), true
 		}
 	}
 	body, err = r.result()
 	if zop == zopExists && errors.Is(err, zk.ErrNoNode) {
-		c.countRequest(op, nil) // a missing node is an answer to exists, as go-zookeeper reports it
+		c.met.countRequest(op, nil) // a missing node is an answer to exists, as go-zookeeper reports it
 	} else {
-		c.countRequest(op, err)
+		c.met.countRequest(op, err)
 	}
 	return body, err, true
 }
