@@ -128,7 +128,7 @@ func (c *Client) Enter(ctx context.Context, parent, lockName string, data []byte
 	if !cfg.since.IsZero() {
 		since = cfg.since
 	}
-	path, sid, lostReply, err := c.createProtected(ctx, parent, zkpath.NewUUID(), name, data, !cfg.hasFixed)
+	path, sid, lostReply, err := c.createProtected(ctx, parent, zkpath.NewUUID(), name, data, ephemeralMode(!cfg.hasFixed), 0)
 	var met contestMetrics
 	if c.met != nil {
 		met = c.met.contest(d, c.StripNamespace(parent), since)

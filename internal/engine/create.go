@@ -72,7 +72,7 @@ func (c *Client) UsesContainers() bool { return !c.cfg.NoContainers }
 // no node behind (a node whose creation cannot yet be ruled out is looked
 // for and deleted in the background).
 func (c *Client) CreateProtected(ctx context.Context, parent, name string, data []byte) (string, int64, error) {
-	p, sid, _, err := c.createProtected(ctx, parent, zkpath.NewUUID(), name, data, true)
+	p, sid, _, err := c.createProtected(ctx, parent, zkpath.NewUUID(), name, data, ephemeralMode(true), 0)
 	return p, sid, err
 }
 
@@ -80,34 +80,25 @@ func (c *Client) CreateProtected(ctx context.Context, parent, name string, data 
 // sequential: _c_<uuid>-<name>, with a fresh uuid (the read/write lock's
 // downgrade node, _c_<uuid>-__READ__<the write node's sequence>).
 func (c *Client) CreateProtectedFixed(ctx context.Context, parent, name string, data []byte) (string, int64, error) {
-	p, sid, _, err := c.createProtected(ctx, parent, zkpath.NewUUID(), name, data, false)
+	p, sid, _, err := c.createProtected(ctx, parent, zkpath.NewUUID(), name, data, ephemeralMode(false), 0)
 	return p, sid, err
 }
 
-// createProtected also reports whether a reply was lost on the way (then a
-// late copy of an earlier create may still land: the caller sweeps for it
-// when it leaves).
-func (c *Client) createProtected(ctx context.Context, parent, uuid, name string, data []byte, sequential bool) (_ string, _ int64, lostReply bool, _ error) {
-	mode := int32(zk.FlagEphemeral)
+// ephemeralMode is the create mode of a contest's node: ephemeral, and
+// sequential unless its sequence is fixed.
+func ephemeralMode(sequential bool) int32 {
 	if sequential {
-		mode |= zk.FlagSequence
+		return zk.FlagEphemeral | zk.FlagSequence
 	}
-	return c.createProtectedMode(ctx, parent, uuid, name, data, mode)
-}
-
-// createProtectedMode is createProtected in any mode: ephemeral or
-// persistent, sequential or not. A persistent node outlives the session
-// it was made in: one found after a new session began is ours all the
-// same, and sweeping for a late copy does not stop with the session.
-func (c *Client) createProtectedMode(ctx context.Context, parent, uuid, name string, data []byte, mode int32) (_ string, _ int64, lostReply bool, _ error) {
-	return c.createProtectedTTL(ctx, parent, uuid, name, data, mode, 0)
+	return zk.FlagEphemeral
 }
 
 // awaitConnection returns once the client is connected, waiting no longer
-// than the retry policy allows (*retry, made on first use): a create on a
-// client that never connects fails with ErrNotConnected instead of waiting
-// for ever in go-zookeeper's queue.
-func (c *Client) awaitConnection(ctx context.Context, retry *Backoff) error {
+// than the create's retry policy allows: a create on a client that never
+// connects fails with ErrNotConnected instead of waiting for ever in
+// go-zookeeper's queue.
+func (pc *protectedCreate) awaitConnection() error {
+	c, ctx, retry := pc.c, pc.ctx, &pc.retry
 	for {
 		snap := c.Snapshot()
 		if snap.State.IsConnected() {
@@ -174,13 +165,14 @@ func (c *Client) ownerOf(ctx context.Context, path string) (int64, error) {
 	return st.EphemeralOwner, nil
 }
 
-// findProtected looks for the node of a protected create whose reply was
+// find looks for the node of a protected create whose reply was
 // lost: it syncs parent first, so that a lagging follower cannot answer
 // "not there" for a create that has committed (and have a second node made
 // in the same session: a ghost that blocks the queue). If it finds more
 // than one node with the prefix, it keeps the first in queue order and
 // deletes the others. It returns "" when there is none (or no parent).
-func (c *Client) findProtected(ctx context.Context, parent, prefix, name string) (string, error) {
+func (pc *protectedCreate) find() (string, error) {
+	c, ctx, parent, prefix, name := pc.c, pc.ctx, pc.parent, pc.prefix, pc.name
 	if err := c.Sync(ctx, parent); err != nil {
 		if errors.Is(err, zk.ErrNoNode) {
 			return "", nil
@@ -224,7 +216,7 @@ func findPrefixed(kids []string, prefix string) []string {
 }
 
 // cleanupProtected looks, in the background, for a node whose creation
-// reply was lost and deletes it (syncing first, as findProtected does); it
+// reply was lost and deletes it (syncing first, as protectedCreate.find does); it
 // stops when the session sid ends.
 func (c *Client) cleanupProtected(parent, prefix string, sid int64) {
 	c.background(func() {

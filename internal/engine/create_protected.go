@@ -11,8 +11,15 @@ import (
 	"github.com/zkrecipes/zkrecipes/internal/zkpath"
 )
 
-// createProtectedTTL is createProtectedMode with the TTL of a TTL mode.
-func (c *Client) createProtectedTTL(ctx context.Context, parent, uuid, name string, data []byte, mode int32, ttl time.Duration) (_ string, _ int64, lostReply bool, _ error) {
+// createProtected is the one protected create, in any mode (ephemeral or
+// persistent, sequential or not, with the TTL of a TTL mode): the node is
+// named _c_<uuid>-<name> under parent, and a create whose reply was lost
+// is found again by its uuid instead of being made twice. It also reports
+// whether a reply was lost on the way (then a late copy of an earlier
+// create may still land: the caller sweeps for it when it leaves). A
+// persistent node outlives the session it was made in: one found after a
+// new session began is ours all the same.
+func (c *Client) createProtected(ctx context.Context, parent, uuid, name string, data []byte, mode int32, ttl time.Duration) (_ string, _ int64, lostReply bool, _ error) {
 	if err := c.check(); err != nil {
 		return "", 0, false, err
 	}
@@ -46,7 +53,7 @@ func (c *Client) createProtectedTTL(ctx context.Context, parent, uuid, name stri
 }
 
 // protectedCreate is the state of a protected create's loop
-// (createProtectedTTL): what it makes, and what it knows so far.
+// (createProtected): what it makes, and what it knows so far.
 type protectedCreate struct {
 	c              *Client
 	ctx            context.Context
@@ -107,7 +114,7 @@ func (pc *protectedCreate) pause(err error) error {
 // (stepAgain).
 func (pc *protectedCreate) search() (string, int64, createStep, error) {
 	c, ctx, parent := pc.c, pc.ctx, pc.parent
-	found, err := c.findProtected(ctx, parent, pc.prefix, pc.name)
+	found, err := pc.find()
 	switch {
 	case ctx.Err() != nil:
 		c.cleanupProtected(parent, pc.prefix, pc.owner(pc.sid)) // a copy of ours may exist
@@ -140,7 +147,7 @@ func (pc *protectedCreate) attempt() (_ string, _ int64, done bool, _ error) {
 	if err := ctx.Err(); err != nil {
 		return "", 0, true, pc.fail(zkerr.Explain(err))
 	}
-	if err := c.awaitConnection(ctx, &pc.retry); err != nil {
+	if err := pc.awaitConnection(); err != nil {
 		if pc.lostReply {
 			c.cleanupProtected(pc.parent, pc.prefix, pc.owner(pc.sid))
 		}

@@ -20,7 +20,7 @@ import (
 func (o *OwnedNode) create(ctx context.Context, data []byte, dgen uint64) error {
 	c := o.c
 	if o.spec.Protected {
-		p, sid, lost, err := c.createProtectedTTL(ctx, o.parent, zkpath.NewUUID(), o.name, data, o.spec.Mode, o.spec.TTL)
+		p, sid, lost, err := c.createProtected(ctx, o.parent, zkpath.NewUUID(), o.name, data, o.spec.Mode, o.spec.TTL)
 		if err != nil {
 			return o.explainTTL(err)
 		}
