@@ -21,6 +21,9 @@ import (
 // gone or the delete was handed to the worker, and the error of any other
 // failure.
 func (c *Client) GuaranteedDelete(ctx context.Context, path string, sid int64) error {
+	if err := c.check(); err != nil { // a nil or zero Client has no deleter
+		return err
+	}
 	return c.del.delete(ctx, path, sid)
 }
 
@@ -32,12 +35,9 @@ type deleter struct {
 	jobs chan deleteJob // to the delete goroutine; unbuffered: see delete
 }
 
-// delete is GuaranteedDelete.
+// delete is GuaranteedDelete, on a checked client.
 func (d *deleter) delete(ctx context.Context, path string, sid int64) error {
 	c := d.c
-	if err := c.check(); err != nil {
-		return err
-	}
 	if err := zkpath.ValidatePath(path); err != nil {
 		return err
 	}
