@@ -37,7 +37,7 @@ func (c *Client) EnsureContainers(ctx context.Context, dir string) error {
 		err := c.Retry(ctx, func() error {
 			var err error
 			if c.cfg.NoContainers {
-				_, err = c.create(ctx, reqCreateParent, dir, parentData, 0)
+				_, err = c.create(ctx, reqCreateParent, dir, parentData, 0, 0)
 			} else {
 				_, err = c.createContainer(ctx, reqCreateParent, dir)
 			}
@@ -251,7 +251,7 @@ func (c *Client) cleanupProtected(parent, prefix string, sid int64) {
 func (c *Client) CreateWithParents(ctx context.Context, path string, data []byte, flags int32) (string, error) {
 	parent, _ := zkpath.SplitPath(path)
 	for tries := 0; ; tries++ {
-		p, err := c.CreateMakingParents(ctx, path, data, flags)
+		p, err := c.create(ctx, reqCreateMakingParents, path, data, flags, 0)
 		if err == nil || !errors.Is(err, zk.ErrNoNode) || tries >= 5 {
 			return p, err
 		}

@@ -159,7 +159,7 @@ func (pc *protectedCreate) attempt() (_ string, _ int64, done bool, _ error) {
 		pc.target, pc.prefix = protectedPath(pc.parent, zkpath.NewUUID(), pc.name)
 	}
 	pc.sid = c.conn.SessionID()
-	p, err := c.createTTL(ctx, reqCreateMakingParents, pc.target, pc.data, pc.mode, pc.ttl)
+	p, err := c.create(ctx, reqCreateMakingParents, pc.target, pc.data, pc.mode, pc.ttl)
 	if err == nil && pc.ephemeral && c.conn.SessionID() != pc.sid {
 		return pc.adopt(p)
 	}

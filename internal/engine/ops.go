@@ -163,29 +163,21 @@ type (
 // Create creates a node with the ACL the client's provider gives for it.
 // A create whose reply arrives after ctx ended deletes what it made.
 func (c *Client) Create(ctx context.Context, path string, data []byte, flags int32) (string, error) {
-	return c.create(ctx, reqCreate, path, data, flags)
+	return c.create(ctx, reqCreate, path, data, flags, 0)
 }
 
-// CreateMakingParents is Create for a caller that answers zk.ErrNoNode (a
-// missing parent) by creating the parents (EnsureContainers) and trying
-// again: that answer is part of a healthy create, and metrics count it as
-// result no_parent, not as the error no_node.
-func (c *Client) CreateMakingParents(ctx context.Context, path string, data []byte, flags int32) (string, error) {
-	return c.create(ctx, reqCreateMakingParents, path, data, flags)
-}
-
-func (c *Client) create(ctx context.Context, op reqOp, path string, data []byte, flags int32) (string, error) {
-	return c.createTTL(ctx, op, path, data, flags, 0)
-}
-
-// CreateModeTTL is CreateMakingParents in any create mode of go-zookeeper
-// (zk.FlagPersistent to zk.FlagPersistentSequentialWithTTL): a container
-// mode is made as a container, a TTL mode with ttl.
+// CreateModeTTL is Create in any create mode of go-zookeeper
+// (zk.FlagPersistent to zk.FlagPersistentSequentialWithTTL), for a caller
+// that answers zk.ErrNoNode (a missing parent) by making the parents and
+// trying again: a container mode is made as a container, a TTL mode with
+// ttl, and a missing parent counts as result no_parent in metrics (a step
+// of a healthy create), not as the error no_node.
 func (c *Client) CreateModeTTL(ctx context.Context, path string, data []byte, flags int32, ttl time.Duration) (string, error) {
-	return c.createTTL(ctx, reqCreateMakingParents, path, data, flags, ttl)
+	return c.create(ctx, reqCreateMakingParents, path, data, flags, ttl)
 }
 
-func (c *Client) createTTL(ctx context.Context, op reqOp, path string, data []byte, flags int32, ttl time.Duration) (string, error) {
+// create is every create, counted as op.
+func (c *Client) create(ctx context.Context, op reqOp, path string, data []byte, flags int32, ttl time.Duration) (string, error) {
 	if created, err, ok := c.wireCreate(ctx, op, path, data, flags); ok {
 		return created, err
 	}

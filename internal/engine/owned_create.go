@@ -40,7 +40,7 @@ func (o *OwnedNode) create(ctx context.Context, data []byte, dgen uint64) error 
 	o.mu.Unlock()
 	for {
 		sid := c.conn.SessionID()
-		p, err := c.createTTL(ctx, reqCreateMakingParents, path, data, mode, o.spec.TTL)
+		p, err := c.create(ctx, reqCreateMakingParents, path, data, mode, o.spec.TTL)
 		switch {
 		case err == nil:
 			if !o.ephemeral {
