@@ -14,6 +14,7 @@ import (
 
 	"github.com/zkrecipes/zkrecipes/internal/engine"
 	"github.com/zkrecipes/zkrecipes/internal/gid"
+	"github.com/zkrecipes/zkrecipes/internal/notify"
 	"github.com/zkrecipes/zkrecipes/internal/recipeargs"
 	"github.com/zkrecipes/zkrecipes/internal/zkerr"
 	"github.com/zkrecipes/zkrecipes/internal/zkpath"
@@ -99,7 +100,7 @@ type Cache struct {
 	st          *store // the nodes (store.go)
 	initialized bool
 	initCh      chan struct{} // closed at Initialized
-	listeners   engine.Listeners[[]Event]
+	listeners   notify.Listeners[[]Event]
 	subs        map[*subscription]struct{} // Subscribe's channels
 
 	persistent atomic.Bool // running on a persistent watch

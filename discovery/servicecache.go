@@ -10,6 +10,7 @@ import (
 
 	"github.com/zkrecipes/zkrecipes/cache"
 	"github.com/zkrecipes/zkrecipes/internal/engine"
+	"github.com/zkrecipes/zkrecipes/internal/notify"
 	"github.com/zkrecipes/zkrecipes/internal/zkerr"
 	"github.com/zkrecipes/zkrecipes/internal/zkpath"
 	"github.com/zkrecipes/zkrecipes/recipes"
@@ -36,7 +37,7 @@ type ServiceCache struct {
 	ready     chan struct{} // closed once Instances has the initial load
 	readyOnce sync.Once
 	remove    func()
-	listeners engine.Listeners[[]*Instance]
+	listeners notify.Listeners[[]*Instance]
 	life      engine.Lifecycle
 }
 

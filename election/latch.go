@@ -7,6 +7,7 @@ import (
 	"sync"
 
 	"github.com/zkrecipes/zkrecipes/internal/engine"
+	"github.com/zkrecipes/zkrecipes/internal/notify"
 	"github.com/zkrecipes/zkrecipes/internal/recipeargs"
 	"github.com/zkrecipes/zkrecipes/internal/zkerr"
 	"github.com/zkrecipes/zkrecipes/recipes"
@@ -85,7 +86,7 @@ type Latch struct {
 	term      *Term
 	changed   chan struct{} // closed when a term starts or ends, or the latch resigns or closes, then replaced
 	node      string
-	listeners engine.Listeners[bool]
+	listeners notify.Listeners[bool]
 }
 
 // latchRun is one participation in the election, from Start to Resign or

@@ -4,6 +4,7 @@ import (
 	"context"
 
 	"github.com/zkrecipes/zkrecipes/internal/engine"
+	"github.com/zkrecipes/zkrecipes/internal/notify"
 	"github.com/zkrecipes/zkrecipes/internal/recipeargs"
 	"github.com/zkrecipes/zkrecipes/recipes"
 )
@@ -22,7 +23,7 @@ func Observe(ctx context.Context, c *recipes.Client, path string) (<-chan recipe
 	if err != nil {
 		return nil, err
 	}
-	var out engine.Listeners[recipes.Participant]
+	var out notify.Listeners[recipes.Participant]
 	ch, _ := out.Subscribe()
 	go func() {
 		defer out.Close()

@@ -10,6 +10,7 @@ import (
 
 	"github.com/zkrecipes/zkrecipes/cache"
 	"github.com/zkrecipes/zkrecipes/internal/engine"
+	"github.com/zkrecipes/zkrecipes/internal/notify"
 	"github.com/zkrecipes/zkrecipes/internal/recipeargs"
 	"github.com/zkrecipes/zkrecipes/internal/zkerr"
 	"github.com/zkrecipes/zkrecipes/internal/zkpath"
@@ -68,7 +69,7 @@ type GroupMember struct {
 	memoOK    bool              // members is valid: no change since
 	life      engine.Lifecycle
 	removes   []func()
-	state     *engine.Current[GroupState]
+	state     *notify.Current[GroupState]
 }
 
 // NewGroupMember returns the member id of the group at membershipPath with
@@ -98,7 +99,7 @@ func NewGroupMember(c *recipes.Client, membershipPath, id string, payload []byte
 	return &GroupMember{c: c, e: e, path: membershipPath, id: id, node: n, kids: kids,
 		payloads: [][]byte{append([]byte(nil), payload...)},
 		others:   map[string][]byte{}, ready: make(chan struct{}),
-		state: engine.NewCurrent(sameGroupState)}, nil
+		state: notify.NewCurrent(sameGroupState)}, nil
 }
 
 // ID returns this member's id.

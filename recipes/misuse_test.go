@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/zkrecipes/zkrecipes/internal/engine"
+	"github.com/zkrecipes/zkrecipes/internal/notify"
 	"github.com/zkrecipes/zkrecipes/internal/testutil"
 	"github.com/zkrecipes/zkrecipes/internal/zkpath"
 	"github.com/zkrecipes/zkrecipes/recipes"
@@ -462,14 +463,14 @@ func TestMisuse(t *testing.T) {
 
 	// Listeners, and values with no error to return.
 	add("zero Listeners Post, Close, Close", noError, func() error {
-		var ls engine.Listeners[int]
+		var ls notify.Listeners[int]
 		ls.Post(1)
 		ls.Close()
 		ls.Close()
 		return nil
 	})
 	add("Listeners.Subscribe after Close", noError, func() error {
-		var ls engine.Listeners[int]
+		var ls notify.Listeners[int]
 		ls.Close()
 		ch, cancel := ls.Subscribe()
 		defer cancel()
@@ -484,7 +485,7 @@ func TestMisuse(t *testing.T) {
 		}
 	})
 	add("Listeners.Listen remove twice", noError, func() error {
-		var ls engine.Listeners[int]
+		var ls notify.Listeners[int]
 		remove := ls.Listen(func(int) {})
 		remove()
 		remove()
@@ -529,7 +530,7 @@ func connectErr(servers []string, opts ...recipes.Option) error {
 
 var misuseChildren = testutil.MisuseChildren{
 	"listeners-nil": func(t *testing.T, _ []string) {
-		var ls engine.Listeners[int]
+		var ls notify.Listeners[int]
 		ls.Listen(nil)
 		ch, cancel := ls.Subscribe()
 		defer cancel()

@@ -12,6 +12,7 @@ import (
 
 	"github.com/zkrecipes/zkrecipes/internal/codec"
 	"github.com/zkrecipes/zkrecipes/internal/engine"
+	"github.com/zkrecipes/zkrecipes/internal/notify"
 	"github.com/zkrecipes/zkrecipes/internal/recipeargs"
 	"github.com/zkrecipes/zkrecipes/internal/rmw"
 	"github.com/zkrecipes/zkrecipes/internal/zkerr"
@@ -33,7 +34,7 @@ type cell[T any] struct {
 	czxid   int64         // of the node val was read from (0: unknown)
 	changed chan struct{} // closed when the value changes, then replaced
 
-	listeners engine.Listeners[VersionedValue[T]]
+	listeners notify.Listeners[VersionedValue[T]]
 	cancel    context.CancelFunc
 	done      chan struct{} // the follower has ended
 }

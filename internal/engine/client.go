@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/go-zookeeper/zk"
+	"github.com/zkrecipes/zkrecipes/internal/notify"
 	"github.com/zkrecipes/zkrecipes/internal/zkerr"
 )
 
@@ -28,7 +29,7 @@ type Client struct {
 	wire    *wire    // nil for an adopted connection dialled without one
 	servers []string // the addresses Connect dials (nil for an adopted connection)
 
-	inbox *queue[zk.Event] // session events from go-zookeeper, drained at once
+	inbox *notify.Queue[zk.Event] // session events from go-zookeeper, drained at once
 
 	mu          sync.Mutex
 	state       State
@@ -37,7 +38,7 @@ type Client struct {
 	suspendCh   chan struct{} // closed on SUSPENDED, LOST and Close
 	lostCh      chan struct{} // closed on LOST and Close
 	changeCh    chan struct{} // closed on every transition
-	listeners   Listeners[State]
+	listeners   notify.Listeners[State]
 	closed      bool
 	timer       *time.Timer
 	timerGen    uint64
@@ -163,7 +164,7 @@ func NewClient(ctx context.Context, conn *zk.Conn, events <-chan zk.Event, cfg C
 	c.conn = conn
 	c.start(events, true)
 	if conn.State() == zk.StateHasSession {
-		c.inbox.push(zk.Event{Type: zk.EventSession, State: zk.StateHasSession})
+		c.inbox.Push(zk.Event{Type: zk.EventSession, State: zk.StateHasSession})
 	}
 	if err := c.afterStart(ctx); err != nil {
 		c.shut()
@@ -176,7 +177,7 @@ func newClient(cfg Config) *Client {
 	c := &Client{
 		cfg:       cfg,
 		log:       cfg.Logger,
-		inbox:     newQueue[zk.Event](),
+		inbox:     notify.NewQueue[zk.Event](),
 		suspendCh: make(chan struct{}),
 		lostCh:    make(chan struct{}),
 		changeCh:  make(chan struct{}),
@@ -207,7 +208,7 @@ func (c *Client) event(ev zk.Event) {
 		}
 		c.hub.dispatch(ev)
 	}
-	c.inbox.push(ev)
+	c.inbox.Push(ev)
 }
 
 func (c *Client) start(events <-chan zk.Event, forward bool) {

@@ -83,7 +83,7 @@ func (c *Client) shutdown(ctx context.Context) error {
 	case <-time.After(10 * time.Second):
 		c.log.Warn("zkrecipes: go-zookeeper did not stop within 10s")
 	}
-	c.inbox.close()
+	c.inbox.Close()
 	c.wg.Wait()
 	return err
 }

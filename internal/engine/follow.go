@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/go-zookeeper/zk"
+	"github.com/zkrecipes/zkrecipes/internal/notify"
 	"github.com/zkrecipes/zkrecipes/internal/zkerr"
 )
 
@@ -98,7 +99,7 @@ type Follower struct {
 	c       *Client
 	what    string
 	onEvent func(FollowEvent)
-	q       *queue[followItem]
+	q       *notify.Queue[followItem]
 	queued  atomic.Int64 // additions pushed and not yet taken by Run
 
 	// Run's goroutine only.
@@ -116,14 +117,14 @@ type Follower struct {
 // fires (before its read runs again), and FollowInitialised once.
 // what names it in logs.
 func (c *Client) NewFollower(what string, onEvent func(FollowEvent)) *Follower {
-	return &Follower{c: c, what: what, onEvent: onEvent, q: newQueue[followItem](), reads: map[string]*followRead{}}
+	return &Follower{c: c, what: what, onEvent: onEvent, q: notify.NewQueue[followItem](), reads: map[string]*followRead{}}
 }
 
 // Add adds a read under key (replacing the read under that key, if any);
 // it runs at once once Run runs.
 func (f *Follower) Add(key string, read ReadFunc) {
 	f.queued.Add(1)
-	if !f.q.push(followItem{add: &followRead{key: key, read: read}}) {
+	if !f.q.Push(followItem{add: &followRead{key: key, read: read}}) {
 		f.queued.Add(-1)
 	}
 }
@@ -132,7 +133,7 @@ func (f *Follower) Add(key string, read ReadFunc) {
 // taken the removal (a run in progress completes), and its watches are
 // forgotten (the server's fire later to nobody).
 func (f *Follower) Remove(key string) {
-	f.q.push(followItem{remove: true, key: key})
+	f.q.Push(followItem{remove: true, key: key})
 }
 
 // AddNode follows path's data under key: fn gets the first view, then
@@ -194,7 +195,7 @@ func (f *Follower) Run(ctx context.Context) error {
 	c.mu.Unlock()
 	defer func() {
 		c.hub.leave(f)
-		f.q.close()
+		f.q.Close()
 		for _, rd := range f.reads {
 			rd.w.forget()
 		}
@@ -205,7 +206,7 @@ func (f *Follower) Run(ctx context.Context) error {
 	r := &followRun{f: f, connected: state.IsConnected(), sid: sid}
 	defer r.stop()
 	for {
-		items, ok := f.q.poll()
+		items, ok := f.q.Poll()
 		if !ok {
 			return nil
 		}
@@ -283,7 +284,7 @@ func (r *followRun) wait(ctx context.Context) (stop bool, _ error) {
 		paused = r.pause.C
 	}
 	select {
-	case <-r.f.q.wake:
+	case <-r.f.q.Wake():
 	case <-paused:
 	case <-ctx.Done():
 		return true, nil

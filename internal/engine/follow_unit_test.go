@@ -12,6 +12,7 @@ import (
 	"github.com/go-zookeeper/zk"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"github.com/zkrecipes/zkrecipes/internal/notify"
 )
 
 // Unit tests of Follow's pure parts: which watches an event fires, the
@@ -37,7 +38,7 @@ func TestFiredKinds(t *testing.T) {
 
 // taken returns what f's queue holds.
 func taken(f *Follower) []followItem {
-	items, _ := f.q.poll()
+	items, _ := f.q.Poll()
 	return items
 }
 
@@ -45,8 +46,8 @@ func taken(f *Follower) []followItem {
 // by key, node and kind, and to nobody else.
 func TestHubRoutesEachEventToItsWatches(t *testing.T) {
 	var h watchHub
-	f1 := &Follower{q: newQueue[followItem]()}
-	f2 := &Follower{q: newQueue[followItem]()}
+	f1 := &Follower{q: notify.NewQueue[followItem]()}
+	f2 := &Follower{q: notify.NewQueue[followItem]()}
 	d1 := h.register(f1, "k1", watchID{"/a", WatchData})
 	c1 := h.register(f1, "k1", watchID{"/a", WatchChildren})
 	e2 := h.register(f2, "k2", watchID{"/a", WatchExists})
@@ -105,7 +106,7 @@ func TestHubRoutesEachEventToItsWatches(t *testing.T) {
 // its event is taken.
 func TestWatchesArmed(t *testing.T) {
 	c := &Client{}
-	f := &Follower{c: c, q: newQueue[followItem]()}
+	f := &Follower{c: c, q: notify.NewQueue[followItem]()}
 	w := &Watches{c: c, f: f, key: "k"}
 	assert.False(t, w.Armed(WatchData, "/a"))
 	require.NoError(t, w.watch(c, WatchData, "/a", func() (<-chan zk.Event, error) { return nil, nil }))

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/go-zookeeper/zk"
+	"github.com/zkrecipes/zkrecipes/internal/notify"
 	"github.com/zkrecipes/zkrecipes/internal/zkerr"
 	"github.com/zkrecipes/zkrecipes/internal/zkpath"
 )
@@ -126,7 +127,7 @@ type OwnedNode struct {
 	stop      chan struct{}      // closed by Close
 	cancel    context.CancelFunc // abandons the loop's request
 	done      chan struct{}      // the background loop has ended
-	listeners Listeners[Owned]
+	listeners notify.Listeners[Owned]
 }
 
 // Own starts keeping the node spec describes in existence, in the

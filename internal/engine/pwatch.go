@@ -9,6 +9,7 @@ import (
 	"sync/atomic"
 
 	"github.com/go-zookeeper/zk"
+	"github.com/zkrecipes/zkrecipes/internal/notify"
 	"github.com/zkrecipes/zkrecipes/internal/zkerr"
 	"github.com/zkrecipes/zkrecipes/internal/zkpath"
 )
@@ -111,7 +112,7 @@ type PersistentWatch struct {
 	c         *Client
 	path      string
 	recursive bool
-	q         *queue[PersistentEvent]
+	q         *notify.Queue[PersistentEvent]
 	removed   bool      // under c.pw.mu
 	synced    *wireConn // the connection it was last told of (PersistentResync), under c.pw.mu
 	resyncs   uint64    // the PersistentResync events pushed, under c.pw.mu
@@ -138,7 +139,7 @@ func (w *PersistentWatch) Routed() uint64 { return w.c.pw.seq.Load() }
 // order: a PersistentResync first, then every event. ok is false once the
 // watch is removed, the client closed, or done closed.
 func (w *PersistentWatch) Events(done <-chan struct{}) (events []PersistentEvent, ok bool) {
-	return w.q.take(done)
+	return w.q.Take(done)
 }
 
 // Synced returns how many PersistentResync events the watch has had
@@ -163,7 +164,7 @@ func (w *PersistentWatch) resynced(wc *wireConn) {
 	if w.synced != wc {
 		w.synced = wc
 		w.resyncs++
-		w.q.push(PersistentEvent{Kind: PersistentResync})
+		w.q.Push(PersistentEvent{Kind: PersistentResync})
 	}
 }
 
@@ -243,7 +244,7 @@ func (c *Client) AddWatch(ctx context.Context, path string, recursive bool) (*Pe
 	if c.hub.armedAt(path) {
 		return nil, zkerr.Namedf(what, "%w: a one-shot watch of this client is set on the path; on ZooKeeper 3.6–3.8 it would replace the persistent one (ZOOKEEPER-4466)", zkerr.ErrInvalidArgument)
 	}
-	w := &PersistentWatch{c: c, path: path, recursive: recursive, q: newQueue[PersistentEvent]()}
+	w := &PersistentWatch{c: c, path: path, recursive: recursive, q: notify.NewQueue[PersistentEvent]()}
 	c.pw.mu.Lock()
 	if c.pw.entries == nil {
 		c.pw.entries = map[string]*pwEntry{}
@@ -393,7 +394,7 @@ func (p *pwatches) route(ev zk.Event) {
 			// its own node.
 			if (e.recursive && ev.Type != zk.EventNodeChildrenChanged) || (!e.recursive && exact) {
 				for o := range e.owners {
-					o.q.push(PersistentEvent{Kind: PersistentNode, Path: ev.Path, Type: ev.Type, Seq: seq})
+					o.q.Push(PersistentEvent{Kind: PersistentNode, Path: ev.Path, Type: ev.Type, Seq: seq})
 				}
 			}
 		}
@@ -416,7 +417,7 @@ func (p *pwatches) closeWatches() {
 	for path, e := range p.entries {
 		for o := range e.owners {
 			o.removed = true
-			o.q.close()
+			o.q.Close()
 		}
 		delete(p.entries, path)
 	}

@@ -114,7 +114,7 @@ func (c *Client) readdAll() error {
 		}
 		c.pw.mu.Lock()
 		for o := range s.e.owners {
-			o.q.push(PersistentEvent{Kind: PersistentFailed, Err: err})
+			o.q.Push(PersistentEvent{Kind: PersistentFailed, Err: err})
 		}
 		c.pw.mu.Unlock()
 		c.log.Warn("zkrecipes: setting a persistent watch again failed", "path", c.StripNamespace(s.e.path), "err", err)

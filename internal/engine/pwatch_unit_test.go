@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/go-zookeeper/zk"
+	"github.com/zkrecipes/zkrecipes/internal/notify"
 	"github.com/zkrecipes/zkrecipes/internal/zkerr"
 )
 
@@ -104,7 +105,7 @@ func TestPersistentRoute(t *testing.T) {
 	var p pwatches
 	p.init()
 	mk := func(path string, recursive bool) *PersistentWatch {
-		w := &PersistentWatch{path: path, recursive: recursive, q: newQueue[PersistentEvent]()}
+		w := &PersistentWatch{path: path, recursive: recursive, q: notify.NewQueue[PersistentEvent]()}
 		if p.entries == nil {
 			p.entries = map[string]*pwEntry{}
 		}
@@ -127,7 +128,7 @@ func TestPersistentRoute(t *testing.T) {
 		p.route(ev)
 	}
 	got := func(w *PersistentWatch) []string {
-		evs, _ := w.q.poll()
+		evs, _ := w.q.Poll()
 		var out []string
 		for _, ev := range evs {
 			out = append(out, fmt.Sprintf("%d %s %s", ev.Seq, ev.Type, ev.Path))

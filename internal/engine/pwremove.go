@@ -128,7 +128,7 @@ func (p *pwatches) dropOwner(w *PersistentWatch) (e *pwEntry, last bool) {
 		return &pwEntry{}, false
 	}
 	w.removed = true
-	w.q.close()
+	w.q.Close()
 	delete(e.owners, w)
 	if len(e.owners) > 0 {
 		return e, false

@@ -11,7 +11,7 @@ import (
 func (c *Client) run() {
 	defer c.wg.Done()
 	for {
-		evs, ok := c.inbox.take(nil)
+		evs, ok := c.inbox.Take(nil)
 		if !ok {
 			return
 		}
@@ -48,7 +48,7 @@ type input struct {
 // effect is one thing the client does after a transition, in order.
 type effect struct {
 	do    action
-	state State // for notify: the state entered
+	state State // for announce: the state entered
 }
 
 type action int
@@ -62,13 +62,13 @@ const (
 	reapOrphans                // the session declared LOST came back: delete its lost holds' nodes
 	renew                      // fresh hold signals after a (re)connection
 	clearOrphans               // the server expired the session: its nodes are gone with it
-	notify                     // enter and publish state
+	announce                   // enter and publish state
 	authFailed                 // log it
 	logLost                    // log why we declare LOST ourselves
 )
 
 func do(a action) effect              { return effect{do: a} }
-func notifyOf(s State) effect         { return effect{do: notify, state: s} }
+func notifyOf(s State) effect         { return effect{do: announce, state: s} }
 func lostEffects() []effect           { return []effect{do(stopTimer), do(declareLost), notifyOf(StateLost)} }
 func appendLost(fx []effect) []effect { return append(fx, lostEffects()...) }
 
@@ -186,7 +186,7 @@ func (c *Client) apply(ev zk.Event) {
 			c.renew()
 		case clearOrphans:
 			c.orphans = nil
-		case notify:
+		case announce:
 			c.transition(f.state)
 		case authFailed:
 			c.log.Error("zkrecipes: authentication failed")
@@ -279,7 +279,7 @@ func (c *Client) startTimer() {
 	c.stopTimer()
 	gen := c.timerGen
 	c.timer = time.AfterFunc(max(c.lostDelay(), 0), func() {
-		c.inbox.push(zk.Event{Type: lostTimeout, State: zk.State(gen)})
+		c.inbox.Push(zk.Event{Type: lostTimeout, State: zk.State(gen)})
 	})
 }
 

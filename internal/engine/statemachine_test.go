@@ -103,7 +103,7 @@ func TestStateMachineNotifiesInOrder(t *testing.T) {
 		var fx []effect
 		m, fx = next(m, in)
 		for _, f := range fx {
-			if f.do == notify {
+			if f.do == announce {
 				published = append(published, f.state)
 			}
 		}

@@ -132,7 +132,7 @@ func (h *watchHub) dispatch(ev zk.Event) {
 			if r.f == nil {
 				continue // a Watches of no Follower: it only asks Armed
 			}
-			r.f.q.push(followItem{reg: r, ev: FollowEvent{Kind: FollowWatch, Key: r.key, Path: ev.Path, Type: ev.Type, Watch: k}})
+			r.f.q.Push(followItem{reg: r, ev: FollowEvent{Kind: FollowWatch, Key: r.key, Path: ev.Path, Type: ev.Type, Watch: k}})
 		}
 		delete(h.regs, id)
 	}
@@ -153,7 +153,7 @@ func (h *watchHub) fire(r *watchReg, ev zk.Event) {
 		}
 	}
 	if r.f != nil {
-		r.f.q.push(followItem{reg: r, ev: FollowEvent{Kind: FollowWatch, Key: r.key, Path: r.id.path, Type: ev.Type, Watch: r.id.kind}})
+		r.f.q.Push(followItem{reg: r, ev: FollowEvent{Kind: FollowWatch, Key: r.key, Path: r.id.path, Type: ev.Type, Watch: r.id.kind}})
 	}
 }
 
@@ -203,7 +203,7 @@ func (h *watchHub) state(s State, session int64) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	for f := range h.followers {
-		f.q.push(followItem{ev: FollowEvent{Kind: FollowState, State: s}, session: session})
+		f.q.Push(followItem{ev: FollowEvent{Kind: FollowState, State: s}, session: session})
 	}
 }
 
