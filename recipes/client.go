@@ -291,7 +291,8 @@ func (c *Client) Multi(ctx context.Context, ops ...Op) ([]zk.MultiResponse, erro
 	if err := e.Check(); err != nil {
 		return nil, err
 	}
-	full, err := e.NamespaceOps("multi", ops)
+	eops := engineOps(ops)
+	full, err := e.NamespaceOps("multi", eops)
 	if err != nil {
 		return nil, err
 	}
@@ -307,7 +308,7 @@ func (c *Client) Multi(ctx context.Context, ops ...Op) ([]zk.MultiResponse, erro
 		res[i].String = e.StripNamespace(res[i].String)
 	}
 	if err != nil {
-		return res, engine.MultiError("multi", ops, res, err)
+		return res, engine.MultiError("multi", eops, res, err)
 	}
 	return res, nil
 }
