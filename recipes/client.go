@@ -11,6 +11,7 @@ import (
 
 	"github.com/zkrecipes/zkrecipes/internal/engine"
 	"github.com/zkrecipes/zkrecipes/internal/zkpath"
+	"github.com/zkrecipes/zkrecipes/internal/zkstate"
 )
 
 func init() {
@@ -160,7 +161,7 @@ func (c *Client) Listen(fn func(State)) (remove func()) {
 	if fn == nil {
 		return func() {}
 	}
-	return c.eng().Listen(func(s engine.State) { fn(State(s)) })
+	return c.eng().Listen(func(s zkstate.State) { fn(State(s)) })
 }
 
 // Subscribe returns a channel that receives the current state (unless the
@@ -168,7 +169,7 @@ func (c *Client) Listen(fn func(State)) (remove func()) {
 // order. Transitions queue without bound while the reader is slow. The
 // channel is closed by the returned function or when the client closes.
 func (c *Client) Subscribe() (<-chan State, func()) {
-	return engine.SubscribeStates(c.eng(), func(s engine.State) State { return State(s) })
+	return engine.SubscribeStates(c.eng(), func(s zkstate.State) State { return State(s) })
 }
 
 // The methods below are the node operations. Paths are recipe paths: the

@@ -13,6 +13,7 @@ import (
 	"github.com/go-zookeeper/zk"
 	"github.com/zkrecipes/zkrecipes/internal/notify"
 	"github.com/zkrecipes/zkrecipes/internal/zkerr"
+	"github.com/zkrecipes/zkrecipes/internal/zkstate"
 )
 
 // Client is the one object every recipe takes. It owns a *zk.Conn, drains
@@ -32,13 +33,13 @@ type Client struct {
 	inbox *notify.Queue[zk.Event] // session events from go-zookeeper, drained at once
 
 	mu          sync.Mutex
-	state       State
+	state       zkstate.State
 	sessionID   int64
 	lost        bool          // LOST declared for the current session
 	suspendCh   chan struct{} // closed on SUSPENDED, LOST and Close
 	lostCh      chan struct{} // closed on LOST and Close
 	changeCh    chan struct{} // closed on every transition
-	listeners   notify.Listeners[State]
+	listeners   notify.Listeners[zkstate.State]
 	closed      bool
 	timer       *time.Timer
 	timerGen    uint64
@@ -262,7 +263,7 @@ func (c *Client) Conn() *zk.Conn { return c.conn }
 func (c *Client) Namespace() string { return c.cfg.Namespace }
 
 // ErrorPolicy returns the client's error policy.
-func (c *Client) ErrorPolicy() ErrorPolicy { return c.cfg.ErrorPolicy }
+func (c *Client) ErrorPolicy() zkstate.ErrorPolicy { return c.cfg.ErrorPolicy }
 
 // Logger returns the client's logger (silent unless WithLogger was given).
 func (c *Client) Logger() *slog.Logger { return c.log }
@@ -295,7 +296,7 @@ func (c *Client) lastReceived() (time.Time, bool) {
 }
 
 // State returns the current connection state.
-func (c *Client) State() State {
+func (c *Client) State() zkstate.State {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return c.state
@@ -379,7 +380,7 @@ func (c *Client) WaitConnected(ctx context.Context) error {
 // Snapshot is a consistent view of the client's connection state together
 // with the signals recipes build holds on.
 type Snapshot struct {
-	State     State
+	State     zkstate.State
 	SessionID int64
 	// Changed is closed at the next state transition.
 	Changed <-chan struct{}
@@ -399,7 +400,7 @@ func (c *Client) Snapshot() Snapshot {
 // HoldSignal returns, from a snapshot, the channel that closes when a hold
 // taken in that snapshot may be gone under the client's error policy.
 func (c *Client) HoldSignal(s Snapshot) <-chan struct{} {
-	if c.cfg.ErrorPolicy == PolicySession {
+	if c.cfg.ErrorPolicy == zkstate.PolicySession {
 		return s.Lost
 	}
 	return s.Suspended

@@ -7,6 +7,7 @@ import (
 	"github.com/cenkalti/backoff/v4"
 	"github.com/go-zookeeper/zk"
 	"github.com/zkrecipes/zkrecipes/internal/metric"
+	"github.com/zkrecipes/zkrecipes/internal/zkstate"
 )
 
 // Config is a Client's configuration. Package recipes builds it from its
@@ -27,7 +28,7 @@ type Config struct {
 	// Retry makes the backoff of one operation's retries; nil:
 	// DefaultRetryPolicy(2 × SessionTimeout).
 	Retry       func() backoff.BackOff
-	ErrorPolicy ErrorPolicy
+	ErrorPolicy zkstate.ErrorPolicy
 	// wire is, for NewClient, the Wire the adopted connection was dialled
 	// through (the engine's tests set it); Connect always dials through a
 	// Wire of its own.
