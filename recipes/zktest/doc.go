@@ -117,4 +117,13 @@
 // answered SESSIONCLOSEDREQUIRESASLAUTH (-124) at its first request and
 // its connection closed. A session authenticated as a user has the ACL id
 // sasl:<user>. These options need a local installation.
+//
+// StartKDC runs an MIT Kerberos KDC (Debian's krb5-kdc and
+// krb5-admin-server) in a temporary directory on a free loopback port,
+// without root: realm KDCRealm, the users given, and the service
+// principal zookeeper/localhost with a keytab. WithSASLKerberos(kdc)
+// starts the servers with a Krb5LoginModule JAAS section logging in from
+// that keytab and -Djava.security.krb5.conf naming the KDC; clients take
+// kdc.Krb5Conf() and ask a ticket for KDCService/KDCServiceHost. A session
+// authenticated as bob has the ACL id sasl:bob@ZK.TEST.
 package zktest

@@ -16,9 +16,13 @@ const jaasFile = "jaas.conf"
 
 // saslConfig is what the SASL options ask of the servers.
 type saslConfig struct {
-	users    map[string]string // DigestLoginModule users and passwords; nil: no SASL
+	users    map[string]string // DigestLoginModule users and passwords
+	kdc      *KDC              // or Kerberos with this KDC
 	required bool              // enforce.auth.enabled with the sasl scheme
 }
+
+// on reports whether the servers run with SASL.
+func (s saslConfig) on() bool { return s.users != nil || s.kdc != nil }
 
 // WithSASLDigest starts the servers with SASL DIGEST-MD5 authentication
 // for users (name to password), as a Java ensemble is secured with a JAAS
@@ -49,11 +53,31 @@ func WithSASLDigest(users map[string]string) Option {
 	}
 }
 
+// WithSASLKerberos starts the servers with SASL Kerberos (GSSAPI)
+// authentication against kdc (StartKDC): a JAAS Server section with
+// com.sun.security.auth.module.Krb5LoginModule logging in as
+// kdc.ServicePrincipal() from its keytab, -Djava.security.krb5.conf
+// naming kdc.Krb5Conf(), and the SASL authentication provider. A
+// client authenticates with a ticket for KDCService/KDCServiceHost; a
+// session authenticated as user@REALM has the ACL id sasl:user@REALM. It
+// cannot be combined with WithSASLDigest (a ZooKeeper server offers one
+// mechanism) and needs a local installation.
+func WithSASLKerberos(kdc *KDC) Option {
+	return func(c *config) error {
+		if kdc == nil {
+			return errors.New("zktest: WithSASLKerberos: nil KDC")
+		}
+		c.sasl.kdc = kdc
+		return nil
+	}
+}
+
 // WithSASLRequired makes the servers refuse every request of a session
 // not authenticated with SASL (ZooKeeper 3.7+: enforce.auth.enabled=true,
 // enforce.auth.schemes=sasl): such a request is answered with
 // SESSIONCLOSEDREQUIRESASLAUTH and the connection is closed, and so is a
-// connection whose SASL authentication fails. It needs WithSASLDigest.
+// connection whose SASL authentication fails. It needs WithSASLDigest or
+// WithSASLKerberos.
 func WithSASLRequired() Option {
 	return func(c *config) error { c.sasl.required = true; return nil }
 }
@@ -73,17 +97,25 @@ func checkSASLUser(name, pw string) error {
 // checkSASL reports options that cannot be honoured: SASL required
 // without users, or SASL on servers zktest does not start itself.
 func (s saslConfig) check(m mode) error {
-	if s.required && s.users == nil {
-		return errors.New("zktest: WithSASLRequired needs WithSASLDigest")
+	if s.required && !s.on() {
+		return errors.New("zktest: WithSASLRequired needs WithSASLDigest or WithSASLKerberos")
 	}
-	if s.users != nil && m != modeLocal {
-		return fmt.Errorf("zktest: WithSASLDigest needs a local ZooKeeper installation (the %s servers cannot be configured): %w", m, ErrUnavailable)
+	if s.users != nil && s.kdc != nil {
+		return errors.New("zktest: WithSASLDigest and WithSASLKerberos together: a server offers one SASL mechanism")
+	}
+	if s.on() && m != modeLocal {
+		return fmt.Errorf("zktest: SASL needs a local ZooKeeper installation (the %s servers cannot be configured): %w", m, ErrUnavailable)
 	}
 	return nil
 }
 
 // jaas returns the JAAS configuration of the servers' Server section.
 func (s saslConfig) jaas() string {
+	if s.kdc != nil {
+		return fmt.Sprintf("Server {\n  com.sun.security.auth.module.Krb5LoginModule required\n"+
+			"  useKeyTab=true\n  keyTab=\"%s\"\n  storeKey=true\n  useTicketCache=false\n  principal=\"%s\";\n};\n",
+			s.kdc.Keytab(), s.kdc.ServicePrincipal())
+	}
 	var b strings.Builder
 	b.WriteString("Server {\n  org.apache.zookeeper.server.auth.DigestLoginModule required")
 	for _, name := range slices.Sorted(maps.Keys(s.users)) {
@@ -96,26 +128,32 @@ func (s saslConfig) jaas() string {
 
 // writeJAAS writes the JAAS file into the cluster's root when SASL is on.
 func (lc *localCluster) writeJAAS() error {
-	if lc.cfg.sasl.users == nil {
+	if !lc.cfg.sasl.on() {
 		return nil
 	}
 	return os.WriteFile(filepath.Join(lc.root, jaasFile), []byte(lc.cfg.sasl.jaas()), 0o600)
 }
 
 // saslJVMArgs returns the servers' system properties for SASL: the JAAS
-// file, the provider and, when required, the enforcement.
+// file, the provider, the mechanism's own and, when required, the
+// enforcement.
 func (lc *localCluster) saslJVMArgs() []string {
 	s := lc.cfg.sasl
-	if s.users == nil {
+	if !s.on() {
 		return nil
 	}
 	args := []string{
 		"-Djava.security.auth.login.config=" + filepath.Join(lc.root, jaasFile),
 		"-Dzookeeper.authProvider.sasl=org.apache.zookeeper.server.auth.SASLAuthenticationProvider",
+	}
+	if s.kdc != nil {
+		// GSSAPI is allowed in 3.9's FIPS mode: its default stays.
+		args = append(args, "-Djava.security.krb5.conf="+s.kdc.Krb5Conf())
+	} else {
 		// ZooKeeper 3.9's FIPS mode, on by default, refuses DIGEST-MD5
 		// ("SaslServer will not use DIGEST-MD5 ... FIPS mode is enabled");
 		// 3.8 has no such mode and ignores the property.
-		"-Dzookeeper.fips-mode=false",
+		args = append(args, "-Dzookeeper.fips-mode=false")
 	}
 	if s.required {
 		args = append(args, "-Dzookeeper.enforce.auth.enabled=true", "-Dzookeeper.enforce.auth.schemes=sasl")
