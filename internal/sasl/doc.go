@@ -1,6 +1,7 @@
 // Package sasl holds the client side of ZooKeeper's SASL authentication:
-// the mechanisms (DIGEST-MD5 today, as ZooKeeper's Java client runs it
-// against a server whose JAAS Server section uses DigestLoginModule) and
+// the mechanisms (DIGEST-MD5 here, as ZooKeeper's Java client runs it
+// against a server whose JAAS Server section uses DigestLoginModule;
+// GSSAPI, Kerberos, in the subpackage gssapi) and
 // the exchange of GetSASLRequest/SetSASLResponse frames (OpCode.sasl, 102)
 // that runs on a connection right after the session handshake and before
 // any other request.
