@@ -7,7 +7,8 @@
 // any other request.
 //
 // The package knows nothing of go-zookeeper or of the engine: the engine's
-// Wire calls Exchange on each new connection (see docs/security.md).
+// Wire wraps each new connection in a Conn, which runs Exchange (see
+// docs/security.md).
 package sasl
 
 // Mechanism is one SASL client mechanism, used for one authentication
