@@ -160,3 +160,26 @@ func TestKerberosRequiredEnsemble(t *testing.T) {
 		t.Logf("the plain session: %v", err)
 	}
 }
+
+// A ticket from another KDC (same realm and names, other keys) is
+// refused by the server: the exchange fails with AUTHFAILED and the
+// client never has a session.
+func TestKerberosForeignTicket(t *testing.T) {
+	kdc := zktest.StartKDC(t, map[string]string{"bob": "bob-pw"})
+	other := zktest.StartKDC(t, map[string]string{"bob": "bob-pw"})
+	c := zktest.Start(t, zktest.WithSASLKerberos(kdc))
+	bob, err := login(t, other, "bob", "bob-pw")
+	if err != nil {
+		t.Fatal(err)
+	}
+	conn, outs := session(t, c.Servers()[0], bob)
+	err = outcome(t, outs)
+	var se *sasl.ServerError
+	if !errors.Is(err, sasl.ErrAuthFailed) || !errors.As(err, &se) || se.Code != sasl.CodeAuthFailed {
+		t.Fatalf("a foreign ticket: %v; want the server's AUTHFAILED", err)
+	}
+	t.Logf("a foreign ticket: %v", err)
+	if conn.State() == zk.StateHasSession {
+		t.Fatal("a foreign ticket has a session")
+	}
+}
