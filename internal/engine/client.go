@@ -90,6 +90,9 @@ func Connect(ctx context.Context, servers []string, cfg Config) (*Client, error)
 	c := newClient(cfg)
 	c.servers = zk.FormatServers(servers) // as go-zookeeper dials them: port 2181 where none is given
 	c.wire = newWire(cfg.Dialer)
+	if cfg.SASL != nil {
+		c.wire.auth = newWireAuth(cfg.SASL, c.log)
+	}
 	c.wire.onUsable = c.pw.kickNow
 	zkopts := []func(*zk.Conn){
 		zk.WithLogger(&zkLogAdapter{c: c, next: cfg.ZKLogger}),
@@ -227,24 +230,12 @@ func (c *Client) start(events <-chan zk.Event, forward bool) {
 	go c.run()
 }
 
-// afterStart waits for the first session and applies the auth options.
 // afterStart waits for the first session (unless WithConnectTimeout(0)
 // asked not to) and adds the WithAuth credentials.
 func (c *Client) afterStart(ctx context.Context) error {
 	if c.cfg.ConnectTimeout > 0 {
-		wctx, cancel := context.WithTimeout(ctx, c.cfg.ConnectTimeout)
-		defer cancel()
-		if err := c.WaitConnected(wctx); err != nil {
-			if ctx.Err() != nil { // the caller's ctx, not the connect timeout
-				return zkerr.Namedf("connect", "no session yet: %w", ctx.Err())
-			}
-			why := "is ZooKeeper running at the addresses given, and reachable from here?"
-			if c.wire != nil {
-				if derr := c.wire.LastDialError(); derr != nil {
-					why = "last " + derr.Error()
-				}
-			}
-			return zkerr.Namedf("connect", "no session within %v from %s (%s): %w", c.cfg.ConnectTimeout, strings.Join(c.servers, ","), why, err)
+		if err := c.awaitFirstSession(ctx); err != nil {
+			return err
 		}
 	}
 	for _, a := range c.cfg.Auth {
@@ -253,6 +244,44 @@ func (c *Client) afterStart(ctx context.Context) error {
 		}
 	}
 	return nil
+}
+
+// awaitFirstSession waits for the first session within ctx and the
+// connect timeout. A refused SASL authentication ends the wait at once:
+// go-zookeeper would try the refused credentials for ever.
+func (c *Client) awaitFirstSession(ctx context.Context) error {
+	wctx, cancel := context.WithTimeout(ctx, c.cfg.ConnectTimeout)
+	defer cancel()
+	var refused <-chan struct{}
+	if c.wire != nil && c.wire.auth != nil {
+		refused = c.wire.auth.failed
+	}
+	go func() {
+		select {
+		case <-refused:
+			cancel()
+		case <-wctx.Done():
+		}
+	}()
+	err := c.WaitConnected(wctx)
+	if err == nil {
+		return nil
+	}
+	if c.wire != nil && c.wire.auth != nil {
+		if aerr := c.wire.auth.lastError(); aerr != nil && isClosed(refused) {
+			return zkerr.Namedf("connect", "%w: %w", zk.ErrAuthFailed, aerr)
+		}
+	}
+	if ctx.Err() != nil { // the caller's ctx, not the connect timeout
+		return zkerr.Namedf("connect", "no session yet: %w", ctx.Err())
+	}
+	why := "is ZooKeeper running at the addresses given, and reachable from here?"
+	if c.wire != nil {
+		if derr := c.wire.LastDialError(); derr != nil {
+			why = "last " + derr.Error()
+		}
+	}
+	return zkerr.Namedf("connect", "no session within %v from %s (%s): %w", c.cfg.ConnectTimeout, strings.Join(c.servers, ","), why, err)
 }
 
 // Conn returns the underlying go-zookeeper connection, for operations this

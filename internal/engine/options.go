@@ -7,6 +7,7 @@ import (
 	"github.com/cenkalti/backoff/v4"
 	"github.com/go-zookeeper/zk"
 	"github.com/zkrecipes/zkrecipes/internal/metric"
+	"github.com/zkrecipes/zkrecipes/internal/sasl"
 	"github.com/zkrecipes/zkrecipes/internal/zkstate"
 )
 
@@ -35,6 +36,9 @@ type Config struct {
 	wire         *wire
 	NoContainers bool        // parents are persistent nodes, not containers
 	Metrics      metric.Sink // nil: no metrics
+	// SASL makes the mechanism of one connection's SASL exchange (a new
+	// one per connection); nil: no SASL.
+	SASL func() sasl.Mechanism
 	// MetricsPath bounds the recipe metrics' path label; nil: the path.
 	MetricsPath func(recipe, path string) string
 }
