@@ -10,7 +10,6 @@ import (
 	"github.com/go-zookeeper/zk"
 
 	"github.com/zkrecipes/zkrecipes/internal/engine"
-	"github.com/zkrecipes/zkrecipes/internal/sasl"
 	"github.com/zkrecipes/zkrecipes/internal/zkpath"
 	"github.com/zkrecipes/zkrecipes/internal/zkstate"
 )
@@ -161,26 +160,6 @@ func WithAuth(scheme string, auth []byte) Option {
 			return fmt.Errorf("%w: empty auth scheme", ErrInvalidArgument)
 		}
 		o.cfg.Auth = append(o.cfg.Auth, engine.Auth{Scheme: scheme, Data: append([]byte(nil), auth...)})
-		return nil
-	}
-}
-
-// WithSASLDigest authenticates every connection with SASL DIGEST-MD5 as
-// user (a JAAS DigestLoginModule user of the servers), right after each
-// session handshake and before any request, as ZooKeeper's Java client
-// does: the session is authenticated anew on each connection, and its
-// ACL identity is sasl:<user>. When a server refuses the credentials,
-// Connect fails at once with an error wrapping ErrAuthFailed (no session
-// is left without its rights); after the first session a refusal is a
-// lost connection. ZooKeeper 3.9 refuses DIGEST-MD5 unless its FIPS mode
-// is off (-Dzookeeper.fips-mode=false on the servers). See
-// docs/security.md.
-func WithSASLDigest(user, password string) Option {
-	return func(o *options) error {
-		if user == "" {
-			return fmt.Errorf("%w: empty SASL user", ErrInvalidArgument)
-		}
-		o.cfg.SASL = func() sasl.Mechanism { return sasl.NewDigestMD5(user, password) }
 		return nil
 	}
 }

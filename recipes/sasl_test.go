@@ -80,6 +80,10 @@ func TestSASLDigestRefused(t *testing.T) {
 
 	_, err = recipes.Connect(ctx, zkc.Servers(), recipes.WithSASLDigest("", "x"))
 	assert.ErrorIs(t, err, recipes.ErrInvalidArgument, "an empty user")
+	_, err = recipes.Connect(ctx, zkc.Servers(), recipes.WithSASL(nil))
+	assert.ErrorIs(t, err, recipes.ErrInvalidArgument, "a nil mechanism func")
+	_, err = recipes.Connect(ctx, zkc.Servers(), recipes.WithSASL(func(string) recipes.SASLMechanism { return nil }))
+	assert.ErrorIs(t, err, recipes.ErrAuthFailed, "a mechanism func that gives none")
 
 	admin := testutil.Connect(t, zkc.Servers())
 	kids, _, err := admin.Children(ctx, "/")

@@ -37,8 +37,9 @@ type Config struct {
 	NoContainers bool        // parents are persistent nodes, not containers
 	Metrics      metric.Sink // nil: no metrics
 	// SASL makes the mechanism of one connection's SASL exchange (a new
-	// one per connection); nil: no SASL.
-	SASL func() sasl.Mechanism
+	// one per connection) with the server dialled at address; nil: no
+	// SASL.
+	SASL func(address string) sasl.Mechanism
 	// MetricsPath bounds the recipe metrics' path label; nil: the path.
 	MetricsPath func(recipe, path string) string
 }

@@ -19,21 +19,21 @@ import (
 // connection: the session is never handed a connection without its
 // rights.
 type wireAuth struct {
-	mech   func() sasl.Mechanism
+	mech   func(address string) sasl.Mechanism
 	log    *slog.Logger
 	last   atomic.Pointer[dialError] // the last refused exchange; nil after one succeeds
 	failed chan struct{}             // closed at the first refusal
 	once   sync.Once
 }
 
-func newWireAuth(mech func() sasl.Mechanism, log *slog.Logger) *wireAuth {
+func newWireAuth(mech func(address string) sasl.Mechanism, log *slog.Logger) *wireAuth {
 	return &wireAuth{mech: mech, log: log, failed: make(chan struct{})}
 }
 
 // wrap returns conn, dialled to address, authenticating within timeout of
 // the handshake reply.
 func (a *wireAuth) wrap(conn net.Conn, address string, timeout time.Duration) net.Conn {
-	m := a.mech()
+	m := a.mech(address)
 	return sasl.NewConn(conn, m, timeout, func(err error) {
 		if err == nil {
 			a.last.Store(nil)
