@@ -122,3 +122,12 @@ func (c *Client) readdAll() error {
 	}
 	return failed
 }
+
+// Wake returns a channel that receives when events may be waiting: take
+// them with Poll. It is for an owner that waits on other things too (the
+// replies of its reads); Events is for one that waits on the watch alone.
+func (w *PersistentWatch) Wake() <-chan struct{} { return w.q.wake }
+
+// Poll returns the events waiting, without blocking (none: nothing yet);
+// ok is false once the watch is removed or the client closed.
+func (w *PersistentWatch) Poll() (events []PersistentEvent, ok bool) { return w.q.poll() }

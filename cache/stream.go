@@ -1,0 +1,175 @@
+package cache
+
+import (
+	"context"
+
+	"github.com/go-zookeeper/zk"
+
+	"github.com/zkrecipes/zkrecipes/internal/engine"
+)
+
+// A persistent watch's events, one read each.
+//
+// Each NodeCreated and NodeDataChanged makes its own read of the node as
+// soon as the cache takes the event, as Curator's CuratorCache makes one
+// getData per event: the reads go out one after the other, pipelined on
+// the session, without waiting for each other or for the events before
+// them to be applied. So a node changed twice, with the second change
+// after the first one's read reached the server, is reported twice, with
+// each version. The events are applied in the order they came, each
+// once its read is in (the events after it wait for it), each against
+// what its own read saw, which is as of its event or later:
+//
+//   - A change is applied only when the node's mzxid moved forward, and a
+//     node whose czxid differs was deleted and created again (upsert);
+//     a node the read found gone is dropped (its deletion's event
+//     follows, and finds nothing to drop).
+//   - A deletion is applied without a read, unless a read of the node
+//     (here or in a load) may be answered after the deletion's event came
+//     (it is under way, or its Seq is at most the read's Routed: c.ahead,
+//     c.verifyTo): then the node the cache holds may be newer than the
+//     one deleted, and a read of its stat, made as the deletion is taken,
+//     decides: the deletion is skipped when the node is still there with
+//     the czxid the cache holds.
+//
+// A deletion's read is made when the deletion is taken too, so that every
+// read goes out in the order of the events, and reads of one session are
+// answered in the order they were sent: the reads applied one after the
+// other never go back in time.
+
+// pendingEvent is a watch event with the read it made (nil: none, yet).
+type pendingEvent struct {
+	ev   engine.PersistentEvent
+	read *engine.AsyncRead
+}
+
+// stream is the events taken whose reads are under way, in order. It
+// belongs to the persistent watch's goroutine (runPersistent).
+type stream struct {
+	q    []pendingEvent
+	last map[string]*engine.AsyncRead // a node's last read in q
+}
+
+// head returns a channel closed when the first event's read is in (nil,
+// which blocks, when no event waits or the first makes no read).
+func (s *stream) head() <-chan struct{} {
+	if len(s.q) == 0 || s.q[0].read == nil {
+		return nil
+	}
+	return s.q[0].read.Done()
+}
+
+// enqueue takes evs's node events of the cache's scope, and starts the
+// read each creation and change makes, and each deletion that needs one
+// (see above).
+func (c *Cache) enqueue(ctx context.Context, s *stream, evs []engine.PersistentEvent) {
+	for _, ev := range evs {
+		if ev.Kind != engine.PersistentNode || !c.inScope(ev.Path) {
+			continue
+		}
+		p := pendingEvent{ev: ev}
+		switch ev.Type {
+		case zk.EventNodeDeleted:
+			if r := s.last[ev.Path]; c.overtaken(ev) || (r != nil && (!done(r) || r.Routed >= ev.Seq)) {
+				p.read = c.e.ReadAsync(ctx, ev.Path, true)
+			}
+		case zk.EventNodeCreated, zk.EventNodeDataChanged:
+			p.read = c.e.ReadAsync(ctx, ev.Path, c.o.noData)
+		default:
+			continue
+		}
+		if p.read != nil {
+			if s.last == nil {
+				s.last = map[string]*engine.AsyncRead{}
+			}
+			s.last[ev.Path] = p.read
+		}
+		s.q = append(s.q, p)
+	}
+}
+
+// drain applies the events at the head of s whose reads are in (or that
+// make none), in order, and posts what they changed. An error is a
+// read's that failed.
+func (c *Cache) drain(s *stream) error {
+	if len(s.q) == 0 {
+		return nil
+	}
+	for p, to := range c.ahead {
+		if to < s.q[0].ev.Seq {
+			delete(c.ahead, p) // no event to come is that old
+		}
+	}
+	var (
+		out []Event
+		err error
+		i   int
+	)
+	c.mu.Lock()
+	for ; i < len(s.q) && err == nil; i++ {
+		if r := s.q[i].read; r != nil && !done(r) {
+			break
+		}
+		out, err = c.applyLocked(out, &s.q[i])
+		if p := s.q[i].ev.Path; s.last[p] == s.q[i].read {
+			delete(s.last, p) // applied: c.ahead has what it says
+		}
+	}
+	if !c.life.Closed() {
+		c.publishLocked(out, false)
+	}
+	c.mu.Unlock()
+	if err != nil {
+		return err
+	}
+	if s.q = s.q[i:]; len(s.q) == 0 {
+		*s = stream{} // and the reads it names are applied
+	}
+	return nil
+}
+
+// done reports whether r's reply is in.
+func done(r *engine.AsyncRead) bool {
+	select {
+	case <-r.Done():
+		return true
+	default:
+		return false
+	}
+}
+
+// overtaken reports whether a read of ev's node may have been answered
+// after ev came: ev's Seq is at most what a read's Routed said (after a
+// load, or after the node's own read).
+func (c *Cache) overtaken(ev engine.PersistentEvent) bool {
+	return ev.Seq <= c.verifyTo || ev.Seq <= c.ahead[ev.Path]
+}
+
+// applyLocked applies one event against its read (see above).
+func (c *Cache) applyLocked(out []Event, p *pendingEvent) ([]Event, error) {
+	ev, r := p.ev, p.read
+	if r != nil && r.Err != nil {
+		if !refused(r.Err) {
+			return out, r.Err
+		}
+		c.refusedRead(ev.Path)
+		return c.removeLocked(out, ev.Path), nil // left out (as if gone)
+	}
+	if ev.Type == zk.EventNodeDeleted {
+		if slot, _ := c.findLocked(ev.Path); slot < 0 || r == nil || !r.There || r.Stat.Czxid != c.st.czxid(slot) {
+			return c.removeLocked(out, ev.Path), nil
+		}
+		// An older node's deletion: the node held is still there.
+	} else if !r.There {
+		return c.removeLocked(out, ev.Path), nil // deleted since: its event follows
+	} else {
+		out = c.upsertLocked(out, ev.Path, r.Data, r.Stat)
+	}
+	if r.Routed > ev.Seq { // events after this one may be older than the read
+		if c.ahead == nil {
+			c.ahead = map[string]uint64{}
+		}
+		c.ahead[ev.Path] = max(c.ahead[ev.Path], r.Routed)
+	}
+	return out, nil
+}
