@@ -53,7 +53,14 @@ func (c *Cache) runPersistent(ctx context.Context, w *engine.PersistentWatch) (f
 		needsLoad bool   // the cache may miss changes: read it all again
 		covered   uint64 // the PersistentResyncs the last load covers
 		s         stream // the events whose reads are under way
+		applier   engine.Listeners[func()]
 	)
+	// What the reads saw is merged into the cache on a goroutine of its
+	// own, in order: this one takes events and sends their reads at once,
+	// never waiting for the cache's lock (held by readers of a large
+	// cache, or by a merge) while events come.
+	applier.Listen(func(merge func()) { merge() })
+	defer applier.Close()
 	defer func() {
 		if timer != nil {
 			timer.Stop()
@@ -72,7 +79,7 @@ func (c *Cache) runPersistent(ctx context.Context, w *engine.PersistentWatch) (f
 		again = timer.C
 	}
 	load := func() {
-		n, err := c.load(ctx, w)
+		n, err := c.load(ctx, w, applier.Post)
 		switch {
 		case err == nil:
 			needsLoad, again, covered = false, nil, n
@@ -114,7 +121,7 @@ func (c *Cache) runPersistent(ctx context.Context, w *engine.PersistentWatch) (f
 			load()
 			continue
 		}
-		if err := c.drain(&s); err != nil && ctx.Err() == nil {
+		if err := c.drain(&s, applier.Post); err != nil && ctx.Err() == nil {
 			failed(err)
 		}
 	}
@@ -139,13 +146,13 @@ func (c *Cache) lastResync(evs []engine.PersistentEvent) (last int, unsupported 
 	return last, false
 }
 
-// load reads the whole cached subtree and merges it: events for what
-// differs (NodeDeleted first, deepest first; then NodeCreated and
-// NodeChanged, parents first), then Initialized the first time, Resynced
-// after. It returns how many PersistentResyncs the read covers, or
-// errUnsynced when the watch was not set on the connection throughout
-// (then nothing is merged).
-func (c *Cache) load(ctx context.Context, w *engine.PersistentWatch) (uint64, error) {
+// load reads the whole cached subtree and has post merge it (after what
+// was posted before): events for what differs (NodeDeleted first,
+// deepest first; then NodeCreated and NodeChanged, parents first), then
+// Initialized the first time, Resynced after. It returns how many
+// PersistentResyncs the read covers, or errUnsynced when the watch was
+// not set on the connection throughout (then nothing is merged).
+func (c *Cache) load(ctx context.Context, w *engine.PersistentWatch, post func(func())) (uint64, error) {
 	n, ok := w.Synced()
 	if !ok {
 		return 0, errUnsynced
@@ -165,10 +172,16 @@ func (c *Cache) load(ctx context.Context, w *engine.PersistentWatch) (uint64, er
 		return 0, errUnsynced
 	}
 	c.verifyTo, c.ahead = w.Routed(), nil
+	post(func() { c.mergeTree(tree) })
+	return n, nil
+}
+
+// mergeTree merges a full read of the subtree (see load).
+func (c *Cache) mergeTree(tree map[string]*loaded) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.life.Closed() {
-		return n, nil
+		return
 	}
 	var evs []Event
 	type cached struct {
@@ -201,7 +214,6 @@ func (c *Cache) load(ctx context.Context, w *engine.PersistentWatch) (uint64, er
 	}
 	walk(c.full)
 	c.publishLocked(evs, true)
-	return n, nil
 }
 
 // refused reports whether a read was refused for want of permission: the

@@ -88,10 +88,10 @@ func (c *Cache) enqueue(ctx context.Context, s *stream, evs []engine.PersistentE
 	}
 }
 
-// drain applies the events at the head of s whose reads are in (or that
-// make none), in order, and posts what they changed. An error is a
-// read's that failed.
-func (c *Cache) drain(s *stream) error {
+// drain takes the events at the head of s whose reads are in (or that
+// make none), in order, and has post apply them to the cache (after what
+// was posted before). An error is a read's that failed.
+func (c *Cache) drain(s *stream, post func(func())) error {
 	if len(s.q) == 0 {
 		return nil
 	}
@@ -100,32 +100,53 @@ func (c *Cache) drain(s *stream) error {
 			delete(c.ahead, p) // no event to come is that old
 		}
 	}
-	var (
-		out []Event
-		err error
-		i   int
-	)
-	c.mu.Lock()
-	for ; i < len(s.q) && err == nil; i++ {
-		if r := s.q[i].read; r != nil && !done(r) {
+	i := 0
+	for ; i < len(s.q); i++ {
+		p := s.q[i]
+		r := p.read
+		if r == nil {
+			continue
+		}
+		if !done(r) {
 			break
 		}
-		out, err = c.applyLocked(out, &s.q[i])
-		if p := s.q[i].ev.Path; s.last[p] == s.q[i].read {
-			delete(s.last, p) // applied: c.ahead has what it says
+		if r.Err != nil && !refused(r.Err) {
+			return r.Err
+		}
+		if r.Routed > p.ev.Seq { // events after this one may be older than the read
+			if c.ahead == nil {
+				c.ahead = map[string]uint64{}
+			}
+			c.ahead[p.ev.Path] = max(c.ahead[p.ev.Path], r.Routed)
+		}
+		if s.last[p.ev.Path] == r {
+			delete(s.last, p.ev.Path) // applied: c.ahead has what it says
 		}
 	}
-	if !c.life.Closed() {
-		c.publishLocked(out, false)
+	if i == 0 {
+		return nil
 	}
-	c.mu.Unlock()
-	if err != nil {
-		return err
-	}
+	ready := s.q[:i:i]
+	post(func() { c.apply(ready) })
 	if s.q = s.q[i:]; len(s.q) == 0 {
-		*s = stream{} // and the reads it names are applied
+		*s = stream{}
 	}
 	return nil
+}
+
+// apply applies events whose reads are in, in order, and posts what they
+// changed to the listeners.
+func (c *Cache) apply(ready []pendingEvent) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.life.Closed() {
+		return
+	}
+	var out []Event
+	for i := range ready {
+		out = c.applyLocked(out, &ready[i])
+	}
+	c.publishLocked(out, false)
 }
 
 // done reports whether r's reply is in.
@@ -145,31 +166,21 @@ func (c *Cache) overtaken(ev engine.PersistentEvent) bool {
 	return ev.Seq <= c.verifyTo || ev.Seq <= c.ahead[ev.Path]
 }
 
-// applyLocked applies one event against its read (see above).
-func (c *Cache) applyLocked(out []Event, p *pendingEvent) ([]Event, error) {
+// applyLocked applies one event against its read (see above); a read
+// that failed is a refused one (drain stops at the others).
+func (c *Cache) applyLocked(out []Event, p *pendingEvent) []Event {
 	ev, r := p.ev, p.read
-	if r != nil && r.Err != nil {
-		if !refused(r.Err) {
-			return out, r.Err
-		}
+	switch {
+	case r != nil && r.Err != nil:
 		c.refusedRead(ev.Path)
-		return c.removeLocked(out, ev.Path), nil // left out (as if gone)
-	}
-	if ev.Type == zk.EventNodeDeleted {
-		if slot, _ := c.findLocked(ev.Path); slot < 0 || r == nil || !r.There || r.Stat.Czxid != c.st.czxid(slot) {
-			return c.removeLocked(out, ev.Path), nil
+		return c.removeLocked(out, ev.Path) // left out (as if gone)
+	case ev.Type == zk.EventNodeDeleted:
+		if slot, _ := c.findLocked(ev.Path); slot >= 0 && r != nil && r.There && r.Stat.Czxid == c.st.czxid(slot) {
+			return out // an older node's deletion: the node held is still there
 		}
-		// An older node's deletion: the node held is still there.
-	} else if !r.There {
-		return c.removeLocked(out, ev.Path), nil // deleted since: its event follows
-	} else {
-		out = c.upsertLocked(out, ev.Path, r.Data, r.Stat)
+		return c.removeLocked(out, ev.Path)
+	case !r.There:
+		return c.removeLocked(out, ev.Path) // deleted since: its event follows
 	}
-	if r.Routed > ev.Seq { // events after this one may be older than the read
-		if c.ahead == nil {
-			c.ahead = map[string]uint64{}
-		}
-		c.ahead[ev.Path] = max(c.ahead[ev.Path], r.Routed)
-	}
-	return out, nil
+	return c.upsertLocked(out, ev.Path, r.Data, r.Stat)
 }
