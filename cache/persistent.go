@@ -60,6 +60,7 @@ func (c *Cache) runPersistent(ctx context.Context, w *engine.PersistentWatch) (f
 	// never waiting for the cache's lock (held by readers of a large
 	// cache, or by a merge) while events come.
 	applier.Listen(func(merge func()) { merge() })
+	w.ReadEach(ctx, c.wantRead)
 	defer applier.Close()
 	defer func() {
 		if timer != nil {
@@ -172,6 +173,7 @@ func (c *Cache) load(ctx context.Context, w *engine.PersistentWatch, post func(f
 		return 0, errUnsynced
 	}
 	c.verifyTo, c.ahead = w.Routed(), nil
+	c.readFloor = c.e.ReadOrder() // reads sent before may be older than the tree
 	post(func() { c.mergeTree(tree) })
 	return n, nil
 }

@@ -59,9 +59,27 @@ func (s *stream) head() <-chan struct{} {
 	return s.q[0].read.Done()
 }
 
-// enqueue takes evs's node events of the cache's scope, and starts the
-// read each creation and change makes, and each deletion that needs one
-// (see above).
+// wantRead says which events' reads the watch starts as they come
+// (PersistentWatch.ReadEach): every creation and change of a node in
+// scope, and its stat for a deletion (used when the deletion needs it).
+func (c *Cache) wantRead(ev engine.PersistentEvent) (read, statOnly bool) {
+	if !c.inScope(ev.Path) {
+		return false, false
+	}
+	switch ev.Type {
+	case zk.EventNodeDeleted:
+		return true, true
+	case zk.EventNodeCreated, zk.EventNodeDataChanged:
+		return true, c.o.noData
+	}
+	return false, false
+}
+
+// enqueue takes evs's node events of the cache's scope, each with the
+// read it makes (creations and changes; deletions that need one, see
+// above). The read the watch started as the event came is taken unless
+// it may be older than one taken before it, or than the last load (its
+// Order is at most c.readFloor): then a new one is made.
 func (c *Cache) enqueue(ctx context.Context, s *stream, evs []engine.PersistentEvent) {
 	for _, ev := range evs {
 		if ev.Kind != engine.PersistentNode || !c.inScope(ev.Path) {
@@ -71,10 +89,10 @@ func (c *Cache) enqueue(ctx context.Context, s *stream, evs []engine.PersistentE
 		switch ev.Type {
 		case zk.EventNodeDeleted:
 			if r := s.last[ev.Path]; c.overtaken(ev) || (r != nil && (!done(r) || r.Routed >= ev.Seq)) {
-				p.read = c.e.ReadAsync(ctx, ev.Path, true)
+				p.read = c.takeRead(ctx, ev, true)
 			}
 		case zk.EventNodeCreated, zk.EventNodeDataChanged:
-			p.read = c.e.ReadAsync(ctx, ev.Path, c.o.noData)
+			p.read = c.takeRead(ctx, ev, c.o.noData)
 		default:
 			continue
 		}
@@ -86,6 +104,16 @@ func (c *Cache) enqueue(ctx context.Context, s *stream, evs []engine.PersistentE
 		}
 		s.q = append(s.q, p)
 	}
+}
+
+// takeRead returns ev's read (see enqueue).
+func (c *Cache) takeRead(ctx context.Context, ev engine.PersistentEvent, statOnly bool) *engine.AsyncRead {
+	r := ev.Read
+	if r == nil || r.Order <= c.readFloor {
+		r = c.e.ReadAsync(ctx, ev.Path, statOnly)
+	}
+	c.readFloor = max(c.readFloor, r.Order)
+	return r
 }
 
 // drain takes the events at the head of s whose reads are in (or that

@@ -101,6 +101,9 @@ type PersistentEvent struct {
 	// Seq is a PersistentNode event's place in the client's watch events
 	// (1, 2, ...), in the connection's order: see Routed.
 	Seq uint64
+	// Read is the read of the node started as the event came, when the
+	// watch's ReadEach asked for one (nil otherwise).
+	Read *AsyncRead
 }
 
 // PersistentWatch is one persistent watch of a Client, from AddWatch
@@ -113,6 +116,7 @@ type PersistentWatch struct {
 	removed   bool      // under c.pw.mu
 	synced    *wireConn // the connection it was last told of (PersistentResync), under c.pw.mu
 	resyncs   uint64    // the PersistentResync events pushed, under c.pw.mu
+	reader    *eachRead // ReadEach's, under c.pw.mu
 }
 
 // Path returns the server path watched.
@@ -391,7 +395,13 @@ func (p *pwatches) route(ev zk.Event) {
 			// its own node.
 			if (e.recursive && ev.Type != zk.EventNodeChildrenChanged) || (!e.recursive && exact) {
 				for o := range e.owners {
-					o.q.push(PersistentEvent{Kind: PersistentNode, Path: ev.Path, Type: ev.Type, Seq: seq})
+					pe := PersistentEvent{Kind: PersistentNode, Path: ev.Path, Type: ev.Type, Seq: seq}
+					if r := o.reader; r != nil {
+						if read, statOnly := r.want(pe); read {
+							pe.Read = o.c.ReadAsync(r.ctx, pe.Path, statOnly)
+						}
+					}
+					o.q.push(pe)
 				}
 			}
 		}

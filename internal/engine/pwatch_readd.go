@@ -131,3 +131,23 @@ func (w *PersistentWatch) Wake() <-chan struct{} { return w.q.wake }
 // Poll returns the events waiting, without blocking (none: nothing yet);
 // ok is false once the watch is removed or the client closed.
 func (w *PersistentWatch) Poll() (events []PersistentEvent, ok bool) { return w.q.poll() }
+
+// eachRead is what ReadEach set.
+type eachRead struct {
+	ctx  context.Context
+	want func(PersistentEvent) (read, statOnly bool)
+}
+
+// ReadEach makes the watch start a read of an event's node as the event
+// comes, before any later frame of the connection is read, as the Java
+// client's event thread does for Curator's CuratorCache: when want (called
+// on the client's receiving goroutine: it must not block) says so, the
+// event's Read is the read (its stat alone with statOnly), sent under
+// ctx. The read goes out after every event before it, and so sees the
+// node as of its event or later; reads started this way go out in the
+// events' order.
+func (w *PersistentWatch) ReadEach(ctx context.Context, want func(ev PersistentEvent) (read, statOnly bool)) {
+	w.c.pw.mu.Lock()
+	defer w.c.pw.mu.Unlock()
+	w.reader = &eachRead{ctx: ctx, want: want}
+}

@@ -22,6 +22,21 @@ type AsyncRead struct {
 	// Wire it is read on the receiving goroutine as the reply passes, and
 	// is exact.
 	Routed uint64
+	// Order is the read's place among the requests the Wire made (see
+	// ReadOrder): a read of a larger Order went out later, and saw the
+	// same state or a newer one. A read the Wire could not make (it went
+	// through go-zookeeper) has the Order of the Wire's last request
+	// when it was started.
+	Order uint64
+}
+
+// ReadOrder returns the Order of the last request the Wire made: a read
+// with an Order at most this went out before now.
+func (c *Client) ReadOrder() uint64 {
+	if c.wire == nil {
+		return 0
+	}
+	return c.wire.made.Load()
 }
 
 // Done is closed once the read's fields are set.
@@ -49,6 +64,7 @@ func (c *Client) ReadAsync(ctx context.Context, path string, statOnly bool) *Asy
 		})
 		if err == nil {
 			count.Add(1)
+			a.Order = r.order
 			a.done = r.done
 			return a
 		}
@@ -58,7 +74,7 @@ func (c *Client) ReadAsync(ctx context.Context, path string, statOnly bool) *Asy
 		}
 	}
 	done := make(chan struct{})
-	a.done = done
+	a.done, a.Order = done, c.ReadOrder()
 	if !c.background(func() {
 		defer close(done)
 		if statOnly {

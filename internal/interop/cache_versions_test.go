@@ -1,0 +1,230 @@
+package interop_test
+
+// Every version Curator's CuratorCache reports, the Go cache reports
+// (issue 34): both caches watch one tree of 25 nodes while a writer
+// changes it at about 200 writes/s (sets, deletions, creations, now and
+// then the same node twice in a row, 3 ms apart, and bursts of sets). After each run both caches are
+// waited for until their events, replayed, give the server's tree; then
+// every (path, version) Curator reported as NODE_CREATED or NODE_CHANGED
+// in the run must be among the Go cache's, as often. A run ends with a
+// set of the root, whose event each cache reports after every event
+// before it. A cache that reads a
+// node once for several events of it (the Go cache did, for a batch of
+// events) reports fewer versions than Curator's, which reads once per
+// event.
+//
+// CI makes -cache-versions-runs runs (4 by default); the issue's check is
+// 20 on the 3.9 leg:
+//
+//	eval "$(bash scripts/zk39-env.sh)"
+//	go test -race -count=1 -run TestCuratorCacheVersions ./internal/interop -cache-versions-runs 20
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"maps"
+	"math/rand/v2"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/go-zookeeper/zk"
+	"github.com/google/uuid"
+	"github.com/stretchr/testify/require"
+
+	"github.com/zkrecipes/zkrecipes/cache"
+	"github.com/zkrecipes/zkrecipes/internal/interop"
+	"github.com/zkrecipes/zkrecipes/internal/testutil"
+	"github.com/zkrecipes/zkrecipes/recipes"
+)
+
+// pairGap is the time between the reply to a set and the next set of the
+// same node, when the writer sets one node twice in a row.
+const pairGap = 3 * time.Millisecond
+
+var cacheVersionsRuns = flag.Int("cache-versions-runs", 4, "TestCuratorCacheVersions: runs of 60 writes at 200/s (the issue's check: 20)")
+
+// versionCounts counts the NODE_CREATED and NODE_CHANGED lines of evs by
+// "path version".
+func versionCounts(evs []string) map[string]int {
+	out := map[string]int{}
+	for _, e := range evs {
+		f := strings.Fields(e)
+		if len(f) == 3 && (f[0] == "NODE_CREATED" || f[0] == "NODE_CHANGED") {
+			out[f[1]+" v"+f[2]]++
+		}
+	}
+	return out
+}
+
+// about returns the events of evs about path.
+func about(evs []string, path string) []string {
+	var out []string
+	for _, e := range evs {
+		if f := strings.Fields(e); len(f) == 3 && f[1] == path {
+			out = append(out, f[0]+" v"+f[2])
+		}
+	}
+	return out
+}
+
+// settled reports whether evs, replayed on from, give want.
+func settled(from, want map[string]int32, evs []string) bool {
+	got := maps.Clone(from)
+	return replay(got, evs) == nil && maps.Equal(got, want)
+}
+
+// TestCuratorCacheVersions: see the head of the file.
+func TestCuratorCacheVersions(t *testing.T) {
+	zkc := testutil.CuratorServer(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	root := "/interop/versions-" + uuid.NewString()[:8]
+	admin := testutil.Connect(t, zkc.Servers())
+	var nodes []string
+	for i := range 24 {
+		nodes = append(nodes, fmt.Sprintf("%s/n%02d", root, i))
+	}
+	_, err := admin.CreateWithParents(ctx, root, []byte("root"), 0)
+	require.NoError(t, err)
+	for _, p := range nodes {
+		_, err := admin.Create(ctx, p, []byte("init"), 0)
+		require.NoError(t, err)
+	}
+	gc := testutil.Connect(t, zkc.Servers())
+	jc := testutil.Curator(t, ctx, t.TempDir(), "cache", zkc.ConnectString(), root)
+	cc, err := cache.New(gc, root)
+	require.NoError(t, err)
+	var ge goEvents
+	cc.Listen(ge.add)
+	require.NoError(t, cc.Start(ctx))
+	t.Cleanup(func() { cc.Close(context.Background()) })
+	require.NoError(t, cc.WaitReady(ctx))
+	require.NoError(t, jc.WaitLine(ctx, "INITIALIZED"))
+
+	rng := rand.New(rand.NewPCG(34, 200))
+	from, err := readTree(ctx, admin, root)
+	require.NoError(t, err)
+	gFrom, jFrom := len(ge.get()), 0
+	if evs, _ := javaEvents(jc); evs != nil {
+		jFrom = len(evs)
+	}
+	misses := 0
+	for run := range *cacheVersionsRuns {
+		writeAt200(ctx, t, admin, root, nodes, rng, 60)
+		st, err := admin.Set(ctx, root, []byte("end"), -1)
+		require.NoError(t, err)
+		want, err := readTree(ctx, admin, root)
+		require.NoError(t, err)
+		end := fmt.Sprintf("NODE_CHANGED %s %d", root, st.Version)
+		gEvs, jEvs := settle(ctx, t, &ge, jc, end, versionsOf(from), versionsOf(want), gFrom, jFrom)
+		gCount, jCount := versionCounts(gEvs), versionCounts(jEvs)
+		var missed []string
+		for k, n := range jCount {
+			if gCount[k] < n {
+				path := strings.Fields(k)[0]
+				missed = append(missed, fmt.Sprintf("%s (Curator %d, ours %d; the node's events: ours %v, Curator's %v)", k, n, gCount[k], about(gEvs, path), about(jEvs, path)))
+			}
+		}
+		if len(missed) > 0 {
+			misses++
+			t.Errorf("run %d: versions Curator's cache reported and ours did not: %v", run+1, missed)
+		}
+		t.Logf("run %d: ours %d events, Curator's %d", run+1, len(gEvs), len(jEvs))
+		from, gFrom, jFrom = want, gFrom+len(gEvs), jFrom+len(jEvs)
+	}
+	t.Logf("%d of %d runs: every version Curator's cache reported was reported by ours", *cacheVersionsRuns-misses, *cacheVersionsRuns)
+}
+
+// writeAt200 makes n writes at about 200 per second: on a random node, a
+// set (or its creation when it is gone; a deletion one time in four),
+// and one time in three the same node as the write before, 3 ms after
+// its reply (6 ms for another node). One write in ten is a burst
+// instead: a multi that sets 12 other nodes, then two sets of one node
+// 3 ms apart. A cache that reads each event's node at once sees both
+// versions; one that waits for the reads of the events before (the
+// burst's) may not.
+func writeAt200(ctx context.Context, t *testing.T, c *recipes.Client, root string, nodes []string, rng *rand.Rand, n int) {
+	t.Helper()
+	tick := time.NewTicker(time.Millisecond)
+	defer tick.Stop()
+	wait := func(d time.Duration) {
+		tick.Reset(d)
+		select {
+		case <-tick.C:
+		case <-ctx.Done():
+			t.Fatal(ctx.Err())
+		}
+	}
+	p := nodes[0]
+	for i := range n {
+		data := []byte("w" + strconv.Itoa(i))
+		var err error
+		switch {
+		case i%10 == 9:
+			p = burst(ctx, t, c, root, p, rng)
+			if _, err = c.Set(ctx, p, data, -1); err == nil {
+				wait(pairGap)
+				_, err = c.Set(ctx, p, append(data, '+'), -1)
+			}
+		case rng.IntN(4) == 0:
+			err = c.Delete(ctx, p, -1)
+		default:
+			if _, err = c.Set(ctx, p, data, -1); errors.Is(err, zk.ErrNoNode) {
+				_, err = c.Create(ctx, p, data, 0)
+			}
+		}
+		if err != nil && !errors.Is(err, zk.ErrNoNode) {
+			require.NoError(t, err)
+		}
+		gap := pairGap
+		if rng.IntN(3) != 0 {
+			p, gap = nodes[rng.IntN(len(nodes))], 6*time.Millisecond
+		}
+		wait(gap)
+	}
+}
+
+// burst sets up to 12 nodes under root other than p in one multi, and
+// returns p, or another node when p does not exist.
+func burst(ctx context.Context, t *testing.T, c *recipes.Client, root, p string, rng *rand.Rand) string {
+	t.Helper()
+	kids, _, err := c.Children(ctx, root)
+	require.NoError(t, err)
+	require.NotEmpty(t, kids)
+	if !slices.Contains(kids, p[len(root)+1:]) {
+		p = root + "/" + kids[rng.IntN(len(kids))]
+	}
+	var ops []recipes.Op
+	for _, i := range rng.Perm(len(kids)) {
+		if q := root + "/" + kids[i]; q != p && len(ops) < 12 {
+			ops = append(ops, recipes.SetOp(q, []byte("burst"), -1))
+		}
+	}
+	_, err = c.Multi(ctx, ops...)
+	require.NoError(t, err)
+	return p
+}
+
+// settle waits until each cache's events since the run's start (gFrom,
+// jFrom) include end and, replayed on from, give want, and returns them.
+func settle(ctx context.Context, t *testing.T, ge *goEvents, jc *interop.Proc, end string, from, want map[string]int32, gFrom, jFrom int) (gEvs, jEvs []string) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		gEvs = ge.get()[gFrom:]
+		all, _ := javaEvents(jc)
+		jEvs = all[jFrom:]
+		if slices.Contains(gEvs, end) && slices.Contains(jEvs, end) && settled(from, want, gEvs) && settled(from, want, jEvs) {
+			return gEvs, jEvs
+		}
+		if time.Now().After(deadline) || ctx.Err() != nil {
+			t.Fatalf("the caches' events do not give the server's tree after 30s: ours %v, Curator's %v", gEvs, jEvs)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
