@@ -38,8 +38,11 @@ var errUnsynced = errors.New("the watch is not set on the connection")
 // until the client reaches a server without persistent watches (true:
 // go on with one-shot watches).
 //
-// Each node event makes its read at once, as it is taken (stream.go); the
-// events are applied in order as their reads come in. A full read is made
+// Each node event has its read started as it comes (stream.go); the
+// events are applied in order as their reads come in, on a goroutine of
+// its own (applier), so that this one, which takes the events, never
+// waits for the cache's lock (held by readers of a large cache, or by a
+// merge) while events come. A full read is made
 // for each PersistentResync (a new connection, or the first), and again
 // under the retry policy after a read failed; only a read made while the
 // watch was set on its connection counts (load), and it covers every
@@ -55,10 +58,6 @@ func (c *Cache) runPersistent(ctx context.Context, w *engine.PersistentWatch) (f
 		s         stream // the events whose reads are under way
 		applier   engine.Listeners[func()]
 	)
-	// What the reads saw is merged into the cache on a goroutine of its
-	// own, in order: this one takes events and sends their reads at once,
-	// never waiting for the cache's lock (held by readers of a large
-	// cache, or by a merge) while events come.
 	applier.Listen(func(merge func()) { merge() })
 	w.ReadEach(ctx, c.wantRead)
 	defer applier.Close()
