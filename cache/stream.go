@@ -61,14 +61,16 @@ func (s *stream) head() <-chan struct{} {
 
 // wantRead says which events' reads the watch starts as they come
 // (PersistentWatch.ReadEach): every creation and change of a node in
-// scope, and its stat for a deletion (used when the deletion needs it).
-func (c *Cache) wantRead(ev engine.PersistentEvent) (read, statOnly bool) {
+// scope, and its stat for a deletion that a read of the node may have
+// overtaken (see above; enqueue makes the read of one that a load may
+// have overtaken).
+func (c *Cache) wantRead(ev engine.PersistentEvent, last *engine.AsyncRead) (read, statOnly bool) {
 	if !c.inScope(ev.Path) {
 		return false, false
 	}
 	switch ev.Type {
 	case zk.EventNodeDeleted:
-		return true, true
+		return last != nil, true
 	case zk.EventNodeCreated, zk.EventNodeDataChanged:
 		return true, c.o.noData
 	}

@@ -396,10 +396,8 @@ func (p *pwatches) route(ev zk.Event) {
 			if (e.recursive && ev.Type != zk.EventNodeChildrenChanged) || (!e.recursive && exact) {
 				for o := range e.owners {
 					pe := PersistentEvent{Kind: PersistentNode, Path: ev.Path, Type: ev.Type, Seq: seq}
-					if r := o.reader; r != nil {
-						if read, statOnly := r.want(pe); read {
-							pe.Read = o.c.ReadAsync(r.ctx, pe.Path, statOnly)
-						}
+					if o.reader != nil {
+						o.reader.start(o.c, &pe)
 					}
 					o.q.push(pe)
 				}

@@ -94,6 +94,17 @@ func (c *Client) ReadAsync(ctx context.Context, path string, statOnly bool) *Asy
 	return a
 }
 
+// pending reports whether a may have been answered after the event of
+// Seq seq came: its reply is not in, or its Routed is at least seq.
+func (a *AsyncRead) pending(seq uint64) bool {
+	select {
+	case <-a.done:
+		return a.Routed >= seq
+	default:
+		return true
+	}
+}
+
 // finished closes a's Done at once (a read that never went out).
 func (a *AsyncRead) finished() *AsyncRead {
 	done := make(chan struct{})
