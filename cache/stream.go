@@ -10,15 +10,17 @@ import (
 
 // A persistent watch's events, one read each.
 //
-// Each NodeCreated and NodeDataChanged makes its own read of the node as
-// soon as the cache takes the event, as Curator's CuratorCache makes one
-// getData per event: the reads go out one after the other, pipelined on
-// the session, without waiting for each other or for the events before
-// them to be applied. So a node changed twice, with the second change
-// after the first one's read reached the server, is reported twice, with
-// each version. The events are applied in the order they came, each
-// once its read is in (the events after it wait for it), each against
-// what its own read saw, which is as of its event or later:
+// Each NodeCreated and NodeDataChanged makes its own read of the node,
+// started as the event comes, on the client's receiving goroutine before
+// it reads the connection's next frame (PersistentWatch.ReadEach), as
+// Curator's CuratorCache makes one getData per event from the client's
+// event thread: the reads go out one after the other, pipelined on the
+// session, without waiting for each other, for the cache's goroutines, or
+// for the events before them to be applied. So a node changed twice, with
+// the second change after the first one's read reached the server, is
+// reported twice, with each version. The events are applied in the order
+// they came, each once its read is in (the events after it wait for it),
+// each against what its own read saw, which is as of its event or later:
 //
 //   - A change is applied only when the node's mzxid moved forward, and a
 //     node whose czxid differs was deleted and created again (upsert);
@@ -28,14 +30,15 @@ import (
 //     (here or in a load) may be answered after the deletion's event came
 //     (it is under way, or its Seq is at most the read's Routed: c.ahead,
 //     c.verifyTo): then the node the cache holds may be newer than the
-//     one deleted, and a read of its stat, made as the deletion is taken,
+//     one deleted, and a read of its stat, started as the deletion comes,
 //     decides: the deletion is skipped when the node is still there with
 //     the czxid the cache holds.
 //
-// A deletion's read is made when the deletion is taken too, so that every
-// read goes out in the order of the events, and reads of one session are
-// answered in the order they were sent: the reads applied one after the
-// other never go back in time.
+// Reads of one session are answered in the order they were sent, so the
+// reads applied one after the other never go back in time, as long as
+// they went out in the events' order. One that may not have (its Order is
+// at most one taken before it, or the last load's: c.readFloor) is made
+// again when the event is taken, and so are those after it.
 
 // pendingEvent is a watch event with the read it made (nil: none, yet).
 type pendingEvent struct {
