@@ -157,7 +157,8 @@ func (w *PersistentWatch) ReadEach(ctx context.Context, want func(ev PersistentE
 	w.reader = &eachRead{ctx: ctx, want: want, last: map[string]*AsyncRead{}}
 }
 
-// start asks want about ev and starts its read (c.pw.mu is held).
+// start asks want about ev and starts its read. It runs on the client's
+// receiving goroutine only (route), which alone touches r.last.
 func (r *eachRead) start(c *Client, ev *PersistentEvent) {
 	last := r.last[ev.Path]
 	if last != nil && !last.pending(ev.Seq) {
