@@ -100,9 +100,11 @@
 //     node created and deleted in between may not be reported at all; and
 //     a resync reports the difference, not the history (many changes
 //     while away are one NodeChanged; a node deleted and created again is
-//     NodeDeleted then NodeCreated). Every version Curator's cache reports
-//     beside it, this one reports too (checked at 200 writes/s:
-//     internal/interop's TestCuratorCacheVersions).
+//     NodeDeleted then NodeCreated). Since both read each event's node as
+//     the event comes, a version Curator's cache reports beside this one
+//     is reported by this one too, unless this one's read loses the race
+//     against the next change (a loaded machine, a slow process:
+//     internal/interop's TestCuratorCacheVersions measures it).
 //   - A node's children fields of Stat (Cversion, NumChildren, Pzxid) as
 //     of now: Node.Stat is as of the node's last data change; Children
 //     lists the cached children.
