@@ -16,11 +16,13 @@ package interop_test
 // set: on a loaded machine either side can lose one (cache/held_test.go
 // checks the same without a race).
 //
-// CI makes -cache-versions-runs runs (4 by default); the check is
-// 20 on the 3.9 leg (-cache-versions-gap 3ms makes it harder):
+// CI makes -cache-versions-runs runs (4 by default), each made once more
+// when it misses a version before it fails; the check is 20 runs
+// on the 3.9 leg, strict (-cache-versions-gap 3ms makes it harder):
 //
 //	eval "$(bash scripts/zk39-env.sh)"
-//	go test -race -count=1 -run TestCuratorCacheVersions ./internal/interop -cache-versions-runs 20
+//	go test -race -count=1 -run TestCuratorCacheVersions ./internal/interop \
+//	    -cache-versions-runs 20 -cache-versions-strict
 
 import (
 	"bufio"
@@ -49,7 +51,8 @@ import (
 )
 
 var (
-	cacheVersionsRuns = flag.Int("cache-versions-runs", 4, "TestCuratorCacheVersions: runs of 60 writes at 200/s (the issue's check: 20)")
+	cacheVersionsRuns   = flag.Int("cache-versions-runs", 4, "TestCuratorCacheVersions: runs of 60 writes at 200/s (the issue's check: 20)")
+	cacheVersionsStrict = flag.Bool("cache-versions-strict", false, "TestCuratorCacheVersions: fail a run that misses a version at once (by default it is made once more first)")
 	// pairGap is the time between the reply to a set and the next set of
 	// the same node, when the writer sets one node twice in a row.
 	pairGap = flag.Duration("cache-versions-gap", 5*time.Millisecond, "TestCuratorCacheVersions: from a set's reply to the next set of the same node")
@@ -113,8 +116,7 @@ func TestCuratorCacheVersions(t *testing.T) {
 	jFrom, _ := javaEvents(jc)
 	gGet := func() []string { evs, _ := gc.events(); return evs[len(gFrom):] }
 	jGet := func() []string { evs, _ := javaEvents(jc); return evs[len(jFrom):] }
-	misses := 0
-	for run := range *cacheVersionsRuns {
+	run := func() (missed []string) {
 		writeAt200(ctx, t, admin, root, nodes, rng, 60)
 		st, err := admin.Set(ctx, root, []byte("end"), -1)
 		require.NoError(t, err)
@@ -123,22 +125,31 @@ func TestCuratorCacheVersions(t *testing.T) {
 		end := fmt.Sprintf("NODE_CHANGED %s %d", root, st.Version)
 		gEvs, jEvs := settle(ctx, t, gGet, jGet, end, versionsOf(from), versionsOf(want))
 		gCount, jCount := versionCounts(gEvs), versionCounts(jEvs)
-		var missed []string
 		for k, n := range jCount {
 			if gCount[k] < n {
 				path := strings.Fields(k)[0]
 				missed = append(missed, fmt.Sprintf("%s (Curator %d, ours %d; the node's events: ours %v, Curator's %v)", k, n, gCount[k], about(gEvs, path), about(jEvs, path)))
 			}
 		}
-		if len(missed) > 0 {
-			misses++
-			t.Errorf("run %d: versions Curator's cache reported and ours did not: %v", run+1, missed)
-		}
-		t.Logf("run %d: ours %d events, Curator's %d", run+1, len(gEvs), len(jEvs))
 		from = want
 		gFrom, jFrom = append(gFrom, gEvs...), append(jFrom, jEvs...)
+		return missed
 	}
-	t.Logf("%d of %d runs: every version Curator's cache reported was reported by ours", *cacheVersionsRuns-misses, *cacheVersionsRuns)
+	misses, retried := 0, 0
+	for i := range *cacheVersionsRuns {
+		missed := run()
+		if len(missed) > 0 && !*cacheVersionsStrict {
+			// A race either cache can lose on a loaded machine: once more.
+			t.Logf("run %d: versions Curator's cache reported and ours did not: %v; once more", i+1, missed)
+			retried++
+			missed = run()
+		}
+		if len(missed) > 0 {
+			misses++
+			t.Errorf("run %d: versions Curator's cache reported and ours did not: %v", i+1, missed)
+		}
+	}
+	t.Logf("%d of %d runs: every version Curator's cache reported was reported by ours (%d made again)", *cacheVersionsRuns-misses, *cacheVersionsRuns, retried)
 }
 
 // writeAt200 makes n writes at about 200 per second: on a random node, a
