@@ -200,8 +200,8 @@ func newClient(cfg Config) *Client {
 
 // event takes one event of the connection: a watch's goes to the
 // followers at once (before go-zookeeper hands it to the watch's channel,
-// and before the reply to any later request is read), every one to the
-// state machine. An adopted connection's events come late through its
+// and before the reply to any later request is read), a session event to
+// the state machine (which takes no other). An adopted connection's events come late through its
 // event channel (which drops them when full): there, each watch hears its
 // own channel instead (see backstop), since an event this late could
 // reach a watch set again after it fired.
@@ -212,7 +212,9 @@ func (c *Client) event(ev zk.Event) {
 		}
 		c.hub.dispatch(ev)
 	}
-	c.inbox.Push(ev)
+	if ev.Type == zk.EventSession { // the state machine takes nothing else
+		c.inbox.Push(ev)
+	}
 }
 
 func (c *Client) start(events <-chan zk.Event, forward bool) {
