@@ -9,6 +9,7 @@ import (
 	"github.com/go-zookeeper/zk"
 
 	"github.com/zkrecipes/zkrecipes/internal/engine"
+	"github.com/zkrecipes/zkrecipes/internal/zkerr"
 	"github.com/zkrecipes/zkrecipes/internal/zkpath"
 	"github.com/zkrecipes/zkrecipes/recipes"
 )
@@ -407,9 +408,7 @@ func (c *Cache) mergeLocked(b *batchReads, routed, hi uint64) []Event {
 
 // refused reports whether a read was refused for want of permission: the
 // node is left out of the cache, not retried.
-func refused(err error) bool {
-	return errors.Is(err, zk.ErrNoAuth) || errors.Is(err, zk.ErrAuthFailed)
-}
+func refused(err error) bool { return zkerr.IsRefused(err) }
 
 // refusedRead logs a node left out because the session may not read it.
 func (c *Cache) refusedRead(full string) {

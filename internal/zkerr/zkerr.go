@@ -114,6 +114,14 @@ func isTransportError(err error) bool {
 	return false
 }
 
+// IsRefused reports whether err is the server's refusal for want of
+// permission (NoAuth) or of valid credentials (AuthFailed): retrying the
+// same request cannot help until someone changes the credentials or the
+// ACL, so no loop retries it.
+func IsRefused(err error) bool {
+	return errors.Is(err, zk.ErrNoAuth) || errors.Is(err, zk.ErrAuthFailed)
+}
+
 // Explain adds to an error the server returns for a reason the user can
 // act on what to do about it; other errors are returned as they are. The
 // result still wraps err (errors.Is(result, zk.ErrNoAuth) holds).
