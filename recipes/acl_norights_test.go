@@ -108,6 +108,7 @@ func TestACLNoRightsRecipesFailPromptly(t *testing.T) {
 			assert.NotErrorIs(t, err, context.DeadlineExceeded, "it retried until ctx ended")
 			assert.Less(t, time.Since(start), 3*time.Second, "it took too long to fail")
 			assert.Contains(t, err.Error(), tc.path, "the error names the path")
+			assert.Equal(t, 1, strings.Count(err.Error(), "check WithAuth"), "the error says what to check, once: %v", err)
 			assert.Equal(t, 1, strings.Count(err.Error(), "zkrecipes: "), "one prefix: %v", err)
 			t.Logf("%v", err)
 		})

@@ -143,12 +143,24 @@ func Explain(err error) error {
 // err's message without the "zkrecipes: " prefixes of the errors it wraps,
 // and without the name of a recipe err itself comes from (a semaphore's
 // internal lock): the outermost recipe is the one the caller used. err
-// stays in the chain (errors.Is and errors.As see it). A nil err gives nil.
+// stays in the chain (errors.Is and errors.As see it). A refusal
+// (IsRefused) not yet explained is explained (Explain). A nil err gives
+// nil.
 func Named(what string, err error) error {
 	if err == nil {
 		return nil
 	}
-	return &namedError{what: what, err: err}
+	return &namedError{what: what, err: explainOnce(err)}
+}
+
+// explainOnce is Explain for an error that does not carry its
+// explanation yet: a recipe's refusal says what to check, whichever
+// layer saw it first.
+func explainOnce(err error) error {
+	if !IsRefused(err) || strings.Contains(err.Error(), "WithAuth") {
+		return err
+	}
+	return Explain(err)
 }
 
 // Namedf is Named(what, fmt.Errorf(format, args...)).
