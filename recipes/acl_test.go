@@ -313,3 +313,27 @@ func runValues(t *testing.T, ctx context.Context, c *recipes.Client) {
 	require.NoError(t, db.Enter(ctx))
 	t.Cleanup(func() { _ = db.Leave(context.Background()) })
 }
+
+// A provider that gives no ACL for a path is refused by the server
+// (InvalidACL), at once and saying so; Curator would use the provider's
+// default ACL there, which ACLProvider does not have: give it in ACLFor.
+func TestACLProviderGivingNoACL(t *testing.T) {
+	zkc := zktest.Start(t)
+	c := connect(t, zkc.Servers(), recipes.WithACLProvider(recipes.ACLProviderFunc(func(p string) []zk.ACL {
+		if strings.HasPrefix(p, "/none") {
+			return nil
+		}
+		return zk.WorldACL(zk.PermAll)
+	})))
+	ctx := context.Background()
+	_, err := c.Create(ctx, "/none", nil, 0)
+	require.ErrorIs(t, err, zk.ErrInvalidACL)
+	assert.Contains(t, err.Error(), "ACL provider")
+	m, err := mutex.New(c, "/none/lock")
+	require.NoError(t, err)
+	_, err = m.Acquire(ctx)
+	require.ErrorIs(t, err, zk.ErrInvalidACL)
+	assert.Equal(t, 1, strings.Count(err.Error(), "ACL provider"), "%v", err)
+	_, err = c.Create(ctx, "/some", nil, 0)
+	require.NoError(t, err)
+}
