@@ -70,3 +70,34 @@ func TestSelectorStopsRequeueingOnNoAuth(t *testing.T) {
 	assert.Contains(t, out, "/sel/guarded")
 	assert.Less(t, strings.Count(out, "\n"), 5, "attempts logged:\n%s", out)
 }
+
+// An observer that may not read the election (NoAuth) says so at error
+// level and does not read it again on a timer, only at the next change
+// of connection state; its channel stays silent until then.
+func TestObserveDoesNotRetryNoAuth(t *testing.T) {
+	zkc := zktest.Start(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	owner := connect(t, zkc.Servers(), recipes.WithAuth("digest", []byte("svc:secret")),
+		recipes.WithACLProvider(recipes.ACLProviderFunc(func(string) []zk.ACL { return zk.AuthACL(zk.PermAll) })))
+	l, err := election.NewLatch(owner, "/obs/guarded", "svc")
+	require.NoError(t, err)
+	require.NoError(t, l.Start(ctx))
+	defer l.Close(context.Background())
+	var logs lockedLog
+	other := connect(t, zkc.Servers(), recipes.WithRetryPolicy(recipes.RetryForever(2*time.Millisecond)),
+		recipes.WithLogger(slog.New(slog.NewTextHandler(&logs, nil))))
+	ch, err := election.Observe(ctx, other, "/obs/guarded")
+	require.NoError(t, err)
+	require.Eventually(t, func() bool { return strings.Contains(logs.String(), "not authenticated") }, 5*time.Second, 10*time.Millisecond)
+	assert.Contains(t, logs.String(), "level=ERROR")
+	// With a 2ms retry policy, a loop that retried would log ~100 refusals
+	// in this window.
+	assert.Never(t, func() bool { return strings.Count(logs.String(), "not authenticated") > 1 }, 200*time.Millisecond, 5*time.Millisecond,
+		"the refused read was tried again:\n%s", logs.String())
+	select {
+	case p := <-ch:
+		t.Fatalf("an observer without rights saw %+v", p)
+	default:
+	}
+}
