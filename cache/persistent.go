@@ -182,7 +182,9 @@ func (c *Cache) load(ctx context.Context, w *engine.PersistentWatch) (uint64, er
 	// replies: their deletions are checked (apply). The reads went through
 	// the Wire (MultiRead), whose replies can overtake events; an exists
 	// through go-zookeeper after them is a barrier (PersistentWatch.Routed).
-	if _, _, err := c.e.Exists(ctx, c.full); err != nil {
+	// A refused exists (ZooKeeper 3.9 checks READ on an existing node) is
+	// a reply all the same: the barrier holds, and the root is left out.
+	if _, _, err := c.e.Exists(ctx, c.full); err != nil && !refused(err) {
 		return 0, err
 	}
 	if now, ok := w.Synced(); now != n || !ok {
