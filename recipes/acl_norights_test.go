@@ -156,7 +156,7 @@ func noRightsLockCases() []noRightsCase {
 			defer l.Close(context.Background())
 			return l.Start(ctx)
 		}},
-		{"group member start", "/group", startNode(func(c *recipes.Client) (starter, error) {
+		{"group member start", "group member /group/m2", startNode(func(c *recipes.Client) (starter, error) {
 			return nodes.NewGroupMember(c, "/group", "m2", nil)
 		})},
 		{"persistent node start", "/pnode", startNode(func(c *recipes.Client) (starter, error) {
