@@ -95,25 +95,34 @@ func TestACLNoRightsRecipesFailPromptly(t *testing.T) {
 		recipes.WithAuth("digest", []byte(svcAuth)), recipes.WithACLProvider(recipes.ACLProviderFunc(svcACL)))
 	runEveryRecipe(t, svc)
 	before := walkACLs(t, svc, "/acl")
-	other := connect(t, zkc.Servers(), recipes.WithNamespace("acl"),
-		recipes.WithAuth("digest", []byte(bobAuth)), recipes.WithACLProvider(recipes.ACLProviderFunc(svcACL)))
-	for _, tc := range noRightsCases() {
-		t.Run(tc.name, func(t *testing.T) {
-			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-			defer cancel()
-			start := time.Now()
-			err := tc.call(ctx, other)
-			require.Error(t, err, "%s succeeded", tc.name)
-			assert.ErrorIs(t, err, recipes.ErrNoAuth)
-			assert.NotErrorIs(t, err, context.DeadlineExceeded, "it retried until ctx ended")
-			assert.Less(t, time.Since(start), 3*time.Second, "it took too long to fail")
-			assert.Contains(t, err.Error(), tc.path, "the error names the path")
-			assert.Equal(t, 1, strings.Count(err.Error(), "check WithAuth"), "the error says what to check, once: %v", err)
-			assert.Equal(t, 1, strings.Count(err.Error(), "zkrecipes: "), "one prefix: %v", err)
-			t.Logf("%v", err)
-		})
+	clients := map[string]*recipes.Client{
+		"other principal": connect(t, zkc.Servers(), recipes.WithNamespace("acl"),
+			recipes.WithAuth("digest", []byte(bobAuth)), recipes.WithACLProvider(recipes.ACLProviderFunc(svcACL))),
+		"no credentials": connect(t, zkc.Servers(), recipes.WithNamespace("acl")),
+	}
+	for who, c := range clients {
+		for _, tc := range noRightsCases() {
+			t.Run(who+"/"+tc.name, func(t *testing.T) { noRightsCall(t, c, tc) })
+		}
 	}
 	assert.Equal(t, withoutReaped(before), withoutReaped(walkACLs(t, svc, "/acl")), "a failed attempt left a node behind or removed one")
+}
+
+// noRightsCall runs tc with c and checks that it failed at once, plainly.
+func noRightsCall(t *testing.T, c *recipes.Client, tc noRightsCase) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	start := time.Now()
+	err := tc.call(ctx, c)
+	require.Error(t, err, "%s succeeded", tc.name)
+	assert.ErrorIs(t, err, recipes.ErrNoAuth)
+	assert.NotErrorIs(t, err, context.DeadlineExceeded, "it retried until ctx ended")
+	assert.Less(t, time.Since(start), 3*time.Second, "it took too long to fail")
+	assert.Contains(t, err.Error(), tc.path, "the error names the path")
+	assert.Equal(t, 1, strings.Count(err.Error(), "check WithAuth"), "the error says what to check, once: %v", err)
+	assert.Equal(t, 1, strings.Count(err.Error(), "zkrecipes: "), "one prefix: %v", err)
+	t.Logf("%v", err)
 }
 
 // noRightsCases are the recipe calls of TestACLNoRightsRecipesFailPromptly.
