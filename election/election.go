@@ -151,6 +151,10 @@ func (h nodeHold) Token(ctx context.Context) (recipes.FenceToken, error) {
 	return recipes.FenceToken{Czxid: z}, err
 }
 
+func (h nodeHold) Fenced(ctx context.Context, ops ...recipes.Op) ([]zk.MultiResponse, error) {
+	return h.Hold.Fenced(ctx, recipeargs.Ops(ops)...)
+}
+
 func newTerm(h termHold, id string, end func(ctx context.Context) error) *Term {
 	return &Term{hold: h, end: end, id: id, start: time.Now()}
 }

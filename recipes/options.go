@@ -11,6 +11,7 @@ import (
 
 	"github.com/zkrecipes/zkrecipes/internal/engine"
 	"github.com/zkrecipes/zkrecipes/internal/zkpath"
+	"github.com/zkrecipes/zkrecipes/internal/zkstate"
 )
 
 // Option configures a Client. Connect and NewClient validate options and
@@ -189,7 +190,7 @@ func WithErrorPolicy(p ErrorPolicy) Option {
 		if p != PolicyStandard && p != PolicySession {
 			return fmt.Errorf("%w: error policy %d (want PolicyStandard or PolicySession)", ErrInvalidArgument, p)
 		}
-		o.cfg.ErrorPolicy = engine.ErrorPolicy(p)
+		o.cfg.ErrorPolicy = zkstate.ErrorPolicy(p)
 		return nil
 	}
 }

@@ -361,7 +361,7 @@ func (l *Lease) Token(ctx context.Context) (recipes.FenceToken, error) {
 // only. A connection error is returned as it is (recipes.IsRetryable): the
 // transaction may or may not have been applied.
 func (l *Lease) Fenced(ctx context.Context, ops ...recipes.Op) ([]zk.MultiResponse, error) {
-	return l.hold.Fenced(ctx, ops...)
+	return l.hold.Fenced(ctx, recipeargs.Ops(ops)...)
 }
 
 // Release returns the lease, from any goroutine: its node is deleted, at

@@ -10,6 +10,7 @@ import (
 	"github.com/go-zookeeper/zk"
 	"github.com/zkrecipes/zkrecipes/internal/notify"
 	"github.com/zkrecipes/zkrecipes/internal/zkerr"
+	"github.com/zkrecipes/zkrecipes/internal/zkstate"
 )
 
 // FollowEventKind says what a FollowEvent reports.
@@ -49,11 +50,11 @@ func (k FollowEventKind) String() string {
 // a tree knows which node to read again.
 type FollowEvent struct {
 	Kind  FollowEventKind
-	Key   string       // FollowWatch: the key of the read that left the watch
-	Path  string       // FollowWatch: the server path of the watched node
-	Type  zk.EventType // FollowWatch: NodeCreated, NodeDeleted, NodeDataChanged, NodeChildrenChanged, or NotWatching (dropped with the session)
-	Watch WatchKind    // FollowWatch: which of the read's watches on Path fired
-	State State        // FollowState: the state entered
+	Key   string        // FollowWatch: the key of the read that left the watch
+	Path  string        // FollowWatch: the server path of the watched node
+	Type  zk.EventType  // FollowWatch: NodeCreated, NodeDeleted, NodeDataChanged, NodeChildrenChanged, or NotWatching (dropped with the session)
+	Watch WatchKind     // FollowWatch: which of the read's watches on Path fired
+	State zkstate.State // FollowState: the state entered
 }
 
 // followItem is what a Follower's one queue carries: an event (reg: the
@@ -201,7 +202,7 @@ func (f *Follower) Run(ctx context.Context) error {
 			rd.w.forget()
 		}
 	}()
-	if state != StateLatent {
+	if state != zkstate.StateLatent {
 		f.report(FollowEvent{Kind: FollowState, State: state}) // the current state first
 	}
 	r := &followRun{f: f, connected: state.IsConnected(), sid: sid}

@@ -121,6 +121,10 @@ func tryLaunchLocal(inst *installation, n int, cfg config) (_ *localCluster, err
 		return nil, err
 	}
 	lc := &localCluster{inst: inst, cfg: cfg, root: root}
+	if err := lc.writeJAAS(); err != nil {
+		os.RemoveAll(root)
+		return nil, err
+	}
 	if cfg.logOut != nil {
 		lc.logOut = &lockedWriter{w: cfg.logOut}
 	}
@@ -206,7 +210,7 @@ func (lc *localCluster) writeConfig(m *member) error {
 
 // jvmArgs returns the java command line for member m.
 func (lc *localCluster) jvmArgs(m *member) []string {
-	return []string{
+	args := []string{
 		// Small and quick to start: tests run several servers on small machines.
 		"-Xmx256m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1", "-XX:-UsePerfData",
 		"-XX:+ExitOnOutOfMemoryError", "-Djava.awt.headless=true", "-Djava.net.preferIPv4Stack=true",
@@ -229,9 +233,9 @@ func (lc *localCluster) jvmArgs(m *member) []string {
 		"-Dzookeeper.log.dir=" + m.dir,
 		"-Dzookeeper.root.logger=INFO,CONSOLE",
 		"-Dzookeeper.console.threshold=INFO",
-		"-cp", lc.inst.classpath,
-		mainClass, m.cfgPath,
 	}
+	args = append(args, lc.saslJVMArgs()...)
+	return append(args, "-cp", lc.inst.classpath, mainClass, m.cfgPath)
 }
 
 // startLocked starts member m's process. lc.mu must be held.

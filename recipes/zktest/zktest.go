@@ -53,6 +53,7 @@ type config struct {
 	tick       time.Duration
 	logOut     io.Writer
 	noExtended bool
+	sasl       saslConfig
 }
 
 // Option configures a Cluster started by Start, StartEnsemble or Launch.
@@ -200,11 +201,17 @@ func Launch(n int, opts ...Option) (*Cluster, error) {
 
 func launch(n int, cfg config) (*Cluster, error) {
 	if env := strings.TrimSpace(os.Getenv(EnvServers)); env != "" {
+		if err := cfg.sasl.check(modeExternal); err != nil {
+			return nil, err
+		}
 		return launchExternal(env, cfg)
 	}
 
 	inst, err := findLocal()
 	if err == nil {
+		if err := cfg.sasl.check(modeLocal); err != nil {
+			return nil, err
+		}
 		lc, err := launchLocal(inst, n, cfg)
 		if err != nil {
 			return nil, err
@@ -219,6 +226,9 @@ func launch(n int, cfg config) (*Cluster, error) {
 			return nil, fmt.Errorf("zktest: an ensemble of %d members needs a local ZooKeeper installation "+
 				"(apt-get install zookeeper, or set %s); with Docker only a standalone server is started: %w",
 				n, EnvZooKeeperHome, ErrUnavailable)
+		}
+		if err := cfg.sasl.check(modeContainer); err != nil {
+			return nil, err
 		}
 		return launchContainer(l, cfg)
 	}
