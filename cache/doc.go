@@ -136,4 +136,10 @@
 // slice of a block, shared, so a Data held after the node changed keeps
 // its block (up to 64 KiB) in memory. A value over 16 KiB has an
 // allocation of its own.
+//
+// # ACLs
+//
+// A cache creates nothing, so ACLs only limit what it reads: a node it may
+// not read is left out with its subtree and logged at warn, and Start and
+// WaitReady succeed. See docs/security.md.
 package cache

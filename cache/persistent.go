@@ -5,10 +5,9 @@ import (
 	"errors"
 	"time"
 
-	"github.com/go-zookeeper/zk"
-
 	"github.com/zkrecipes/zkrecipes/internal/engine"
 	"github.com/zkrecipes/zkrecipes/internal/notify"
+	"github.com/zkrecipes/zkrecipes/internal/zkerr"
 	"github.com/zkrecipes/zkrecipes/internal/zkpath"
 	"github.com/zkrecipes/zkrecipes/recipes"
 )
@@ -167,7 +166,9 @@ func (c *Cache) load(ctx context.Context, w *engine.PersistentWatch, post func(f
 	// replies: their deletions are checked (apply). The reads went through
 	// the Wire (MultiRead), whose replies can overtake events; an exists
 	// through go-zookeeper after them is a barrier (PersistentWatch.Routed).
-	if _, _, err := c.e.Exists(ctx, c.full); err != nil {
+	// A refused exists (ZooKeeper 3.9 checks READ on an existing node) is
+	// a reply all the same: the barrier holds, and the root is left out.
+	if _, _, err := c.e.Exists(ctx, c.full); err != nil && !refused(err) {
 		return 0, err
 	}
 	if now, ok := w.Synced(); now != n || !ok {
@@ -221,9 +222,7 @@ func (c *Cache) mergeTree(tree map[string]*loaded) {
 
 // refused reports whether a read was refused for want of permission: the
 // node is left out of the cache, not retried.
-func refused(err error) bool {
-	return errors.Is(err, zk.ErrNoAuth) || errors.Is(err, zk.ErrAuthFailed)
-}
+func refused(err error) bool { return zkerr.IsRefused(err) }
 
 // refusedRead logs a node left out because the session may not read it.
 func (c *Cache) refusedRead(full string) {

@@ -10,6 +10,7 @@ import (
 	"github.com/go-zookeeper/zk"
 
 	"github.com/zkrecipes/zkrecipes/internal/engine"
+	"github.com/zkrecipes/zkrecipes/internal/zkerr"
 	"github.com/zkrecipes/zkrecipes/internal/zkpath"
 	"github.com/zkrecipes/zkrecipes/internal/zkstate"
 )
@@ -386,7 +387,7 @@ func opError(op, path string, err error) error {
 	if err == nil || isSentinel(err) {
 		return err
 	}
-	return fmt.Errorf("zkrecipes: %s %s: %w", op, path, err)
+	return fmt.Errorf("zkrecipes: %s %s: %w", op, path, zkerr.Explain(err))
 }
 
 func isSentinel(err error) bool {

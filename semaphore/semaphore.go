@@ -32,6 +32,14 @@
 // agree on: a client that asks for another fixed maximum on the same path
 // applies its own. A crashed holder's lease is freed one session timeout
 // later.
+//
+// # ACLs
+//
+// The locks and leases containers, their lock and lease nodes, and the
+// missing parents get the Client's ACLs (recipes.WithACLProvider); a
+// client they leave out cannot take a lease, whatever maximum it believes
+// in: Acquire and TryAcquire fail at once with an error wrapping
+// recipes.ErrNoAuth. See docs/security.md.
 package semaphore
 
 import (

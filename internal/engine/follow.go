@@ -92,7 +92,8 @@ type followRead struct {
 // runs again and leaves them anew: what changed while the session was gone
 // is seen by that first read. A failed read runs again under the client's
 // retry policy (its backoff starts afresh after each success, and after it
-// gives up), logged at warn.
+// gives up), logged at warn; a read the server refuses (NoAuth) runs
+// again only at the next reconnection or session, logged at error.
 //
 // Reads are added and removed from any goroutine, before Run or during it
 // (a read may add others: a tree follower adds a read per child it finds).
@@ -440,6 +441,10 @@ func (f *Follower) runDirty(ctx context.Context) error {
 			}
 		case errors.Is(err, zkerr.ErrClosed):
 			return err
+		case zkerr.IsRefused(err):
+			// Not on a timer: the next reconnection or session reads it
+			// again (f.all, f.newSession).
+			f.c.log.Error("zkrecipes: reading refused; reading again when the connection changes", "what", f.what, "key", rd.key, "err", zkerr.Explain(err))
 		default:
 			f.c.log.Warn("zkrecipes: reading failed; trying again", "what", f.what, "key", rd.key, "err", err)
 			rd.at = time.Now().Add(rd.retry.Pace())
