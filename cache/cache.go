@@ -490,12 +490,3 @@ func (c *Cache) publishLocked(evs []Event, loaded bool) {
 		c.listeners.Post(evs)
 	}
 }
-
-// Resyncs returns how many full resyncs have completed since
-// Initialized (the Resynced events so far).
-func (c *Cache) Resyncs() int64 {
-	if c == nil {
-		return 0
-	}
-	return c.resyncs.Load()
-}

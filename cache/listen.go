@@ -163,3 +163,12 @@ func (c *Cache) Subscribe(opts ...Filter) (<-chan Event, func()) {
 		s.closed.Do(func() { close(s.ch) })
 	}
 }
+
+// Resyncs returns how many full resyncs have completed since
+// Initialized (the Resynced events so far).
+func (c *Cache) Resyncs() int64 {
+	if c == nil {
+		return 0
+	}
+	return c.resyncs.Load()
+}
