@@ -89,6 +89,9 @@ func Connect(ctx context.Context, servers []string, cfg Config) (*Client, error)
 	c := newClient(cfg)
 	c.servers = zk.FormatServers(servers) // as go-zookeeper dials them: port 2181 where none is given
 	c.wire = newWire(cfg.Dialer)
+	if cfg.TLS != nil {
+		c.wire.dial = tlsDialer(c.wire.dial, cfg.TLS)
+	}
 	c.wire.onUsable = c.pw.kickNow
 	zkopts := []func(*zk.Conn){
 		zk.WithLogger(&zkLogAdapter{c: c, next: cfg.ZKLogger}),

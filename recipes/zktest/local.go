@@ -67,6 +67,7 @@ type localCluster struct {
 	cfg    config
 	root   string
 	logOut *lockedWriter // nil unless WithLogOutput
+	tls    *clusterTLS   // nil: plain
 
 	mu      sync.Mutex
 	members []*member
@@ -138,6 +139,11 @@ func tryLaunchLocal(inst *installation, n int, cfg config) (_ *localCluster, err
 	if err != nil {
 		return nil, err
 	}
+	if cfg.wantTLS() {
+		if lc.tls, err = newClusterTLS(tlsDir(root)); err != nil {
+			return nil, err
+		}
+	}
 	for i := 0; i < n; i++ {
 		m := &member{id: i + 1, dir: filepath.Join(root, fmt.Sprintf("zk%d", i+1))}
 		m.clientPort = ports[i*perMember]
@@ -147,6 +153,9 @@ func tryLaunchLocal(inst *installation, n int, cfg config) (_ *localCluster, err
 		m.cfgPath = filepath.Join(m.dir, "zoo.cfg")
 		m.logPath = filepath.Join(m.dir, "zookeeper.log")
 		lc.members = append(lc.members, m)
+	}
+	if lc.tls != nil {
+		registerTLS(lc.tls.client, lc.addrs()...)
 	}
 	for _, m := range lc.members {
 		if err := lc.writeConfig(m); err != nil {
@@ -188,7 +197,11 @@ func (lc *localCluster) writeConfig(m *member) error {
 	fmt.Fprintf(&b, "initLimit=10\nsyncLimit=5\n")
 	fmt.Fprintf(&b, "minSessionTimeout=%d\nmaxSessionTimeout=%d\n", 2*tickMs, 20*tickMs)
 	fmt.Fprintf(&b, "dataDir=%s\n", dataDir)
-	fmt.Fprintf(&b, "clientPort=%d\nclientPortAddress=127.0.0.1\n", m.clientPort)
+	if lc.tls != nil { // TLS only: no plain port
+		fmt.Fprintf(&b, "secureClientPort=%d\nsecureClientPortAddress=127.0.0.1\n", m.clientPort)
+	} else {
+		fmt.Fprintf(&b, "clientPort=%d\nclientPortAddress=127.0.0.1\n", m.clientPort)
+	}
 	// Every test client comes from 127.0.0.1; the default limit of 60
 	// connections per address is too low for contention tests.
 	fmt.Fprintf(&b, "maxClientCnxns=0\n")
@@ -206,7 +219,11 @@ func (lc *localCluster) writeConfig(m *member) error {
 
 // jvmArgs returns the java command line for member m.
 func (lc *localCluster) jvmArgs(m *member) []string {
-	return []string{
+	var secure []string
+	if lc.tls != nil {
+		secure = lc.tls.jvmArgs()
+	}
+	return append(secure,
 		// Small and quick to start: tests run several servers on small machines.
 		"-Xmx256m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1", "-XX:-UsePerfData",
 		"-XX:+ExitOnOutOfMemoryError", "-Djava.awt.headless=true", "-Djava.net.preferIPv4Stack=true",
@@ -218,7 +235,7 @@ func (lc *localCluster) jvmArgs(m *member) []string {
 		// 10000 a minute, would make a test of 10,000 lock paths wait).
 		"-Dznode.container.maxPerMinute=10000000",
 		// TTL nodes (unless WithoutExtendedTypes).
-		"-Dzookeeper.extendedTypesEnabled=" + strconv.FormatBool(!lc.cfg.noExtended),
+		"-Dzookeeper.extendedTypesEnabled="+strconv.FormatBool(!lc.cfg.noExtended),
 		"-Dzookeeper.4lw.commands.whitelist=*",
 		"-Dzookeeper.admin.enableServer=false",
 		// slf4j-simple (Debian): INFO to stderr with a timestamp.
@@ -226,12 +243,12 @@ func (lc *localCluster) jvmArgs(m *member) []string {
 		"-Dorg.slf4j.simpleLogger.showDateTime=true",
 		"-Dorg.slf4j.simpleLogger.dateTimeFormat=HH:mm:ss.SSS",
 		// log4j/logback configurations of Apache releases: INFO to the console.
-		"-Dzookeeper.log.dir=" + m.dir,
+		"-Dzookeeper.log.dir="+m.dir,
 		"-Dzookeeper.root.logger=INFO,CONSOLE",
 		"-Dzookeeper.console.threshold=INFO",
 		"-cp", lc.inst.classpath,
 		mainClass, m.cfgPath,
-	}
+	)
 }
 
 // startLocked starts member m's process. lc.mu must be held.
@@ -454,6 +471,9 @@ func (lc *localCluster) close() error {
 		case <-time.After(exitTimeout):
 			errs = append(errs, fmt.Errorf("zktest: process %d did not exit within %v of SIGKILL", p.cmd.Process.Pid, exitTimeout))
 		}
+	}
+	if lc.tls != nil {
+		unregisterTLS(lc.addrs()...)
 	}
 	if err := os.RemoveAll(lc.root); err != nil {
 		errs = append(errs, err)

@@ -78,6 +78,9 @@ func ListenProxy(target string) (*Proxy, error) {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	p := &Proxy{target: target, ln: ln, ctx: ctx, cancel: cancel, links: make(map[*link]struct{})}
+	if cfg := ClientTLSFor([]string{target}); cfg != nil { // to a TLS server: so are clients of the proxy
+		registerTLS(cfg, p.Addr())
+	}
 	p.wg.Add(1)
 	go p.acceptLoop()
 	return p, nil
@@ -174,6 +177,7 @@ func (p *Proxy) Close() error {
 	}
 	p.closed = true
 	p.mu.Unlock()
+	unregisterTLS(p.Addr())
 	err := p.ln.Close()
 	p.cancel()
 	p.Cut()
