@@ -13,7 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/zkrecipes/zkrecipes/election"
-	"github.com/zkrecipes/zkrecipes/recipes"
+	"github.com/zkrecipes/zkrecipes/internal/testutil"
 	"github.com/zkrecipes/zkrecipes/recipes/zktest"
 )
 
@@ -58,7 +58,7 @@ const panicChildEnv = "ZKRECIPES_SELECTOR_PANIC_SERVERS"
 // and only with a logger attached).
 func TestSelectorLeadPanicIsNotSwallowed(t *testing.T) {
 	if servers := os.Getenv(panicChildEnv); servers != "" {
-		c, err := recipes.Connect(context.Background(), strings.Split(servers, ","))
+		c, err := testutil.Dial(context.Background(), strings.Split(servers, ","))
 		require.NoError(t, err)
 		s, err := election.NewSelector(c, "/selpanic", "me", func(context.Context, *election.Term) error {
 			panic("lead function boom")

@@ -3,8 +3,8 @@ package recipes_test
 import (
 	"context"
 	"crypto/x509"
-	"errors"
 	"encoding/pem"
+	"errors"
 	"net"
 	"os"
 	"path/filepath"
@@ -80,4 +80,6 @@ func splitHostPort(t *testing.T, addr string) (string, string, error) {
 	return h, p, err
 }
 
-func containsFold(s, sub string) bool { return strings.Contains(strings.ToLower(s), strings.ToLower(sub)) }
+func containsFold(s, sub string) bool {
+	return strings.Contains(strings.ToLower(s), strings.ToLower(sub))
+}

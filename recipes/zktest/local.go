@@ -155,7 +155,7 @@ func tryLaunchLocal(inst *installation, n int, cfg config) (_ *localCluster, err
 		lc.members = append(lc.members, m)
 	}
 	if lc.tls != nil {
-		registerTLS(lc.tls.client, lc.addrs()...)
+		registerTLS(lc.tls, lc.addrs()...)
 	}
 	for _, m := range lc.members {
 		if err := lc.writeConfig(m); err != nil {

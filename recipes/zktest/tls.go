@@ -181,15 +181,28 @@ func (c *Cluster) TLSFiles() (caFile, certFile, keyFile string) {
 // this process runs to the client configuration they accept.
 var tlsAddrs = struct {
 	sync.Mutex
-	m map[string]*tls.Config
-}{m: map[string]*tls.Config{}}
+	m map[string]*clusterTLS
+}{m: map[string]*clusterTLS{}}
 
-func registerTLS(cfg *tls.Config, addrs ...string) {
+// registerTLS records addrs as TLS servers of ct (or proxies to them).
+func registerTLS(ct *clusterTLS, addrs ...string) {
 	tlsAddrs.Lock()
 	defer tlsAddrs.Unlock()
 	for _, a := range addrs {
-		tlsAddrs.m[a] = cfg
+		tlsAddrs.m[a] = ct
 	}
+}
+
+// tlsOf returns the TLS state of the first of addrs registered, or nil.
+func tlsOf(addrs ...string) *clusterTLS {
+	tlsAddrs.Lock()
+	defer tlsAddrs.Unlock()
+	for _, a := range addrs {
+		if ct := tlsAddrs.m[a]; ct != nil {
+			return ct
+		}
+	}
+	return nil
 }
 
 func unregisterTLS(addrs ...string) {
@@ -207,14 +220,21 @@ func unregisterTLS(addrs ...string) {
 // when it is not nil, so the same test runs against plain and TLS
 // clusters.
 func ClientTLSFor(servers []string) *tls.Config {
-	tlsAddrs.Lock()
-	defer tlsAddrs.Unlock()
-	for _, s := range servers {
-		if cfg := tlsAddrs.m[s]; cfg != nil {
-			return cfg.Clone()
-		}
+	if ct := tlsOf(servers...); ct != nil {
+		return ct.client.Clone()
 	}
 	return nil
+}
+
+// TLSFilesFor returns the PEM files (as TLSFiles) of the TLS cluster
+// this process started that one of servers belongs to, a Proxy's address
+// to one of its members included, and empty names when none does: for a
+// test that hands the servers to another process or a tool.
+func TLSFilesFor(servers []string) (caFile, certFile, keyFile string) {
+	if ct := tlsOf(servers...); ct != nil {
+		return ct.files.TrustStore, ct.files.ClientCert, ct.files.ClientKey
+	}
+	return "", "", ""
 }
 
 // tlsDir is where a local cluster's TLS files go.
