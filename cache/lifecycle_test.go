@@ -188,7 +188,7 @@ func TestPanickingListener(t *testing.T) {
 	}
 	zkc := testutil.SharedServer(t)
 	cmd := exec.Command(os.Args[0], "-test.run=^TestPanickingListener$", "-test.count=1")
-	cmd.Env = append(os.Environ(), "CACHE_PANIC_SERVERS="+strings.Join(zkc.Servers(), ","))
+	cmd.Env = append(append(os.Environ(), "CACHE_PANIC_SERVERS="+strings.Join(zkc.Servers(), ",")), testutil.TLSEnv(zkc.Servers())...)
 	out, err := cmd.CombinedOutput()
 	require.Error(t, err, "the child must die: %s", out)
 	assert.Contains(t, string(out), "panic: listener boom")

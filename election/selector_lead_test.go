@@ -72,7 +72,7 @@ func TestSelectorLeadPanicIsNotSwallowed(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, os.Args[0], "-test.run=^TestSelectorLeadPanicIsNotSwallowed$", "-test.count=1")
-	cmd.Env = append(os.Environ(), panicChildEnv+"="+strings.Join(zkc.Servers(), ","))
+	cmd.Env = append(append(os.Environ(), panicChildEnv+"="+strings.Join(zkc.Servers(), ",")), testutil.TLSEnv(zkc.Servers())...)
 	out, err := cmd.CombinedOutput()
 	var exit *exec.ExitError
 	require.ErrorAs(t, err, &exit, "%s", out)

@@ -70,7 +70,7 @@ func testCtx(t *testing.T) context.Context {
 func inspectOut(t *testing.T, zkc *zktest.Cluster, args ...string) string {
 	t.Helper()
 	var out bytes.Buffer
-	args = append([]string{"-servers", zkc.ConnectString()}, args...)
+	args = append(append([]string{"-servers", zkc.ConnectString()}, tlsFlags(zkc)...), args...)
 	if err := run(testCtx(t), args, &out); err != nil {
 		t.Fatalf("zkinspect %s: %v\n%s", strings.Join(args, " "), err, out.String())
 	}

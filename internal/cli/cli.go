@@ -1,6 +1,6 @@
 // Package cli holds the operator flags shared by the repository's commands
-// (zkrun and zkinspect): the servers, namespace, digest auth, session and
-// connect timeouts, and the log level, and the Connect that uses them.
+// (zkrun and zkinspect): the servers, namespace, digest auth, TLS, session
+// and connect timeouts, and the log level, and the Connect that uses them.
 //
 // The servers default to $ZK_SERVERS. That default is applied after the
 // flags are parsed, so -h shows "$ZK_SERVERS" and not whatever the variable
@@ -9,6 +9,7 @@ package cli
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"flag"
 	"fmt"
@@ -36,8 +37,10 @@ type Operator struct {
 	SessionTimeout time.Duration // -session-timeout
 	ConnectTimeout time.Duration // -connect-timeout
 	LogLevel       string        // -log-level
+	TLS            *tls.Config   // resolved by Resolve from the -tls flags or $CLIENT_JVMFLAGS; nil: plain
 
 	servers string
+	tls     tlsFlags
 }
 
 // Register defines the operator flags on fs. It may be called for several
@@ -51,6 +54,7 @@ func (o *Operator) Register(fs *flag.FlagSet) {
 	fs.DurationVar(&o.SessionTimeout, "session-timeout", 10*time.Second, "the session timeout asked of the server (it clamps it to 2-20 ticks)")
 	fs.DurationVar(&o.ConnectTimeout, "connect-timeout", 15*time.Second, "how long to wait for a session")
 	fs.StringVar(&o.LogLevel, "log-level", "error", "log to stderr at this `level`: debug, info, warn, error")
+	o.tls.register(fs)
 }
 
 // Resolve checks the parsed flags and fills Servers, from -servers or else
@@ -86,7 +90,9 @@ func (o *Operator) Resolve(getenv func(string) string) error {
 	if _, err := o.level(); err != nil {
 		return err
 	}
-	return nil
+	var err error
+	o.TLS, err = o.tls.resolve(getenv)
+	return err
 }
 
 func (o *Operator) level() (slog.Level, error) {
@@ -120,6 +126,9 @@ func (o *Operator) Connect(ctx context.Context, log *slog.Logger) (*recipes.Clie
 	if o.Auth != "" {
 		scheme, cred, _ := strings.Cut(o.Auth, ":")
 		opts = append(opts, recipes.WithAuth(scheme, []byte(cred)))
+	}
+	if o.TLS != nil {
+		opts = append(opts, recipes.WithTLS(o.TLS))
 	}
 	c, err := recipes.Connect(ctx, o.Servers, opts...)
 	if err != nil {

@@ -136,7 +136,7 @@ func TestFollowChildren(t *testing.T) {
 // ends with ErrClosed when the client closes.
 func TestFollowRetriesAndClose(t *testing.T) {
 	zkc := zktest.Start(t)
-	c, err := recipes.Connect(context.Background(), zkc.Servers(), recipes.WithSessionTimeout(4*time.Second))
+	c, err := testutil.Dial(context.Background(), zkc.Servers(), recipes.WithSessionTimeout(4*time.Second))
 	require.NoError(t, err)
 	e := engine.Of(c)
 	var reads int

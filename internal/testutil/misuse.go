@@ -203,9 +203,7 @@ func (mc MisuseChildren) InChild(name string, servers []string) func() error {
 		defer cancel()
 		cmd := exec.CommandContext(ctx, os.Args[0], "-test.run=^TestMisuseChild$", "-test.count=1", "-test.v")
 		cmd.Env = append(os.Environ(), misuseChildEnv+"="+name, misuseServersEnv+"="+strings.Join(servers, ","))
-		if e := helperTLSEnv([]string{misuseServersEnv + "=" + strings.Join(servers, ",")}); e != "" {
-			cmd.Env = append(cmd.Env, e)
-		}
+		cmd.Env = append(cmd.Env, TLSEnv(servers)...)
 		out, err := cmd.CombinedOutput()
 		if err != nil {
 			return fmt.Errorf("child %q: %w\n%s", name, err, misuseTail(out))

@@ -82,3 +82,13 @@ func ZKTLS(servers []string) func(*zk.Conn) {
 	}
 	return func(*zk.Conn) {}
 }
+
+// TLSEnv returns the environment a child process (this test binary run
+// again) needs for Dial to reach servers over TLS: the cluster's PEM files
+// when servers belong to a TLS cluster, nothing otherwise.
+func TLSEnv(servers []string) []string {
+	if e := helperTLSEnv([]string{"servers=" + strings.Join(servers, ",")}); e != "" {
+		return []string{e}
+	}
+	return nil
+}
