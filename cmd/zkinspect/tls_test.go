@@ -36,7 +36,7 @@ func TestInspectOverTLS(t *testing.T) {
 	if _, err := m.Acquire(ctx); err != nil {
 		t.Fatal(err)
 	}
-	want := [][]string{{"/tls/lock: mutex"}, {"HOLDER", `"holder"`}}
+	want := [][]string{{"/tls/lock: mutex"}, {"1", "HOLDS", `"holder"`}}
 	wantLines(t, "-tls flags", inspectOut(t, zkc, "/tls/lock"), want)
 
 	ca, cert, key := zkc.TLSFiles()

@@ -85,8 +85,11 @@ func fromJVMFlags(flags string) (tlsFlags, error) {
 			continue
 		}
 		typ := strings.ToUpper(props["zookeeper.ssl."+s.store+".type"])
-		if typ == "" && !strings.HasSuffix(strings.ToLower(loc), ".pem") {
+		if typ == "" { // ZooKeeper goes by the file's extension
 			typ = "non-PEM"
+			if strings.HasSuffix(strings.ToLower(loc), ".pem") {
+				typ = "PEM"
+			}
 		}
 		if typ != "PEM" {
 			return t, fmt.Errorf("%w: $%s names a %s %s %s: give its PEM form with -tls-ca, -tls-cert and -tls-key", ErrUsage, EnvJVMFlags, typ, s.store, loc)
