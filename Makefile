@@ -66,8 +66,9 @@ bench: deps-demo
 
 CHAOS_FLAGS ?= -duration 5m -seed 1
 
-# The packages of the recipes themselves, which `make test-39` runs on 3.9.
-RECIPE_PKGS ?= ./recipes/... ./internal/engine/... ./internal/interop/... ./internal/healthy/... ./mutex/... ./rwlock/... ./semaphore/... ./election/... ./cleanup/... ./shared/... ./barrier/... ./atomicval/... ./queue/... ./cache/... ./discovery/... ./nodes/...
+# The packages of the recipes themselves, which `make test-39` runs on 3.9,
+# and internal/sasl (3.9 refuses DIGEST-MD5 in its default FIPS mode).
+RECIPE_PKGS ?= ./recipes/... ./internal/engine/... ./internal/sasl/... ./internal/interop/... ./internal/healthy/... ./mutex/... ./rwlock/... ./semaphore/... ./election/... ./cleanup/... ./shared/... ./barrier/... ./atomicval/... ./queue/... ./cache/... ./discovery/... ./nodes/...
 
 .PHONY: chaos chaos-all deps-39 test-39 chaos-all-39
 chaos: deps-demo

@@ -112,4 +112,11 @@
 // across the processes that share the counter, not ordered across them,
 // and have gaps (a block a process did not finish; a block whose Add had
 // an unknown outcome, which is skipped rather than risk an id twice).
+//
+// # ACLs
+//
+// The node, its missing parents and a promoted lock's nodes get the
+// Client's ACLs (recipes.WithACLProvider); an update the server refuses
+// fails at once with an error wrapping recipes.ErrNoAuth. See
+// docs/security.md.
 package atomicval

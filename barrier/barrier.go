@@ -39,6 +39,13 @@
 // Kazoo's DoubleBarrier has another layout and does not meet this one
 // (its Barrier does meet Barrier). docs/counters-and-barriers.md has the
 // guarantees with the evidence.
+//
+// # ACLs
+//
+// A barrier's node, a double barrier's member and ready nodes, and their
+// missing parents get the Client's ACLs (recipes.WithACLProvider); Set,
+// Wait, Remove and Enter refused by the server fail at once with an error
+// wrapping recipes.ErrNoAuth. See docs/security.md.
 package barrier
 
 import (

@@ -113,9 +113,10 @@ type Cache struct {
 
 	// Owned by the persistent watch's goroutine (runPersistent): which
 	// deletion events may be older than the node the cache holds, and so
-	// must be checked against a read (see apply).
-	verifyTo uint64            // every event up to this Seq (after a load)
-	ahead    map[string]uint64 // a node's, up to this Seq (after its read)
+	// must be checked against a read (see stream.go).
+	verifyTo  uint64            // every event up to this Seq (after a load)
+	ahead     map[string]uint64 // a node's, up to this Seq (after its read)
+	readFloor uint64            // a read of Order at most this may be older than what was applied (stream.go)
 }
 
 // New returns a cache of the subtree at path (Curator's CuratorCache;

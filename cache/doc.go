@@ -14,16 +14,20 @@
 // On ZooKeeper 3.6 and later the cache sets one persistent recursive
 // watch on its root (a persistent one, not recursive, for a NodeCache):
 // one server watch however large the subtree. Each event makes the cache
-// read the node that changed (the reads of a batch of events go out
-// together, pipelined on the session). The client sets the watch again on
-// every new connection, and since ZooKeeper does not replay what changed
-// while the watch was away, the cache then reads the whole subtree again
-// (a resync) and reports what differs. The first load and every resync
-// read 64 nodes per request (ZooKeeper 3.6's multiRead: their data and
-// stats, then their children's names), with up to 64 such requests in
-// flight, so a load of 100,000 nodes is about 3,200 requests and one
-// round trip per level of the tree (node by node, pipelined, under
-// WithoutData, whose reads need the children's stat).
+// read the node that changed, as Curator's CuratorCache makes one getData
+// per event: the read is sent as the event comes, by the client's
+// receiving goroutine before it reads the connection's next frame, so
+// the reads of successive events go out pipelined on the session, in the
+// events' order, whatever the cache's own goroutines are doing; the
+// events are applied in order as their replies come. The client sets
+// the watch again on every new connection, and since ZooKeeper does not
+// replay what changed while the watch was away, the cache then reads
+// the whole subtree again (a resync) and reports what differs. The first
+// load and every resync read 64 nodes per request (ZooKeeper 3.6's
+// multiRead: their data and stats, then their children's names), with up
+// to 64 such requests in flight, so a load of 100,000 nodes is about
+// 3,200 requests and one round trip per level of the tree (node by node,
+// pipelined, under WithoutData, whose reads need the children's stat).
 //
 // On a server without persistent watches (before 3.6), or with
 // WithOneShotWatches, the cache keeps itself current with one-shot
@@ -64,16 +68,16 @@
 // Filters select from them as Curator's listener builder does
 // (ForCreates, ForChanges, ForDeletes, ForInitialized, AfterInitialized).
 //
-// Each batch of watch events is checked against reads made after it: a
-// change is applied only when the node's mzxid moved forward, a node
+// Each watch event is checked against its own read, made after it came:
+// a change is applied only when the node's mzxid moved forward, a node
 // whose czxid differs was deleted and created again, and a deletion is
 // applied only when the node the cache holds is gone (not when the
 // deleted node was an older one the cache has already replaced), so that
 // the events a listener hears, replayed in order, always give the
-// cache's contents. A deletion costs a read only when it can be that old:
-// when its event came before the reply of the read that gave the node
-// held (events and replies come in the connection's order); most are
-// applied at once.
+// cache's contents. A deletion costs a read (of the node's stat) only
+// when it can be that old: when a read of the node (its own, or a full
+// read's) may have been answered after the deletion's event came (events
+// and replies come in the connection's order); most are applied at once.
 //
 // # What the cache guarantees, and what it does not
 //
@@ -90,12 +94,17 @@
 //     catches up with a resync after the session (or a new one) is back.
 //     Reads from memory never block and never tell how old they are:
 //     watch the client's connection state for that.
-//   - Every intermediate state: a node changed twice before the cache
-//     reads it is reported once (NodeChanged with the latest data), a node
-//     created and deleted in between may not be reported at all, and a
-//     resync reports the difference, not the history (many changes while
-//     away are one NodeChanged; a node deleted and created again is
-//     NodeDeleted then NodeCreated).
+//   - Every intermediate state: a node changed twice before the read its
+//     first change's event started reaches the server is reported once
+//     (NodeChanged with the latest data), as by Curator's CuratorCache; a
+//     node created and deleted in between may not be reported at all; and
+//     a resync reports the difference, not the history (many changes
+//     while away are one NodeChanged; a node deleted and created again is
+//     NodeDeleted then NodeCreated). Since both read each event's node as
+//     the event comes, a version Curator's cache reports beside this one
+//     is reported by this one too, unless this one's read loses the race
+//     against the next change (a loaded machine, a slow process:
+//     internal/interop's TestCuratorCacheVersions measures it).
 //   - A node's children fields of Stat (Cversion, NumChildren, Pzxid) as
 //     of now: Node.Stat is as of the node's last data change; Children
 //     lists the cached children.
@@ -127,4 +136,10 @@
 // slice of a block, shared, so a Data held after the node changed keeps
 // its block (up to 64 KiB) in memory. A value over 16 KiB has an
 // allocation of its own.
+//
+// # ACLs
+//
+// A cache creates nothing, so ACLs only limit what it reads: a node it may
+// not read is left out with its subtree and logged at warn, and Start and
+// WaitReady succeed. See docs/security.md.
 package cache

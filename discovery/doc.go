@@ -54,4 +54,11 @@
 // Where Curator is not byte-stable the bytes are only equivalent: a Go
 // value's nested strings are escaped by encoding/json (U+2028 as \u2028),
 // a Java Map's key order is its own.
+//
+// # ACLs
+//
+// Instance nodes and their parents (the base path, the service's node) get
+// the Client's ACLs (recipes.WithACLProvider). A Register the server
+// refuses fails at once with an error wrapping recipes.ErrNoAuth; caches
+// leave out the instances they may not read. See docs/security.md.
 package discovery

@@ -35,6 +35,15 @@
 // Token or Fenced. A crashed leader is replaced one session timeout after
 // the crash. Observe and CurrentLeader report what ZooKeeper showed a
 // moment ago: the leader may have changed since.
+//
+// # ACLs
+//
+// A latch's node, a selector's lock node and the missing parents get the
+// Client's ACLs (recipes.WithACLProvider). A client they leave out gets an
+// error wrapping recipes.ErrNoAuth from Latch.Start at once; a Selector
+// logs the refusal at error level and stops queueing until Requeue;
+// Observe logs it and reads again only at the next reconnection. See
+// docs/security.md.
 package election
 
 import (
@@ -140,6 +149,10 @@ type nodeHold struct{ *engine.Hold }
 func (h nodeHold) Token(ctx context.Context) (recipes.FenceToken, error) {
 	z, err := h.Hold.Token(ctx)
 	return recipes.FenceToken{Czxid: z}, err
+}
+
+func (h nodeHold) Fenced(ctx context.Context, ops ...recipes.Op) ([]zk.MultiResponse, error) {
+	return h.Hold.Fenced(ctx, recipeargs.Ops(ops)...)
 }
 
 func newTerm(h termHold, id string, end func(ctx context.Context) error) *Term {

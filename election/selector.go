@@ -24,7 +24,11 @@ import (
 type LeadFunc func(ctx context.Context, t *Term) error
 
 // WithAutoRequeue makes a Selector queue again each time LeadFunc returns
-// (or an attempt to lead fails), as Curator's autoRequeue does.
+// (or an attempt to lead fails), as Curator's autoRequeue does. An attempt
+// the server refuses for want of rights (recipes.ErrNoAuth: the ACL of the
+// path does not grant this client's credentials) is not retried: the
+// selector stops queueing, logs the refusal at error level, and queues
+// again at Requeue.
 func WithAutoRequeue() Option {
 	return func(o *options) error {
 		if err := only(o, "WithAutoRequeue", "Selector"); err != nil {
@@ -189,15 +193,20 @@ func (s *Selector) run() {
 		if s.ctx.Err() != nil {
 			return
 		}
-		if err != nil {
+		refused := !led && zkerr.IsRefused(err)
+		switch {
+		case refused:
+			s.c.Logger().Error("zkrecipes: leader selector: not authorised to queue; it stops queueing until Requeue (check WithAuth and the ACL of the path)",
+				"path", s.path, "id", s.id, "err", err)
+		case err != nil:
 			s.c.Logger().Warn("zkrecipes: leader selector: attempt to lead failed", "path", s.path, "id", s.id, "err", err)
 		}
 		if !led { // (a term's end settles queued itself, before its release)
 			s.mu.Lock()
-			s.queued = s.opts.autoRequeue
+			s.queued = s.opts.autoRequeue && !refused
 			s.mu.Unlock()
 		}
-		if err != nil && s.opts.autoRequeue {
+		if err != nil && s.opts.autoRequeue && !refused {
 			// Do not spin while the connection is down.
 			if werr := s.c.WaitConnected(s.ctx); werr != nil {
 				return

@@ -7,6 +7,7 @@ import (
 	"github.com/go-zookeeper/zk"
 
 	"github.com/zkrecipes/zkrecipes/internal/engine"
+	"github.com/zkrecipes/zkrecipes/internal/recipeargs"
 	"github.com/zkrecipes/zkrecipes/recipes"
 )
 
@@ -59,7 +60,7 @@ func (l *Lease) Token(ctx context.Context) (recipes.FenceToken, error) {
 // only. A connection error is returned as it is (recipes.IsRetryable): the
 // transaction may or may not have been applied.
 func (l *Lease) Fenced(ctx context.Context, ops ...recipes.Op) ([]zk.MultiResponse, error) {
-	return l.hold.Fenced(ctx, ops...)
+	return l.hold.Fenced(ctx, recipeargs.Ops(ops)...)
 }
 
 // Count returns how many times the owner holds the lock through this

@@ -61,6 +61,15 @@
 // owners live in other processes), one children list settles it, as
 // Curator does on every wake-up. A queue drained within one process thus
 // hands off without listing the children again, however long it is.
+//
+// # ACLs
+//
+// The lock node and the missing parents of the lock's path get the
+// Client's ACLs (recipes.WithACLProvider, asked for each node's server
+// path). A client they leave out can neither delete nor write them, and
+// its Acquire and TryAcquire fail at once with an error wrapping
+// recipes.ErrNoAuth. A peer with rights can still delete a holder's node:
+// fence the writes the lock guards (Lease.Fenced). See docs/security.md.
 package mutex
 
 import (

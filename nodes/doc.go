@@ -39,4 +39,12 @@
 // within the reconnection after a lost session. A persistent node made
 // and then lost track of by a crash before Close stays (it is persistent):
 // use an ephemeral or TTL mode for a node that must go with the process.
+//
+// # ACLs
+//
+// Each node (a TTL node's touch child too) and its missing parents get the
+// Client's ACLs (recipes.WithACLProvider). A create the server refuses is
+// returned by WaitReady at once (an error wrapping recipes.ErrNoAuth) and
+// tried again only at the next change of connection state or SetData, as
+// Curator's PersistentNode stops at NOAUTH. See docs/security.md.
 package nodes

@@ -265,7 +265,7 @@ func (g *GroupMember) WaitReady(ctx context.Context) error {
 		return notMadeGroup()
 	}
 	if err := g.node.WaitReady(ctx); err != nil {
-		return err
+		return zkerr.Named(g.what(), err) // the member's name, not its node's
 	}
 	if err := g.kids.WaitReady(ctx); err != nil {
 		return zkerr.Namedf(g.what(), "%w", err)

@@ -22,10 +22,21 @@ func (q *core) run(ctx context.Context) {
 	defer close(q.done)
 	skip := skips{locked: map[string]bool{}, kept: map[string]bool{}}
 	for {
+		snap := q.e.Snapshot()
 		names, err := q.next(ctx, skip)
 		switch {
 		case ctx.Err() != nil, errors.Is(err, recipes.ErrClosed):
 			return
+		case zkerr.IsRefused(err):
+			// Not on a timer: the refusal lasts until the ACL or the
+			// credentials change; list again at the next state change.
+			q.log.Error("zkrecipes: the queue may not be listed; listing it again when the connection changes", "queue", q.path, "err", zkerr.Explain(err))
+			select {
+			case <-snap.Changed:
+			case <-ctx.Done():
+				return
+			}
+			continue
 		case err != nil:
 			q.log.Warn("zkrecipes: listing the queue failed; trying again", "queue", q.path, "err", err)
 			t := time.NewTimer(time.Second)

@@ -149,4 +149,12 @@
 // duplicate delivery is one whose first consumer saw Done close and got
 // ErrLockLost from Ack; make the work idempotent, or fence its own writes
 // with Message.Fenced.
+//
+// # ACLs
+//
+// The queue node, its items, the lock directory and its lock nodes get the
+// Client's ACLs (recipes.WithACLProvider). A Put or Start the server
+// refuses fails at once with an error wrapping recipes.ErrNoAuth; a
+// consumer that may not list its queue logs it at error level and lists
+// again only at the next change of connection state. See docs/security.md.
 package queue

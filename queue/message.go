@@ -8,6 +8,7 @@ import (
 
 	"github.com/go-zookeeper/zk"
 
+	"github.com/zkrecipes/zkrecipes/internal/recipeargs"
 	"github.com/zkrecipes/zkrecipes/internal/zkerr"
 	"github.com/zkrecipes/zkrecipes/recipes"
 )
@@ -73,7 +74,7 @@ func (m *Message) Fenced(ctx context.Context, ops ...recipes.Op) ([]zk.MultiResp
 	if m.lock == nil {
 		return nil, zkerr.Namedf(m.q.what(), "fenced: %w: normal mode has no lock", recipes.ErrNotHeld)
 	}
-	return m.lock.hold.Fenced(ctx, ops...)
+	return m.lock.hold.Fenced(ctx, recipeargs.Ops(ops)...)
 }
 
 // Ack deletes the item and releases its lock in one fenced transaction,

@@ -10,7 +10,9 @@ import (
 	"github.com/go-zookeeper/zk"
 
 	"github.com/zkrecipes/zkrecipes/internal/engine"
+	"github.com/zkrecipes/zkrecipes/internal/zkerr"
 	"github.com/zkrecipes/zkrecipes/internal/zkpath"
+	"github.com/zkrecipes/zkrecipes/internal/zkstate"
 )
 
 func init() {
@@ -160,7 +162,7 @@ func (c *Client) Listen(fn func(State)) (remove func()) {
 	if fn == nil {
 		return func() {}
 	}
-	return c.eng().Listen(func(s engine.State) { fn(State(s)) })
+	return c.eng().Listen(func(s zkstate.State) { fn(State(s)) })
 }
 
 // Subscribe returns a channel that receives the current state (unless the
@@ -168,7 +170,7 @@ func (c *Client) Listen(fn func(State)) (remove func()) {
 // order. Transitions queue without bound while the reader is slow. The
 // channel is closed by the returned function or when the client closes.
 func (c *Client) Subscribe() (<-chan State, func()) {
-	return engine.SubscribeStates(c.eng(), func(s engine.State) State { return State(s) })
+	return engine.SubscribeStates(c.eng(), func(s zkstate.State) State { return State(s) })
 }
 
 // The methods below are the node operations. Paths are recipe paths: the
@@ -291,7 +293,8 @@ func (c *Client) Multi(ctx context.Context, ops ...Op) ([]zk.MultiResponse, erro
 	if err := e.Check(); err != nil {
 		return nil, err
 	}
-	full, err := e.NamespaceOps("multi", ops)
+	eops := engineOps(ops)
+	full, err := e.NamespaceOps("multi", eops)
 	if err != nil {
 		return nil, err
 	}
@@ -307,7 +310,7 @@ func (c *Client) Multi(ctx context.Context, ops ...Op) ([]zk.MultiResponse, erro
 		res[i].String = e.StripNamespace(res[i].String)
 	}
 	if err != nil {
-		return res, engine.MultiError("multi", ops, res, err)
+		return res, engine.MultiError("multi", eops, res, err)
 	}
 	return res, nil
 }
@@ -384,7 +387,7 @@ func opError(op, path string, err error) error {
 	if err == nil || isSentinel(err) {
 		return err
 	}
-	return fmt.Errorf("zkrecipes: %s %s: %w", op, path, err)
+	return fmt.Errorf("zkrecipes: %s %s: %w", op, path, zkerr.Explain(err))
 }
 
 func isSentinel(err error) bool {

@@ -105,6 +105,10 @@ var (
 	ErrNoAuth = zk.ErrNoAuth
 	// ErrNoChildrenForEphemerals: an ephemeral node cannot have children.
 	ErrNoChildrenForEphemerals = zk.ErrNoChildrenForEphemerals
+	// ErrAuthFailed: the server refused the client's credentials
+	// (AuthFailedException); Connect returns it at once when the server
+	// refuses a SASL authentication (WithSASLDigest).
+	ErrAuthFailed = zk.ErrAuthFailed
 )
 
 // IsRetryable reports whether err is a transient connection problem after

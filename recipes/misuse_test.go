@@ -453,11 +453,11 @@ func TestMisuse(t *testing.T) {
 		return err
 	}))
 	add("Hold.Fenced(a zero Op)", invalidArg, withHold("/misuse/hold/zeroop", func(h *engine.Hold) error {
-		_, err := h.Fenced(ctx, recipes.Op{})
+		_, err := h.Fenced(ctx, engine.Op{})
 		return err
 	}))
 	add("Hold.Fenced(a zero Op after a good one)", invalidArg, withHold("/misuse/hold/zeroop2", func(h *engine.Hold) error {
-		_, err := h.Fenced(ctx, recipes.CheckOp("/", -1), recipes.Op{})
+		_, err := h.Fenced(ctx, engine.CheckOp("/", -1), engine.Op{})
 		return err
 	}))
 

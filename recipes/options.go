@@ -11,6 +11,7 @@ import (
 
 	"github.com/zkrecipes/zkrecipes/internal/engine"
 	"github.com/zkrecipes/zkrecipes/internal/zkpath"
+	"github.com/zkrecipes/zkrecipes/internal/zkstate"
 )
 
 // Option configures a Client. Connect and NewClient validate options and
@@ -140,7 +141,11 @@ func WithNamespace(ns string) Option {
 	}
 }
 
-// WithACLProvider sets the ACLs of the nodes recipes create.
+// WithACLProvider sets the ACLs of the nodes the recipes and the Client
+// create: every node, each missing parent and the namespace node
+// included, gets p.ACLFor(its server path) when it is created, as with
+// Curator's ACLProvider. Nodes that exist keep their ACLs. See
+// docs/security.md for the nodes each recipe creates.
 func WithACLProvider(p ACLProvider) Option {
 	return func(o *options) error {
 		if p == nil {
@@ -185,7 +190,7 @@ func WithErrorPolicy(p ErrorPolicy) Option {
 		if p != PolicyStandard && p != PolicySession {
 			return fmt.Errorf("%w: error policy %d (want PolicyStandard or PolicySession)", ErrInvalidArgument, p)
 		}
-		o.cfg.ErrorPolicy = engine.ErrorPolicy(p)
+		o.cfg.ErrorPolicy = zkstate.ErrorPolicy(p)
 		return nil
 	}
 }
@@ -199,7 +204,13 @@ func WithoutContainers() Option {
 	return func(o *options) error { o.cfg.NoContainers = true; return nil }
 }
 
-// ACLProvider chooses the ACL list for a node about to be created.
+// ACLProvider chooses the ACL list for a node about to be created: Curator's
+// ACLProvider.getAclForPath. ACLFor gets the node's server path, namespace
+// included, and for a sequential node the path before the server's
+// sequence suffix. It is called for each node, parents included. There
+// is no default ACL to fall back on (Curator's getDefaultAcl): an empty
+// list is refused by the server, and the create fails with an error
+// wrapping zk.ErrInvalidACL.
 type ACLProvider interface {
 	ACLFor(path string) []zk.ACL
 }

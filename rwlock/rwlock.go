@@ -47,6 +47,13 @@
 // nearest writer ahead of it (Curator's reader watches the first one; the
 // rule for holding is the same), so a writer's release wakes only the
 // readers queued between it and the next writer, and that writer.
+//
+// # ACLs
+//
+// The read and write nodes (the downgrade node too) and the missing
+// parents get the Client's ACLs (recipes.WithACLProvider); a client they
+// leave out fails at once with an error wrapping recipes.ErrNoAuth. See
+// docs/security.md.
 package rwlock
 
 import (

@@ -8,8 +8,11 @@
 #   test (default)  zookeeper, libcurator-recipes-java,
 #                   libcurator-discovery-java and python3-kazoo: the
 #                   ZooKeeper server the tests start, and the Curator and
-#                   Kazoo clients the interoperability tests drive; then
-#                   zk39, whose failure is only reported in this mode.
+#                   Kazoo clients the interoperability tests drive;
+#                   krb5-kdc and krb5-admin-server: the MIT KDC that
+#                   zktest.StartKDC runs for the Kerberos (SASL GSSAPI)
+#                   tests; then zk39, whose failure is only reported in
+#                   this mode.
 #   demo            zookeeper only, and nothing at all when ZK_SERVERS,
 #                   ZK_TEST_SERVERS or ZOOKEEPER_HOME says where ZooKeeper is.
 #   zk39            ZooKeeper 3.9 (>= 3.9.4), Curator 5.7 (recipes and
@@ -29,11 +32,11 @@ set -euo pipefail
 
 mode="${1:-test}"
 case "$mode" in
-test) packages=(zookeeper libcurator-recipes-java libcurator-discovery-java python3-kazoo) ;;
+test) packages=(zookeeper libcurator-recipes-java libcurator-discovery-java python3-kazoo krb5-kdc krb5-admin-server) ;;
 demo) packages=(zookeeper) ;;
 zk39) packages=() ;;
 -h | --help)
-	sed -n '2,26s/^# \{0,1\}//p' "$0"
+	sed -n '2,30s/^# \{0,1\}//p' "$0"
 	exit 0
 	;;
 *)

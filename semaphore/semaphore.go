@@ -32,6 +32,14 @@
 // agree on: a client that asks for another fixed maximum on the same path
 // applies its own. A crashed holder's lease is freed one session timeout
 // later.
+//
+// # ACLs
+//
+// The locks and leases containers, their lock and lease nodes, and the
+// missing parents get the Client's ACLs (recipes.WithACLProvider); a
+// client they leave out cannot take a lease, whatever maximum it believes
+// in: Acquire and TryAcquire fail at once with an error wrapping
+// recipes.ErrNoAuth. See docs/security.md.
 package semaphore
 
 import (
@@ -353,7 +361,7 @@ func (l *Lease) Token(ctx context.Context) (recipes.FenceToken, error) {
 // only. A connection error is returned as it is (recipes.IsRetryable): the
 // transaction may or may not have been applied.
 func (l *Lease) Fenced(ctx context.Context, ops ...recipes.Op) ([]zk.MultiResponse, error) {
-	return l.hold.Fenced(ctx, ops...)
+	return l.hold.Fenced(ctx, recipeargs.Ops(ops)...)
 }
 
 // Release returns the lease, from any goroutine: its node is deleted, at

@@ -18,4 +18,11 @@
 // The errors named here (ErrNotStarted, ErrAlreadyStarted, ErrClosed,
 // ErrInvalidArgument, ...) are package recipes' sentinels, matched with
 // errors.Is; messages read "zkrecipes: shared count <path>: ...".
+//
+// # ACLs
+//
+// The node and its missing parents get the Client's ACLs
+// (recipes.WithACLProvider) when Start creates them; a Start the server
+// refuses fails at once with an error wrapping recipes.ErrNoAuth. See
+// docs/security.md.
 package shared

@@ -134,6 +134,7 @@ func cacheValue(prefix string) []byte {
 // cacheFigs are one side's figures in one round.
 type cacheFigs struct {
 	load, p50, p99, resync, resyncd time.Duration
+	floor                           time.Duration // ours only: the raw pipelined read of the same nodes (cachefloor.go)
 	recon                           time.Duration // restore to the client's RECONNECTED
 	read                            time.Duration // the resync's read: reconnect to done (ours: Resynced; Curator: last read)
 	loadReq, resyncReq              float64       // read requests (getData, getChildren, exists)
@@ -353,6 +354,13 @@ func (b *bench) cacheSize(ctx context.Context, admin, oc *recipes.Client, pxOurs
 			return "", "", fmt.Errorf("round %d: at initialized ours held %d nodes of %d", r+1, o.size, total)
 		}
 		curShort := cur != nil && c.size < total
+		// The floor of a load: the same nodes read raw, on the same link.
+		all := append(append([]string{root}, level...), leaves...)
+		floor, floorReq, err := rawFloor(ctx, oc, all)
+		if err != nil {
+			return "", "", err
+		}
+		o.floor = floor
 
 		// Latency.
 		s.reset()
@@ -472,8 +480,8 @@ func (b *bench) cacheSize(ctx context.Context, admin, oc *recipes.Client, pxOurs
 			return "", "", err
 		}
 		ours, curs = append(ours, o), append(curs, c)
-		line := fmt.Sprintf("   round %d: ours load %s (%d nodes, %.1f µs CPU/node, %.0f heap B/node, %.0f reads, %d watches), latency p50 %s p99 %s (%.0f µs CPU/event), resync %s (reconnected after %s, read %s, %.0f reads)",
-			r+1, ms(o.load), o.size, o.cpuLoad, o.heap, o.loadReq, o.watches, ms(o.p50), ms(o.p99), o.cpuEvent, ms(o.resync), ms(o.recon), ms(o.read), o.resyncReq)
+		line := fmt.Sprintf("   round %d: raw read of the same nodes %s (%d multiReads); ours load %s (%d nodes, %.1f µs CPU/node, %.0f heap B/node, %.0f reads, %d watches), latency p50 %s p99 %s (%.0f µs CPU/event), resync %s (reconnected after %s, read %s, %.0f reads)",
+			r+1, ms(o.floor), floorReq, ms(o.load), o.size, o.cpuLoad, o.heap, o.loadReq, o.watches, ms(o.p50), ms(o.p99), o.cpuEvent, ms(o.resync), ms(o.recon), ms(o.read), o.resyncReq)
 		if cur != nil {
 			line += fmt.Sprintf("; Curator load %s (%d nodes, %.1f µs CPU/node, %.0f heap B/node, %.0f reads, %d watches), latency p50 %s p99 %s (%.0f µs CPU/event), resync %s (reconnected after %s, read %s, %.0f reads)",
 				ms(c.load), c.size, c.cpuLoad, c.heap, c.loadReq, c.watches, ms(c.p50), ms(c.p99), c.cpuEvent, ms(c.resync), ms(c.recon), ms(c.read), c.resyncReq)
@@ -540,6 +548,8 @@ func (b *bench) cacheSize(ctx context.Context, admin, oc *recipes.Client, pxOurs
 		}
 	}
 	fmt.Fprintf(&res, " watches_ours=%d", ours[0].watches)
+	floorMs := med(ours, msOf(func(f cacheFigs) time.Duration { return f.floor }))
+	fmt.Fprintf(&res, " load_floor_ms=%.3f load_over_floor_x=%.2f", floorMs, med(ours, cols[1].get)/floorMs)
 	pass := med(ours, cols[7].get) <= 10
 	if cur != nil {
 		loadX := med(curs, cols[1].get) / med(ours, cols[1].get) * med(ours, cols[0].get) / max(med(curs, cols[0].get), 1)
@@ -562,6 +572,7 @@ func (b *bench) cacheSize(ctx context.Context, admin, oc *recipes.Client, pxOurs
 	for _, c := range cols {
 		fmt.Fprintf(&md, "| %s | %.1f %s | %s |\n", c.name, medCol(ours, c), c.unit, curCell(c))
 	}
+	fmt.Fprintf(&md, "| load_floor_ms: the same nodes read raw (64 getData per multiRead, 64 in flight; paths known) | %.1f ms (load %.2f× it) | |\n", floorMs, med(ours, cols[1].get)/floorMs)
 	if cur != nil {
 		fmt.Fprintf(&md, "| server watches per cache (wchs, first round) | %d | %d |\n", ours[0].watches, curs[0].watches)
 	} else {

@@ -1,6 +1,7 @@
 // Package cli holds the operator flags shared by the repository's commands
-// (zkrun and zkinspect): the servers, namespace, digest auth, TLS, session
-// and connect timeouts, and the log level, and the Connect that uses them.
+// (zkrun and zkinspect): the servers, namespace, digest auth, SASL
+// (DIGEST-MD5 or Kerberos), TLS, session and connect timeouts, and the log
+// level, and the Connect that uses them.
 //
 // The servers default to $ZK_SERVERS. That default is applied after the
 // flags are parsed, so -h shows "$ZK_SERVERS" and not whatever the variable
@@ -37,6 +38,7 @@ type Operator struct {
 	SessionTimeout time.Duration // -session-timeout
 	ConnectTimeout time.Duration // -connect-timeout
 	LogLevel       string        // -log-level
+	SASL           SASL          // -sasl and its flags (sasl.go)
 	TLS            *tls.Config   // resolved by Resolve from the -tls flags or $CLIENT_JVMFLAGS; nil: plain
 
 	servers string
@@ -54,6 +56,7 @@ func (o *Operator) Register(fs *flag.FlagSet) {
 	fs.DurationVar(&o.SessionTimeout, "session-timeout", 10*time.Second, "the session timeout asked of the server (it clamps it to 2-20 ticks)")
 	fs.DurationVar(&o.ConnectTimeout, "connect-timeout", 15*time.Second, "how long to wait for a session")
 	fs.StringVar(&o.LogLevel, "log-level", "error", "log to stderr at this `level`: debug, info, warn, error")
+	o.SASL.register(fs)
 	o.tls.register(fs)
 }
 
@@ -83,6 +86,9 @@ func (o *Operator) Resolve(getenv func(string) string) error {
 		if scheme, cred, ok := strings.Cut(o.Auth, ":"); !ok || scheme == "" || cred == "" {
 			return fmt.Errorf("%w: -auth %q: want scheme:credentials, e.g. digest:user:secret", ErrUsage, o.Auth)
 		}
+	}
+	if err := o.SASL.resolve(getenv); err != nil {
+		return err
 	}
 	if o.SessionTimeout <= 0 || o.ConnectTimeout <= 0 {
 		return fmt.Errorf("%w: -session-timeout and -connect-timeout must be positive", ErrUsage)
@@ -126,6 +132,13 @@ func (o *Operator) Connect(ctx context.Context, log *slog.Logger) (*recipes.Clie
 	if o.Auth != "" {
 		scheme, cred, _ := strings.Cut(o.Auth, ":")
 		opts = append(opts, recipes.WithAuth(scheme, []byte(cred)))
+	}
+	sasl, err := o.SASL.option()
+	if err != nil {
+		return nil, err
+	}
+	if sasl != nil {
+		opts = append(opts, sasl)
 	}
 	if o.TLS != nil {
 		opts = append(opts, recipes.WithTLS(o.TLS))

@@ -8,6 +8,7 @@ import (
 
 	"github.com/go-zookeeper/zk"
 	"github.com/zkrecipes/zkrecipes/internal/zkerr"
+	"github.com/zkrecipes/zkrecipes/internal/zkstate"
 )
 
 // Wait describes one Await: what it waits for and when it must give up.
@@ -148,7 +149,7 @@ func sessionGone(snap Snapshot, sid int64) bool {
 	if sid == 0 {
 		return false
 	}
-	return snap.SessionID == sid && snap.State == StateLost ||
+	return snap.SessionID == sid && snap.State == zkstate.StateLost ||
 		snap.State.IsConnected() && snap.SessionID != sid
 }
 

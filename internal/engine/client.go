@@ -13,6 +13,7 @@ import (
 	"github.com/go-zookeeper/zk"
 	"github.com/zkrecipes/zkrecipes/internal/notify"
 	"github.com/zkrecipes/zkrecipes/internal/zkerr"
+	"github.com/zkrecipes/zkrecipes/internal/zkstate"
 )
 
 // Client is the one object every recipe takes. It owns a *zk.Conn, drains
@@ -32,13 +33,13 @@ type Client struct {
 	inbox *notify.Queue[zk.Event] // session events from go-zookeeper, drained at once
 
 	mu          sync.Mutex
-	state       State
+	state       zkstate.State
 	sessionID   int64
 	lost        bool          // LOST declared for the current session
 	suspendCh   chan struct{} // closed on SUSPENDED, LOST and Close
 	lostCh      chan struct{} // closed on LOST and Close
 	changeCh    chan struct{} // closed on every transition
-	listeners   notify.Listeners[State]
+	listeners   notify.Listeners[zkstate.State]
 	closed      bool
 	timer       *time.Timer
 	timerGen    uint64
@@ -91,6 +92,9 @@ func Connect(ctx context.Context, servers []string, cfg Config) (*Client, error)
 	c.wire = newWire(cfg.Dialer)
 	if cfg.TLS != nil {
 		c.wire.dial = tlsDialer(c.wire.dial, cfg.TLS)
+	}
+	if cfg.SASL != nil {
+		c.wire.auth = newWireAuth(cfg.SASL, c.log)
 	}
 	c.wire.onUsable = c.pw.kickNow
 	zkopts := []func(*zk.Conn){
@@ -199,8 +203,8 @@ func newClient(cfg Config) *Client {
 
 // event takes one event of the connection: a watch's goes to the
 // followers at once (before go-zookeeper hands it to the watch's channel,
-// and before the reply to any later request is read), every one to the
-// state machine. An adopted connection's events come late through its
+// and before the reply to any later request is read), a session event to
+// the state machine (which takes no other). An adopted connection's events come late through its
 // event channel (which drops them when full): there, each watch hears its
 // own channel instead (see backstop), since an event this late could
 // reach a watch set again after it fired.
@@ -211,7 +215,9 @@ func (c *Client) event(ev zk.Event) {
 		}
 		c.hub.dispatch(ev)
 	}
-	c.inbox.Push(ev)
+	if ev.Type == zk.EventSession { // the state machine takes nothing else
+		c.inbox.Push(ev)
+	}
 }
 
 func (c *Client) start(events <-chan zk.Event, forward bool) {
@@ -229,24 +235,12 @@ func (c *Client) start(events <-chan zk.Event, forward bool) {
 	go c.run()
 }
 
-// afterStart waits for the first session and applies the auth options.
 // afterStart waits for the first session (unless WithConnectTimeout(0)
 // asked not to) and adds the WithAuth credentials.
 func (c *Client) afterStart(ctx context.Context) error {
 	if c.cfg.ConnectTimeout > 0 {
-		wctx, cancel := context.WithTimeout(ctx, c.cfg.ConnectTimeout)
-		defer cancel()
-		if err := c.WaitConnected(wctx); err != nil {
-			if ctx.Err() != nil { // the caller's ctx, not the connect timeout
-				return zkerr.Namedf("connect", "no session yet: %w", ctx.Err())
-			}
-			why := "is ZooKeeper running at the addresses given, and reachable from here?"
-			if c.wire != nil {
-				if derr := c.wire.LastDialError(); derr != nil {
-					why = "last " + derr.Error()
-				}
-			}
-			return zkerr.Namedf("connect", "no session within %v from %s (%s): %w", c.cfg.ConnectTimeout, strings.Join(c.servers, ","), why, err)
+		if err := c.awaitFirstSession(ctx); err != nil {
+			return err
 		}
 	}
 	for _, a := range c.cfg.Auth {
@@ -257,6 +251,44 @@ func (c *Client) afterStart(ctx context.Context) error {
 	return nil
 }
 
+// awaitFirstSession waits for the first session within ctx and the
+// connect timeout. A refused SASL authentication ends the wait at once:
+// go-zookeeper would try the refused credentials for ever.
+func (c *Client) awaitFirstSession(ctx context.Context) error {
+	wctx, cancel := context.WithTimeout(ctx, c.cfg.ConnectTimeout)
+	defer cancel()
+	var refused <-chan struct{}
+	if c.wire != nil && c.wire.auth != nil {
+		refused = c.wire.auth.failed
+	}
+	go func() {
+		select {
+		case <-refused:
+			cancel()
+		case <-wctx.Done():
+		}
+	}()
+	err := c.WaitConnected(wctx)
+	if err == nil {
+		return nil
+	}
+	if c.wire != nil && c.wire.auth != nil {
+		if aerr := c.wire.auth.lastError(); aerr != nil && isClosed(refused) {
+			return zkerr.Namedf("connect", "%w: %w", zk.ErrAuthFailed, aerr)
+		}
+	}
+	if ctx.Err() != nil { // the caller's ctx, not the connect timeout
+		return zkerr.Namedf("connect", "no session yet: %w", ctx.Err())
+	}
+	why := "is ZooKeeper running at the addresses given, and reachable from here?"
+	if c.wire != nil {
+		if derr := c.wire.LastDialError(); derr != nil {
+			why = "last " + derr.Error()
+		}
+	}
+	return zkerr.Namedf("connect", "no session within %v from %s (%s): %w", c.cfg.ConnectTimeout, strings.Join(c.servers, ","), why, err)
+}
+
 // Conn returns the underlying go-zookeeper connection, for operations this
 // package does not wrap. Requests made on it are not counted in Stats.
 func (c *Client) Conn() *zk.Conn { return c.conn }
@@ -265,7 +297,7 @@ func (c *Client) Conn() *zk.Conn { return c.conn }
 func (c *Client) Namespace() string { return c.cfg.Namespace }
 
 // ErrorPolicy returns the client's error policy.
-func (c *Client) ErrorPolicy() ErrorPolicy { return c.cfg.ErrorPolicy }
+func (c *Client) ErrorPolicy() zkstate.ErrorPolicy { return c.cfg.ErrorPolicy }
 
 // Logger returns the client's logger (silent unless WithLogger was given).
 func (c *Client) Logger() *slog.Logger { return c.log }
@@ -298,7 +330,7 @@ func (c *Client) lastReceived() (time.Time, bool) {
 }
 
 // State returns the current connection state.
-func (c *Client) State() State {
+func (c *Client) State() zkstate.State {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return c.state
@@ -382,7 +414,7 @@ func (c *Client) WaitConnected(ctx context.Context) error {
 // Snapshot is a consistent view of the client's connection state together
 // with the signals recipes build holds on.
 type Snapshot struct {
-	State     State
+	State     zkstate.State
 	SessionID int64
 	// Changed is closed at the next state transition.
 	Changed <-chan struct{}
@@ -402,7 +434,7 @@ func (c *Client) Snapshot() Snapshot {
 // HoldSignal returns, from a snapshot, the channel that closes when a hold
 // taken in that snapshot may be gone under the client's error policy.
 func (c *Client) HoldSignal(s Snapshot) <-chan struct{} {
-	if c.cfg.ErrorPolicy == PolicySession {
+	if c.cfg.ErrorPolicy == zkstate.PolicySession {
 		return s.Lost
 	}
 	return s.Suspended

@@ -9,6 +9,7 @@ import (
 	"github.com/go-zookeeper/zk"
 	"github.com/zkrecipes/zkrecipes/internal/zkerr"
 	"github.com/zkrecipes/zkrecipes/internal/zkpath"
+	"github.com/zkrecipes/zkrecipes/internal/zkstate"
 )
 
 // createProtected is the one protected create, in any mode (ephemeral or
@@ -98,7 +99,7 @@ func (pc *protectedCreate) fail(err error) error {
 // going: a waiter must not wait on through a session loss) or when the
 // retry policy does.
 func (pc *protectedCreate) pause(err error) error {
-	if snap := pc.c.Snapshot(); zkerr.IsRetryable(err) && snap.State == StateLost && snap.SessionID == pc.sid {
+	if snap := pc.c.Snapshot(); zkerr.IsRetryable(err) && snap.State == zkstate.StateLost && snap.SessionID == pc.sid {
 		return fmt.Errorf("%w: %w", zkerr.ErrSessionLost, err)
 	}
 	d, ok := pc.retry.Next()

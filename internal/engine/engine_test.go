@@ -269,18 +269,26 @@ func TestParticipantTermsAndRecreation(t *testing.T) {
 	_, nodes := la.count()
 	assert.Equal(t, 2, nodes)
 
-	// The whole latch path deleted: a recreates it and leads.
-	kids, _, err := admin.Children(context.Background(), "/latch")
-	require.NoError(t, err)
-	for _, k := range kids {
-		require.NoError(t, admin.Delete(context.Background(), "/latch/"+k, -1))
-	}
-	err = admin.Delete(context.Background(), "/latch", -1)
-	// NoNode: the container went first; NotEmpty: a, told its node is
-	// gone, made a new one before this delete came (seen over TLS).
-	if err != nil && !errors.Is(err, zk.ErrNoNode) && !errors.Is(err, zk.ErrNotEmpty) {
+	// The whole latch path deleted: a recreates it and leads. The nodes
+	// and the path go in one multi, made again when a's new node came
+	// between the listing and the multi (a makes one as soon as its node
+	// is deleted).
+	eventually(t, 10*time.Second, "the latch path deleted", func() bool {
+		kids, _, err := admin.Children(context.Background(), "/latch")
+		if errors.Is(err, zk.ErrNoNode) {
+			return true
+		}
 		require.NoError(t, err)
-	}
+		var ops []recipes.Op
+		for _, k := range kids {
+			ops = append(ops, recipes.DeleteOp("/latch/"+k, -1))
+		}
+		_, err = admin.Multi(context.Background(), append(ops, recipes.DeleteOp("/latch", -1))...)
+		if err != nil && !errors.Is(err, zk.ErrNoNode) && !errors.Is(err, zk.ErrNotEmpty) {
+			require.NoError(t, err)
+		}
+		return err == nil
+	})
 	assertClosedWithin(t, third.Done(), "node gone ends the term")
 	eventually(t, 10*time.Second, "a leads with a new node", func() bool { n, _ := la.count(); return n == 4 })
 	assert.NotEqual(t, third.Node(), la.last().Node())

@@ -10,6 +10,7 @@ import (
 	"github.com/go-zookeeper/zk"
 	"github.com/zkrecipes/zkrecipes/internal/notify"
 	"github.com/zkrecipes/zkrecipes/internal/zkerr"
+	"github.com/zkrecipes/zkrecipes/internal/zkstate"
 )
 
 // FollowEventKind says what a FollowEvent reports.
@@ -49,11 +50,11 @@ func (k FollowEventKind) String() string {
 // a tree knows which node to read again.
 type FollowEvent struct {
 	Kind  FollowEventKind
-	Key   string       // FollowWatch: the key of the read that left the watch
-	Path  string       // FollowWatch: the server path of the watched node
-	Type  zk.EventType // FollowWatch: NodeCreated, NodeDeleted, NodeDataChanged, NodeChildrenChanged, or NotWatching (dropped with the session)
-	Watch WatchKind    // FollowWatch: which of the read's watches on Path fired
-	State State        // FollowState: the state entered
+	Key   string        // FollowWatch: the key of the read that left the watch
+	Path  string        // FollowWatch: the server path of the watched node
+	Type  zk.EventType  // FollowWatch: NodeCreated, NodeDeleted, NodeDataChanged, NodeChildrenChanged, or NotWatching (dropped with the session)
+	Watch WatchKind     // FollowWatch: which of the read's watches on Path fired
+	State zkstate.State // FollowState: the state entered
 }
 
 // followItem is what a Follower's one queue carries: an event (reg: the
@@ -91,7 +92,8 @@ type followRead struct {
 // runs again and leaves them anew: what changed while the session was gone
 // is seen by that first read. A failed read runs again under the client's
 // retry policy (its backoff starts afresh after each success, and after it
-// gives up), logged at warn.
+// gives up), logged at warn; a read the server refuses (NoAuth) runs
+// again only at the next reconnection or session, logged at error.
 //
 // Reads are added and removed from any goroutine, before Run or during it
 // (a read may add others: a tree follower adds a read per child it finds).
@@ -200,7 +202,7 @@ func (f *Follower) Run(ctx context.Context) error {
 			rd.w.forget()
 		}
 	}()
-	if state != StateLatent {
+	if state != zkstate.StateLatent {
 		f.report(FollowEvent{Kind: FollowState, State: state}) // the current state first
 	}
 	r := &followRun{f: f, connected: state.IsConnected(), sid: sid}
@@ -439,6 +441,10 @@ func (f *Follower) runDirty(ctx context.Context) error {
 			}
 		case errors.Is(err, zkerr.ErrClosed):
 			return err
+		case zkerr.IsRefused(err):
+			// Not on a timer: the next reconnection or session reads it
+			// again (f.all, f.newSession).
+			f.c.log.Error("zkrecipes: reading refused; reading again when the connection changes", "what", f.what, "key", rd.key, "err", zkerr.Explain(err))
 		default:
 			f.c.log.Warn("zkrecipes: reading failed; trying again", "what", f.what, "key", rd.key, "err", err)
 			rd.at = time.Now().Add(rd.retry.Pace())

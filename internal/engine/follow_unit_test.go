@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"github.com/zkrecipes/zkrecipes/internal/notify"
+	"github.com/zkrecipes/zkrecipes/internal/zkstate"
 )
 
 // Unit tests of Follow's pure parts: which watches an event fires, the
@@ -91,14 +92,14 @@ func TestHubRoutesEachEventToItsWatches(t *testing.T) {
 
 	// States go to every follower that joined, with the session.
 	h.join(f1)
-	h.state(StateSuspended, 7)
+	h.state(zkstate.StateSuspended, 7)
 	got1 = taken(f1)
 	require.Len(t, got1, 1)
-	assert.Equal(t, FollowEvent{Kind: FollowState, State: StateSuspended}, got1[0].ev)
+	assert.Equal(t, FollowEvent{Kind: FollowState, State: zkstate.StateSuspended}, got1[0].ev)
 	assert.Equal(t, int64(7), got1[0].session)
 	assert.Empty(t, taken(f2))
 	h.leave(f1)
-	h.state(StateLost, 7)
+	h.state(zkstate.StateLost, 7)
 	assert.Empty(t, taken(f1))
 }
 

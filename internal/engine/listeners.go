@@ -1,19 +1,22 @@
 package engine
 
-import "github.com/zkrecipes/zkrecipes/internal/notify"
+import (
+	"github.com/zkrecipes/zkrecipes/internal/notify"
+	"github.com/zkrecipes/zkrecipes/internal/zkstate"
+)
 
 // Listen registers fn to be called with the current state (unless the
 // client is still LATENT), then with every state transition, in order, on
 // a goroutine of its own: a slow fn delays only its own later calls, never
 // the client. The returned function removes the listener; it, and Close,
 // wait up to 5s for a call in progress to return.
-func (c *Client) Listen(fn func(State)) (remove func()) {
+func (c *Client) Listen(fn func(zkstate.State)) (remove func()) {
 	if fn == nil || c == nil {
 		return func() {}
 	}
 	c.mu.Lock() // states are posted under c.mu: nothing comes between
 	defer c.mu.Unlock()
-	if c.state == StateLatent {
+	if c.state == zkstate.StateLatent {
 		return c.listeners.Listen(fn)
 	}
 	return c.listeners.ListenFirst(fn, c.state)
@@ -23,15 +26,15 @@ func (c *Client) Listen(fn func(State)) (remove func()) {
 // client is still LATENT), then every state transition, in order.
 // Transitions queue without bound while the reader is slow. The channel is
 // closed by the returned function or when the client closes.
-func (c *Client) Subscribe() (<-chan State, func()) {
-	return SubscribeStates(c, func(s State) State { return s })
+func (c *Client) Subscribe() (<-chan zkstate.State, func()) {
+	return SubscribeStates(c, func(s zkstate.State) zkstate.State { return s })
 }
 
 // SubscribeStates is Client.Subscribe with each state converted by conv
 // (to package recipes' State), without a goroutine of its own. The
 // current state is queued under c.mu, so that no transition comes
 // between the two.
-func SubscribeStates[T any](c *Client, conv func(State) T) (<-chan T, func()) {
+func SubscribeStates[T any](c *Client, conv func(zkstate.State) T) (<-chan T, func()) {
 	if c == nil {
 		ch := make(chan T)
 		close(ch)
@@ -39,8 +42,8 @@ func SubscribeStates[T any](c *Client, conv func(State) T) (<-chan T, func()) {
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	var first *State
-	if s := c.state; s != StateLatent {
+	var first *zkstate.State
+	if s := c.state; s != zkstate.StateLatent {
 		first = &s
 	}
 	return notify.SubscribeVia(&c.listeners, first, conv)

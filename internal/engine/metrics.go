@@ -10,6 +10,7 @@ import (
 	"github.com/go-zookeeper/zk"
 	"github.com/zkrecipes/zkrecipes/internal/metric"
 	"github.com/zkrecipes/zkrecipes/internal/zkerr"
+	"github.com/zkrecipes/zkrecipes/internal/zkstate"
 )
 
 // Request operations, the values of the "op" label.
@@ -160,7 +161,7 @@ type instruments struct {
 	m          metric.Sink
 	namespace  string                           // the "zk_namespace" label: the namespace without its "/"
 	pathLabel  func(recipe, path string) string // nil: the path itself
-	states     [len(stateNames)]metric.Counter
+	states     [zkstate.NumStates]metric.Counter
 	suspended  metric.Counter
 	requests   [numOps][numResults]metric.Counter // nil for a result its op cannot have
 	retries    metric.Counter
@@ -190,8 +191,8 @@ func newInstruments(m metric.Sink, namespace string, pathLabel func(recipe, path
 		recipes: map[recipeKey]*recipeInstruments{}, unexpected: map[[2]uint8]metric.Counter{},
 		unreadable: map[unreadableKey]metric.Counter{}}
 	for s := range in.states {
-		if State(s) != StateLatent { // never entered
-			in.states[s] = m.Counter(metric.StateChanges, stateNames[s])
+		if zkstate.State(s) != zkstate.StateLatent { // never entered
+			in.states[s] = m.Counter(metric.StateChanges, zkstate.State(s).String())
 		}
 	}
 	in.suspended = m.Counter(metric.Suspended)
@@ -289,14 +290,14 @@ func (in *instruments) addPendingDeletes(n int64) {
 
 // stateEntered counts a transition from state from to s; suspendedAt is
 // when SUSPENDED was entered.
-func (in *instruments) stateEntered(from, s State, suspendedAt time.Time) {
+func (in *instruments) stateEntered(from, s zkstate.State, suspendedAt time.Time) {
 	if in == nil {
 		return
 	}
 	if ctr := in.states[s]; ctr != nil {
 		ctr.Add(1)
 	}
-	if from == StateSuspended && s != StateSuspended && !suspendedAt.IsZero() {
+	if from == zkstate.StateSuspended && s != zkstate.StateSuspended && !suspendedAt.IsZero() {
 		in.suspended.Add(time.Since(suspendedAt).Seconds())
 	}
 }

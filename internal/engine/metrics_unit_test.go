@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/zkrecipes/zkrecipes/internal/metric"
 	"github.com/zkrecipes/zkrecipes/internal/zkerr"
+	"github.com/zkrecipes/zkrecipes/internal/zkstate"
 )
 
 // TestMetricsOffCostsNothing: without metrics, every measurement point is
@@ -24,7 +25,7 @@ func TestMetricsOffCostsNothing(t *testing.T) {
 		c.met.countRetry()
 		c.met.addPendingDeletes(1)
 		c.met.addPendingDeletes(-1)
-		c.met.stateEntered(c.state, StateSuspended, c.suspendedAt)
+		c.met.stateEntered(c.state, zkstate.StateSuspended, c.suspendedAt)
 		m.queue(3)
 		m.acquired(true, nil)
 		m.released()

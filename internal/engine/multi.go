@@ -11,7 +11,7 @@ import (
 // Op is one operation of a transaction (Client.Multi, Hold.Fenced): a
 // create, a set, a delete or a version check of one node. Make one with
 // CreateOp, SetOp, DeleteOp or CheckOp; the zero Op is refused. Package
-// recipes exports it as recipes.Op.
+// recipes has its own Op, which converts through Request and OpOf.
 type Op struct {
 	kind    opKind
 	path    string
@@ -78,9 +78,19 @@ func (o Op) String() string {
 // request returns the go-zookeeper request for o, on o's path as it is;
 // a create gets the ACL the client's provider gives for that path.
 func (c *Client) request(o Op) any {
+	if o.kind == opCreate {
+		return &zk.CreateRequest{Path: o.path, Data: o.data, Flags: o.flags, Acl: c.acl(o.path)}
+	}
+	return o.Request()
+}
+
+// Request returns the go-zookeeper request o stands for, on its path as
+// it is and, for a create, with no ACL (the client's provider gives it
+// when the transaction runs); nil for the zero Op. OpOf is its inverse.
+func (o Op) Request() any {
 	switch o.kind {
 	case opCreate:
-		return &zk.CreateRequest{Path: o.path, Data: o.data, Flags: o.flags, Acl: c.acl(o.path)}
+		return &zk.CreateRequest{Path: o.path, Data: o.data, Flags: o.flags}
 	case opSet:
 		return &zk.SetDataRequest{Path: o.path, Data: o.data, Version: o.version}
 	case opDelete:
@@ -89,6 +99,23 @@ func (c *Client) request(o Op) any {
 		return &zk.CheckVersionRequest{Path: o.path, Version: o.version}
 	}
 	return nil
+}
+
+// OpOf returns the Op of a go-zookeeper request as Request returns it
+// (*zk.CreateRequest, *zk.SetDataRequest, *zk.DeleteRequest or
+// *zk.CheckVersionRequest); the zero Op for anything else.
+func OpOf(req any) Op {
+	switch r := req.(type) {
+	case *zk.CreateRequest:
+		return CreateOp(r.Path, r.Data, r.Flags)
+	case *zk.SetDataRequest:
+		return SetOp(r.Path, r.Data, r.Version)
+	case *zk.DeleteRequest:
+		return DeleteOp(r.Path, r.Version)
+	case *zk.CheckVersionRequest:
+		return CheckOp(r.Path, r.Version)
+	}
+	return Op{}
 }
 
 // requests returns the go-zookeeper requests for ops, refusing a zero Op.

@@ -8,6 +8,8 @@ import (
 	"github.com/cenkalti/backoff/v4"
 	"github.com/go-zookeeper/zk"
 	"github.com/zkrecipes/zkrecipes/internal/metric"
+	"github.com/zkrecipes/zkrecipes/internal/sasl"
+	"github.com/zkrecipes/zkrecipes/internal/zkstate"
 )
 
 // Config is a Client's configuration. Package recipes builds it from its
@@ -28,13 +30,17 @@ type Config struct {
 	// Retry makes the backoff of one operation's retries; nil:
 	// DefaultRetryPolicy(2 × SessionTimeout).
 	Retry       func() backoff.BackOff
-	ErrorPolicy ErrorPolicy
+	ErrorPolicy zkstate.ErrorPolicy
 	// wire is, for NewClient, the Wire the adopted connection was dialled
 	// through (the engine's tests set it); Connect always dials through a
 	// Wire of its own.
 	wire         *wire
 	NoContainers bool        // parents are persistent nodes, not containers
 	Metrics      metric.Sink // nil: no metrics
+	// SASL makes the mechanism of one connection's SASL exchange (a new
+	// one per connection) with the server dialled at address; nil: no
+	// SASL.
+	SASL func(address string) sasl.Mechanism
 	// MetricsPath bounds the recipe metrics' path label; nil: the path.
 	MetricsPath func(recipe, path string) string
 

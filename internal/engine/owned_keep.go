@@ -14,7 +14,9 @@ import (
 )
 
 // run is the background loop: it brings the node to what it must be,
-// then waits for its watch, a state change, a poke or the end.
+// then waits for its watch, a state change, a poke or the end. A failure
+// is tried again after the retry policy's pause, a refusal (NoAuth) only
+// at the next state change or poke.
 func (o *OwnedNode) run(ctx context.Context) {
 	defer close(o.done)
 	c := o.c
@@ -35,6 +37,11 @@ func (o *OwnedNode) run(ctx context.Context) {
 				return
 			case err == nil:
 				retry.Reset()
+			case zkerr.IsRefused(err):
+				// Not on a timer (Curator's PersistentNode stops at NOAUTH
+				// too): again at the next state change or poke.
+				c.log.Error("zkrecipes: not authorised to keep a node of ours; trying again when the connection changes or the data is set",
+					"what", o.spec.What, "err", err)
 			default:
 				c.log.Warn("zkrecipes: keeping a node of ours failed; trying again", "what", o.spec.What, "err", err)
 				pause = time.NewTimer(retry.Pace())

@@ -104,6 +104,9 @@ type PersistentEvent struct {
 	// Seq is a PersistentNode event's place in the client's watch events
 	// (1, 2, ...), in the connection's order: see Routed.
 	Seq uint64
+	// Read is the read of the node started as the event came, when the
+	// watch's ReadEach asked for one (nil otherwise).
+	Read *AsyncRead
 }
 
 // PersistentWatch is one persistent watch of a Client, from AddWatch
@@ -116,6 +119,7 @@ type PersistentWatch struct {
 	removed   bool      // under c.pw.mu
 	synced    *wireConn // the connection it was last told of (PersistentResync), under c.pw.mu
 	resyncs   uint64    // the PersistentResync events pushed, under c.pw.mu
+	reader    *eachRead // ReadEach's, under c.pw.mu
 }
 
 // Path returns the server path watched.
@@ -373,7 +377,10 @@ func (w *wire) usableConn() *wireConn {
 
 // route hands a watch event to the persistent watches it concerns: those
 // on its path, and the recursive ones above it. It runs on go-zookeeper's
-// receive goroutine, in the connection's order.
+// receive goroutine, in the connection's order. The reads ReadEach asks
+// for are started after p.mu is let go (a write that fails ends the
+// connection's calls, whose callbacks may take p.mu), before the event is
+// handed on.
 func (p *pwatches) route(ev zk.Event) {
 	switch ev.Type {
 	case zk.EventNodeCreated, zk.EventNodeDeleted, zk.EventNodeDataChanged, zk.EventNodeChildrenChanged:
@@ -383,30 +390,41 @@ func (p *pwatches) route(ev zk.Event) {
 	if ev.Path == "" || ev.Path[0] != '/' {
 		return
 	}
+	type told struct {
+		o *PersistentWatch
+		r *eachRead
+	}
+	var buf [4]told
+	to := buf[:0]
 	p.mu.Lock()
-	defer p.mu.Unlock()
 	seq := p.seq.Add(1)
 	for at := ev.Path; ; {
 		if e := p.entries[at]; e != nil {
-			exact := at == ev.Path
 			// A recursive watch is never told of children (the event came
 			// from a one-shot watch on the same path); a plain one only of
 			// its own node.
-			if (e.recursive && ev.Type != zk.EventNodeChildrenChanged) || (!e.recursive && exact) {
+			if (e.recursive && ev.Type != zk.EventNodeChildrenChanged) || (!e.recursive && at == ev.Path) {
 				for o := range e.owners {
-					o.q.Push(PersistentEvent{Kind: PersistentNode, Path: ev.Path, Type: ev.Type, Seq: seq})
+					to = append(to, told{o, o.reader})
 				}
 			}
 		}
 		if at == "/" {
-			return
+			break
 		}
-		i := strings.LastIndexByte(at, '/')
-		if i == 0 {
+		if i := strings.LastIndexByte(at, '/'); i == 0 {
 			at = "/"
 		} else {
 			at = at[:i]
 		}
+	}
+	p.mu.Unlock()
+	for _, t := range to {
+		pe := PersistentEvent{Kind: PersistentNode, Path: ev.Path, Type: ev.Type, Seq: seq}
+		if t.r != nil {
+			t.r.start(t.o.c, &pe)
+		}
+		t.o.q.Push(pe)
 	}
 }
 

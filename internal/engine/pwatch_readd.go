@@ -124,3 +124,60 @@ func (c *Client) readdAll() error {
 	}
 	return failed
 }
+
+// Wake returns a channel that receives when events may be waiting: take
+// them with Poll. It is for an owner that waits on other things too (the
+// replies of its reads); Events is for one that waits on the watch alone.
+func (w *PersistentWatch) Wake() <-chan struct{} { return w.q.Wake() }
+
+// Poll returns the events waiting, without blocking (none: nothing yet);
+// ok is false once the watch is removed or the client closed.
+func (w *PersistentWatch) Poll() (events []PersistentEvent, ok bool) { return w.q.Poll() }
+
+// eachRead is what ReadEach set, and the last read it started of each
+// node whose reply may still say something of events to come.
+type eachRead struct {
+	ctx  context.Context
+	want func(ev PersistentEvent, last *AsyncRead) (read, statOnly bool)
+	last map[string]*AsyncRead
+}
+
+// ReadEach makes the watch start a read of an event's node as the event
+// comes, before any later frame of the connection is read, as the Java
+// client's event thread does for Curator's CuratorCache: when want (called
+// on the client's receiving goroutine, in the events' order: it must not
+// block) says so, the event's Read is the read (its stat alone with
+// statOnly), sent under ctx. The read goes out after every event before
+// it, and so sees the node as of its event or later; reads started this
+// way go out in the events' order. want is given the last read started
+// this way of the event's node when that read may have been answered
+// after the event came (its reply is not in, or its Routed is at least
+// the event's Seq), nil otherwise.
+func (w *PersistentWatch) ReadEach(ctx context.Context, want func(ev PersistentEvent, last *AsyncRead) (read, statOnly bool)) {
+	w.c.pw.mu.Lock()
+	defer w.c.pw.mu.Unlock()
+	w.reader = &eachRead{ctx: ctx, want: want, last: map[string]*AsyncRead{}}
+}
+
+// start asks want about ev and starts its read. It runs on the client's
+// receiving goroutine only (route), which alone touches r.last.
+func (r *eachRead) start(c *Client, ev *PersistentEvent) {
+	last := r.last[ev.Path]
+	if last != nil && !last.pending(ev.Seq) {
+		delete(r.last, ev.Path)
+		last = nil
+	}
+	read, statOnly := r.want(*ev, last)
+	if !read {
+		return
+	}
+	ev.Read = c.ReadAsync(r.ctx, ev.Path, statOnly)
+	r.last[ev.Path] = ev.Read
+	if len(r.last) > 4096 { // nodes not heard of since
+		for p, a := range r.last {
+			if !a.pending(ev.Seq) {
+				delete(r.last, p)
+			}
+		}
+	}
+}

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/go-zookeeper/zk"
+	"github.com/zkrecipes/zkrecipes/internal/zkstate"
 )
 
 // run applies session events in order.
@@ -28,7 +29,7 @@ const lostTimeout zk.EventType = -1000
 // machine is what the connection state machine decides from: the state,
 // the session it is about, and whether LOST was declared for it.
 type machine struct {
-	state     State
+	state     zkstate.State
 	sessionID int64
 	lost      bool
 }
@@ -48,7 +49,7 @@ type input struct {
 // effect is one thing the client does after a transition, in order.
 type effect struct {
 	do    action
-	state State // for announce: the state entered
+	state zkstate.State // for announce: the state entered
 }
 
 type action int
@@ -68,8 +69,10 @@ const (
 )
 
 func do(a action) effect              { return effect{do: a} }
-func notifyOf(s State) effect         { return effect{do: announce, state: s} }
-func lostEffects() []effect           { return []effect{do(stopTimer), do(declareLost), notifyOf(StateLost)} }
+func notifyOf(s zkstate.State) effect { return effect{do: announce, state: s} }
+func lostEffects() []effect {
+	return []effect{do(stopTimer), do(declareLost), notifyOf(zkstate.StateLost)}
+}
 func appendLost(fx []effect) []effect { return append(fx, lostEffects()...) }
 
 // next is the state machine's transition function: pure, so that every
@@ -78,13 +81,13 @@ func appendLost(fx []effect) []effect { return append(fx, lostEffects()...) }
 func next(m machine, in input) (machine, []effect) {
 	ev := in.event
 	if ev.Type == lostTimeout {
-		if m.state != StateSuspended || m.lost {
+		if m.state != zkstate.StateSuspended || m.lost {
 			return m, nil
 		}
 		if in.remaining > 0 { // the server answered meanwhile
 			return m, []effect{do(startTimer)}
 		}
-		m.lost, m.state = true, StateLost
+		m.lost, m.state = true, zkstate.StateLost
 		return m, appendLost([]effect{do(logLost)})
 	}
 	if ev.Type != zk.EventSession {
@@ -94,10 +97,10 @@ func next(m machine, in input) (machine, []effect) {
 	case zk.StateHasSession:
 		fx := []effect{do(stopTimer)}
 		switch {
-		case m.state == StateLatent:
-			m.sessionID, m.state = in.session, StateConnected
-			return m, append(fx, do(adoptSession), notifyOf(StateConnected))
-		case m.state == StateConnected || m.state == StateReconnected:
+		case m.state == zkstate.StateLatent:
+			m.sessionID, m.state = in.session, zkstate.StateConnected
+			return m, append(fx, do(adoptSession), notifyOf(zkstate.StateConnected))
+		case m.state == zkstate.StateConnected || m.state == zkstate.StateReconnected:
 			if in.session == m.sessionID {
 				return m, fx
 			}
@@ -118,24 +121,24 @@ func next(m machine, in input) (machine, []effect) {
 			}
 			fx = append(fx, do(renew))
 		}
-		m.sessionID, m.lost, m.state = in.session, false, StateReconnected
-		return m, append(fx, notifyOf(StateReconnected))
+		m.sessionID, m.lost, m.state = in.session, false, zkstate.StateReconnected
+		return m, append(fx, notifyOf(zkstate.StateReconnected))
 	case zk.StateConnectedReadOnly:
-		if m.state == StateReadOnly {
+		if m.state == zkstate.StateReadOnly {
 			return m, nil
 		}
-		m.state = StateReadOnly
-		return m, []effect{do(renew), notifyOf(StateReadOnly)}
+		m.state = zkstate.StateReadOnly
+		return m, []effect{do(renew), notifyOf(zkstate.StateReadOnly)}
 	case zk.StateDisconnected:
 		if !m.state.IsConnected() {
 			return m, nil
 		}
-		m.state = StateSuspended
-		return m, []effect{do(suspend), notifyOf(StateSuspended), do(startTimer)}
+		m.state = zkstate.StateSuspended
+		return m, []effect{do(suspend), notifyOf(zkstate.StateSuspended), do(startTimer)}
 	case zk.StateExpired:
 		fx := []effect{do(stopTimer)}
-		if !m.lost && m.state != StateLatent {
-			m.lost, m.state = true, StateLost
+		if !m.lost && m.state != zkstate.StateLatent {
+			m.lost, m.state = true, zkstate.StateLost
 			fx = appendLost(fx)
 		}
 		return m, append(fx, do(clearOrphans))
@@ -250,7 +253,7 @@ func (c *Client) renew() {
 	}
 }
 
-func (c *Client) transition(s State) {
+func (c *Client) transition(s zkstate.State) {
 	c.log.Info("zkrecipes: connection state", "state", s.String(), "session", fmt.Sprintf("0x%x", c.sessionID))
 	c.met.stateEntered(c.state, s, c.suspendedAt)
 	c.state = s

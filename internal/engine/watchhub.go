@@ -5,6 +5,7 @@ import (
 	"sync/atomic"
 
 	"github.com/go-zookeeper/zk"
+	"github.com/zkrecipes/zkrecipes/internal/zkstate"
 )
 
 // WatchKind is the kind of watch a read leaves on a node. ZooKeeper, and
@@ -199,7 +200,7 @@ func (h *watchHub) leave(f *Follower) {
 }
 
 // state tells every follower of a transition; c.mu is held.
-func (h *watchHub) state(s State, session int64) {
+func (h *watchHub) state(s zkstate.State, session int64) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	for f := range h.followers {

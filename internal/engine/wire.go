@@ -73,6 +73,7 @@ type wire struct {
 	made       atomic.Uint64             // requests the Wire made itself (wirecall.go)
 	dialErr    atomic.Pointer[dialError] // the last dial that failed, nil after one succeeds
 	onUsable   func()                    // told, without blocking, when a connection becomes usable (see usable)
+	auth       *wireAuth                 // SASL on every connection; nil: none (wire_sasl.go)
 }
 
 // dialError is a failed dial: to what, and why.
@@ -115,6 +116,9 @@ func (w *wire) Dial(network, address string, timeout time.Duration) (net.Conn, e
 		return nil, err
 	}
 	w.dialErr.Store(nil)
+	if w.auth != nil {
+		conn = w.auth.wrap(conn, address, timeout)
+	}
 	c := &wireConn{Conn: conn, w: w, wlock: make(chan struct{}, 1), addr: address}
 	c.out.init(connectRequestLen, reqHeaderLen) // the ConnectRequest, then requests
 	c.in.init(handshakeLen, replyHeaderLen)     // the ConnectResponse, then replies

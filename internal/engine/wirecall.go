@@ -71,8 +71,9 @@ var errWireNotReady = errors.New("zkrecipes: the wire cannot send now")
 // wireCall is a request the Wire made, until its reply or the end of its
 // connection.
 type wireCall struct {
-	xid  int32
-	done chan struct{} // closed when finished
+	xid   int32
+	order uint64        // the Wire's requests made so far, this one included: their order on the wire
+	done  chan struct{} // closed when finished
 	// Set before done closes (or, for an abandoned call, before late):
 	reply []byte // the reply after its header: err int32, then the body
 	err   error  // zk.ErrConnectionClosed when the connection ended first
@@ -208,7 +209,7 @@ func (c *wireConn) callThen(ctx context.Context, op int32, frame []byte, late, t
 	binary.BigEndian.PutUint32(frame[4:8], uint32(xid))
 	binary.BigEndian.PutUint32(frame[8:12], uint32(op))
 	c.sentFrames(frame, wireNow(), true)
-	c.w.made.Add(1)
+	r.order = c.w.made.Add(1)
 	var stop func() bool
 	if ctx.Done() != nil {
 		stop = context.AfterFunc(ctx, c.pokeWrite)

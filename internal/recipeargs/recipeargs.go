@@ -114,3 +114,12 @@ func Participants(ms []engine.Member, writer func(engine.Contender) bool) []reci
 	}
 	return out
 }
+
+// Ops returns the engine's ops for ops, for a hold's Fenced.
+func Ops(ops []recipes.Op) []engine.Op {
+	out := make([]engine.Op, len(ops))
+	for i, o := range ops {
+		out[i] = engine.OpOf(o.Request())
+	}
+	return out
+}

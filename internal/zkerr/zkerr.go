@@ -114,17 +114,32 @@ func isTransportError(err error) bool {
 	return false
 }
 
+// IsRefused reports whether err is the server's refusal for want of
+// permission (NoAuth) or of valid credentials (AuthFailed): retrying the
+// same request cannot help until someone changes the credentials or the
+// ACL, so no loop retries it.
+func IsRefused(err error) bool {
+	return errors.Is(err, zk.ErrNoAuth) || errors.Is(err, zk.ErrAuthFailed)
+}
+
 // Explain adds to an error the server returns for a reason the user can
 // act on what to do about it; other errors are returned as they are. The
-// result still wraps err (errors.Is(result, zk.ErrNoAuth) holds).
+// result still wraps err (errors.Is(result, zk.ErrNoAuth) holds). An
+// error explained already is returned as it is.
 func Explain(err error) error {
+	if !IsRefused(err) && !errors.Is(err, zk.ErrInvalidACL) {
+		return err // nil too
+	}
+	if msg := err.Error(); strings.Contains(msg, "WithAuth") || strings.Contains(msg, "WithACLProvider") {
+		return err
+	}
 	switch {
-	case err == nil:
-		return nil
 	case errors.Is(err, zk.ErrNoAuth):
 		return fmt.Errorf("%w (the ACL of the node or of its parent does not grant this client's credentials: check WithAuth and the ACL provider of the client that made it)", err)
 	case errors.Is(err, zk.ErrAuthFailed):
 		return fmt.Errorf("%w (the server refused the credentials given with WithAuth)", err)
+	case errors.Is(err, zk.ErrInvalidACL):
+		return fmt.Errorf("%w (the client's ACL provider gave no ACL for the node, or one the server refuses: check WithACLProvider)", err)
 	}
 	return err
 }
@@ -135,12 +150,14 @@ func Explain(err error) error {
 // err's message without the "zkrecipes: " prefixes of the errors it wraps,
 // and without the name of a recipe err itself comes from (a semaphore's
 // internal lock): the outermost recipe is the one the caller used. err
-// stays in the chain (errors.Is and errors.As see it). A nil err gives nil.
+// stays in the chain (errors.Is and errors.As see it). A refusal or an
+// invalid ACL not yet explained is explained (Explain). A nil err gives
+// nil.
 func Named(what string, err error) error {
 	if err == nil {
 		return nil
 	}
-	return &namedError{what: what, err: err}
+	return &namedError{what: what, err: Explain(err)}
 }
 
 // Namedf is Named(what, fmt.Errorf(format, args...)).

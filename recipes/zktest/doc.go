@@ -104,4 +104,26 @@
 // on a two-core machine; 256 MiB (not 128) lets one server take a package's
 // tests run again with -count, 66,000-child trees included, without its
 // collector stalling the sessions.
+//
+// # Secure servers
+//
+// WithSASLDigest starts local servers (standalone or ensemble) that
+// authenticate clients with SASL DIGEST-MD5, as a Java ensemble is secured:
+// a JAAS file whose Server section lists DigestLoginModule users,
+// -Djava.security.auth.login.config naming it, the SASL authentication
+// provider, and -Dzookeeper.fips-mode=false (3.9's default FIPS mode
+// refuses DIGEST-MD5). WithSASLRequired adds enforce.auth.enabled with the
+// sasl scheme (ZooKeeper 3.7+): a session that has not authenticated is
+// answered SESSIONCLOSEDREQUIRESASLAUTH (-124) at its first request and
+// its connection closed. A session authenticated as a user has the ACL id
+// sasl:<user>. These options need a local installation.
+//
+// StartKDC runs an MIT Kerberos KDC (Debian's krb5-kdc and
+// krb5-admin-server) in a temporary directory on a free loopback port,
+// without root: realm KDCRealm, the users given, and the service
+// principal zookeeper/localhost with a keytab. WithSASLKerberos(kdc)
+// starts the servers with a Krb5LoginModule JAAS section logging in from
+// that keytab and -Djava.security.krb5.conf naming the KDC; clients take
+// kdc.Krb5Conf() and ask a ticket for KDCService/KDCServiceHost. A session
+// authenticated as bob has the ACL id sasl:bob@ZK.TEST.
 package zktest

@@ -122,6 +122,10 @@ func tryLaunchLocal(inst *installation, n int, cfg config) (_ *localCluster, err
 		return nil, err
 	}
 	lc := &localCluster{inst: inst, cfg: cfg, root: root}
+	if err := lc.writeJAAS(); err != nil {
+		os.RemoveAll(root)
+		return nil, err
+	}
 	if cfg.logOut != nil {
 		lc.logOut = &lockedWriter{w: cfg.logOut}
 	}
@@ -219,11 +223,7 @@ func (lc *localCluster) writeConfig(m *member) error {
 
 // jvmArgs returns the java command line for member m.
 func (lc *localCluster) jvmArgs(m *member) []string {
-	var secure []string
-	if lc.tls != nil {
-		secure = lc.tls.jvmArgs()
-	}
-	return append(secure,
+	args := []string{
 		// Small and quick to start: tests run several servers on small machines.
 		"-Xmx256m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1", "-XX:-UsePerfData",
 		"-XX:+ExitOnOutOfMemoryError", "-Djava.awt.headless=true", "-Djava.net.preferIPv4Stack=true",
@@ -235,7 +235,7 @@ func (lc *localCluster) jvmArgs(m *member) []string {
 		// 10000 a minute, would make a test of 10,000 lock paths wait).
 		"-Dznode.container.maxPerMinute=10000000",
 		// TTL nodes (unless WithoutExtendedTypes).
-		"-Dzookeeper.extendedTypesEnabled="+strconv.FormatBool(!lc.cfg.noExtended),
+		"-Dzookeeper.extendedTypesEnabled=" + strconv.FormatBool(!lc.cfg.noExtended),
 		"-Dzookeeper.4lw.commands.whitelist=*",
 		"-Dzookeeper.admin.enableServer=false",
 		// slf4j-simple (Debian): INFO to stderr with a timestamp.
@@ -243,12 +243,15 @@ func (lc *localCluster) jvmArgs(m *member) []string {
 		"-Dorg.slf4j.simpleLogger.showDateTime=true",
 		"-Dorg.slf4j.simpleLogger.dateTimeFormat=HH:mm:ss.SSS",
 		// log4j/logback configurations of Apache releases: INFO to the console.
-		"-Dzookeeper.log.dir="+m.dir,
+		"-Dzookeeper.log.dir=" + m.dir,
 		"-Dzookeeper.root.logger=INFO,CONSOLE",
 		"-Dzookeeper.console.threshold=INFO",
-		"-cp", lc.inst.classpath,
-		mainClass, m.cfgPath,
-	)
+	}
+	args = append(args, lc.saslJVMArgs()...)
+	if lc.tls != nil {
+		args = append(args, lc.tls.jvmArgs()...)
+	}
+	return append(args, "-cp", lc.inst.classpath, mainClass, m.cfgPath)
 }
 
 // startLocked starts member m's process. lc.mu must be held.

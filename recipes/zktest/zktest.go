@@ -54,6 +54,7 @@ type config struct {
 	logOut     io.Writer
 	noExtended bool
 	tls        int // tlsFromEnv, tlsOn or tlsOff
+	sasl       saslConfig
 }
 
 // Option configures a Cluster started by Start, StartEnsemble or Launch.
@@ -202,6 +203,9 @@ func Launch(n int, opts ...Option) (*Cluster, error) {
 
 func launch(n int, cfg config) (*Cluster, error) {
 	if env := strings.TrimSpace(os.Getenv(EnvServers)); env != "" {
+		if err := cfg.sasl.check(modeExternal); err != nil {
+			return nil, err
+		}
 		if cfg.wantTLS() {
 			return nil, fmt.Errorf("zktest: a TLS-only cluster (WithTLS or %s) cannot be one named by %s", EnvTLS, EnvServers)
 		}
@@ -210,6 +214,9 @@ func launch(n int, cfg config) (*Cluster, error) {
 
 	inst, err := findLocal()
 	if err == nil {
+		if err := cfg.sasl.check(modeLocal); err != nil {
+			return nil, err
+		}
 		lc, err := launchLocal(inst, n, cfg)
 		if err != nil {
 			return nil, err
@@ -227,6 +234,9 @@ func launch(n int, cfg config) (*Cluster, error) {
 			return nil, fmt.Errorf("zktest: an ensemble of %d members needs a local ZooKeeper installation "+
 				"(apt-get install zookeeper, or set %s); with Docker only a standalone server is started: %w",
 				n, EnvZooKeeperHome, ErrUnavailable)
+		}
+		if err := cfg.sasl.check(modeContainer); err != nil {
+			return nil, err
 		}
 		return launchContainer(l, cfg)
 	}

@@ -1,4 +1,8 @@
-package engine
+// Package zkstate is the vocabulary of connection states, as Curator
+// names them, and of the error policies that say which states end a hold.
+// The engine's client moves through the states; package recipes exports
+// both as its own types.
+package zkstate
 
 // State is a connection state as Curator names them.
 type State int32
@@ -22,7 +26,10 @@ const (
 	StateReadOnly
 )
 
-var stateNames = [...]string{"LATENT", "CONNECTED", "SUSPENDED", "RECONNECTED", "LOST", "READ_ONLY"}
+var stateNames = [NumStates]string{"LATENT", "CONNECTED", "SUSPENDED", "RECONNECTED", "LOST", "READ_ONLY"}
+
+// NumStates is the number of states: each is below it.
+const NumStates = int(StateReadOnly) + 1
 
 // String returns Curator's name for the state.
 func (s State) String() string {
