@@ -21,7 +21,9 @@
 #                with the Curator 5.7 interop, both from Debian's unstable
 #                suite as `scripts/install-deps.sh zk39` unpacks them into a
 #                cache (scripts/zk39-env.sh sets ZK_TEST_VERSION=3.9 and
-#                CURATOR_CLASSPATH)
+#                CURATOR_CLASSPATH), over TLS: ZK_TEST_TLS=1 starts TLS-only
+#                servers with client certificates (docs/security.md; the
+#                interop tests' servers stay plain)
 #   make chaos-all-39  `make chaos-all` on ZooKeeper 3.9 (member kills and
 #                ensemble restarts included), faults paced densely (-pace
 #                dense: 80 or more in 5 minutes)
@@ -79,8 +81,8 @@ deps-39:
 	bash scripts/install-deps.sh zk39
 
 test-39: deps deps-39
-	env39="$$(bash scripts/zk39-env.sh)" && eval "$$env39" && echo "ZK_TEST_VERSION=$$ZK_TEST_VERSION CURATOR_CLASSPATH=$$CURATOR_CLASSPATH" && \
-		$(GO) test $(TEST_FLAGS) $(RECIPE_PKGS)
+	env39="$$(bash scripts/zk39-env.sh)" && eval "$$env39" && echo "ZK_TEST_VERSION=$$ZK_TEST_VERSION CURATOR_CLASSPATH=$$CURATOR_CLASSPATH ZK_TEST_TLS=1" && \
+		ZK_TEST_TLS=1 $(GO) test $(TEST_FLAGS) $(RECIPE_PKGS)
 
 chaos-all-39: deps-demo deps-39
 	env39="$$(bash scripts/zk39-env.sh)" && eval "$$env39" && \

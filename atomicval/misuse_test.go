@@ -27,7 +27,7 @@ func TestMisuse(t *testing.T) {
 	invalidArg := []error{recipes.ErrInvalidArgument}
 	noError := []error(nil)
 
-	closed, err := recipes.Connect(context.Background(), srv)
+	closed, err := testutil.Dial(context.Background(), srv)
 	require.NoError(t, err)
 	closedN, err := atomicval.NewInt64(closed, "/misuse/atomic/closed")
 	require.NoError(t, err)

@@ -84,7 +84,7 @@ func TestMisuse(t *testing.T) {
 	})
 
 	// A closed client.
-	closed, err := recipes.Connect(ctx, zkc.Servers(), ns)
+	closed, err := testutil.Dial(ctx, zkc.Servers(), ns)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -87,7 +87,7 @@ func TestWatchesAndClose(t *testing.T) {
 		{"oneshot-depth1", []cache.Option{cache.WithOneShotWatches(), cache.WithMaxDepth(1)}, 3, 3},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			c, err := recipes.Connect(ctx, zkc.Servers())
+			c, err := testutil.Dial(ctx, zkc.Servers())
 			require.NoError(t, err)
 			defer c.Close(ctx)
 			watchCount(t, zkc, 0, "before")
@@ -167,7 +167,7 @@ func TestSlowListener(t *testing.T) {
 func TestPanickingListener(t *testing.T) {
 	if servers := os.Getenv("CACHE_PANIC_SERVERS"); servers != "" {
 		ctx := context.Background()
-		c, err := recipes.Connect(ctx, strings.Split(servers, ","))
+		c, err := testutil.Dial(ctx, strings.Split(servers, ","))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -188,7 +188,7 @@ func TestPanickingListener(t *testing.T) {
 	}
 	zkc := testutil.SharedServer(t)
 	cmd := exec.Command(os.Args[0], "-test.run=^TestPanickingListener$", "-test.count=1")
-	cmd.Env = append(os.Environ(), "CACHE_PANIC_SERVERS="+strings.Join(zkc.Servers(), ","))
+	cmd.Env = append(append(os.Environ(), "CACHE_PANIC_SERVERS="+strings.Join(zkc.Servers(), ",")), testutil.TLSEnv(zkc.Servers())...)
 	out, err := cmd.CombinedOutput()
 	require.Error(t, err, "the child must die: %s", out)
 	assert.Contains(t, string(out), "panic: listener boom")

@@ -90,7 +90,7 @@ func TestMisuse(t *testing.T) {
 		return blocked.Close(ctx)
 	})
 
-	closed, err := recipes.Connect(ctx, zkc.Servers(), ns)
+	closed, err := testutil.Dial(ctx, zkc.Servers(), ns)
 	if err != nil {
 		t.Fatal(err)
 	}

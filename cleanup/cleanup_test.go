@@ -225,7 +225,7 @@ func TestReaperRacesLockers(t *testing.T) {
 // Parents left by go-zookeeper's zk.Lock and by Kazoo's lock (persistent)
 // are reaped; Scan counts them before and none after.
 func TestForeignParentsAreReaped(t *testing.T) {
-	zkc := zktest.Start(t)
+	zkc := zktest.Start(t, zktest.WithoutTLS()) // plain: the Kazoo holders speak plain ZooKeeper
 	ctx := context.Background()
 	c := connect(t, zkc.Servers())
 	conn := c.UnsafeConn()

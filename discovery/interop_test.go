@@ -68,7 +68,7 @@ func goInstance(t testing.TB, id string, port int) *discovery.Instance {
 func dhRegister() error {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	c, err := recipes.Connect(ctx, strings.Split(os.Getenv(dhEnvServers), ","), recipes.WithSessionTimeout(2*time.Second))
+	c, err := testutil.Dial(ctx, strings.Split(os.Getenv(dhEnvServers), ","), recipes.WithSessionTimeout(2*time.Second))
 	if err != nil {
 		return err
 	}

@@ -34,7 +34,7 @@ func TestMisuse(t *testing.T) {
 	noError := []error(nil)
 	lead := func(ctx context.Context, _ *election.Term) error { <-ctx.Done(); return nil }
 
-	closed, err := recipes.Connect(context.Background(), servers)
+	closed, err := testutil.Dial(context.Background(), servers)
 	require.NoError(t, err)
 	closedLatch, err := election.NewLatch(closed, "/misuse/closed", "id")
 	require.NoError(t, err)
@@ -326,7 +326,7 @@ func TestMisuse(t *testing.T) {
 
 var misuseChildren = testutil.MisuseChildren{
 	"latch-listen-nil": func(t *testing.T, servers []string) {
-		c, err := recipes.Connect(context.Background(), servers)
+		c, err := testutil.Dial(context.Background(), servers)
 		require.NoError(t, err)
 		defer c.Close(context.Background())
 		ctx := context.Background()

@@ -127,7 +127,7 @@ loop:
 			if members[id] != nil {
 				return fmt.Errorf("%s joined twice", id)
 			}
-			c, err := recipes.Connect(context.Background(), servers, recipes.WithSessionTimeout(peSession))
+			c, err := testutil.Dial(context.Background(), servers, recipes.WithSessionTimeout(peSession))
 			if err != nil {
 				return err
 			}

@@ -13,7 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/zkrecipes/zkrecipes/election"
-	"github.com/zkrecipes/zkrecipes/recipes"
+	"github.com/zkrecipes/zkrecipes/internal/testutil"
 	"github.com/zkrecipes/zkrecipes/recipes/zktest"
 )
 
@@ -58,7 +58,7 @@ const panicChildEnv = "ZKRECIPES_SELECTOR_PANIC_SERVERS"
 // and only with a logger attached).
 func TestSelectorLeadPanicIsNotSwallowed(t *testing.T) {
 	if servers := os.Getenv(panicChildEnv); servers != "" {
-		c, err := recipes.Connect(context.Background(), strings.Split(servers, ","))
+		c, err := testutil.Dial(context.Background(), strings.Split(servers, ","))
 		require.NoError(t, err)
 		s, err := election.NewSelector(c, "/selpanic", "me", func(context.Context, *election.Term) error {
 			panic("lead function boom")
@@ -72,7 +72,7 @@ func TestSelectorLeadPanicIsNotSwallowed(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, os.Args[0], "-test.run=^TestSelectorLeadPanicIsNotSwallowed$", "-test.count=1")
-	cmd.Env = append(os.Environ(), panicChildEnv+"="+strings.Join(zkc.Servers(), ","))
+	cmd.Env = append(append(os.Environ(), panicChildEnv+"="+strings.Join(zkc.Servers(), ",")), testutil.TLSEnv(zkc.Servers())...)
 	out, err := cmd.CombinedOutput()
 	var exit *exec.ExitError
 	require.ErrorAs(t, err, &exit, "%s", out)

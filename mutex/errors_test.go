@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/zkrecipes/zkrecipes/internal/engine"
+	"github.com/zkrecipes/zkrecipes/internal/testutil"
 	"github.com/zkrecipes/zkrecipes/mutex"
 	"github.com/zkrecipes/zkrecipes/recipes"
 	"github.com/zkrecipes/zkrecipes/recipes/zktest"
@@ -89,7 +90,7 @@ func TestLockWithoutEverConnecting(t *testing.T) {
 	require.NoError(t, err)
 	addr := ln.Addr().String()
 	require.NoError(t, ln.Close()) // a port nobody listens on
-	c, err := recipes.Connect(context.Background(), []string{addr}, recipes.WithConnectTimeout(0),
+	c, err := testutil.Dial(context.Background(), []string{addr}, recipes.WithConnectTimeout(0),
 		recipes.WithSessionTimeout(time.Second)) // the retry policy gives up after 2 s
 	require.NoError(t, err)
 	defer c.Close(context.Background())

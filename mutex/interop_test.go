@@ -70,7 +70,7 @@ func TestKazooInterop(t *testing.T) {
 }
 
 func testInterop(t *testing.T, lib interopLib) {
-	zkc := zktest.Start(t)
+	zkc := zktest.Start(t, zktest.WithoutTLS()) // plain: the Curator and Kazoo programs speak plain ZooKeeper
 	dir := t.TempDir() // the driver program is written here once
 	t.Run("MutualExclusion", func(t *testing.T) { interopMutualExclusion(t, zkc, dir, lib) })
 	t.Run("QueueOrder", func(t *testing.T) { interopQueueOrder(t, zkc, dir, lib) })

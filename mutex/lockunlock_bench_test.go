@@ -8,6 +8,7 @@ import (
 
 	"github.com/go-zookeeper/zk"
 
+	"github.com/zkrecipes/zkrecipes/internal/testutil"
 	"github.com/zkrecipes/zkrecipes/internal/zkpath"
 	"github.com/zkrecipes/zkrecipes/mutex"
 	"github.com/zkrecipes/zkrecipes/recipes"
@@ -37,7 +38,7 @@ func BenchmarkLockUnlock(b *testing.B) {
 
 func benchLockUnlock(b *testing.B, ctx context.Context) {
 	zkc := zktest.Start(b)
-	c, err := recipes.Connect(context.Background(), zkc.Servers(), recipes.WithSessionTimeout(4*time.Second))
+	c, err := testutil.Dial(context.Background(), zkc.Servers(), recipes.WithSessionTimeout(4*time.Second))
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -57,7 +58,7 @@ func benchLockUnlock(b *testing.B, ctx context.Context) {
 
 func BenchmarkLockUnlockRawRequests(b *testing.B) {
 	zkc := zktest.Start(b)
-	conn, _, err := zk.Connect(zkc.Servers(), 4*time.Second, zk.WithLogger(quietLogger{}))
+	conn, _, err := zk.Connect(zkc.Servers(), 4*time.Second, testutil.ZKTLS(zkc.Servers()), zk.WithLogger(quietLogger{}))
 	if err != nil {
 		b.Fatal(err)
 	}

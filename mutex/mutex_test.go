@@ -754,7 +754,7 @@ func TestBadInput(t *testing.T) {
 	assert.ErrorIs(t, err, recipes.ErrInvalidArgument)
 	assert.False(t, nilM.IsHeldInProcess())
 
-	closed, err := recipes.Connect(context.Background(), zkc.Servers())
+	closed, err := testutil.Dial(context.Background(), zkc.Servers())
 	require.NoError(t, err)
 	cm := newMutex(t, closed, "/locks/closed")
 	require.NoError(t, closed.Close(context.Background()))

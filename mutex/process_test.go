@@ -65,7 +65,7 @@ func helperContend() error {
 	ctx, cancel := context.WithTimeout(context.Background(), 45*time.Second)
 	defer cancel()
 
-	c, err := recipes.Connect(context.Background(), servers, recipes.WithSessionTimeout(4*time.Second))
+	c, err := testutil.Dial(context.Background(), servers, recipes.WithSessionTimeout(4*time.Second))
 	if err != nil {
 		return err
 	}
@@ -199,7 +199,7 @@ func helperHold() error {
 // of the test.
 func procConnect(t *testing.T, servers []string, opts ...recipes.Option) *recipes.Client {
 	t.Helper()
-	c, err := recipes.Connect(context.Background(), servers, append([]recipes.Option{recipes.WithSessionTimeout(4 * time.Second)}, opts...)...)
+	c, err := testutil.Dial(context.Background(), servers, append([]recipes.Option{recipes.WithSessionTimeout(4 * time.Second)}, opts...)...)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -38,7 +38,7 @@ func TestNodesHelperProcess(t *testing.T) {
 func nhTTL() error {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	c, err := recipes.Connect(ctx, strings.Split(os.Getenv(nhEnvServers), ","), recipes.WithSessionTimeout(2*time.Second))
+	c, err := testutil.Dial(ctx, strings.Split(os.Getenv(nhEnvServers), ","), recipes.WithSessionTimeout(2*time.Second))
 	if err != nil {
 		return err
 	}

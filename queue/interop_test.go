@@ -230,7 +230,7 @@ var queueHelpers = testutil.Helpers{Test: "TestQueueHelperProcess", RoleEnv: "ZK
 // with a 2s session, prints "HOLDING <item>" for its first item and never
 // finishes it: the test SIGKILLs it there.
 func helperHang() error {
-	c, err := recipes.Connect(context.Background(), strings.Split(os.Getenv("ZKQ_SERVERS"), ","), recipes.WithSessionTimeout(2*time.Second))
+	c, err := testutil.Dial(context.Background(), strings.Split(os.Getenv("ZKQ_SERVERS"), ","), recipes.WithSessionTimeout(2*time.Second))
 	if err != nil {
 		return err
 	}

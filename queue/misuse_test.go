@@ -247,7 +247,7 @@ func addMessages(t *testing.T, cases *testutil.MisuseTable, c *recipes.Client) {
 // addClosedClient adds the rows of queues whose client is closed.
 func addClosedClient(t *testing.T, cases *testutil.MisuseTable, servers []string, ns recipes.Option) {
 	ctx := context.Background()
-	cc, err := recipes.Connect(ctx, servers, ns)
+	cc, err := testutil.Dial(ctx, servers, ns)
 	if err != nil {
 		t.Fatal(err)
 	}

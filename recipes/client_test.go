@@ -258,7 +258,7 @@ func TestInvalidPathsAndMisuse(t *testing.T) {
 
 	_, err = recipes.NewClient(context.Background(), nil, nil)
 	assert.ErrorIs(t, err, recipes.ErrInvalidArgument)
-	_, err = recipes.Connect(context.Background(), nil)
+	_, err = testutil.Dial(context.Background(), nil)
 	assert.ErrorIs(t, err, recipes.ErrInvalidArgument)
 	for name, opt := range map[string]recipes.Option{
 		"session":   recipes.WithSessionTimeout(0),
@@ -271,12 +271,12 @@ func TestInvalidPathsAndMisuse(t *testing.T) {
 		"policy":    recipes.WithErrorPolicy(7),
 		"nil":       nil,
 	} {
-		_, err := recipes.Connect(context.Background(), []string{"127.0.0.1:1"}, opt)
+		_, err := testutil.Dial(context.Background(), []string{"127.0.0.1:1"}, opt)
 		assert.ErrorIs(t, err, recipes.ErrInvalidArgument, name)
 	}
 
 	zkc := zktest.Start(t)
-	c, err := recipes.Connect(context.Background(), zkc.Servers(), recipes.WithNamespace("app"))
+	c, err := testutil.Dial(context.Background(), zkc.Servers(), recipes.WithNamespace("app"))
 	require.NoError(t, err)
 	full, err := c.FullPath("/locks/a")
 	require.NoError(t, err)
@@ -296,7 +296,7 @@ func TestInvalidPathsAndMisuse(t *testing.T) {
 
 func TestAdoptedConnectionNamespaceAndAuth(t *testing.T) {
 	zkc := zktest.Start(t)
-	conn, events, err := zk.Connect(zkc.Servers(), 4*time.Second, zk.WithLogInfo(false))
+	conn, events, err := zk.Connect(zkc.Servers(), 4*time.Second, testutil.ZKTLS(zkc.Servers()), zk.WithLogInfo(false))
 	require.NoError(t, err)
 	c, err := recipes.NewClient(context.Background(), conn, events, recipes.WithNamespace("/ns"),
 		recipes.WithAuth("digest", []byte("user:secret")),
@@ -345,7 +345,7 @@ func TestCloseLeavesNoGoroutines(t *testing.T) {
 	zkc := zktest.Start(t)
 	opt := goleak.IgnoreCurrent()
 	for i := 0; i < 3; i++ {
-		c, err := recipes.Connect(context.Background(), zkc.Servers())
+		c, err := testutil.Dial(context.Background(), zkc.Servers())
 		require.NoError(t, err)
 		c.Listen(func(recipes.State) {})
 		ch, _ := c.Subscribe()

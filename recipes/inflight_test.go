@@ -101,7 +101,7 @@ func TestCtxHonouredInFlight(t *testing.T) {
 			return c.AddAuth(ctx, "digest", []byte("user:secret"))
 		}},
 		{"Connect", func(ctx context.Context) error {
-			c2, err := recipes.Connect(ctx, []string{proxy.Addr()}, recipes.WithSessionTimeout(20*time.Second))
+			c2, err := testutil.Dial(ctx, []string{proxy.Addr()}, recipes.WithSessionTimeout(20*time.Second))
 			if err == nil {
 				_ = c2.Close(context.Background())
 			}
@@ -197,7 +197,7 @@ func TestAbandonedCreateIsUndone(t *testing.T) {
 func TestCloseHonoursCtx(t *testing.T) {
 	zkc := zktest.Start(t)
 	proxy := zktest.NewProxy(t, zkc.Servers()[0])
-	c, err := recipes.Connect(context.Background(), []string{proxy.Addr()}, recipes.WithSessionTimeout(4*time.Second))
+	c, err := testutil.Dial(context.Background(), []string{proxy.Addr()}, recipes.WithSessionTimeout(4*time.Second))
 	require.NoError(t, err)
 	admin := connect(t, zkc.Servers())
 	ctx := context.Background()

@@ -17,6 +17,7 @@ import (
 	"github.com/zkrecipes/zkrecipes/cleanup"
 	"github.com/zkrecipes/zkrecipes/discovery"
 	"github.com/zkrecipes/zkrecipes/election"
+	"github.com/zkrecipes/zkrecipes/internal/testutil"
 	"github.com/zkrecipes/zkrecipes/mutex"
 	"github.com/zkrecipes/zkrecipes/nodes"
 	"github.com/zkrecipes/zkrecipes/queue"
@@ -71,12 +72,12 @@ func TestErrorMessages(t *testing.T) {
 	add("Client.Multi of a zero Op", err)
 	_, _, err = c.Get(ended, "/a")
 	add("Client.Get with an ended ctx", err)
-	closed, err := recipes.Connect(ctx, zkc.Servers())
+	closed, err := testutil.Dial(ctx, zkc.Servers())
 	must(err)
 	must(closed.Close(ctx))
 	_, _, err = closed.Get(ctx, "/a")
 	add("Client.Get on a closed client", err)
-	_, err = recipes.Connect(ctx, []string{"127.0.0.1:1"}, recipes.WithConnectTimeout(200*time.Millisecond))
+	_, err = testutil.Dial(ctx, []string{"127.0.0.1:1"}, recipes.WithConnectTimeout(200*time.Millisecond))
 	add("Connect with nobody listening", err)
 
 	// The mutex.

@@ -14,6 +14,7 @@ import (
 	"github.com/zkrecipes/zkrecipes/election"
 	"github.com/zkrecipes/zkrecipes/internal/engine"
 	"github.com/zkrecipes/zkrecipes/internal/metric"
+	"github.com/zkrecipes/zkrecipes/internal/testutil"
 	"github.com/zkrecipes/zkrecipes/mutex"
 	"github.com/zkrecipes/zkrecipes/recipes"
 	"github.com/zkrecipes/zkrecipes/recipes/zktest"
@@ -87,7 +88,7 @@ func (s *sink) obs(key string) []float64 {
 }
 
 func TestMetricsOption(t *testing.T) {
-	_, err := recipes.Connect(context.Background(), []string{"127.0.0.1:1"}, recipes.WithMetrics(nil))
+	_, err := testutil.Dial(context.Background(), []string{"127.0.0.1:1"}, recipes.WithMetrics(nil))
 	require.ErrorIs(t, err, recipes.ErrInvalidArgument)
 	names := map[string]bool{}
 	for _, m := range recipes.AllMetrics() {
@@ -249,7 +250,7 @@ func TestMetricsRecipes(t *testing.T) {
 func TestMetricsPathLabel(t *testing.T) {
 	zkc := zktest.Start(t)
 	s := newSink()
-	_, err := recipes.Connect(context.Background(), zkc.Servers(), recipes.WithMetricsPathLabel(nil))
+	_, err := testutil.Dial(context.Background(), zkc.Servers(), recipes.WithMetricsPathLabel(nil))
 	require.ErrorIs(t, err, recipes.ErrInvalidArgument)
 	var calls []string
 	c := connect(t, zkc.Servers(), recipes.WithMetrics(s), recipes.WithNamespace("app"),

@@ -33,7 +33,7 @@ func TestMisuse(t *testing.T) {
 	ctx := context.Background()
 	driver := &engine.Driver{Names: []string{"lock-"}}
 
-	closed, err := recipes.Connect(context.Background(), servers)
+	closed, err := testutil.Dial(context.Background(), servers)
 	require.NoError(t, err)
 	require.NoError(t, closed.Close(context.Background()))
 	var nilClient *recipes.Client
@@ -89,7 +89,7 @@ func TestMisuse(t *testing.T) {
 		})
 	}
 	add("NewClient(conn, nil events)", invalidArg, func() error {
-		conn, _, err := zk.Connect(servers, 4*time.Second, zk.WithLogInfo(false))
+		conn, _, err := zk.Connect(servers, 4*time.Second, testutil.ZKTLS(servers), zk.WithLogInfo(false))
 		if err != nil {
 			return err
 		}
@@ -98,7 +98,7 @@ func TestMisuse(t *testing.T) {
 		return err
 	})
 	add("NewClient(conn, events, nil option)", invalidArg, func() error {
-		conn, events, err := zk.Connect(servers, 4*time.Second, zk.WithLogInfo(false))
+		conn, events, err := zk.Connect(servers, 4*time.Second, testutil.ZKTLS(servers), zk.WithLogInfo(false))
 		if err != nil {
 			return err
 		}
@@ -518,7 +518,7 @@ func TestMisuse(t *testing.T) {
 
 // connectErr connects and closes at once, returning Connect's error.
 func connectErr(servers []string, opts ...recipes.Option) error {
-	c, err := recipes.Connect(context.Background(), servers, opts...)
+	c, err := testutil.Dial(context.Background(), servers, opts...)
 	if err == nil {
 		c.Close(context.Background())
 	}
@@ -546,7 +546,7 @@ var misuseChildren = testutil.MisuseChildren{
 	},
 	"client-listen-nil": func(t *testing.T, servers []string) {
 		proxy := zktest.NewProxy(t, servers[0])
-		c, err := recipes.Connect(context.Background(), []string{proxy.Addr()})
+		c, err := testutil.Dial(context.Background(), []string{proxy.Addr()})
 		require.NoError(t, err)
 		defer c.Close(context.Background())
 		c.Listen(nil)

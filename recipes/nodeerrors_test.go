@@ -44,7 +44,7 @@ func TestParentsHoldEmptyData(t *testing.T) {
 	c := testutil.Connect(t, zkc.Servers(), recipes.WithNamespace(ns))
 	_, err := c.CreateWithParents(ctx, "/a/b/c", []byte("x"), 0)
 	require.NoError(t, err)
-	raw, _, err := zk.Connect(zkc.Servers(), 10*time.Second, zk.WithLogInfo(false))
+	raw, _, err := zk.Connect(zkc.Servers(), 10*time.Second, testutil.ZKTLS(zkc.Servers()), zk.WithLogInfo(false))
 	require.NoError(t, err)
 	defer raw.Close()
 	for _, p := range []string{"/" + ns, "/" + ns + "/a", "/" + ns + "/a/b"} {

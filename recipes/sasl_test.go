@@ -54,7 +54,7 @@ func TestSASLDigest(t *testing.T) {
 	})
 	assert.Equal(t, sid, c.SessionID(), "the same session")
 
-	plain, err := recipes.Connect(ctx, zkc.Servers())
+	plain, err := testutil.Dial(ctx, zkc.Servers())
 	require.NoError(t, err, "the server grants the session; it refuses its first request")
 	defer plain.Close(context.Background())
 	_, _, err = plain.Get(ctx, "/bob")
@@ -68,7 +68,7 @@ func TestSASLDigestRefused(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	start := time.Now()
-	c, err := recipes.Connect(ctx, zkc.Servers(), recipes.WithSASLDigest(saslUser, "wrong"),
+	c, err := testutil.Dial(ctx, zkc.Servers(), recipes.WithSASLDigest(saslUser, "wrong"),
 		recipes.WithConnectTimeout(20*time.Second))
 	if err == nil {
 		c.Close(context.Background())
@@ -78,11 +78,11 @@ func TestSASLDigestRefused(t *testing.T) {
 	assert.Less(t, time.Since(start), 10*time.Second, "at once, not at the connect timeout: %v", err)
 	t.Logf("the wrong password: %v", err)
 
-	_, err = recipes.Connect(ctx, zkc.Servers(), recipes.WithSASLDigest("", "x"))
+	_, err = testutil.Dial(ctx, zkc.Servers(), recipes.WithSASLDigest("", "x"))
 	assert.ErrorIs(t, err, recipes.ErrInvalidArgument, "an empty user")
-	_, err = recipes.Connect(ctx, zkc.Servers(), recipes.WithSASL(nil))
+	_, err = testutil.Dial(ctx, zkc.Servers(), recipes.WithSASL(nil))
 	assert.ErrorIs(t, err, recipes.ErrInvalidArgument, "a nil mechanism func")
-	_, err = recipes.Connect(ctx, zkc.Servers(), recipes.WithSASL(func(string) recipes.SASLMechanism { return nil }))
+	_, err = testutil.Dial(ctx, zkc.Servers(), recipes.WithSASL(func(string) recipes.SASLMechanism { return nil }))
 	assert.ErrorIs(t, err, recipes.ErrAuthFailed, "a mechanism func that gives none")
 
 	admin := testutil.Connect(t, zkc.Servers())

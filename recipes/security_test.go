@@ -16,6 +16,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/zkrecipes/zkrecipes/election"
+	"github.com/zkrecipes/zkrecipes/internal/testutil"
 	"github.com/zkrecipes/zkrecipes/mutex"
 	"github.com/zkrecipes/zkrecipes/recipes"
 	"github.com/zkrecipes/zkrecipes/recipes/zktest"
@@ -36,6 +37,20 @@ const (
 var creatorOnly = recipes.WithACLProvider(recipes.ACLProviderFunc(func(string) []zk.ACL {
 	return zk.AuthACL(zk.PermAll)
 }))
+
+// otherCert returns, for a TLS cluster, the option that gives a client a
+// certificate of its own subject cn: over TLS the server also knows a
+// client by its certificate's subject (x509), and clients that share one
+// are the same principal to the creator-only ACL. None for a plain one.
+func otherCert(t *testing.T, zkc *zktest.Cluster, cn string) []recipes.Option {
+	t.Helper()
+	if !zkc.TLS() {
+		return nil
+	}
+	cfg, err := zkc.ClientTLSAs(cn)
+	require.NoError(t, err)
+	return []recipes.Option{recipes.WithTLS(cfg)}
+}
 
 // notAuthorized says what a foreign principal's attempt must end with: an
 // error wrapping zk.ErrNoAuth, returned at once rather than at the deadline.
@@ -83,8 +98,8 @@ func TestACLCreatorOnly(t *testing.T) {
 	servers := zkc.Servers()
 	ctx := context.Background()
 	alice := connect(t, servers, recipes.WithAuth("digest", []byte(aliceAuth)), creatorOnly)
-	bob := connect(t, servers, recipes.WithAuth("digest", []byte(bobAuth)), creatorOnly)
-	nobody := connect(t, servers) // no credentials at all
+	bob := connect(t, servers, append(otherCert(t, zkc, "bob"), recipes.WithAuth("digest", []byte(bobAuth)), creatorOnly)...)
+	nobody := connect(t, servers, otherCert(t, zkc, "nobody")...) // no credentials at all
 
 	t.Run("mutex", func(t *testing.T) {
 		am, err := mutex.New(alice, "/secure/mutex")
@@ -333,7 +348,7 @@ func TestSecurityAuthNeverLogged(t *testing.T) {
 	}
 
 	proxy := zktest.NewProxy(t, servers[0])
-	c, err := recipes.Connect(context.Background(), []string{proxy.Addr()}, recipes.WithAuth("digest", []byte(aliceAuth)),
+	c, err := testutil.Dial(context.Background(), []string{proxy.Addr()}, recipes.WithAuth("digest", []byte(aliceAuth)),
 		creatorOnly, recipes.WithLogger(logger), recipes.WithSessionTimeout(4*time.Second))
 	require.NoError(t, err)
 	defer c.Close(context.Background())
@@ -368,7 +383,7 @@ func TestSecurityAuthNeverLogged(t *testing.T) {
 	err = c.AddAuth(context.Background(), "digest", []byte(aliceAuth))
 	require.ErrorIs(t, err, recipes.ErrClosed)
 	noSecret("AddAuth's error on a closed client", err.Error())
-	_, err = recipes.Connect(context.Background(), servers, recipes.WithAuth("no-such-scheme", []byte(aliceAuth)),
+	_, err = testutil.Dial(context.Background(), servers, recipes.WithAuth("no-such-scheme", []byte(aliceAuth)),
 		recipes.WithLogger(logger), recipes.WithConnectTimeout(10*time.Second))
 	require.Error(t, err, "an unknown auth scheme is refused")
 	t.Logf("unknown scheme: %v", err)

@@ -32,7 +32,7 @@ func TestMisuse(t *testing.T) {
 	invalidArg := []error{recipes.ErrInvalidArgument}
 	noError := []error(nil)
 
-	closed, err := recipes.Connect(context.Background(), servers)
+	closed, err := testutil.Dial(context.Background(), servers)
 	require.NoError(t, err)
 	closedRW, err := rwlock.New(closed, "/misuse/closed")
 	require.NoError(t, err)

@@ -37,7 +37,7 @@ func TestMisuse(t *testing.T) {
 
 	count := startCount(t, c, "/misuse/count", 2)
 
-	closed, err := recipes.Connect(context.Background(), servers)
+	closed, err := testutil.Dial(context.Background(), servers)
 	require.NoError(t, err)
 	closedSem := newSem(t, closed, "/misuse/closed", 2)
 	closedMutex, err := semaphore.NewMutex(closed, "/misuse/closedmutex")

@@ -116,7 +116,7 @@ func helperContend() error {
 	ctx, cancel := context.WithTimeout(context.Background(), 45*time.Second)
 	defer cancel()
 
-	c, err := recipes.Connect(context.Background(), servers, recipes.WithSessionTimeout(4*time.Second))
+	c, err := testutil.Dial(context.Background(), servers, recipes.WithSessionTimeout(4*time.Second))
 	if err != nil {
 		return err
 	}

@@ -35,7 +35,7 @@ func TestMisuse(t *testing.T) {
 	count := startCount(t, c, "/misuse/count", 2)
 	value := startValue(t, c, "/misuse/value", []byte("v"))
 
-	closed, err := recipes.Connect(context.Background(), servers)
+	closed, err := testutil.Dial(context.Background(), servers)
 	require.NoError(t, err)
 	closedCount := startCount(t, closed, "/misuse/closedcount", 1)
 	closedValue := startValue(t, closed, "/misuse/closedvalue", nil)
@@ -215,7 +215,7 @@ func TestMisuse(t *testing.T) {
 
 var misuseChildren = testutil.MisuseChildren{
 	"sharedcount-listen-nil": func(t *testing.T, servers []string) {
-		c, err := recipes.Connect(context.Background(), servers)
+		c, err := testutil.Dial(context.Background(), servers)
 		require.NoError(t, err)
 		defer c.Close(context.Background())
 		ctx := context.Background()

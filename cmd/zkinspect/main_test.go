@@ -70,7 +70,7 @@ func testCtx(t *testing.T) context.Context {
 func inspectOut(t *testing.T, zkc *zktest.Cluster, args ...string) string {
 	t.Helper()
 	var out bytes.Buffer
-	args = append([]string{"-servers", zkc.ConnectString()}, args...)
+	args = append(append([]string{"-servers", zkc.ConnectString()}, tlsFlags(zkc)...), args...)
 	if err := run(testCtx(t), args, &out); err != nil {
 		t.Fatalf("zkinspect %s: %v\n%s", strings.Join(args, " "), err, out.String())
 	}
@@ -491,7 +491,7 @@ func TestCurator(t *testing.T) {
 	if _, err := interop.JavaClasspath(); err != nil {
 		testutil.Unavailable(t, err)
 	}
-	zkc := zkServer(t)
+	zkc := testutil.Server(t) // plain even under ZK_TEST_TLS: Curator speaks plain ZooKeeper
 	ctx := testCtx(t)
 	dir := t.TempDir()
 	conn := zkc.ConnectString()
@@ -565,7 +565,7 @@ func TestKazoo(t *testing.T) {
 	if err := interop.KazooAvailable(); err != nil {
 		testutil.Unavailable(t, err)
 	}
-	zkc := zkServer(t)
+	zkc := testutil.Server(t) // plain even under ZK_TEST_TLS: Kazoo speaks plain ZooKeeper
 	ctx := testCtx(t)
 	path := runRoot + "/kazoo-mutex"
 	c := connectT(t, zkc)
@@ -702,7 +702,7 @@ func TestWatch(t *testing.T) {
 		t.Run(fmt.Sprintf("json=%v", asJSON), func(t *testing.T) {
 			var out syncBuffer
 			wctx, stop := context.WithCancel(ctx)
-			args := []string{"-servers", zkc.ConnectString(), "-watch", path}
+			args := append(tlsFlags(zkc), "-servers", zkc.ConnectString(), "-watch", path)
 			if asJSON {
 				args = append([]string{"-json"}, args...)
 			}
@@ -843,7 +843,7 @@ func TestErrors(t *testing.T) {
 		t.Errorf("-h: %v", err)
 	}
 	zkc := zkServer(t)
-	err := run(testCtx(t), []string{"-servers", zkc.ConnectString(), runRoot + "/no/such/node"}, new(bytes.Buffer))
+	err := run(testCtx(t), append(append([]string{"-servers", zkc.ConnectString()}, tlsFlags(zkc)...), runRoot+"/no/such/node"), new(bytes.Buffer))
 	if !errors.Is(err, errNoNode) {
 		t.Errorf("missing path: got %v, want errNoNode", err)
 	}
@@ -934,7 +934,7 @@ func TestWatchRetriesErrors(t *testing.T) {
 func runOut(t *testing.T, zkc *zktest.Cluster, args ...string) (string, error) {
 	t.Helper()
 	var out bytes.Buffer
-	err := run(testCtx(t), append([]string{"-servers", zkc.ConnectString()}, args...), &out)
+	err := run(testCtx(t), append(append([]string{"-servers", zkc.ConnectString()}, tlsFlags(zkc)...), args...), &out)
 	return out.String(), err
 }
 
@@ -969,7 +969,7 @@ func TestNamespace(t *testing.T) {
 	var w syncBuffer
 	wctx, stop := context.WithCancel(ctx)
 	done := lockAsync(t, func() error {
-		return run(wctx, []string{"-servers", zkc.ConnectString(), "-watch", "-namespace", runRoot, "/locks"}, &w)
+		return run(wctx, append(tlsFlags(zkc), "-servers", zkc.ConnectString(), "-watch", "-namespace", runRoot, "/locks"), &w)
 	})
 	t.Cleanup(stop)
 	zktest.Eventually(t, 30*time.Second, "-watch -namespace draws the lock", func() bool {
@@ -1230,7 +1230,7 @@ func TestGoBarriersAndCounters(t *testing.T) {
 	}
 	wg.Wait()
 	var out bytes.Buffer
-	err = run(ctx, []string{"-servers", zkc.ConnectString(), path}, &out)
+	err = run(ctx, append(append([]string{"-servers", zkc.ConnectString()}, tlsFlags(zkc)...), path), &out)
 	if err == nil {
 		// The container may stay a moment: then it has no children.
 		if !strings.Contains(out.String(), "empty") {
@@ -1249,7 +1249,7 @@ func TestCuratorDoubleBarrier(t *testing.T) {
 	if _, err := interop.JavaClasspath(); err != nil {
 		testutil.Unavailable(t, err)
 	}
-	zkc := zkServer(t)
+	zkc := testutil.Server(t) // plain even under ZK_TEST_TLS: Curator speaks plain ZooKeeper
 	ctx := testCtx(t)
 	dir := t.TempDir()
 	path := runRoot + "/curator-double"

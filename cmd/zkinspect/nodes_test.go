@@ -5,8 +5,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/zkrecipes/zkrecipes/internal/testutil"
 	"github.com/zkrecipes/zkrecipes/nodes"
-	"github.com/zkrecipes/zkrecipes/recipes"
 	"github.com/zkrecipes/zkrecipes/recipes/zktest"
 )
 
@@ -15,7 +15,7 @@ import (
 func TestInspectGroupAndTtlNode(t *testing.T) {
 	zkc := zktest.Start(t)
 	ctx := testCtx(t)
-	c, err := recipes.Connect(ctx, zkc.Servers())
+	c, err := testutil.Dial(ctx, zkc.Servers())
 	if err != nil {
 		t.Fatal(err)
 	}

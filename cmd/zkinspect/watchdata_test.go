@@ -30,7 +30,7 @@ func TestWatchDataSubtree(t *testing.T) {
 			}
 			var out syncBuffer
 			wctx, stop := context.WithCancel(ctx)
-			args := []string{"-servers", zkc.ConnectString(), "-watch", cfgPath}
+			args := append(tlsFlags(zkc), "-servers", zkc.ConnectString(), "-watch", cfgPath)
 			if asJSON {
 				args = append([]string{"-json"}, args...)
 			}

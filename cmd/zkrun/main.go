@@ -44,6 +44,13 @@
 //	-auth scheme:cred       authenticate, e.g. -auth digest:user:secret
 //	-session-timeout d      session timeout asked of the server (default 10s)
 //	-connect-timeout d      wait this long for a session (default 15s)
+//	-tls                    connect over TLS (implied by the other -tls flags)
+//	-tls-ca file            trust the CAs in this PEM file (default: the system's)
+//	-tls-cert, -tls-key f   the client certificate and its key, PEM (ssl.clientAuth=need)
+//	-tls-server-name name   check the servers' certificates for name
+//	                        (default: the host dialled); with no -tls flag, the
+//	                        PEM settings of zookeeper.client.secure=true in
+//	                        $CLIENT_JVMFLAGS apply (see docs/security.md)
 //	-log-level level        log to stderr: debug, info, warn, error (default error)
 //	-timeout d              give up when the hold is not taken within d (default: wait)
 //	-try                    do not wait: give up at once if the hold is taken (lock, sem)

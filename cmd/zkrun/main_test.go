@@ -93,7 +93,11 @@ type proc struct {
 func zkrun(t *testing.T, zkc *zktest.Cluster, args ...string) *proc {
 	t.Helper()
 	p := &proc{exited: make(chan struct{})}
-	p.cmd = exec.Command(binary, append([]string{"-servers", zkc.ConnectString(), "-log-level", "info"}, args...)...)
+	flags := []string{"-servers", zkc.ConnectString(), "-log-level", "info"}
+	if ca, cert, key := zkc.TLSFiles(); ca != "" { // a TLS cluster
+		flags = append(flags, "-tls-ca", ca, "-tls-cert", cert, "-tls-key", key)
+	}
+	p.cmd = exec.Command(binary, append(flags, args...)...)
 	p.cmd.Stdout, p.cmd.Stderr = &p.stdout, &p.stderr
 	var err error
 	if p.stdin, err = p.cmd.StdinPipe(); err != nil {

@@ -1,6 +1,6 @@
 // Package cli holds the operator flags shared by the repository's commands
 // (zkrun and zkinspect): the servers, namespace, digest auth, SASL
-// (DIGEST-MD5 or Kerberos), session and connect timeouts, and the log
+// (DIGEST-MD5 or Kerberos), TLS, session and connect timeouts, and the log
 // level, and the Connect that uses them.
 //
 // The servers default to $ZK_SERVERS. That default is applied after the
@@ -10,6 +10,7 @@ package cli
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"flag"
 	"fmt"
@@ -38,8 +39,10 @@ type Operator struct {
 	ConnectTimeout time.Duration // -connect-timeout
 	LogLevel       string        // -log-level
 	SASL           SASL          // -sasl and its flags (sasl.go)
+	TLS            *tls.Config   // resolved by Resolve from the -tls flags or $CLIENT_JVMFLAGS; nil: plain
 
 	servers string
+	tls     tlsFlags
 }
 
 // Register defines the operator flags on fs. It may be called for several
@@ -54,6 +57,7 @@ func (o *Operator) Register(fs *flag.FlagSet) {
 	fs.DurationVar(&o.ConnectTimeout, "connect-timeout", 15*time.Second, "how long to wait for a session")
 	fs.StringVar(&o.LogLevel, "log-level", "error", "log to stderr at this `level`: debug, info, warn, error")
 	o.SASL.register(fs)
+	o.tls.register(fs)
 }
 
 // Resolve checks the parsed flags and fills Servers, from -servers or else
@@ -92,7 +96,9 @@ func (o *Operator) Resolve(getenv func(string) string) error {
 	if _, err := o.level(); err != nil {
 		return err
 	}
-	return nil
+	var err error
+	o.TLS, err = o.tls.resolve(getenv)
+	return err
 }
 
 func (o *Operator) level() (slog.Level, error) {
@@ -133,6 +139,9 @@ func (o *Operator) Connect(ctx context.Context, log *slog.Logger) (*recipes.Clie
 	}
 	if sasl != nil {
 		opts = append(opts, sasl)
+	}
+	if o.TLS != nil {
+		opts = append(opts, recipes.WithTLS(o.TLS))
 	}
 	c, err := recipes.Connect(ctx, o.Servers, opts...)
 	if err != nil {

@@ -137,7 +137,7 @@ func TestAwaitEndings(t *testing.T) {
 func TestAwaitDisconnected(t *testing.T) {
 	zkc := zktest.Start(t)
 	proxy := zktest.NewProxy(t, zkc.Servers()[0])
-	c, err := recipes.Connect(context.Background(), []string{proxy.Addr()}, recipes.WithSessionTimeout(4*time.Second))
+	c, err := testutil.Dial(context.Background(), []string{proxy.Addr()}, recipes.WithSessionTimeout(4*time.Second))
 	require.NoError(t, err)
 	e := engine.Of(c)
 	log := testutil.WatchStates(t, c)

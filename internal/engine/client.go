@@ -90,6 +90,9 @@ func Connect(ctx context.Context, servers []string, cfg Config) (*Client, error)
 	c := newClient(cfg)
 	c.servers = zk.FormatServers(servers) // as go-zookeeper dials them: port 2181 where none is given
 	c.wire = newWire(cfg.Dialer)
+	if cfg.TLS != nil {
+		c.wire.dial = tlsDialer(c.wire.dial, cfg.TLS)
+	}
 	if cfg.SASL != nil {
 		c.wire.auth = newWireAuth(cfg.SASL, c.log)
 	}

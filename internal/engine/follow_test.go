@@ -136,7 +136,7 @@ func TestFollowChildren(t *testing.T) {
 // ends with ErrClosed when the client closes.
 func TestFollowRetriesAndClose(t *testing.T) {
 	zkc := zktest.Start(t)
-	c, err := recipes.Connect(context.Background(), zkc.Servers(), recipes.WithSessionTimeout(4*time.Second))
+	c, err := testutil.Dial(context.Background(), zkc.Servers(), recipes.WithSessionTimeout(4*time.Second))
 	require.NoError(t, err)
 	e := engine.Of(c)
 	var reads int
@@ -458,7 +458,7 @@ func TestFollowerAddRemove(t *testing.T) {
 // reach every read, each watch waiting on its own channel as well.
 func TestFollowerOnAdoptedConnectionMissesNoBurst(t *testing.T) {
 	zkc := zktest.Start(t)
-	conn, events, err := zk.Connect(zkc.Servers(), 4*time.Second, zk.WithLogInfo(false))
+	conn, events, err := zk.Connect(zkc.Servers(), 4*time.Second, testutil.ZKTLS(zkc.Servers()), zk.WithLogInfo(false))
 	require.NoError(t, err)
 	c, err := recipes.NewClient(context.Background(), conn, events, recipes.WithSessionTimeout(4*time.Second))
 	require.NoError(t, err)

@@ -174,7 +174,7 @@ func TestNegotiatedTimeoutFromHandshake(t *testing.T) {
 		recipes.WithZKLogger(zkLoggerFunc(func(string, ...any) { lines.Add(1) })))
 	assert.Equal(t, 4*time.Second, c.SessionTimeout(), "Connect")
 
-	w := engine.NewWire(nil)
+	w := engine.NewWire(testutil.TLSDialer(zkc.Servers()))
 	conn, events, err := zk.Connect(zkc.Servers(), 30*time.Second, zk.WithDialer(w.Dial), zk.WithLogInfo(false))
 	require.NoError(t, err)
 	adopted, err := engine.NewClient(context.Background(), conn, events, engine.WithWire(engine.DefaultConfig(), w))
@@ -184,7 +184,7 @@ func TestNegotiatedTimeoutFromHandshake(t *testing.T) {
 	_, ok := engine.LastReceived(adopted)
 	assert.True(t, ok)
 
-	conn2, events2, err := zk.Connect(zkc.Servers(), 30*time.Second, zk.WithLogInfo(false))
+	conn2, events2, err := zk.Connect(zkc.Servers(), 30*time.Second, testutil.ZKTLS(zkc.Servers()), zk.WithLogInfo(false))
 	require.NoError(t, err)
 	blind, err := recipes.NewClient(context.Background(), conn2, events2, recipes.WithSessionTimeout(30*time.Second))
 	require.NoError(t, err)

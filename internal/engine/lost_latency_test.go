@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/zkrecipes/zkrecipes/internal/engine"
+	"github.com/zkrecipes/zkrecipes/internal/testutil"
 	"github.com/zkrecipes/zkrecipes/recipes"
 	"github.com/zkrecipes/zkrecipes/recipes/zktest"
 )
@@ -34,7 +35,7 @@ func TestLostBeforeServerExpiresOnSlowLink(t *testing.T) {
 	_, err := engine.Of(c).Conn().Create(node, nil, zk.FlagEphemeral, zk.WorldACL(zk.PermAll))
 	require.NoError(t, err)
 
-	observer, _, err := zk.Connect(zkc.Servers(), 4*time.Second, zk.WithLogInfo(false))
+	observer, _, err := zk.Connect(zkc.Servers(), 4*time.Second, testutil.ZKTLS(zkc.Servers()), zk.WithLogInfo(false))
 	require.NoError(t, err)
 	defer observer.Close()
 	ok, _, watch, err := observer.ExistsW(node)

@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"crypto/tls"
 	"log/slog"
 	"time"
 
@@ -42,6 +43,12 @@ type Config struct {
 	SASL func(address string) sasl.Mechanism
 	// MetricsPath bounds the recipe metrics' path label; nil: the path.
 	MetricsPath func(recipe, path string) string
+
+	// TLS, when not nil, makes every connection (the Wire's requests
+	// included) a TLS connection: dialled through Dialer, then handshaken
+	// with this configuration within the dial timeout. The server name
+	// checked is the host of the address dialled unless it sets ServerName.
+	TLS *tls.Config
 }
 
 // Auth is one set of credentials sent after connecting.

@@ -119,7 +119,7 @@ func (w *wire) Dial(network, address string, timeout time.Duration) (net.Conn, e
 	if w.auth != nil {
 		conn = w.auth.wrap(conn, address, timeout)
 	}
-	c := &wireConn{Conn: conn, w: w, wlock: make(chan struct{}, 1)}
+	c := &wireConn{Conn: conn, w: w, wlock: make(chan struct{}, 1), addr: address}
 	c.out.init(connectRequestLen, reqHeaderLen) // the ConnectRequest, then requests
 	c.in.init(handshakeLen, replyHeaderLen)     // the ConnectResponse, then replies
 	w.current.Store(c)
@@ -254,6 +254,7 @@ type wireConn struct {
 	net.Conn
 	w     *wire
 	wlock chan struct{} // held while a frame is written (nil: unused, in tests)
+	addr  string        // the address dialled
 	out   frameParser   // client → server
 	in    frameParser   // server → client
 
@@ -372,6 +373,7 @@ func (c *wireConn) Read(p []byte) (int, error) {
 		c.received(p[:n])
 	}
 	if err != nil { // go-zookeeper gives the connection up
+		c.failedBeforeSession(err)
 		c.fail()
 	}
 	return n, err

@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/zkrecipes/zkrecipes/internal/engine"
+	"github.com/zkrecipes/zkrecipes/internal/testutil"
 	"github.com/zkrecipes/zkrecipes/internal/zkerr"
 	"github.com/zkrecipes/zkrecipes/recipes/zktest"
 )
@@ -21,7 +22,7 @@ import (
 func TestWireRequestsMatchGoZookeeper(t *testing.T) {
 	zkc := zktest.Start(t)
 	e := engine.Of(connect(t, zkc.Servers()))
-	conn, _, err := zk.Connect(zkc.Servers(), 10*time.Second, zk.WithLogInfo(false))
+	conn, _, err := zk.Connect(zkc.Servers(), 10*time.Second, testutil.ZKTLS(zkc.Servers()), zk.WithLogInfo(false))
 	require.NoError(t, err)
 	defer conn.Close()
 	acl := zk.WorldACL(zk.PermAll)

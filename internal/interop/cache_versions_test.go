@@ -267,7 +267,7 @@ func TestCacheVersionsHelperProcess(t *testing.T) {
 func cvCache() error {
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
-	c, err := recipes.Connect(ctx, strings.Split(os.Getenv(cvEnvServers), ","))
+	c, err := testutil.Dial(ctx, strings.Split(os.Getenv(cvEnvServers), ","))
 	if err != nil {
 		return err
 	}

@@ -31,7 +31,9 @@ var (
 
 func TestMain(m *testing.M) {
 	code := func() int {
-		c, err := zktest.Launch(1)
+		// Plain even under ZK_TEST_TLS: the Curator and Kazoo programs
+		// these tests drive speak plain ZooKeeper.
+		c, err := zktest.Launch(1, zktest.WithoutTLS())
 		if err != nil {
 			zkErr = err
 			return m.Run()

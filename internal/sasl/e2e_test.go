@@ -4,6 +4,10 @@ package sasl_test
 // go-zookeeper dials through saslDialer, which runs the DIGEST-MD5
 // exchange on each connection.
 
+// The servers here stay plain under ZK_TEST_TLS: these tests drive the
+// SASL exchange on connections of their own (raw dials, go-zookeeper
+// without the Wire, Java clients).
+
 import (
 	"errors"
 	"net"
@@ -60,7 +64,7 @@ var bobOnly = []zk.ACL{{Perms: zk.PermAll, Scheme: "sasl", ID: user}}
 // read, and is authenticated anew after its connection is cut; a plain
 // session is refused; a wrong password is an error and no session.
 func TestDigestEndToEnd(t *testing.T) {
-	c := zktest.Start(t, zktest.WithSASLDigest(map[string]string{user: password, "alice": "a"}))
+	c := zktest.Start(t, zktest.WithSASLDigest(map[string]string{user: password, "alice": "a"}), zktest.WithoutTLS())
 	proxy := zktest.NewProxy(t, c.Servers()[0])
 
 	d := newSASLDialer(digest(password))
@@ -146,7 +150,7 @@ func wrongPassword(t *testing.T, addr string, code int32) {
 // connection skips SASL has lost its rights (the server keeps auth per
 // connection).
 func TestDigestFirstConnectionOnly(t *testing.T) {
-	c := zktest.Start(t, zktest.WithSASLDigest(map[string]string{user: password}))
+	c := zktest.Start(t, zktest.WithSASLDigest(map[string]string{user: password}), zktest.WithoutTLS())
 	proxy := zktest.NewProxy(t, c.Servers()[0])
 	d := newSASLDialer(digest(password))
 	d.firstOnly = true
@@ -169,7 +173,7 @@ func TestDigestFirstConnectionOnly(t *testing.T) {
 // With SASL required, a session without it is refused at its first
 // request and a wrong password with SESSIONCLOSEDREQUIRESASLAUTH.
 func TestDigestRequired(t *testing.T) {
-	c := zktest.Start(t, zktest.WithSASLDigest(map[string]string{user: password}), zktest.WithSASLRequired())
+	c := zktest.Start(t, zktest.WithSASLDigest(map[string]string{user: password}), zktest.WithSASLRequired(), zktest.WithoutTLS())
 	good := connect(t, c.Servers()[0], newSASLDialer(digest(password)))
 	zktest.Eventually(t, waitFor, "the SASL session", hasSession(good))
 	if _, err := good.Create("/required", nil, 0, zk.WorldACL(zk.PermAll)); err != nil {
@@ -189,7 +193,7 @@ func TestDigestRequired(t *testing.T) {
 // same JAAS file), and a node bob made through one member is his
 // through every other.
 func TestDigestEnsemble(t *testing.T) {
-	c := zktest.StartEnsemble(t, 3, zktest.WithSASLDigest(map[string]string{user: password}))
+	c := zktest.StartEnsemble(t, 3, zktest.WithSASLDigest(map[string]string{user: password}), zktest.WithoutTLS())
 	first := connect(t, c.Servers()[0], newSASLDialer(digest(password)))
 	zktest.Eventually(t, waitFor, "the SASL session on member 0", hasSession(first))
 	if _, err := first.Create("/ensemble", []byte("x"), 0, bobOnly); err != nil {

@@ -1,5 +1,9 @@
 package sasl_test
 
+// The servers here stay plain under ZK_TEST_TLS: these tests drive the
+// SASL exchange on connections of their own (raw dials, go-zookeeper
+// without the Wire, Java clients).
+
 import (
 	"context"
 	"errors"
@@ -25,7 +29,7 @@ func TestDigestJavaInterop(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	c := zktest.Start(t, zktest.WithSASLDigest(map[string]string{user: password}))
+	c := zktest.Start(t, zktest.WithSASLDigest(map[string]string{user: password}), zktest.WithoutTLS())
 	conn := connect(t, c.Servers()[0], newSASLDialer(digest(password)))
 	zktest.Eventually(t, waitFor, "the SASL session", hasSession(conn))
 	if _, err := conn.Create("/from-go", []byte("go's"), 0, bobOnly); err != nil {

@@ -112,6 +112,9 @@ func (hs Helpers) Start(t *testing.T, name, role string, env ...string) *HelperP
 	}
 	cmd := exec.Command(os.Args[0], "-test.run=^"+hs.Test+"$", "-test.v=false", "-test.count=1", "-test.timeout="+timeout.String())
 	cmd.Env = append(append(os.Environ(), hs.RoleEnv+"="+role), env...)
+	if e := helperTLSEnv(env); e != "" { // the helper's clients present the cluster's certificate
+		cmd.Env = append(cmd.Env, e)
+	}
 	h := &HelperProc{Name: name, Cmd: cmd, lines: make(chan string, 64), done: make(chan struct{}), errb: &lockedBuffer{}}
 	cmd.Stderr = h.errb
 	stdout, err := cmd.StdoutPipe()
@@ -237,7 +240,7 @@ type Holder struct {
 func HoldUntilParentGone(servers []string, ready string, acquire func(ctx context.Context, c *recipes.Client) (recipes.Hold, error)) error {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	c, err := recipes.Connect(context.Background(), servers, recipes.WithSessionTimeout(2*time.Second))
+	c, err := Dial(context.Background(), servers, recipes.WithSessionTimeout(2*time.Second))
 	if err != nil {
 		return err
 	}

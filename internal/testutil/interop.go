@@ -57,10 +57,12 @@ func CuratorServer(t testing.TB) *zktest.Cluster {
 
 // Server starts a standalone ZooKeeper server with zktest.Launch (so that
 // programs can be pointed at it too), stopped at the end of the test; a
-// missing ZooKeeper skips the test, or fails it in CI.
+// missing ZooKeeper skips the test, or fails it in CI. It is a plain
+// server even under ZK_TEST_TLS: the programs pointed at it (Curator in
+// Java, Kazoo in Python, the examples' binaries) speak plain ZooKeeper.
 func Server(t testing.TB) *zktest.Cluster {
 	t.Helper()
-	zkc, err := zktest.Launch(1)
+	zkc, err := zktest.Launch(1, zktest.WithoutTLS())
 	if errors.Is(err, zktest.ErrUnavailable) {
 		Unavailable(t, err)
 	}

@@ -203,6 +203,7 @@ func (mc MisuseChildren) InChild(name string, servers []string) func() error {
 		defer cancel()
 		cmd := exec.CommandContext(ctx, os.Args[0], "-test.run=^TestMisuseChild$", "-test.count=1", "-test.v")
 		cmd.Env = append(os.Environ(), misuseChildEnv+"="+name, misuseServersEnv+"="+strings.Join(servers, ","))
+		cmd.Env = append(cmd.Env, TLSEnv(servers)...)
 		out, err := cmd.CombinedOutput()
 		if err != nil {
 			return fmt.Errorf("child %q: %w\n%s", name, err, misuseTail(out))

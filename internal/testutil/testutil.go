@@ -101,9 +101,11 @@ func Namespace(t testing.TB) string {
 }
 
 // ExampleServers starts a standalone server for an Example function (which
-// has no testing.T); Main stops it.
+// has no testing.T); Main stops it. It is a plain server even under
+// ZK_TEST_TLS: an Example shows the plain recipes.Connect a reader copies,
+// and its output is checked, not its transport.
 func ExampleServers() []string {
-	cl, err := zktest.Launch(1)
+	cl, err := zktest.Launch(1, zktest.WithoutTLS())
 	if err != nil {
 		panic(err)
 	}
@@ -113,10 +115,11 @@ func ExampleServers() []string {
 	return cl.Servers()
 }
 
-// Connect returns a client that is closed at the end of the test.
+// Connect returns a client (made by Dial: over TLS to a TLS cluster) that
+// is closed at the end of the test.
 func Connect(t testing.TB, servers []string, opts ...recipes.Option) *recipes.Client {
 	t.Helper()
-	c, err := recipes.Connect(context.Background(), servers, opts...)
+	c, err := Dial(context.Background(), servers, opts...)
 	require.NoError(t, err)
 	t.Cleanup(func() { c.Close(context.Background()) })
 	return c

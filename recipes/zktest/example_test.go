@@ -34,7 +34,7 @@ func ExampleStart() {
 
 // Outside of a test, Launch starts the server and Close stops it.
 func ExampleLaunch() {
-	zkc, err := zktest.Launch(1)
+	zkc, err := zktest.Launch(1, zktest.WithoutTLS()) // plain, even under ZK_TEST_TLS
 	if err != nil {
 		fmt.Println(err)
 		return

@@ -3,6 +3,7 @@ package zktest
 import (
 	"bufio"
 	"bytes"
+	"crypto/tls"
 	"fmt"
 	"io"
 	"net"
@@ -21,6 +22,10 @@ func fourLetter(addr, cmd string, timeout time.Duration) (string, error) {
 	defer conn.Close()
 	if err := conn.SetDeadline(time.Now().Add(timeout)); err != nil {
 		return "", fmt.Errorf("zktest: %s to %s: %w", cmd, addr, err)
+	}
+	if cfg := ClientTLSFor([]string{addr}); cfg != nil { // a TLS server answers them over TLS
+		cfg.ServerName, _, _ = net.SplitHostPort(addr)
+		conn = tls.Client(conn, cfg)
 	}
 	if _, err := io.WriteString(conn, cmd); err != nil {
 		return "", fmt.Errorf("zktest: %s to %s: %w", cmd, addr, err)

@@ -1,7 +1,9 @@
 package zktest
 
 import (
+	"crypto/tls"
 	"fmt"
+	"net"
 	"os"
 	"sync"
 	"testing"
@@ -20,6 +22,20 @@ type quietLogger struct{}
 
 func (quietLogger) Printf(string, ...any) {}
 
+// tlsDialer dials servers over TLS when they are a TLS cluster's, as
+// ClientTLSFor says, over TCP otherwise.
+func tlsDialer(servers []string) zk.Dialer {
+	cfg := ClientTLSFor(servers)
+	return func(network, address string, timeout time.Duration) (net.Conn, error) {
+		if cfg == nil {
+			return net.DialTimeout(network, address, timeout)
+		}
+		c := cfg.Clone()
+		c.ServerName, _, _ = net.SplitHostPort(address)
+		return tls.DialWithDialer(&net.Dialer{Timeout: timeout}, network, address, c)
+	}
+}
+
 // client is a go-zookeeper connection whose session states are recorded.
 type client struct {
 	*zk.Conn
@@ -35,6 +51,7 @@ func connect(t *testing.T, servers []string, timeout time.Duration) *client {
 	t.Helper()
 	c := &client{closed: make(chan struct{})}
 	conn, events, err := zk.Connect(servers, timeout,
+		zk.WithDialer(tlsDialer(servers)),
 		zk.WithLogger(quietLogger{}),
 		zk.WithEventCallback(func(ev zk.Event) {
 			if ev.Type == zk.EventSession {

@@ -67,6 +67,7 @@ type localCluster struct {
 	cfg    config
 	root   string
 	logOut *lockedWriter // nil unless WithLogOutput
+	tls    *clusterTLS   // nil: plain
 
 	mu      sync.Mutex
 	members []*member
@@ -142,6 +143,11 @@ func tryLaunchLocal(inst *installation, n int, cfg config) (_ *localCluster, err
 	if err != nil {
 		return nil, err
 	}
+	if cfg.wantTLS() {
+		if lc.tls, err = newClusterTLS(tlsDir(root)); err != nil {
+			return nil, err
+		}
+	}
 	for i := 0; i < n; i++ {
 		m := &member{id: i + 1, dir: filepath.Join(root, fmt.Sprintf("zk%d", i+1))}
 		m.clientPort = ports[i*perMember]
@@ -151,6 +157,9 @@ func tryLaunchLocal(inst *installation, n int, cfg config) (_ *localCluster, err
 		m.cfgPath = filepath.Join(m.dir, "zoo.cfg")
 		m.logPath = filepath.Join(m.dir, "zookeeper.log")
 		lc.members = append(lc.members, m)
+	}
+	if lc.tls != nil {
+		registerTLS(lc.tls, lc.addrs()...)
 	}
 	for _, m := range lc.members {
 		if err := lc.writeConfig(m); err != nil {
@@ -192,7 +201,11 @@ func (lc *localCluster) writeConfig(m *member) error {
 	fmt.Fprintf(&b, "initLimit=10\nsyncLimit=5\n")
 	fmt.Fprintf(&b, "minSessionTimeout=%d\nmaxSessionTimeout=%d\n", 2*tickMs, 20*tickMs)
 	fmt.Fprintf(&b, "dataDir=%s\n", dataDir)
-	fmt.Fprintf(&b, "clientPort=%d\nclientPortAddress=127.0.0.1\n", m.clientPort)
+	if lc.tls != nil { // TLS only: no plain port
+		fmt.Fprintf(&b, "secureClientPort=%d\nsecureClientPortAddress=127.0.0.1\n", m.clientPort)
+	} else {
+		fmt.Fprintf(&b, "clientPort=%d\nclientPortAddress=127.0.0.1\n", m.clientPort)
+	}
 	// Every test client comes from 127.0.0.1; the default limit of 60
 	// connections per address is too low for contention tests.
 	fmt.Fprintf(&b, "maxClientCnxns=0\n")
@@ -235,6 +248,9 @@ func (lc *localCluster) jvmArgs(m *member) []string {
 		"-Dzookeeper.console.threshold=INFO",
 	}
 	args = append(args, lc.saslJVMArgs()...)
+	if lc.tls != nil {
+		args = append(args, lc.tls.jvmArgs()...)
+	}
 	return append(args, "-cp", lc.inst.classpath, mainClass, m.cfgPath)
 }
 
@@ -458,6 +474,9 @@ func (lc *localCluster) close() error {
 		case <-time.After(exitTimeout):
 			errs = append(errs, fmt.Errorf("zktest: process %d did not exit within %v of SIGKILL", p.cmd.Process.Pid, exitTimeout))
 		}
+	}
+	if lc.tls != nil {
+		unregisterTLS(lc.addrs()...)
 	}
 	if err := os.RemoveAll(lc.root); err != nil {
 		errs = append(errs, err)

@@ -3,6 +3,7 @@ package zktest
 import (
 	"bytes"
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"io"
@@ -33,6 +34,7 @@ type Proxy struct {
 	onFire    func() // called when the armed pattern has gone to the server
 	latency   time.Duration
 	closed    bool
+	tls       *proxyTLS // nil: plain
 }
 
 // link is one proxied client connection.
@@ -78,6 +80,13 @@ func ListenProxy(target string) (*Proxy, error) {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	p := &Proxy{target: target, ln: ln, ctx: ctx, cancel: cancel, links: make(map[*link]struct{})}
+	if ct := tlsOf(target); ct != nil { // to a TLS server: the proxy is one too (proxy_tls.go)
+		if p.tls, err = newProxyTLS(ct); err != nil {
+			_ = ln.Close()
+			return nil, err
+		}
+		registerTLS(ct, p.Addr())
+	}
 	p.wg.Add(1)
 	go p.acceptLoop()
 	return p, nil
@@ -174,6 +183,7 @@ func (p *Proxy) Close() error {
 	}
 	p.closed = true
 	p.mu.Unlock()
+	unregisterTLS(p.Addr())
 	err := p.ln.Close()
 	p.cancel()
 	p.Cut()
@@ -216,6 +226,9 @@ func (p *Proxy) acceptLoop() {
 			c.Close()
 			return
 		}
+		if p.tls != nil {
+			c = tls.Server(c, p.tls.server)
+		}
 		l := &link{p: p, client: c, blackholed: p.blackhole}
 		p.links[l] = struct{}{}
 		p.wg.Add(1)
@@ -241,8 +254,7 @@ func (l *link) discard() {
 func (l *link) dial() {
 	p := l.p
 	defer p.wg.Done()
-	d := net.Dialer{Timeout: 10 * time.Second}
-	s, err := d.DialContext(p.ctx, "tcp", p.target)
+	s, err := p.dialTarget(l.client)
 	p.mu.Lock()
 	if err != nil || l.closed {
 		p.mu.Unlock()

@@ -53,6 +53,7 @@ type config struct {
 	tick       time.Duration
 	logOut     io.Writer
 	noExtended bool
+	tls        int // tlsFromEnv, tlsOn or tlsOff
 	sasl       saslConfig
 }
 
@@ -127,6 +128,7 @@ type Cluster struct {
 	tick    time.Duration
 
 	local *localCluster   // modeLocal
+	tls   *clusterTLS     // nil: plain
 	ctr   launcher.Server // modeContainer, started by zkdocker
 
 	version string // the release the servers report, set by Launch
@@ -204,6 +206,9 @@ func launch(n int, cfg config) (*Cluster, error) {
 		if err := cfg.sasl.check(modeExternal); err != nil {
 			return nil, err
 		}
+		if cfg.wantTLS() {
+			return nil, fmt.Errorf("zktest: a TLS-only cluster (WithTLS or %s) cannot be one named by %s", EnvTLS, EnvServers)
+		}
 		return launchExternal(env, cfg)
 	}
 
@@ -216,9 +221,12 @@ func launch(n int, cfg config) (*Cluster, error) {
 		if err != nil {
 			return nil, err
 		}
-		return &Cluster{mode: modeLocal, servers: lc.addrs(), tick: cfg.tick, local: lc}, nil
+		return &Cluster{mode: modeLocal, servers: lc.addrs(), tick: cfg.tick, local: lc, tls: lc.tls}, nil
 	}
 	localErr := err
+	if cfg.wantTLS() {
+		return nil, fmt.Errorf("%w: a TLS-only cluster (WithTLS or %s) needs a local installation: %w", ErrUnavailable, EnvTLS, localErr)
+	}
 
 	l := launcher.Registered()
 	if l != nil && l.Available() {

@@ -450,6 +450,7 @@ func TestUnavailableNamesZkdocker(t *testing.T) {
 	}
 	t.Setenv(EnvServers, "")
 	t.Setenv(EnvZooKeeperHome, t.TempDir())
+	t.Setenv(EnvTLS, "") // the advice for a plain server; TLS needs a local installation
 	_, err := Launch(1)
 	if !errors.Is(err, ErrUnavailable) {
 		t.Fatalf("Launch without a local installation = %v, want ErrUnavailable", err)

@@ -4,6 +4,10 @@ package gssapi_test
 // ZooKeeper servers (zktest), without the engine: go-zookeeper dials
 // through sasl.NewConn with this package's mechanism.
 
+// The servers here stay plain under ZK_TEST_TLS: these tests drive the
+// SASL exchange on connections of their own (raw dials, go-zookeeper
+// without the Wire, Java clients).
+
 import (
 	"errors"
 	"net"
@@ -84,7 +88,7 @@ func hasSession(c *zk.Conn) func() bool {
 // never gets a ticket.
 func TestKerberosEndToEnd(t *testing.T) {
 	kdc := zktest.StartKDC(t, map[string]string{"bob": "bob-pw", "eve": "eve-pw"})
-	c := zktest.Start(t, zktest.WithSASLKerberos(kdc))
+	c := zktest.Start(t, zktest.WithSASLKerberos(kdc), zktest.WithoutTLS())
 	proxy := zktest.NewProxy(t, c.Servers()[0])
 
 	bob, err := login(t, kdc, "bob", "bob-pw")
@@ -137,7 +141,7 @@ func TestKerberosEndToEnd(t *testing.T) {
 // members all accept bob's tickets (one service principal and keytab).
 func TestKerberosRequiredEnsemble(t *testing.T) {
 	kdc := zktest.StartKDC(t, map[string]string{"bob": "bob-pw"})
-	c := zktest.StartEnsemble(t, 3, zktest.WithSASLKerberos(kdc), zktest.WithSASLRequired())
+	c := zktest.StartEnsemble(t, 3, zktest.WithSASLKerberos(kdc), zktest.WithSASLRequired(), zktest.WithoutTLS())
 	bob, err := login(t, kdc, "bob", "bob-pw")
 	if err != nil {
 		t.Fatal(err)
@@ -167,7 +171,7 @@ func TestKerberosRequiredEnsemble(t *testing.T) {
 func TestKerberosForeignTicket(t *testing.T) {
 	kdc := zktest.StartKDC(t, map[string]string{"bob": "bob-pw"})
 	other := zktest.StartKDC(t, map[string]string{"bob": "bob-pw"})
-	c := zktest.Start(t, zktest.WithSASLKerberos(kdc))
+	c := zktest.Start(t, zktest.WithSASLKerberos(kdc), zktest.WithoutTLS())
 	bob, err := login(t, other, "bob", "bob-pw")
 	if err != nil {
 		t.Fatal(err)

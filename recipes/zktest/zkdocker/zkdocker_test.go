@@ -18,6 +18,7 @@ import (
 func hideLocal(t *testing.T) {
 	t.Setenv(zktest.EnvServers, "")
 	t.Setenv(zktest.EnvZooKeeperHome, t.TempDir())
+	t.Setenv(zktest.EnvTLS, "") // a container is a plain server
 }
 
 // TestContainerBackend has zktest start the official image through this
