@@ -90,3 +90,20 @@ func TestSASLDigestRefused(t *testing.T) {
 	require.NoError(t, err)
 	assert.ElementsMatch(t, []string{"zookeeper"}, kids, "nothing made")
 }
+
+// SASL over TLS: a TLS-only server with client certificates that also
+// requires SASL; the exchange runs inside the TLS connection.
+func TestSASLDigestOverTLS(t *testing.T) {
+	zkc := zktest.Start(t, zktest.WithTLS(), zktest.WithSASLDigest(map[string]string{saslUser: saslPassword}), zktest.WithSASLRequired())
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	c, err := recipes.Connect(ctx, zkc.Servers(), recipes.WithTLS(zkc.ClientTLS()),
+		recipes.WithSASLDigest(saslUser, saslPassword), recipes.WithACLProvider(bobOnly))
+	require.NoError(t, err)
+	defer c.Close(context.Background())
+	_, err = c.Create(ctx, "/bob", []byte("mine"), 0)
+	require.NoError(t, err)
+	data, _, err := c.Get(ctx, "/bob")
+	require.NoError(t, err)
+	assert.Equal(t, "mine", string(data))
+}
