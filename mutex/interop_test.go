@@ -70,7 +70,9 @@ func TestKazooInterop(t *testing.T) {
 }
 
 func testInterop(t *testing.T, lib interopLib) {
-	zkc := zktest.Start(t, zktest.WithoutTLS()) // plain: the Curator and Kazoo programs speak plain ZooKeeper
+	// Plain even under ZK_TEST_TLS: the Curator and Kazoo programs speak
+	// plain ZooKeeper.
+	zkc := zktest.Start(t, zktest.WithoutTLS())
 	dir := t.TempDir() // the driver program is written here once
 	t.Run("MutualExclusion", func(t *testing.T) { interopMutualExclusion(t, zkc, dir, lib) })
 	t.Run("QueueOrder", func(t *testing.T) { interopQueueOrder(t, zkc, dir, lib) })

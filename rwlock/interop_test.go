@@ -128,7 +128,9 @@ func ioWaitWatch(ctx context.Context, t *testing.T, zkc *zktest.Cluster, session
 // InterProcessReadWriteLock on one path.
 func TestCuratorInterop(t *testing.T) {
 	testutil.NeedCurator(t)
-	zkc := zktest.Start(t, zktest.WithoutTLS()) // plain: the Curator program speaks plain ZooKeeper
+	// Plain even under ZK_TEST_TLS: the Curator program speaks plain
+	// ZooKeeper.
+	zkc := zktest.Start(t, zktest.WithoutTLS())
 	dir := t.TempDir() // the driver program is written here once
 	t.Run("GoReadersCuratorWriters", func(t *testing.T) { interopHolds(t, zkc, dir, false) })
 	t.Run("GoWritersCuratorReaders", func(t *testing.T) { interopHolds(t, zkc, dir, true) })

@@ -23,7 +23,8 @@ func fourLetter(addr, cmd string, timeout time.Duration) (string, error) {
 	if err := conn.SetDeadline(time.Now().Add(timeout)); err != nil {
 		return "", fmt.Errorf("zktest: %s to %s: %w", cmd, addr, err)
 	}
-	if cfg := ClientTLSFor([]string{addr}); cfg != nil { // a TLS server answers them over TLS
+	if ct := tlsOf(addr); ct != nil { // a TLS server answers them over TLS
+		cfg := ct.client.Clone()
 		cfg.ServerName, _, _ = net.SplitHostPort(addr)
 		conn = tls.Client(conn, cfg)
 	}

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -213,18 +214,30 @@ func unregisterTLS(addrs ...string) {
 	}
 }
 
-// ClientTLSFor returns a copy of the client TLS configuration (as
-// ClientTLS) of the TLS cluster this process started that one of servers
-// belongs to, a Proxy's address to one of its members included, and nil
-// when none does: a test helper can add recipes.WithTLS(ClientTLSFor(s))
-// when it is not nil, so the same test runs against plain and TLS
-// clusters.
+// ClientTLSFor returns a client TLS configuration for the TLS cluster
+// this process started that one of servers belongs to, a Proxy's address
+// to one of its members included, and nil when none does: a test helper
+// can add recipes.WithTLS(ClientTLSFor(s)) when it is not nil, so the same
+// test runs against plain and TLS clusters. Each call presents a
+// certificate of a subject of its own (CN=zktest-client-<n>): with the
+// x509 provider every client is then a principal of its own, as clients
+// without credentials are on a plain server, and the creator-only ACLs of
+// one are closed to the others.
 func ClientTLSFor(servers []string) *tls.Config {
-	if ct := tlsOf(servers...); ct != nil {
+	ct := tlsOf(servers...)
+	if ct == nil {
+		return nil
+	}
+	now := time.Now()
+	cn := fmt.Sprintf("%s-%d", ClientCommonName, clientSerial.Add(1))
+	cfg, err := ct.pki.clientTLS(cn, now.Add(-time.Hour), now.Add(24*time.Hour))
+	if err != nil { // crypto/rand and ECDSA do not fail
 		return ct.client.Clone()
 	}
-	return nil
+	return cfg
 }
+
+var clientSerial atomic.Int64
 
 // TLSFilesFor returns the PEM files (as TLSFiles) of the TLS cluster
 // this process started that one of servers belongs to, a Proxy's address
