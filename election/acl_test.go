@@ -1,11 +1,9 @@
 package election_test
 
 import (
-	"bytes"
 	"context"
 	"log/slog"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -14,27 +12,10 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/zkrecipes/zkrecipes/election"
+	"github.com/zkrecipes/zkrecipes/internal/testutil"
 	"github.com/zkrecipes/zkrecipes/recipes"
 	"github.com/zkrecipes/zkrecipes/recipes/zktest"
 )
-
-// lockedLog is a log buffer safe for a logger's concurrent writes.
-type lockedLog struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (l *lockedLog) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.buf.Write(p)
-}
-
-func (l *lockedLog) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.buf.String()
-}
 
 // A selector with WithAutoRequeue that may not create its node (NoAuth)
 // stops queueing after the first refusal and says so at error level,
@@ -48,7 +29,7 @@ func TestSelectorStopsRequeueingOnNoAuth(t *testing.T) {
 		recipes.WithACLProvider(recipes.ACLProviderFunc(func(string) []zk.ACL { return zk.AuthACL(zk.PermAll) })))
 	_, err := owner.CreateWithParents(ctx, "/sel/guarded", nil, 0)
 	require.NoError(t, err)
-	var logs lockedLog
+	var logs testutil.LogBuffer
 	other := connect(t, zkc.Servers(), recipes.WithLogger(slog.New(slog.NewTextHandler(&logs, nil))))
 	s, err := election.NewSelector(other, "/sel/guarded", "intruder", func(ctx context.Context, _ *election.Term) error {
 		t.Error("a selector without rights led")
@@ -84,7 +65,7 @@ func TestObserveDoesNotRetryNoAuth(t *testing.T) {
 	require.NoError(t, err)
 	require.NoError(t, l.Start(ctx))
 	defer l.Close(context.Background())
-	var logs lockedLog
+	var logs testutil.LogBuffer
 	other := connect(t, zkc.Servers(), recipes.WithRetryPolicy(recipes.RetryForever(2*time.Millisecond)),
 		recipes.WithLogger(slog.New(slog.NewTextHandler(&logs, nil))))
 	ch, err := election.Observe(ctx, other, "/obs/guarded")

@@ -3,8 +3,6 @@ package nodes_test
 import (
 	"context"
 	"log/slog"
-	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -12,35 +10,11 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/zkrecipes/zkrecipes/internal/testutil"
 	"github.com/zkrecipes/zkrecipes/nodes"
 	"github.com/zkrecipes/zkrecipes/recipes"
 	"github.com/zkrecipes/zkrecipes/recipes/zktest"
 )
-
-// countingLog counts the lines a logger writes that contain a word.
-type countingLog struct {
-	mu    sync.Mutex
-	lines []string
-}
-
-func (l *countingLog) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	l.lines = append(l.lines, string(p))
-	return len(p), nil
-}
-
-func (l *countingLog) count(word string) int {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	n := 0
-	for _, s := range l.lines {
-		if strings.Contains(s, word) {
-			n++
-		}
-	}
-	return n
-}
 
 // A persistent node (and so a group member, a TTL node, a service
 // instance) whose create the server refuses for want of rights says so
@@ -55,7 +29,7 @@ func TestPersistentNodeDoesNotRetryNoAuth(t *testing.T) {
 		recipes.WithACLProvider(recipes.ACLProviderFunc(func(string) []zk.ACL { return zk.AuthACL(zk.PermAll) })))
 	_, err := owner.CreateWithParents(ctx, "/guarded/group", nil, 0)
 	require.NoError(t, err)
-	var logs countingLog
+	var logs testutil.LogBuffer
 	other := connect(t, zkc.Servers(), recipes.WithRetryPolicy(recipes.RetryForever(2*time.Millisecond)),
 		recipes.WithLogger(slog.New(slog.NewTextHandler(&logs, nil))))
 	n, err := nodes.NewPersistentNode(other, "/guarded/group/m", nodes.Ephemeral, []byte("x"))
@@ -71,7 +45,7 @@ func TestPersistentNodeDoesNotRetryNoAuth(t *testing.T) {
 	assert.Contains(t, err.Error(), "/guarded/group/m")
 	// With a 2ms retry policy, a loop that retried would log ~100 refusals
 	// in this window.
-	assert.Never(t, func() bool { return logs.count("not authenticated") > 1 }, 200*time.Millisecond, 5*time.Millisecond,
+	assert.Never(t, func() bool { return logs.Count("not authenticated") > 1 }, 200*time.Millisecond, 5*time.Millisecond,
 		"the refused create was tried again")
 	ok, _, err := owner.Exists(ctx, "/guarded/group/m")
 	require.NoError(t, err)

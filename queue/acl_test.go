@@ -3,8 +3,6 @@ package queue_test
 import (
 	"context"
 	"log/slog"
-	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -18,31 +16,6 @@ import (
 	"github.com/zkrecipes/zkrecipes/recipes/zktest"
 )
 
-// lineLog keeps a logger's lines.
-type lineLog struct {
-	mu    sync.Mutex
-	lines []string
-}
-
-func (l *lineLog) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	l.lines = append(l.lines, string(p))
-	return len(p), nil
-}
-
-func (l *lineLog) count(word string) int {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	n := 0
-	for _, s := range l.lines {
-		if strings.Contains(s, word) {
-			n++
-		}
-	}
-	return n
-}
-
 // A consumer that may not list its queue (the queue node exists, with an
 // ACL that leaves it out) says so at error level and does not list it
 // again on a timer: a refusal lasts until someone changes the ACL or the
@@ -54,7 +27,7 @@ func TestConsumerDoesNotRetryNoAuth(t *testing.T) {
 		recipes.WithACLProvider(recipes.ACLProviderFunc(func(string) []zk.ACL { return zk.AuthACL(zk.PermAll) })))
 	_, err := owner.Create(ctx, "/guarded", nil, 0)
 	require.NoError(t, err)
-	var logs lineLog
+	var logs testutil.LogBuffer
 	other := testutil.Connect(t, zkc.Servers(), recipes.WithLogger(slog.New(slog.NewTextHandler(&logs, nil))))
 	q, err := queue.New(other, "/guarded", queue.WithConsumer(queue.ConsumerFunc(func(context.Context, *queue.Message) error {
 		t.Error("a consumer without rights got an item")
@@ -63,9 +36,9 @@ func TestConsumerDoesNotRetryNoAuth(t *testing.T) {
 	require.NoError(t, err)
 	require.NoError(t, q.Start(ctx), "the queue node exists: Start has nothing to make")
 	defer q.Close(ctx)
-	require.Eventually(t, func() bool { return logs.count("not authenticated") > 0 }, 5*time.Second, 10*time.Millisecond)
-	assert.Equal(t, 1, logs.count("level=ERROR"), "the refusal is an error")
+	require.Eventually(t, func() bool { return logs.Count("not authenticated") > 0 }, 5*time.Second, 10*time.Millisecond)
+	assert.Equal(t, 1, logs.Count("level=ERROR"), "the refusal is an error")
 	// A loop on a timer (one second) would list it again in this window.
-	assert.Never(t, func() bool { return logs.count("not authenticated") > 1 }, 1500*time.Millisecond, 20*time.Millisecond,
+	assert.Never(t, func() bool { return logs.Count("not authenticated") > 1 }, 1500*time.Millisecond, 20*time.Millisecond,
 		"the refused listing was tried again")
 }

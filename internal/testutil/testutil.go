@@ -10,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"strings"
 	"sync"
 	"testing"
 
@@ -145,4 +146,15 @@ func (l *LogBuffer) String() string {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.b.String()
+}
+
+// Count returns how many of the lines written so far contain word.
+func (l *LogBuffer) Count(word string) int {
+	n := 0
+	for _, line := range strings.Split(l.String(), "\n") {
+		if strings.Contains(line, word) {
+			n++
+		}
+	}
+	return n
 }
