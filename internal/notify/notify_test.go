@@ -37,4 +37,3 @@ func TestCurrentPostsChangesOnly(t *testing.T) {
 	assert.True(t, c.Set(3))
 	assert.Equal(t, 3, <-late)
 }
-
