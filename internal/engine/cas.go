@@ -81,7 +81,7 @@ func (c *Client) CompareAndSet(ctx context.Context, path string, cas CAS, update
 		l.conflicts = newBackoff(cas.Retry)
 	}
 	for tries := 1; ; tries++ {
-		prev, st, exists, err := c.casRead(ctx, path)
+		prev, st, exists, err := l.casRead(ctx, path)
 		if err != nil {
 			return CASResult{}, l.readError(err)
 		}
@@ -91,7 +91,7 @@ func (c *Client) CompareAndSet(ctx context.Context, path string, cas CAS, update
 			}
 		}
 		if !exists && !cas.Create {
-			return CASResult{}, c.casError(ctx, path, zk.ErrNoNode)
+			return CASResult{}, l.casError(ctx, path, zk.ErrNoNode)
 		}
 		if !exists {
 			prev = nil
@@ -105,7 +105,7 @@ func (c *Client) CompareAndSet(ctx context.Context, path string, cas CAS, update
 		if exists {
 			wst, err = c.Set(ctx, path, data, st.Version)
 		} else {
-			wst, err = c.casCreate(ctx, path, data)
+			wst, err = l.casCreate(ctx, path, data)
 		}
 		switch {
 		case err == nil:
@@ -123,7 +123,7 @@ func (c *Client) CompareAndSet(ctx context.Context, path string, cas CAS, update
 			errors.Is(err, zk.ErrNoNode) && cas.Create:
 			// Another writer came first: read again.
 		default:
-			return CASResult{}, c.casError(ctx, path, err)
+			return CASResult{}, l.casError(ctx, path, err)
 		}
 		if perr := l.conflictPause(tries, err); perr != nil {
 			return CASResult{}, perr
@@ -144,7 +144,8 @@ type casLoop struct {
 
 // casRead reads the node at path (exists false when there is none),
 // retrying connection problems under the retry policy.
-func (c *Client) casRead(ctx context.Context, path string) (prev []byte, st *zk.Stat, exists bool, _ error) {
+func (l *casLoop) casRead(ctx context.Context, path string) (prev []byte, st *zk.Stat, exists bool, _ error) {
+	c := l.c
 	exists = true
 	err := c.Retry(ctx, func() error {
 		var err error
@@ -160,9 +161,9 @@ func (c *Client) casRead(ctx context.Context, path string) (prev []byte, st *zk.
 // readError is the loop's error when its read failed with err.
 func (l *casLoop) readError(err error) error {
 	if l.pending != nil && l.cas.Exact {
-		return l.c.casError(l.ctx, l.path, fmt.Errorf("%w: reading after a lost reply: %w", zkerr.ErrUnknownOutcome, err))
+		return l.casError(l.ctx, l.path, fmt.Errorf("%w: reading after a lost reply: %w", zkerr.ErrUnknownOutcome, err))
 	}
-	return l.c.casError(l.ctx, l.path, err)
+	return l.casError(l.ctx, l.path, err)
 }
 
 // afterLostReply judges the pending write by the node as read on try
@@ -176,10 +177,10 @@ func (l *casLoop) afterLostReply(exists bool, prev []byte, st *zk.Stat, tries in
 		if !l.cas.Exact {
 			return CASResult{Prev: pending.prev, PrevExists: pending.prevExists, Data: pending.data, Stat: st, Tries: tries - 1}, true, nil
 		}
-		return CASResult{}, true, l.c.unknownOutcome(l.path, st)
+		return CASResult{}, true, l.unknownOutcome(l.path, st)
 	case casUnknown:
 		if l.cas.Exact {
-			return CASResult{}, true, l.c.unknownOutcome(l.path, st)
+			return CASResult{}, true, l.unknownOutcome(l.path, st)
 		}
 	}
 	l.pending = nil
@@ -192,7 +193,7 @@ func (l *casLoop) abandoned(err error) error {
 	if l.cas.Exact && !definite(err) {
 		return zkerr.Namedf("compare-and-set "+l.c.StripNamespace(l.path), "%w: %w: ctx ended with a write in flight", l.ctx.Err(), zkerr.ErrUnknownOutcome)
 	}
-	return l.c.casError(l.ctx, l.path, err)
+	return l.casError(l.ctx, l.path, err)
 }
 
 // lostReply keeps the write of data, computed from prev (the node read
@@ -207,7 +208,7 @@ func (l *casLoop) lostReply(exists bool, prev, data []byte, st *zk.Stat) error {
 		if l.cas.Exact {
 			serr = fmt.Errorf("%w: a write's reply was lost: %w", zkerr.ErrUnknownOutcome, serr)
 		}
-		return l.c.casError(l.ctx, l.path, serr)
+		return l.casError(l.ctx, l.path, serr)
 	}
 	return nil
 }
@@ -224,14 +225,15 @@ func (l *casLoop) conflictPause(tries int, err error) error {
 		return zkerr.Namedf("compare-and-set "+l.c.StripNamespace(l.path), "other writers came first on all %d tries: %w: %w", tries, zkerr.ErrConflict, err)
 	}
 	if serr := l.c.sleep(l.ctx, d); serr != nil {
-		return l.c.casError(l.ctx, l.path, serr)
+		return l.casError(l.ctx, l.path, serr)
 	}
 	return nil
 }
 
 // casCreate creates path with data, its missing parents as containers,
 // and returns its stat.
-func (c *Client) casCreate(ctx context.Context, path string, data []byte) (*zk.Stat, error) {
+func (l *casLoop) casCreate(ctx context.Context, path string, data []byte) (*zk.Stat, error) {
+	c := l.c
 	if _, err := c.CreateWithParents(ctx, path, data, 0); err != nil {
 		return nil, err
 	}
@@ -293,12 +295,14 @@ func definite(err error) bool {
 
 // unknownOutcome is the error of an Exact loop whose lost write's fate
 // the node does not tell.
-func (c *Client) unknownOutcome(path string, st *zk.Stat) error {
+func (l *casLoop) unknownOutcome(path string, st *zk.Stat) error {
+	c := l.c
 	return zkerr.Namedf("compare-and-set "+c.StripNamespace(path),
 		"%w: the reply to a write was lost, and the node (now at version %d) does not tell whether it was applied", zkerr.ErrUnknownOutcome, st.Version)
 }
 
-func (c *Client) casError(ctx context.Context, path string, err error) error {
+func (l *casLoop) casError(ctx context.Context, path string, err error) error {
+	c := l.c
 	what := "compare-and-set " + c.StripNamespace(path)
 	if cerr := ctx.Err(); cerr != nil && !errors.Is(err, cerr) {
 		return zkerr.Namedf(what, "%w (last error: %w)", cerr, err)

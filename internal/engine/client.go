@@ -32,22 +32,7 @@ type Client struct {
 
 	inbox *notify.Queue[zk.Event] // session events from go-zookeeper, drained at once
 
-	mu          sync.Mutex
-	state       zkstate.State
-	sessionID   int64
-	lost        bool          // LOST declared for the current session
-	suspendCh   chan struct{} // closed on SUSPENDED, LOST and Close
-	lostCh      chan struct{} // closed on LOST and Close
-	changeCh    chan struct{} // closed on every transition
-	listeners   notify.Listeners[zkstate.State]
-	closed      bool
-	timer       *time.Timer
-	timerGen    uint64
-	suspendedAt time.Time // when SUSPENDED was entered
-	orphans     []string  // nodes of holds declared lost while their session may live
-
-	nodesMu sync.Mutex
-	nodes   map[string]int64 // server path -> session, of every node a contest holds
+	sm stateMachine // the connection state, its signals and the nodes contests hold (statemachine.go)
 
 	del deleter // guaranteed deletes (delete.go)
 
@@ -182,19 +167,17 @@ func NewClient(ctx context.Context, conn *zk.Conn, events <-chan zk.Event, cfg C
 
 func newClient(cfg Config) *Client {
 	c := &Client{
-		cfg:       cfg,
-		log:       cfg.Logger,
-		inbox:     notify.NewQueue[zk.Event](),
-		suspendCh: make(chan struct{}),
-		lostCh:    make(chan struct{}),
-		changeCh:  make(chan struct{}),
-		nodes:     map[string]int64{},
-		closeCh:   make(chan struct{}),
-		pumpDone:  make(chan struct{}),
+		cfg:      cfg,
+		log:      cfg.Logger,
+		inbox:    notify.NewQueue[zk.Event](),
+		closeCh:  make(chan struct{}),
+		pumpDone: make(chan struct{}),
 	}
+	c.sm = stateMachine{c: c, suspendCh: make(chan struct{}), lostCh: make(chan struct{}),
+		changeCh: make(chan struct{}), nodes: map[string]int64{}}
 	c.del = deleter{c: c, jobs: make(chan deleteJob)} // unbuffered: see deleter.delete
 	c.knowledge.init()
-	c.pw.init()
+	c.pw.init(c)
 	if cfg.Metrics != nil {
 		c.met = newInstruments(cfg.Metrics, cfg.Namespace, cfg.MetricsPath)
 	}
@@ -232,7 +215,7 @@ func (c *Client) start(events <-chan zk.Event, forward bool) {
 			}
 		}
 	}()
-	go c.run()
+	go c.sm.run()
 }
 
 // afterStart waits for the first session (unless WithConnectTimeout(0)
@@ -331,9 +314,9 @@ func (c *Client) lastReceived() (time.Time, bool) {
 
 // State returns the current connection state.
 func (c *Client) State() zkstate.State {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.state
+	c.sm.mu.Lock()
+	defer c.sm.mu.Unlock()
+	return c.sm.state
 }
 
 // ConnSessionID returns the session of go-zookeeper's connection, which
@@ -346,9 +329,9 @@ func (c *Client) ConnSessionID() int64 { return c.conn.SessionID() }
 
 // SessionID returns the id of the session the client last had.
 func (c *Client) SessionID() int64 {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.sessionID
+	c.sm.mu.Lock()
+	defer c.sm.mu.Unlock()
+	return c.sm.sessionID
 }
 
 // AddAuth adds authentication info (for example scheme "digest" with
@@ -426,9 +409,9 @@ type Snapshot struct {
 
 // Snapshot returns the current state and signals.
 func (c *Client) Snapshot() Snapshot {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return Snapshot{State: c.state, SessionID: c.sessionID, Changed: c.changeCh, Suspended: c.suspendCh, Lost: c.lostCh}
+	c.sm.mu.Lock()
+	defer c.sm.mu.Unlock()
+	return Snapshot{State: c.sm.state, SessionID: c.sm.sessionID, Changed: c.sm.changeCh, Suspended: c.sm.suspendCh, Lost: c.sm.lostCh}
 }
 
 // HoldSignal returns, from a snapshot, the channel that closes when a hold

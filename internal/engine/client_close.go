@@ -39,17 +39,17 @@ func (c *Client) shut() {
 
 // shutdown closes the client. A nil ctx cuts the connection at once.
 func (c *Client) shutdown(ctx context.Context) error {
-	c.mu.Lock()
-	c.closed = true
+	c.sm.mu.Lock()
+	c.sm.closed = true
 	close(c.closeCh)
-	closeIfOpen(c.suspendCh)
-	closeIfOpen(c.lostCh)
-	closeIfOpen(c.changeCh)
-	if c.timer != nil {
-		c.timer.Stop()
+	closeIfOpen(c.sm.suspendCh)
+	closeIfOpen(c.sm.lostCh)
+	closeIfOpen(c.sm.changeCh)
+	if c.sm.timer != nil {
+		c.sm.timer.Stop()
 	}
-	c.mu.Unlock()
-	c.listeners.Close()
+	c.sm.mu.Unlock()
+	c.sm.listeners.Close()
 	c.pw.closeWatches()
 	closed := make(chan struct{})
 	go func() {

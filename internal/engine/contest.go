@@ -140,7 +140,7 @@ func (c *Client) Enter(ctx context.Context, parent, lockName string, data []byte
 		return nil, err
 	}
 	_, name = zkpath.SplitPath(path)
-	c.track(path, sid)
+	c.sm.track(path, sid)
 	return &Contest{
 		c: c, parent: parent, path: path, sid: sid, driver: d,
 		granted: cfg.granted, verifyOwner: cfg.verifyOwner, sweep: lostReply,
@@ -368,7 +368,7 @@ func (ct *Contest) Leave(ctx context.Context) error {
 		// our search: sweep for copies of our node as we go.
 		ct.c.cleanupProtected(ct.parent, ct.prefix, ct.sid)
 	}
-	ct.c.untrack(ct.path)
+	ct.c.sm.untrack(ct.path)
 	return err
 }
 

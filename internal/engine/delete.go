@@ -61,7 +61,7 @@ func (d *deleter) delete(ctx context.Context, path string, sid int64) error {
 	// The Wire's requests can be abandoned (see wirecall.go): the caller's
 	// goroutine makes the delete, and when ctx ends first the worker makes
 	// sure of it.
-	if err, ok := c.wireDelete(ctx, path, -1); ok {
+	if err, ok := wireDelete(c, ctx, path, -1); ok {
 		if err != nil && errors.Is(err, ctx.Err()) {
 			d.inBackground(path, sid, nil)
 			return nil // the delete goes on
@@ -228,9 +228,9 @@ func (d *deleter) retryForever(sid int64, op func() error) {
 // background runs fn on a goroutine Close waits for; it reports false (and
 // does not run fn) when the client is already closed.
 func (c *Client) background(fn func()) bool {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.closed {
+	c.sm.mu.Lock()
+	defer c.sm.mu.Unlock()
+	if c.sm.closed {
 		return false
 	}
 	c.wg.Add(1)

@@ -5,9 +5,16 @@ import "github.com/go-zookeeper/zk"
 // Hooks for the external tests (package engine_test), which see what the
 // library does not need exported.
 var (
-	LastAnswered   = (*Client).lastAnswered
-	LastReceived   = (*Client).lastReceived
-	WireRequests   = (*Client).wireRequests
+	LastAnswered = (*Client).lastAnswered
+	LastReceived = (*Client).lastReceived
+	// WireRequests returns how many requests the Wire made itself (the
+	// others went through go-zookeeper's calls).
+	WireRequests = func(c *Client) uint64 {
+		if c == nil || c.wire == nil {
+			return 0
+		}
+		return c.wire.made.Load()
+	}
 	Watching       = (*Client).watching
 	FollowChildren = (*Client).followChildren
 )

@@ -191,10 +191,10 @@ func (f *Follower) Run(ctx context.Context) error {
 	if ctx == nil {
 		return fmt.Errorf("%w: nil context", zkerr.ErrInvalidArgument)
 	}
-	c.mu.Lock()
-	state, sid := c.state, c.sessionID
+	c.sm.mu.Lock()
+	state, sid := c.sm.state, c.sm.sessionID
 	c.hub.join(f)
-	c.mu.Unlock()
+	c.sm.mu.Unlock()
 	defer func() {
 		c.hub.leave(f)
 		f.q.Close()

@@ -75,13 +75,13 @@ func (c *Client) SharedFollower() (*Follower, error) {
 	}
 	c.sharedOnce.Do(func() {
 		f := c.NewFollower("shared", nil)
-		c.mu.Lock()
-		defer c.mu.Unlock()
-		if c.closed {
+		c.sm.mu.Lock()
+		defer c.sm.mu.Unlock()
+		if c.sm.closed {
 			return
 		}
 		c.shared = f
-		c.wg.Add(1) // c.mu is held and the client is open
+		c.wg.Add(1) // c.sm.mu is held and the client is open
 		go func() {
 			defer c.wg.Done()
 			_ = f.Run(context.Background()) // until Close

@@ -14,12 +14,12 @@ func (c *Client) Listen(fn func(zkstate.State)) (remove func()) {
 	if fn == nil || c == nil {
 		return func() {}
 	}
-	c.mu.Lock() // states are posted under c.mu: nothing comes between
-	defer c.mu.Unlock()
-	if c.state == zkstate.StateLatent {
-		return c.listeners.Listen(fn)
+	c.sm.mu.Lock() // states are posted under c.sm.mu: nothing comes between
+	defer c.sm.mu.Unlock()
+	if c.sm.state == zkstate.StateLatent {
+		return c.sm.listeners.Listen(fn)
 	}
-	return c.listeners.ListenFirst(fn, c.state)
+	return c.sm.listeners.ListenFirst(fn, c.sm.state)
 }
 
 // Subscribe returns a channel that receives the current state (unless the
@@ -32,7 +32,7 @@ func (c *Client) Subscribe() (<-chan zkstate.State, func()) {
 
 // SubscribeStates is Client.Subscribe with each state converted by conv
 // (to package recipes' State), without a goroutine of its own. The
-// current state is queued under c.mu, so that no transition comes
+// current state is queued under c.sm.mu, so that no transition comes
 // between the two.
 func SubscribeStates[T any](c *Client, conv func(zkstate.State) T) (<-chan T, func()) {
 	if c == nil {
@@ -40,11 +40,11 @@ func SubscribeStates[T any](c *Client, conv func(zkstate.State) T) (<-chan T, fu
 		close(ch)
 		return ch, func() {}
 	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
+	c.sm.mu.Lock()
+	defer c.sm.mu.Unlock()
 	var first *zkstate.State
-	if s := c.state; s != zkstate.StateLatent {
+	if s := c.sm.state; s != zkstate.StateLatent {
 		first = &s
 	}
-	return notify.SubscribeVia(&c.listeners, first, conv)
+	return notify.SubscribeVia(&c.sm.listeners, first, conv)
 }

@@ -25,7 +25,7 @@ func TestMetricsOffCostsNothing(t *testing.T) {
 		c.met.countRetry()
 		c.met.addPendingDeletes(1)
 		c.met.addPendingDeletes(-1)
-		c.met.stateEntered(c.state, zkstate.StateSuspended, c.suspendedAt)
+		c.met.stateEntered(c.sm.state, zkstate.StateSuspended, c.sm.suspendedAt)
 		m.queue(3)
 		m.acquired(true, nil)
 		m.released()

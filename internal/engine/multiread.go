@@ -40,7 +40,7 @@ type ReadResult struct {
 // the reads one by one then. A server before 3.6 answers
 // ErrUnimplemented. The request counts as one multi (Stats.MultiReads).
 func (c *Client) MultiRead(ctx context.Context, ops []ReadOp) (res []ReadResult, err error, ok bool) {
-	wc := c.wireFor(ctx)
+	wc := wireFor(c, ctx)
 	if wc == nil || len(ops) == 0 {
 		return nil, nil, false
 	}
@@ -61,7 +61,7 @@ func (c *Client) MultiRead(ctx context.Context, ops []ReadOp) (res []ReadResult,
 		f = f.int32(t).boolean(false).int32(-1).str(op.Path).boolean(false)
 	}
 	f = f.int32(-1).boolean(true).int32(-1)
-	body, err, ok := c.viaWire(ctx, wc, reqMulti, zopMultiRead, f, &c.stats.multiReads, nil)
+	body, err, ok := viaWire(c, ctx, wc, reqMulti, zopMultiRead, f, &c.stats.multiReads, nil)
 	if !ok {
 		return nil, nil, false
 	}

@@ -178,7 +178,7 @@ func (c *Client) CreateModeTTL(ctx context.Context, path string, data []byte, fl
 
 // create is every create, counted as op.
 func (c *Client) create(ctx context.Context, op reqOp, path string, data []byte, flags int32, ttl time.Duration) (string, error) {
-	if created, err, ok := c.wireCreate(ctx, op, path, data, flags); ok {
+	if created, err, ok := wireCreate(c, ctx, op, path, data, flags); ok {
 		return created, err
 	}
 	return send(c, ctx, op, func() (string, error) {
@@ -246,7 +246,7 @@ func (c *Client) undoCreate(path string, err error) {
 
 // Delete deletes a node (version -1 for any).
 func (c *Client) Delete(ctx context.Context, path string, version int32) error {
-	if err, ok := c.wireDelete(ctx, path, version); ok {
+	if err, ok := wireDelete(c, ctx, path, version); ok {
 		return err
 	}
 	_, err := send(c, ctx, reqDelete, func() (struct{}, error) {
@@ -258,7 +258,7 @@ func (c *Client) Delete(ctx context.Context, path string, version int32) error {
 
 // Get reads a node's data.
 func (c *Client) Get(ctx context.Context, path string) ([]byte, *zk.Stat, error) {
-	if data, st, err, ok := c.wireGet(ctx, path); ok {
+	if data, st, err, ok := wireGet(c, ctx, path); ok {
 		return data, st, err
 	}
 	r, err := send(c, ctx, reqGetData, func() (pair[[]byte, *zk.Stat], error) {
@@ -271,7 +271,7 @@ func (c *Client) Get(ctx context.Context, path string) ([]byte, *zk.Stat, error)
 
 // GetW reads a node's data and leaves a watch on it.
 func (c *Client) GetW(ctx context.Context, path string) ([]byte, *zk.Stat, <-chan zk.Event, error) {
-	if err := c.guardOneShot(ctx, path); err != nil {
+	if err := c.pw.guardOneShot(ctx, path); err != nil {
 		return nil, nil, nil, err
 	}
 	r, err := send(c, ctx, reqGetData, func() (triple[[]byte, *zk.Stat, <-chan zk.Event], error) {
@@ -287,7 +287,7 @@ func (c *Client) GetW(ctx context.Context, path string) ([]byte, *zk.Stat, <-cha
 
 // Exists reports whether a node exists.
 func (c *Client) Exists(ctx context.Context, path string) (bool, *zk.Stat, error) {
-	if there, st, err, ok := c.wireExists(ctx, path); ok {
+	if there, st, err, ok := wireExists(c, ctx, path); ok {
 		return there, st, err
 	}
 	r, err := send(c, ctx, reqExists, func() (pair[bool, *zk.Stat], error) {
@@ -300,7 +300,7 @@ func (c *Client) Exists(ctx context.Context, path string) (bool, *zk.Stat, error
 
 // ExistsW reports whether a node exists and leaves a watch on it.
 func (c *Client) ExistsW(ctx context.Context, path string) (bool, *zk.Stat, <-chan zk.Event, error) {
-	if err := c.guardOneShot(ctx, path); err != nil {
+	if err := c.pw.guardOneShot(ctx, path); err != nil {
 		return false, nil, nil, err
 	}
 	r, err := send(c, ctx, reqExists, func() (triple[bool, *zk.Stat, <-chan zk.Event], error) {
@@ -316,7 +316,7 @@ func (c *Client) ExistsW(ctx context.Context, path string) (bool, *zk.Stat, <-ch
 
 // Children lists a node's children; the Stat is the parent's.
 func (c *Client) Children(ctx context.Context, path string) ([]string, *zk.Stat, error) {
-	if kids, st, err, ok := c.wireChildren(ctx, path); ok {
+	if kids, st, err, ok := wireChildren(c, ctx, path); ok {
 		return kids, st, err
 	}
 	r, err := send(c, ctx, reqChildren, func() (pair[[]string, *zk.Stat], error) {
@@ -329,7 +329,7 @@ func (c *Client) Children(ctx context.Context, path string) ([]string, *zk.Stat,
 
 // ChildrenW lists a node's children and leaves a watch on the list.
 func (c *Client) ChildrenW(ctx context.Context, path string) ([]string, *zk.Stat, <-chan zk.Event, error) {
-	if err := c.guardOneShot(ctx, path); err != nil {
+	if err := c.pw.guardOneShot(ctx, path); err != nil {
 		return nil, nil, nil, err
 	}
 	r, err := send(c, ctx, reqChildren, func() (triple[[]string, *zk.Stat, <-chan zk.Event], error) {
@@ -345,7 +345,7 @@ func (c *Client) ChildrenW(ctx context.Context, path string) ([]string, *zk.Stat
 
 // Set writes a node's data.
 func (c *Client) Set(ctx context.Context, path string, data []byte, version int32) (*zk.Stat, error) {
-	if st, err, ok := c.wireSet(ctx, path, data, version); ok {
+	if st, err, ok := wireSet(c, ctx, path, data, version); ok {
 		return st, err
 	}
 	return send(c, ctx, reqSetData, func() (*zk.Stat, error) {
@@ -358,7 +358,7 @@ func (c *Client) Set(ctx context.Context, path string, data []byte, version int3
 // leader on path, so that a read after it sees every write committed
 // before it (a follower may lag behind).
 func (c *Client) Sync(ctx context.Context, path string) error {
-	if err, ok := c.wireSync(ctx, path); ok {
+	if err, ok := wireSync(c, ctx, path); ok {
 		return err
 	}
 	_, err := send(c, ctx, reqSync, func() (string, error) {

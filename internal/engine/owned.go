@@ -394,7 +394,7 @@ func (o *OwnedNode) finish(ctx context.Context) error {
 // create.
 func (o *OwnedNode) forget(cur Owned, sweep string) {
 	if o.ephemeral && o.spec.Hold {
-		o.c.untrack(cur.Path)
+		o.c.sm.untrack(cur.Path)
 	}
 	if sweep != "" {
 		o.c.cleanupProtected(o.parent, sweep, cur.Session)

@@ -136,7 +136,7 @@ func (o *OwnedNode) made(path string, sid int64, mine bool, dgen uint64, sweep s
 	o.listeners.Post(n)
 	o.mu.Unlock()
 	if o.ephemeral && mine && o.spec.Hold {
-		o.c.track(path, sid)
+		o.c.sm.track(path, sid)
 	}
 	if n.Recreated() {
 		o.c.log.Warn("zkrecipes: a node of ours was made again", "what", o.spec.What, "node", o.c.StripNamespace(path))

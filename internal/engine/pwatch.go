@@ -192,10 +192,12 @@ type pwatches struct {
 	nLeaving    atomic.Int32             // len(leaving), read without mu by guardOneShot
 	op          chan struct{}            // one addWatch or removeWatches exchange at a time
 	kick        chan struct{}            // a connection became usable
-	started     bool                     // the re-adding goroutine runs (c.mu)
+	readding    sync.Once                // starts the re-adding goroutine
+	c           *Client
 }
 
-func (p *pwatches) init() {
+func (p *pwatches) init(c *Client) {
+	p.c = c
 	p.op = make(chan struct{}, 1)
 	p.kick = make(chan struct{}, 1)
 }
@@ -265,9 +267,9 @@ func (c *Client) AddWatch(ctx context.Context, path string, recursive bool) (*Pe
 	e.owners[w] = struct{}{}
 	c.pw.mu.Unlock()
 	c.startReadding()
-	err := c.Retry(ctx, func() error { return c.addWatchOnce(ctx, e, w) })
+	err := c.Retry(ctx, func() error { return c.pw.addWatchOnce(ctx, e, w) })
 	if err != nil {
-		c.removeOwner(w)
+		c.pw.removeOwner(w)
 		if errors.Is(err, zkerr.ErrUnimplemented) {
 			return nil, zkerr.Named(what, err)
 		}
@@ -278,32 +280,34 @@ func (c *Client) AddWatch(ctx context.Context, path string, recursive bool) (*Pe
 
 // addWatchOnce sets e on the current connection, unless it is set there
 // already (then only w is told).
-func (c *Client) addWatchOnce(ctx context.Context, e *pwEntry, w *PersistentWatch) error {
-	if err := c.pw.lock(ctx); err != nil {
+func (p *pwatches) addWatchOnce(ctx context.Context, e *pwEntry, w *PersistentWatch) error {
+	c := p.c
+	if err := p.lock(ctx); err != nil {
 		return err
 	}
-	defer c.pw.unlock()
+	defer p.unlock()
 	wc := c.wire.usableConn()
 	if wc == nil {
 		return zkerr.ErrNotConnected
 	}
-	c.pw.mu.Lock()
+	p.mu.Lock()
 	if e.on == wc {
 		w.resynced(wc)
-		c.pw.mu.Unlock()
+		p.mu.Unlock()
 		return nil
 	}
-	c.pw.mu.Unlock()
-	r, err := c.sendAddWatch(ctx, wc, e)
+	p.mu.Unlock()
+	r, err := p.sendAddWatch(ctx, wc, e)
 	if err != nil {
 		return err
 	}
-	return c.addWatchErr(c.waitWire(ctx, wc, r))
+	return p.addWatchErr(p.waitWire(ctx, wc, r))
 }
 
 // sendAddWatch sends e's addWatch on wc. When the reply says the watch is
 // set, every owner of e is told, before any later frame is read.
-func (c *Client) sendAddWatch(ctx context.Context, wc *wireConn, e *pwEntry) (*wireCall, error) {
+func (p *pwatches) sendAddWatch(ctx context.Context, wc *wireConn, e *pwEntry) (*wireCall, error) {
+	c := p.c
 	mode := int32(addWatchPersistent)
 	if e.recursive {
 		mode = addWatchPersistentRecursive
@@ -313,9 +317,9 @@ func (c *Client) sendAddWatch(ctx context.Context, wc *wireConn, e *pwEntry) (*w
 		if _, err := r.result(); err != nil {
 			return
 		}
-		c.pw.mu.Lock()
-		defer c.pw.mu.Unlock()
-		if c.pw.entries[e.path] != e {
+		p.mu.Lock()
+		defer p.mu.Unlock()
+		if p.entries[e.path] != e {
 			return // removed meanwhile
 		}
 		e.on = wc
@@ -335,7 +339,7 @@ func (c *Client) sendAddWatch(ctx context.Context, wc *wireConn, e *pwEntry) (*w
 }
 
 // waitWire waits for r's reply (or ctx) and maps the server's answer.
-func (c *Client) waitWire(ctx context.Context, wc *wireConn, r *wireCall) error {
+func (p *pwatches) waitWire(ctx context.Context, wc *wireConn, r *wireCall) error {
 	select {
 	case <-r.done:
 	case <-ctx.Done():
@@ -350,9 +354,10 @@ func (c *Client) waitWire(ctx context.Context, wc *wireConn, r *wireCall) error 
 // addWatchErr maps an addWatch's error: UNIMPLEMENTED (before 3.6) or
 // MARSHALLINGERROR (a server configured without persistent watches) is
 // remembered, and becomes ErrUnimplemented.
-func (c *Client) addWatchErr(err error) error {
+func (p *pwatches) addWatchErr(err error) error {
+	c := p.c
 	if errors.Is(err, errUnimplementedOp) || errors.Is(err, errMarshalling) {
-		if !c.pw.unsupported.Swap(true) {
+		if !p.unsupported.Swap(true) {
 			c.log.Warn("zkrecipes: the server has no persistent watches (ZooKeeper 3.6 or later needed)", "err", err)
 		}
 		return fmt.Errorf("%w (the server answered: %v)", zkerr.ErrUnimplemented, err)

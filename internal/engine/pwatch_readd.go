@@ -14,20 +14,13 @@ import (
 // startReadding starts the goroutine that sets the watches again on each
 // new connection, once.
 func (c *Client) startReadding() {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.closed || c.pw.started {
-		return
-	}
-	c.pw.started = true
-	c.wg.Add(1)
-	go c.readdLoop()
+	c.pw.readding.Do(func() { c.background(c.pw.readdLoop) })
 }
 
 // readdLoop sets every watch again on each connection that becomes
 // usable, and after a failure under the retry policy.
-func (c *Client) readdLoop() {
-	defer c.wg.Done()
+func (p *pwatches) readdLoop() {
+	c := p.c
 	var (
 		retry = c.Backoff()
 		timer *time.Timer
@@ -40,13 +33,13 @@ func (c *Client) readdLoop() {
 	}()
 	for {
 		select {
-		case <-c.pw.kick:
+		case <-p.kick:
 		case <-again:
 			again = nil
 		case <-c.closeCh:
 			return
 		}
-		if err := c.readdAll(); err == nil {
+		if err := p.readdAll(); err == nil {
 			retry.Reset()
 			continue
 		}
@@ -64,8 +57,9 @@ func (c *Client) readdLoop() {
 // readdAll sends addWatch for every watch the current connection lacks,
 // all at once, and waits for the replies. An error asks for another try
 // later; a connection that ends is not one (the next one kicks).
-func (c *Client) readdAll() error {
-	if c.pw.unsupported.Load() {
+func (p *pwatches) readdAll() error {
+	c := p.c
+	if p.unsupported.Load() {
 		return nil
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), max(c.SessionTimeout(), time.Second))
@@ -77,29 +71,29 @@ func (c *Client) readdAll() error {
 		case <-ctx.Done():
 		}
 	}()
-	if err := c.pw.lock(ctx); err != nil {
+	if err := p.lock(ctx); err != nil {
 		return nil
 	}
-	defer c.pw.unlock()
+	defer p.unlock()
 	wc := c.wire.usableConn()
 	if wc == nil {
 		return nil
 	}
-	c.pw.mu.Lock()
+	p.mu.Lock()
 	var todo []*pwEntry
-	for _, e := range c.pw.entries {
+	for _, e := range p.entries {
 		if e.on != wc {
 			todo = append(todo, e)
 		}
 	}
-	c.pw.mu.Unlock()
+	p.mu.Unlock()
 	type sent struct {
 		e *pwEntry
 		r *wireCall
 	}
 	var calls []sent
 	for _, e := range todo {
-		r, err := c.sendAddWatch(ctx, wc, e)
+		r, err := p.sendAddWatch(ctx, wc, e)
 		if err != nil {
 			break // the connection is going
 		}
@@ -107,16 +101,16 @@ func (c *Client) readdAll() error {
 	}
 	var failed error
 	for _, s := range calls {
-		err := c.addWatchErr(c.waitWire(ctx, wc, s.r))
+		err := p.addWatchErr(p.waitWire(ctx, wc, s.r))
 		switch {
 		case err == nil, zkerr.IsRetryable(err), ctx.Err() != nil && c.check() != nil:
 			continue
 		}
-		c.pw.mu.Lock()
+		p.mu.Lock()
 		for o := range s.e.owners {
 			o.q.Push(PersistentEvent{Kind: PersistentFailed, Err: err})
 		}
-		c.pw.mu.Unlock()
+		p.mu.Unlock()
 		c.log.Warn("zkrecipes: setting a persistent watch again failed", "path", c.StripNamespace(s.e.path), "err", err)
 		if !errors.Is(err, zkerr.ErrUnimplemented) {
 			failed = err

@@ -103,7 +103,7 @@ func TestWireKeepsGoZookeepersDeadline(t *testing.T) {
 // its root (never NodeChildrenChanged), a plain one on its own node only.
 func TestPersistentRoute(t *testing.T) {
 	var p pwatches
-	p.init()
+	p.init(nil)
 	mk := func(path string, recursive bool) *PersistentWatch {
 		w := &PersistentWatch{path: path, recursive: recursive, q: notify.NewQueue[PersistentEvent]()}
 		if p.entries == nil {
@@ -156,20 +156,20 @@ func TestPersistentRoute(t *testing.T) {
 // wait; the root of a live persistent watch is refused.
 func TestGuardOneShotWaitsForRemoval(t *testing.T) {
 	c := &Client{}
-	c.pw.init()
+	c.pw.init(c)
 	c.pw.mu.Lock()
 	answered := c.pw.leave("/a")
 	c.pw.mu.Unlock()
-	if err := c.guardOneShot(context.Background(), "/b"); err != nil {
+	if err := c.pw.guardOneShot(context.Background(), "/b"); err != nil {
 		t.Fatalf("another path: %v", err)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
 	defer cancel()
-	if err := c.guardOneShot(ctx, "/a"); !errors.Is(err, context.DeadlineExceeded) {
+	if err := c.pw.guardOneShot(ctx, "/a"); !errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("the root during its removal: %v, want the ctx's end", err)
 	}
 	done := make(chan error, 1)
-	go func() { done <- c.guardOneShot(context.Background(), "/a") }()
+	go func() { done <- c.pw.guardOneShot(context.Background(), "/a") }()
 	answered()
 	select {
 	case err := <-done:
@@ -184,7 +184,7 @@ func TestGuardOneShotWaitsForRemoval(t *testing.T) {
 	}
 	c.pw.entries = map[string]*pwEntry{"/a": {path: "/a", owners: map[*PersistentWatch]struct{}{}}}
 	c.pw.n.Store(1)
-	if err := c.guardOneShot(context.Background(), "/a"); !errors.Is(err, zkerr.ErrInvalidArgument) {
+	if err := c.pw.guardOneShot(context.Background(), "/a"); !errors.Is(err, zkerr.ErrInvalidArgument) {
 		t.Fatalf("a persistent root: %v", err)
 	}
 }

@@ -40,7 +40,7 @@ const removeAny = 3
 // remove a persistent watch: removed watches then stay on the server
 // until the connection ends, reporting to nobody. No server with
 // persistent watches is known to refuse (see above).
-func (c *Client) PersistentRemoveUnsupported() bool { return c.pw.noRemove.Load() }
+func (p *pwatches) PersistentRemoveUnsupported() bool { return p.noRemove.Load() }
 
 // Remove removes the watch: no event reaches it after Remove returns
 // (Events reports the end). The server's watch is removed with the last
@@ -78,7 +78,7 @@ func (w *PersistentWatch) Remove(ctx context.Context) error {
 	if err != nil {
 		return nil // not sent: the connection is going
 	}
-	err = c.waitWire(ctx, wc, r)
+	err = c.pw.waitWire(ctx, wc, r)
 	switch {
 	case err == nil, errors.Is(err, errNoWatcher), zkerr.IsRetryable(err):
 		return nil
@@ -115,10 +115,10 @@ func (p *pwatches) leave(path string) func() {
 }
 
 // removeOwner drops w from its entry; last says the entry went with it.
-func (c *Client) removeOwner(w *PersistentWatch) (e *pwEntry, last bool) {
-	c.pw.mu.Lock()
-	defer c.pw.mu.Unlock()
-	return c.pw.dropOwner(w)
+func (p *pwatches) removeOwner(w *PersistentWatch) (e *pwEntry, last bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.dropOwner(w)
 }
 
 // dropOwner is removeOwner with p.mu held.
@@ -141,14 +141,15 @@ func (p *pwatches) dropOwner(w *PersistentWatch) (e *pwEntry, last bool) {
 // guardOneShot refuses a one-shot watch on the root of a persistent watch
 // of the client (ZOOKEEPER-4466, see pwatch.go), and waits while the removal
 // of one there is on the way (see removeAny), until ctx ends.
-func (c *Client) guardOneShot(ctx context.Context, path string) error {
+func (p *pwatches) guardOneShot(ctx context.Context, path string) error {
+	c := p.c
 	if c == nil || ctx == nil { // send refuses them
 		return nil
 	}
-	for c.pw.n.Load() > 0 || c.pw.nLeaving.Load() > 0 {
-		c.pw.mu.Lock()
-		e, ch := c.pw.entries[path], c.pw.leaving[path]
-		c.pw.mu.Unlock()
+	for p.n.Load() > 0 || p.nLeaving.Load() > 0 {
+		p.mu.Lock()
+		e, ch := p.entries[path], p.leaving[path]
+		p.mu.Unlock()
 		if e != nil {
 			return fmt.Errorf("%w: %s is the root of a persistent watch of this client: a one-shot watch there would replace it on ZooKeeper 3.6–3.8 (ZOOKEEPER-4466); read it without a watch, the persistent watch reports its changes", zkerr.ErrInvalidArgument, c.StripNamespace(path))
 		}

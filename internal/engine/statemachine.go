@@ -2,14 +2,43 @@ package engine
 
 import (
 	"fmt"
+	"sync"
 	"time"
 
 	"github.com/go-zookeeper/zk"
+	"github.com/zkrecipes/zkrecipes/internal/notify"
 	"github.com/zkrecipes/zkrecipes/internal/zkstate"
 )
 
+// stateMachine is the Client's connection state: what the state machine
+// (next) decides on, the signals holds are built on, the state listeners,
+// and the nodes contests hold in each session. mu guards all but nodes,
+// which nodesMu does. Its methods run on the client's event goroutine
+// (run, apply) or with mu held.
+type stateMachine struct {
+	c *Client
+
+	mu          sync.Mutex
+	state       zkstate.State
+	sessionID   int64
+	lost        bool          // LOST declared for the current session
+	suspendCh   chan struct{} // closed on SUSPENDED, LOST and Close
+	lostCh      chan struct{} // closed on LOST and Close
+	changeCh    chan struct{} // closed on every transition
+	listeners   notify.Listeners[zkstate.State]
+	closed      bool
+	timer       *time.Timer
+	timerGen    uint64
+	suspendedAt time.Time // when SUSPENDED was entered
+	orphans     []string  // nodes of holds declared lost while their session may live
+
+	nodesMu sync.Mutex
+	nodes   map[string]int64 // server path -> session, of every node a contest holds
+}
+
 // run applies session events in order.
-func (c *Client) run() {
+func (s *stateMachine) run() {
+	c := s.c
 	defer c.wg.Done()
 	for {
 		evs, ok := c.inbox.Take(nil)
@@ -17,7 +46,7 @@ func (c *Client) run() {
 			return
 		}
 		for _, ev := range evs {
-			c.apply(ev)
+			s.apply(ev)
 		}
 	}
 }
@@ -151,85 +180,88 @@ func next(m machine, in input) (machine, []effect) {
 // apply feeds one event to the state machine and carries out its effects.
 // What the machine must know of the world (the connection's session, how
 // long the session may still live) is read here and passed in the input.
-func (c *Client) apply(ev zk.Event) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.closed {
+func (s *stateMachine) apply(ev zk.Event) {
+	c := s.c
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
 		return
 	}
 	in := input{event: ev}
 	switch {
 	case ev.Type == lostTimeout:
-		if uint64(ev.State) != c.timerGen {
+		if uint64(ev.State) != s.timerGen {
 			return // a timer disarmed since
 		}
-		in.remaining = c.lostDelay()
+		in.remaining = s.lostDelay()
 	case ev.Type == zk.EventSession && ev.State == zk.StateHasSession:
 		in.session = c.conn.SessionID()
 	}
-	m, fx := next(machine{state: c.state, sessionID: c.sessionID, lost: c.lost}, in)
+	m, fx := next(machine{state: s.state, sessionID: s.sessionID, lost: s.lost}, in)
 	for _, f := range fx {
 		switch f.do {
 		case stopTimer:
-			c.stopTimer()
+			s.stopTimer()
 		case startTimer:
-			c.startTimer()
+			s.startTimer()
 		case suspend:
-			closeIfOpen(c.suspendCh)
-			c.suspendedAt = time.Now()
+			closeIfOpen(s.suspendCh)
+			s.suspendedAt = time.Now()
 		case declareLost:
-			c.declareLost()
+			s.declareLost()
 		case adoptSession:
-			c.sessionID, c.lost = m.sessionID, false
-			c.orphans = nil // they went with the old session
+			s.sessionID, s.lost = m.sessionID, false
+			s.orphans = nil // they went with the old session
 		case reapOrphans:
-			c.lost = false
-			c.reapOrphans(c.sessionID)
+			s.lost = false
+			s.reapOrphans(s.sessionID)
 		case renew:
-			c.renew()
+			s.renew()
 		case clearOrphans:
-			c.orphans = nil
+			s.orphans = nil
 		case announce:
-			c.transition(f.state)
+			s.transition(f.state)
 		case authFailed:
 			c.log.Error("zkrecipes: authentication failed")
 		case logLost:
 			c.log.Warn("zkrecipes: declaring session lost: a session timeout passed since the server last answered",
-				"session", fmt.Sprintf("0x%x", c.sessionID), "timeout", c.SessionTimeout())
+				"session", fmt.Sprintf("0x%x", s.sessionID), "timeout", c.SessionTimeout())
 		}
 	}
-	c.sessionID, c.lost, c.state = m.sessionID, m.lost, m.state
+	s.sessionID, s.lost, s.state = m.sessionID, m.lost, m.state
 }
 
-// declareLost is LOST for the current session; c.mu is held. The nodes
+// declareLost is LOST for the current session; s.mu is held. The nodes
 // contests hold in the session become orphans: if the session turns out
 // to be alive, they are deleted (reapOrphans).
-func (c *Client) declareLost() {
-	c.lost = true
-	closeIfOpen(c.suspendCh)
-	closeIfOpen(c.lostCh)
+func (s *stateMachine) declareLost() {
+	c := s.c
+	s.lost = true
+	closeIfOpen(s.suspendCh)
+	closeIfOpen(s.lostCh)
 	c.knowledge.reset()
-	c.nodesMu.Lock()
-	for p, sid := range c.nodes {
-		if sid == c.sessionID {
-			c.orphans = append(c.orphans, p)
+	s.nodesMu.Lock()
+	for p, sid := range s.nodes {
+		if sid == s.sessionID {
+			s.orphans = append(s.orphans, p)
 		}
 	}
-	c.nodesMu.Unlock()
+	s.nodesMu.Unlock()
 }
 
 // reapOrphans deletes, in the background, the nodes of holds and waits
-// that were declared lost in session sid, which came back; c.mu is held.
-func (c *Client) reapOrphans(sid int64) {
-	orphans := c.orphans
-	c.orphans = nil
+// that were declared lost in session sid, which came back; s.mu is held.
+func (s *stateMachine) reapOrphans(sid int64) {
+	c := s.c
+	orphans := s.orphans
+	s.orphans = nil
 	if len(orphans) == 0 {
 		return
 	}
 	c.log.Warn("zkrecipes: the session declared lost came back; deleting the nodes of its lost holds",
 		"session", fmt.Sprintf("0x%x", sid), "nodes", len(orphans))
 	c.del.pending(int64(len(orphans)))
-	c.wg.Add(1) // c.mu is held and the client is open
+	c.wg.Add(1) // s.mu is held and the client is open
 	go func() {
 		defer c.wg.Done()
 		for _, p := range orphans {
@@ -239,28 +271,29 @@ func (c *Client) reapOrphans(sid int64) {
 	}()
 }
 
-// renew opens fresh hold signals after a (re)connection; c.mu is held.
-func (c *Client) renew() {
+// renew opens fresh hold signals after a (re)connection; s.mu is held.
+func (s *stateMachine) renew() {
 	select {
-	case <-c.suspendCh:
-		c.suspendCh = make(chan struct{})
+	case <-s.suspendCh:
+		s.suspendCh = make(chan struct{})
 	default:
 	}
 	select {
-	case <-c.lostCh:
-		c.lostCh = make(chan struct{})
+	case <-s.lostCh:
+		s.lostCh = make(chan struct{})
 	default:
 	}
 }
 
-func (c *Client) transition(s zkstate.State) {
-	c.log.Info("zkrecipes: connection state", "state", s.String(), "session", fmt.Sprintf("0x%x", c.sessionID))
-	c.met.stateEntered(c.state, s, c.suspendedAt)
-	c.state = s
-	close(c.changeCh)
-	c.changeCh = make(chan struct{})
-	c.listeners.Post(s)
-	c.hub.state(s, c.sessionID)
+func (s *stateMachine) transition(to zkstate.State) {
+	c := s.c
+	c.log.Info("zkrecipes: connection state", "state", to.String(), "session", fmt.Sprintf("0x%x", s.sessionID))
+	c.met.stateEntered(s.state, to, s.suspendedAt)
+	s.state = to
+	close(s.changeCh)
+	s.changeCh = make(chan struct{})
+	s.listeners.Post(to)
+	c.hub.state(to, s.sessionID)
 }
 
 // lostDelay is how long from now the session may still live on the
@@ -268,42 +301,44 @@ func (c *Client) transition(s zkstate.State) {
 // arrived (Wire.LastAnswered), since the server heard from us no earlier.
 // Without a Wire that is unknown; go-zookeeper reports a disconnect at
 // most 2/3 of the timeout after the last byte received, so 1/3 after
-// SUSPENDED is never late. c.mu is held.
-func (c *Client) lostDelay() time.Duration {
+// SUSPENDED is never late. s.mu is held.
+func (s *stateMachine) lostDelay() time.Duration {
+	c := s.c
 	t := c.SessionTimeout()
 	if sent, ok := c.lastAnswered(); ok {
 		return time.Until(sent.Add(t))
 	}
-	return time.Until(c.suspendedAt.Add(t / 3))
+	return time.Until(s.suspendedAt.Add(t / 3))
 }
 
-// startTimer arms the LOST timer; c.mu is held.
-func (c *Client) startTimer() {
-	c.stopTimer()
-	gen := c.timerGen
-	c.timer = time.AfterFunc(max(c.lostDelay(), 0), func() {
+// startTimer arms the LOST timer; s.mu is held.
+func (s *stateMachine) startTimer() {
+	c := s.c
+	s.stopTimer()
+	gen := s.timerGen
+	s.timer = time.AfterFunc(max(s.lostDelay(), 0), func() {
 		c.inbox.Push(zk.Event{Type: lostTimeout, State: zk.State(gen)})
 	})
 }
 
-func (c *Client) stopTimer() {
-	c.timerGen++
-	if c.timer != nil {
-		c.timer.Stop()
-		c.timer = nil
+func (s *stateMachine) stopTimer() {
+	s.timerGen++
+	if s.timer != nil {
+		s.timer.Stop()
+		s.timer = nil
 	}
 }
 
 // track records that a contest holds the node at path in session sid;
 // untrack forgets it.
-func (c *Client) track(path string, sid int64) {
-	c.nodesMu.Lock()
-	c.nodes[path] = sid
-	c.nodesMu.Unlock()
+func (s *stateMachine) track(path string, sid int64) {
+	s.nodesMu.Lock()
+	s.nodes[path] = sid
+	s.nodesMu.Unlock()
 }
 
-func (c *Client) untrack(path string) {
-	c.nodesMu.Lock()
-	delete(c.nodes, path)
-	c.nodesMu.Unlock()
+func (s *stateMachine) untrack(path string) {
+	s.nodesMu.Lock()
+	delete(s.nodes, path)
+	s.nodesMu.Unlock()
 }

@@ -181,7 +181,7 @@ func (c *Client) backstop(r *watchReg, ch <-chan zk.Event) {
 	}()
 }
 
-// join adds f to the followers told of state transitions; c.mu is held,
+// join adds f to the followers told of state transitions; c.sm.mu is held,
 // so that no transition comes between the state f starts from and the
 // first one it is told.
 func (h *watchHub) join(f *Follower) {
@@ -199,7 +199,7 @@ func (h *watchHub) leave(f *Follower) {
 	delete(h.followers, f)
 }
 
-// state tells every follower of a transition; c.mu is held.
+// state tells every follower of a transition; c.sm.mu is held.
 func (h *watchHub) state(s zkstate.State, session int64) {
 	h.mu.Lock()
 	defer h.mu.Unlock()

@@ -10,18 +10,9 @@ import (
 	"github.com/go-zookeeper/zk"
 )
 
-// wireRequests returns how many requests the Wire made itself (the others
-// went through go-zookeeper's calls); tests read it.
-func (c *Client) wireRequests() uint64 {
-	if c == nil || c.wire == nil {
-		return 0
-	}
-	return c.wire.made.Load()
-}
-
 // wireFor returns the Wire's connection when a request goes through the
 // Wire: when the Wire can send now. nil: ask go-zookeeper.
-func (c *Client) wireFor(ctx context.Context) *wireConn {
+func wireFor(c *Client, ctx context.Context) *wireConn {
 	if c == nil || c.conn == nil || ctx == nil {
 		return nil
 	}
@@ -33,7 +24,7 @@ func (c *Client) wireFor(ctx context.Context) *wireConn {
 // caller asks go-zookeeper. count counts the request once sent. When ctx
 // ends first, the error is ctx.Err() and late gets the reply when it
 // comes (or the connection's end).
-func (c *Client) viaWire(ctx context.Context, wc *wireConn, op reqOp, zop int32, frame jute, count *atomic.Uint64, late func(*wireCall)) (body []byte, err error, ok bool) {
+func viaWire(c *Client, ctx context.Context, wc *wireConn, op reqOp, zop int32, frame jute, count *atomic.Uint64, late func(*wireCall)) (body []byte, err error, ok bool) {
 	if err := c.check(); err != nil {
 		return nil, err, true
 	}
@@ -67,7 +58,7 @@ func (c *Client) viaWire(ctx context.Context, wc *wireConn, op reqOp, zop int32,
 }
 
 // lateCreate deletes the node an abandoned create made (see undoCreate).
-func (c *Client) lateCreate(r *wireCall) {
+func lateCreate(c *Client, r *wireCall) {
 	body, err := r.result()
 	if err != nil {
 		return
@@ -81,14 +72,14 @@ func (c *Client) lateCreate(r *wireCall) {
 }
 
 // wireCreate is Create through the Wire (plain modes only).
-func (c *Client) wireCreate(ctx context.Context, op reqOp, path string, data []byte, flags int32) (string, error, bool) {
-	wc := c.wireFor(ctx)
+func wireCreate(c *Client, ctx context.Context, op reqOp, path string, data []byte, flags int32) (string, error, bool) {
+	wc := wireFor(c, ctx)
 	if wc == nil || flags < 0 || flags > zk.FlagEphemeral|zk.FlagSequence || !wirePath(path) {
 		return "", nil, false
 	}
 	acl := c.acl(path)
 	f := newFrame(16 + len(path) + len(data) + 32*len(acl)).str(path).buf(data).acl(acl).int32(flags)
-	body, err, ok := c.viaWire(ctx, wc, op, zopCreate, f, &c.stats.creates, c.lateCreate)
+	body, err, ok := viaWire(c, ctx, wc, op, zopCreate, f, &c.stats.creates, func(r *wireCall) { lateCreate(c, r) })
 	if !ok || err != nil {
 		return "", err, ok
 	}
@@ -98,25 +89,25 @@ func (c *Client) wireCreate(ctx context.Context, op reqOp, path string, data []b
 }
 
 // wireDelete is Delete through the Wire.
-func (c *Client) wireDelete(ctx context.Context, path string, version int32) (error, bool) {
-	wc := c.wireFor(ctx)
+func wireDelete(c *Client, ctx context.Context, path string, version int32) (error, bool) {
+	wc := wireFor(c, ctx)
 	if wc == nil || !wirePath(path) {
 		return nil, false
 	}
 	f := newFrame(8 + len(path)).str(path).int32(version)
-	_, err, ok := c.viaWire(ctx, wc, reqDelete, zopDelete, f, &c.stats.deletes, nil)
+	_, err, ok := viaWire(c, ctx, wc, reqDelete, zopDelete, f, &c.stats.deletes, nil)
 	return err, ok
 }
 
 // wireRead makes a read that sets no watch (getData, exists,
 // getChildren2: path, then watch false) through the Wire.
-func (c *Client) wireRead(ctx context.Context, op reqOp, zop int32, path string, count *atomic.Uint64) (body []byte, err error, ok bool) {
-	wc := c.wireFor(ctx)
+func wireRead(c *Client, ctx context.Context, op reqOp, zop int32, path string, count *atomic.Uint64) (body []byte, err error, ok bool) {
+	wc := wireFor(c, ctx)
 	if wc == nil || !wirePath(path) {
 		return nil, nil, false
 	}
 	f := newFrame(5 + len(path)).str(path).boolean(false)
-	return c.viaWire(ctx, wc, op, zop, f, count, nil)
+	return viaWire(c, ctx, wc, op, zop, f, count, nil)
 }
 
 // failedStat is the Stat returned with an error: a zero one with a
@@ -128,8 +119,8 @@ func failedStat(body []byte) *zk.Stat {
 	return &zk.Stat{}
 }
 
-func (c *Client) wireGet(ctx context.Context, path string) ([]byte, *zk.Stat, error, bool) {
-	body, err, ok := c.wireRead(ctx, reqGetData, zopGetData, path, &c.stats.getData)
+func wireGet(c *Client, ctx context.Context, path string) ([]byte, *zk.Stat, error, bool) {
+	body, err, ok := wireRead(c, ctx, reqGetData, zopGetData, path, &c.stats.getData)
 	if !ok || err != nil {
 		return nil, failedStat(body), err, ok
 	}
@@ -138,8 +129,8 @@ func (c *Client) wireGet(ctx context.Context, path string) ([]byte, *zk.Stat, er
 	return data, st, rd.err(), true
 }
 
-func (c *Client) wireExists(ctx context.Context, path string) (bool, *zk.Stat, error, bool) {
-	body, err, ok := c.wireRead(ctx, reqExists, zopExists, path, &c.stats.exists)
+func wireExists(c *Client, ctx context.Context, path string) (bool, *zk.Stat, error, bool) {
+	body, err, ok := wireRead(c, ctx, reqExists, zopExists, path, &c.stats.exists)
 	switch {
 	case !ok:
 		return false, nil, nil, false
@@ -155,8 +146,8 @@ func (c *Client) wireExists(ctx context.Context, path string) (bool, *zk.Stat, e
 	return true, st, rd.err(), true
 }
 
-func (c *Client) wireChildren(ctx context.Context, path string) ([]string, *zk.Stat, error, bool) {
-	body, err, ok := c.wireRead(ctx, reqChildren, zopGetChildren2, path, &c.stats.children)
+func wireChildren(c *Client, ctx context.Context, path string) ([]string, *zk.Stat, error, bool) {
+	body, err, ok := wireRead(c, ctx, reqChildren, zopGetChildren2, path, &c.stats.children)
 	if !ok || err != nil {
 		return nil, failedStat(body), err, ok
 	}
@@ -165,13 +156,13 @@ func (c *Client) wireChildren(ctx context.Context, path string) ([]string, *zk.S
 	return kids, st, rd.err(), true
 }
 
-func (c *Client) wireSet(ctx context.Context, path string, data []byte, version int32) (*zk.Stat, error, bool) {
-	wc := c.wireFor(ctx)
+func wireSet(c *Client, ctx context.Context, path string, data []byte, version int32) (*zk.Stat, error, bool) {
+	wc := wireFor(c, ctx)
 	if wc == nil || !wirePath(path) {
 		return nil, nil, false
 	}
 	f := newFrame(12 + len(path) + len(data)).str(path).buf(data).int32(version)
-	body, err, ok := c.viaWire(ctx, wc, reqSetData, zopSetData, f, &c.stats.setData, nil)
+	body, err, ok := viaWire(c, ctx, wc, reqSetData, zopSetData, f, &c.stats.setData, nil)
 	if !ok || err != nil {
 		return failedStat(body), err, ok
 	}
@@ -180,13 +171,13 @@ func (c *Client) wireSet(ctx context.Context, path string, data []byte, version 
 	return st, rd.err(), true
 }
 
-func (c *Client) wireSync(ctx context.Context, path string) (error, bool) {
-	wc := c.wireFor(ctx)
+func wireSync(c *Client, ctx context.Context, path string) (error, bool) {
+	wc := wireFor(c, ctx)
 	if wc == nil || !wirePath(path) {
 		return nil, false
 	}
 	f := newFrame(4 + len(path)).str(path)
-	body, err, ok := c.viaWire(ctx, wc, reqSync, zopSync, f, &c.stats.syncs, nil)
+	body, err, ok := viaWire(c, ctx, wc, reqSync, zopSync, f, &c.stats.syncs, nil)
 	if !ok || err != nil {
 		return err, ok
 	}
