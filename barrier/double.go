@@ -64,7 +64,7 @@ func (d *DoubleBarrier) Node() string {
 	if d.node == "" {
 		return ""
 	}
-	return d.e.StripNamespace(d.node)
+	return d.e.Namespace().Strip(d.node)
 }
 
 func (d *DoubleBarrier) what() string { return "double barrier " + d.path }
@@ -143,7 +143,7 @@ func (d *DoubleBarrier) enter(ctx context.Context, node string) error {
 		}
 		mine := members(kids)
 		if _, found := slices.BinarySearch(mine, pathBase(node)); !found {
-			return engine.Look{}, fmt.Errorf("%w: our member node %s is gone", recipes.ErrSessionLost, d.e.StripNamespace(node))
+			return engine.Look{}, fmt.Errorf("%w: our member node %s is gone", recipes.ErrSessionLost, d.e.Namespace().Strip(node))
 		}
 		if slices.Contains(kids, ReadyNode) {
 			return engine.Look{Done: true}, nil
@@ -227,7 +227,7 @@ func (d *DoubleBarrier) leave(ctx context.Context, node string, present *bool) e
 			// Gone without our delete: with our session, so the others
 			// may have left before we were done. Checked before "nobody
 			// left", which would hide it once they have.
-			return engine.Look{}, fmt.Errorf("%w: our member node %s is gone", recipes.ErrSessionLost, d.e.StripNamespace(node))
+			return engine.Look{}, fmt.Errorf("%w: our member node %s is gone", recipes.ErrSessionLost, d.e.Namespace().Strip(node))
 		case len(mine) == 0:
 			return engine.Look{Done: true}, nil
 		case len(mine) == 1 && found:
@@ -289,7 +289,7 @@ func (d *DoubleBarrier) Members(ctx context.Context) ([]string, bool, error) {
 	}
 	out := members(kids)
 	for i, m := range out {
-		out[i] = d.e.StripNamespace(zkpath.JoinPath(d.full, m))
+		out[i] = d.e.Namespace().Strip(zkpath.JoinPath(d.full, m))
 	}
 	return out, slices.Contains(kids, ReadyNode), nil
 }

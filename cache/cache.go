@@ -465,7 +465,7 @@ func (c *Cache) dropLocked(evs []Event, slot int32, full string) []Event {
 
 // emit appends ev unless it is about a node outside the public view.
 func (c *Cache) emit(evs []Event, ev Event) []Event {
-	if c.o.childrenOnly && ev.Path != "" && ev.Path == c.e.StripNamespace(c.full) {
+	if c.o.childrenOnly && ev.Path != "" && ev.Path == c.e.Namespace().Strip(c.full) {
 		return evs
 	}
 	return append(evs, ev)

@@ -226,5 +226,5 @@ func refused(err error) bool { return zkerr.IsRefused(err) }
 
 // refusedRead logs a node left out because the session may not read it.
 func (c *Cache) refusedRead(full string) {
-	c.e.Logger().Warn("zkrecipes: cache: the session may not read a node; it is left out", "cache", c.path, "node", c.e.StripNamespace(full))
+	c.e.Logger().Warn("zkrecipes: cache: the session may not read a node; it is left out", "cache", c.path, "node", c.e.Namespace().Strip(full))
 }

@@ -90,7 +90,7 @@ func (c *Cache) findLocked(full string) (slot, parent int32) {
 // nodeLocked returns slot's Node; full is its server path.
 func (c *Cache) nodeLocked(slot int32, full string) Node {
 	data, st := c.st.node(slot)
-	return Node{Path: c.e.StripNamespace(full), Data: data, Stat: st}
+	return Node{Path: c.e.Namespace().Strip(full), Data: data, Stat: st}
 }
 
 // joinName returns the path of parent's child name, in one allocation.

@@ -80,7 +80,7 @@ func New(c *recipes.Client, basePath string, opts ...Option) (*Discovery, error)
 		return nil, recipes.ErrNilClient
 	}
 	e := engine.Of(c)
-	full, err := e.FullPath(basePath)
+	full, err := e.Namespace().Full(basePath)
 	if err != nil {
 		return nil, err
 	}
@@ -209,7 +209,7 @@ func (d *Discovery) Register(ctx context.Context, inst *Instance) error {
 	path := zkpath.JoinPath(d.servicePath(in.Name), in.ID)
 	own, err := d.e.Own(engine.OwnedSpec{
 		Path: path, Mode: mode, Data: data, KeepOnClose: keep, TakeOver: true,
-		What: "service instance " + d.e.StripNamespace(path),
+		What: "service instance " + d.e.Namespace().Strip(path),
 	})
 	if err != nil {
 		return err
@@ -255,7 +255,7 @@ func (d *Discovery) encode(in *Instance) ([]byte, error) {
 // for until it goes.
 func (d *Discovery) awaitOurs(ctx context.Context, own *engine.OwnedNode, path string) error {
 	if _, err := own.AwaitOurs(ctx); err != nil {
-		return d.errf("register %s: %w", d.e.StripNamespace(path), err)
+		return d.errf("register %s: %w", d.e.Namespace().Strip(path), err)
 	}
 	return nil
 }
@@ -345,7 +345,7 @@ func (d *Discovery) Unregister(ctx context.Context, name, id string) error {
 func (d *Discovery) deleteNode(ctx context.Context, path string) error {
 	err := d.e.GuaranteedDelete(ctx, path, 0)
 	if err != nil && !errors.Is(err, zk.ErrNoNode) {
-		return d.errf("unregister %s: %w", d.e.StripNamespace(path), err)
+		return d.errf("unregister %s: %w", d.e.Namespace().Strip(path), err)
 	}
 	return nil
 }

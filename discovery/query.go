@@ -109,7 +109,7 @@ func (d *Discovery) read(ctx context.Context, path string) (*Instance, error) {
 	case err != nil:
 		return nil, err
 	}
-	return d.decode(d.e.StripNamespace(path), data)
+	return d.decode(d.e.Namespace().Strip(path), data)
 }
 
 // decode reads an instance's data; an unreadable one is logged at warn

@@ -183,7 +183,7 @@ func Participants(ctx context.Context, c *recipes.Client, path string) ([]recipe
 func participants(ctx context.Context, c *recipes.Client, full string) ([]recipes.Participant, error) {
 	ms, err := engine.Of(c).ReadQueue(ctx, full, anyDriver, nil)
 	if err != nil {
-		return nil, zkerr.Namedf("election "+engine.Of(c).StripNamespace(full), "participants: %w", err)
+		return nil, zkerr.Namedf("election "+engine.Of(c).Namespace().Strip(full), "participants: %w", err)
 	}
 	return recipeargs.Participants(ms, nil), nil
 }
@@ -257,6 +257,6 @@ func readLeader(ctx context.Context, c *recipes.Client, full string, w *engine.W
 		if !v.Exists {
 			continue // gone meanwhile: look again
 		}
-		return recipes.Participant{ID: string(v.Data), Node: e.StripNamespace(p), Holds: true}, nil
+		return recipes.Participant{ID: string(v.Data), Node: e.Namespace().Strip(p), Holds: true}, nil
 	}
 }

@@ -391,7 +391,7 @@ func (l *Latch) Node() string {
 	if l.node == "" {
 		return ""
 	}
-	return engine.Of(l.c).StripNamespace(l.node)
+	return engine.Of(l.c).Namespace().Strip(l.node)
 }
 
 // releaseTerm is Term.Release for the latch's terms: Resign, while t is

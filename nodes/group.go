@@ -87,7 +87,7 @@ func NewGroupMember(c *recipes.Client, membershipPath, id string, payload []byte
 		payload = []byte(engine.LocalIP())
 	}
 	e := engine.Of(c)
-	memberPath := e.StripNamespace(zkpath.JoinPath(full, id))
+	memberPath := e.Namespace().Strip(zkpath.JoinPath(full, id))
 	n, err := NewPersistentNode(c, memberPath, Ephemeral, payload)
 	if err != nil {
 		return nil, err

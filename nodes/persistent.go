@@ -246,7 +246,7 @@ func (n *PersistentNode) ActualPath() string {
 	if cur.Path == "" || cur.Foreign {
 		return ""
 	}
-	return n.e.StripNamespace(cur.Path)
+	return n.e.Namespace().Strip(cur.Path)
 }
 
 // SetData sets the node's data: at once as the data of every node made
@@ -306,7 +306,7 @@ func (n *PersistentNode) Listen(fn func(Event)) (remove func()) {
 		return func() {}
 	}
 	return own.Listen(func(o engine.Owned) {
-		fn(Event{Path: n.e.StripNamespace(o.Path), Gen: o.Gen, Recreated: o.Recreated(), Foreign: o.Foreign, Session: o.Session})
+		fn(Event{Path: n.e.Namespace().Strip(o.Path), Gen: o.Gen, Recreated: o.Recreated(), Foreign: o.Foreign, Session: o.Session})
 	})
 }
 

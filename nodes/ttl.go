@@ -130,7 +130,7 @@ func (n *PersistentTTLNode) TouchPath() string {
 	if !n.made() {
 		return ""
 	}
-	return n.e.StripNamespace(n.child)
+	return n.e.Namespace().Strip(n.child)
 }
 
 func (n *PersistentTTLNode) made() bool { return n != nil && n.node != nil }

@@ -219,7 +219,7 @@ func (q *core) deleteItem(ctx context.Context, name string, version int32) bool 
 }
 
 func (q *core) message(name string, items [][]byte) *Message {
-	m := &Message{Items: items, Node: q.e.StripNamespace(zkpath.JoinPath(q.full, name)), name: name, q: q}
+	m := &Message{Items: items, Node: q.e.Namespace().Strip(zkpath.JoinPath(q.full, name)), name: name, q: q}
 	if q.kind == kindID {
 		if id, _, ok := parseID(name); ok {
 			m.ID = id
@@ -317,7 +317,7 @@ func (q *core) release(l *lock) {
 		return err
 	})
 	if err != nil && !errors.Is(err, zk.ErrNoNode) {
-		q.log.Warn("zkrecipes: releasing a queue item's lock failed; it goes with the session", "queue", q.path, "lock", q.e.StripNamespace(l.node), "err", err)
+		q.log.Warn("zkrecipes: releasing a queue item's lock failed; it goes with the session", "queue", q.path, "lock", q.e.Namespace().Strip(l.node), "err", err)
 	}
 	if l.hold != nil {
 		l.hold.MarkReleased()

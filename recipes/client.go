@@ -119,11 +119,11 @@ func (c *Client) Done() <-chan struct{} { return c.eng().Done() }
 func (c *Client) UnsafeConn() *zk.Conn { return c.eng().Conn() }
 
 // Namespace returns the path prefix applied to every recipe path ("" for none).
-func (c *Client) Namespace() string { return c.eng().Namespace() }
+func (c *Client) Namespace() string { return c.eng().Namespace().String() }
 
 // FullPath validates a recipe path and applies the client's namespace to it,
 // giving the path as the server knows it.
-func (c *Client) FullPath(p string) (string, error) { return c.eng().FullPath(p) }
+func (c *Client) FullPath(p string) (string, error) { return c.eng().Namespace().Full(p) }
 
 // ErrorPolicy returns the client's error policy.
 func (c *Client) ErrorPolicy() ErrorPolicy { return ErrorPolicy(c.eng().ErrorPolicy()) }
@@ -203,12 +203,12 @@ func (c *Client) CreateWithParents(ctx context.Context, path string, data []byte
 
 func (c *Client) create(ctx context.Context, path string, data []byte, flags int32, parents bool) (string, error) {
 	e := c.eng()
-	full, err := e.WritablePath(path)
+	full, err := e.Namespace().Writable(path)
 	if err != nil {
 		return "", err
 	}
 	var p string
-	if parent, _ := zkpath.SplitPath(full); parents || parent == e.Namespace() {
+	if parent, _ := zkpath.SplitPath(full); parents || parent == e.Namespace().String() {
 		p, err = e.CreateWithParents(ctx, full, data, flags)
 	} else {
 		p, err = e.Create(ctx, full, data, flags)
@@ -216,12 +216,12 @@ func (c *Client) create(ctx context.Context, path string, data []byte, flags int
 	if err != nil {
 		return "", opError("create", path, err)
 	}
-	return e.StripNamespace(p), nil
+	return e.Namespace().Strip(p), nil
 }
 
 // Delete deletes a node (version -1 for any).
 func (c *Client) Delete(ctx context.Context, path string, version int32) error {
-	full, err := c.eng().WritablePath(path)
+	full, err := c.eng().Namespace().Writable(path)
 	if err != nil {
 		return err
 	}
@@ -260,7 +260,7 @@ func (c *Client) Children(ctx context.Context, path string) ([]string, *zk.Stat,
 
 // Set writes a node's data.
 func (c *Client) Set(ctx context.Context, path string, data []byte, version int32) (*zk.Stat, error) {
-	full, err := c.eng().WritablePath(path)
+	full, err := c.eng().Namespace().Writable(path)
 	if err != nil {
 		return nil, err
 	}
@@ -299,15 +299,15 @@ func (c *Client) Multi(ctx context.Context, ops ...Op) ([]zk.MultiResponse, erro
 		return nil, err
 	}
 	res, err := e.Multi(ctx, full...)
-	if errors.Is(err, zk.ErrNoNode) && e.Namespace() != "" {
-		if ok, _, xerr := e.Exists(ctx, e.Namespace()); xerr == nil && !ok {
-			if xerr := e.EnsureContainers(ctx, e.Namespace()); xerr == nil {
+	if errors.Is(err, zk.ErrNoNode) && e.Namespace().String() != "" {
+		if ok, _, xerr := e.Exists(ctx, e.Namespace().String()); xerr == nil && !ok {
+			if xerr := e.EnsureContainers(ctx, e.Namespace().String()); xerr == nil {
 				res, err = e.Multi(ctx, full...)
 			}
 		}
 	}
 	for i := range res {
-		res[i].String = e.StripNamespace(res[i].String)
+		res[i].String = e.Namespace().Strip(res[i].String)
 	}
 	if err != nil {
 		return res, engine.MultiError("multi", eops, res, err)
@@ -367,14 +367,14 @@ func (c *Client) ChildrenW(ctx context.Context, path string) ([]string, *zk.Stat
 // path. Without a namespace the server's channel is returned as it is.
 func (c *Client) unfix(ch <-chan zk.Event) <-chan zk.Event {
 	e := c.eng()
-	if e.Namespace() == "" {
+	if e.Namespace().String() == "" {
 		return ch
 	}
 	out := make(chan zk.Event, 1)
 	go func() {
 		defer close(out)
 		if ev, ok := <-ch; ok {
-			ev.Path = e.StripNamespace(ev.Path)
+			ev.Path = e.Namespace().Strip(ev.Path)
 			out <- ev
 		}
 	}()

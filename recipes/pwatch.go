@@ -111,7 +111,7 @@ func (pw *PersistentWatch) run(fn func(PersistentEvent)) {
 			case engine.PersistentResync:
 				fn(PersistentEvent{Resync: true})
 			case engine.PersistentNode:
-				fn(PersistentEvent{Path: e.StripNamespace(ev.Path), Type: ev.Type})
+				fn(PersistentEvent{Path: e.Namespace().Strip(ev.Path), Type: ev.Type})
 			case engine.PersistentFailed:
 				fn(PersistentEvent{Err: fmt.Errorf("zkrecipes: watch %s: %w", pw.path, ev.Err)})
 			}

@@ -175,7 +175,7 @@ func newSemaphore(c *recipes.Client, path string, limit engine.Limit, opts []Opt
 	if err != nil {
 		return nil, err
 	}
-	driver := &engine.Driver{Names: leaseDriver.Names, Recipe: "semaphore", Path: engine.Of(c).StripNamespace(full)}
+	driver := &engine.Driver{Names: leaseDriver.Names, Recipe: "semaphore", Path: engine.Of(c).Namespace().Strip(full)}
 	return &Semaphore{c: c, path: path, leases: zkpath.JoinPath(full, LeaseParent), lock: lock.(*mutex.Mutex),
 		driver: driver, limit: limit, opts: o}, nil
 }

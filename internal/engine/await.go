@@ -95,7 +95,7 @@ func (c *Client) Await(ctx context.Context, w Wait, look func(Snapshot, Wake) (L
 		last Look
 	)
 	for {
-		if err := c.check(); err != nil {
+		if err := c.Check(); err != nil {
 			return false, err
 		}
 		snap := c.Snapshot()
@@ -106,7 +106,7 @@ func (c *Client) Await(ctx context.Context, w Wait, look func(Snapshot, Wake) (L
 			if w.Once {
 				return false, fmt.Errorf("zkrecipes: waiting for %s: %w (%v)", w.What, zkerr.ErrNotConnected, snap.State)
 			}
-			if err := c.block(ctx, w, snap, Look{}, &wake); err != nil {
+			if err := (Look{}).block(ctx, w, snap, &wake, c.closeCh); err != nil {
 				return false, err
 			}
 			continue
@@ -119,7 +119,7 @@ func (c *Client) Await(ctx context.Context, w Wait, look func(Snapshot, Wake) (L
 			return false, fmt.Errorf("%w: waiting for %s", zkerr.ErrSessionLost, w.What)
 		case zkerr.IsRetryable(err):
 			c.met.countRetry()
-			if serr := c.sleep(ctx, retryPause); serr != nil {
+			if serr := sleep(ctx, retryPause, c.closeCh); serr != nil {
 				return false, fmt.Errorf("zkrecipes: waiting for %s: %w", w.What, serr)
 			}
 			continue
@@ -135,7 +135,7 @@ func (c *Client) Await(ctx context.Context, w Wait, look func(Snapshot, Wake) (L
 			return false, nil
 		}
 		last = l
-		if err := c.block(ctx, w, snap, last, &wake); err != nil {
+		if err := last.block(ctx, w, snap, &wake, c.closeCh); err != nil {
 			return false, err
 		}
 	}
@@ -154,8 +154,8 @@ func sessionGone(snap Snapshot, sid int64) bool {
 }
 
 // block waits for what l names, a state change after snap, w.Until, ctx
-// or Close, and records in wake what ended it.
-func (c *Client) block(ctx context.Context, w Wait, snap Snapshot, l Look, wake *Wake) error {
+// or closed (the client's Done), and records in wake what ended it.
+func (l Look) block(ctx context.Context, w Wait, snap Snapshot, wake *Wake, closed <-chan struct{}) error {
 	var at <-chan time.Time
 	if !l.At.IsZero() {
 		t := time.NewTimer(time.Until(l.At))
@@ -177,7 +177,7 @@ func (c *Client) block(ctx context.Context, w Wait, snap Snapshot, l Look, wake 
 		return fmt.Errorf("zkrecipes: waiting for %s: %w", w.What, ErrUntil)
 	case <-ctx.Done():
 		return fmt.Errorf("zkrecipes: waiting for %s: %w", w.What, ctx.Err())
-	case <-c.closeCh:
+	case <-closed:
 		return zkerr.ErrClientClosed
 	}
 	return nil

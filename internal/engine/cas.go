@@ -64,7 +64,7 @@ type CASResult struct {
 // from the same version could be mistaken for it; exactly one of the two
 // writes was applied then.)
 func (c *Client) CompareAndSet(ctx context.Context, path string, cas CAS, update func(prev []byte, exists bool) ([]byte, error)) (CASResult, error) {
-	if err := c.check(); err != nil {
+	if err := c.Check(); err != nil {
 		return CASResult{}, err
 	}
 	if ctx == nil {
@@ -191,7 +191,7 @@ func (l *casLoop) afterLostReply(exists bool, prev []byte, st *zk.Stat, tries in
 // err: an Exact loop cannot tell whether a write in flight was applied.
 func (l *casLoop) abandoned(err error) error {
 	if l.cas.Exact && !definite(err) {
-		return zkerr.Namedf("compare-and-set "+l.c.StripNamespace(l.path), "%w: %w: ctx ended with a write in flight", l.ctx.Err(), zkerr.ErrUnknownOutcome)
+		return zkerr.Namedf("compare-and-set "+l.c.Namespace().Strip(l.path), "%w: %w: ctx ended with a write in flight", l.ctx.Err(), zkerr.ErrUnknownOutcome)
 	}
 	return l.casError(l.ctx, l.path, err)
 }
@@ -204,7 +204,7 @@ func (l *casLoop) lostReply(exists bool, prev, data []byte, st *zk.Stat) error {
 		l.pending.version, l.pending.czxid = st.Version, st.Czxid
 	}
 	l.c.met.countRetry()
-	if serr := l.c.sleep(l.ctx, retryPause); serr != nil {
+	if serr := sleep(l.ctx, retryPause, l.c.closeCh); serr != nil {
 		if l.cas.Exact {
 			serr = fmt.Errorf("%w: a write's reply was lost: %w", zkerr.ErrUnknownOutcome, serr)
 		}
@@ -218,13 +218,13 @@ func (l *casLoop) lostReply(exists bool, prev, data []byte, st *zk.Stat) error {
 // policy gives up.
 func (l *casLoop) conflictPause(tries int, err error) error {
 	if l.cas.Tries > 0 && tries >= l.cas.Tries {
-		return zkerr.Namedf("compare-and-set "+l.c.StripNamespace(l.path), "other writers came first on all %d tries: %w: %w", tries, zkerr.ErrConflict, err)
+		return zkerr.Namedf("compare-and-set "+l.c.Namespace().Strip(l.path), "other writers came first on all %d tries: %w: %w", tries, zkerr.ErrConflict, err)
 	}
 	d, ok := l.conflicts.Next()
 	if !ok {
-		return zkerr.Namedf("compare-and-set "+l.c.StripNamespace(l.path), "other writers came first on all %d tries: %w: %w", tries, zkerr.ErrConflict, err)
+		return zkerr.Namedf("compare-and-set "+l.c.Namespace().Strip(l.path), "other writers came first on all %d tries: %w: %w", tries, zkerr.ErrConflict, err)
 	}
-	if serr := l.c.sleep(l.ctx, d); serr != nil {
+	if serr := sleep(l.ctx, d, l.c.closeCh); serr != nil {
 		return l.casError(l.ctx, l.path, serr)
 	}
 	return nil
@@ -297,13 +297,13 @@ func definite(err error) bool {
 // the node does not tell.
 func (l *casLoop) unknownOutcome(path string, st *zk.Stat) error {
 	c := l.c
-	return zkerr.Namedf("compare-and-set "+c.StripNamespace(path),
+	return zkerr.Namedf("compare-and-set "+c.Namespace().Strip(path),
 		"%w: the reply to a write was lost, and the node (now at version %d) does not tell whether it was applied", zkerr.ErrUnknownOutcome, st.Version)
 }
 
 func (l *casLoop) casError(ctx context.Context, path string, err error) error {
 	c := l.c
-	what := "compare-and-set " + c.StripNamespace(path)
+	what := "compare-and-set " + c.Namespace().Strip(path)
 	if cerr := ctx.Err(); cerr != nil && !errors.Is(err, cerr) {
 		return zkerr.Namedf(what, "%w (last error: %w)", cerr, err)
 	}

@@ -100,7 +100,7 @@ func Connect(ctx context.Context, servers []string, cfg Config) (*Client, error)
 	c.conn = conn
 	c.start(events, false)
 	if err := c.afterStart(ctx); err != nil {
-		c.shut()
+		c.closeOnce.Do(func() { _ = c.shutdown(nil) }) // no session worth a close request: cut at once
 		return nil, err
 	}
 	return c, nil
@@ -159,7 +159,7 @@ func NewClient(ctx context.Context, conn *zk.Conn, events <-chan zk.Event, cfg C
 		c.inbox.Push(zk.Event{Type: zk.EventSession, State: zk.StateHasSession})
 	}
 	if err := c.afterStart(ctx); err != nil {
-		c.shut()
+		c.closeOnce.Do(func() { _ = c.shutdown(nil) }) // no session worth a close request: cut at once
 		return nil, err
 	}
 	return c, nil
@@ -276,17 +276,11 @@ func (c *Client) awaitFirstSession(ctx context.Context) error {
 // package does not wrap. Requests made on it are not counted in Stats.
 func (c *Client) Conn() *zk.Conn { return c.conn }
 
-// Namespace returns the path prefix applied to every recipe path ("" for none).
-func (c *Client) Namespace() string { return c.cfg.Namespace }
-
 // ErrorPolicy returns the client's error policy.
 func (c *Client) ErrorPolicy() zkstate.ErrorPolicy { return c.cfg.ErrorPolicy }
 
 // Logger returns the client's logger (silent unless WithLogger was given).
 func (c *Client) Logger() *slog.Logger { return c.log }
-
-// acl returns the ACL list to use when creating path.
-func (c *Client) acl(path string) []zk.ACL { return c.cfg.ACL(path) }
 
 // SessionTimeout returns the session timeout the server granted, read from
 // its handshake reply. Before the first session, and for an adopted
@@ -298,18 +292,6 @@ func (c *Client) SessionTimeout() time.Duration {
 		}
 	}
 	return c.cfg.SessionTimeout
-}
-
-// lastReceived returns when the last byte arrived from a server that holds
-// the session, and false when that is unknown (before the first session,
-// or for an adopted connection without a Wire). LOST is timed from
-// LastAnswered, which is earlier: the server may expire the session one
-// SessionTimeout after the last packet it received from us.
-func (c *Client) lastReceived() (time.Time, bool) {
-	if c.wire == nil {
-		return time.Time{}, false
-	}
-	return c.wire.LastReceived()
 }
 
 // State returns the current connection state.
@@ -350,8 +332,9 @@ func (c *Client) AddAuth(ctx context.Context, scheme string, auth []byte) error 
 	return err
 }
 
-// check returns ErrNilClient or ErrClosed when the client cannot be used.
-func (c *Client) check() error {
+// Check returns ErrNilClient for a nil Client, ErrClosed for a closed one,
+// and nil otherwise. Recipes call it before any work.
+func (c *Client) Check() error {
 	if c == nil || c.conn == nil {
 		return zkerr.ErrNilClient
 	}
@@ -363,10 +346,6 @@ func (c *Client) check() error {
 	}
 }
 
-// Check returns ErrNilClient for a nil Client, ErrClosed for a closed one,
-// and nil otherwise. Recipes call it before any work.
-func (c *Client) Check() error { return c.check() }
-
 // Done returns a channel that is closed when the client is closed.
 func (c *Client) Done() <-chan struct{} { return c.closeCh }
 
@@ -377,7 +356,7 @@ func (c *Client) WaitConnected(ctx context.Context) error {
 		return fmt.Errorf("%w: nil context", zkerr.ErrInvalidArgument)
 	}
 	for {
-		if err := c.check(); err != nil {
+		if err := c.Check(); err != nil {
 			return err
 		}
 		snap := c.Snapshot()

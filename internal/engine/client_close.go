@@ -31,12 +31,6 @@ func (c *Client) Close(ctx context.Context) error {
 	return err
 }
 
-// shut closes the client that could not start (a failed Connect): there is
-// no session worth a close request, so the connection is cut at once.
-func (c *Client) shut() {
-	c.closeOnce.Do(func() { _ = c.shutdown(nil) })
-}
-
 // shutdown closes the client. A nil ctx cuts the connection at once.
 func (c *Client) shutdown(ctx context.Context) error {
 	c.sm.mu.Lock()

@@ -101,7 +101,7 @@ func EnterVerifyOwner() EnterOption {
 // Enter creates our node, _c_<uuid>-<lockName><seq>, under parent (a server
 // path) with the given data, and returns the contest. Call Acquire next.
 func (c *Client) Enter(ctx context.Context, parent, lockName string, data []byte, d *Driver, opts ...EnterOption) (*Contest, error) {
-	if err := c.check(); err != nil {
+	if err := c.Check(); err != nil {
 		return nil, err
 	}
 	if d == nil {
@@ -131,7 +131,7 @@ func (c *Client) Enter(ctx context.Context, parent, lockName string, data []byte
 	path, sid, lostReply, err := c.createProtected(ctx, parent, zkpath.NewUUID(), name, data, ephemeralMode(!cfg.hasFixed), 0)
 	var met contestMetrics
 	if c.met != nil {
-		met = c.met.contest(d, c.StripNamespace(parent), since)
+		met = c.met.contest(d, c.Namespace().Strip(parent), since)
 		if err != nil {
 			met.acquired(false, err)
 		}
@@ -150,10 +150,10 @@ func (c *Client) Enter(ctx context.Context, parent, lockName string, data []byte
 	}, nil
 }
 
-// contestOn makes a contest on an existing node of ours, path in session
+// newContest makes a contest on an existing node of ours, path in session
 // sid (an owned node's, which the OwnedNode keeps and deletes): end it with
 // drop, not Leave.
-func (c *Client) contestOn(parent, path string, sid int64, d *Driver, opts []EnterOption) *Contest {
+func newContest(c *Client, parent, path string, sid int64, d *Driver, opts []EnterOption) *Contest {
 	cfg := applyEnterOptions(opts)
 	_, name := zkpath.SplitPath(path)
 	ct := &Contest{
@@ -167,12 +167,12 @@ func (c *Client) contestOn(parent, path string, sid int64, d *Driver, opts []Ent
 		if since.IsZero() {
 			since = time.Now()
 		}
-		ct.met = c.met.contest(d, c.StripNamespace(parent), since)
+		ct.met = c.met.contest(d, c.Namespace().Strip(parent), since)
 	}
 	return ct
 }
 
-// drop ends a contest made by contestOn, leaving its node to its owner.
+// drop ends a contest made by newContest, leaving its node to its owner.
 func (ct *Contest) drop() {
 	if ct.done {
 		return
@@ -366,7 +366,7 @@ func (ct *Contest) Leave(ctx context.Context) error {
 	if ct.sweep && ct.prefix != "" {
 		// A create whose reply was lost may have been applied late, after
 		// our search: sweep for copies of our node as we go.
-		ct.c.cleanupProtected(ct.parent, ct.prefix, ct.sid)
+		ct.c.del.sweepProtected(ct.parent, ct.prefix, ct.sid)
 	}
 	ct.c.sm.untrack(ct.path)
 	return err

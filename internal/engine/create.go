@@ -21,7 +21,7 @@ var parentData = []byte{}
 // had children and are empty again), or as persistent nodes when the
 // client was made WithoutContainers.
 func (c *Client) EnsureContainers(ctx context.Context, dir string) error {
-	if err := c.check(); err != nil {
+	if err := c.Check(); err != nil {
 		return err
 	}
 	if err := zkpath.ValidatePath(dir); err != nil {
@@ -39,7 +39,7 @@ func (c *Client) EnsureContainers(ctx context.Context, dir string) error {
 			if c.cfg.NoContainers {
 				_, err = c.create(ctx, reqCreateParent, dir, parentData, 0, 0)
 			} else {
-				_, err = c.createContainer(ctx, reqCreateParent, dir)
+				_, err = createContainer(c, ctx, reqCreateParent, dir)
 			}
 			return err
 		})
@@ -58,7 +58,7 @@ func (c *Client) EnsureContainers(ctx context.Context, dir string) error {
 }
 
 // UsesContainers reports whether the recipes create parents as containers
-// (the default) rather than persistent nodes (WithoutContainers).
+// (false WithoutContainers).
 func (c *Client) UsesContainers() bool { return !c.cfg.NoContainers }
 
 // CreateProtected creates an ephemeral-sequential node named
@@ -149,7 +149,7 @@ func protectedPath(parent, uuid, name string) (path, prefix string) {
 }
 
 // ownerOf returns the session that owns the ephemeral node at path.
-func (c *Client) ownerOf(ctx context.Context, path string) (int64, error) {
+func ownerOf(ctx context.Context, c *Client, path string) (int64, error) {
 	var st *zk.Stat
 	err := c.Retry(ctx, func() error {
 		ok, s, err := c.Exists(ctx, path)
@@ -215,12 +215,13 @@ func findPrefixed(kids []string, prefix string) []string {
 	return out
 }
 
-// cleanupProtected looks, in the background, for a node whose creation
+// sweepProtected looks, in the background, for a node whose creation
 // reply was lost and deletes it (syncing first, as protectedCreate.find does); it
 // stops when the session sid ends.
-func (c *Client) cleanupProtected(parent, prefix string, sid int64) {
+func (d *deleter) sweepProtected(parent, prefix string, sid int64) {
+	c := d.c
 	c.background(func() {
-		c.del.retryForever(sid, func() error {
+		d.retryForever(sid, func() error {
 			if err := c.Sync(context.Background(), parent); err != nil {
 				if errors.Is(err, zk.ErrNoNode) {
 					return nil
@@ -235,7 +236,7 @@ func (c *Client) cleanupProtected(parent, prefix string, sid int64) {
 				return err
 			}
 			for _, found := range findPrefixed(kids, prefix) {
-				if err := c.del.once(zkpath.JoinPath(parent, found)); err != nil {
+				if err := d.once(zkpath.JoinPath(parent, found)); err != nil {
 					return err
 				}
 			}

@@ -21,7 +21,7 @@ import (
 // persistent node outlives the session it was made in: one found after a
 // new session began is ours all the same.
 func (c *Client) createProtected(ctx context.Context, parent, uuid, name string, data []byte, mode int32, ttl time.Duration) (_ string, _ int64, lostReply bool, _ error) {
-	if err := c.check(); err != nil {
+	if err := c.Check(); err != nil {
 		return "", 0, false, err
 	}
 	if err := checkCreate(ctx, parent, name); err != nil {
@@ -35,7 +35,7 @@ func (c *Client) createProtected(ctx context.Context, parent, uuid, name string,
 	}
 	pc.target, pc.prefix = protectedPath(parent, uuid, name)
 	for {
-		if err := c.check(); err != nil {
+		if err := c.Check(); err != nil {
 			return "", 0, pc.lostReply, err
 		}
 		if pc.searching {
@@ -106,7 +106,7 @@ func (pc *protectedCreate) pause(err error) error {
 	if !ok {
 		return fmt.Errorf("retries exhausted: %w", err)
 	}
-	return pc.c.sleep(pc.ctx, d)
+	return sleep(pc.ctx, d, pc.c.closeCh)
 }
 
 // search looks, after a lost reply, for the node an earlier create made:
@@ -118,7 +118,7 @@ func (pc *protectedCreate) search() (string, int64, createStep, error) {
 	found, err := pc.find()
 	switch {
 	case ctx.Err() != nil:
-		c.cleanupProtected(parent, pc.prefix, pc.owner(pc.sid)) // a copy of ours may exist
+		c.del.sweepProtected(parent, pc.prefix, pc.owner(pc.sid)) // a copy of ours may exist
 		return "", 0, stepDone, pc.fail(ctx.Err())
 	case err == nil:
 		pc.searching = false
@@ -132,7 +132,7 @@ func (pc *protectedCreate) search() (string, int64, createStep, error) {
 		return "", 0, stepOn, nil
 	case zkerr.IsRetryable(err):
 		if werr := pc.pause(err); werr != nil {
-			c.cleanupProtected(parent, pc.prefix, pc.owner(pc.sid))
+			c.del.sweepProtected(parent, pc.prefix, pc.owner(pc.sid))
 			return "", 0, stepDone, pc.fail(zkerr.Explain(werr))
 		}
 		return "", 0, stepAgain, nil
@@ -150,7 +150,7 @@ func (pc *protectedCreate) attempt() (_ string, _ int64, done bool, _ error) {
 	}
 	if err := pc.awaitConnection(); err != nil {
 		if pc.lostReply {
-			c.cleanupProtected(pc.parent, pc.prefix, pc.owner(pc.sid))
+			c.del.sweepProtected(pc.parent, pc.prefix, pc.owner(pc.sid))
 		}
 		return "", 0, true, pc.fail(err)
 	}
@@ -174,14 +174,14 @@ func (pc *protectedCreate) attempt() (_ string, _ int64, done bool, _ error) {
 // ephemeralOwner says. (Found by the chaos suite: a node taken for the
 // old session's was never deleted.)
 func (pc *protectedCreate) adopt(p string) (_ string, _ int64, done bool, _ error) {
-	owner, oerr := pc.c.ownerOf(pc.ctx, p)
+	owner, oerr := ownerOf(pc.ctx, pc.c, p)
 	switch {
 	case oerr == nil:
 		return p, owner, true, nil
 	case errors.Is(oerr, zk.ErrNoNode):
 		return "", 0, false, nil // made in the old session, gone with it: again
 	default:
-		pc.c.cleanupProtected(pc.parent, pc.prefix, 0)
+		pc.c.del.sweepProtected(pc.parent, pc.prefix, 0)
 		return "", 0, true, pc.fail(zkerr.Explain(oerr))
 	}
 }
@@ -197,7 +197,7 @@ func (pc *protectedCreate) settle(p string, err error) (_ string, _ int64, done 
 		// Abandoned in flight: a late reply deletes what it made, and
 		// a copy from an earlier lost reply is swept for.
 		if pc.lostReply {
-			c.cleanupProtected(pc.parent, pc.prefix, pc.owner(pc.sid))
+			c.del.sweepProtected(pc.parent, pc.prefix, pc.owner(pc.sid))
 		}
 		return "", 0, true, pc.fail(err)
 	case errors.Is(err, zk.ErrNoNode):
@@ -210,7 +210,7 @@ func (pc *protectedCreate) settle(p string, err error) (_ string, _ int64, done 
 	case zkerr.IsRetryable(err):
 		pc.searching, pc.lostReply = true, true
 		if werr := pc.pause(err); werr != nil {
-			c.cleanupProtected(pc.parent, pc.prefix, pc.owner(pc.sid))
+			c.del.sweepProtected(pc.parent, pc.prefix, pc.owner(pc.sid))
 			return "", 0, true, pc.fail(zkerr.Explain(werr))
 		}
 	case errors.Is(err, zk.ErrSessionExpired):

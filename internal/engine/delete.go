@@ -21,7 +21,7 @@ import (
 // gone or the delete was handed to the worker, and the error of any other
 // failure.
 func (c *Client) GuaranteedDelete(ctx context.Context, path string, sid int64) error {
-	if err := c.check(); err != nil { // a nil or zero Client has no deleter
+	if err := c.Check(); err != nil { // a nil or zero Client has no deleter
 		return err
 	}
 	return c.del.delete(ctx, path, sid)
@@ -216,7 +216,7 @@ func (d *deleter) retryForever(sid int64, op func() error) {
 			return
 		}
 		c.met.countRetry()
-		if err := c.sleep(context.Background(), retry.Pace()); err != nil {
+		if err := sleep(context.Background(), retry.Pace(), c.closeCh); err != nil {
 			return
 		}
 		if cur := c.conn.SessionID(); sid != 0 && cur != 0 && cur != sid {

@@ -1,12 +1,17 @@
 package engine
 
-import "github.com/go-zookeeper/zk"
+import (
+	"context"
+	"time"
+
+	"github.com/go-zookeeper/zk"
+)
 
 // Hooks for the external tests (package engine_test), which see what the
 // library does not need exported.
 var (
-	LastAnswered = (*Client).lastAnswered
-	LastReceived = (*Client).lastReceived
+	LastAnswered = func(c *Client) (time.Time, bool) { return c.wire.LastAnswered() }
+	LastReceived = func(c *Client) (time.Time, bool) { return c.wire.LastReceived() }
 	// WireRequests returns how many requests the Wire made itself (the
 	// others went through go-zookeeper's calls).
 	WireRequests = func(c *Client) uint64 {
@@ -15,8 +20,8 @@ var (
 		}
 		return c.wire.made.Load()
 	}
-	Watching       = (*Client).watching
-	FollowChildren = (*Client).followChildren
+	Watching       = func(c *Client) int { return c.hub.watching() }
+	FollowChildren = followChildren
 )
 
 // Wire is the Wire, for the tests that dial through one themselves.
@@ -30,4 +35,17 @@ func NewWire(dial zk.Dialer) *Wire { return newWire(dial) }
 func WithWire(cfg Config, w *Wire) Config {
 	cfg.wire = w
 	return cfg
+}
+
+// followChildren keeps a node's children current: fn gets the first view,
+// then every view that differs from the one before, on Follow's
+// goroutine. A missing node is watched for its creation. It returns as
+// Follow does.
+func followChildren(c *Client, ctx context.Context, path string, fn func(ChildrenView)) error {
+	if err := c.Check(); err != nil {
+		return err
+	}
+	f := c.NewFollower(path, nil)
+	f.AddChildren(path, path, fn)
+	return f.Run(ctx)
 }

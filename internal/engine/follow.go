@@ -185,7 +185,7 @@ func (f *Follower) AddChildren(key, path string, fn func(ChildrenView)) {
 // runs once.
 func (f *Follower) Run(ctx context.Context) error {
 	c := f.c
-	if err := c.check(); err != nil {
+	if err := c.Check(); err != nil {
 		return err
 	}
 	if ctx == nil {

@@ -16,7 +16,7 @@ import (
 // after a failed read, under the client's retry policy. It returns nil
 // when ctx ends and ErrClosed when the client closes.
 func (c *Client) Follow(ctx context.Context, what string, read ReadFunc) error {
-	if err := c.check(); err != nil {
+	if err := c.Check(); err != nil {
 		return err
 	}
 	f := c.NewFollower(what, nil)
@@ -29,7 +29,7 @@ func (c *Client) Follow(ctx context.Context, what string, read ReadFunc) error {
 // written), on Follow's goroutine. A missing node is watched for its
 // creation. It returns as Follow does.
 func (c *Client) FollowNode(ctx context.Context, path string, fn func(NodeView)) error {
-	if err := c.check(); err != nil {
+	if err := c.Check(); err != nil {
 		return err
 	}
 	f := c.NewFollower(path, nil)
@@ -42,19 +42,6 @@ func nodeChanged(a, b NodeView) bool {
 		return true
 	}
 	return a.Exists && (a.Stat.Czxid != b.Stat.Czxid || a.Stat.Mzxid != b.Stat.Mzxid)
-}
-
-// followChildren keeps a node's children current: fn gets the first view,
-// then every view that differs from the one before, on Follow's
-// goroutine. A missing node is watched for its creation. It returns as
-// Follow does.
-func (c *Client) followChildren(ctx context.Context, path string, fn func(ChildrenView)) error {
-	if err := c.check(); err != nil {
-		return err
-	}
-	f := c.NewFollower(path, nil)
-	f.AddChildren(path, path, fn)
-	return f.Run(ctx)
 }
 
 func childrenChanged(a, b ChildrenView) bool {
@@ -70,7 +57,7 @@ func childrenChanged(a, b ChildrenView) bool {
 // lifecycle of their own to run a Follower in (a revocable lease). Its
 // reads must not block: hand slow work to a goroutine.
 func (c *Client) SharedFollower() (*Follower, error) {
-	if err := c.check(); err != nil {
+	if err := c.Check(); err != nil {
 		return nil, err
 	}
 	c.sharedOnce.Do(func() {
@@ -98,7 +85,3 @@ type sharedFollower struct {
 	sharedOnce sync.Once
 	shared     *Follower
 }
-
-// watching returns how many of the client's followers' watches are armed
-// (registered and not yet fired), for tests.
-func (c *Client) watching() int { return c.hub.watching() }

@@ -90,7 +90,9 @@ func (w *Watches) watch(c *Client, kind WatchKind, path string, req func() (<-ch
 		w.c.hub.unregister(r)
 		return err
 	}
-	w.c.backstop(r, ch)
+	if w.c.adopted {
+		w.c.hub.backstop(r, ch, w.c.closeCh)
+	}
 	if old := w.armed[id]; old != nil && old != r {
 		w.c.hub.unregister(old)
 	}

@@ -64,7 +64,7 @@ func (h *Hold) Node() string {
 	if h == nil {
 		return ""
 	}
-	return h.c.StripNamespace(h.path)
+	return h.c.Namespace().Strip(h.path)
 }
 
 // Path returns the server path of the node that proves the hold.
@@ -224,7 +224,7 @@ func (h *Hold) Fenced(ctx context.Context, ops ...Op) ([]zk.MultiResponse, error
 		res = res[1:]
 	}
 	for i := range res {
-		res[i].String = h.c.StripNamespace(res[i].String)
+		res[i].String = h.c.Namespace().Strip(res[i].String)
 	}
 	if err != nil {
 		if len(res) > 0 {

@@ -2,7 +2,6 @@ package engine
 
 import (
 	"fmt"
-	"strings"
 
 	"github.com/go-zookeeper/zk"
 	"github.com/zkrecipes/zkrecipes/internal/zkerr"
@@ -76,10 +75,10 @@ func (o Op) String() string {
 }
 
 // request returns the go-zookeeper request for o, on o's path as it is;
-// a create gets the ACL the client's provider gives for that path.
-func (c *Client) request(o Op) any {
+// a create gets the ACL acl gives for that path (the client's provider).
+func (o Op) request(acl func(path string) []zk.ACL) any {
 	if o.kind == opCreate {
-		return &zk.CreateRequest{Path: o.path, Data: o.data, Flags: o.flags, Acl: c.acl(o.path)}
+		return &zk.CreateRequest{Path: o.path, Data: o.data, Flags: o.flags, Acl: acl(o.path)}
 	}
 	return o.Request()
 }
@@ -118,11 +117,12 @@ func OpOf(req any) Op {
 	return Op{}
 }
 
-// requests returns the go-zookeeper requests for ops, refusing a zero Op.
-func (c *Client) requests(what string, ops []Op) ([]any, error) {
+// requests returns the go-zookeeper requests for ops, refusing a zero Op;
+// creates get the ACLs acl gives.
+func requests(what string, ops []Op, acl func(path string) []zk.ACL) ([]any, error) {
 	reqs := make([]any, len(ops))
 	for i, o := range ops {
-		if reqs[i] = c.request(o); reqs[i] == nil {
+		if reqs[i] = o.request(acl); reqs[i] == nil {
 			return nil, zeroOp(what, i)
 		}
 	}
@@ -142,9 +142,9 @@ func (c *Client) NamespaceOps(what string, ops []Op) ([]Op, error) {
 		if o.kind == opNone {
 			return nil, zeroOp(what, i)
 		}
-		full, err := c.WritablePath(o.path)
+		full, err := c.Namespace().Writable(o.path)
 		if o.kind == opCheck { // a read: the reserved tree may be checked
-			full, err = c.FullPath(o.path)
+			full, err = c.Namespace().Full(o.path)
 		}
 		if err != nil {
 			return nil, fmt.Errorf("%w (%s op %d)", err, what, i)
@@ -153,21 +153,6 @@ func (c *Client) NamespaceOps(what string, ops []Op) ([]Op, error) {
 		out[i] = o
 	}
 	return out, nil
-}
-
-// StripNamespace returns the server path p as a recipe path: without the
-// namespace.
-func (c *Client) StripNamespace(p string) string {
-	ns := c.cfg.Namespace
-	switch {
-	case ns == "" || !strings.HasPrefix(p, ns):
-		return p
-	case p == ns:
-		return "/"
-	case p[len(ns)] == '/':
-		return p[len(ns):]
-	}
-	return p
 }
 
 // MultiError names the op that failed a transaction: its kind and server

@@ -34,7 +34,7 @@ func TestOpRequests(t *testing.T) {
 	}
 	assert.Equal(t, []string{"create /ns/a", "set /ns/b", "delete /ns/c", "check /ns"}, names)
 
-	reqs, err := c.requests("multi", full)
+	reqs, err := requests("multi", full, c.cfg.ACL)
 	require.NoError(t, err)
 	assert.Equal(t, []any{
 		&zk.CreateRequest{Path: "/ns/a", Data: []byte("x"), Flags: zk.FlagEphemeral, Acl: readOnly},
@@ -51,7 +51,7 @@ func TestZeroOpRefused(t *testing.T) {
 	_, err := c.NamespaceOps("fenced", []Op{CheckOp("/a", -1), {}})
 	assert.ErrorIs(t, err, zkerr.ErrInvalidArgument)
 	assert.ErrorContains(t, err, "fenced op 1 is the zero Op")
-	_, err = c.requests("multi", []Op{{}})
+	_, err = requests("multi", []Op{{}}, c.cfg.ACL)
 	assert.ErrorIs(t, err, zkerr.ErrInvalidArgument)
 	assert.ErrorContains(t, err, "multi op 0 is the zero Op")
 	_, err = c.NamespaceOps("multi", []Op{SetOp("relative", nil, -1)})

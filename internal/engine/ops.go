@@ -77,7 +77,7 @@ func (s Stats) Sub(o Stats) Stats {
 // goroutine.
 func send[T any](c *Client, ctx context.Context, op reqOp, req func() (T, error), late func(T, error)) (T, error) {
 	var zero T
-	if err := c.check(); err != nil {
+	if err := c.Check(); err != nil {
 		return zero, err
 	}
 	if ctx == nil {
@@ -185,12 +185,12 @@ func (c *Client) create(ctx context.Context, op reqOp, path string, data []byte,
 		c.stats.creates.Add(1)
 		switch {
 		case flags == zk.FlagContainer:
-			return c.conn.CreateContainer(path, data, flags, c.acl(path))
+			return c.conn.CreateContainer(path, data, flags, c.cfg.ACL(path))
 		case isTTLMode(flags):
-			return c.conn.CreateTTL(path, data, flags, c.acl(path), ttl)
+			return c.conn.CreateTTL(path, data, flags, c.cfg.ACL(path), ttl)
 		}
-		return c.conn.Create(path, data, flags, c.acl(path))
-	}, c.undoCreate)
+		return c.conn.Create(path, data, flags, c.cfg.ACL(path))
+	}, c.del.undoCreate)
 }
 
 // isTTLMode reports whether flags is a TTL create mode.
@@ -224,19 +224,21 @@ func unsequenced(flags int32) int32 {
 
 // CreateContainer creates a container node.
 func (c *Client) CreateContainer(ctx context.Context, path string) (string, error) {
-	return c.createContainer(ctx, reqCreate, path)
+	return createContainer(c, ctx, reqCreate, path)
 }
 
-// createContainer creates a container node, counted as op.
-func (c *Client) createContainer(ctx context.Context, op reqOp, path string) (string, error) {
+// createContainer creates a container node, counted as op (a parent's
+// create, for EnsureContainers).
+func createContainer(c *Client, ctx context.Context, op reqOp, path string) (string, error) {
 	return send(c, ctx, op, func() (string, error) {
 		c.stats.creates.Add(1)
-		return c.conn.CreateContainer(path, parentData, zk.FlagContainer, c.acl(path))
+		return c.conn.CreateContainer(path, parentData, zk.FlagContainer, c.cfg.ACL(path))
 	}, nil) // an empty container goes by itself
 }
 
 // undoCreate deletes a node whose create was abandoned.
-func (c *Client) undoCreate(path string, err error) {
+func (d *deleter) undoCreate(path string, err error) {
+	c := d.c
 	if err != nil {
 		return
 	}
@@ -375,10 +377,10 @@ func (c *Client) Sync(ctx context.Context, path string) error {
 // responses say which. When ctx ends first the transaction may or may not
 // be applied.
 func (c *Client) Multi(ctx context.Context, ops ...Op) ([]zk.MultiResponse, error) {
-	if err := c.check(); err != nil {
+	if err := c.Check(); err != nil {
 		return nil, err
 	}
-	reqs, err := c.requests("multi", ops)
+	reqs, err := requests("multi", ops, c.cfg.ACL)
 	if err != nil {
 		return nil, err
 	}
@@ -404,7 +406,7 @@ func (c *Client) Retry(ctx context.Context, op func() error) error {
 	if op == nil {
 		return fmt.Errorf("%w: nil operation", zkerr.ErrInvalidArgument)
 	}
-	if err := c.check(); err != nil {
+	if err := c.Check(); err != nil {
 		return err
 	}
 	if ctx == nil {
@@ -421,14 +423,15 @@ func (c *Client) Retry(ctx context.Context, op func() error) error {
 			return err
 		}
 		c.met.countRetry()
-		if werr := c.sleep(ctx, d); werr != nil {
+		if werr := sleep(ctx, d, c.closeCh); werr != nil {
 			return fmt.Errorf("%w (last error: %w)", werr, err)
 		}
 	}
 }
 
-// sleep waits d, returning early with an error when ctx ends or the client closes.
-func (c *Client) sleep(ctx context.Context, d time.Duration) error {
+// sleep waits d, returning early with an error when ctx ends or closed
+// (the client's Done) is closed.
+func sleep(ctx context.Context, d time.Duration, closed <-chan struct{}) error {
 	if ctx == nil {
 		ctx = context.Background()
 	}
@@ -439,7 +442,7 @@ func (c *Client) sleep(ctx context.Context, d time.Duration) error {
 		return nil
 	case <-ctx.Done():
 		return ctx.Err()
-	case <-c.closeCh:
+	case <-closed:
 		return zkerr.ErrClientClosed
 	}
 }

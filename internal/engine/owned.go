@@ -133,7 +133,7 @@ type OwnedNode struct {
 // Own starts keeping the node spec describes in existence, in the
 // background, and returns at once: Await waits for the node.
 func (c *Client) Own(spec OwnedSpec) (*OwnedNode, error) {
-	if err := c.check(); err != nil {
+	if err := c.Check(); err != nil {
 		return nil, err
 	}
 	if err := zkpath.ValidatePath(spec.Path); err != nil {
@@ -167,7 +167,7 @@ func (c *Client) Own(spec OwnedSpec) (*OwnedNode, error) {
 	}
 	o.parent, o.name = zkpath.SplitPath(spec.Path)
 	if o.spec.What == "" {
-		o.spec.What = c.StripNamespace(spec.Path)
+		o.spec.What = c.Namespace().Strip(spec.Path)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	o.cancel = cancel
@@ -274,7 +274,7 @@ func (o *OwnedNode) owns(ctx context.Context, n Owned, sid int64) (bool, error) 
 	})
 	switch {
 	case err != nil:
-		return false, zkerr.Namedf(o.spec.What, "checking %s: %w", o.c.StripNamespace(n.Path), err)
+		return false, zkerr.Namedf(o.spec.What, "checking %s: %w", o.c.Namespace().Strip(n.Path), err)
 	case !ok:
 		return false, nil
 	}
@@ -397,12 +397,12 @@ func (o *OwnedNode) forget(cur Owned, sweep string) {
 		o.c.sm.untrack(cur.Path)
 	}
 	if sweep != "" {
-		o.c.cleanupProtected(o.parent, sweep, cur.Session)
+		o.c.del.sweepProtected(o.parent, sweep, cur.Session)
 	}
 }
 
 func (o *OwnedNode) usable() error {
-	if err := o.c.check(); err != nil {
+	if err := o.c.Check(); err != nil {
 		return err
 	}
 	o.mu.Lock()
@@ -419,7 +419,7 @@ func (o *OwnedNode) waitFor(ctx context.Context, what string, cond func() (Owned
 		return Owned{}, fmt.Errorf("%w: nil context", zkerr.ErrInvalidArgument)
 	}
 	for {
-		if err := o.c.check(); err != nil {
+		if err := o.c.Check(); err != nil {
 			return Owned{}, err
 		}
 		o.mu.Lock()

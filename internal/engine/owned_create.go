@@ -47,7 +47,7 @@ func (o *OwnedNode) create(ctx context.Context, data []byte, dgen uint64) error 
 				sid = 0
 			} else if cur := c.conn.SessionID(); cur != sid {
 				// Queued while disconnected and sent in a newer session.
-				owner, oerr := c.ownerOf(ctx, p)
+				owner, oerr := ownerOf(ctx, c, p)
 				if oerr != nil {
 					if errors.Is(oerr, zk.ErrNoNode) {
 						continue
@@ -78,7 +78,7 @@ func (o *OwnedNode) create(ctx context.Context, data []byte, dgen uint64) error 
 			mine := !o.ephemeral || owner == c.conn.SessionID()
 			if !mine && o.takeOver() {
 				c.log.Info("zkrecipes: our node's path holds another session's node (a predecessor's); deleting it",
-					"what", o.spec.What, "node", c.StripNamespace(path), "owner", fmt.Sprintf("0x%x", owner))
+					"what", o.spec.What, "node", c.Namespace().Strip(path), "owner", fmt.Sprintf("0x%x", owner))
 				if err := c.Delete(ctx, path, st.Version); err != nil && !errors.Is(err, zk.ErrNoNode) && !errors.Is(err, zk.ErrBadVersion) {
 					return err
 				}
@@ -86,12 +86,12 @@ func (o *OwnedNode) create(ctx context.Context, data []byte, dgen uint64) error 
 			}
 			if !mine {
 				c.log.Warn("zkrecipes: our node's path is taken by another session; waiting for it to go",
-					"what", o.spec.What, "node", c.StripNamespace(path), "owner", fmt.Sprintf("0x%x", owner))
+					"what", o.spec.What, "node", c.Namespace().Strip(path), "owner", fmt.Sprintf("0x%x", owner))
 			}
 			o.made(path, owner, mine, 0, "")
 			return nil
 		default:
-			return fmt.Errorf("create %s: %w", c.StripNamespace(path), o.explainTTL(zkerr.Explain(err)))
+			return fmt.Errorf("create %s: %w", c.Namespace().Strip(path), o.explainTTL(zkerr.Explain(err)))
 		}
 	}
 }
@@ -139,6 +139,6 @@ func (o *OwnedNode) made(path string, sid int64, mine bool, dgen uint64, sweep s
 		o.c.sm.track(path, sid)
 	}
 	if n.Recreated() {
-		o.c.log.Warn("zkrecipes: a node of ours was made again", "what", o.spec.What, "node", o.c.StripNamespace(path))
+		o.c.log.Warn("zkrecipes: a node of ours was made again", "what", o.spec.What, "node", o.c.Namespace().Strip(path))
 	}
 }

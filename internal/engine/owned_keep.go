@@ -25,7 +25,7 @@ func (o *OwnedNode) run(ctx context.Context) {
 		w     ownedWatch
 	)
 	for {
-		if o.stopped() || ctx.Err() != nil || c.check() != nil {
+		if o.stopped() || ctx.Err() != nil || c.Check() != nil {
 			return
 		}
 		snap := c.Snapshot()
@@ -121,7 +121,7 @@ func (o *OwnedNode) step(ctx context.Context, snap Snapshot, w *ownedWatch) erro
 		switch {
 		case !ok:
 			c.log.Warn("zkrecipes: a node of ours is gone (deleted, or with its session); making it again",
-				"what", o.spec.What, "node", c.StripNamespace(cur.Path))
+				"what", o.spec.What, "node", c.Namespace().Strip(cur.Path))
 			o.drop(cur, sweep)
 			continue
 		case o.ephemeral && st.EphemeralOwner != c.conn.SessionID():
@@ -165,7 +165,7 @@ func (o *OwnedNode) notOurs(ctx context.Context, cur Owned, st *zk.Stat, sweep s
 	case leftover:
 		// Made by an older session of ours that the server keeps.
 		c.log.Warn("zkrecipes: a node of ours belongs to an older session of ours; deleting it and making a new one",
-			"what", o.spec.What, "node", c.StripNamespace(cur.Path), "owner", fmt.Sprintf("0x%x", st.EphemeralOwner))
+			"what", o.spec.What, "node", c.Namespace().Strip(cur.Path), "owner", fmt.Sprintf("0x%x", st.EphemeralOwner))
 		if err := c.Delete(ctx, cur.Path, st.Version); err != nil && !errors.Is(err, zk.ErrNoNode) {
 			return false, err
 		}
@@ -174,7 +174,7 @@ func (o *OwnedNode) notOurs(ctx context.Context, cur Owned, st *zk.Stat, sweep s
 	case o.protectedOrSequential():
 		// Our name, another session's node: not ours (CURATOR-696).
 		c.log.Warn("zkrecipes: a node of ours belongs to another session; making a new one",
-			"what", o.spec.What, "node", c.StripNamespace(cur.Path), "owner", fmt.Sprintf("0x%x", st.EphemeralOwner))
+			"what", o.spec.What, "node", c.Namespace().Strip(cur.Path), "owner", fmt.Sprintf("0x%x", st.EphemeralOwner))
 		o.drop(cur, sweep)
 		return true, nil
 	}

@@ -50,7 +50,7 @@ type Participation struct {
 // state between runs: running it again enters with a new node, at the
 // back of the queue (a leader latch's Resign, then Start).
 func (c *Client) Participate(ctx context.Context, p Participation) error {
-	if err := c.check(); err != nil {
+	if err := c.Check(); err != nil {
 		return err
 	}
 	if p.Driver == nil || p.OnTerm == nil {
@@ -67,7 +67,7 @@ func (c *Client) Participate(ctx context.Context, p Participation) error {
 	}
 	own, err := c.Own(OwnedSpec{
 		Path: zkpath.JoinPath(p.Parent, p.LockName), Mode: zk.FlagEphemeral | zk.FlagSequence, Protected: true,
-		Data: p.Data, What: "participant in " + c.StripNamespace(p.Parent), Hold: true,
+		Data: p.Data, What: "participant in " + c.Namespace().Strip(p.Parent), Hold: true,
 	})
 	if err != nil {
 		return err
@@ -85,8 +85,8 @@ func (c *Client) Participate(ctx context.Context, p Participation) error {
 				p.OnNode(node)
 			}
 		}
-		ct := c.contestOn(p.Parent, cur.Path, cur.Session, p.Driver, p.Options)
-		err := c.participateWith(ctx, ct, p)
+		ct := newContest(c, p.Parent, cur.Path, cur.Session, p.Driver, p.Options)
+		err := ct.participate(ctx, p)
 		ct.drop()
 		if err != nil {
 			return err
@@ -102,9 +102,10 @@ func endsWithSession(err error) bool {
 	return errors.Is(err, zkerr.ErrSessionLost) || errors.Is(err, zkerr.ErrLockLost) || errors.Is(err, zk.ErrSessionExpired)
 }
 
-// participateWith holds terms with ct's node. It returns nil when a new
+// participate holds terms with ct's node. It returns nil when a new
 // node is needed, and the error that ends the participation otherwise.
-func (c *Client) participateWith(ctx context.Context, ct *Contest, p Participation) error {
+func (ct *Contest) participate(ctx context.Context, p Participation) error {
+	c := ct.c
 	for {
 		_, sig, err := ct.acquire(ctx, true)
 		ct.met.acquired(err == nil, err)
@@ -119,7 +120,7 @@ func (c *Client) participateWith(ctx context.Context, ct *Contest, p Participati
 		}
 		h := NewHold(c, ct.path, sig)
 		p.OnTerm(h)
-		gone, err := c.watchTerm(ctx, ct, sig)
+		gone, err := ct.watchTerm(ctx, sig)
 		h.MarkReleased()
 		ct.met.released()
 		if p.OnTermEnd != nil {
@@ -141,7 +142,8 @@ func (c *Client) participateWith(ctx context.Context, ct *Contest, p Participati
 // watchTerm waits for the end of a term: gone when our node was deleted
 // (or its session is over: a new node is needed), false when the hold's
 // signal closed, an error when ctx ended or the client closed.
-func (c *Client) watchTerm(ctx context.Context, ct *Contest, sig Signals) (gone bool, err error) {
+func (ct *Contest) watchTerm(ctx context.Context, sig Signals) (gone bool, err error) {
+	c := ct.c
 	_, err = c.Await(ctx, Wait{What: ct.path, Session: ct.sid, Until: sig.Done}, func(_ Snapshot, _ Wake) (Look, error) {
 		ok, _, watch, err := c.ExistsW(ctx, ct.path)
 		switch {

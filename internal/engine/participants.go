@@ -54,7 +54,7 @@ func (c *Client) ReadQueue(ctx context.Context, dir string, d *Driver, keep func
 		if err != nil {
 			return nil, err
 		}
-		out = append(out, Member{Contender: k, Node: c.StripNamespace(p), Data: data})
+		out = append(out, Member{Contender: k, Node: c.Namespace().Strip(p), Data: data})
 	}
 	below := make([]Contender, 0, len(out))
 	for i := range out {

@@ -228,13 +228,13 @@ func (p *pwatches) unlock() { <-p.op }
 // and retries connection errors under the client's retry policy until ctx
 // ends.
 func (c *Client) AddWatch(ctx context.Context, path string, recursive bool) (*PersistentWatch, error) {
-	if err := c.check(); err != nil {
+	if err := c.Check(); err != nil {
 		return nil, err
 	}
 	if ctx == nil {
 		return nil, fmt.Errorf("%w: nil context", zkerr.ErrInvalidArgument)
 	}
-	what := "watch " + c.StripNamespace(path)
+	what := "watch " + c.Namespace().Strip(path)
 	if err := zkpath.ValidatePath(path); err != nil {
 		return nil, err
 	}

@@ -103,7 +103,7 @@ func (p *pwatches) readdAll() error {
 	for _, s := range calls {
 		err := p.addWatchErr(p.waitWire(ctx, wc, s.r))
 		switch {
-		case err == nil, zkerr.IsRetryable(err), ctx.Err() != nil && c.check() != nil:
+		case err == nil, zkerr.IsRetryable(err), ctx.Err() != nil && c.Check() != nil:
 			continue
 		}
 		p.mu.Lock()
@@ -111,7 +111,7 @@ func (p *pwatches) readdAll() error {
 			o.q.Push(PersistentEvent{Kind: PersistentFailed, Err: err})
 		}
 		p.mu.Unlock()
-		c.log.Warn("zkrecipes: setting a persistent watch again failed", "path", c.StripNamespace(s.e.path), "err", err)
+		c.log.Warn("zkrecipes: setting a persistent watch again failed", "path", c.Namespace().Strip(s.e.path), "err", err)
 		if !errors.Is(err, zkerr.ErrUnimplemented) {
 			failed = err
 		}

@@ -40,7 +40,7 @@ const removeAny = 3
 // remove a persistent watch: removed watches then stay on the server
 // until the connection ends, reporting to nobody. No server with
 // persistent watches is known to refuse (see above).
-func (p *pwatches) PersistentRemoveUnsupported() bool { return p.noRemove.Load() }
+func (c *Client) PersistentRemoveUnsupported() bool { return c.pw.noRemove.Load() }
 
 // Remove removes the watch: no event reaches it after Remove returns
 // (Events reports the end). The server's watch is removed with the last
@@ -51,7 +51,7 @@ func (w *PersistentWatch) Remove(ctx context.Context) error {
 	if ctx == nil {
 		return fmt.Errorf("%w: nil context", zkerr.ErrInvalidArgument)
 	}
-	live := c.check() == nil && !c.pw.noRemove.Load()
+	live := c.Check() == nil && !c.pw.noRemove.Load()
 	c.pw.mu.Lock()
 	e, last := c.pw.dropOwner(w)
 	send := live && last && e.on != nil
@@ -63,7 +63,7 @@ func (w *PersistentWatch) Remove(ctx context.Context) error {
 		return nil
 	}
 	if err := c.pw.lock(ctx); err != nil {
-		return zkerr.Namedf("watch "+c.StripNamespace(w.path), "remove: %w", err)
+		return zkerr.Namedf("watch "+c.Namespace().Strip(w.path), "remove: %w", err)
 	}
 	defer c.pw.unlock()
 	c.pw.mu.Lock()
@@ -88,9 +88,9 @@ func (w *PersistentWatch) Remove(ctx context.Context) error {
 		}
 		return nil
 	case ctx.Err() != nil:
-		return zkerr.Namedf("watch "+c.StripNamespace(w.path), "remove: %w", err)
+		return zkerr.Namedf("watch "+c.Namespace().Strip(w.path), "remove: %w", err)
 	}
-	c.log.Warn("zkrecipes: removing a persistent watch failed", "path", c.StripNamespace(w.path), "err", err)
+	c.log.Warn("zkrecipes: removing a persistent watch failed", "path", c.Namespace().Strip(w.path), "err", err)
 	return nil
 }
 
@@ -151,7 +151,7 @@ func (p *pwatches) guardOneShot(ctx context.Context, path string) error {
 		e, ch := p.entries[path], p.leaving[path]
 		p.mu.Unlock()
 		if e != nil {
-			return fmt.Errorf("%w: %s is the root of a persistent watch of this client: a one-shot watch there would replace it on ZooKeeper 3.6–3.8 (ZOOKEEPER-4466); read it without a watch, the persistent watch reports its changes", zkerr.ErrInvalidArgument, c.StripNamespace(path))
+			return fmt.Errorf("%w: %s is the root of a persistent watch of this client: a one-shot watch there would replace it on ZooKeeper 3.6–3.8 (ZOOKEEPER-4466); read it without a watch, the persistent watch reports its changes", zkerr.ErrInvalidArgument, c.Namespace().Strip(path))
 		}
 		if ch == nil {
 			return nil

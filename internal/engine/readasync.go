@@ -57,7 +57,7 @@ func (c *Client) ReadAsync(ctx context.Context, path string, statOnly bool) *Asy
 	if statOnly {
 		op, zop, count = reqExists, zopExists, &c.stats.exists
 	}
-	if wc := wireFor(c, ctx); wc != nil && wirePath(path) && c.check() == nil {
+	if wc := wireFor(c, ctx); wc != nil && wirePath(path) && c.Check() == nil {
 		f := newFrame(5 + len(path)).str(path).boolean(false)
 		r, err := wc.callThen(ctx, zop, f, nil, func(r *wireCall) {
 			a.Routed = c.pw.seq.Load()

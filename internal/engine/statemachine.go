@@ -305,7 +305,7 @@ func (s *stateMachine) transition(to zkstate.State) {
 func (s *stateMachine) lostDelay() time.Duration {
 	c := s.c
 	t := c.SessionTimeout()
-	if sent, ok := c.lastAnswered(); ok {
+	if sent, ok := c.wire.LastAnswered(); ok {
 		return time.Until(sent.Add(t))
 	}
 	return time.Until(s.suspendedAt.Add(t / 3))

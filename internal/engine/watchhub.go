@@ -165,18 +165,18 @@ func (h *watchHub) fire(r *watchReg, ev zk.Event) {
 // it fires, the connection drops the watch (the session ended or the
 // connection closed) or the client closes. A connection Connect dialled
 // needs none: its event callback sees every event in order with the
-// replies.
-func (c *Client) backstop(r *watchReg, ch <-chan zk.Event) {
-	if !c.adopted || ch == nil {
+// replies: the caller calls it only for an adopted connection.
+func (h *watchHub) backstop(r *watchReg, ch <-chan zk.Event, closed <-chan struct{}) {
+	if ch == nil {
 		return
 	}
 	go func() {
 		select {
 		case ev, ok := <-ch:
 			if ok {
-				c.hub.fire(r, ev)
+				h.fire(r, ev)
 			}
-		case <-c.closeCh:
+		case <-closed:
 		}
 	}()
 }

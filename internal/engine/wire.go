@@ -148,14 +148,24 @@ func (w *wire) SessionTimeout() time.Duration { return time.Duration(w.negotiate
 // LastReceived returns when the last byte arrived on a connection whose
 // handshake granted a session (the handshake's own reply included), and
 // false before the first.
-func (w *wire) LastReceived() (time.Time, bool) { return wireTime(w.lastRecv.Load()) }
+func (w *wire) LastReceived() (time.Time, bool) {
+	if w == nil {
+		return time.Time{}, false
+	}
+	return wireTime(w.lastRecv.Load())
+}
 
 // LastAnswered returns when we sent the last request whose reply arrived
 // (pings and the handshake's ConnectRequest included) on a connection
 // whose handshake granted a session, and false before the first. The
 // server heard from us no earlier than that, so it cannot expire the
 // session before LastAnswered plus the session timeout.
-func (w *wire) LastAnswered() (time.Time, bool) { return wireTime(w.lastAcked.Load()) }
+func (w *wire) LastAnswered() (time.Time, bool) {
+	if w == nil { // an adopted connection dialled without one
+		return time.Time{}, false
+	}
+	return wireTime(w.lastAcked.Load())
+}
 
 // Handshakes counts the handshakes seen that granted a session.
 func (w *wire) Handshakes() uint64 { return w.handshakes.Load() }
@@ -419,17 +429,4 @@ func (c *wireConn) usable(handshake bool) {
 		return // not before go-zookeeper's re-auth
 	}
 	c.w.onUsable()
-}
-
-// lastAnswered returns when the client sent the last request whose reply
-// arrived (pings included; see Wire), and false when that is unknown
-// (before the first session, or for an adopted connection without a
-// Wire). The server heard from the client no earlier, so it cannot expire
-// the session before LastAnswered plus SessionTimeout; LOST is declared
-// then.
-func (c *Client) lastAnswered() (time.Time, bool) {
-	if c.wire == nil {
-		return time.Time{}, false
-	}
-	return c.wire.LastAnswered()
 }

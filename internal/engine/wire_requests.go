@@ -25,7 +25,7 @@ func wireFor(c *Client, ctx context.Context) *wireConn {
 // ends first, the error is ctx.Err() and late gets the reply when it
 // comes (or the connection's end).
 func viaWire(c *Client, ctx context.Context, wc *wireConn, op reqOp, zop int32, frame jute, count *atomic.Uint64, late func(*wireCall)) (body []byte, err error, ok bool) {
-	if err := c.check(); err != nil {
+	if err := c.Check(); err != nil {
 		return nil, err, true
 	}
 	if err := ctx.Err(); err != nil {
@@ -57,7 +57,7 @@ func viaWire(c *Client, ctx context.Context, wc *wireConn, op reqOp, zop int32, 
 	return body, err, true
 }
 
-// lateCreate deletes the node an abandoned create made (see undoCreate).
+// lateCreate deletes the node an abandoned create made (see deleter.undoCreate).
 func lateCreate(c *Client, r *wireCall) {
 	body, err := r.result()
 	if err != nil {
@@ -68,7 +68,7 @@ func lateCreate(c *Client, r *wireCall) {
 	if rd.err() != nil {
 		return
 	}
-	c.background(func() { c.undoCreate(path, nil) })
+	c.background(func() { c.del.undoCreate(path, nil) })
 }
 
 // wireCreate is Create through the Wire (plain modes only).
@@ -77,7 +77,7 @@ func wireCreate(c *Client, ctx context.Context, op reqOp, path string, data []by
 	if wc == nil || flags < 0 || flags > zk.FlagEphemeral|zk.FlagSequence || !wirePath(path) {
 		return "", nil, false
 	}
-	acl := c.acl(path)
+	acl := c.cfg.ACL(path)
 	f := newFrame(16 + len(path) + len(data) + 32*len(acl)).str(path).buf(data).acl(acl).int32(flags)
 	body, err, ok := viaWire(c, ctx, wc, op, zopCreate, f, &c.stats.creates, func(r *wireCall) { lateCreate(c, r) })
 	if !ok || err != nil {
