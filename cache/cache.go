@@ -14,6 +14,7 @@ import (
 
 	"github.com/zkrecipes/zkrecipes/internal/engine"
 	"github.com/zkrecipes/zkrecipes/internal/gid"
+	"github.com/zkrecipes/zkrecipes/internal/lifecycle"
 	"github.com/zkrecipes/zkrecipes/internal/notify"
 	"github.com/zkrecipes/zkrecipes/internal/recipeargs"
 	"github.com/zkrecipes/zkrecipes/internal/zkerr"
@@ -95,7 +96,7 @@ type Cache struct {
 	full string // on the server
 	o    options
 
-	life        engine.Lifecycle
+	life        lifecycle.State
 	mu          sync.RWMutex
 	st          *store // the nodes (store.go)
 	initialized bool

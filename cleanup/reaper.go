@@ -10,6 +10,7 @@ import (
 
 	"github.com/zkrecipes/zkrecipes/election"
 	"github.com/zkrecipes/zkrecipes/internal/engine"
+	"github.com/zkrecipes/zkrecipes/internal/lifecycle"
 	"github.com/zkrecipes/zkrecipes/internal/recipeargs"
 	"github.com/zkrecipes/zkrecipes/internal/zkerr"
 	"github.com/zkrecipes/zkrecipes/recipes"
@@ -33,7 +34,7 @@ type Reaper struct {
 	mu      sync.Mutex
 	nodes   map[string]*entry // candidates, by server path
 	parents map[string]*parent
-	life    engine.Lifecycle
+	life    lifecycle.State
 
 	checked, reaped, notEmpty, active atomic.Uint64
 

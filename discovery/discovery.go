@@ -14,6 +14,7 @@ import (
 	"github.com/go-zookeeper/zk"
 
 	"github.com/zkrecipes/zkrecipes/internal/engine"
+	"github.com/zkrecipes/zkrecipes/internal/lifecycle"
 	"github.com/zkrecipes/zkrecipes/internal/recipeargs"
 	"github.com/zkrecipes/zkrecipes/internal/zkerr"
 	"github.com/zkrecipes/zkrecipes/internal/zkpath"
@@ -64,7 +65,7 @@ type Discovery struct {
 	op         sync.Mutex // serializes Register, Update, Unregister, Close
 	mu         sync.Mutex
 	regs       map[string]*registration // by name + "/" + id
-	life       engine.Lifecycle
+	life       lifecycle.State
 	unreadable atomic.Int64
 }
 

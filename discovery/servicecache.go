@@ -9,7 +9,7 @@ import (
 	"sync/atomic"
 
 	"github.com/zkrecipes/zkrecipes/cache"
-	"github.com/zkrecipes/zkrecipes/internal/engine"
+	"github.com/zkrecipes/zkrecipes/internal/lifecycle"
 	"github.com/zkrecipes/zkrecipes/internal/notify"
 	"github.com/zkrecipes/zkrecipes/internal/zkerr"
 	"github.com/zkrecipes/zkrecipes/internal/zkpath"
@@ -38,7 +38,7 @@ type ServiceCache struct {
 	readyOnce sync.Once
 	remove    func()
 	listeners notify.Listeners[[]*Instance]
-	life      engine.Lifecycle
+	life      lifecycle.State
 }
 
 // NewServiceCache returns a cache of service name's instances; it

@@ -7,6 +7,7 @@ import (
 	"sync"
 
 	"github.com/zkrecipes/zkrecipes/internal/engine"
+	"github.com/zkrecipes/zkrecipes/internal/lifecycle"
 	"github.com/zkrecipes/zkrecipes/internal/notify"
 	"github.com/zkrecipes/zkrecipes/internal/recipeargs"
 	"github.com/zkrecipes/zkrecipes/internal/zkerr"
@@ -80,9 +81,9 @@ type Latch struct {
 	opts options
 
 	mu        sync.Mutex
-	life      engine.Lifecycle // started from Start to Resign; changed under mu, with run
-	run       *latchRun        // the participation since Start; nil when not started
-	leaving   <-chan struct{}  // the done of the participation Resign ended, which Start waits for
+	life      lifecycle.State // started from Start to Resign; changed under mu, with run
+	run       *latchRun       // the participation since Start; nil when not started
+	leaving   <-chan struct{} // the done of the participation Resign ended, which Start waits for
 	term      *Term
 	changed   chan struct{} // closed when a term starts or ends, or the latch resigns or closes, then replaced
 	node      string

@@ -9,6 +9,7 @@ import (
 
 	"github.com/zkrecipes/zkrecipes/internal/engine"
 	"github.com/zkrecipes/zkrecipes/internal/gid"
+	"github.com/zkrecipes/zkrecipes/internal/lifecycle"
 	"github.com/zkrecipes/zkrecipes/internal/lockspec"
 	"github.com/zkrecipes/zkrecipes/internal/recipeargs"
 	"github.com/zkrecipes/zkrecipes/internal/zkerr"
@@ -52,7 +53,7 @@ type Selector struct {
 	opts options
 	m    *mutex.Mutex
 
-	life      engine.Lifecycle
+	life      lifecycle.State
 	mu        sync.Mutex
 	queued    bool // an attempt to lead is under way or asked for
 	leading   *Term

@@ -10,6 +10,7 @@ import (
 
 	"github.com/zkrecipes/zkrecipes/cache"
 	"github.com/zkrecipes/zkrecipes/internal/engine"
+	"github.com/zkrecipes/zkrecipes/internal/lifecycle"
 	"github.com/zkrecipes/zkrecipes/internal/notify"
 	"github.com/zkrecipes/zkrecipes/internal/recipeargs"
 	"github.com/zkrecipes/zkrecipes/internal/zkerr"
@@ -67,7 +68,7 @@ type GroupMember struct {
 	ready     chan struct{}     // closed once loaded
 	members   []Member          // membersLocked's last answer, while valid
 	memoOK    bool              // members is valid: no change since
-	life      engine.Lifecycle
+	life      lifecycle.State
 	removes   []func()
 	state     *notify.Current[GroupState]
 }

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/zkrecipes/zkrecipes/internal/engine"
+	"github.com/zkrecipes/zkrecipes/internal/lifecycle"
 	"github.com/zkrecipes/zkrecipes/internal/recipeargs"
 	"github.com/zkrecipes/zkrecipes/internal/zkerr"
 	"github.com/zkrecipes/zkrecipes/recipes"
@@ -106,7 +107,7 @@ type PersistentNode struct {
 	mode Mode
 	o    options
 
-	life engine.Lifecycle
+	life lifecycle.State
 	mu   sync.Mutex
 	data []byte
 	own  *engine.OwnedNode

@@ -11,6 +11,7 @@ import (
 	"github.com/go-zookeeper/zk"
 
 	"github.com/zkrecipes/zkrecipes/internal/engine"
+	"github.com/zkrecipes/zkrecipes/internal/lifecycle"
 	"github.com/zkrecipes/zkrecipes/internal/recipeargs"
 	"github.com/zkrecipes/zkrecipes/internal/zkerr"
 	"github.com/zkrecipes/zkrecipes/internal/zkpath"
@@ -72,7 +73,7 @@ type PersistentTTLNode struct {
 	period time.Duration
 	node   *PersistentNode
 
-	life      engine.Lifecycle
+	life      lifecycle.State
 	mu        sync.Mutex
 	lastTouch time.Time
 	cancel    context.CancelFunc

@@ -12,6 +12,7 @@ import (
 	"github.com/go-zookeeper/zk"
 
 	"github.com/zkrecipes/zkrecipes/internal/engine"
+	"github.com/zkrecipes/zkrecipes/internal/lifecycle"
 	"github.com/zkrecipes/zkrecipes/internal/recipeargs"
 	"github.com/zkrecipes/zkrecipes/internal/zkerr"
 	"github.com/zkrecipes/zkrecipes/internal/zkpath"
@@ -134,7 +135,7 @@ type core struct {
 	opts     options
 	log      *slog.Logger
 
-	life       engine.Lifecycle
+	life       lifecycle.State
 	mu         sync.Mutex
 	cancel     context.CancelFunc
 	done       chan struct{}

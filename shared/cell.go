@@ -12,6 +12,7 @@ import (
 
 	"github.com/zkrecipes/zkrecipes/internal/codec"
 	"github.com/zkrecipes/zkrecipes/internal/engine"
+	"github.com/zkrecipes/zkrecipes/internal/lifecycle"
 	"github.com/zkrecipes/zkrecipes/internal/notify"
 	"github.com/zkrecipes/zkrecipes/internal/recipeargs"
 	"github.com/zkrecipes/zkrecipes/internal/rmw"
@@ -27,7 +28,7 @@ type cell[T any] struct {
 	seed        []byte
 	log         *slog.Logger
 
-	life    engine.Lifecycle
+	life    lifecycle.State
 	mu      sync.Mutex
 	known   bool // val was read from (or written to) the node
 	val     VersionedValue[T]

@@ -1,4 +1,9 @@
-package engine
+// Package lifecycle holds the one lifecycle of every long-lived recipe:
+// latent, then started, then closed, each step one compare-and-set, as
+// Curator's CuratorCacheImpl keeps its State. It is a leaf of the core:
+// the recipes share it, so that Start, Close and every call between them
+// answer alike everywhere.
+package lifecycle
 
 import (
 	"fmt"
@@ -7,12 +12,9 @@ import (
 	"github.com/zkrecipes/zkrecipes/internal/zkerr"
 )
 
-// Lifecycle is a long-lived recipe's life: latent, then started, then
-// closed, each step one compare-and-set (Curator's CuratorCacheImpl
-// State). The zero value is latent. Every long-lived recipe keeps one,
-// so that Start, Close and the calls between them answer alike
-// everywhere.
-type Lifecycle struct{ s atomic.Int32 }
+// State is a long-lived recipe's life: latent, then started, then
+// closed. The zero value is latent. Every long-lived recipe keeps one.
+type State struct{ s atomic.Int32 }
 
 const (
 	latent int32 = iota
@@ -23,7 +25,7 @@ const (
 // Start moves latent to started. Otherwise it returns an error named
 // what: ErrAlreadyStarted ("<what>: already started"), or ErrClosed
 // ("<what>: start: closed").
-func (l *Lifecycle) Start(what string) error {
+func (l *State) Start(what string) error {
 	if l.s.CompareAndSwap(latent, started) {
 		return nil
 	}
@@ -37,18 +39,18 @@ func (l *Lifecycle) Start(what string) error {
 // left nothing, so Start may be called again. It does nothing once
 // closed, and then reports false: a Close came during the failed Start
 // and took it for started.
-func (l *Lifecycle) Abort() bool { return l.s.CompareAndSwap(started, latent) }
+func (l *State) Abort() bool { return l.s.CompareAndSwap(started, latent) }
 
 // Close moves to closed. first reports whether this call did (not an
 // earlier one); wasStarted whether Start had succeeded before it.
-func (l *Lifecycle) Close() (first, wasStarted bool) {
+func (l *State) Close() (first, wasStarted bool) {
 	prev := l.s.Swap(closed)
 	return prev != closed, prev == started
 }
 
 // Running returns nil while started, else an error named what for op
 // ("": none) wrapping ErrNotStarted or ErrClosed.
-func (l *Lifecycle) Running(what, op string) error {
+func (l *State) Running(what, op string) error {
 	var err error
 	switch l.s.Load() {
 	case started:
@@ -65,7 +67,7 @@ func (l *Lifecycle) Running(what, op string) error {
 }
 
 // Closed reports whether Close was called.
-func (l *Lifecycle) Closed() bool { return l.s.Load() == closed }
+func (l *State) Closed() bool { return l.s.Load() == closed }
 
 // Started reports whether Start succeeded and Close was not called.
-func (l *Lifecycle) Started() bool { return l.s.Load() == started }
+func (l *State) Started() bool { return l.s.Load() == started }
