@@ -11,6 +11,7 @@ package interop_test
 import (
 	"context"
 	"errors"
+	"os"
 	"path/filepath"
 	"slices"
 	"testing"
@@ -56,7 +57,11 @@ func startTLSPeers(t *testing.T, ctx context.Context) tlsPeers {
 	ca, cert, key := zkc.TLSFiles()
 	store := filepath.Join(dir, "keystore.pem")
 	require.NoError(t, interop.WritePEMKeyStore(store, cert, key))
-	t.Logf("server %s", zkc.Version())
+	curator := interop.JavaDir + " (Curator 5.4)"
+	if os.Getenv(interop.ClasspathEnv) != "" {
+		curator = interop.ClasspathEnv
+	}
+	t.Logf("server %s; Curator from %s", zkc.Version(), curator)
 	return tlsPeers{zkc: zkc, goc: goc, dir: dir, java: interop.ClientTLSProperties(ca, store)}
 }
 
