@@ -23,7 +23,8 @@
 #                cache (scripts/zk39-env.sh sets ZK_TEST_VERSION=3.9 and
 #                CURATOR_CLASSPATH), over TLS: ZK_TEST_TLS=1 starts TLS-only
 #                servers with client certificates (docs/security.md; the
-#                interop tests' servers stay plain)
+#                interop tests' servers stay plain, but for Curator's own
+#                TLS tests, TestCuratorTLS*)
 #   make chaos-all-39  `make chaos-all` on ZooKeeper 3.9 (member kills and
 #                ensemble restarts included), faults paced densely (-pace
 #                dense: 80 or more in 5 minutes)

@@ -31,35 +31,64 @@ import (
 // members, service instances, queue items and their locks, counters,
 // barrier nodes, their parents and the namespace node. Every attempt
 // fails with zk.ErrNoAuth (recipes.ErrNoAuth), and the nodes are intact.
+// The service is known by each kind of identity of aclIdentities (a
+// digest, an x509 client certificate, a SASL DIGEST-MD5 user) and gives
+// its nodes to its own identities (creator-only, readable by anyone under
+// "public"); the other principal has an identity of the same kind.
 func TestACLNoRightsCannotTouchNodes(t *testing.T) {
-	zkc := zktest.Start(t)
-	svc := connect(t, zkc.Servers(), recipes.WithNamespace("acl"),
-		recipes.WithAuth("digest", []byte(svcAuth)), recipes.WithACLProvider(recipes.ACLProviderFunc(svcACL)))
-	runEveryRecipe(t, svc)
-	before := walkACLs(t, svc, "/acl")
-	nobody := connect(t, zkc.Servers())
-	other := connect(t, zkc.Servers(), recipes.WithAuth("digest", []byte(bobAuth)))
-	for _, c := range []*recipes.Client{nobody, other} {
-		conn := c.UnsafeConn()
-		for _, n := range before {
-			if reaped(n.path) {
-				continue
+	for _, id := range aclIdentities() {
+		t.Run(id.kind, func(t *testing.T) {
+			zkc := zktest.Start(t, id.server...)
+			svc := connect(t, zkc.Servers(), append(id.alice(t, zkc), recipes.WithNamespace("acl"),
+				recipes.WithACLProvider(recipes.ACLProviderFunc(creatorOnlyPublic)))...)
+			runEveryRecipe(t, svc)
+			before := walkACLs(t, svc, "/acl")
+			hasACLID(t, svc, "/acl/locks/mutex", id.aliceID)
+			others := []*recipes.Client{connect(t, zkc.Servers(), id.bob(t, zkc)...)}
+			if id.anonymous {
+				others = append(others, connect(t, zkc.Servers()))
 			}
-			err := conn.Delete(n.path, -1)
-			if n.path == "/acl" { // its parent is "/", world-writable: not ours to protect
-				assert.True(t, errors.Is(err, zk.ErrNoAuth) || errors.Is(err, zk.ErrNotEmpty), "delete %s: %v", n.path, err)
-			} else {
-				assert.ErrorIs(t, err, recipes.ErrNoAuth, "delete %s", n.path)
+			for _, c := range others {
+				cannotTouch(t, c, before)
 			}
-			_, err = conn.Set(n.path, []byte("tampered"), -1)
-			assert.ErrorIs(t, err, recipes.ErrNoAuth, "set %s", n.path)
-			_, err = conn.SetACL(n.path, zk.WorldACL(zk.PermAll), -1)
-			assert.ErrorIs(t, err, recipes.ErrNoAuth, "set the ACL of %s", n.path)
-			_, err = conn.Create(n.path+"/intruder", nil, 0, zk.WorldACL(zk.PermAll))
-			assert.ErrorIs(t, err, recipes.ErrNoAuth, "create under %s", n.path)
-		}
+			assert.Equal(t, withoutReaped(before), withoutReaped(walkACLs(t, svc, "/acl")), "nodes were added, removed or changed")
+		})
 	}
-	assert.Equal(t, withoutReaped(before), withoutReaped(walkACLs(t, svc, "/acl")), "nodes were added, removed or changed")
+}
+
+// creatorOnlyPublic gives every node to its creator's identities
+// (zk.AuthACL), and nodes under a "public" segment are readable by
+// anyone too, as svcACL.
+func creatorOnlyPublic(path string) []zk.ACL {
+	acl := zk.AuthACL(zk.PermAll)
+	if strings.Contains(path, "/public") {
+		acl = append(acl, zk.WorldACL(zk.PermRead)...)
+	}
+	return acl
+}
+
+// cannotTouch checks that c may neither delete, set, re-ACL nor create
+// under any of nodes.
+func cannotTouch(t *testing.T, c *recipes.Client, nodes []aclNode) {
+	t.Helper()
+	conn := c.UnsafeConn()
+	for _, n := range nodes {
+		if reaped(n.path) {
+			continue
+		}
+		err := conn.Delete(n.path, -1)
+		if n.path == "/acl" { // its parent is "/", world-writable: not ours to protect
+			assert.True(t, errors.Is(err, zk.ErrNoAuth) || errors.Is(err, zk.ErrNotEmpty), "delete %s: %v", n.path, err)
+		} else {
+			assert.ErrorIs(t, err, recipes.ErrNoAuth, "delete %s", n.path)
+		}
+		_, err = conn.Set(n.path, []byte("tampered"), -1)
+		assert.ErrorIs(t, err, recipes.ErrNoAuth, "set %s", n.path)
+		_, err = conn.SetACL(n.path, zk.WorldACL(zk.PermAll), -1)
+		assert.ErrorIs(t, err, recipes.ErrNoAuth, "set the ACL of %s", n.path)
+		_, err = conn.Create(n.path+"/intruder", nil, 0, zk.WorldACL(zk.PermAll))
+		assert.ErrorIs(t, err, recipes.ErrNoAuth, "create under %s", n.path)
+	}
 }
 
 // reaped reports whether path is a container that the recipes leave

@@ -14,6 +14,10 @@
 //   - CuratorDiscovery.java, one service process of curator-x-discovery
 //     (StartCuratorDiscovery; its own protocol, see its head).
 //
+// StartCuratorWith and StartCuratorDiscoveryWith take java options too:
+// ClientTLSProperties reaches a TLS-only ensemble with a client
+// certificate (tls_test.go).
+//
 // Both implement the same modes and line protocol; see the head of each
 // file. In short: "mutex <connect> <path> <iterations> <outFile>
 // <holdMillis>" prints READY, waits for "GO" on stdin, then records each
@@ -240,27 +244,19 @@ func KazooAvailable() error {
 // `java <JVMFlags> -cp <JavaClasspath()> CuratorRecipes.java args...`. The
 // process is killed (with its process group) when ctx is done.
 func StartCurator(ctx context.Context, dir string, args ...string) (*Proc, error) {
-	cp, err := JavaClasspath()
-	if err != nil {
-		return nil, err
-	}
-	java, err := javaBinary()
-	if err != nil {
-		return nil, err
-	}
-	src := filepath.Join(dir, CuratorSourceName)
-	if err := writeIfChanged(src, curatorSource); err != nil {
-		return nil, err
-	}
-	argv := append(append([]string{}, JVMFlags...), "-cp", cp, src)
-	argv = append(argv, args...)
-	return start(ctx, "curator", java, argv)
+	return startJava(ctx, "curator", dir, CuratorSourceName, curatorSource, nil, args)
 }
 
 // StartCuratorDiscovery writes CuratorDiscovery.java into dir and starts
 // it with args as StartCurator starts CuratorRecipes.java (see the
 // program's doc for its arguments and commands).
 func StartCuratorDiscovery(ctx context.Context, dir string, args ...string) (*Proc, error) {
+	return startJava(ctx, "curator-discovery", dir, CuratorDiscoverySourceName, curatorDiscoverySource, nil, args)
+}
+
+// startJava writes source into dir as name and starts `java <JVMFlags>
+// <props> -cp <JavaClasspath()> name args...`.
+func startJava(ctx context.Context, kind, dir, name string, source []byte, props, args []string) (*Proc, error) {
 	cp, err := JavaClasspath()
 	if err != nil {
 		return nil, err
@@ -269,13 +265,13 @@ func StartCuratorDiscovery(ctx context.Context, dir string, args ...string) (*Pr
 	if err != nil {
 		return nil, err
 	}
-	src := filepath.Join(dir, CuratorDiscoverySourceName)
-	if err := writeIfChanged(src, curatorDiscoverySource); err != nil {
+	src := filepath.Join(dir, name)
+	if err := writeIfChanged(src, source); err != nil {
 		return nil, err
 	}
-	argv := append(append([]string{}, JVMFlags...), "-cp", cp, src)
+	argv := append(append(append([]string{}, JVMFlags...), props...), "-cp", cp, src)
 	argv = append(argv, args...)
-	return start(ctx, "curator-discovery", java, argv)
+	return start(ctx, kind, java, argv)
 }
 
 // StartKazoo writes kazoo_recipes.py into dir and starts

@@ -126,4 +126,10 @@
 // that keytab and -Djava.security.krb5.conf naming the KDC; clients take
 // kdc.Krb5Conf() and ask a ticket for KDCService/KDCServiceHost. A session
 // authenticated as bob has the ACL id sasl:bob@ZK.TEST.
+//
+// WithTLS starts TLS-only servers (a secureClientPort, ssl.clientAuth=need,
+// the x509 provider) with a CA and certificates made for the cluster;
+// ClientTLS, ClientTLSAs and TLSFiles give what clients present. The
+// examples of WithTLS and WithSASLDigest connect with recipes.WithTLS and
+// recipes.WithSASLDigest and show the identity the server then gives.
 package zktest
