@@ -54,7 +54,7 @@
 //     to leave), with Wait.Session set to the session of its own node so
 //     that a lost session ends the wait.
 //   - A cache follows with a Follower: NodeCache is AddNode,
-//     PathChildrenCache is AddChildren plus an AddNode per child (added
+//     PathChildrenCache is addChildren plus an AddNode per child (added
 //     and removed as the list changes, all on the Follower's goroutine),
 //     and a tree cache is the same one level further at a time, each node
 //     keeping one watch of each kind (Watches.Armed). A FollowEvent

@@ -46,6 +46,6 @@ func followChildren(c *Client, ctx context.Context, path string, fn func(Childre
 		return err
 	}
 	f := c.NewFollower(path, nil)
-	f.AddChildren(path, path, fn)
+	f.addChildren(path, path, fn)
 	return f.Run(ctx)
 }

@@ -159,10 +159,10 @@ func (f *Follower) AddNode(key, path string, fn func(NodeView)) {
 	})
 }
 
-// AddChildren follows path's children under key: fn gets the first view,
+// addChildren follows path's children under key: fn gets the first view,
 // then every view that differs from the one before. A missing node is
 // watched for its creation.
-func (f *Follower) AddChildren(key, path string, fn func(ChildrenView)) {
+func (f *Follower) addChildren(key, path string, fn func(ChildrenView)) {
 	var (
 		last  ChildrenView
 		first = true
