@@ -24,9 +24,9 @@ type ReadOp struct {
 	Children bool
 }
 
-// ReadResult is one ReadOp's answer: Err (zk.ErrNoNode, zk.ErrNoAuth, ...)
+// readResult is one ReadOp's answer: Err (zk.ErrNoNode, zk.ErrNoAuth, ...)
 // or Data and Stat (getData) or Children (getChildren, unsorted).
-type ReadResult struct {
+type readResult struct {
 	Data     []byte
 	Stat     zk.Stat
 	Children []string
@@ -39,7 +39,7 @@ type ReadResult struct {
 // it was not sent (no Wire ready, or a path the Wire does not send): make
 // the reads one by one then. A server before 3.6 answers
 // ErrUnimplemented. The request counts as one multi (Stats.MultiReads).
-func (c *Client) MultiRead(ctx context.Context, ops []ReadOp) (res []ReadResult, err error, ok bool) {
+func (c *Client) MultiRead(ctx context.Context, ops []ReadOp) (res []readResult, err error, ok bool) {
 	wc := wireFor(c, ctx)
 	if wc == nil || len(ops) == 0 {
 		return nil, nil, false
@@ -72,7 +72,7 @@ func (c *Client) MultiRead(ctx context.Context, ops []ReadOp) (res []ReadResult,
 		return nil, err, true
 	}
 	rd := reader{p: body}
-	res = make([]ReadResult, 0, len(ops))
+	res = make([]readResult, 0, len(ops))
 	for !rd.bad {
 		t := rd.int32()
 		done := rd.take(1)
@@ -84,7 +84,7 @@ func (c *Client) MultiRead(ctx context.Context, ops []ReadOp) (res []ReadResult,
 			rd.bad = true
 			break
 		}
-		var r ReadResult
+		var r readResult
 		switch t {
 		case -1: // ErrorResult
 			r.Err = zkError(rd.int32())
