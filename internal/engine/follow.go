@@ -53,7 +53,7 @@ type FollowEvent struct {
 	Key   string        // FollowWatch: the key of the read that left the watch
 	Path  string        // FollowWatch: the server path of the watched node
 	Type  zk.EventType  // FollowWatch: NodeCreated, NodeDeleted, NodeDataChanged, NodeChildrenChanged, or NotWatching (dropped with the session)
-	Watch WatchKind     // FollowWatch: which of the read's watches on Path fired
+	Watch watchKind     // FollowWatch: which of the read's watches on Path fired
 	State zkstate.State // FollowState: the state entered
 }
 

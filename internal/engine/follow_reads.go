@@ -33,7 +33,7 @@ type Watches struct {
 }
 
 // Armed reports whether the read's watch of kind on path is still armed.
-func (w *Watches) Armed(kind WatchKind, path string) bool {
+func (w *Watches) Armed(kind watchKind, path string) bool {
 	if w == nil {
 		return false
 	}
@@ -79,7 +79,7 @@ func (w *Watches) Key() string { return w.key }
 // (its event cannot come first) and dropped again when the request fails.
 // A Watches of no Follower (the zero value) keeps the same account of what
 // is armed, for a caller that reads with watches of its own.
-func (w *Watches) watch(c *Client, kind WatchKind, path string, req func() (<-chan zk.Event, error)) error {
+func (w *Watches) watch(c *Client, kind watchKind, path string, req func() (<-chan zk.Event, error)) error {
 	if w.c == nil {
 		w.c = c
 	}

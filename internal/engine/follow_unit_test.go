@@ -23,18 +23,18 @@ import (
 func TestFiredKinds(t *testing.T) {
 	for _, tc := range []struct {
 		t    zk.EventType
-		want []WatchKind
+		want []watchKind
 	}{
-		{zk.EventNodeCreated, []WatchKind{WatchExists}},
-		{zk.EventNodeDataChanged, []WatchKind{WatchExists, WatchData}},
-		{zk.EventNodeChildrenChanged, []WatchKind{WatchChildren}},
-		{zk.EventNodeDeleted, []WatchKind{WatchExists, WatchData, WatchChildren}},
-		{zk.EventNotWatching, []WatchKind{WatchExists, WatchData, WatchChildren}},
+		{zk.EventNodeCreated, []watchKind{WatchExists}},
+		{zk.EventNodeDataChanged, []watchKind{WatchExists, WatchData}},
+		{zk.EventNodeChildrenChanged, []watchKind{WatchChildren}},
+		{zk.EventNodeDeleted, []watchKind{WatchExists, WatchData, WatchChildren}},
+		{zk.EventNotWatching, []watchKind{WatchExists, WatchData, WatchChildren}},
 		{zk.EventSession, nil},
 	} {
 		assert.Equal(t, tc.want, firedKinds(tc.t), "%v", tc.t)
 	}
-	assert.Equal(t, "data exists children unknown", WatchData.String()+" "+WatchExists.String()+" "+WatchChildren.String()+" "+WatchKind(0).String())
+	assert.Equal(t, "data exists children unknown", WatchData.String()+" "+WatchExists.String()+" "+WatchChildren.String()+" "+watchKind(0).String())
 }
 
 // taken returns what f's queue holds.

@@ -8,15 +8,15 @@ import (
 	"github.com/zkrecipes/zkrecipes/internal/zkstate"
 )
 
-// WatchKind is the kind of watch a read leaves on a node. ZooKeeper, and
+// watchKind is the kind of watch a read leaves on a node. ZooKeeper, and
 // go-zookeeper after it, keep the three apart: each fires on its own
 // events.
-type WatchKind uint8
+type watchKind uint8
 
 const (
 	// WatchData is getData's watch: it fires when the node is written or
 	// deleted. A getData of a missing node leaves none.
-	WatchData WatchKind = iota + 1
+	WatchData watchKind = iota + 1
 	// WatchExists is exists's watch: it fires when the node is created,
 	// written or deleted; it is the only one a missing node can carry.
 	WatchExists
@@ -26,7 +26,7 @@ const (
 )
 
 // String names the watch as ZooKeeper's request does.
-func (k WatchKind) String() string {
+func (k watchKind) String() string {
 	switch k {
 	case WatchData:
 		return "data"
@@ -41,16 +41,16 @@ func (k WatchKind) String() string {
 // firedKinds returns the kinds of watch on a node that an event of type t
 // fires, as the server and go-zookeeper (notifyWatches) decide it. Nil for
 // an event that is not about a node.
-func firedKinds(t zk.EventType) []WatchKind {
+func firedKinds(t zk.EventType) []watchKind {
 	switch t {
 	case zk.EventNodeCreated:
-		return []WatchKind{WatchExists}
+		return []watchKind{WatchExists}
 	case zk.EventNodeDataChanged:
-		return []WatchKind{WatchExists, WatchData}
+		return []watchKind{WatchExists, WatchData}
 	case zk.EventNodeChildrenChanged:
-		return []WatchKind{WatchChildren}
+		return []watchKind{WatchChildren}
 	case zk.EventNodeDeleted, zk.EventNotWatching:
-		return []WatchKind{WatchExists, WatchData, WatchChildren}
+		return []watchKind{WatchExists, WatchData, WatchChildren}
 	}
 	return nil
 }
@@ -58,7 +58,7 @@ func firedKinds(t zk.EventType) []WatchKind {
 // watchID names one watch of the connection: a node and a kind.
 type watchID struct {
 	path string
-	kind WatchKind
+	kind watchKind
 }
 
 // watchReg is one read's interest in one watch: registered before the
@@ -223,7 +223,7 @@ func (h *watchHub) watching() int {
 func (h *watchHub) armedAt(path string) bool {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	for _, k := range []WatchKind{WatchData, WatchExists, WatchChildren} {
+	for _, k := range []watchKind{WatchData, WatchExists, WatchChildren} {
 		if len(h.regs[watchID{path, k}]) > 0 {
 			return true
 		}
