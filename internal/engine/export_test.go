@@ -49,3 +49,6 @@ func followChildren(c *Client, ctx context.Context, path string, fn func(Childre
 	f.addChildren(path, path, fn)
 	return f.Run(ctx)
 }
+
+// FollowEventKind is the engine's own, named for the external tests.
+type FollowEventKind = followEventKind

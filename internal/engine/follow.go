@@ -13,13 +13,13 @@ import (
 	"github.com/zkrecipes/zkrecipes/internal/zkstate"
 )
 
-// FollowEventKind says what a FollowEvent reports.
-type FollowEventKind uint8
+// followEventKind says what a FollowEvent reports.
+type followEventKind uint8
 
 const (
 	// FollowWatch: a watch one of the follower's reads left fired (Key,
 	// Path, Type, Watch); the read runs again.
-	FollowWatch FollowEventKind = iota + 1
+	FollowWatch followEventKind = iota + 1
 	// FollowInitialised: every read added so far has read once. Reported
 	// once per Run, the first time it holds.
 	FollowInitialised
@@ -32,7 +32,7 @@ const (
 )
 
 // String names the kind.
-func (k FollowEventKind) String() string {
+func (k followEventKind) String() string {
 	switch k {
 	case FollowWatch:
 		return "watch"
@@ -49,7 +49,7 @@ func (k FollowEventKind) String() string {
 // A watch's event names the node and what happened to it, so a follower of
 // a tree knows which node to read again.
 type FollowEvent struct {
-	Kind  FollowEventKind
+	Kind  followEventKind
 	Key   string        // FollowWatch: the key of the read that left the watch
 	Path  string        // FollowWatch: the server path of the watched node
 	Type  zk.EventType  // FollowWatch: NodeCreated, NodeDeleted, NodeDataChanged, NodeChildrenChanged, or NotWatching (dropped with the session)
