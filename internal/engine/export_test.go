@@ -52,3 +52,6 @@ func followChildren(c *Client, ctx context.Context, path string, fn func(Childre
 
 // FollowEventKind is the engine's own, named for the external tests.
 type FollowEventKind = followEventKind
+
+// WatchData is the engine's own, named for the external tests.
+const WatchData = watchData

@@ -134,10 +134,10 @@ func (c *Client) ReadData(ctx context.Context, path string, w *Watches, creation
 			st   *zk.Stat
 			err  error
 		)
-		if w == nil || w.Armed(WatchData, path) || w.Armed(WatchExists, path) {
+		if w == nil || w.Armed(watchData, path) || w.Armed(WatchExists, path) {
 			data, st, err = c.Get(ctx, path)
 		} else {
-			err = w.watch(c, WatchData, path, func() (ch <-chan zk.Event, err error) {
+			err = w.watch(c, watchData, path, func() (ch <-chan zk.Event, err error) {
 				data, st, ch, err = c.GetW(ctx, path)
 				return ch, err
 			})

@@ -14,9 +14,9 @@ import (
 type watchKind uint8
 
 const (
-	// WatchData is getData's watch: it fires when the node is written or
+	// watchData is getData's watch: it fires when the node is written or
 	// deleted. A getData of a missing node leaves none.
-	WatchData watchKind = iota + 1
+	watchData watchKind = iota + 1
 	// WatchExists is exists's watch: it fires when the node is created,
 	// written or deleted; it is the only one a missing node can carry.
 	WatchExists
@@ -28,7 +28,7 @@ const (
 // String names the watch as ZooKeeper's request does.
 func (k watchKind) String() string {
 	switch k {
-	case WatchData:
+	case watchData:
 		return "data"
 	case WatchExists:
 		return "exists"
@@ -46,11 +46,11 @@ func firedKinds(t zk.EventType) []watchKind {
 	case zk.EventNodeCreated:
 		return []watchKind{WatchExists}
 	case zk.EventNodeDataChanged:
-		return []watchKind{WatchExists, WatchData}
+		return []watchKind{WatchExists, watchData}
 	case zk.EventNodeChildrenChanged:
 		return []watchKind{WatchChildren}
 	case zk.EventNodeDeleted, zk.EventNotWatching:
-		return []watchKind{WatchExists, WatchData, WatchChildren}
+		return []watchKind{WatchExists, watchData, WatchChildren}
 	}
 	return nil
 }
@@ -223,7 +223,7 @@ func (h *watchHub) watching() int {
 func (h *watchHub) armedAt(path string) bool {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	for _, k := range []watchKind{WatchData, WatchExists, WatchChildren} {
+	for _, k := range []watchKind{watchData, WatchExists, WatchChildren} {
 		if len(h.regs[watchID{path, k}]) > 0 {
 			return true
 		}
