@@ -55,3 +55,6 @@ type FollowEventKind = followEventKind
 
 // WatchData is the engine's own, named for the external tests.
 const WatchData = watchData
+
+// WatchExists is the engine's own, named for the external tests.
+const WatchExists = watchExists

@@ -134,7 +134,7 @@ func (c *Client) ReadData(ctx context.Context, path string, w *Watches, creation
 			st   *zk.Stat
 			err  error
 		)
-		if w == nil || w.Armed(watchData, path) || w.Armed(WatchExists, path) {
+		if w == nil || w.Armed(watchData, path) || w.Armed(watchExists, path) {
 			data, st, err = c.Get(ctx, path)
 		} else {
 			err = w.watch(c, watchData, path, func() (ch <-chan zk.Event, err error) {
@@ -147,7 +147,7 @@ func (c *Client) ReadData(ctx context.Context, path string, w *Watches, creation
 			return NodeView{Exists: true, Data: data, Stat: st}, nil
 		case !errors.Is(err, zk.ErrNoNode):
 			return NodeView{}, err
-		case w == nil || !creation || w.Armed(WatchExists, path):
+		case w == nil || !creation || w.Armed(watchExists, path):
 			return NodeView{}, nil
 		}
 		ok, _, err := c.ReadExists(ctx, path, w)
@@ -190,7 +190,7 @@ func (c *Client) ReadChildren(ctx context.Context, path string, w *Watches, crea
 			return ChildrenView{Exists: true, Children: kids, Stat: st}, nil
 		case !errors.Is(err, zk.ErrNoNode):
 			return ChildrenView{}, err
-		case w == nil || !creation || w.Armed(WatchExists, path):
+		case w == nil || !creation || w.Armed(watchExists, path):
 			return ChildrenView{}, nil
 		}
 		ok, _, err := c.ReadExists(ctx, path, w)
@@ -204,14 +204,14 @@ func (c *Client) ReadChildren(ctx context.Context, path string, w *Watches, crea
 // ReadExists reports whether path exists, leaving an exists watch of w's
 // there unless one is still armed (plainly with w nil).
 func (c *Client) ReadExists(ctx context.Context, path string, w *Watches) (bool, *zk.Stat, error) {
-	if w == nil || w.Armed(WatchExists, path) {
+	if w == nil || w.Armed(watchExists, path) {
 		return c.Exists(ctx, path)
 	}
 	var (
 		ok bool
 		st *zk.Stat
 	)
-	err := w.watch(c, WatchExists, path, func() (ch <-chan zk.Event, err error) {
+	err := w.watch(c, watchExists, path, func() (ch <-chan zk.Event, err error) {
 		ok, st, ch, err = c.ExistsW(ctx, path)
 		return ch, err
 	})

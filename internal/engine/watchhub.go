@@ -17,9 +17,9 @@ const (
 	// watchData is getData's watch: it fires when the node is written or
 	// deleted. A getData of a missing node leaves none.
 	watchData watchKind = iota + 1
-	// WatchExists is exists's watch: it fires when the node is created,
+	// watchExists is exists's watch: it fires when the node is created,
 	// written or deleted; it is the only one a missing node can carry.
-	WatchExists
+	watchExists
 	// WatchChildren is getChildren's watch: it fires when a child is
 	// created or deleted, and when the node itself is deleted.
 	WatchChildren
@@ -30,7 +30,7 @@ func (k watchKind) String() string {
 	switch k {
 	case watchData:
 		return "data"
-	case WatchExists:
+	case watchExists:
 		return "exists"
 	case WatchChildren:
 		return "children"
@@ -44,13 +44,13 @@ func (k watchKind) String() string {
 func firedKinds(t zk.EventType) []watchKind {
 	switch t {
 	case zk.EventNodeCreated:
-		return []watchKind{WatchExists}
+		return []watchKind{watchExists}
 	case zk.EventNodeDataChanged:
-		return []watchKind{WatchExists, watchData}
+		return []watchKind{watchExists, watchData}
 	case zk.EventNodeChildrenChanged:
 		return []watchKind{WatchChildren}
 	case zk.EventNodeDeleted, zk.EventNotWatching:
-		return []watchKind{WatchExists, watchData, WatchChildren}
+		return []watchKind{watchExists, watchData, WatchChildren}
 	}
 	return nil
 }
@@ -223,7 +223,7 @@ func (h *watchHub) watching() int {
 func (h *watchHub) armedAt(path string) bool {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	for _, k := range []watchKind{watchData, WatchExists, WatchChildren} {
+	for _, k := range []watchKind{watchData, watchExists, WatchChildren} {
 		if len(h.regs[watchID{path, k}]) > 0 {
 			return true
 		}
