@@ -26,7 +26,7 @@ type Wait struct {
 	// connection.
 	Once bool
 	// Until, when it closes, ends the wait with an error wrapping
-	// ErrUntil (a term whose hold signal closed, say).
+	// errUntil (a term whose hold signal closed, say).
 	Until <-chan struct{}
 }
 
@@ -65,8 +65,8 @@ type Wake struct {
 	State bool
 }
 
-// ErrUntil is returned by Await when Wait.Until closed.
-var ErrUntil = errors.New("zkrecipes: the wait was ended by its caller")
+// errUntil is returned by Await when Wait.Until closed.
+var errUntil = errors.New("zkrecipes: the wait was ended by its caller")
 
 // Await is the one way a recipe waits: until a condition over a watched
 // read holds, ctx ends, the client closes or the session is lost. It calls
@@ -174,7 +174,7 @@ func (l Look) block(ctx context.Context, w Wait, snap Snapshot, wake *Wake, clos
 	case <-snap.Changed:
 		wake.State = true
 	case <-w.Until:
-		return fmt.Errorf("zkrecipes: waiting for %s: %w", w.What, ErrUntil)
+		return fmt.Errorf("zkrecipes: waiting for %s: %w", w.What, errUntil)
 	case <-ctx.Done():
 		return fmt.Errorf("zkrecipes: waiting for %s: %w", w.What, ctx.Err())
 	case <-closed:

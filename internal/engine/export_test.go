@@ -58,3 +58,6 @@ const WatchData = watchData
 
 // WatchExists is the engine's own, named for the external tests.
 const WatchExists = watchExists
+
+// ErrUntil is the engine's own, named for the external tests.
+var ErrUntil = errUntil

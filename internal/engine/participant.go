@@ -157,7 +157,7 @@ func (ct *Contest) watchTerm(ctx context.Context, sig Signals) (gone bool, err e
 	switch {
 	case err == nil:
 		return true, nil
-	case errors.Is(err, ErrUntil):
+	case errors.Is(err, errUntil):
 		return false, nil
 	case ctx.Err() != nil || errors.Is(err, zkerr.ErrClosed):
 		return false, err
