@@ -61,3 +61,6 @@ const WatchExists = watchExists
 
 // ErrUntil is the engine's own, named for the external tests.
 var ErrUntil = errUntil
+
+// FollowInitialised is the engine's own, named for the external tests.
+const FollowInitialised = followInitialised

@@ -20,9 +20,9 @@ const (
 	// FollowWatch: a watch one of the follower's reads left fired (Key,
 	// Path, Type, Watch); the read runs again.
 	FollowWatch followEventKind = iota + 1
-	// FollowInitialised: every read added so far has read once. Reported
+	// followInitialised: every read added so far has read once. Reported
 	// once per Run, the first time it holds.
-	FollowInitialised
+	followInitialised
 	// FollowState: the connection state (State), as the Client publishes
 	// it: the current one when Run starts, then every change (SUSPENDED,
 	// LOST, RECONNECTED, READ_ONLY). After a RECONNECTED every read runs
@@ -36,7 +36,7 @@ func (k followEventKind) String() string {
 	switch k {
 	case FollowWatch:
 		return "watch"
-	case FollowInitialised:
+	case followInitialised:
 		return "initialised"
 	case FollowState:
 		return "state"
@@ -75,7 +75,7 @@ type followRead struct {
 	read    ReadFunc
 	w       Watches
 	dirty   bool // due to run (queued in Follower.dirty)
-	ok      bool // has run well once (for FollowInitialised)
+	ok      bool // has run well once (for followInitialised)
 	removed bool // Remove'd: never run again
 	retry   Backoff
 	at      time.Time // after a failure: not before
@@ -116,7 +116,7 @@ type Follower struct {
 // NewFollower returns a Follower that reports to onEvent (nil: to
 // nobody), on Run's goroutine: the current connection state first, as
 // every state listener is told, then every state change, every watch that
-// fires (before its read runs again), and FollowInitialised once.
+// fires (before its read runs again), and followInitialised once.
 // what names it in logs.
 func (c *Client) NewFollower(what string, onEvent func(FollowEvent)) *Follower {
 	return &Follower{c: c, what: what, onEvent: onEvent, q: notify.NewQueue[followItem](), reads: map[string]*followRead{}}
@@ -232,7 +232,7 @@ func (f *Follower) Run(ctx context.Context) error {
 		// others (a tree's children) that have not run yet.
 		if !f.initialised && f.pending == 0 && len(f.reads) > 0 && f.queued.Load() == 0 {
 			f.initialised = true
-			f.report(FollowEvent{Kind: FollowInitialised})
+			f.report(FollowEvent{Kind: followInitialised})
 		}
 		if stop, err := r.wait(ctx); stop {
 			return err
