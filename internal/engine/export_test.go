@@ -64,3 +64,6 @@ var ErrUntil = errUntil
 
 // FollowInitialised is the engine's own, named for the external tests.
 const FollowInitialised = followInitialised
+
+// FollowWatch is the engine's own, named for the external tests.
+const FollowWatch = followWatch

@@ -17,9 +17,9 @@ import (
 type followEventKind uint8
 
 const (
-	// FollowWatch: a watch one of the follower's reads left fired (Key,
+	// followWatch: a watch one of the follower's reads left fired (Key,
 	// Path, Type, Watch); the read runs again.
-	FollowWatch followEventKind = iota + 1
+	followWatch followEventKind = iota + 1
 	// followInitialised: every read added so far has read once. Reported
 	// once per Run, the first time it holds.
 	followInitialised
@@ -34,7 +34,7 @@ const (
 // String names the kind.
 func (k followEventKind) String() string {
 	switch k {
-	case FollowWatch:
+	case followWatch:
 		return "watch"
 	case followInitialised:
 		return "initialised"
@@ -50,10 +50,10 @@ func (k followEventKind) String() string {
 // a tree knows which node to read again.
 type FollowEvent struct {
 	Kind  followEventKind
-	Key   string        // FollowWatch: the key of the read that left the watch
-	Path  string        // FollowWatch: the server path of the watched node
-	Type  zk.EventType  // FollowWatch: NodeCreated, NodeDeleted, NodeDataChanged, NodeChildrenChanged, or NotWatching (dropped with the session)
-	Watch watchKind     // FollowWatch: which of the read's watches on Path fired
+	Key   string        // followWatch: the key of the read that left the watch
+	Path  string        // followWatch: the server path of the watched node
+	Type  zk.EventType  // followWatch: NodeCreated, NodeDeleted, NodeDataChanged, NodeChildrenChanged, or NotWatching (dropped with the session)
+	Watch watchKind     // followWatch: which of the read's watches on Path fired
 	State zkstate.State // FollowState: the state entered
 }
 
@@ -258,7 +258,7 @@ func (r *followRun) take(it followItem) {
 		f.added(it.add)
 	case it.remove:
 		f.removed(it.key)
-	case it.ev.Kind == FollowWatch:
+	case it.ev.Kind == followWatch:
 		f.fired(it)
 	case it.ev.Kind == FollowState:
 		r.connected = it.ev.State.IsConnected()

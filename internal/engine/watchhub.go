@@ -133,7 +133,7 @@ func (h *watchHub) dispatch(ev zk.Event) {
 			if r.f == nil {
 				continue // a Watches of no Follower: it only asks Armed
 			}
-			r.f.q.Push(followItem{reg: r, ev: FollowEvent{Kind: FollowWatch, Key: r.key, Path: ev.Path, Type: ev.Type, Watch: k}})
+			r.f.q.Push(followItem{reg: r, ev: FollowEvent{Kind: followWatch, Key: r.key, Path: ev.Path, Type: ev.Type, Watch: k}})
 		}
 		delete(h.regs, id)
 	}
@@ -154,7 +154,7 @@ func (h *watchHub) fire(r *watchReg, ev zk.Event) {
 		}
 	}
 	if r.f != nil {
-		r.f.q.Push(followItem{reg: r, ev: FollowEvent{Kind: FollowWatch, Key: r.key, Path: r.id.path, Type: ev.Type, Watch: r.id.kind}})
+		r.f.q.Push(followItem{reg: r, ev: FollowEvent{Kind: followWatch, Key: r.key, Path: r.id.path, Type: ev.Type, Watch: r.id.kind}})
 	}
 }
 
