@@ -67,3 +67,6 @@ const FollowInitialised = followInitialised
 
 // FollowWatch is the engine's own, named for the external tests.
 const FollowWatch = followWatch
+
+// ReadFunc is the engine's own, named for the external tests.
+type ReadFunc = readFunc

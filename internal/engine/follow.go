@@ -72,7 +72,7 @@ type followItem struct {
 // followRead is one read of a Follower; Run's goroutine owns it.
 type followRead struct {
 	key     string
-	read    ReadFunc
+	read    readFunc
 	w       Watches
 	dirty   bool // due to run (queued in Follower.dirty)
 	ok      bool // has run well once (for followInitialised)
@@ -124,7 +124,7 @@ func (c *Client) NewFollower(what string, onEvent func(FollowEvent)) *Follower {
 
 // Add adds a read under key (replacing the read under that key, if any);
 // it runs at once once Run runs.
-func (f *Follower) Add(key string, read ReadFunc) {
+func (f *Follower) Add(key string, read readFunc) {
 	f.queued.Add(1)
 	if !f.q.Push(followItem{add: &followRead{key: key, read: read}}) {
 		f.queued.Add(-1)

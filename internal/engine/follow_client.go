@@ -15,7 +15,7 @@ import (
 // the read left fires, after every reconnection, after a new session, and
 // after a failed read, under the client's retry policy. It returns nil
 // when ctx ends and ErrClosed when the client closes.
-func (c *Client) Follow(ctx context.Context, what string, read ReadFunc) error {
+func (c *Client) Follow(ctx context.Context, what string, read readFunc) error {
 	if err := c.Check(); err != nil {
 		return err
 	}

@@ -11,12 +11,12 @@ import (
 	"github.com/go-zookeeper/zk"
 )
 
-// ReadFunc is one read of a Follower: it reads what it follows, leaving
+// readFunc is one read of a Follower: it reads what it follows, leaving
 // its watches through w (ReadData, ReadChildren, ReadExists with w), and
 // acts on what it saw. It runs on the Follower's goroutine: at once, again
 // each time one of its watches fires, after every reconnection, and, after
 // it failed, under the client's retry policy.
-type ReadFunc func(ctx context.Context, w *Watches) error
+type readFunc func(ctx context.Context, w *Watches) error
 
 // Watches are the watches one read of a Follower left that have not fired
 // yet. The watched reads (Client.ReadData, ReadChildren, ReadExists) leave
