@@ -90,7 +90,7 @@ chaos-all-39: deps-demo deps-39
 		$(GO) test -tags chaos -race=false -count=1 -timeout 30m -v -run TestChaos ./chaos/ -args $(CHAOS_FLAGS) -faults all -pace dense
 
 # One target per go test run (-fuzz takes one). An input that fails is
-# written to internal/engine/testdata/fuzz/<target>/ and runs with every go test.
+# written to internal/<package>/testdata/fuzz/<target>/ (zkpath, contend, engine) and runs with every go test.
 # A count, not a duration: a -fuzztime duration can fail a run that found
 # nothing, with "context deadline exceeded" as the time runs out (a race in
 # Go's fuzzing coordinator, golang/go#75804, fixed in Go 1.27).
@@ -98,6 +98,6 @@ FUZZ_TIME ?= 150000x
 
 .PHONY: fuzz
 fuzz:
-	$(GO) test -run '^$$' -fuzz '^FuzzValidatePath$$' -fuzztime $(FUZZ_TIME) ./internal/engine/
-	$(GO) test -run '^$$' -fuzz '^FuzzSortKey$$' -fuzztime $(FUZZ_TIME) ./internal/engine/
+	$(GO) test -run '^$$' -fuzz '^FuzzValidatePath$$' -fuzztime $(FUZZ_TIME) ./internal/zkpath/
+	$(GO) test -run '^$$' -fuzz '^FuzzSortKey$$' -fuzztime $(FUZZ_TIME) ./internal/contend/
 	$(GO) test -run '^$$' -fuzz '^FuzzProtectedUUID$$' -fuzztime $(FUZZ_TIME) ./internal/engine/

@@ -54,6 +54,7 @@ import (
 
 	"github.com/go-zookeeper/zk"
 
+	"github.com/zkrecipes/zkrecipes/internal/contend"
 	"github.com/zkrecipes/zkrecipes/internal/engine"
 	"github.com/zkrecipes/zkrecipes/internal/recipeargs"
 	"github.com/zkrecipes/zkrecipes/internal/zkerr"
@@ -167,7 +168,7 @@ func (t *Term) Started() time.Time { return t.start }
 
 // anyDriver orders latch and selector nodes alike, by the text after the
 // last lock name.
-var anyDriver = &engine.Driver{Names: []string{LatchName, SelectorName}}
+var anyDriver = &contend.Driver{Names: []string{LatchName, SelectorName}}
 
 // Participants returns the election's nodes at path (a latch's or a
 // selector's), in queue order, with their ids; the first leads. Nodes
@@ -248,7 +249,7 @@ func readLeader(ctx context.Context, c *recipes.Client, full string, w *engine.W
 			}
 			return recipes.Participant{}, nil
 		}
-		first := engine.SortContenders(kids, anyDriver)[0]
+		first := contend.SortContenders(kids, anyDriver)[0]
 		p := zkpath.JoinPath(full, first.Name)
 		v, err := e.ReadData(ctx, p, w, false)
 		if err != nil {

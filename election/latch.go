@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"sync"
 
+	"github.com/zkrecipes/zkrecipes/internal/contend"
 	"github.com/zkrecipes/zkrecipes/internal/engine"
 	"github.com/zkrecipes/zkrecipes/internal/lifecycle"
 	"github.com/zkrecipes/zkrecipes/internal/notify"
@@ -123,7 +124,7 @@ func (l *Latch) ID() string { return l.id }
 // Path returns the latch path as given to NewLatch.
 func (l *Latch) Path() string { return l.path }
 
-var latchDriver = &engine.Driver{Names: []string{LatchName}, Recipe: "latch"}
+var latchDriver = &contend.Driver{Names: []string{LatchName}, Recipe: "latch"}
 
 // Start joins the election: it creates the latch node (waiting for that
 // within ctx) and keeps taking part in the background until Resign or

@@ -7,6 +7,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/zkrecipes/zkrecipes/internal/contend"
 	"github.com/zkrecipes/zkrecipes/internal/engine"
 	"github.com/zkrecipes/zkrecipes/internal/gid"
 	"github.com/zkrecipes/zkrecipes/internal/lifecycle"
@@ -85,7 +86,7 @@ func NewSelector(c *recipes.Client, path, id string, fn LeadFunc, opts ...Option
 	// The selector's lock is a mutex's, measured as the selector's.
 	lock, err := lockspec.NewMutex(c, path, lockspec.Spec{
 		LockName: mutex.LockName,
-		Driver:   &engine.Driver{Names: []string{mutex.LockName}, Recipe: "selector"},
+		Driver:   &contend.Driver{Names: []string{mutex.LockName}, Recipe: "selector"},
 	}, []any{mutex.WithData([]byte(id))})
 	if err != nil {
 		return nil, err

@@ -10,7 +10,7 @@ import (
 	"github.com/go-zookeeper/zk"
 	"github.com/stretchr/testify/require"
 
-	"github.com/zkrecipes/zkrecipes/internal/engine"
+	"github.com/zkrecipes/zkrecipes/internal/contend"
 	"github.com/zkrecipes/zkrecipes/internal/lockspec"
 	"github.com/zkrecipes/zkrecipes/internal/testutil"
 	"github.com/zkrecipes/zkrecipes/mutex"
@@ -56,17 +56,17 @@ func TestMisuse(t *testing.T) {
 
 	// Constructors.
 	add("NewInternal(nil client)", []error{recipes.ErrNilClient}, func() error {
-		_, err := newInternal(nil, "/misuse/x", lockspec.Spec{LockName: "x-", Driver: &engine.Driver{Names: []string{"x-"}}})
+		_, err := newInternal(nil, "/misuse/x", lockspec.Spec{LockName: "x-", Driver: &contend.Driver{Names: []string{"x-"}}})
 		return err
 	})
 	add("NewInternal(closed client)", []error{recipes.ErrClosed}, func() error {
-		_, err := newInternal(closed, "/misuse/x", lockspec.Spec{LockName: "x-", Driver: &engine.Driver{Names: []string{"x-"}}})
+		_, err := newInternal(closed, "/misuse/x", lockspec.Spec{LockName: "x-", Driver: &contend.Driver{Names: []string{"x-"}}})
 		return err
 	})
 	var subs []misuseSub
 	for _, p := range badPaths {
 		subs = append(subs, misuseSub{Name: fmt.Sprintf("%q", p), Call: func() error {
-			_, err := newInternal(c, p, lockspec.Spec{LockName: "x-", Driver: &engine.Driver{Names: []string{"x-"}}})
+			_, err := newInternal(c, p, lockspec.Spec{LockName: "x-", Driver: &contend.Driver{Names: []string{"x-"}}})
 			return err
 		}})
 	}
@@ -77,18 +77,18 @@ func TestMisuse(t *testing.T) {
 		return err
 	})
 	add("NewInternal(no lock name)", invalidArg, func() error {
-		_, err := newInternal(c, "/misuse/x", lockspec.Spec{Driver: &engine.Driver{Names: []string{"x-"}}})
+		_, err := newInternal(c, "/misuse/x", lockspec.Spec{Driver: &contend.Driver{Names: []string{"x-"}}})
 		return err
 	})
 	add("NewInternal(nil option)", invalidArg, func() error {
-		_, err := newInternal(c, "/misuse/x", lockspec.Spec{LockName: "x-", Driver: &engine.Driver{Names: []string{"x-"}}}, nil)
+		_, err := newInternal(c, "/misuse/x", lockspec.Spec{LockName: "x-", Driver: &contend.Driver{Names: []string{"x-"}}}, nil)
 		return err
 	})
 	for _, name := range []string{"a/b", "nul\x00"} {
 		// A lock name goes into every node name: refused when the lock is
 		// made, or at the latest by Lock, which must not wait for ever.
 		add(fmt.Sprintf("NewInternal(lock name %q) then Lock", name), []error{recipes.ErrInvalidArgument, recipes.ErrInvalidPath}, func() error {
-			m, err := newInternal(c, "/misuse/lockname", lockspec.Spec{LockName: name, Driver: &engine.Driver{Names: []string{name}}})
+			m, err := newInternal(c, "/misuse/lockname", lockspec.Spec{LockName: name, Driver: &contend.Driver{Names: []string{name}}})
 			if err != nil {
 				return err
 			}

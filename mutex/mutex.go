@@ -78,6 +78,7 @@ import (
 	"reflect"
 	"sync"
 
+	"github.com/zkrecipes/zkrecipes/internal/contend"
 	"github.com/zkrecipes/zkrecipes/internal/engine"
 	"github.com/zkrecipes/zkrecipes/internal/gid"
 	"github.com/zkrecipes/zkrecipes/internal/lockspec"
@@ -159,7 +160,7 @@ type Mutex struct {
 	path     string // as given
 	full     string // on the server
 	opts     options
-	driver   *engine.Driver
+	driver   *contend.Driver
 	lockName string
 	kind     string // names it in errors: "mutex", or the rwlock's "rwlock ... write lock"
 	prepare  func(owner any) ([]engine.EnterOption, error)
@@ -184,7 +185,7 @@ func New(c *recipes.Client, path string, opts ...Option) (*Mutex, error) {
 		return nil, err
 	}
 	m.lockName = LockName
-	m.driver = &engine.Driver{Names: append([]string{LockName}, m.opts.extra...), Recipe: "mutex"}
+	m.driver = &contend.Driver{Names: append([]string{LockName}, m.opts.extra...), Recipe: "mutex"}
 	return m, nil
 }
 

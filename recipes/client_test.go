@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
 
+	"github.com/zkrecipes/zkrecipes/internal/contend"
 	"github.com/zkrecipes/zkrecipes/internal/engine"
 	"github.com/zkrecipes/zkrecipes/internal/gid"
 	"github.com/zkrecipes/zkrecipes/internal/testutil"
@@ -290,7 +291,7 @@ func TestInvalidPathsAndMisuse(t *testing.T) {
 	assert.ErrorIs(t, err, recipes.ErrClosed)
 	assert.ErrorIs(t, c.AddAuth(context.Background(), "digest", []byte("a:b")), recipes.ErrClosed)
 	assert.ErrorIs(t, c.WaitConnected(context.Background()), recipes.ErrClosed)
-	_, err = engine.Of(c).Enter(context.Background(), "/x", "lock-", nil, &engine.Driver{Names: []string{"lock-"}})
+	_, err = engine.Of(c).Enter(context.Background(), "/x", "lock-", nil, &contend.Driver{Names: []string{"lock-"}})
 	assert.ErrorIs(t, err, recipes.ErrClosed)
 }
 

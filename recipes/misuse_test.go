@@ -10,6 +10,7 @@ import (
 	"github.com/go-zookeeper/zk"
 	"github.com/stretchr/testify/require"
 
+	"github.com/zkrecipes/zkrecipes/internal/contend"
 	"github.com/zkrecipes/zkrecipes/internal/engine"
 	"github.com/zkrecipes/zkrecipes/internal/notify"
 	"github.com/zkrecipes/zkrecipes/internal/testutil"
@@ -31,7 +32,7 @@ func TestMisuse(t *testing.T) {
 	servers := zkc.Servers()
 	c := connect(t, servers)
 	ctx := context.Background()
-	driver := &engine.Driver{Names: []string{"lock-"}}
+	driver := &contend.Driver{Names: []string{"lock-"}}
 
 	closed, err := testutil.Dial(context.Background(), servers)
 	require.NoError(t, err)
@@ -59,12 +60,12 @@ func TestMisuse(t *testing.T) {
 		add(fmt.Sprintf("FullPath(%q)", p), invalidPath, func() error { _, err := c.FullPath(p); return err })
 		add(fmt.Sprintf("SplitPath(%q)", p), noError, func() error { zkpath.SplitPath(p); return nil })
 		add(fmt.Sprintf("JoinPath(%q,%q)", p, p), noError, func() error { zkpath.JoinPath(p, p); return nil })
-		add(fmt.Sprintf("SortKey(%q,%q)", p, p), noError, func() error { engine.SortKey(p, p, p, ""); return nil })
+		add(fmt.Sprintf("SortKey(%q,%q)", p, p), noError, func() error { contend.SortKey(p, p, p, ""); return nil })
 	}
 	// The server refuses a character outside the BMP (Java sees a surrogate
 	// pair), so a path holding one can never be created.
 	add(`FullPath("/\U0001F600")`, invalidPath, func() error { _, err := c.FullPath("/\U0001F600"); return err })
-	add("SortKey empty lock name", noError, func() error { engine.SortKey("_c_x-lock-0000000001", ""); return nil })
+	add("SortKey empty lock name", noError, func() error { contend.SortKey("_c_x-lock-0000000001", ""); return nil })
 
 	// Connect, NewClient and the options TestInvalidPathsAndMisuse does not try.
 	add("Connect(no servers)", invalidArg, func() error { return connectErr([]string{}) })
@@ -499,12 +500,12 @@ func TestMisuse(t *testing.T) {
 		_ = recipes.ErrorPolicy(9).IsError(recipes.StateSuspended)
 		return nil
 	})
-	add("SortContenders(nil)", noError, func() error { engine.SortContenders(nil, driver); return nil })
+	add("SortContenders(nil)", noError, func() error { contend.SortContenders(nil, driver); return nil })
 	add("zero Driver", noError, func() error {
-		var d engine.Driver
+		var d contend.Driver
 		_ = d.SortKey("_c_x-lock-0000000001")
 		_ = d.Decide(nil)
-		_ = d.Decide([]engine.Contender{{Name: "a"}})
+		_ = d.Decide([]contend.Contender{{Name: "a"}})
 		return nil
 	})
 

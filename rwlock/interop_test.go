@@ -18,7 +18,7 @@ import (
 
 	"github.com/google/uuid"
 
-	"github.com/zkrecipes/zkrecipes/internal/engine"
+	"github.com/zkrecipes/zkrecipes/internal/contend"
 	"github.com/zkrecipes/zkrecipes/internal/interop"
 	"github.com/zkrecipes/zkrecipes/internal/testutil"
 	"github.com/zkrecipes/zkrecipes/internal/zkpath"
@@ -579,7 +579,7 @@ func interopDowngrade(t *testing.T, zkc *zktest.Cluster, dir string) {
 	_, wname := zkpath.SplitPath(wl.Node())
 	_, rname := zkpath.SplitPath(rl.Node())
 	if !strings.Contains(rname, rwlock.ReadLockName) ||
-		engine.SortKey(rname, rwlock.ReadLockName) != engine.SortKey(wname, rwlock.WriteLockName) {
+		contend.SortKey(rname, rwlock.ReadLockName) != contend.SortKey(wname, rwlock.WriteLockName) {
 		t.Fatalf("downgrade node %s does not take write node %s's sequence", rname, wname)
 	}
 	if err := rw.WriteLock().Release(own); err != nil {

@@ -61,6 +61,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/zkrecipes/zkrecipes/internal/contend"
 	"github.com/zkrecipes/zkrecipes/internal/engine"
 	"github.com/zkrecipes/zkrecipes/internal/lockspec"
 	"github.com/zkrecipes/zkrecipes/internal/recipeargs"
@@ -149,13 +150,13 @@ func (rw *RWLock) prepareWrite(owner any) ([]engine.EnterOption, error) {
 func (rw *RWLock) prepareRead(owner any) ([]engine.EnterOption, error) {
 	if node, ok := lockspec.HeldBy(rw.write, owner); ok {
 		_, name := zkpath.SplitPath(node)
-		seq := engine.SortKey(name, WriteLockName)
+		seq := contend.SortKey(name, WriteLockName)
 		return []engine.EnterOption{engine.EnterAtSequence(seq), engine.EnterGranted()}, nil
 	}
 	return nil, nil
 }
 
-func isWriter(c engine.Contender) bool { return strings.Contains(c.Name, WriteLockName) }
+func isWriter(c contend.Contender) bool { return strings.Contains(c.Name, WriteLockName) }
 
 // Both kinds of node sort by the text after the last lock name, as
 // Curator's SortingLockInternalsDriver does. A writer that goes may have
@@ -164,11 +165,11 @@ func isWriter(c engine.Contender) bool { return strings.Contains(c.Name, WriteLo
 var (
 	// writeDriver: a writer holds when its node is first, and watches the
 	// node just ahead of it.
-	writeDriver = &engine.Driver{Names: []string{ReadLockName, WriteLockName}, Relist: isWriter, Recipe: "rwlock_write"}
+	writeDriver = &contend.Driver{Names: []string{ReadLockName, WriteLockName}, Relist: isWriter, Recipe: "rwlock_write"}
 	// readDriver: a reader holds when no writer is ahead of it, and
 	// otherwise watches the nearest writer ahead. Readers do not block
 	// readers.
-	readDriver = &engine.Driver{Names: []string{ReadLockName, WriteLockName}, Blocks: isWriter, Relist: isWriter, Recipe: "rwlock_read"}
+	readDriver = &contend.Driver{Names: []string{ReadLockName, WriteLockName}, Blocks: isWriter, Relist: isWriter, Recipe: "rwlock_read"}
 )
 
 // Participants returns every node of the lock, readers and writers, in
@@ -185,13 +186,13 @@ func (rw *RWLock) Participants(ctx context.Context) ([]recipes.Participant, erro
 	if err := engine.Of(rw.c).Check(); err != nil {
 		return nil, zkerr.Named("rwlock "+rw.path, err)
 	}
-	ms, err := engine.Of(rw.c).ReadQueue(ctx, rw.full, writeDriver, func(c engine.Contender) bool {
+	ms, err := engine.Of(rw.c).ReadQueue(ctx, rw.full, writeDriver, func(c contend.Contender) bool {
 		return strings.Contains(c.Name, ReadLockName) || strings.Contains(c.Name, WriteLockName)
 	})
 	if err != nil {
 		return nil, zkerr.Namedf("rwlock "+rw.path, "participants: %w", err)
 	}
-	below := make([]engine.Contender, 0, len(ms))
+	below := make([]contend.Contender, 0, len(ms))
 	for i := range ms { // a reader holds by the read lock's rule
 		if !isWriter(ms[i].Contender) {
 			ms[i].Holds = readDriver.Decide(below).Held

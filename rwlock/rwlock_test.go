@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/zkrecipes/zkrecipes/internal/contend"
 	"github.com/zkrecipes/zkrecipes/internal/engine"
 	"github.com/zkrecipes/zkrecipes/internal/testutil"
 	"github.com/zkrecipes/zkrecipes/internal/zkpath"
@@ -198,7 +199,7 @@ func TestDowngradeKeepsQueuedWriterOutAndUpgradeFails(t *testing.T) {
 	ps := waitNodes(t, rw, 3)
 	_, wname := zkpath.SplitPath(wl.Node())
 	_, rname := zkpath.SplitPath(rl.Node())
-	seq := engine.SortKey(wname, rwlock.WriteLockName)
+	seq := contend.SortKey(wname, rwlock.WriteLockName)
 	assert.Equal(t, rwlock.ReadLockName+seq, rname[len(zkpath.ProtectedPrefix)+37:], "the read node takes the write node's sequence")
 	assert.True(t, ps[2].Writer, "the queued writer is last")
 

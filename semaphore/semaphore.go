@@ -51,6 +51,7 @@ import (
 
 	"github.com/go-zookeeper/zk"
 
+	"github.com/zkrecipes/zkrecipes/internal/contend"
 	"github.com/zkrecipes/zkrecipes/internal/engine"
 	"github.com/zkrecipes/zkrecipes/internal/lockspec"
 	"github.com/zkrecipes/zkrecipes/internal/recipeargs"
@@ -90,13 +91,13 @@ type Semaphore struct {
 	path   string
 	leases string // server path of the leases parent
 	lock   *mutex.Mutex
-	driver *engine.Driver // leaseDriver's rules, measured as this semaphore
+	driver *contend.Driver // leaseDriver's rules, measured as this semaphore
 	limit  engine.Limit
 	fixed  bool // the maximum never changes (New, not NewWithCount)
 	opts   options
 }
 
-var leaseDriver = &engine.Driver{Names: []string{LeaseName}}
+var leaseDriver = &contend.Driver{Names: []string{LeaseName}}
 
 // New returns a semaphore at path with at most maxLeases leases held at
 // once. It does not touch ZooKeeper.
@@ -170,12 +171,12 @@ func newSemaphore(c *recipes.Client, path string, limit engine.Limit, opts []Opt
 	// The internal lock is not measured: its wait counts in the lease's.
 	lock, err := lockspec.NewMutex(c, zkpath.JoinPath(path, LockParent), lockspec.Spec{
 		LockName: mutex.LockName,
-		Driver:   &engine.Driver{Names: []string{mutex.LockName}},
+		Driver:   &contend.Driver{Names: []string{mutex.LockName}},
 	}, nil)
 	if err != nil {
 		return nil, err
 	}
-	driver := &engine.Driver{Names: leaseDriver.Names, Recipe: "semaphore", Path: engine.Of(c).Namespace().Strip(full)}
+	driver := &contend.Driver{Names: leaseDriver.Names, Recipe: "semaphore", Path: engine.Of(c).Namespace().Strip(full)}
 	return &Semaphore{c: c, path: path, leases: zkpath.JoinPath(full, LeaseParent), lock: lock.(*mutex.Mutex),
 		driver: driver, limit: limit, opts: o}, nil
 }
@@ -311,7 +312,7 @@ func (s *Semaphore) Participants(ctx context.Context) ([]recipes.Participant, er
 	if err := engine.Of(s.c).Check(); err != nil {
 		return nil, zkerr.Named("semaphore "+s.path, err)
 	}
-	d := &engine.Driver{Names: leaseDriver.Names, Leases: s.MaxLeases()}
+	d := &contend.Driver{Names: leaseDriver.Names, Leases: s.MaxLeases()}
 	ms, err := engine.Of(s.c).ReadQueue(ctx, s.leases, d, nil)
 	if err != nil {
 		return nil, zkerr.Namedf("semaphore "+s.path, "participants: %w", err)

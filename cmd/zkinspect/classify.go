@@ -13,7 +13,7 @@ import (
 
 	"github.com/zkrecipes/zkrecipes/barrier"
 	"github.com/zkrecipes/zkrecipes/election"
-	"github.com/zkrecipes/zkrecipes/internal/engine"
+	"github.com/zkrecipes/zkrecipes/internal/contend"
 	"github.com/zkrecipes/zkrecipes/internal/zkpath"
 	"github.com/zkrecipes/zkrecipes/mutex"
 	"github.com/zkrecipes/zkrecipes/nodes"
@@ -76,14 +76,14 @@ var lockNames = []string{
 }
 
 // queueNodeName returns the lock name name ends with, before a sequence
-// suffix, and the text it sorts by (engine.SortKey, Curator's rule); ""
+// suffix, and the text it sorts by (contend.SortKey, Curator's rule); ""
 // when name is no queue node's name.
 func queueNodeName(name string) (lock, key string) {
 	for _, ln := range lockNames {
 		if !strings.Contains(name, ln) {
 			continue
 		}
-		if key := engine.SortKey(name, ln); isSequence(key) {
+		if key := contend.SortKey(name, ln); isSequence(key) {
 			return ln, key
 		}
 	}

@@ -19,6 +19,7 @@ import (
 	"github.com/go-zookeeper/zk"
 
 	"github.com/zkrecipes/zkrecipes/election"
+	"github.com/zkrecipes/zkrecipes/internal/contend"
 	"github.com/zkrecipes/zkrecipes/internal/engine"
 	"github.com/zkrecipes/zkrecipes/internal/zkpath"
 	"github.com/zkrecipes/zkrecipes/mutex"
@@ -364,16 +365,16 @@ func inspect(ctx context.Context, r *reader, cfg config) (*Report, error) {
 }
 
 // sortKey orders a queue node of the given kind, as Curator does
-// (engine.SortKey with the recipe's lock name), with Kazoo's names as
+// (contend.SortKey with the recipe's lock name), with Kazoo's names as
 // extra lock names.
 func sortKey(kind, name string) string {
 	switch kind {
 	case kindRWLock:
-		return engine.SortKey(name, rwlock.ReadLockName, rwlock.WriteLockName, kazooReadName, mutex.KazooLockName)
+		return contend.SortKey(name, rwlock.ReadLockName, rwlock.WriteLockName, kazooReadName, mutex.KazooLockName)
 	case kindLatch:
-		return engine.SortKey(name, election.LatchName)
+		return contend.SortKey(name, election.LatchName)
 	case kindLeases, kindSemaphore:
-		return engine.SortKey(name, semaphore.LeaseName)
+		return contend.SortKey(name, semaphore.LeaseName)
 	case kindQueue, kindSimpleQueue:
 		return name // Curator's DistributedQueue and SimpleDistributedQueue order
 	case kindGroup, kindTTL, kindService:
@@ -388,7 +389,7 @@ func sortKey(kind, name string) string {
 		}
 		return key
 	}
-	return engine.SortKey(name, mutex.LockName, mutex.KazooLockName)
+	return contend.SortKey(name, mutex.LockName, mutex.KazooLockName)
 }
 
 // nodes turns children of a queue of the given kind into Nodes, in queue

@@ -36,7 +36,7 @@
 // each one's ephemeralOwner); a node without children is a data node or
 // empty by its own data (see below). A recipe's queue node is an
 // ephemeral node whose name ends with a lock name and the server's
-// sequence suffix (engine.SortKey tells it, as Curator's sort does):
+// sequence suffix (contend.SortKey tells it, as Curator's sort does):
 //
 //   - mutex (also a LeaderSelector, go-zookeeper's zk.Lock, Kazoo's Lock):
 //     queue nodes named ...lock-<seq> or Kazoo's <hex>__lock__<seq>; the
@@ -100,7 +100,7 @@
 // data or data_base64, data_len, time). The choice is made when -watch
 // starts.
 //
-// Nodes are listed in queue order (engine.SortKey, as Curator sorts them),
+// Nodes are listed in queue order (contend.SortKey, as Curator sorts them),
 // with their session (ephemeralOwner), age (from their creation time), data
 // and the library whose naming they follow: "curator-compatible" for
 // _c_<36-character uuid>-... (Curator and zkrecipes make the same names),

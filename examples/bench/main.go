@@ -156,6 +156,8 @@ import (
 	"text/tabwriter"
 	"time"
 
+	contention "github.com/zkrecipes/zkrecipes/internal/contend"
+
 	"github.com/go-zookeeper/zk"
 
 	"github.com/zkrecipes/zkrecipes/internal/engine"
@@ -606,7 +608,7 @@ func (l *rawLoop) run(n int) error {
 		name := node[len(l.parent)+1:]
 		lowest := ""
 		for _, k := range kids {
-			if lowest == "" || engine.SortKey(k, mutex.LockName) < engine.SortKey(lowest, mutex.LockName) {
+			if lowest == "" || contention.SortKey(k, mutex.LockName) < contention.SortKey(lowest, mutex.LockName) {
 				lowest = k
 			}
 		}

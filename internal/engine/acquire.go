@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	"github.com/go-zookeeper/zk"
+	"github.com/zkrecipes/zkrecipes/internal/contend"
 	"github.com/zkrecipes/zkrecipes/internal/zkerr"
 	"github.com/zkrecipes/zkrecipes/internal/zkpath"
 )
@@ -37,10 +38,10 @@ func (ct *Contest) Acquire(ctx context.Context, wait bool) (held bool, sig Signa
 
 // queueView is what a waiter knows of its queue between two looks.
 type queueView struct {
-	below  []Contender // contenders ahead of ours that may still exist
-	listed bool        // below comes from a listing of this contest
-	czxid  int64       // the parent's, as of the last listing
-	target string      // name of the contender we watch
+	below  []contend.Contender // contenders ahead of ours that may still exist
+	listed bool                // below comes from a listing of this contest
+	czxid  int64               // the parent's, as of the last listing
+	target string              // name of the contender we watch
 	watch  <-chan zk.Event
 }
 
@@ -94,12 +95,12 @@ func (ct *Contest) list(ctx context.Context, q *queueView) error {
 		return fmt.Errorf("zkrecipes: waiting for %s: %w", ct.path, err)
 	}
 	kids = ct.dropGhosts(kids)
-	var sorted []Contender
+	var sorted []contend.Contender
 	ours := -1
 	if len(kids) == 1 && kids[0] == ct.me.Name {
 		ours = 0 // alone, the uncontended case: nothing to sort
 	} else {
-		sorted = SortContenders(kids, ct.driver)
+		sorted = contend.SortContenders(kids, ct.driver)
 		for i, k := range sorted {
 			if k.Name == ct.me.Name {
 				ours = i
@@ -167,7 +168,7 @@ func (ct *Contest) watchAhead(ctx context.Context, q *queueView, w int) (Look, e
 		return Look{Watch: ch}, nil
 	case errors.Is(err, zk.ErrNoNode):
 		ct.know.gone(next)
-		if ct.driver.relist(next) || ct.unknownBlocking(q.below[:w]) > 0 {
+		if ct.driver.RelistAfter(next) || ct.unknownBlocking(q.below[:w]) > 0 {
 			q.listed = false // more of unknown fate ahead: list again
 		}
 		return Look{Again: true}, nil
@@ -188,7 +189,7 @@ func (ct *Contest) woke(q *queueView, ev zk.Event) {
 	}
 	gone := q.below[i]
 	ct.know.gone(gone)
-	if ct.driver.relist(gone) || ct.unknownBlocking(q.below[:i]) > 1 {
+	if ct.driver.RelistAfter(gone) || ct.unknownBlocking(q.below[:i]) > 1 {
 		// Several blocking contenders ahead of the one that went may
 		// still exist: one list is cheaper than probing each.
 		q.listed = false

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/zkrecipes/zkrecipes/internal/contend"
 	"github.com/zkrecipes/zkrecipes/internal/zkerr"
 	"github.com/zkrecipes/zkrecipes/internal/zkpath"
 )
@@ -28,10 +29,10 @@ type Contest struct {
 	c           *Client
 	parent      string
 	path        string
-	me          Contender
+	me          contend.Contender
 	prefix      string // _c_<uuid>- of our node
 	sid         int64
-	driver      *Driver
+	driver      *contend.Driver
 	granted     bool // held from the start (EnterGranted)
 	verifyOwner bool
 	sweep       bool // a create reply was lost: a late copy may still land
@@ -100,7 +101,7 @@ func EnterVerifyOwner() EnterOption {
 
 // Enter creates our node, _c_<uuid>-<lockName><seq>, under parent (a server
 // path) with the given data, and returns the contest. Call Acquire next.
-func (c *Client) Enter(ctx context.Context, parent, lockName string, data []byte, d *Driver, opts ...EnterOption) (*Contest, error) {
+func (c *Client) Enter(ctx context.Context, parent, lockName string, data []byte, d *contend.Driver, opts ...EnterOption) (*Contest, error) {
 	if err := c.Check(); err != nil {
 		return nil, err
 	}
@@ -144,7 +145,7 @@ func (c *Client) Enter(ctx context.Context, parent, lockName string, data []byte
 	return &Contest{
 		c: c, parent: parent, path: path, sid: sid, driver: d,
 		granted: cfg.granted, verifyOwner: cfg.verifyOwner, sweep: lostReply,
-		me:     Contender{Name: name, Key: d.SortKey(name)},
+		me:     contend.Contender{Name: name, Key: d.SortKey(name)},
 		prefix: protectedPrefixOf(name),
 		met:    met,
 	}, nil
@@ -153,13 +154,13 @@ func (c *Client) Enter(ctx context.Context, parent, lockName string, data []byte
 // newContest makes a contest on an existing node of ours, path in session
 // sid (an owned node's, which the OwnedNode keeps and deletes): end it with
 // drop, not Leave.
-func newContest(c *Client, parent, path string, sid int64, d *Driver, opts []EnterOption) *Contest {
+func newContest(c *Client, parent, path string, sid int64, d *contend.Driver, opts []EnterOption) *Contest {
 	cfg := applyEnterOptions(opts)
 	_, name := zkpath.SplitPath(path)
 	ct := &Contest{
 		c: c, parent: parent, path: path, sid: sid, driver: d,
 		granted: cfg.granted, verifyOwner: cfg.verifyOwner,
-		me:     Contender{Name: name, Key: d.SortKey(name)},
+		me:     contend.Contender{Name: name, Key: d.SortKey(name)},
 		prefix: protectedPrefixOf(name),
 	}
 	if c.met != nil {
@@ -211,7 +212,7 @@ func protectedPrefixOf(name string) string {
 func (ct *Contest) Path() string { return ct.path }
 
 // Node returns our node's name and sort key.
-func (ct *Contest) Node() Contender { return ct.me }
+func (ct *Contest) Node() contend.Contender { return ct.me }
 
 // Session returns the id of the session that owns our node.
 func (ct *Contest) Session() int64 { return ct.sid }
@@ -257,14 +258,14 @@ func (ct *Contest) dropGhosts(kids []string) []string {
 
 // prune drops from *below the contenders known to be gone, and reports
 // whether one of them is a contender whose going may have let a node
-// appear that the engine has not listed (Driver.Relist): then the caller
+// appear that the engine has not listed (contend.Driver.Relist): then the caller
 // lists the children again, whoever learned of the going (a watch of ours,
 // a probe, or another session of this process).
-func (ct *Contest) prune(below *[]Contender) (relist bool) {
+func (ct *Contest) prune(below *[]contend.Contender) (relist bool) {
 	cs := *below
 	var risky []string
 	for _, c := range cs {
-		if ct.driver.relist(c) {
+		if ct.driver.RelistAfter(c) {
 			risky = append(risky, c.Name)
 		}
 	}
@@ -283,10 +284,10 @@ func (ct *Contest) prune(below *[]Contender) (relist bool) {
 
 // unknownBlocking counts the contenders of cs that block ours and are not
 // known to be gone.
-func (ct *Contest) unknownBlocking(cs []Contender) int {
+func (ct *Contest) unknownBlocking(cs []contend.Contender) int {
 	n := 0
 	for _, o := range cs {
-		if ct.driver.blocks(o) {
+		if ct.driver.BlockedBy(o) {
 			n++
 		}
 	}
@@ -296,9 +297,9 @@ func (ct *Contest) unknownBlocking(cs []Contender) int {
 	if n == len(cs) {
 		return ct.know.unknown(cs)
 	}
-	blocking := make([]Contender, 0, n)
+	blocking := make([]contend.Contender, 0, n)
 	for _, o := range cs {
-		if ct.driver.blocks(o) {
+		if ct.driver.BlockedBy(o) {
 			blocking = append(blocking, o)
 		}
 	}
@@ -321,7 +322,7 @@ func (ct *Contest) confirmOwner(ctx context.Context, snap Snapshot) error {
 	return nil
 }
 
-func indexOf(cs []Contender, name string) int {
+func indexOf(cs []contend.Contender, name string) int {
 	for i := len(cs) - 1; i >= 0; i-- {
 		if cs[i].Name == name {
 			return i

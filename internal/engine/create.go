@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/go-zookeeper/zk"
+	"github.com/zkrecipes/zkrecipes/internal/contend"
 	"github.com/zkrecipes/zkrecipes/internal/zkerr"
 	"github.com/zkrecipes/zkrecipes/internal/zkpath"
 )
@@ -192,7 +193,7 @@ func (pc *protectedCreate) find() (string, error) {
 	}
 	keep := mine[0]
 	for _, m := range mine[1:] {
-		if SortKey(m, name) < SortKey(keep, name) {
+		if contend.SortKey(m, name) < contend.SortKey(keep, name) {
 			keep = m
 		}
 	}

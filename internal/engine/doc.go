@@ -43,7 +43,7 @@
 // # Adding a recipe
 //
 // A new recipe is one new package that imports recipes and this package,
-// and touches nothing here. A lock-like recipe declares a Driver (its lock
+// and touches nothing here. A lock-like recipe declares a contend.Driver (its lock
 // names, its number of leases, which contenders block it) and queues with
 // Client.Enter and Contest.Acquire; fencing and Done come from the Hold it
 // builds on the node. Anything else is a condition or a view:

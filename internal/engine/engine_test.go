@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/zkrecipes/zkrecipes/internal/contend"
 	"github.com/zkrecipes/zkrecipes/internal/engine"
 	"github.com/zkrecipes/zkrecipes/internal/testutil"
 	"github.com/zkrecipes/zkrecipes/recipes"
@@ -21,11 +22,11 @@ import (
 
 // isWriter tells a write node, for a minimal read/write lock on the
 // engine, the way the rwlock recipe builds one.
-func isWriter(c engine.Contender) bool { return strings.Contains(c.Name, "__WRIT__") }
+func isWriter(c contend.Contender) bool { return strings.Contains(c.Name, "__WRIT__") }
 
 var (
-	writerDriver = &engine.Driver{Names: []string{"__READ__", "__WRIT__"}, Relist: isWriter}
-	readerDriver = &engine.Driver{Names: []string{"__READ__", "__WRIT__"}, Blocks: isWriter, Relist: isWriter}
+	writerDriver = &contend.Driver{Names: []string{"__READ__", "__WRIT__"}, Relist: isWriter}
+	readerDriver = &contend.Driver{Names: []string{"__READ__", "__WRIT__"}, Blocks: isWriter, Relist: isWriter}
 )
 
 // The engine's extension points: a node at a given sequence and granted
@@ -94,7 +95,7 @@ func TestAwaitCount(t *testing.T) {
 	zkc := zktest.Start(t)
 	c := connect(t, zkc.Servers())
 	ctx := context.Background()
-	d := &engine.Driver{Names: []string{"lease-"}}
+	d := &contend.Driver{Names: []string{"lease-"}}
 	var cts []*engine.Contest
 	for i := 0; i < 3; i++ {
 		ct, err := engine.Of(c).Enter(ctx, "/sem/leases", "lease-", nil, d)
@@ -204,7 +205,7 @@ func participate(t *testing.T, c *recipes.Client, parent string) (*termLog, func
 	go func() {
 		done <- engine.Of(c).Participate(ctx, engine.Participation{
 			Parent: parent, LockName: "latch-", Data: []byte("id"),
-			Driver:  &engine.Driver{Names: []string{"latch-"}},
+			Driver:  &contend.Driver{Names: []string{"latch-"}},
 			Options: []engine.EnterOption{engine.EnterVerifyOwner()},
 			OnNode:  l.onNode, OnTerm: l.onTerm,
 		})
@@ -310,7 +311,7 @@ func TestEngineVerifiesTheNodesOwner(t *testing.T) {
 	c := connect(t, zkc.Servers())
 	other := connect(t, zkc.Servers())
 	ctx := context.Background()
-	d := &engine.Driver{Names: []string{"latch-"}}
+	d := &contend.Driver{Names: []string{"latch-"}}
 	ct, err := engine.Of(c).Enter(ctx, "/owner", "latch-", nil, d, engine.EnterVerifyOwner())
 	require.NoError(t, err)
 	// The same name, now owned by another session.

@@ -18,6 +18,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/zkrecipes/zkrecipes/internal/contend"
 	"github.com/zkrecipes/zkrecipes/internal/engine"
 	"github.com/zkrecipes/zkrecipes/internal/testutil"
 	"github.com/zkrecipes/zkrecipes/internal/zkpath"
@@ -25,7 +26,7 @@ import (
 	"github.com/zkrecipes/zkrecipes/recipes/zktest"
 )
 
-var lockDriver = &engine.Driver{Names: []string{"lock-"}}
+var lockDriver = &contend.Driver{Names: []string{"lock-"}}
 
 // prefixOf returns the _c_<uuid>- prefix of a protected node's path.
 func prefixOf(t *testing.T, path string) string {

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"testing"
 
+	"github.com/zkrecipes/zkrecipes/internal/contend"
 	"github.com/zkrecipes/zkrecipes/internal/zkpath"
 )
 
@@ -29,20 +30,20 @@ func BenchmarkSortKey(b *testing.B) {
 		b.Run(name[len(name)-16:], func(b *testing.B) {
 			b.ReportAllocs()
 			for i := 0; i < b.N; i++ {
-				_ = SortKey(name, "lock-", "__lock__", "__READ__")
+				_ = contend.SortKey(name, "lock-", "__lock__", "__READ__")
 			}
 		})
 	}
 }
 
 func BenchmarkSortContenders(b *testing.B) {
-	d := &Driver{Names: []string{"lock-"}}
+	d := &contend.Driver{Names: []string{"lock-"}}
 	for _, n := range []int{1, 10, 100, 1000} {
 		kids := names(n)
 		b.Run(fmt.Sprint(n), func(b *testing.B) {
 			b.ReportAllocs()
 			for i := 0; i < b.N; i++ {
-				_ = SortContenders(kids, d)
+				_ = contend.SortContenders(kids, d)
 			}
 		})
 	}
@@ -51,9 +52,9 @@ func BenchmarkSortContenders(b *testing.B) {
 // BenchmarkPredecessor is the waiter's decision: the driver's Decide over
 // the contenders ahead.
 func BenchmarkPredecessor(b *testing.B) {
-	d := &Driver{Names: []string{"lock-"}}
+	d := &contend.Driver{Names: []string{"lock-"}}
 	for _, n := range []int{10, 1000} {
-		sorted := SortContenders(names(n), d)
+		sorted := contend.SortContenders(names(n), d)
 		below := sorted[:n-1]
 		b.Run(fmt.Sprint(n), func(b *testing.B) {
 			b.ReportAllocs()
@@ -87,14 +88,14 @@ func BenchmarkKnowledgePrune(b *testing.B) {
 	k.init()
 	p := k.enter("/bench/prune", 1)
 	defer k.leave(p)
-	d := &Driver{Names: []string{"lock-"}}
-	sorted := SortContenders(names(100), d)
+	d := &contend.Driver{Names: []string{"lock-"}}
+	sorted := contend.SortContenders(names(100), d)
 	for i, c := range sorted {
 		if i%2 == 0 {
 			p.gone(c)
 		}
 	}
-	buf := make([]Contender, len(sorted))
+	buf := make([]contend.Contender, len(sorted))
 	b.ReportAllocs()
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {

@@ -4,6 +4,7 @@ import (
 	"sort"
 	"sync"
 
+	"github.com/zkrecipes/zkrecipes/internal/contend"
 	"github.com/zkrecipes/zkrecipes/internal/zkpath"
 )
 
@@ -176,9 +177,9 @@ func (s nameSet) add(name, key string) {
 	if len(s) <= maxTombs {
 		return
 	}
-	all := make([]Contender, 0, len(s))
+	all := make([]contend.Contender, 0, len(s))
 	for n, k := range s {
-		all = append(all, Contender{Name: n, Key: k})
+		all = append(all, contend.Contender{Name: n, Key: k})
 	}
 	sort.Slice(all, func(i, j int) bool {
 		if all[i].Key != all[j].Key {
@@ -252,7 +253,7 @@ func (k *knowledge) leave(p *parentKnowledge) {
 
 // gone records that c, a contender listed under this incarnation, is gone:
 // process-wide when its name is protected, else for this Client only.
-func (p *parentKnowledge) gone(c Contender) {
+func (p *parentKnowledge) gone(c contend.Contender) {
 	if isProtected(c.Name) {
 		graveyard.mu.Lock()
 		defer graveyard.mu.Unlock()
@@ -281,7 +282,7 @@ func (p *parentKnowledge) allGoneBelow(key string) {
 }
 
 // known reports whether c is known to be gone; both locks are held.
-func (p *parentKnowledge) known(c Contender) bool {
+func (p *parentKnowledge) known(c contend.Contender) bool {
 	if c.Key < p.mark {
 		return true
 	}
@@ -294,7 +295,7 @@ func (p *parentKnowledge) known(c Contender) bool {
 
 // prune returns cs without the contenders known to be gone. It reuses
 // cs's array.
-func (p *parentKnowledge) prune(cs []Contender) []Contender {
+func (p *parentKnowledge) prune(cs []contend.Contender) []contend.Contender {
 	p.k.mu.Lock()
 	defer p.k.mu.Unlock()
 	graveyard.mu.Lock()
@@ -309,7 +310,7 @@ func (p *parentKnowledge) prune(cs []Contender) []Contender {
 }
 
 // unknown counts the contenders of cs not known to be gone.
-func (p *parentKnowledge) unknown(cs []Contender) int {
+func (p *parentKnowledge) unknown(cs []contend.Contender) int {
 	p.k.mu.Lock()
 	defer p.k.mu.Unlock()
 	graveyard.mu.Lock()

@@ -8,6 +8,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"github.com/zkrecipes/zkrecipes/internal/contend"
 	"github.com/zkrecipes/zkrecipes/internal/zkpath"
 )
 
@@ -30,15 +31,15 @@ func testParent(t *testing.T) string {
 
 // protectedContender returns a contender with a fresh protected name, as a
 // mutex makes it.
-func protectedContender(seq int) Contender {
+func protectedContender(seq int) contend.Contender {
 	key := fmt.Sprintf("%010d", seq)
-	return Contender{Name: zkpath.ProtectedPrefix + zkpath.NewUUID() + "-lock-" + key, Key: key}
+	return contend.Contender{Name: zkpath.ProtectedPrefix + zkpath.NewUUID() + "-lock-" + key, Key: key}
 }
 
 // kazooContender returns a contender named as a Kazoo Lock names its nodes.
-func kazooContender(seq int) Contender {
+func kazooContender(seq int) contend.Contender {
 	key := fmt.Sprintf("%010d", seq)
-	return Contender{Name: kazooPrefix + key, Key: key}
+	return contend.Contender{Name: kazooPrefix + key, Key: key}
 }
 
 // enter enters the incarnation and leaves it at the end of the test.
@@ -50,8 +51,8 @@ func enter(t *testing.T, k *knowledge, path string, czxid int64) *parentKnowledg
 }
 
 // isKnown reports whether p prunes c.
-func isKnown(p *parentKnowledge, c Contender) bool {
-	return len(p.prune([]Contender{c})) == 0
+func isKnown(p *parentKnowledge, c contend.Contender) bool {
+	return len(p.prune([]contend.Contender{c})) == 0
 }
 
 // tombsRefs returns the reference count of an incarnation's process-wide
@@ -111,12 +112,12 @@ func TestKnowledgeKazooNameBuriedIsNotPruned(t *testing.T) {
 	path := testParent(t)
 	p := enter(t, newTestKnowledge(), path, 10)
 	kz := kazooContender(3)
-	plain := Contender{Name: "lock-0000000004", Key: "0000000004"}
+	plain := contend.Contender{Name: "lock-0000000004", Key: "0000000004"}
 	bury(path, kz.Name, kz.Key)
 	bury(path, plain.Name, plain.Key)
-	cs := []Contender{kz, plain}
+	cs := []contend.Contender{kz, plain}
 	assert.Equal(t, 2, p.unknown(cs))
-	assert.Equal(t, []Contender{kz, plain}, p.prune(cs))
+	assert.Equal(t, []contend.Contender{kz, plain}, p.prune(cs))
 }
 
 func TestKnowledgeProtectedNameBuriedIsPruned(t *testing.T) {
@@ -132,10 +133,10 @@ func TestKnowledgeProtectedNameBuriedIsPruned(t *testing.T) {
 	assert.False(t, isKnown(p, early))
 	c2, c3, c4 := protectedContender(2), protectedContender(3), protectedContender(4)
 	bury(path, c3.Name, c3.Key)
-	cs := []Contender{c2, c3, c4}
+	cs := []contend.Contender{c2, c3, c4}
 	assert.Equal(t, 2, p.unknown(cs))
 	out := p.prune(cs)
-	assert.Equal(t, []Contender{c2, c4}, out)
+	assert.Equal(t, []contend.Contender{c2, c4}, out)
 	assert.Same(t, &cs[0], &out[0], "prune reuses the array")
 }
 
@@ -208,7 +209,7 @@ func TestKnowledgeWatermarkPerIncarnation(t *testing.T) {
 	other := enter(t, newTestKnowledge(), path, 10) // another Client, same incarnation
 
 	a.allGoneBelow("0000000005")
-	for _, c := range []Contender{kazooContender(4), protectedContender(0)} {
+	for _, c := range []contend.Contender{kazooContender(4), protectedContender(0)} {
 		assert.True(t, isKnown(a, c), "%v below the mark", c)
 		assert.False(t, isKnown(b, c), "%v in another incarnation", c)
 		assert.False(t, isKnown(other, c), "%v in another Client", c)
@@ -248,9 +249,9 @@ func TestKnowledgeCapEvictsLowestKeys(t *testing.T) {
 	const uuid = "0f8b3c1e-5d2a-4b6f-9c7e-1a2b3c4d5e6f"
 	// Insert in a scrambled order, so eviction cannot depend on it.
 	const n = maxTombs + 1
-	prot := func(i int) Contender {
+	prot := func(i int) contend.Contender {
 		key := fmt.Sprintf("%010d", i)
-		return Contender{Name: zkpath.ProtectedPrefix + uuid + "-lock-" + key, Key: key}
+		return contend.Contender{Name: zkpath.ProtectedPrefix + uuid + "-lock-" + key, Key: key}
 	}
 	for j := 0; j < n; j++ {
 		i := j * 7919 % n // 7919 is prime, so this visits each index once
@@ -260,7 +261,7 @@ func TestKnowledgeCapEvictsLowestKeys(t *testing.T) {
 	cut := n / 2 // the lower half goes
 	for _, tc := range []struct {
 		what string
-		c    func(int) Contender
+		c    func(int) contend.Contender
 	}{{"protected", prot}, {"kazoo", kazooContender}} {
 		assert.False(t, isKnown(p, tc.c(0)), tc.what)
 		assert.False(t, isKnown(p, tc.c(cut-1)), tc.what)
@@ -344,8 +345,8 @@ func TestKnowledgeConcurrent(t *testing.T) {
 				p.gone(kz)
 				p.gone(protectedContender(i + 1))
 				p.allGoneBelow(fmt.Sprintf("%010d", i/2))
-				p.unknown([]Contender{c, kz})
-				p.prune([]Contender{c, kz})
+				p.unknown([]contend.Contender{c, kz})
+				p.prune([]contend.Contender{c, kz})
 				if i%50 == 0 {
 					k.reset()
 				}

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/go-zookeeper/zk"
+	"github.com/zkrecipes/zkrecipes/internal/contend"
 	"github.com/zkrecipes/zkrecipes/internal/metric"
 	"github.com/zkrecipes/zkrecipes/internal/zkerr"
 	"github.com/zkrecipes/zkrecipes/internal/zkstate"
@@ -209,7 +210,7 @@ func newInstruments(m metric.Sink, namespace string, pathLabel func(recipe, path
 // recipe returns the instruments of the recipe whose driver is d and
 // whose contest is under path (without the namespace), making them on
 // first use; nil when d's contests are not measured (no Recipe).
-func (in *instruments) recipe(d *Driver, path string) *recipeInstruments {
+func (in *instruments) recipe(d *contend.Driver, path string) *recipeInstruments {
 	if d.Recipe == "" {
 		return nil
 	}
@@ -313,7 +314,7 @@ type contestMetrics struct {
 
 // contest returns the measurements of a contest of driver d under path
 // (without the namespace) whose wait began at since.
-func (in *instruments) contest(d *Driver, path string, since time.Time) contestMetrics {
+func (in *instruments) contest(d *contend.Driver, path string, since time.Time) contestMetrics {
 	if in == nil {
 		return contestMetrics{}
 	}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	"github.com/go-zookeeper/zk"
+	"github.com/zkrecipes/zkrecipes/internal/contend"
 	"github.com/zkrecipes/zkrecipes/internal/zkerr"
 	"github.com/zkrecipes/zkrecipes/internal/zkpath"
 )
@@ -17,7 +18,7 @@ type Participation struct {
 	Parent   string // server path of the queue
 	LockName string // e.g. "latch-"
 	Data     []byte
-	Driver   *Driver
+	Driver   *contend.Driver
 	Options  []EnterOption // EnterVerifyOwner, for a leader latch
 	// OnNode, if set, is called with the server path of each node made.
 	OnNode func(path string)

@@ -5,12 +5,13 @@ import (
 	"errors"
 
 	"github.com/go-zookeeper/zk"
+	"github.com/zkrecipes/zkrecipes/internal/contend"
 	"github.com/zkrecipes/zkrecipes/internal/zkpath"
 )
 
 // Member is one node of a recipe's queue as ReadQueue reports it.
 type Member struct {
-	Contender
+	contend.Contender
 	Node  string // its path inside the client's namespace
 	Data  []byte // its data
 	Holds bool   // the driver's rule lets it hold, given the nodes ahead of it
@@ -22,7 +23,7 @@ type Member struct {
 // vanish while they are read are left out; a missing dir is an empty
 // queue. Connection errors are retried under the client's policy. Every
 // recipe's Participants is this one read.
-func (c *Client) ReadQueue(ctx context.Context, dir string, d *Driver, keep func(Contender) bool) ([]Member, error) {
+func (c *Client) ReadQueue(ctx context.Context, dir string, d *contend.Driver, keep func(contend.Contender) bool) ([]Member, error) {
 	var kids []string
 	err := c.Retry(ctx, func() error {
 		var err error
@@ -35,7 +36,7 @@ func (c *Client) ReadQueue(ctx context.Context, dir string, d *Driver, keep func
 	if err != nil {
 		return nil, err
 	}
-	sorted := SortContenders(kids, d)
+	sorted := contend.SortContenders(kids, d)
 	out := make([]Member, 0, len(sorted))
 	for _, k := range sorted {
 		if keep != nil && !keep(k) {
@@ -56,7 +57,7 @@ func (c *Client) ReadQueue(ctx context.Context, dir string, d *Driver, keep func
 		}
 		out = append(out, Member{Contender: k, Node: c.Namespace().Strip(p), Data: data})
 	}
-	below := make([]Contender, 0, len(out))
+	below := make([]contend.Contender, 0, len(out))
 	for i := range out {
 		out[i].Holds = d.Decide(below).Held
 		below = append(below, out[i].Contender)

@@ -5,6 +5,7 @@
 package lockspec
 
 import (
+	"github.com/zkrecipes/zkrecipes/internal/contend"
 	"github.com/zkrecipes/zkrecipes/internal/engine"
 	"github.com/zkrecipes/zkrecipes/recipes"
 )
@@ -17,7 +18,7 @@ type Spec struct {
 	// LockName is the name in the lock's node names (_c_<uuid>-<LockName><seq>).
 	LockName string
 	// Driver decides who holds.
-	Driver *engine.Driver
+	Driver *contend.Driver
 	// Prepare, if set, is called with the owner before it queues a new
 	// node (not when it re-enters a hold): it may refuse with an error or
 	// add options to the node's creation (EnterAtSequence, EnterGranted).

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"log/slog"
 
+	"github.com/zkrecipes/zkrecipes/internal/contend"
 	"github.com/zkrecipes/zkrecipes/internal/engine"
 	"github.com/zkrecipes/zkrecipes/internal/zkpath"
 	"github.com/zkrecipes/zkrecipes/recipes"
@@ -104,7 +105,7 @@ func Logger[T any](l *slog.Logger, set func(*T, *slog.Logger)) func(*T) error {
 
 // Participants turns the queue ReadQueue read into the public
 // Participants; writer, if not nil, tells a read/write lock's write nodes.
-func Participants(ms []engine.Member, writer func(engine.Contender) bool) []recipes.Participant {
+func Participants(ms []engine.Member, writer func(contend.Contender) bool) []recipes.Participant {
 	out := make([]recipes.Participant, len(ms))
 	for i, m := range ms {
 		out[i] = recipes.Participant{Node: m.Node, ID: string(m.Data), Holds: m.Holds}

@@ -1,4 +1,9 @@
-package engine
+// Package contend holds the rule every lock-like recipe is decided by,
+// after Curator's LockInternalsDriver: how contender nodes sort (Curator's
+// fixForSorting, with Kazoo's and other clients' lock names), and the one
+// check (Driver.Decide) of whether ours holds or which node to wait for.
+// It is pure: the engine's Contest runs it against the server.
+package contend
 
 import (
 	"slices"
@@ -29,7 +34,7 @@ type Driver struct {
 	// contender blocks.
 	Blocks func(other Contender) bool
 	// Relist reports whether the deletion of gone may have let a contender
-	// appear ahead of ours that the engine has not listed (a write lock
+	// appear ahead of ours that the contest has not listed (a write lock
 	// downgraded to a read node with the same sequence number). The engine
 	// then lists the children again instead of walking its snapshot. Nil:
 	// never.
@@ -86,11 +91,13 @@ func (d *Driver) Decide(below []Contender) Verdict {
 	return Verdict{Held: true}
 }
 
-// blocks reports whether other blocks ours.
-func (d *Driver) blocks(other Contender) bool { return d.Blocks == nil || d.Blocks(other) }
+// BlockedBy reports whether other blocks ours (Blocks, or every contender
+// when it is nil).
+func (d *Driver) BlockedBy(other Contender) bool { return d.Blocks == nil || d.Blocks(other) }
 
-// relist reports whether gone's deletion calls for a new list.
-func (d *Driver) relist(gone Contender) bool { return d.Relist != nil && d.Relist(gone) }
+// RelistAfter reports whether gone's deletion calls for a new list
+// (Relist, or never when it is nil).
+func (d *Driver) RelistAfter(gone Contender) bool { return d.Relist != nil && d.Relist(gone) }
 
 // SortKey returns the text of child after the last occurrence of lockName,
 // or of the first of extra that occurs in it, or child itself when none

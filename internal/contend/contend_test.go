@@ -1,4 +1,4 @@
-package engine
+package contend
 
 import (
 	"fmt"
@@ -142,6 +142,6 @@ func TestDriverSortKeyAndRelist(t *testing.T) {
 	assert.Equal(t, "0000000002", d.SortKey("4f1c2a9b8e7d6c5b4a39281706f5e4d3__lock__0000000002"))
 	assert.Equal(t, "other", d.SortKey("other"))
 	assert.Equal(t, "other", (&Driver{}).SortKey("other"))
-	assert.False(t, d.relist(Contender{Name: "x-lock-0000000001", Key: "0000000001"}))
-	assert.True(t, d.blocks(Contender{Name: "x"}))
+	assert.False(t, d.RelistAfter(Contender{Name: "x-lock-0000000001", Key: "0000000001"}))
+	assert.True(t, d.BlockedBy(Contender{Name: "x"}))
 }
