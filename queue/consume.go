@@ -13,6 +13,7 @@ import (
 
 	"github.com/zkrecipes/zkrecipes/internal/engine"
 	"github.com/zkrecipes/zkrecipes/internal/zkerr"
+	"github.com/zkrecipes/zkrecipes/internal/zkop"
 	"github.com/zkrecipes/zkrecipes/internal/zkpath"
 	"github.com/zkrecipes/zkrecipes/recipes"
 )
@@ -276,8 +277,8 @@ func (q *core) takeLock(ctx context.Context, name string) (*lock, error) {
 			}
 		}
 		res, err := q.e.Multi(ctx,
-			engine.CreateOp(l.node, []byte(engine.LocalIP()), zk.FlagEphemeral),
-			engine.CreateOp(l.marker, nil, zk.FlagEphemeral))
+			zkop.Create(l.node, []byte(engine.LocalIP()), zk.FlagEphemeral),
+			zkop.Create(l.marker, nil, zk.FlagEphemeral))
 		switch {
 		case err == nil:
 			if q.e.SessionID() != snap.SessionID {
@@ -313,7 +314,7 @@ func (q *core) release(l *lock) {
 	ctx, cancel := context.WithTimeout(context.Background(), q.e.SessionTimeout()+time.Second)
 	defer cancel()
 	err := q.e.Retry(ctx, func() error {
-		_, err := q.e.Multi(ctx, engine.DeleteOp(l.marker, -1), engine.DeleteOp(l.node, -1))
+		_, err := q.e.Multi(ctx, zkop.Delete(l.marker, -1), zkop.Delete(l.node, -1))
 		return err
 	})
 	if err != nil && !errors.Is(err, zk.ErrNoNode) {
@@ -380,11 +381,11 @@ func (q *core) fencedFinish(ctx context.Context, m *Message, requeue bool) error
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), q.e.SessionTimeout()+time.Second)
 	defer cancel()
 	node := zkpath.JoinPath(q.full, m.name)
-	ops := []engine.Op{engine.DeleteOp(l.marker, -1), engine.DeleteOp(node, -1)}
+	ops := []zkop.Op{zkop.Delete(l.marker, -1), zkop.Delete(node, -1)}
 	if requeue {
-		ops = append(ops, engine.CreateOp(zkpath.JoinPath(q.full, requeueName(m.name)), m.data, zk.FlagSequence))
+		ops = append(ops, zkop.Create(zkpath.JoinPath(q.full, requeueName(m.name)), m.data, zk.FlagSequence))
 	}
-	ops = append(ops, engine.DeleteOp(l.node, -1))
+	ops = append(ops, zkop.Delete(l.node, -1))
 	verb := "ack"
 	if requeue {
 		verb = "requeue"
@@ -434,7 +435,7 @@ func (q *core) fencedFinish(ctx context.Context, m *Message, requeue bool) error
 			return errItemGone
 		}
 		q.release(l)
-		return zkerr.Named(q.what(), engine.MultiError(verb+" "+m.Node, ops, res, err))
+		return zkerr.Named(q.what(), zkop.Error(verb+" "+m.Node, ops, res, err))
 	}
 }
 

@@ -11,6 +11,7 @@ import (
 
 	"github.com/zkrecipes/zkrecipes/internal/engine"
 	"github.com/zkrecipes/zkrecipes/internal/zkerr"
+	"github.com/zkrecipes/zkrecipes/internal/zkop"
 	"github.com/zkrecipes/zkrecipes/internal/zkpath"
 	"github.com/zkrecipes/zkrecipes/internal/zkstate"
 )
@@ -294,7 +295,7 @@ func (c *Client) Multi(ctx context.Context, ops ...Op) ([]zk.MultiResponse, erro
 		return nil, err
 	}
 	eops := engineOps(ops)
-	full, err := e.NamespaceOps("multi", eops)
+	full, err := zkop.OnServer("multi", eops, e.Namespace())
 	if err != nil {
 		return nil, err
 	}
@@ -310,7 +311,7 @@ func (c *Client) Multi(ctx context.Context, ops ...Op) ([]zk.MultiResponse, erro
 		res[i].String = e.Namespace().Strip(res[i].String)
 	}
 	if err != nil {
-		return res, engine.MultiError("multi", eops, res, err)
+		return res, zkop.Error("multi", eops, res, err)
 	}
 	return res, nil
 }

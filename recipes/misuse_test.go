@@ -14,6 +14,7 @@ import (
 	"github.com/zkrecipes/zkrecipes/internal/engine"
 	"github.com/zkrecipes/zkrecipes/internal/notify"
 	"github.com/zkrecipes/zkrecipes/internal/testutil"
+	"github.com/zkrecipes/zkrecipes/internal/zkop"
 	"github.com/zkrecipes/zkrecipes/internal/zkpath"
 	"github.com/zkrecipes/zkrecipes/recipes"
 	"github.com/zkrecipes/zkrecipes/recipes/zktest"
@@ -454,11 +455,11 @@ func TestMisuse(t *testing.T) {
 		return err
 	}))
 	add("Hold.Fenced(a zero Op)", invalidArg, withHold("/misuse/hold/zeroop", func(h *engine.Hold) error {
-		_, err := h.Fenced(ctx, engine.Op{})
+		_, err := h.Fenced(ctx, zkop.Op{})
 		return err
 	}))
 	add("Hold.Fenced(a zero Op after a good one)", invalidArg, withHold("/misuse/hold/zeroop2", func(h *engine.Hold) error {
-		_, err := h.Fenced(ctx, engine.CheckOp("/", -1), engine.Op{})
+		_, err := h.Fenced(ctx, zkop.Check("/", -1), zkop.Op{})
 		return err
 	}))
 

@@ -1,6 +1,6 @@
 package recipes
 
-import "github.com/zkrecipes/zkrecipes/internal/engine"
+import "github.com/zkrecipes/zkrecipes/internal/zkop"
 
 // Op is one operation of a transaction run by Client.Multi or by a hold's
 // Fenced (Hold): a create, a set, a delete or a version check of one node.
@@ -9,26 +9,26 @@ import "github.com/zkrecipes/zkrecipes/internal/engine"
 // namespace is applied when the transaction runs, and a bad path is
 // refused then. Its String method gives the kind and path ("set /a"), as
 // errors name a failing op.
-type Op struct{ e engine.Op }
+type Op struct{ e zkop.Op }
 
 // CreateOp is an Op that creates the node path with data and flags (0,
 // zk.FlagEphemeral, zk.FlagSequence, ...). The node gets the ACL the
 // client's ACLProvider gives for its server path, as Client.Create does.
 func CreateOp(path string, data []byte, flags int32) Op {
-	return Op{engine.CreateOp(path, data, flags)}
+	return Op{zkop.Create(path, data, flags)}
 }
 
 // SetOp is an Op that writes data to the node path if its version is
 // version (-1 for any).
-func SetOp(path string, data []byte, version int32) Op { return Op{engine.SetOp(path, data, version)} }
+func SetOp(path string, data []byte, version int32) Op { return Op{zkop.Set(path, data, version)} }
 
 // DeleteOp is an Op that deletes the node path if its version is version
 // (-1 for any).
-func DeleteOp(path string, version int32) Op { return Op{engine.DeleteOp(path, version)} }
+func DeleteOp(path string, version int32) Op { return Op{zkop.Delete(path, version)} }
 
 // CheckOp is an Op that fails the transaction unless the node path exists
 // and, when version is not -1, has that version.
-func CheckOp(path string, version int32) Op { return Op{engine.CheckOp(path, version)} }
+func CheckOp(path string, version int32) Op { return Op{zkop.Check(path, version)} }
 
 // String returns the op's kind and path ("set /a"; "zero op").
 func (o Op) String() string { return o.e.String() }
@@ -41,8 +41,8 @@ func (o Op) String() string { return o.e.String() }
 func (o Op) Request() any { return o.e.Request() }
 
 // engineOps returns the engine's ops for ops.
-func engineOps(ops []Op) []engine.Op {
-	out := make([]engine.Op, len(ops))
+func engineOps(ops []Op) []zkop.Op {
+	out := make([]zkop.Op, len(ops))
 	for i, o := range ops {
 		out[i] = o.e
 	}

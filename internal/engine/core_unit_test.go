@@ -5,6 +5,8 @@ import (
 	"time"
 
 	"github.com/cenkalti/backoff/v4"
+	"github.com/zkrecipes/zkrecipes/internal/zkerr"
+	"github.com/zkrecipes/zkrecipes/internal/zkop"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -59,4 +61,10 @@ func TestBackoffResetsAFreshPolicy(t *testing.T) {
 	assert.False(t, ok, "3 retries")
 	d, _ := b.Next()
 	assert.Equal(t, 10*time.Millisecond, d, "afresh, reset again")
+}
+
+// A nil client is said first, before a zero Op among the ops.
+func TestMultiNilClientFirst(t *testing.T) {
+	_, err := (*Client)(nil).Multi(t.Context(), zkop.Op{})
+	assert.ErrorIs(t, err, zkerr.ErrNilClient)
 }

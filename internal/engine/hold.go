@@ -8,6 +8,7 @@ import (
 
 	"github.com/go-zookeeper/zk"
 	"github.com/zkrecipes/zkrecipes/internal/zkerr"
+	"github.com/zkrecipes/zkrecipes/internal/zkop"
 )
 
 // Hold is what every acquisition shares: the node that proves it, the
@@ -188,22 +189,22 @@ func (h *Hold) Token(ctx context.Context) (int64, error) {
 // exists, so the server refuses the writes of a holder that lost its
 // hold. A refusal for that reason, or because the hold was released,
 // returns an error wrapping ErrFenced; another refusal names the op and
-// its path. The responses returned are for ops only. A zero Op is refused
+// its path. The responses returned are for ops only. A zero zkop.Op is refused
 // (ErrInvalidArgument). A connection error is returned as is
 // (IsRetryable): the transaction may or may not have been applied.
-func (h *Hold) Fenced(ctx context.Context, ops ...Op) ([]zk.MultiResponse, error) {
+func (h *Hold) Fenced(ctx context.Context, ops ...zkop.Op) ([]zk.MultiResponse, error) {
 	if h == nil || h.c == nil {
 		return nil, fmt.Errorf("%w: Hold not made by NewHold with a client", zkerr.ErrInvalidArgument)
 	}
 	if ctx == nil {
 		return nil, fmt.Errorf("%w: nil context", zkerr.ErrInvalidArgument)
 	}
-	full, err := h.c.NamespaceOps("fenced", ops)
+	full, err := zkop.OnServer("fenced", ops, h.c.Namespace())
 	if err != nil {
 		return nil, err
 	}
-	all := make([]Op, 0, len(full)+1)
-	all = append(all, CheckOp(h.path, -1))
+	all := make([]zkop.Op, 0, len(full)+1)
+	all = append(all, zkop.Check(h.path, -1))
 	all = append(all, full...)
 	if err := ctx.Err(); err != nil {
 		return nil, h.errorf("fenced multi on %s: %w", h.Node(), err)
@@ -228,7 +229,7 @@ func (h *Hold) Fenced(ctx context.Context, ops ...Op) ([]zk.MultiResponse, error
 	}
 	if err != nil {
 		if len(res) > 0 {
-			return res, h.named(MultiError("fenced multi", ops, res, err))
+			return res, h.named(zkop.Error("fenced multi", ops, res, err))
 		}
 		return res, h.errorf("fenced multi on %s: %w", h.Node(), err)
 	}

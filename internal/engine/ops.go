@@ -9,6 +9,7 @@ import (
 
 	"github.com/go-zookeeper/zk"
 	"github.com/zkrecipes/zkrecipes/internal/zkerr"
+	"github.com/zkrecipes/zkrecipes/internal/zkop"
 )
 
 // Stats counts the requests a Client sent, by kind. Tests use it to prove
@@ -371,16 +372,16 @@ func (c *Client) Sync(ctx context.Context, path string) error {
 }
 
 // Multi runs ops, on server paths, as one transaction; creates get the
-// ACL the client's provider gives. A zero Op is refused. When the server
+// ACL the client's provider gives. A zero zkop.Op is refused. When the server
 // refuses the transaction, the returned error is the first failing
 // operation's error (go-zookeeper reports only a generic one), and the
 // responses say which. When ctx ends first the transaction may or may not
 // be applied.
-func (c *Client) Multi(ctx context.Context, ops ...Op) ([]zk.MultiResponse, error) {
+func (c *Client) Multi(ctx context.Context, ops ...zkop.Op) ([]zk.MultiResponse, error) {
 	if err := c.Check(); err != nil {
 		return nil, err
 	}
-	reqs, err := requests("multi", ops, c.cfg.ACL)
+	reqs, err := zkop.Requests("multi", ops, c.cfg.ACL)
 	if err != nil {
 		return nil, err
 	}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/zkrecipes/zkrecipes/internal/contend"
 	"github.com/zkrecipes/zkrecipes/internal/engine"
+	"github.com/zkrecipes/zkrecipes/internal/zkop"
 	"github.com/zkrecipes/zkrecipes/internal/zkpath"
 	"github.com/zkrecipes/zkrecipes/recipes"
 )
@@ -117,10 +118,10 @@ func Participants(ms []engine.Member, writer func(contend.Contender) bool) []rec
 }
 
 // Ops returns the engine's ops for ops, for a hold's Fenced.
-func Ops(ops []recipes.Op) []engine.Op {
-	out := make([]engine.Op, len(ops))
+func Ops(ops []recipes.Op) []zkop.Op {
+	out := make([]zkop.Op, len(ops))
 	for i, o := range ops {
-		out[i] = engine.OpOf(o.Request())
+		out[i] = zkop.Of(o.Request())
 	}
 	return out
 }

@@ -1,16 +1,22 @@
-package engine
+// Package zkop holds a transaction's operations (create, set, delete,
+// version check) as the engine and the recipes build them, and turns them
+// into go-zookeeper's requests: on server paths (OnServer), with the ACLs
+// of the client's provider (Requests), and names the one that failed a
+// transaction (Error). It is a leaf of the core.
+package zkop
 
 import (
 	"fmt"
 
 	"github.com/go-zookeeper/zk"
 	"github.com/zkrecipes/zkrecipes/internal/zkerr"
+	"github.com/zkrecipes/zkrecipes/internal/zkpath"
 )
 
-// Op is one operation of a transaction (Client.Multi, Hold.Fenced): a
-// create, a set, a delete or a version check of one node. Make one with
-// CreateOp, SetOp, DeleteOp or CheckOp; the zero Op is refused. Package
-// recipes has its own Op, which converts through Request and OpOf.
+// Op is one operation of a transaction (the engine's Client.Multi and
+// Hold.Fenced): a create, a set, a delete or a version check of one node.
+// Make one with Create, Set, Delete or Check; the zero Op is refused.
+// Package recipes has its own Op, which converts through Request and Of.
 type Op struct {
 	kind    opKind
 	path    string
@@ -43,26 +49,26 @@ func (k opKind) String() string {
 	return "zero op"
 }
 
-// CreateOp creates the node path with data and flags (zk.FlagEphemeral,
+// Create creates the node path with data and flags (zk.FlagEphemeral,
 // zk.FlagSequence, ...), with the ACL the client's provider gives for it.
-func CreateOp(path string, data []byte, flags int32) Op {
+func Create(path string, data []byte, flags int32) Op {
 	return Op{kind: opCreate, path: path, data: data, flags: flags}
 }
 
-// SetOp writes data to the node path if its version is version (-1 for
+// Set writes data to the node path if its version is version (-1 for
 // any).
-func SetOp(path string, data []byte, version int32) Op {
+func Set(path string, data []byte, version int32) Op {
 	return Op{kind: opSet, path: path, data: data, version: version}
 }
 
-// DeleteOp deletes the node path if its version is version (-1 for any).
-func DeleteOp(path string, version int32) Op {
+// Delete deletes the node path if its version is version (-1 for any).
+func Delete(path string, version int32) Op {
 	return Op{kind: opDelete, path: path, version: version}
 }
 
-// CheckOp fails the transaction unless the node path exists and, when
+// Check fails the transaction unless the node path exists and, when
 // version is not -1, has that version.
-func CheckOp(path string, version int32) Op {
+func Check(path string, version int32) Op {
 	return Op{kind: opCheck, path: path, version: version}
 }
 
@@ -85,7 +91,7 @@ func (o Op) request(acl func(path string) []zk.ACL) any {
 
 // Request returns the go-zookeeper request o stands for, on its path as
 // it is and, for a create, with no ACL (the client's provider gives it
-// when the transaction runs); nil for the zero Op. OpOf is its inverse.
+// when the transaction runs); nil for the zero Op. Of is its inverse.
 func (o Op) Request() any {
 	switch o.kind {
 	case opCreate:
@@ -100,26 +106,26 @@ func (o Op) Request() any {
 	return nil
 }
 
-// OpOf returns the Op of a go-zookeeper request as Request returns it
+// Of returns the Op of a go-zookeeper request as Request returns it
 // (*zk.CreateRequest, *zk.SetDataRequest, *zk.DeleteRequest or
 // *zk.CheckVersionRequest); the zero Op for anything else.
-func OpOf(req any) Op {
+func Of(req any) Op {
 	switch r := req.(type) {
 	case *zk.CreateRequest:
-		return CreateOp(r.Path, r.Data, r.Flags)
+		return Create(r.Path, r.Data, r.Flags)
 	case *zk.SetDataRequest:
-		return SetOp(r.Path, r.Data, r.Version)
+		return Set(r.Path, r.Data, r.Version)
 	case *zk.DeleteRequest:
-		return DeleteOp(r.Path, r.Version)
+		return Delete(r.Path, r.Version)
 	case *zk.CheckVersionRequest:
-		return CheckOp(r.Path, r.Version)
+		return Check(r.Path, r.Version)
 	}
 	return Op{}
 }
 
-// requests returns the go-zookeeper requests for ops, refusing a zero Op;
+// Requests returns the go-zookeeper requests for ops, refusing a zero Op;
 // creates get the ACLs acl gives.
-func requests(what string, ops []Op, acl func(path string) []zk.ACL) ([]any, error) {
+func Requests(what string, ops []Op, acl func(path string) []zk.ACL) ([]any, error) {
 	reqs := make([]any, len(ops))
 	for i, o := range ops {
 		if reqs[i] = o.request(acl); reqs[i] == nil {
@@ -133,18 +139,18 @@ func zeroOp(what string, i int) error {
 	return fmt.Errorf("%w: %s op %d is the zero Op (make ops with CreateOp, SetOp, DeleteOp or CheckOp)", zkerr.ErrInvalidArgument, what, i)
 }
 
-// NamespaceOps returns copies of ops, transaction operations on recipe
-// paths, with the namespace applied to their paths. A zero Op or a bad
-// path is refused, naming the op's index.
-func (c *Client) NamespaceOps(what string, ops []Op) ([]Op, error) {
+// OnServer returns copies of ops, transaction operations on recipe paths,
+// with ns applied to their paths. A zero Op or a bad path is refused,
+// naming the op's index.
+func OnServer(what string, ops []Op, ns zkpath.Namespace) ([]Op, error) {
 	out := make([]Op, len(ops))
 	for i, o := range ops {
 		if o.kind == opNone {
 			return nil, zeroOp(what, i)
 		}
-		full, err := c.Namespace().Writable(o.path)
+		full, err := ns.Writable(o.path)
 		if o.kind == opCheck { // a read: the reserved tree may be checked
-			full, err = c.Namespace().Full(o.path)
+			full, err = ns.Full(o.path)
 		}
 		if err != nil {
 			return nil, fmt.Errorf("%w (%s op %d)", err, what, i)
@@ -155,10 +161,10 @@ func (c *Client) NamespaceOps(what string, ops []Op) ([]Op, error) {
 	return out, nil
 }
 
-// MultiError names the op that failed a transaction: its kind and server
+// Error names the op that failed a transaction: its kind and server
 // path, with the error the server gave. ops are the transaction's ops on
 // server paths, in order.
-func MultiError(what string, ops []Op, res []zk.MultiResponse, err error) error {
+func Error(what string, ops []Op, res []zk.MultiResponse, err error) error {
 	for i, r := range res {
 		if r.Error != nil && i < len(ops) {
 			return fmt.Errorf("zkrecipes: %s: %s: %w", what, ops[i], r.Error)

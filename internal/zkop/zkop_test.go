@@ -1,4 +1,4 @@
-package engine
+package zkop
 
 import (
 	"errors"
@@ -8,6 +8,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"github.com/zkrecipes/zkrecipes/internal/zkerr"
+	"github.com/zkrecipes/zkrecipes/internal/zkpath"
 )
 
 // Unit tests of the typed transaction ops; no server needed.
@@ -15,17 +16,18 @@ import (
 func TestOpRequests(t *testing.T) {
 	var aclPaths []string
 	readOnly := zk.WorldACL(zk.PermRead)
-	c := &Client{cfg: Config{Namespace: "/ns", ACL: func(p string) []zk.ACL {
+	ns := zkpath.NewNamespace("/ns")
+	acl := func(p string) []zk.ACL {
 		aclPaths = append(aclPaths, p)
 		return readOnly
-	}}}
-	ops := []Op{
-		CreateOp("/a", []byte("x"), zk.FlagEphemeral),
-		SetOp("/b", []byte("y"), 3),
-		DeleteOp("/c", 4),
-		CheckOp("/", -1),
 	}
-	full, err := c.NamespaceOps("multi", ops)
+	ops := []Op{
+		Create("/a", []byte("x"), zk.FlagEphemeral),
+		Set("/b", []byte("y"), 3),
+		Delete("/c", 4),
+		Check("/", -1),
+	}
+	full, err := OnServer("multi", ops, ns)
 	require.NoError(t, err)
 	assert.Equal(t, "/a", ops[0].path, "the caller's ops are left as they were")
 	var names []string
@@ -34,7 +36,7 @@ func TestOpRequests(t *testing.T) {
 	}
 	assert.Equal(t, []string{"create /ns/a", "set /ns/b", "delete /ns/c", "check /ns"}, names)
 
-	reqs, err := requests("multi", full, c.cfg.ACL)
+	reqs, err := Requests("multi", full, acl)
 	require.NoError(t, err)
 	assert.Equal(t, []any{
 		&zk.CreateRequest{Path: "/ns/a", Data: []byte("x"), Flags: zk.FlagEphemeral, Acl: readOnly},
@@ -46,27 +48,24 @@ func TestOpRequests(t *testing.T) {
 }
 
 func TestZeroOpRefused(t *testing.T) {
-	c := &Client{cfg: Config{ACL: DefaultConfig().ACL}}
 	assert.Equal(t, "zero op", Op{}.String())
-	_, err := c.NamespaceOps("fenced", []Op{CheckOp("/a", -1), {}})
+	_, err := OnServer("fenced", []Op{Check("/a", -1), {}}, zkpath.Namespace{})
 	assert.ErrorIs(t, err, zkerr.ErrInvalidArgument)
 	assert.ErrorContains(t, err, "fenced op 1 is the zero Op")
-	_, err = requests("multi", []Op{{}}, c.cfg.ACL)
+	_, err = Requests("multi", []Op{{}}, func(string) []zk.ACL { return nil })
 	assert.ErrorIs(t, err, zkerr.ErrInvalidArgument)
 	assert.ErrorContains(t, err, "multi op 0 is the zero Op")
-	_, err = c.NamespaceOps("multi", []Op{SetOp("relative", nil, -1)})
+	_, err = OnServer("multi", []Op{Set("relative", nil, -1)}, zkpath.Namespace{})
 	assert.ErrorIs(t, err, zkerr.ErrInvalidPath)
 	assert.ErrorContains(t, err, "multi op 0")
-	_, err = (*Client)(nil).Multi(t.Context(), Op{})
-	assert.ErrorIs(t, err, zkerr.ErrNilClient, "a nil client is said first")
 }
 
 func TestMultiErrorNamesTheOp(t *testing.T) {
-	ops := []Op{CheckOp("/ns/a", -1), DeleteOp("/ns/missing", -1)}
+	ops := []Op{Check("/ns/a", -1), Delete("/ns/missing", -1)}
 	res := []zk.MultiResponse{{}, {Error: zk.ErrNoNode}}
-	err := MultiError("multi", ops, res, errors.New("generic"))
+	err := Error("multi", ops, res, errors.New("generic"))
 	assert.ErrorIs(t, err, zk.ErrNoNode)
 	assert.EqualError(t, err, "zkrecipes: multi: delete /ns/missing: zk: node does not exist")
-	err = MultiError("multi", ops, nil, zk.ErrConnectionClosed)
+	err = Error("multi", ops, nil, zk.ErrConnectionClosed)
 	assert.ErrorIs(t, err, zk.ErrConnectionClosed)
 }
