@@ -148,7 +148,7 @@ func (l *Latch) Start(ctx context.Context) error {
 			return l.life.Start("leader latch " + l.path) // the error it would be
 		}
 		leaving := l.leaving
-		if leaving == nil || engine.IsClosed(leaving) {
+		if leaving == nil || notify.IsClosed(leaving) {
 			break
 		}
 		l.mu.Unlock()
@@ -283,7 +283,7 @@ func (l *Latch) onTermEnd(r *latchRun) {
 // its Done not closed.
 func (l *Latch) HasLeadership() bool {
 	t := l.Term()
-	return t != nil && !engine.IsClosed(t.Done())
+	return t != nil && !notify.IsClosed(t.Done())
 }
 
 // Term returns the current term, or nil when the latch does not lead.
@@ -316,7 +316,7 @@ func (l *Latch) Await(ctx context.Context) (*Term, error) {
 			return nil, zkerr.Namedf("leader latch "+l.path, "%w", recipes.ErrClosed)
 		case r == nil:
 			return nil, zkerr.Named("leader latch "+l.path, recipes.ErrNotStarted)
-		case t != nil && !engine.IsClosed(t.Done()):
+		case t != nil && !notify.IsClosed(t.Done()):
 			return t, nil
 		}
 		select {
@@ -343,7 +343,7 @@ func (l *Latch) Listen(fn func(isLeader bool)) (remove func()) {
 	if l.run == nil { // not started: no current state yet
 		return l.listeners.Listen(fn)
 	}
-	return l.listeners.ListenFirst(fn, l.term != nil && !engine.IsClosed(l.term.Done()))
+	return l.listeners.ListenFirst(fn, l.term != nil && !notify.IsClosed(l.term.Done()))
 }
 
 // Subscribe is Listen for a channel (the current leadership first, when
@@ -360,7 +360,7 @@ func (l *Latch) Subscribe() (<-chan bool, func()) {
 	if l.run == nil {
 		return l.listeners.Subscribe()
 	}
-	return l.listeners.SubscribeFirst(l.term != nil && !engine.IsClosed(l.term.Done()))
+	return l.listeners.SubscribeFirst(l.term != nil && !notify.IsClosed(l.term.Done()))
 }
 
 // Participants returns the latch's participants in queue order; the first
@@ -402,7 +402,7 @@ func (l *Latch) releaseTerm(ctx context.Context, t *Term) error {
 	l.mu.Lock()
 	cur := l.term
 	l.mu.Unlock()
-	if cur != t || engine.IsClosed(t.Done()) {
+	if cur != t || notify.IsClosed(t.Done()) {
 		return zkerr.Namedf("leader latch "+l.path, "%w: the term is over", recipes.ErrNotHeld)
 	}
 	return l.Resign(ctx)

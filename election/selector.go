@@ -12,6 +12,7 @@ import (
 	"github.com/zkrecipes/zkrecipes/internal/gid"
 	"github.com/zkrecipes/zkrecipes/internal/lifecycle"
 	"github.com/zkrecipes/zkrecipes/internal/lockspec"
+	"github.com/zkrecipes/zkrecipes/internal/notify"
 	"github.com/zkrecipes/zkrecipes/internal/recipeargs"
 	"github.com/zkrecipes/zkrecipes/internal/zkerr"
 	"github.com/zkrecipes/zkrecipes/mutex"
@@ -173,7 +174,7 @@ func (s *Selector) HasLeadership() bool {
 	s.mu.Lock()
 	t := s.leading
 	s.mu.Unlock()
-	return t != nil && !engine.IsClosed(t.Done())
+	return t != nil && !notify.IsClosed(t.Done())
 }
 
 func (s *Selector) run() {

@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/zkrecipes/zkrecipes/internal/engine"
+	"github.com/zkrecipes/zkrecipes/internal/notify"
 	"github.com/zkrecipes/zkrecipes/recipes"
 )
 
@@ -167,7 +168,7 @@ func (m *Mutex) handOnLocked(l *Lease, lost bool) bool {
 	if ls.proc != p {
 		return false
 	}
-	if len(ls.queue) == 0 || lost || p.handoffs >= m.opts.local || engine.IsClosed(l.sig.Done) {
+	if len(ls.queue) == 0 || lost || p.handoffs >= m.opts.local || notify.IsClosed(l.sig.Done) {
 		ls.proc = nil
 		m.nextAcquirerLocked()
 		return false

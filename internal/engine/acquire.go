@@ -7,6 +7,7 @@ import (
 
 	"github.com/go-zookeeper/zk"
 	"github.com/zkrecipes/zkrecipes/internal/contend"
+	"github.com/zkrecipes/zkrecipes/internal/notify"
 	"github.com/zkrecipes/zkrecipes/internal/zkerr"
 	"github.com/zkrecipes/zkrecipes/internal/zkpath"
 )
@@ -131,7 +132,7 @@ func (ct *Contest) grant(ctx context.Context, snap Snapshot, q *queueView, sig *
 		}
 	}
 	hold := ct.c.HoldSignal(snap)
-	if isClosed(hold) || isClosed(snap.Changed) {
+	if notify.IsClosed(hold) || notify.IsClosed(snap.Changed) {
 		return Look{Again: true}, nil
 	}
 	if len(q.below) == 0 && !ct.granted {

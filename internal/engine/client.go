@@ -256,7 +256,7 @@ func (c *Client) awaitFirstSession(ctx context.Context) error {
 		return nil
 	}
 	if c.wire != nil && c.wire.auth != nil {
-		if aerr := c.wire.auth.lastError(); aerr != nil && isClosed(refused) {
+		if aerr := c.wire.auth.lastError(); aerr != nil && notify.IsClosed(refused) {
 			return zkerr.Namedf("connect", "%w: %w", zk.ErrAuthFailed, aerr)
 		}
 	}

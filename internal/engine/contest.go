@@ -377,14 +377,3 @@ func (ct *Contest) Leave(ctx context.Context) error {
 // while the client still reports a connection.
 const retryPause = 20 * time.Millisecond
 
-// IsClosed reports whether ch is closed (a Done or state signal).
-func IsClosed(ch <-chan struct{}) bool { return isClosed(ch) }
-
-func isClosed(ch <-chan struct{}) bool {
-	select {
-	case <-ch:
-		return true
-	default:
-		return false
-	}
-}

@@ -7,6 +7,7 @@ import (
 	"slices"
 
 	"github.com/go-zookeeper/zk"
+	"github.com/zkrecipes/zkrecipes/internal/notify"
 	"github.com/zkrecipes/zkrecipes/internal/zkerr"
 )
 
@@ -58,7 +59,7 @@ func (ct *Contest) AwaitCount(ctx context.Context, limit Limit, wait bool) (Sign
 		ct.met.queue(len(kids) - 1)
 		if len(kids) <= max {
 			hold := ct.c.HoldSignal(snap)
-			if isClosed(hold) || isClosed(snap.Changed) {
+			if notify.IsClosed(hold) || notify.IsClosed(snap.Changed) {
 				return Look{Again: true}, nil // the connection blinked while we looked
 			}
 			sig = Signals{Done: hold, Lost: snap.Lost}

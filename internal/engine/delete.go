@@ -7,6 +7,7 @@ import (
 	"sync"
 
 	"github.com/go-zookeeper/zk"
+	"github.com/zkrecipes/zkrecipes/internal/notify"
 	"github.com/zkrecipes/zkrecipes/internal/zkerr"
 	"github.com/zkrecipes/zkrecipes/internal/zkpath"
 )
@@ -74,7 +75,7 @@ func (d *deleter) delete(ctx context.Context, path string, sid int64) error {
 	// goroutine per release costs its creation and a scheduler wake-up more
 	// on every release), else a goroutine of its own, so that concurrent
 	// releases are not queued behind one another.
-	if isClosed(c.closeCh) {
+	if notify.IsClosed(c.closeCh) {
 		return zkerr.ErrClientClosed
 	}
 	res := deleteResults.Get().(chan error)

@@ -7,6 +7,7 @@ import (
 	"sync"
 
 	"github.com/go-zookeeper/zk"
+	"github.com/zkrecipes/zkrecipes/internal/notify"
 	"github.com/zkrecipes/zkrecipes/internal/zkerr"
 	"github.com/zkrecipes/zkrecipes/internal/zkop"
 )
@@ -87,7 +88,7 @@ func (h *Hold) Done() <-chan struct{} {
 	defer h.mu.Unlock()
 	if h.done == nil {
 		h.done = make(chan struct{})
-		if h.isReleased || isClosed(h.sig.Done) {
+		if h.isReleased || notify.IsClosed(h.sig.Done) {
 			h.closeDone() // already over: closed before anyone can look
 		} else {
 			released := make(chan struct{})
@@ -116,7 +117,7 @@ func (h *Hold) closeDone() {
 
 // IsLost reports whether the session that owned the hold was lost (or the
 // client closed) since the hold was acquired.
-func (h *Hold) IsLost() bool { return h == nil || isClosed(h.sig.Lost) }
+func (h *Hold) IsLost() bool { return h == nil || notify.IsClosed(h.sig.Lost) }
 
 // closedCh is a closed channel.
 var closedCh = func() chan struct{} {

@@ -307,3 +307,13 @@ func SubscribeVia[T, U any](ls *Listeners[T], first *T, conv func(T) U) (<-chan 
 	}
 	return ch, ls.add(l)
 }
+
+// IsClosed reports whether ch is closed (a Done or state signal).
+func IsClosed(ch <-chan struct{}) bool {
+	select {
+	case <-ch:
+		return true
+	default:
+		return false
+	}
+}
