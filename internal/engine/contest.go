@@ -376,4 +376,3 @@ func (ct *Contest) Leave(ctx context.Context) error {
 // retryPause is how long an acquisition waits after a transient error
 // while the client still reports a connection.
 const retryPause = 20 * time.Millisecond
-
