@@ -12,14 +12,21 @@ package main
 //     sides warmed up: ops/s and client CPU per op (getrusage of this
 //     process while each side runs). Target: CPU over TLS at most
 //     tlsCPUTarget times plaintext's.
-//   - load: the initial load of a cache of -tls-cache-nodes leaves
-//     (fan-out 100, 100-byte values) on the TLS server, package cache
-//     against Curator's CuratorCache (BenchCurator.java's cacheload) with
-//     ZooKeeper's client TLS properties (Netty, PEM key and trust stores),
-//     the side that loads first alternating by round: nodes per second to
-//     "initialized" and client CPU per node. Target: ours at least
-//     tlsLoadTarget times Curator's rate. Both connect to the server
-//     directly (no proxy).
+//   - load: the initial load of a new cache of -tls-cache-nodes leaves
+//     (fan-out 100, 100-byte values), package cache against Curator's
+//     CuratorCache (BenchCurator.java's cacheload), each on the TLS server
+//     (Curator with ZooKeeper's client TLS properties: the Netty client,
+//     PEM key and trust stores) and on the plain one (a tree on each):
+//     four sides, one load each to warm up, then in rounds whose order
+//     rotates: nodes per second to "initialized" and client CPU per node
+//     (Curator's: its process's CPU clock). Target: ours over TLS at
+//     least tlsLoadTarget times Curator's over TLS, the median of the
+//     rounds' ratios. Every client connects to its server directly (no
+//     proxy).
+//
+// ZooKeeper serves TLS only on its Netty connection factory, so the TLS
+// server runs Netty and the plain one ZooKeeper's default (NIO): the
+// server side differs by more than TLS.
 
 import (
 	"context"
@@ -28,7 +35,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"text/tabwriter"
+	"strings"
 	"time"
 
 	"github.com/zkrecipes/zkrecipes/cache"
@@ -73,7 +80,7 @@ func (b *bench) tlsScenario(ctx context.Context) (string, bool, error) {
 	if err != nil {
 		return "", false, fmt.Errorf("cycle: %w", err)
 	}
-	load, err := b.tlsLoad(ctx, secure)
+	load, err := b.tlsLoad(ctx, plain, secure)
 	if err != nil {
 		return "", false, fmt.Errorf("load: %w", err)
 	}
@@ -211,12 +218,12 @@ func curatorTLSArgs(dir string, secure *zktest.Cluster) ([]string, error) {
 	}, nil
 }
 
-// tlsTree makes the load's tree on the TLS server and returns its root
-// and its node count.
-func (b *bench) tlsTree(ctx context.Context, admin *recipes.Client) (string, int, error) {
+// tlsTree makes the load's tree on admin's server and returns its root
+// and the paths of its nodes.
+func (b *bench) tlsTree(ctx context.Context, admin *recipes.Client) (string, []string, error) {
 	root := fmt.Sprintf("%s/tls-cache%d", b.root, tlsCacheLeaves)
 	if _, err := admin.CreateWithParents(ctx, root, cacheValue("root"), 0); err != nil {
-		return "", 0, err
+		return "", nil, err
 	}
 	parents := (tlsCacheLeaves + 99) / 100
 	var level, leaves []string
@@ -231,10 +238,10 @@ func (b *bench) tlsTree(ctx context.Context, admin *recipes.Client) (string, int
 			_, err := admin.Create(ctx, p, cacheValue("init"), 0)
 			return err
 		}); err != nil {
-			return "", 0, err
+			return "", nil, err
 		}
 	}
-	return root, 1 + parents + tlsCacheLeaves, nil
+	return root, append(append([]string{root}, level...), leaves...), nil
 }
 
 // tlsLoadOurs loads a new cache of root on c: nodes per second to
@@ -259,80 +266,110 @@ func tlsLoadOurs(ctx context.Context, c *recipes.Client, root string, total int)
 	return float64(total) / d.Seconds(), float64(used.Microseconds()) / float64(total), nil
 }
 
-// tlsLoad measures the cache load over TLS, ours against Curator's.
-func (b *bench) tlsLoad(ctx context.Context, secure *zktest.Cluster) (tlsOutcome, error) {
-	c, err := recipes.Connect(ctx, secure.Servers(), recipes.WithTLS(secure.ClientTLS()), recipes.WithSessionTimeout(b.f.sessionTimeout))
-	if err != nil {
-		return tlsOutcome{}, err
-	}
-	defer c.Close(context.Background())
-	root, total, err := b.tlsTree(ctx, c)
-	if err != nil {
-		return tlsOutcome{}, err
-	}
-	fmt.Printf("-- load over TLS: a new cache of %d nodes (%d leaves, fan-out 100, 100-byte values), ours against Curator's CuratorCache\n", total, tlsCacheLeaves)
+// tlsLoader is one side of the load: ours or Curator's, over TLS or
+// plaintext, and its figures by round.
+type tlsLoader struct {
+	name        string
+	load        func() (rate, cpu float64, err error)
+	rates, cpus []float64
+	floors      []float64 // ours: the raw read of the same nodes, nodes/s
+}
+
+// tlsLoad measures the cache load over TLS, ours against Curator's, and
+// each over plaintext beside it (what TLS costs each).
+func (b *bench) tlsLoad(ctx context.Context, plain, secure *zktest.Cluster) (tlsOutcome, error) {
 	dir, err := os.MkdirTemp("", "zkrecipes-bench-tls-")
 	if err != nil {
 		return tlsOutcome{}, err
 	}
 	defer os.RemoveAll(dir)
-	cur, err := b.tlsCurator(dir, secure)
-	if err != nil {
-		return tlsOutcome{}, err
-	}
-	if cur != nil {
-		defer cur.close()
-	}
-	var oRate, oCPU, cRate, cCPU, ratios []float64
-	tw := table("round", "ours nodes/s", "Curator nodes/s", "ours/Curator", "ours CPU µs/node", "Curator CPU µs/node")
-	for r := range b.f.rounds {
-		var or, oc, cr, cc float64
-		loadOurs := func() (err error) { or, oc, err = tlsLoadOurs(ctx, c, root, total); return err }
-		loadCur := func() error {
-			if cur == nil {
-				return nil
-			}
-			a, err := cur.do(6*time.Minute, "cacheload %s", root)
+	var loaders []*tlsLoader
+	for _, s := range []struct {
+		name string
+		zkc  *zktest.Cluster
+		opts []recipes.Option
+	}{{"TLS", secure, []recipes.Option{recipes.WithTLS(secure.ClientTLS())}}, {"plain", plain, nil}} {
+		c, err := recipes.Connect(ctx, s.zkc.Servers(), append(s.opts, recipes.WithSessionTimeout(b.f.sessionTimeout))...)
+		if err != nil {
+			return tlsOutcome{}, err
+		}
+		defer c.Close(context.Background())
+		root, paths, err := b.tlsTree(ctx, c)
+		if err != nil {
+			return tlsOutcome{}, err
+		}
+		total := len(paths)
+		ours := &tlsLoader{name: "ours " + s.name}
+		ours.load = func() (float64, float64, error) {
+			// The floor first: the same nodes read raw on the same link
+			// (cachefloor.go), what no load can beat.
+			d, _, err := rawFloor(ctx, c, paths)
 			if err != nil {
-				return err
+				return 0, 0, err
 			}
-			if a.ops != total {
-				return fmt.Errorf("Curator held %d nodes of %d at initialized", a.ops, total)
-			}
-			cr, cc = float64(a.ops)/a.seconds, a.cpu*1e6/float64(a.ops)
-			return nil
+			ours.floors = append(ours.floors, float64(total)/d.Seconds())
+			return tlsLoadOurs(ctx, c, root, total)
 		}
-		first, second := loadOurs, loadCur
-		if r%2 == 1 {
-			first, second = loadCur, loadOurs
-		}
-		if err := first(); err != nil {
+		loaders = append(loaders, ours)
+		cur, err := b.tlsCurator(filepath.Join(dir, s.name), s.zkc)
+		if err != nil {
 			return tlsOutcome{}, err
 		}
-		if err := second(); err != nil {
-			return tlsOutcome{}, err
-		}
-		oRate, oCPU, cRate, cCPU = append(oRate, or), append(oCPU, oc), append(cRate, cr), append(cCPU, cc)
 		if cur != nil {
-			ratios = append(ratios, or/cr)
+			defer cur.close()
+			loaders = append(loaders, &tlsLoader{name: "Curator " + s.name, load: func() (float64, float64, error) { return tlsLoadCurator(cur, root, total) }})
 		}
-		fmt.Fprintf(tw, "%d\t%.0f\t%.0f\t%.1f\t%.1f\t%.1f\n", r+1, or, cr, or/max(cr, 1e-9), oc, cc)
 	}
-	return b.tlsLoadReport(tw, cur != nil, oRate, oCPU, cRate, cCPU, ratios), nil
+	fmt.Printf("-- load: a new cache of %d nodes (%d leaves, fan-out 100, 100-byte values), ours against Curator's CuratorCache, over TLS and plaintext\n",
+		1+(tlsCacheLeaves+99)/100+tlsCacheLeaves, tlsCacheLeaves)
+	for _, l := range loaders { // warm-up: one load each (the JVMs' JIT), not counted
+		if _, _, err := l.load(); err != nil {
+			return tlsOutcome{}, fmt.Errorf("%s: %w", l.name, err)
+		}
+	}
+	for r := range b.f.rounds {
+		for i := range loaders {
+			l := loaders[(r+i)%len(loaders)]
+			rate, cpu, err := l.load()
+			if err != nil {
+				return tlsOutcome{}, fmt.Errorf("%s: %w", l.name, err)
+			}
+			l.rates, l.cpus = append(l.rates, rate), append(l.cpus, cpu)
+		}
+	}
+	return b.tlsLoadReport(loaders), nil
 }
 
-// tlsCurator starts the Curator peer over TLS to secure, or returns nil
-// (and says why) when it cannot run.
-func (b *bench) tlsCurator(dir string, secure *zktest.Cluster) (*peerProc, error) {
+// tlsLoadCurator has the Curator peer load a new CuratorCache of root.
+func tlsLoadCurator(cur *peerProc, root string, total int) (rate, cpu float64, err error) {
+	a, err := cur.do(6*time.Minute, "cacheload %s", root)
+	if err != nil {
+		return 0, 0, err
+	}
+	if a.ops != total {
+		return 0, 0, fmt.Errorf("Curator held %d nodes of %d at initialized", a.ops, total)
+	}
+	return float64(a.ops) / a.seconds, a.cpu * 1e6 / float64(a.ops), nil
+}
+
+// tlsCurator starts a Curator peer for zkc (over TLS to a TLS cluster),
+// its files in dir, or returns nil (and says why) when it cannot run.
+func (b *bench) tlsCurator(dir string, zkc *zktest.Cluster) (*peerProc, error) {
 	if !peersOn {
 		fmt.Println("   Curator: not run: -peers=false")
 		return nil, nil
 	}
-	args, err := curatorTLSArgs(dir, secure)
-	if err != nil {
+	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, err
 	}
-	p, version, err := startCuratorJVM(dir, secure.Servers(), b.f.sessionTimeout, 1, args)
+	var args []string
+	if zkc.TLS() {
+		var err error
+		if args, err = curatorTLSArgs(dir, zkc); err != nil {
+			return nil, err
+		}
+	}
+	p, version, err := startCuratorJVM(dir, zkc.Servers(), b.f.sessionTimeout, 1, args)
 	switch {
 	case errors.Is(err, interop.ErrUnavailable):
 		fmt.Println("   Curator: not run:", err)
@@ -344,27 +381,62 @@ func (b *bench) tlsCurator(dir string, secure *zktest.Cluster) (*peerProc, error
 		p.close()
 		return nil, err
 	}
-	fmt.Printf("   Curator: %s, CuratorCache, ZooKeeper's Netty client over TLS (PEM stores)\n", version)
+	how := "ZooKeeper's default client (NIO), plaintext"
+	if zkc.TLS() {
+		how = "ZooKeeper's Netty client over TLS (PEM stores)"
+	}
+	fmt.Printf("   Curator: %s, CuratorCache, %s\n", version, how)
 	return p, nil
 }
 
-// tlsLoadReport ends the load's table and reports it.
-func (b *bench) tlsLoadReport(tw *tabwriter.Writer, withCur bool, oRate, oCPU, cRate, cCPU, ratios []float64) tlsOutcome {
-	ratio := median(ratios)
-	ok := withCur && ratio >= tlsLoadTarget
-	fmt.Fprintf(tw, "median\t%.0f\t%.0f\t%.1f\t%.1f\t%.1f\n", median(oRate), median(cRate), ratio, median(oCPU), median(cCPU))
-	tw.Flush()
-	if !withCur {
-		fmt.Println("load over TLS: no Curator side, no ratio")
-		return tlsOutcome{ok: true, result: fmt.Sprintf("RESULT scenario=tls-load ours_nodes_per_s=%.1f cpu_us_per_node_ours=%.2f curator=not-run", median(oRate), median(oCPU))}
+// tlsLoadReport prints the load's table and reports it: the target is
+// ours over TLS against Curator's over TLS, round by round.
+func (b *bench) tlsLoadReport(loaders []*tlsLoader) tlsOutcome {
+	cols := []string{"round"}
+	for _, l := range loaders {
+		cols = append(cols, l.name+" nodes/s", "µs/node")
 	}
-	fmt.Printf("load over TLS ours/Curator %.1f× (target >= %.0f×: %s)\n", ratio, tlsLoadTarget, verdict(ok))
+	tw := table(append(cols, "ours/Curator over TLS")...)
+	var ratios []float64
+	for r := range b.f.rounds {
+		row := fmt.Sprint(r + 1)
+		for _, l := range loaders {
+			row += fmt.Sprintf("\t%.0f\t%.1f", l.rates[r], l.cpus[r])
+		}
+		if len(loaders) == 4 { // ours TLS, Curator TLS, ours plain, Curator plain
+			ratios = append(ratios, loaders[0].rates[r]/loaders[1].rates[r])
+			row += fmt.Sprintf("\t%.1f", ratios[r])
+		}
+		fmt.Fprintln(tw, row)
+	}
+	row, kv := "median", ""
+	for _, l := range loaders {
+		row += fmt.Sprintf("\t%.0f\t%.1f", median(l.rates), median(l.cpus))
+		key := strings.ToLower(strings.ReplaceAll(l.name, " ", "_"))
+		kv += fmt.Sprintf(" %s_nodes_per_s=%.1f %s_cpu_us_per_node=%.2f", key, median(l.rates), key, median(l.cpus))
+	}
+	ratio := median(ratios)
+	fmt.Fprintf(tw, "%s\t%.1f\n", row, ratio)
+	tw.Flush()
+	for _, l := range loaders {
+		if len(l.floors) > 0 { // the warm-up's included
+			fmt.Printf("%s: the floor, the same nodes read raw (64 per multiRead, 64 in flight), %.0f nodes/s (median)\n", l.name, median(l.floors))
+			kv += fmt.Sprintf(" %s_floor_nodes_per_s=%.1f", strings.ToLower(strings.ReplaceAll(l.name, " ", "_")), median(l.floors))
+		}
+	}
+	if len(loaders) != 4 {
+		fmt.Println("load: no Curator side, no ratio")
+		return tlsOutcome{ok: true, result: "RESULT scenario=tls-load curator=not-run" + kv}
+	}
+	ok := ratio >= tlsLoadTarget
+	oursCost, curCost := median(loaders[2].rates)/median(loaders[0].rates), median(loaders[3].rates)/median(loaders[1].rates)
+	fmt.Printf("load over TLS ours/Curator %.1f× (target >= %.0f×: %s); plaintext over TLS rate: ours %.2f, Curator %.2f\n",
+		ratio, tlsLoadTarget, verdict(ok), oursCost, curCost)
 	addReport(reportRow{
 		workload: "tls: cache load over TLS, ours against Curator's",
-		ours:     fmt.Sprintf("%.0f nodes/s", median(oRate)), base: fmt.Sprintf("%.0f nodes/s (CuratorCache over TLS)", median(cRate)),
+		ours:     fmt.Sprintf("%.0f nodes/s", median(loaders[0].rates)), base: fmt.Sprintf("%.0f nodes/s (CuratorCache over TLS)", median(loaders[1].rates)),
 		ratio: ratio, target: tlsLoadTarget, met: ok, hasTarget: true,
-		note: fmt.Sprintf("client CPU per node %.1f against %.1f µs", median(oCPU), median(cCPU)),
+		note: fmt.Sprintf("client CPU per node %.1f against %.1f µs; over plaintext %.0f against %.0f nodes/s", median(loaders[0].cpus), median(loaders[1].cpus), median(loaders[2].rates), median(loaders[3].rates)),
 	})
-	return tlsOutcome{ok: ok, result: fmt.Sprintf("RESULT scenario=tls-load ours_nodes_per_s=%.1f curator_nodes_per_s=%.1f ratio=%.3f target=%.1f pass=%t cpu_us_per_node_ours=%.2f cpu_us_per_node_curator=%.2f nodes=%d rounds=%d",
-		median(oRate), median(cRate), ratio, tlsLoadTarget, ok, median(oCPU), median(cCPU), 1+(tlsCacheLeaves+99)/100+tlsCacheLeaves, b.f.rounds)}
+	return tlsOutcome{ok: ok, result: fmt.Sprintf("RESULT scenario=tls-load ratio=%.3f target=%.1f pass=%t rounds=%d leaves=%d%s", ratio, tlsLoadTarget, ok, b.f.rounds, tlsCacheLeaves, kv)}
 }
