@@ -28,6 +28,10 @@
 #   make chaos-all-39  `make chaos-all` on ZooKeeper 3.9 (member kills and
 #                ensemble restarts included), faults paced densely (-pace
 #                dense: 80 or more in 5 minutes)
+#   make chaos-tls-39  the chaos suite on ZooKeeper 3.9 over TLS (-tls: a
+#                TLS-only ensemble with client certificates, every client
+#                and worker process over TLS), 60 s of worker faults and
+#                leader kills (CHAOS_TLS_FLAGS)
 #   make fuzz    run each fuzz target of ./internal/engine for FUZZ_TIME (default
 #                150000x: that many inputs, about 10 s each on 2 cores)
 #   make vet / make fmt
@@ -71,7 +75,9 @@ CHAOS_FLAGS ?= -duration 5m -seed 1
 # and internal/sasl (3.9 refuses DIGEST-MD5 in its default FIPS mode).
 RECIPE_PKGS ?= ./recipes/... ./internal/engine/... ./internal/sasl/... ./internal/interop/... ./internal/healthy/... ./mutex/... ./rwlock/... ./semaphore/... ./election/... ./cleanup/... ./shared/... ./barrier/... ./atomicval/... ./queue/... ./cache/... ./discovery/... ./nodes/...
 
-.PHONY: chaos chaos-all deps-39 test-39 chaos-all-39
+CHAOS_TLS_FLAGS ?= -duration 60s -seed 5 -faults kill-holder,blackhole-holder,zk-leader-kill
+
+.PHONY: chaos chaos-all deps-39 test-39 chaos-all-39 chaos-tls-39
 chaos: deps-demo
 	$(GO) test -tags chaos -race=false -count=1 -timeout 30m -v -run TestChaos ./chaos/ -args $(CHAOS_FLAGS)
 
@@ -88,6 +94,10 @@ test-39: deps deps-39
 chaos-all-39: deps-demo deps-39
 	env39="$$(bash scripts/zk39-env.sh)" && eval "$$env39" && \
 		$(GO) test -tags chaos -race=false -count=1 -timeout 30m -v -run TestChaos ./chaos/ -args $(CHAOS_FLAGS) -faults all -pace dense
+
+chaos-tls-39: deps-demo deps-39
+	env39="$$(bash scripts/zk39-env.sh)" && eval "$$env39" && \
+		$(GO) test -tags chaos -race=false -count=1 -timeout 10m -v -run TestChaos ./chaos/ -args -tls $(CHAOS_TLS_FLAGS)
 
 # One target per go test run (-fuzz takes one). An input that fails is
 # written to internal/<package>/testdata/fuzz/<target>/ (zkpath, contend, engine) and runs with every go test.

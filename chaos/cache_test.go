@@ -125,7 +125,7 @@ func startCacheWorker(t *testing.T, h *harness) *cacheWorker {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	writer, err := recipes.Connect(ctx, h.zkc.Servers(), recipes.WithSessionTimeout(4*time.Second))
+	writer, err := dial(ctx, h.zkc.Servers(), recipes.WithSessionTimeout(4*time.Second))
 	if err != nil {
 		t.Fatalf("cache worker: %v", err)
 	}
@@ -163,7 +163,7 @@ func startCacheWorker(t *testing.T, h *harness) *cacheWorker {
 			u.proxies = append(u.proxies, px)
 			addrs = append(addrs, px.Addr())
 		}
-		u.c, err = recipes.Connect(ctx, addrs, recipes.WithSessionTimeout(workerSession))
+		u.c, err = dial(ctx, addrs, recipes.WithSessionTimeout(workerSession))
 		if err != nil {
 			t.Fatalf("cache worker: %v", err)
 		}

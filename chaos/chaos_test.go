@@ -75,7 +75,7 @@ func TestChaos(t *testing.T) {
 		_ = os.RemoveAll(dir)
 	})
 
-	zkc := zktest.StartEnsemble(t, 3, zktest.WithTickTime(200*time.Millisecond))
+	zkc := zktest.StartEnsemble(t, 3, ensembleOpts(zktest.WithTickTime(200*time.Millisecond))...)
 	if !zkc.Controllable() {
 		t.Skip("the chaos suite injects faults into the servers: it needs a local ZooKeeper installation, not ZK_TEST_SERVERS")
 	}
@@ -83,7 +83,7 @@ func TestChaos(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	admin, err := recipes.Connect(context.Background(), zkc.Servers(), recipes.WithSessionTimeout(4*time.Second))
+	admin, err := dial(context.Background(), zkc.Servers(), recipes.WithSessionTimeout(4*time.Second))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -317,6 +317,9 @@ func (p *proc) start() error {
 		envServers+"="+p.addrs, envLog+"="+base+".log", envSeed+"="+strconv.FormatUint(p.h.seed, 10))
 	if *flagSabotage {
 		cmd.Env = append(cmd.Env, envSabot+"=1")
+	}
+	if e := workerTLSEnv(p.h.zkc); e != "" {
+		cmd.Env = append(cmd.Env, e)
 	}
 	errf, err := os.Create(base + ".stderr")
 	if err != nil {

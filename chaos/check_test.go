@@ -525,7 +525,7 @@ func (h *harness) checkUnavailability(rep *report) {
 
 func (r *report) summary(h *harness, faulting, total time.Duration) string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "CHAOS SUMMARY server=%s seed=%d faults-for=%v total=%v ops:", h.zkc.Version(), h.seed, faulting.Round(time.Second), total.Round(time.Second))
+	fmt.Fprintf(&b, "CHAOS SUMMARY server=%s seed=%d tls=%v faults-for=%v total=%v ops:", h.zkc.Version(), h.seed, h.zkc.TLS(), faulting.Round(time.Second), total.Round(time.Second))
 	for _, role := range roles {
 		fmt.Fprintf(&b, " %s=%d", role, len(r.ops[role]))
 	}
@@ -578,7 +578,7 @@ func (r *report) summary(h *harness, faulting, total time.Duration) string {
 func (h *harness) replicas() ([]*recipes.Client, error) {
 	var out []*recipes.Client
 	for _, addr := range h.zkc.Servers() {
-		c, err := recipes.Connect(context.Background(), []string{addr}, recipes.WithSessionTimeout(4*time.Second))
+		c, err := dial(context.Background(), []string{addr}, recipes.WithSessionTimeout(4*time.Second))
 		if err != nil {
 			for _, o := range out {
 				o.Close(context.Background())

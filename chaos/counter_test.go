@@ -197,7 +197,7 @@ func (h *harness) checkCounterRole(rep *report, evs []event) {
 	var final int64
 	call := time.Now().UnixNano()
 	err := retryZK(func() error {
-		c, err := recipes.Connect(context.Background(), h.zkc.Servers(), recipes.WithSessionTimeout(4*time.Second))
+		c, err := dial(context.Background(), h.zkc.Servers(), recipes.WithSessionTimeout(4*time.Second))
 		if err != nil {
 			return err
 		}

@@ -91,6 +91,12 @@
 // their events must replay to what they hold. It prints a line starting
 // with "CACHE SUMMARY" (checks, mismatches, faults by kind).
 //
+// -tls runs the whole suite over TLS (tls_test.go): the ensemble is
+// TLS-only with client certificates (zktest.WithTLS), the proxies end TLS
+// on both sides, and every client, the worker processes included (the PEM
+// files pass in ZKCHAOS_TLS), connects over TLS; the summary says
+// tls=true. `make chaos-tls-39` runs 60 s of it on 3.9, as CI does.
+//
 // By default the faults on ZooKeeper members (zk-leader-kill,
 // zk-follower-pause, zk-follower-create, zk-quorum-pause, zk-restart-all)
 // are injected only on ZooKeeper 3.9.4 or later: Debian's ZooKeeper 3.8.0

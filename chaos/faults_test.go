@@ -541,7 +541,7 @@ func (h *harness) diagnose(f *fault) []*proc {
 	for pass := range 2 {
 		present := map[string]int{} // path -> bit set of the servers that have it
 		for i, addr := range h.zkc.Servers() {
-			c, err := recipes.Connect(context.Background(), []string{addr}, recipes.WithSessionTimeout(4*time.Second))
+			c, err := dial(context.Background(), []string{addr}, recipes.WithSessionTimeout(4*time.Second))
 			if err != nil {
 				h.t.Logf("zk%d: %v", i+1, err)
 				continue

@@ -78,7 +78,7 @@ type memberObserver struct {
 // fault that touched these workers is memberSettle old, takes that moment
 // as the final quiet point, and stops the reads.
 func startMemberObserver(h *harness) func() {
-	c, err := recipes.Connect(context.Background(), h.zkc.Servers(), recipes.WithSessionTimeout(4*time.Second))
+	c, err := dial(context.Background(), h.zkc.Servers(), recipes.WithSessionTimeout(4*time.Second))
 	if err != nil {
 		h.t.Fatalf("member observer: %v", err)
 	}
@@ -297,7 +297,7 @@ func (h *harness) checkMemberRole(rep *report, logs map[string][]event, role str
 
 // readMembers reads parent on a client of its own.
 func (h *harness) readMembers(role, parent string) mPoll {
-	c, err := recipes.Connect(context.Background(), h.zkc.Servers(), recipes.WithSessionTimeout(4*time.Second))
+	c, err := dial(context.Background(), h.zkc.Servers(), recipes.WithSessionTimeout(4*time.Second))
 	if err != nil {
 		return mPoll{}
 	}

@@ -142,7 +142,7 @@ func startPNodeWatcher(h *harness) func() {
 			names = append(names, p.name)
 		}
 	}
-	c, err := recipes.Connect(context.Background(), h.zkc.Servers(), recipes.WithSessionTimeout(4*time.Second))
+	c, err := dial(context.Background(), h.zkc.Servers(), recipes.WithSessionTimeout(4*time.Second))
 	if err != nil {
 		h.t.Fatalf("pnode watcher: %v", err)
 	}

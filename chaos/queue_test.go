@@ -108,7 +108,7 @@ func (h *harness) queueLeft(rep *report, what, dir string, decode func([]byte) (
 	err := retryZK(func() error {
 		clear(remaining)
 		clear(corrupt)
-		c, err := recipes.Connect(context.Background(), h.zkc.Servers(), recipes.WithSessionTimeout(4*time.Second))
+		c, err := dial(context.Background(), h.zkc.Servers(), recipes.WithSessionTimeout(4*time.Second))
 		if err != nil {
 			return err
 		}

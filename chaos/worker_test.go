@@ -231,7 +231,7 @@ func runWorker(role string) error {
 func (w *worker) connect(servers []string) (*recipes.Client, error) {
 	deadline := time.Now().Add(3 * time.Minute)
 	for {
-		c, err := recipes.Connect(context.Background(), servers, recipes.WithSessionTimeout(workerSession), recipes.WithConnectTimeout(10*time.Second))
+		c, err := dial(context.Background(), servers, recipes.WithSessionTimeout(workerSession), recipes.WithConnectTimeout(10*time.Second))
 		if err == nil {
 			return c, nil
 		}

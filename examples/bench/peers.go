@@ -111,6 +111,12 @@ func (t *tailBuffer) String() string {
 // startCurator starts BenchCurator.java with sessions sessions, or says
 // why it cannot (an error wrapping interop.ErrUnavailable).
 func startCurator(dir string, servers []string, timeout time.Duration, sessions int) (*peerProc, string, error) {
+	return startCuratorJVM(dir, servers, timeout, sessions, nil)
+}
+
+// startCuratorJVM is startCurator with jvmArgs (system properties) given
+// to the JVM before the program.
+func startCuratorJVM(dir string, servers []string, timeout time.Duration, sessions int, jvmArgs []string) (*peerProc, string, error) {
 	cp, err := interop.JavaClasspath()
 	if err != nil {
 		return nil, "", err
@@ -148,11 +154,12 @@ func startCurator(dir string, servers []string, timeout time.Duration, sessions 
 	if v, ok := strings.CutPrefix(strings.SplitN(version, ",", 2)[0], "curator-recipes-"); ok {
 		label = "Curator " + v
 	}
-	p, err := startPeer(label, "curator", java,
-		// Soft references cleared at every GC, so that the cache scenario's
-		// heap figures (used heap after System.gc()) hold no stale caches.
-		"-Xmx256m", "-XX:+UseSerialGC", "-XX:SoftRefLRUPolicyMSPerMB=0", "-cp", cp, src,
-		strings.Join(servers, ","), strconv.FormatInt(timeout.Milliseconds(), 10), strconv.Itoa(sessions))
+	// Soft references cleared at every GC, so that the cache scenario's
+	// heap figures (used heap after System.gc()) hold no stale caches;
+	// jvmArgs (system properties: the TLS row's) before the program.
+	argv := append([]string{"-Xmx256m", "-XX:+UseSerialGC", "-XX:SoftRefLRUPolicyMSPerMB=0"}, jvmArgs...)
+	argv = append(argv, "-cp", cp, src, strings.Join(servers, ","), strconv.FormatInt(timeout.Milliseconds(), 10), strconv.Itoa(sessions))
+	p, err := startPeer(label, "curator", java, argv...)
 	return p, version, err
 }
 

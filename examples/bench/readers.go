@@ -60,6 +60,10 @@ func (b *bench) readers(ctx context.Context) (string, error) {
 // scenarios in the order they run.
 var scenarios = []string{"uncontended", "contended", "contended-procs", "readers", "semaphore", "mixed", "semcontended", "failover"}
 
+// notInAll are the scenarios that "all" leaves out: they run only when
+// -which names them.
+var notInAll = map[string]bool{}
+
 // parseWhich reads -which: "all" or a comma-separated list of scenarios.
 func parseWhich(s string) (map[string]bool, error) {
 	which := map[string]bool{}
@@ -67,7 +71,7 @@ func parseWhich(s string) (map[string]bool, error) {
 		switch w = strings.TrimSpace(w); {
 		case w == "all":
 			for _, sc := range scenarios {
-				which[sc] = true
+				which[sc] = which[sc] || !notInAll[sc]
 			}
 		case slices.Contains(scenarios, w):
 			which[w] = true
