@@ -15,9 +15,9 @@
 //     container parents recreated when reaped between two calls, and
 //     guaranteed deletes that never block on a dead connection.
 //   - The contender queue (Contest) every lock-like recipe drives, with its
-//     Driver: how nodes sort, how many may hold, which contenders block
-//     and when to list again. Decide is the one check; the knowledge of
-//     gone nodes spares waiters a list per hand-off.
+//     contend.Driver: how nodes sort, how many may hold, which contenders
+//     block and when to list again. Decide is the one check; the knowledge
+//     of gone nodes spares waiters a list per hand-off.
 //   - Holds (token, fenced writes, Done) and long-lived participation in a
 //     queue (a leader latch's terms), on an OwnedNode.
 //   - OwnedNode, a node of ours that must exist: made in the background
@@ -43,10 +43,10 @@
 // # Adding a recipe
 //
 // A new recipe is one new package that imports recipes and this package,
-// and touches nothing here. A lock-like recipe declares a contend.Driver (its lock
-// names, its number of leases, which contenders block it) and queues with
-// Client.Enter and Contest.Acquire; fencing and Done come from the Hold it
-// builds on the node. Anything else is a condition or a view:
+// and touches nothing here. A lock-like recipe declares a contend.Driver
+// (its lock names, its number of leases, which contenders block it) and
+// queues with Client.Enter and Contest.Acquire; fencing and Done come from
+// the Hold it builds on the node. Anything else is a condition or a view:
 //
 //   - A barrier waits with Await: DistributedBarrier's look is an exists
 //     with a watch (Done when the node is gone); DistributedDoubleBarrier's
@@ -54,7 +54,7 @@
 //     to leave), with Wait.Session set to the session of its own node so
 //     that a lost session ends the wait.
 //   - A cache follows with a Follower: NodeCache is AddNode,
-//     PathChildrenCache is addChildren plus an AddNode per child (added
+//     PathChildrenCache is a children read plus an AddNode per child (added
 //     and removed as the list changes, all on the Follower's goroutine),
 //     and a tree cache is the same one level further at a time, each node
 //     keeping one watch of each kind (Watches.Armed). A FollowEvent
@@ -69,4 +69,13 @@
 //     JSON instances.
 //
 // Each of those is its own package next to mutex and election.
+//
+// # The leaves beside it
+//
+// What is pure, or shared by the engine and the recipes without needing a
+// client, lives in leaf packages the engine imports: zkpath (paths, node
+// names, the Namespace that maps recipe paths to server paths), contend
+// (the lock-like recipes' rule), zkop (a transaction's ops), lifecycle
+// (the one lifecycle of long-lived recipes), notify (queues, listeners,
+// IsClosed), zkerr and zkstate (errors and connection states).
 package engine
