@@ -274,6 +274,9 @@ func (c *Client) Get(ctx context.Context, path string) ([]byte, *zk.Stat, error)
 
 // GetW reads a node's data and leaves a watch on it.
 func (c *Client) GetW(ctx context.Context, path string) ([]byte, *zk.Stat, <-chan zk.Event, error) {
+	if err := c.Check(); err != nil {
+		return nil, nil, nil, err
+	}
 	if err := c.pw.guardOneShot(ctx, path); err != nil {
 		return nil, nil, nil, err
 	}
@@ -303,6 +306,9 @@ func (c *Client) Exists(ctx context.Context, path string) (bool, *zk.Stat, error
 
 // ExistsW reports whether a node exists and leaves a watch on it.
 func (c *Client) ExistsW(ctx context.Context, path string) (bool, *zk.Stat, <-chan zk.Event, error) {
+	if err := c.Check(); err != nil {
+		return false, nil, nil, err
+	}
 	if err := c.pw.guardOneShot(ctx, path); err != nil {
 		return false, nil, nil, err
 	}
@@ -332,6 +338,9 @@ func (c *Client) Children(ctx context.Context, path string) ([]string, *zk.Stat,
 
 // ChildrenW lists a node's children and leaves a watch on the list.
 func (c *Client) ChildrenW(ctx context.Context, path string) ([]string, *zk.Stat, <-chan zk.Event, error) {
+	if err := c.Check(); err != nil {
+		return nil, nil, nil, err
+	}
 	if err := c.pw.guardOneShot(ctx, path); err != nil {
 		return nil, nil, nil, err
 	}
