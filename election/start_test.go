@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/zkrecipes/zkrecipes/election"
+	"github.com/zkrecipes/zkrecipes/internal/notify"
 	"github.com/zkrecipes/zkrecipes/internal/testutil"
 	"github.com/zkrecipes/zkrecipes/recipes"
 	"github.com/zkrecipes/zkrecipes/recipes/zktest"
@@ -110,7 +111,7 @@ func TestLatchResignAndRejoin(t *testing.T) {
 	require.NoError(t, b.Start(ctx))
 
 	require.NoError(t, a.Resign(ctx))
-	assert.True(t, testutil.IsClosed(term.Done()), "the resigned term's Done is closed when Resign returns")
+	assert.True(t, notify.IsClosed(term.Done()), "the resigned term's Done is closed when Resign returns")
 	assert.False(t, a.HasLeadership())
 	assert.Nil(t, a.Term())
 	assert.Empty(t, a.Node())

@@ -17,6 +17,7 @@ import (
 	"github.com/zkrecipes/zkrecipes/internal/contend"
 	"github.com/zkrecipes/zkrecipes/internal/engine"
 	"github.com/zkrecipes/zkrecipes/internal/gid"
+	"github.com/zkrecipes/zkrecipes/internal/notify"
 	"github.com/zkrecipes/zkrecipes/internal/testutil"
 	"github.com/zkrecipes/zkrecipes/internal/zkpath"
 	"github.com/zkrecipes/zkrecipes/recipes"
@@ -56,7 +57,7 @@ func TestStateSuspendedThenReconnectedOnPause(t *testing.T) {
 	got := log.WaitFor(t, 0, 10*time.Second, recipes.StateSuspended, recipes.StateReconnected)
 	assert.NotContains(t, got, recipes.StateLost)
 	assert.Equal(t, sid, c.SessionID(), "same session after a short pause")
-	assert.False(t, testutil.IsClosed(engine.Of(c).Snapshot().Lost))
+	assert.False(t, notify.IsClosed(engine.Of(c).Snapshot().Lost))
 }
 
 func TestStateSuspendedThenLostOnBlackhole(t *testing.T) {
@@ -75,17 +76,17 @@ func TestStateSuspendedThenLostOnBlackhole(t *testing.T) {
 	proxy.Blackhole()
 	start := time.Now()
 	log.WaitFor(t, 0, 10*time.Second, recipes.StateSuspended)
-	assert.False(t, testutil.IsClosed(hold), "session policy: SUSPENDED does not end a hold")
+	assert.False(t, notify.IsClosed(hold), "session policy: SUSPENDED does not end a hold")
 	log.WaitFor(t, 0, 12*time.Second, recipes.StateSuspended, recipes.StateLost)
 	t.Logf("LOST %v after the black-hole began, while still black-holed", time.Since(start))
-	assert.True(t, testutil.IsClosed(hold), "LOST ends the hold")
-	assert.True(t, testutil.IsClosed(snap.Lost))
+	assert.True(t, notify.IsClosed(hold), "LOST ends the hold")
+	assert.True(t, notify.IsClosed(snap.Lost))
 
 	proxy.Restore()
 	log.WaitFor(t, 0, 20*time.Second, recipes.StateSuspended, recipes.StateLost, recipes.StateReconnected)
 	require.NoError(t, c.WaitConnected(context.Background()))
 	assert.NotEqual(t, oldSID, c.SessionID(), "a new session after LOST")
-	assert.False(t, testutil.IsClosed(engine.Of(c).HoldSignal(engine.Of(c).Snapshot())), "fresh signals after reconnect")
+	assert.False(t, notify.IsClosed(engine.Of(c).HoldSignal(engine.Of(c).Snapshot())), "fresh signals after reconnect")
 }
 
 func TestStateReconnectedAfterLeaderKill(t *testing.T) {

@@ -15,7 +15,7 @@ import (
 
 	"github.com/zkrecipes/zkrecipes/internal/contend"
 	"github.com/zkrecipes/zkrecipes/internal/engine"
-	"github.com/zkrecipes/zkrecipes/internal/testutil"
+	"github.com/zkrecipes/zkrecipes/internal/notify"
 	"github.com/zkrecipes/zkrecipes/recipes"
 	"github.com/zkrecipes/zkrecipes/recipes/zktest"
 )
@@ -106,7 +106,7 @@ func TestAwaitCount(t *testing.T) {
 
 	sig, err := ours.AwaitCount(ctx, engine.FixedLimit(3), true)
 	require.NoError(t, err)
-	assert.False(t, testutil.IsClosed(sig.Done))
+	assert.False(t, notify.IsClosed(sig.Done))
 	_, err = ours.AwaitCount(ctx, engine.FixedLimit(2), false)
 	assert.ErrorIs(t, err, recipes.ErrNotAcquired, "one check, too many")
 
@@ -258,7 +258,7 @@ func TestParticipantTermsAndRecreation(t *testing.T) {
 	stopB()
 	eventually(t, 5*time.Second, "a leads again", func() bool { n, _ := la.count(); return n == 2 })
 	second := la.last()
-	assert.False(t, testutil.IsClosed(second.Done()))
+	assert.False(t, notify.IsClosed(second.Done()))
 
 	// A connection blip ends the term (Standard policy); the same session
 	// and node come back: a new term on the same node.

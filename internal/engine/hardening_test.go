@@ -20,6 +20,7 @@ import (
 
 	"github.com/zkrecipes/zkrecipes/internal/contend"
 	"github.com/zkrecipes/zkrecipes/internal/engine"
+	"github.com/zkrecipes/zkrecipes/internal/notify"
 	"github.com/zkrecipes/zkrecipes/internal/testutil"
 	"github.com/zkrecipes/zkrecipes/internal/zkpath"
 	"github.com/zkrecipes/zkrecipes/recipes"
@@ -225,7 +226,7 @@ func TestSessionBackAfterLocalLostDeletesLostHolds(t *testing.T) {
 		require.NoError(t, zkc.Pause(i))
 	}
 	log.WaitFor(t, 0, 20*time.Second, recipes.StateSuspended, recipes.StateLost)
-	assert.True(t, testutil.IsClosed(sig.Lost), "the holder was told")
+	assert.True(t, notify.IsClosed(sig.Lost), "the holder was told")
 	for _, i := range paused {
 		require.NoError(t, zkc.Resume(i))
 	}

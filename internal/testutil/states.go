@@ -65,13 +65,3 @@ func hasSubsequence(got, want []recipes.State) bool {
 	}
 	return i == len(want)
 }
-
-// IsClosed reports whether ch is closed (or has a value ready).
-func IsClosed(ch <-chan struct{}) bool {
-	select {
-	case <-ch:
-		return true
-	default:
-		return false
-	}
-}
