@@ -87,7 +87,10 @@ func Connect(ctx context.Context, servers []string, cfg Config) (*Client, error)
 		zk.WithEventCallback(c.event),
 		zk.WithDialer(c.wire.Dial),
 	}
-	if cfg.HostProvider != nil {
+	hosts := ensembleHostsFor(cfg)
+	if hosts != nil {
+		zkopts = append(zkopts, zk.WithHostProvider(hosts))
+	} else if cfg.HostProvider != nil {
 		zkopts = append(zkopts, zk.WithHostProvider(cfg.HostProvider))
 	}
 	if cfg.MaxBufferSize > 0 {
@@ -102,6 +105,9 @@ func Connect(ctx context.Context, servers []string, cfg Config) (*Client, error)
 	if err := c.afterStart(ctx); err != nil {
 		c.closeOnce.Do(func() { _ = c.shutdown(nil) }) // no session worth a close request: cut at once
 		return nil, err
+	}
+	if hosts != nil {
+		c.trackEnsemble(hosts)
 	}
 	return c, nil
 }
