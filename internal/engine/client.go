@@ -49,6 +49,8 @@ type Client struct {
 	adopted bool     // NewClient's: events come through go-zookeeper's channel, which drops when full
 	pw      pwatches // persistent watches (pwatch.go)
 	sharedFollower
+
+	hosts *ensembleHosts // the host provider that follows the ensemble; nil without (ensemble.go)
 }
 
 // Connect dials the given servers ("host:port" each) and waits until the

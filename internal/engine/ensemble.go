@@ -142,6 +142,7 @@ func (h *ensembleHosts) replace(servers []string) (dropped string) {
 // the client closes, moving hosts' list to the ensemble's members when
 // they change (see ensembleTracker.seen).
 func (c *Client) trackEnsemble(hosts *ensembleHosts) {
+	c.hosts = hosts
 	t := &ensembleTracker{c: c, hosts: hosts}
 	f := c.NewFollower("ensemble", nil)
 	f.Add(ensembleConfigPath, t.read)
@@ -165,16 +166,23 @@ type ensembleTracker struct {
 	members []string // the members' client addresses read last, sorted; nil before the first read
 }
 
-// read reads /zookeeper/config with a data watch. The request goes on the
-// connection directly: the tracker's reads are not the user's, and are
-// neither counted nor measured.
+// read reads /zookeeper/config, and leaves a data watch there only when
+// the configuration is a dynamic one (a server that is not one leaves the
+// session no watch: a standalone server, a static ensemble, a server
+// before 3.5; the read runs again at the next reconnection and session).
+// The requests go on the connection directly: the tracker's reads are not
+// the user's, and are neither counted nor measured.
 func (t *ensembleTracker) read(_ context.Context, w *Watches) error {
 	c := t.c
-	var data []byte
-	err := w.watch(c, watchData, ensembleConfigPath, func() (ch <-chan zk.Event, err error) {
-		data, _, ch, err = c.conn.GetW(ensembleConfigPath)
-		return ch, err
-	})
+	data, _, err := c.conn.Get(ensembleConfigPath)
+	if err == nil && !w.Armed(watchData, ensembleConfigPath) {
+		if cfg, perr := parseEnsembleConfig(data); perr == nil && cfg.dynamic() {
+			err = w.watch(c, watchData, ensembleConfigPath, func() (ch <-chan zk.Event, err error) {
+				data, _, ch, err = c.conn.GetW(ensembleConfigPath)
+				return ch, err
+			})
+		}
+	}
 	switch {
 	case errors.Is(err, zk.ErrNoNode):
 		return nil // a server before 3.5: no reconfiguration to follow
@@ -200,13 +208,10 @@ func (t *ensembleTracker) read(_ context.Context, w *Watches) error {
 // changes. A later configuration whose members differ always moves the
 // list to them.
 func (t *ensembleTracker) seen(cfg ensembleConfig) {
-	members := cfg.Clients()
-	if len(members) == 0 || len(members) < len(cfg.Members) {
-		// Standalone, or a static configuration (no reconfigEnabled):
-		// each server then names its own client address only, and its
-		// view is no list of members.
+	if !cfg.dynamic() {
 		return
 	}
+	members := cfg.Clients()
 	first := t.members == nil
 	if !first && slices.Equal(members, t.members) {
 		return
@@ -258,4 +263,15 @@ func ensembleHostsFor(cfg Config) *ensembleHosts {
 		return nil
 	}
 	return newEnsembleHosts()
+}
+
+// EnsembleServers returns the addresses the connection goes to, sorted,
+// as the ensemble tracker keeps them; nil when the Client does not follow
+// the ensemble (WithoutEnsembleTracking, a host provider of the user's,
+// an adopted connection).
+func (c *Client) EnsembleServers() []string {
+	if c == nil || c.hosts == nil {
+		return nil
+	}
+	return c.hosts.list()
 }

@@ -152,3 +152,20 @@ func isWildcard(host string) bool {
 	ip := net.ParseIP(host)
 	return ip != nil && ip.IsUnspecified()
 }
+
+// dynamic reports whether the configuration names members a client can
+// follow: some, each with a client address. A standalone server's is
+// empty; in a static ensemble's (no reconfigEnabled, client ports outside
+// the server lines) each server names its own client address only, and
+// its view is no list of members.
+func (cfg ensembleConfig) dynamic() bool {
+	if len(cfg.Members) == 0 {
+		return false
+	}
+	for _, m := range cfg.Members {
+		if m.Client == "" {
+			return false
+		}
+	}
+	return true
+}
