@@ -55,6 +55,7 @@ type config struct {
 	noExtended bool
 	tls        int // tlsFromEnv, tlsOn or tlsOff
 	sasl       saslConfig
+	reconfig   bool // WithReconfig (reconfig.go)
 }
 
 // Option configures a Cluster started by Start, StartEnsemble or Launch.
