@@ -219,8 +219,9 @@ func WithoutContainers() Option {
 // seed the first connection; the members replace them at the first
 // reading only when every one of them is a member (not when they name a
 // proxy or a load balancer, which are kept until the membership
-// changes). NewClient's adopted connections and WithHostProvider turn
-// tracking off. See docs/usage.md.
+// changes). With WithTLS the members' TLS client addresses are followed,
+// which servers publish from ZooKeeper 3.10 on. NewClient's adopted
+// connections and WithHostProvider turn tracking off. See docs/usage.md.
 func WithoutEnsembleTracking() Option {
 	return func(o *options) error { o.cfg.NoEnsembleTracking = true; return nil }
 }

@@ -143,7 +143,7 @@ func (h *ensembleHosts) replace(servers []string) (dropped string) {
 // they change (see ensembleTracker.seen).
 func (c *Client) trackEnsemble(hosts *ensembleHosts) {
 	c.hosts = hosts
-	t := &ensembleTracker{c: c, hosts: hosts}
+	t := &ensembleTracker{c: c, hosts: hosts, secure: c.cfg.TLS != nil}
 	f := c.NewFollower("ensemble", nil)
 	f.Add(ensembleConfigPath, t.read)
 	c.sm.mu.Lock()
@@ -163,6 +163,7 @@ func (c *Client) trackEnsemble(hosts *ensembleHosts) {
 type ensembleTracker struct {
 	c       *Client
 	hosts   *ensembleHosts
+	secure  bool     // WithTLS: the members' TLS client addresses are followed
 	members []string // the members' client addresses read last, sorted; nil before the first read
 }
 
@@ -176,7 +177,7 @@ func (t *ensembleTracker) read(_ context.Context, w *Watches) error {
 	c := t.c
 	data, _, err := c.conn.Get(ensembleConfigPath)
 	if err == nil && !w.Armed(watchData, ensembleConfigPath) {
-		if cfg, perr := parseEnsembleConfig(data); perr == nil && cfg.dynamic() {
+		if cfg, perr := parseEnsembleConfig(data); perr == nil && cfg.dynamic(t.secure) {
 			err = w.watch(c, watchData, ensembleConfigPath, func() (ch <-chan zk.Event, err error) {
 				data, _, ch, err = c.conn.GetW(ensembleConfigPath)
 				return ch, err
@@ -208,10 +209,10 @@ func (t *ensembleTracker) read(_ context.Context, w *Watches) error {
 // changes. A later configuration whose members differ always moves the
 // list to them.
 func (t *ensembleTracker) seen(cfg ensembleConfig) {
-	if !cfg.dynamic() {
+	if !cfg.dynamic(t.secure) {
 		return
 	}
-	members := cfg.Clients()
+	members := cfg.Clients(t.secure)
 	first := t.members == nil
 	if !first && slices.Equal(members, t.members) {
 		return

@@ -17,9 +17,12 @@ const ensembleConfigPath = "/zookeeper/config"
 
 // ensembleMember is one server of the ensemble's configuration.
 type ensembleMember struct {
-	ID       int64
-	Client   string // "host:port" a client connects to; "" when the server has no client address
-	Observer bool   // role observer (a client may connect to it too); participant otherwise
+	ID     int64
+	Client string // "host:port" a client connects to; "" when the server has no client address
+	// SecureClient is the TLS client address (ZooKeeper 3.10+, the
+	// third part of the line); "" when the server publishes none.
+	SecureClient string
+	Observer     bool // role observer (a client may connect to it too); participant otherwise
 }
 
 // ensembleConfig is the parsed content of /zookeeper/config.
@@ -28,22 +31,30 @@ type ensembleConfig struct {
 	Version string           // the "version" line, hexadecimal; "" when absent
 }
 
-// Clients returns the client addresses of the members that have one,
-// sorted: the addresses a client may connect to.
-func (cfg ensembleConfig) Clients() []string {
+// Clients returns the client addresses of the members that have one
+// (their TLS ones with secure), sorted: the addresses a client may
+// connect to.
+func (cfg ensembleConfig) Clients(secure bool) []string {
 	var out []string
 	for _, m := range cfg.Members {
-		if m.Client != "" {
-			out = append(out, m.Client)
+		if a := m.address(secure); a != "" {
+			out = append(out, a)
 		}
 	}
 	sort.Strings(out)
 	return out
 }
 
+func (m ensembleMember) address(secure bool) string {
+	if secure {
+		return m.SecureClient
+	}
+	return m.Client
+}
+
 // parseEnsembleConfig parses /zookeeper/config's data: lines
 //
-//	server.N=host:quorumPort:electionPort[:role][|host:q:e...];[clientHost:]clientPort
+//	server.N=host:quorumPort:electionPort[:role][|host:q:e...];[[clientHost:]clientPort][;[secureHost:]securePort]
 //	version=HEX
 //
 // (a host may be an IPv6 address in brackets). A server with no client
@@ -108,20 +119,35 @@ func parseServerLine(value string) (ensembleMember, error) {
 	if !hasClient {
 		return m, nil
 	}
-	client = strings.TrimSpace(client)
-	clientHost, port := "", client
-	if i := strings.LastIndexByte(client, ':'); i >= 0 {
-		clientHost, port = client[:i], client[i+1:]
-		clientHost = strings.TrimSuffix(strings.TrimPrefix(clientHost, "["), "]")
+	plain, secure, _ := strings.Cut(client, ";") // 3.10+: [clientAddress];secureClientAddress
+	if m.Client, err = clientAddress(plain, host); err != nil {
+		return m, err
+	}
+	if m.SecureClient, err = clientAddress(secure, host); err != nil {
+		return m, err
+	}
+	return m, nil
+}
+
+// clientAddress parses a client address, "[host:]port" ("" for none);
+// a missing or wildcard host is the server's quorum host.
+func clientAddress(s, quorumHost string) (string, error) {
+	s = strings.TrimSpace(s)
+	if s == "" {
+		return "", nil
+	}
+	host, port := "", s
+	if i := strings.LastIndexByte(s, ':'); i >= 0 {
+		host, port = s[:i], s[i+1:]
+		host = strings.TrimSuffix(strings.TrimPrefix(host, "["), "]")
 	}
 	if !isPort(port) {
-		return m, fmt.Errorf("bad client port in %q", client)
+		return "", fmt.Errorf("bad client port in %q", s)
 	}
-	if clientHost == "" || isWildcard(clientHost) {
-		clientHost = host
+	if host == "" || isWildcard(host) {
+		host = quorumHost
 	}
-	m.Client = net.JoinHostPort(clientHost, port)
-	return m, nil
+	return net.JoinHostPort(host, port), nil
 }
 
 // splitHost splits "host:rest" or "[v6]:rest" into the host (without
@@ -154,16 +180,17 @@ func isWildcard(host string) bool {
 }
 
 // dynamic reports whether the configuration names members a client can
-// follow: some, each with a client address. A standalone server's is
-// empty; in a static ensemble's (no reconfigEnabled, client ports outside
-// the server lines) each server names its own client address only, and
-// its view is no list of members.
-func (cfg ensembleConfig) dynamic() bool {
+// follow: some, each with a client address (a TLS one, with secure). A
+// standalone server's is empty; in a static ensemble's (no
+// reconfigEnabled, client ports outside the server lines) each server
+// names its own client address only, and its view is no list of members.
+// Before ZooKeeper 3.10 no server names a TLS client address.
+func (cfg ensembleConfig) dynamic(secure bool) bool {
 	if len(cfg.Members) == 0 {
 		return false
 	}
 	for _, m := range cfg.Members {
-		if m.Client == "" {
+		if m.address(secure) == "" {
 			return false
 		}
 	}

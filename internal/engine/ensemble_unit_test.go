@@ -36,14 +36,35 @@ func TestEnsembleConfigParse(t *testing.T) {
 		{ID: 7, Client: "10.0.0.7:2187"},
 	}
 	assert.Equal(t, want, cfg.Members)
-	assert.Equal(t, []string{"10.0.0.1:2181", "10.0.0.3:2181", "10.0.0.7:2187", "[::1]:2185", "[fe80::4]:2181", "zk2.example:2182"}, cfg.Clients())
+	assert.Equal(t, []string{"10.0.0.1:2181", "10.0.0.3:2181", "10.0.0.7:2187", "[::1]:2185", "[fe80::4]:2181", "zk2.example:2182"}, cfg.Clients(false))
+	assert.False(t, cfg.dynamic(false), "server.6 has no client address")
+	assert.Empty(t, cfg.Clients(true), "no TLS client addresses before 3.10")
+}
+
+// ZooKeeper 3.10 (ZOOKEEPER-4276) adds the TLS client address as a
+// third part; a TLS Client follows those.
+func TestEnsembleConfigParseSecure(t *testing.T) {
+	data := "server.1=10.0.0.1:2888:3888:participant;10.0.0.1:2181;10.0.0.1:2281\n" +
+		"server.2=10.0.0.2:2888:3888;;2282\n" +
+		"server.3=[fe80::3]:2888:3888:observer;2181;[::]:2283\n"
+	cfg, err := parseEnsembleConfig([]byte(data))
+	require.NoError(t, err)
+	assert.Equal(t, []ensembleMember{
+		{ID: 1, Client: "10.0.0.1:2181", SecureClient: "10.0.0.1:2281"},
+		{ID: 2, SecureClient: "10.0.0.2:2282"},
+		{ID: 3, Client: "[fe80::3]:2181", SecureClient: "[fe80::3]:2283", Observer: true},
+	}, cfg.Members)
+	assert.True(t, cfg.dynamic(true))
+	assert.False(t, cfg.dynamic(false), "server.2 is TLS only")
+	assert.Equal(t, []string{"10.0.0.1:2281", "10.0.0.2:2282", "[fe80::3]:2283"}, cfg.Clients(true))
 }
 
 func TestEnsembleConfigParseEmpty(t *testing.T) {
 	for _, data := range []string{"", "\n", "version=0\n", "clientPort=2181\n"} {
 		cfg, err := parseEnsembleConfig([]byte(data))
 		require.NoError(t, err, "%q", data)
-		assert.Empty(t, cfg.Clients(), "%q", data)
+		assert.Empty(t, cfg.Clients(false), "%q", data)
+		assert.False(t, cfg.dynamic(false), "%q", data)
 	}
 }
 
@@ -56,6 +77,7 @@ func TestEnsembleConfigParseBad(t *testing.T) {
 		"server.1=[fe80::1:2888:3888;2181",
 		"server.1=:2888:3888;2181",
 		"server.1=10.0.0.1:0:3888;2181",
+		"server.1=10.0.0.1:2888:3888;2181;x",
 	} {
 		_, err := parseEnsembleConfig([]byte(line + "\nversion=1\n"))
 		assert.Error(t, err, line)
@@ -152,4 +174,12 @@ func TestEnsembleTrackerSeen(t *testing.T) {
 	assert.Equal(t, []string{"c:1"}, h.list(), "a server without a client address: a static configuration, ignored")
 	tr.seen(ensembleConfig{})
 	assert.True(t, slices.Equal([]string{"c:1"}, h.list()), "no members: kept")
+
+	// A TLS client follows the TLS addresses, and only those.
+	h = testHosts(t, "a:2")
+	tr = &ensembleTracker{c: c, hosts: h, secure: true}
+	tr.seen(cfgOf("a:1", "b:1"))
+	assert.Equal(t, []string{"a:2"}, h.list(), "no TLS addresses: nothing to follow")
+	tr.seen(ensembleConfig{Members: []ensembleMember{{ID: 1, Client: "a:1", SecureClient: "a:2"}, {ID: 2, Client: "b:1", SecureClient: "b:2"}}})
+	assert.Equal(t, []string{"a:2", "b:2"}, h.list())
 }

@@ -34,9 +34,25 @@ const reconfigTimeout = 30 * time.Second
 // and change the ensemble while it runs; a single member then runs as an
 // ensemble of one (Mode: leader), to which others can be added. Reconfig
 // requires authorization: the servers know a super user (SuperAuth). It
-// needs a local installation of ZooKeeper 3.5 or later.
+// needs a local installation of ZooKeeper 3.5 or later. The servers are
+// plain, also under ZK_TEST_TLS (WithTLS with it is an error): before
+// 3.10 the configuration names no TLS client address.
 func WithReconfig() Option {
 	return func(c *config) error { c.reconfig = true; return nil }
+}
+
+// plainForReconfig makes a WithReconfig cluster plain, also under
+// ZK_TEST_TLS: before ZooKeeper 3.10 a server line names no TLS client
+// address, and its client address would be the TLS port's.
+func (c *config) plainForReconfig() error {
+	if !c.reconfig {
+		return nil
+	}
+	if c.tls == tlsOn {
+		return errors.New("zktest: WithReconfig with WithTLS: the dynamic configuration of ZooKeeper before 3.10 names no TLS client address")
+	}
+	c.tls = tlsOff
+	return nil
 }
 
 // SuperAuth returns the digest credentials of a WithReconfig cluster's

@@ -11,6 +11,9 @@ func TestReconfig(t *testing.T) {
 	if usingExternal() {
 		t.Skip("adds members: needs servers this package starts")
 	}
+	if _, err := Launch(1, WithReconfig(), WithTLS()); err == nil {
+		t.Fatal("WithReconfig with WithTLS launched")
+	}
 	c := StartEnsemble(t, 1, WithReconfig())
 	requireLocal(t, c)
 	if err := Start(t).Reconfig(nil, nil); err == nil {

@@ -191,6 +191,9 @@ func Launch(n int, opts ...Option) (*Cluster, error) {
 		}
 	}
 
+	if err := cfg.plainForReconfig(); err != nil {
+		return nil, err
+	}
 	c, err := launch(n, cfg)
 	if err != nil {
 		return nil, err
