@@ -106,15 +106,17 @@ func TestEnsembleTrackingMovesOffARemovedMember(t *testing.T) {
 	})
 }
 
-// The client was given only members that are all removed later: it
-// follows the ensemble to the new member and keeps working there after
-// the old ones are gone.
+// The client was given one member of two, and learns the other at once;
+// both are removed later: it follows the ensemble to the new member and
+// keeps working there after the old ones are gone.
 func TestEnsembleTrackingOutlivesItsSeedMembers(t *testing.T) {
 	zkc := startReconfig(t, 2)
 	ctx := context.Background()
-	seeds := zkc.Servers()
-	c := connect(t, seeds, recipes.WithSessionTimeout(8*time.Second))
+	c := connect(t, zkc.Servers()[:1], recipes.WithSessionTimeout(8*time.Second))
 	sid := c.SessionID()
+	eventually(t, 10*time.Second, "the client learns the other member at its first reading", func() bool {
+		return slices.Equal(sorted(zkc.Servers()), engine.Of(c).EnsembleServers())
+	})
 
 	added, err := zkc.AddMember(false)
 	require.NoError(t, err)
