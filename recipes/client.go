@@ -43,7 +43,9 @@ type Client struct {
 // dialled through a wrapper of the Client's own (around the WithDialer
 // dialer, if given), which reads the negotiated session timeout from the
 // server's handshake reply and the times of the requests the server
-// answered, from which LOST is timed.
+// answered, from which LOST is timed. The Client follows the ensemble's
+// dynamic reconfiguration, the servers given seeding the first connection
+// (see WithoutEnsembleTracking).
 func Connect(ctx context.Context, servers []string, opts ...Option) (*Client, error) {
 	cfg, err := config(opts)
 	if err != nil {

@@ -80,6 +80,9 @@ func WithDialer(d zk.Dialer) Option {
 }
 
 // WithHostProvider sets go-zookeeper's host provider (server selection).
+// A host provider of the user's own turns off following the ensemble's
+// reconfiguration (see WithoutEnsembleTracking): the Client cannot
+// replace its list.
 func WithHostProvider(hp zk.HostProvider) Option {
 	return func(o *options) error {
 		if hp == nil {
@@ -202,6 +205,25 @@ func WithErrorPolicy(p ErrorPolicy) Option {
 // cleanup.Reaper.
 func WithoutContainers() Option {
 	return func(o *options) error { o.cfg.NoContainers = true; return nil }
+}
+
+// WithoutEnsembleTracking makes the Client keep to the addresses given to
+// Connect. By default, as Curator's EnsembleTracker does, a Client made by
+// Connect follows the ensemble's dynamic reconfiguration (ZooKeeper 3.5+
+// with reconfigEnabled): it watches /zookeeper/config and, when the
+// ensemble's members change, moves its address list to the new members
+// (observers included) without losing the session. The connection stays
+// on its server while that server is a member; when the server is removed
+// the Client reconnects at once, with the same session, to a remaining
+// member (SUSPENDED, then RECONNECTED). The addresses given to Connect
+// seed the first connection; the members replace them at the first
+// reading only when every one of them is a member (not when they name a
+// proxy or a load balancer, which are kept until the membership
+// changes). With WithTLS the members' TLS client addresses are followed,
+// which servers publish from ZooKeeper 3.10 on. NewClient's adopted
+// connections and WithHostProvider turn tracking off. See docs/usage.md.
+func WithoutEnsembleTracking() Option {
+	return func(o *options) error { o.cfg.NoEnsembleTracking = true; return nil }
 }
 
 // ACLProvider chooses the ACL list for a node about to be created: Curator's

@@ -49,6 +49,8 @@ type Client struct {
 	adopted bool     // NewClient's: events come through go-zookeeper's channel, which drops when full
 	pw      pwatches // persistent watches (pwatch.go)
 	sharedFollower
+
+	hosts *ensembleHosts // the host provider that follows the ensemble; nil without (ensemble.go)
 }
 
 // Connect dials the given servers ("host:port" each) and waits until the
@@ -87,7 +89,10 @@ func Connect(ctx context.Context, servers []string, cfg Config) (*Client, error)
 		zk.WithEventCallback(c.event),
 		zk.WithDialer(c.wire.Dial),
 	}
-	if cfg.HostProvider != nil {
+	hosts := ensembleHostsFor(cfg)
+	if hosts != nil {
+		zkopts = append(zkopts, zk.WithHostProvider(hosts))
+	} else if cfg.HostProvider != nil {
 		zkopts = append(zkopts, zk.WithHostProvider(cfg.HostProvider))
 	}
 	if cfg.MaxBufferSize > 0 {
@@ -102,6 +107,9 @@ func Connect(ctx context.Context, servers []string, cfg Config) (*Client, error)
 	if err := c.afterStart(ctx); err != nil {
 		c.closeOnce.Do(func() { _ = c.shutdown(nil) }) // no session worth a close request: cut at once
 		return nil, err
+	}
+	if hosts != nil {
+		c.trackEnsemble(hosts)
 	}
 	return c, nil
 }

@@ -49,6 +49,11 @@ type Config struct {
 	// with this configuration within the dial timeout. The server name
 	// checked is the host of the address dialled unless it sets ServerName.
 	TLS *tls.Config
+
+	// NoEnsembleTracking: Connect does not follow the ensemble's
+	// reconfigurations (/zookeeper/config, ensemble.go); without it, and
+	// without a HostProvider, the Client's own host provider does.
+	NoEnsembleTracking bool
 }
 
 // Auth is one set of credentials sent after connecting.

@@ -132,4 +132,9 @@
 // ClientTLS, ClientTLSAs and TLSFiles give what clients present. The
 // examples of WithTLS and WithSASLDigest connect with recipes.WithTLS and
 // recipes.WithSASLDigest and show the identity the server then gives.
+//
+// WithReconfig starts an ensemble (of one member, too) that accepts
+// dynamic reconfiguration; AddMember starts a new server, Reconfig adds
+// and removes members as the super user (SuperAuth), and Config reads
+// /zookeeper/config.
 package zktest

@@ -39,7 +39,8 @@ type member struct {
 	dir                      string
 	cfgPath, logPath         string
 	clientPort               int
-	quorumPort, electionPort int // ensembles only
+	quorumPort, electionPort int    // ensembles only
+	servers                  string // WithReconfig: the server lines of a member added later (reconfig.go)
 	proc                     *process
 }
 
@@ -72,6 +73,7 @@ type localCluster struct {
 	mu      sync.Mutex
 	members []*member
 	closed  bool
+	left    map[int]bool // WithReconfig: the members a Reconfig removed, by index
 }
 
 func (lc *localCluster) addrs() []string {
@@ -136,7 +138,7 @@ func tryLaunchLocal(inst *installation, n int, cfg config) (_ *localCluster, err
 	}()
 
 	perMember := 1
-	if n > 1 {
+	if n > 1 || cfg.reconfig {
 		perMember = 3
 	}
 	ports, err := freePorts(n * perMember)
@@ -151,7 +153,7 @@ func tryLaunchLocal(inst *installation, n int, cfg config) (_ *localCluster, err
 	for i := 0; i < n; i++ {
 		m := &member{id: i + 1, dir: filepath.Join(root, fmt.Sprintf("zk%d", i+1))}
 		m.clientPort = ports[i*perMember]
-		if n > 1 {
+		if n > 1 || cfg.reconfig {
 			m.quorumPort, m.electionPort = ports[i*perMember+1], ports[i*perMember+2]
 		}
 		m.cfgPath = filepath.Join(m.dir, "zoo.cfg")
@@ -210,10 +212,8 @@ func (lc *localCluster) writeConfig(m *member) error {
 	// connections per address is too low for contention tests.
 	fmt.Fprintf(&b, "maxClientCnxns=0\n")
 	fmt.Fprintf(&b, "4lw.commands.whitelist=*\nadmin.enableServer=false\n")
-	if len(lc.members) > 1 {
-		for _, o := range lc.members {
-			fmt.Fprintf(&b, "server.%d=127.0.0.1:%d:%d\n", o.id, o.quorumPort, o.electionPort)
-		}
+	if lc.replicated() {
+		lc.writeServers(&b, m)
 		if err := os.WriteFile(filepath.Join(dataDir, "myid"), []byte(strconv.Itoa(m.id)+"\n"), 0o644); err != nil {
 			return err
 		}
@@ -248,6 +248,7 @@ func (lc *localCluster) jvmArgs(m *member) []string {
 		"-Dzookeeper.console.threshold=INFO",
 	}
 	args = append(args, lc.saslJVMArgs()...)
+	args = append(args, lc.reconfigJVMArgs()...)
 	if lc.tls != nil {
 		args = append(args, lc.tls.jvmArgs()...)
 	}
@@ -295,7 +296,7 @@ func (lc *localCluster) startLocked(m *member) error {
 func (lc *localCluster) waitServing(idx []int, timeout time.Duration) error {
 	deadline := time.Now().Add(timeout)
 	want := map[string]bool{"leader": true, "follower": true}
-	if len(lc.members) == 1 {
+	if !lc.replicated() {
 		want = map[string]bool{"standalone": true}
 	}
 	pending := append([]int(nil), idx...)

@@ -55,6 +55,7 @@ type config struct {
 	noExtended bool
 	tls        int // tlsFromEnv, tlsOn or tlsOff
 	sasl       saslConfig
+	reconfig   bool // WithReconfig (reconfig.go)
 }
 
 // Option configures a Cluster started by Start, StartEnsemble or Launch.
@@ -190,6 +191,9 @@ func Launch(n int, opts ...Option) (*Cluster, error) {
 		}
 	}
 
+	if err := cfg.plainForReconfig(); err != nil {
+		return nil, err
+	}
 	c, err := launch(n, cfg)
 	if err != nil {
 		return nil, err
