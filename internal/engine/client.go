@@ -109,7 +109,7 @@ func Connect(ctx context.Context, servers []string, cfg Config) (*Client, error)
 		return nil, err
 	}
 	if hosts != nil {
-		c.trackEnsemble(hosts)
+		(&ensembleTracker{c: c, hosts: hosts, secure: cfg.TLS != nil}).start()
 	}
 	return c, nil
 }

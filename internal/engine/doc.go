@@ -9,7 +9,9 @@
 //     drained at once and turned into Curator's connection states by the
 //     state machine, LOST declared one negotiated session timeout after
 //     the server last answered (the Wire reads both from the protocol),
-//     counted requests, the retry policy.
+//     counted requests, the retry policy, and the ensemble followed
+//     through reconfiguration (/zookeeper/config read by a Follower, a
+//     host provider whose list it replaces, as Curator's EnsembleTracker).
 //   - Protected ephemeral(-sequential) creates (_c_<uuid>-<name>, found
 //     again after a lost reply, ghosts of our own node deleted on sight),
 //     container parents recreated when reaped between two calls, and

@@ -138,27 +138,18 @@ func (h *ensembleHosts) replace(servers []string) (dropped string) {
 	return cur
 }
 
-// trackEnsemble follows /zookeeper/config on a Follower of its own until
-// the client closes, moving hosts' list to the ensemble's members when
-// they change (see ensembleTracker.seen).
-func (c *Client) trackEnsemble(hosts *ensembleHosts) {
-	c.hosts = hosts
-	t := &ensembleTracker{c: c, hosts: hosts, secure: c.cfg.TLS != nil}
+// start follows /zookeeper/config on a Follower of its own until the
+// client closes, moving the hosts' list to the ensemble's members when
+// they change (see seen).
+func (t *ensembleTracker) start() {
+	c := t.c
+	c.hosts = t.hosts
 	f := c.NewFollower("ensemble", nil)
 	f.Add(ensembleConfigPath, t.read)
-	c.sm.mu.Lock()
-	defer c.sm.mu.Unlock()
-	if c.sm.closed {
-		return
-	}
-	c.wg.Add(1) // c.sm.mu is held and the client is open
-	go func() {
-		defer c.wg.Done()
-		_ = f.Run(context.Background()) // until Close
-	}()
+	c.background(func() { _ = f.Run(context.Background()) }) // until Close
 }
 
-// ensembleTracker is the state of trackEnsemble's read, on its
+// ensembleTracker is the state of the ensemble's read, on its
 // Follower's goroutine.
 type ensembleTracker struct {
 	c       *Client
