@@ -2,7 +2,9 @@
 // counting semaphore whose leases are ephemeral nodes, fair and herd-free,
 // with a maximum that is fixed or read from a shared.Count that may
 // change at run time; plus SemaphoreMutex, a non-reentrant lock made of a
-// one-lease semaphore.
+// one-lease semaphore; and V1, Curator's deprecated InterProcessSemaphore,
+// to share one with the Java services that still use it (see V1 for its
+// layout and why Semaphore is better).
 //
 // The nodes are Curator's: an internal mutex at <path>/locks
 // (_c_<uuid>-lock-<seq>) and the leases at <path>/leases

@@ -2,7 +2,9 @@ package semaphore_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"math"
 	"sync"
 	"testing"
 	"time"
@@ -10,10 +12,12 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/zkrecipes/zkrecipes/internal/testutil"
 	"github.com/zkrecipes/zkrecipes/mutex"
 	"github.com/zkrecipes/zkrecipes/recipes"
 	"github.com/zkrecipes/zkrecipes/recipes/zktest"
 	"github.com/zkrecipes/zkrecipes/semaphore"
+	"github.com/zkrecipes/zkrecipes/shared"
 )
 
 func newV1(t testing.TB, c *recipes.Client, path string, max int, opts ...semaphore.Option) *semaphore.V1 {
@@ -284,4 +288,74 @@ func TestV1BadInput(t *testing.T) {
 	var nilCtx context.Context
 	_, err = s.Acquire(nilCtx)
 	assert.ErrorIs(t, err, recipes.ErrInvalidArgument)
+}
+
+// TestV1Misuse feeds V1's constructors and methods their invalid inputs,
+// as TestMisuse does Semaphore's: each returns an error matching the
+// right sentinel, none panics or hangs.
+func TestV1Misuse(t *testing.T) {
+	zkc := zktest.Start(t)
+	c := connect(t, zkc.Servers())
+	ctx := context.Background()
+	var nilCtx context.Context
+	invalidArg := []error{recipes.ErrInvalidArgument}
+	closed, err := testutil.Dial(ctx, zkc.Servers())
+	require.NoError(t, err)
+	closedV1 := newV1(t, closed, "/misuse/v1closed", 2)
+	require.NoError(t, closed.Close(ctx))
+	count := startCount(t, c, "/misuse/v1count", 2)
+
+	var cases misuseTable
+	add := cases.Add
+	add("constructors", nil, misuseEach(nil, []misuseSub{
+		{Name: "NewV1(closed client)", Call: func() error { _, err := semaphore.NewV1(closed, "/x", 1); return wantErr(err, recipes.ErrClosed) }},
+		{Name: "NewV1WithCount(nil client)", Call: func() error {
+			_, err := semaphore.NewV1WithCount(nil, "/x", count)
+			return wantErr(err, recipes.ErrNilClient)
+		}},
+		{Name: "NewV1(nil option)", Call: func() error {
+			_, err := semaphore.NewV1(c, "/x", 1, nil)
+			return wantErr(err, recipes.ErrInvalidArgument)
+		}},
+		{Name: "NewV1WithCount(zero count)", Call: func() error {
+			_, err := semaphore.NewV1WithCount(c, "/x", new(shared.Count))
+			return wantErr(err, recipes.ErrInvalidArgument)
+		}},
+	}))
+	s := newV1(t, c, "/misuse/v1", 2)
+	for _, n := range []int{0, -1, 3, math.MinInt} {
+		add(fmt.Sprintf("TryAcquireN(%d)", n), invalidArg, func() error { _, err := s.TryAcquireN(ctx, n); return err })
+	}
+	add("TryAcquire(nil ctx)", invalidArg, func() error { _, err := s.TryAcquire(nilCtx); return err })
+	add("Participants(nil ctx)", invalidArg, func() error { _, err := s.Participants(nilCtx); return err })
+	var zero semaphore.V1
+	add("zero V1 calls", nil, misuseEach(invalidArg, []misuseSub{
+		{Name: "Acquire", Call: func() error { _, err := zero.Acquire(ctx); return err }},
+		{Name: "TryAcquireN", Call: func() error { _, err := zero.TryAcquireN(ctx, 1); return err }},
+		{Name: "Participants", Call: func() error { _, err := zero.Participants(ctx); return err }},
+	}))
+	add("zero V1 queries", nil, func() error { _, _ = zero.Path(), zero.MaxLeases(); return nil })
+	add("closed client: V1 calls", nil, misuseEach([]error{recipes.ErrClosed}, []misuseSub{
+		{Name: "TryAcquire", Call: func() error { _, err := closedV1.TryAcquire(ctx); return err }},
+		{Name: "Participants", Call: func() error { _, err := closedV1.Participants(ctx); return err }},
+	}))
+	add("V1 lease released twice", []error{recipes.ErrNotHeld}, func() error {
+		l, err := s.Acquire(ctx)
+		if err != nil {
+			return err
+		}
+		if err := l.Release(ctx); err != nil {
+			return err
+		}
+		return l.Release(ctx)
+	})
+	runMisuse(t, cases)
+}
+
+// wantErr returns nil when err matches target, else an error saying so.
+func wantErr(err, target error) error {
+	if errors.Is(err, target) {
+		return nil
+	}
+	return fmt.Errorf("got %v, want %v", err, target)
 }
