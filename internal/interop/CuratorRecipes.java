@@ -94,6 +94,14 @@
 //       seed 0)): the maximum is the shared count's value, followed as it
 //       changes.
 //
+//   sharder <connectString> <queuePath> <leaderPath> <threshold> <checkMs> <maxQueues>
+//       A QueueSharder of producer-only DistributedQueues (string items)
+//       with those policies: starts it, then prints "SHARDS <paths>" (its
+//       getQueuePaths(), sorted, space-separated) and READY, then "SHARDS
+//       <paths>" again whenever they change (looked at every 20 ms). A stdin line "PUT <n>"
+//       puts n items into getQueue() and prints "PUT <n>"; "close" (or EOF)
+//       closes the sharder, prints CLOSED and exits 0.
+//
 //   sharedcount-get <connectString> <path> [<path>...]
 //       For each path, starts SharedCount(path, seed 0) (which creates the
 //       node with the seed only if it is missing) and prints
@@ -264,6 +272,7 @@ import java.util.Collection;
 import java.util.LinkedHashMap;
 import java.util.Map;
 import java.util.TreeMap;
+import java.util.TreeSet;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.LinkedBlockingQueue;
 import java.util.concurrent.TimeUnit;
@@ -300,6 +309,8 @@ import org.apache.curator.framework.recipes.queue.MultiItem;
 import org.apache.curator.framework.recipes.queue.QueueBuilder;
 import org.apache.curator.framework.recipes.queue.QueueConsumer;
 import org.apache.curator.framework.recipes.queue.QueueSerializer;
+import org.apache.curator.framework.recipes.queue.QueueSharder;
+import org.apache.curator.framework.recipes.queue.QueueSharderPolicies;
 import org.apache.curator.framework.recipes.queue.SimpleDistributedQueue;
 import org.apache.curator.framework.state.ConnectionState;
 import org.apache.curator.framework.recipes.shared.SharedCount;
@@ -339,6 +350,7 @@ public class CuratorRecipes {
         register("semaphore-v1", "<connectString> <path> <maxLeases> <iterations> <outFile> <holdMillis>", CuratorRecipes::semaphoreV1);
         register("semholder-v1", "<connectString> <path> <maxLeases> <qty>", CuratorRecipes::semholderV1);
         register("semholder-v1-count", "<connectString> <path> <countPath> <qty>", CuratorRecipes::semholderV1Count);
+        register("sharder", "<connectString> <queuePath> <leaderPath> <threshold> <checkMs> <maxQueues>", CuratorRecipes::sharder);
         register("sharedcount-get", "<connectString> <path> [<path>...]", CuratorRecipes::sharedcountGet);
         register("sharedcount-set", "<connectString> <path> <value> [<path> <value>...]", CuratorRecipes::sharedcountSet);
         register("atomiclong", "<connectString> <path> <threads> <iterations> <lockPath|->", CuratorRecipes::atomiclong);
@@ -572,6 +584,53 @@ public class CuratorRecipes {
             b = b.lockPath(lockPath);
         }
         return b;
+    }
+
+    static void sharder(String[] args) throws Exception {
+        need(args, 6, "sharder");
+        QueueSharderPolicies policies = QueueSharderPolicies.builder()
+                .newQueueThreshold(Integer.parseInt(args[3]))
+                .thresholdCheckMs(Integer.parseInt(args[4]))
+                .maxQueues(Integer.parseInt(args[5]))
+                .build();
+        try (CuratorFramework client = connect(args[0])) {
+            QueueSharder<String, DistributedQueue<String>> sharder = new QueueSharder<>(
+                    client, (c, p) -> queueBuilder(c, null, p, "-").buildQueue(), args[1], args[2], policies);
+            sharder.start();
+            String initial = "SHARDS " + String.join(" ", new TreeSet<>(sharder.getQueuePaths()));
+            say(initial);
+            Thread watcher = new Thread(() -> {
+                String last = initial;
+                while (true) {
+                    String now = "SHARDS " + String.join(" ", new TreeSet<>(sharder.getQueuePaths()));
+                    if (!now.equals(last)) {
+                        say(now);
+                        last = now;
+                    }
+                    try {
+                        Thread.sleep(20);
+                    } catch (InterruptedException e) {
+                        return;
+                    }
+                }
+            });
+            watcher.setDaemon(true);
+            watcher.start();
+            say("READY");
+            for (String line; (line = readLine()) != null && !line.trim().equals("close"); ) {
+                String[] f = line.trim().split(" ");
+                if (f[0].equals("PUT")) {
+                    DistributedQueue<String> q = sharder.getQueue();
+                    for (int i = 0; i < Integer.parseInt(f[1]); i++) {
+                        q.put("c" + i);
+                    }
+                    say("PUT " + f[1]);
+                }
+            }
+            watcher.interrupt();
+            sharder.close();
+            say("CLOSED");
+        }
     }
 
     static void queueProduce(String[] args) throws Exception {
