@@ -188,12 +188,14 @@ func (s *Sharder[Q]) Start(ctx context.Context) error {
 	}
 	rctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.life.Closed() { // Close came during Start
+	if s.life.Closed() { // Close came during Start, and may have missed what it started
+		s.mu.Unlock()
 		cancel()
-		return zkerr.Namedf(s.what(), "start: %w", recipes.ErrClosed)
+		wctx := context.WithoutCancel(ctx)
+		return errors.Join(zkerr.Namedf(s.what(), "start: %w", recipes.ErrClosed), s.latch.Close(wctx), s.closeShards(wctx))
 	}
 	s.cancel, s.done = cancel, make(chan struct{})
+	s.mu.Unlock()
 	go s.run(rctx)
 	return nil
 }
