@@ -195,7 +195,8 @@ func (s *V1) acquireOne(ctx context.Context, wait bool) (*Lease, error) {
 
 // Participants returns the lease nodes, held or waiting, in Curator's
 // order, with their data as ID; Holds marks the first MaxLeases of them
-// (Curator's getParticipantNodes, with the data read too).
+// (Curator's getParticipantNodes, with the data read too). Leases kept
+// after a shared count shrank may be held beyond the marked ones.
 func (s *V1) Participants(ctx context.Context) ([]recipes.Participant, error) {
 	if s == nil || s.c == nil {
 		return nil, fmt.Errorf("%w: V1 not made by NewV1", recipes.ErrInvalidArgument)
@@ -203,10 +204,15 @@ func (s *V1) Participants(ctx context.Context) ([]recipes.Participant, error) {
 	if err := engine.Of(s.c).Check(); err != nil {
 		return nil, zkerr.Named(s.what(), err)
 	}
-	d := &engine.Driver{Names: s.driver.Names, Leases: max(s.MaxLeases(), 0)}
+	n := s.MaxLeases()
+	d := &engine.Driver{Names: s.driver.Names, Leases: n}
 	ms, err := engine.Of(s.c).ReadQueue(ctx, s.full, d, nil)
 	if err != nil {
 		return nil, zkerr.Namedf(s.what(), "participants: %w", err)
 	}
-	return recipeargs.Participants(ms, nil), nil
+	ps := recipeargs.Participants(ms, nil)
+	for i := range ps {
+		ps[i].Holds = ps[i].Holds && n > 0 // a shared count of 0 grants nothing
+	}
+	return ps, nil
 }
