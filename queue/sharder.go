@@ -101,8 +101,10 @@ func WithSharderID(id string) SharderOption {
 // an interval: a shard of at least the threshold is no longer preferred,
 // one of at most half of it is again, and when one is at the threshold
 // the leader of the sharders (an election.Latch at the leader path) adds
-// a shard, up to the maximum. Queue returns a preferred shard at random,
-// any shard when none is preferred.
+// a shard, up to the maximum. As in Curator that is at every count, so a
+// full shard nobody drains brings the shards to the maximum, one
+// interval apart. Queue returns a preferred shard at random, any shard
+// when none is preferred.
 //
 // Order holds within a shard only: items put through a Sharder may be
 // consumed out of order. Curator's QueueSharder processes share the

@@ -3,6 +3,7 @@ package queue_test
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"slices"
 	"strings"
 	"testing"
@@ -11,6 +12,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/zkrecipes/zkrecipes/internal/testutil"
 	"github.com/zkrecipes/zkrecipes/queue"
 	"github.com/zkrecipes/zkrecipes/recipes"
 	"github.com/zkrecipes/zkrecipes/recipes/zktest"
@@ -36,17 +38,19 @@ func fill(t *testing.T, q *queue.Queue, n int) {
 	}
 }
 
-// The leader adds a shard when one reaches the threshold, up to the
-// maximum; Queue then gives only shards under the threshold; a second
-// sharder, not the leader, finds the shards the leader made and makes
-// none itself. The shards are Curator's queue-<uuid> under the path.
+// The leader adds a shard at each check while one is at the threshold,
+// up to the maximum (Curator's rule), and then only logs; Queue no longer
+// gives the full shard, and gives it again once it is drained; a second
+// sharder, not the leader, finds the shards the leader made, makes none
+// itself, and leads when the first closes. The shards are Curator's
+// queue-<uuid> under the path.
 func TestSharderAddsShardsPastTheThreshold(t *testing.T) {
 	zkc := zktest.Start(t)
 	ctx := context.Background()
 	const p, leader, threshold = "/sharder/q", "/sharder/leader", 3
 	opts := []queue.SharderOption{queue.WithShardThreshold(threshold), queue.WithShardCheckInterval(50 * time.Millisecond), queue.WithMaxShards(3)}
-	obs := connect(t, zkc.Servers())
-	a := newSharder(t, connect(t, zkc.Servers()), p, leader, opts...)
+	var logs testutil.LogBuffer
+	a := newSharder(t, connect(t, zkc.Servers(), recipes.WithLogger(slog.New(slog.NewTextHandler(&logs, nil)))), p, leader, opts...)
 	require.Equal(t, 1, a.ShardCount(), "Start makes the first shard")
 	first := a.ShardPaths()[0]
 	assert.Regexp(t, `^/sharder/q/queue-[0-9a-f-]{36}$`, first)
@@ -55,38 +59,42 @@ func TestSharderAddsShardsPastTheThreshold(t *testing.T) {
 	assert.Equal(t, []string{first}, b.ShardPaths(), "b starts on a's shard")
 	assert.False(t, b.HasLeadership())
 
-	for want := 2; want <= 3; want++ {
-		q, err := a.Queue()
-		require.NoError(t, err)
-		fill(t, q, threshold)
-		eventually(t, 10*time.Second, fmt.Sprintf("%d shards", want), func() bool { return a.ShardCount() == want })
-		eventually(t, 10*time.Second, fmt.Sprintf("b finds %d shards", want), func() bool { return b.ShardCount() == want })
-		assert.Equal(t, a.ShardPaths(), b.ShardPaths())
-		// The full shards are no longer preferred once counted again.
-		full := map[string]bool{}
-		for _, sp := range a.ShardPaths() {
-			_, st, err := obs.Exists(ctx, sp)
-			require.NoError(t, err)
-			full[sp] = st.NumChildren >= threshold
-		}
-		eventually(t, 10*time.Second, "Queue skips the full shards", func() bool {
-			for i := 0; i < 20; i++ {
-				if q, err := a.Queue(); err != nil || full[q.Path()] {
-					return false
-				}
-			}
-			return true
-		})
-	}
 	q, err := a.Queue()
 	require.NoError(t, err)
-	fill(t, q, threshold) // every shard full: the maximum holds
+	require.Equal(t, first, q.Path())
+	fill(t, q, threshold)
+	eventually(t, 10*time.Second, "the leader adds shards up to the maximum", func() bool { return a.ShardCount() == 3 })
+	eventually(t, 10*time.Second, "b finds them", func() bool { return b.ShardCount() == 3 })
+	assert.Equal(t, a.ShardPaths(), b.ShardPaths())
+	eventually(t, 10*time.Second, "a check at the maximum", func() bool { return logs.Count("the most shards made") > 0 })
+	obs := connect(t, zkc.Servers())
 	kids, _, err := obs.Children(ctx, p)
 	require.NoError(t, err)
-	assert.Len(t, kids, 3)
+	assert.Len(t, kids, 3, "no shard past the maximum")
+	for i := 0; i < 100; i++ { // the full shard left the preferred ones when the second was added
+		q, err := a.Queue()
+		require.NoError(t, err)
+		require.NotEqual(t, first, q.Path(), "Queue gave the full shard")
+	}
+
+	var got collector
+	drain, err := queue.New(obs, first, queue.WithConsumer(&got))
+	require.NoError(t, err)
+	require.NoError(t, drain.Start(ctx))
+	defer closeQ(t, drain.Close)
+	got.wait(t, threshold)
+	eventually(t, 10*time.Second, "the drained shard preferred again", func() bool {
+		for i := 0; i < 100; i++ { // one of three preferred shards at random
+			if q, err := a.Queue(); err == nil && q.Path() == first {
+				return true
+			}
+		}
+		return false
+	})
+
 	require.NoError(t, a.Close(ctx))
 	eventually(t, 10*time.Second, "b leads after a closed", b.HasLeadership)
-	assert.Equal(t, 3, b.ShardCount(), "no shard past the maximum")
+	assert.Equal(t, 3, b.ShardCount())
 	for _, k := range kids {
 		assert.True(t, strings.HasPrefix(k, queue.ShardPrefix))
 	}
