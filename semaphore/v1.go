@@ -34,9 +34,9 @@ import (
 //     nodes A, B, C, the waiter C watches A; when B is released C could
 //     hold, but is not woken until A goes. V2's waiter counts the leases
 //     and is woken by any release.
-//   - Leases and waiters are one queue: every waiter, not only the first,
-//     watches a node, and a waiter's place depends on which holders are
-//     ahead of it, not on how many leases are free.
+//   - Leases and waiters are one queue: when a waiter gets a lease
+//     depends on which holder is the maximum places ahead of it, not on
+//     how many leases are free.
 //   - A shared count's change reaches only the waiters of processes that
 //     follow the count (as in Curator), each looking again at its queue.
 //
