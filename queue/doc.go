@@ -12,6 +12,11 @@
 //   - IDQueue, PriorityQueue and DelayQueue are Curator's
 //     DistributedIdQueue, DistributedPriorityQueue and
 //     DistributedDelayQueue, with Curator's item names.
+//   - Sharder is Curator's QueueSharder: several queues of one of these
+//     types (shards queue-<uuid> under one path) used as one, for
+//     backlogs too large for one queue; the leader of the sharders (an
+//     election.Latch) adds a shard when one holds the threshold's worth
+//     of items.
 //
 // # A ZooKeeper queue is for small volumes (Curator's Tech Note 4)
 //

@@ -85,3 +85,51 @@ func ExampleSimpleQueue() {
 	fmt.Println(string(cmd))
 	// Output: reload
 }
+
+// ExampleSharder spreads puts over several queues (Curator's
+// QueueSharder): each shard is a Queue made by the Allocator, here with
+// a consumer, and the leader of the sharders adds a shard when one holds
+// the threshold's worth of items.
+func ExampleSharder() {
+	ctx := context.Background()
+	c, err := recipes.Connect(ctx, exampleServers()) // e.g. []string{"127.0.0.1:2181"}
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer c.Close(ctx)
+
+	done := make(chan string)
+	worker := queue.ConsumerFunc(func(ctx context.Context, m *queue.Message) error {
+		done <- string(m.Data())
+		return nil
+	})
+	shard := func(c *recipes.Client, path string) (*queue.Queue, error) {
+		return queue.New(c, path, queue.WithConsumer(worker))
+	}
+	s, err := queue.NewSharder(c, "/reports/shards", "/reports/shard-leader", shard,
+		queue.WithShardThreshold(5000), queue.WithMaxShards(4))
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	if err := s.Start(ctx); err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer s.Close(ctx)
+	fmt.Println("shards:", s.ShardCount())
+	q, err := s.Queue() // a shard under the threshold, at random
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	if err := q.Put(ctx, []byte("report 42")); err != nil {
+		fmt.Println(err)
+		return
+	}
+	fmt.Println(<-done)
+	// Output:
+	// shards: 1
+	// report 42
+}

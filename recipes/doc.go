@@ -147,8 +147,8 @@
 // and multi, no_node for every op but exists, sync and add_auth; the others
 // for every op), so a dashboard sees the first of each happen.
 //
-// The recipe label is mutex, rwlock_read, rwlock_write, semaphore, latch
-// or selector (for zkrecipes.queue.unreadable: queue, id_queue,
+// The recipe label is mutex, rwlock_read, rwlock_write, semaphore,
+// semaphore_v1, latch or selector (for zkrecipes.queue.unreadable: queue, id_queue,
 // priority_queue or delay_queue); zk_namespace is the Client's namespace
 // (without its leading "/"; empty without one) and path the recipe path
 // within it, as given, so two namespaces never share a series.

@@ -406,3 +406,25 @@ func TestMetricsNamespaces(t *testing.T) {
 	assert.Len(t, s.obs("zkrecipes.recipe.hold{mutex,b/c,/m}"), 1)
 	assert.Equal(t, []string{"/m", "/m", "/m"}, seen)
 }
+
+// TestMetricsSemaphoreV1 checks that a V1 semaphore's leases are counted
+// as semaphore_v1, each lease an acquisition and a hold.
+func TestMetricsSemaphoreV1(t *testing.T) {
+	zkc := zktest.Start(t)
+	s := newSink()
+	c := connect(t, zkc.Servers(), recipes.WithMetrics(s))
+	ctx := context.Background()
+	v1, err := semaphore.NewV1(c, "/v1", 2)
+	require.NoError(t, err)
+	leases, err := v1.AcquireN(ctx, 2)
+	require.NoError(t, err)
+	assert.Equal(t, 2.0, s.value("zkrecipes.recipe.held{semaphore_v1,,/v1}"))
+	assert.Equal(t, []float64{0, 1}, s.obs("zkrecipes.recipe.queue{semaphore_v1,,/v1}"), "contenders ahead at the first look")
+	_, err = v1.TryAcquire(ctx)
+	require.ErrorIs(t, err, recipes.ErrNotAcquired)
+	require.NoError(t, semaphore.ReleaseAll(ctx, leases))
+	assert.Equal(t, 0.0, s.value("zkrecipes.recipe.held{semaphore_v1,,/v1}"))
+	assert.Equal(t, 2.0, s.value("zkrecipes.recipe.acquires{semaphore_v1,,/v1,acquired}"))
+	assert.Equal(t, 1.0, s.value("zkrecipes.recipe.acquires{semaphore_v1,,/v1,not_acquired}"))
+	assert.Len(t, s.obs("zkrecipes.recipe.hold{semaphore_v1,,/v1}"), 2)
+}

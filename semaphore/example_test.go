@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -201,4 +202,41 @@ func ExampleMutex() {
 	// again: true
 	// unlock: <nil>
 	// held: false
+}
+
+// ExampleV1 shares a semaphore with Java services that still use
+// Curator's deprecated InterProcessSemaphore: the leases are its
+// _c_<uuid>-lock-<seq> nodes right under the path, and a lease has the
+// same Done, Token and Fenced as Semaphore's.
+func ExampleV1() {
+	ctx := context.Background()
+	c, err := recipes.Connect(context.Background(), exampleServers()) // e.g. []string{"127.0.0.1:2181"}
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer c.Close(context.Background())
+
+	s, err := semaphore.NewV1(c, "/semaphores/legacy-reports", 2) // the Java services' maximum
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	lease, err := s.Acquire(ctx)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	fmt.Println("lease node under the path:", strings.HasPrefix(lease.Node(), "/semaphores/legacy-reports/_c_"))
+	token, _ := lease.Token(ctx)
+	_, err = lease.Fenced(ctx, recipes.CreateOp("/legacy-reports-run", []byte(fmt.Sprint(token)), 0))
+	fmt.Println("fenced write:", err)
+	ps, _ := s.Participants(ctx)
+	fmt.Println("participants:", len(ps), "holding:", ps[0].Holds)
+	fmt.Println("returned:", lease.Release(ctx))
+	// Output:
+	// lease node under the path: true
+	// fenced write: <nil>
+	// participants: 1 holding: true
+	// returned: <nil>
 }

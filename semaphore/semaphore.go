@@ -2,7 +2,9 @@
 // counting semaphore whose leases are ephemeral nodes, fair and herd-free,
 // with a maximum that is fixed or read from a shared.Count that may
 // change at run time; plus SemaphoreMutex, a non-reentrant lock made of a
-// one-lease semaphore.
+// one-lease semaphore; and V1, Curator's deprecated InterProcessSemaphore,
+// to share one with the Java services that still use it (see V1 for its
+// layout and why Semaphore is better).
 //
 // The nodes are Curator's: an internal mutex at <path>/locks
 // (_c_<uuid>-lock-<seq>) and the leases at <path>/leases
@@ -48,8 +50,6 @@ import (
 	"fmt"
 	"sync"
 	"time"
-
-	"github.com/go-zookeeper/zk"
 
 	"github.com/zkrecipes/zkrecipes/internal/contend"
 	"github.com/zkrecipes/zkrecipes/internal/engine"
@@ -197,17 +197,40 @@ func (s *Semaphore) check(ctx context.Context, n int) error {
 	if s == nil || s.c == nil {
 		return fmt.Errorf("%w: Semaphore not made by New", recipes.ErrInvalidArgument)
 	}
+	return checkAcquire(ctx, s.c, "semaphore "+s.path, n, s.fixed, s.MaxLeases())
+}
+
+// checkAcquire checks an acquisition of n leases of a semaphore (what
+// names it) whose maximum is max, fixed or not.
+func checkAcquire(ctx context.Context, c *recipes.Client, what string, n int, fixed bool, max int) error {
 	if ctx == nil {
 		return fmt.Errorf("%w: nil context", recipes.ErrInvalidArgument)
 	}
 	if n <= 0 {
-		return zkerr.Namedf("semaphore "+s.path, "%w: %d leases", recipes.ErrInvalidArgument, n)
+		return zkerr.Namedf(what, "%w: %d leases", recipes.ErrInvalidArgument, n)
 	}
-	if max := s.MaxLeases(); s.fixed && n > max {
+	if fixed && n > max {
 		// With a shared count the maximum may grow: AcquireN waits for it.
-		return zkerr.Namedf("semaphore "+s.path, "%w: %d leases of at most %d", recipes.ErrInvalidArgument, n, max)
+		return zkerr.Namedf(what, "%w: %d leases of at most %d", recipes.ErrInvalidArgument, n, max)
 	}
-	return zkerr.Named("semaphore "+s.path, engine.Of(s.c).Check())
+	return zkerr.Named(what, engine.Of(c).Check())
+}
+
+// takeN takes n leases, one at a time, all or nothing: when one fails,
+// those taken are returned (Curator's acquire(qty)).
+func takeN(ctx context.Context, n int, what string, one func() (*Lease, error)) ([]*Lease, error) {
+	out := make([]*Lease, 0, n)
+	for len(out) < n {
+		l, err := one()
+		if err != nil {
+			if rerr := ReleaseAll(context.WithoutCancel(ctx), out); rerr != nil {
+				err = errors.Join(err, rerr)
+			}
+			return nil, zkerr.Named(what, err)
+		}
+		out = append(out, l)
+	}
+	return out, nil
 }
 
 // Acquire blocks until it holds one lease, and returns it (Curator's
@@ -253,19 +276,7 @@ func (s *Semaphore) acquire(ctx context.Context, n int, wait bool) ([]*Lease, er
 	if err := s.check(ctx, n); err != nil {
 		return nil, err
 	}
-	out := make([]*Lease, 0, n)
-	for len(out) < n {
-		l, err := s.acquireOne(ctx, wait)
-		if err != nil {
-			rerr := ReleaseAll(context.WithoutCancel(ctx), out)
-			if rerr != nil {
-				err = errors.Join(err, rerr)
-			}
-			return nil, zkerr.Named("semaphore "+s.path, err)
-		}
-		out = append(out, l)
-	}
-	return out, nil
+	return takeN(ctx, n, "semaphore "+s.path, func() (*Lease, error) { return s.acquireOne(ctx, wait) })
 }
 
 // acquireOne takes one lease: the internal lock, a lease node, the count.
@@ -292,7 +303,7 @@ func (s *Semaphore) acquireOne(ctx context.Context, wait bool) (*Lease, error) {
 		}
 		sig, err := ct.AwaitCount(ctx, s.limit, wait)
 		if err == nil {
-			return &Lease{hold: engine.NewHold(engine.Of(s.c), ct.Path(), sig).Named("semaphore " + s.path), s: s, ct: ct}, nil
+			return newLease(s.c, "semaphore "+s.path, ct, sig), nil
 		}
 		_ = ct.Leave(context.WithoutCancel(ctx))
 		if errors.Is(err, recipes.ErrLockLost) && ctx.Err() == nil {
@@ -318,121 +329,4 @@ func (s *Semaphore) Participants(ctx context.Context) ([]recipes.Participant, er
 		return nil, zkerr.Namedf("semaphore "+s.path, "participants: %w", err)
 	}
 	return recipeargs.Participants(ms, nil), nil
-}
-
-// Lease is one lease of a semaphore, with its node, Done, Token and
-// Fenced. Release returns it, from any goroutine.
-type Lease struct {
-	hold *engine.Hold
-	s    *Semaphore
-	ct   *engine.Contest
-
-	mu     sync.Mutex
-	closed bool
-}
-
-// Node returns the path of the lease's node (inside the client's
-// namespace, as every path the library returns).
-func (l *Lease) Node() string { return l.hold.Node() }
-
-// Done returns a channel that closes when the lease may be gone: on LOST,
-// on SUSPENDED under the client's Standard error policy, when the client
-// closes, and when the lease is returned.
-func (l *Lease) Done() <-chan struct{} { return l.hold.Done() }
-
-// IsLost reports whether the session that owned the lease was lost (or
-// the client closed) since it began.
-func (l *Lease) IsLost() bool { return l.hold.IsLost() }
-
-// Token returns the lease's fencing token (recipes.FenceToken): the
-// creation zxid (czxid) of its node. Tokens strictly increase across successive holders of the same
-// path, even when the parent was deleted and recreated in between. The
-// first call reads the node (one request); later calls return the cached
-// value.
-func (l *Lease) Token(ctx context.Context) (recipes.FenceToken, error) {
-	z, err := l.hold.Token(ctx)
-	return recipes.FenceToken{Czxid: z}, err
-}
-
-// Fenced runs ops (recipes.CreateOp, SetOp, DeleteOp, CheckOp, on recipe
-// paths: the client's namespace is applied) as one transaction
-// together with a check that the lease's node still exists, so the server
-// refuses the writes of a holder that lost it: the error then wraps
-// recipes.ErrFenced, as it does once the lease is returned. The responses returned are for ops
-// only. A connection error is returned as it is (recipes.IsRetryable): the
-// transaction may or may not have been applied.
-func (l *Lease) Fenced(ctx context.Context, ops ...recipes.Op) ([]zk.MultiResponse, error) {
-	return l.hold.Fenced(ctx, recipeargs.Ops(ops)...)
-}
-
-// Release returns the lease, from any goroutine: its node is deleted, at
-// once or, when the client is not connected or ctx ends first, by the
-// guaranteed-delete worker in the background. It is safe to call more
-// than once: later calls return recipes.ErrNotHeld. If the session was
-// lost while the lease was held, Release cleans up and returns an error
-// wrapping recipes.ErrLockLost.
-func (l *Lease) Release(ctx context.Context) error {
-	if l == nil || l.ct == nil {
-		return fmt.Errorf("%w: Lease not returned by Acquire", recipes.ErrInvalidArgument)
-	}
-	l.mu.Lock()
-	if l.closed {
-		l.mu.Unlock()
-		return zkerr.Namedf("semaphore "+l.s.path, "%w: lease already returned", recipes.ErrNotHeld)
-	}
-	l.closed = true
-	l.mu.Unlock()
-	lost := l.IsLost()
-	l.hold.MarkReleased()
-	if ctx == nil {
-		ctx = context.Background()
-	}
-	err := l.ct.Leave(ctx)
-	if lost {
-		return zkerr.Namedf("semaphore "+l.s.path, "%w", recipes.ErrLockLost)
-	}
-	if err != nil {
-		return zkerr.Namedf("semaphore "+l.s.path, "%w", err)
-	}
-	return nil
-}
-
-func (l *Lease) isClosed() bool {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.closed
-}
-
-// Data reads the lease node's data.
-func (l *Lease) Data(ctx context.Context) ([]byte, error) {
-	if l == nil || l.s == nil || l.hold == nil {
-		return nil, fmt.Errorf("%w: Lease not returned by Acquire", recipes.ErrInvalidArgument)
-	}
-	var data []byte
-	err := l.s.c.Retry(ctx, func() error {
-		var err error
-		data, _, err = engine.Of(l.s.c).Get(ctx, l.hold.Path())
-		return err
-	})
-	if errors.Is(err, zk.ErrNoNode) {
-		return nil, zkerr.Namedf("semaphore "+l.s.path, "%w: %s is gone", recipes.ErrLockLost, l.Node())
-	}
-	if err != nil {
-		return nil, zkerr.Namedf("semaphore "+l.s.path, "lease data: %w", err)
-	}
-	return data, nil
-}
-
-// ReleaseAll releases every lease and joins the errors (nil leases are
-// skipped), as Curator's returnAll.
-func ReleaseAll(ctx context.Context, leases []*Lease) error {
-	var errs []error
-	for _, l := range leases {
-		if l != nil {
-			if err := l.Release(ctx); err != nil {
-				errs = append(errs, err)
-			}
-		}
-	}
-	return errors.Join(errs...)
 }

@@ -84,6 +84,24 @@
 //       and ACQUIRED, waits for any line (or EOF) on stdin, returns them all,
 //       prints RELEASED and exits 0.
 //
+//   semaphore-v1 <connectString> <path> <maxLeases> <iterations> <outFile> <holdMillis>
+//   semholder-v1 <connectString> <path> <maxLeases> <qty>
+//       As semaphore and semholder, with Curator's deprecated
+//       InterProcessSemaphore (v1) instead of InterProcessSemaphoreV2.
+//
+//   semholder-v1-count <connectString> <path> <countPath> <qty>
+//       As semholder-v1, with InterProcessSemaphore(path, SharedCount(countPath,
+//       seed 0)): the maximum is the shared count's value, followed as it
+//       changes.
+//
+//   sharder <connectString> <queuePath> <leaderPath> <threshold> <checkMs> <maxQueues>
+//       A QueueSharder of producer-only DistributedQueues (string items)
+//       with those policies: starts it, then prints "SHARDS <paths>" (its
+//       getQueuePaths(), sorted, space-separated) and READY, then "SHARDS
+//       <paths>" again whenever they change (looked at every 20 ms). A stdin line "PUT <n>"
+//       puts n items into getQueue() and prints "PUT <n>"; "close" (or EOF)
+//       closes the sharder, prints CLOSED and exits 0.
+//
 //   sharedcount-get <connectString> <path> [<path>...]
 //       For each path, starts SharedCount(path, seed 0) (which creates the
 //       node with the seed only if it is missing) and prints
@@ -254,6 +272,7 @@ import java.util.Collection;
 import java.util.LinkedHashMap;
 import java.util.Map;
 import java.util.TreeMap;
+import java.util.TreeSet;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.LinkedBlockingQueue;
 import java.util.concurrent.TimeUnit;
@@ -275,6 +294,7 @@ import org.apache.curator.framework.recipes.locks.InterProcessReadWriteLock;
 import org.apache.curator.framework.recipes.locks.LockInternals;
 import org.apache.curator.framework.recipes.locks.LockInternalsSorter;
 import org.apache.curator.framework.recipes.locks.StandardLockInternalsDriver;
+import org.apache.curator.framework.recipes.locks.InterProcessSemaphore;
 import org.apache.curator.framework.recipes.locks.InterProcessSemaphoreV2;
 import org.apache.curator.framework.recipes.locks.Lease;
 import org.apache.curator.framework.recipes.atomic.AtomicValue;
@@ -289,6 +309,8 @@ import org.apache.curator.framework.recipes.queue.MultiItem;
 import org.apache.curator.framework.recipes.queue.QueueBuilder;
 import org.apache.curator.framework.recipes.queue.QueueConsumer;
 import org.apache.curator.framework.recipes.queue.QueueSerializer;
+import org.apache.curator.framework.recipes.queue.QueueSharder;
+import org.apache.curator.framework.recipes.queue.QueueSharderPolicies;
 import org.apache.curator.framework.recipes.queue.SimpleDistributedQueue;
 import org.apache.curator.framework.state.ConnectionState;
 import org.apache.curator.framework.recipes.shared.SharedCount;
@@ -325,6 +347,10 @@ public class CuratorRecipes {
         register("rwdowngrade", "<connectString> <path>", CuratorRecipes::rwdowngrade);
         register("semaphore", "<connectString> <path> <maxLeases> <iterations> <outFile> <holdMillis>", CuratorRecipes::semaphore);
         register("semholder", "<connectString> <path> <maxLeases> <qty>", CuratorRecipes::semholder);
+        register("semaphore-v1", "<connectString> <path> <maxLeases> <iterations> <outFile> <holdMillis>", CuratorRecipes::semaphoreV1);
+        register("semholder-v1", "<connectString> <path> <maxLeases> <qty>", CuratorRecipes::semholderV1);
+        register("semholder-v1-count", "<connectString> <path> <countPath> <qty>", CuratorRecipes::semholderV1Count);
+        register("sharder", "<connectString> <queuePath> <leaderPath> <threshold> <checkMs> <maxQueues>", CuratorRecipes::sharder);
         register("sharedcount-get", "<connectString> <path> [<path>...]", CuratorRecipes::sharedcountGet);
         register("sharedcount-set", "<connectString> <path> <value> [<path> <value>...]", CuratorRecipes::sharedcountSet);
         register("atomiclong", "<connectString> <path> <threads> <iterations> <lockPath|->", CuratorRecipes::atomiclong);
@@ -558,6 +584,53 @@ public class CuratorRecipes {
             b = b.lockPath(lockPath);
         }
         return b;
+    }
+
+    static void sharder(String[] args) throws Exception {
+        need(args, 6, "sharder");
+        QueueSharderPolicies policies = QueueSharderPolicies.builder()
+                .newQueueThreshold(Integer.parseInt(args[3]))
+                .thresholdCheckMs(Integer.parseInt(args[4]))
+                .maxQueues(Integer.parseInt(args[5]))
+                .build();
+        try (CuratorFramework client = connect(args[0])) {
+            QueueSharder<String, DistributedQueue<String>> sharder = new QueueSharder<>(
+                    client, (c, p) -> queueBuilder(c, null, p, "-").buildQueue(), args[1], args[2], policies);
+            sharder.start();
+            String initial = "SHARDS " + String.join(" ", new TreeSet<>(sharder.getQueuePaths()));
+            say(initial);
+            Thread watcher = new Thread(() -> {
+                String last = initial;
+                while (true) {
+                    String now = "SHARDS " + String.join(" ", new TreeSet<>(sharder.getQueuePaths()));
+                    if (!now.equals(last)) {
+                        say(now);
+                        last = now;
+                    }
+                    try {
+                        Thread.sleep(20);
+                    } catch (InterruptedException e) {
+                        return;
+                    }
+                }
+            });
+            watcher.setDaemon(true);
+            watcher.start();
+            say("READY");
+            for (String line; (line = readLine()) != null && !line.trim().equals("close"); ) {
+                String[] f = line.trim().split(" ");
+                if (f[0].equals("PUT")) {
+                    DistributedQueue<String> q = sharder.getQueue();
+                    for (int i = 0; i < Integer.parseInt(f[1]); i++) {
+                        q.put("c" + i);
+                    }
+                    say("PUT " + f[1]);
+                }
+            }
+            watcher.interrupt();
+            sharder.close();
+            say("CLOSED");
+        }
     }
 
     static void queueProduce(String[] args) throws Exception {
@@ -811,8 +884,41 @@ public class CuratorRecipes {
         }
     }
 
+    /** One way to take leases: InterProcessSemaphoreV2's or InterProcessSemaphore's acquire(qty). */
+    interface Semaphore {
+        Collection<Lease> acquire(int qty) throws Exception;
+    }
+
+    static Semaphore semV2(CuratorFramework client, String path, int maxLeases) {
+        return new InterProcessSemaphoreV2(client, path, maxLeases)::acquire;
+    }
+
+    @SuppressWarnings("deprecation")
+    static Semaphore semV1(CuratorFramework client, String path, int maxLeases) {
+        return new InterProcessSemaphore(client, path, maxLeases)::acquire;
+    }
+
+    static void returnAll(Collection<Lease> leases) throws IOException {
+        for (Lease l : leases) {
+            l.close();
+        }
+    }
+
     static void semaphore(String[] args) throws Exception {
         need(args, 6, "semaphore");
+        semaphoreLoop(args, CuratorRecipes::semV2);
+    }
+
+    static void semaphoreV1(String[] args) throws Exception {
+        need(args, 6, "semaphore-v1");
+        semaphoreLoop(args, CuratorRecipes::semV1);
+    }
+
+    interface SemaphoreMaker {
+        Semaphore make(CuratorFramework client, String path, int maxLeases) throws Exception;
+    }
+
+    static void semaphoreLoop(String[] args, SemaphoreMaker maker) throws Exception {
         String connect = args[0];
         String path = args[1];
         int maxLeases = Integer.parseInt(args[2]);
@@ -821,11 +927,11 @@ public class CuratorRecipes {
         long holdMillis = Long.parseLong(args[5]);
         try (CuratorFramework client = connect(connect);
                 BufferedWriter out = new BufferedWriter(new FileWriter(outFile, StandardCharsets.UTF_8, true))) {
-            InterProcessSemaphoreV2 sem = new InterProcessSemaphoreV2(client, path, maxLeases);
+            Semaphore sem = maker.make(client, path, maxLeases);
             say("READY");
             awaitLine("GO");
             for (int i = 0; i < iterations; i++) {
-                Lease lease = sem.acquire();
+                Collection<Lease> lease = sem.acquire(1);
                 long start = nowNanos();
                 long end;
                 try {
@@ -834,7 +940,7 @@ public class CuratorRecipes {
                     }
                     end = nowNanos();
                 } finally {
-                    sem.returnLease(lease);
+                    returnAll(lease);
                 }
                 out.write(start + " " + end + "\n");
                 out.flush();
@@ -847,18 +953,40 @@ public class CuratorRecipes {
     static void semholder(String[] args) throws Exception {
         need(args, 4, "semholder");
         try (CuratorFramework client = connect(args[0])) {
-            InterProcessSemaphoreV2 sem = new InterProcessSemaphoreV2(client, args[1], Integer.parseInt(args[2]));
-            Collection<Lease> leases = sem.acquire(Integer.parseInt(args[3]));
-            StringBuilder b = new StringBuilder();
-            for (Lease l : leases) {
-                b.append("LEASE ").append(l.getNodeName()).append('\n');
-            }
-            System.out.print(b);
-            say("ACQUIRED");
-            readLine(); // any line, or EOF, releases
-            sem.returnAll(leases);
-            say("RELEASED");
+            holdLeases(semV2(client, args[1], Integer.parseInt(args[2])), Integer.parseInt(args[3]));
         }
+    }
+
+    static void semholderV1(String[] args) throws Exception {
+        need(args, 4, "semholder-v1");
+        try (CuratorFramework client = connect(args[0])) {
+            holdLeases(semV1(client, args[1], Integer.parseInt(args[2])), Integer.parseInt(args[3]));
+        }
+    }
+
+    @SuppressWarnings("deprecation")
+    static void semholderV1Count(String[] args) throws Exception {
+        need(args, 4, "semholder-v1-count");
+        try (CuratorFramework client = connect(args[0]);
+                SharedCount count = new SharedCount(client, args[2], 0)) {
+            count.start();
+            InterProcessSemaphore sem = new InterProcessSemaphore(client, args[1], count);
+            holdLeases(sem::acquire, Integer.parseInt(args[3]));
+        }
+    }
+
+    /** Acquires qty leases, prints them and ACQUIRED, returns them on a stdin line (or EOF). */
+    static void holdLeases(Semaphore sem, int qty) throws Exception {
+        Collection<Lease> leases = sem.acquire(qty);
+        StringBuilder b = new StringBuilder();
+        for (Lease l : leases) {
+            b.append("LEASE ").append(l.getNodeName()).append('\n');
+        }
+        System.out.print(b);
+        say("ACQUIRED");
+        readLine(); // any line, or EOF, releases
+        returnAll(leases);
+        say("RELEASED");
     }
 
     static void sharedcountGet(String[] args) throws Exception {
