@@ -59,11 +59,6 @@ func (w *Watches) Len() int {
 	return n
 }
 
-// Fired returns the events of the read's watches that fired since its
-// last successful run (empty on the first run, and when the read runs for
-// a reconnection or a retry): which node changed, and how.
-func (w *Watches) Fired() []FollowEvent { return w.fired }
-
 // RunAfter asks, from a read, that the read run again d after this run,
 // and not before: a watch that fires meanwhile makes it run then, not at
 // once. A read that must not run too often (a list of a busy parent, say)
