@@ -38,7 +38,8 @@ func observe(ctx context.Context, c *recipes.Client, full string, post func(reci
 		last  recipes.Participant
 		first = true
 	)
-	_ = engine.Of(c).Follow(ctx, "election "+full, func(ctx context.Context, w *engine.Watches) error {
+	f := engine.Of(c).NewFollower("election "+full, nil)
+	f.Add("election "+full, func(ctx context.Context, w *engine.Watches) error {
 		l, err := readLeader(ctx, c, full, w)
 		if err != nil {
 			return err
@@ -49,4 +50,5 @@ func observe(ctx context.Context, c *recipes.Client, full string, post func(reci
 		}
 		return nil
 	})
+	_ = f.Run(ctx)
 }

@@ -122,11 +122,13 @@ func (s *cell[T]) create(ctx context.Context) error {
 // follow keeps the cache current until Close.
 func (s *cell[T]) follow(ctx context.Context, done chan struct{}) {
 	defer close(done)
-	_ = s.E.FollowNode(ctx, s.Full, func(v engine.NodeView) {
+	f := s.E.NewFollower(s.Full, nil)
+	f.AddNode(s.Full, s.Full, func(v engine.NodeView) {
 		if err := s.view(v); err != nil {
 			s.log.Warn("zkrecipes: "+s.Kind+": the node holds a value of another kind; keeping the last one", "path", s.Path, "err", err)
 		}
 	})
+	_ = f.Run(ctx)
 }
 
 // view applies what was read of the node.

@@ -28,7 +28,9 @@ func watchLoop(ctx context.Context, c *recipes.Client, cfg config, w io.Writer) 
 	ctx, stop := context.WithCancel(ctx)
 	defer stop()
 	var drawErr error
-	err := engine.Of(c).Follow(ctx, "zkinspect -watch "+cfg.path, func(ctx context.Context, ws *engine.Watches) error {
+	what := "zkinspect -watch " + cfg.path
+	f := engine.Of(c).NewFollower(what, nil)
+	f.Add(what, func(ctx context.Context, ws *engine.Watches) error {
 		rctx, cancel := context.WithTimeout(ctx, cfg.timeout)
 		rep, err := inspect(rctx, &reader{c: c, watches: ws}, cfg)
 		cancel()
@@ -44,6 +46,7 @@ func watchLoop(ctx context.Context, c *recipes.Client, cfg config, w io.Writer) 
 		}
 		return err
 	})
+	err := f.Run(ctx)
 	switch {
 	case drawErr != nil:
 		return drawErr

@@ -32,14 +32,14 @@
 //     read again, under the retry policy.
 //   - The two primitives every recipe waits and watches through:
 //     Await, to wait until a condition over a watched read holds (with the
-//     lost-session rule written once), and Follow, to keep what reads see
-//     current: a Follower runs many reads on one goroutine, each watch and
+//     lost-session rule written once), and the Follower, to keep what reads
+//     see current: it runs many reads on one goroutine, each watch and
 //     state change arriving on its one queue named by read, node, event
 //     type and watch kind (so only the read whose watch fired runs again),
 //     reports the connection states and, once, that every read has read;
 //     it reads again on reconnection and after a new session, with
-//     backoff. FollowNode and FollowChildren sit on top, and the watched
-//     read (getData with a watch, else exists for the node's creation) is
+//     backoff. Follower.AddNode follows one node's data; the watched read
+//     (getData with a watch, else exists for the node's creation) is
 //     written once: ReadData, ReadChildren, ReadExists.
 //
 // # Adding a recipe
@@ -62,7 +62,7 @@
 //     keeping one watch of each kind (Watches.Armed). A FollowEvent
 //     names the node and what happened to it, so persistent recursive
 //     watches can later feed the same events from one watch on the root.
-//     SharedValue and SharedCount (package shared) are a FollowNode with
+//     SharedValue and SharedCount (package shared) are an AddNode with
 //     versioned writes through CompareAndSet; an atomic counter is
 //     CompareAndSet alone.
 //   - Persistent nodes, group membership and a registered service

@@ -10,33 +10,6 @@ import (
 	"github.com/zkrecipes/zkrecipes/internal/zkerr"
 )
 
-// Follow is the one way a recipe keeps what it reads current: a Follower
-// with the one read. It calls read at once, then again each time a watch
-// the read left fires, after every reconnection, after a new session, and
-// after a failed read, under the client's retry policy. It returns nil
-// when ctx ends and ErrClosed when the client closes.
-func (c *Client) Follow(ctx context.Context, what string, read readFunc) error {
-	if err := c.Check(); err != nil {
-		return err
-	}
-	f := c.NewFollower(what, nil)
-	f.Add(what, read)
-	return f.Run(ctx)
-}
-
-// FollowNode keeps a node's data current: fn gets the first view, then
-// every view that differs from the one before (created, deleted, data
-// written), on Follow's goroutine. A missing node is watched for its
-// creation. It returns as Follow does.
-func (c *Client) FollowNode(ctx context.Context, path string, fn func(NodeView)) error {
-	if err := c.Check(); err != nil {
-		return err
-	}
-	f := c.NewFollower(path, nil)
-	f.AddNode(path, path, fn)
-	return f.Run(ctx)
-}
-
 func nodeChanged(a, b NodeView) bool {
 	if a.Exists != b.Exists {
 		return true

@@ -66,7 +66,11 @@ func TestFollowNode(t *testing.T) {
 	c := connect(t, zkc.Servers())
 	e := engine.Of(c)
 	var v views[engine.NodeView]
-	follow(t, func(ctx context.Context) error { return e.FollowNode(ctx, "/follow/node", v.add) })
+	follow(t, func(ctx context.Context) error {
+		f := e.NewFollower("/follow/node", nil)
+		f.AddNode("/follow/node", "/follow/node", v.add)
+		return f.Run(ctx)
+	})
 	eventually(t, 5*time.Second, "the first view", func() bool { return len(v.all()) == 1 })
 	assert.False(t, v.all()[0].Exists)
 
@@ -143,7 +147,8 @@ func TestFollowRetriesAndClose(t *testing.T) {
 	var mu sync.Mutex
 	done := make(chan error, 1)
 	go func() {
-		done <- e.Follow(context.Background(), "a flaky read", func(context.Context, *engine.Watches) error {
+		f := e.NewFollower("a flaky read", nil)
+		f.Add("a flaky read", func(context.Context, *engine.Watches) error {
 			mu.Lock()
 			defer mu.Unlock()
 			if reads++; reads < 3 {
@@ -151,6 +156,7 @@ func TestFollowRetriesAndClose(t *testing.T) {
 			}
 			return nil // no watch: the next read comes with a reconnection
 		})
+		done <- f.Run(context.Background())
 	}()
 	eventually(t, 5*time.Second, "three reads", func() bool {
 		mu.Lock()
