@@ -108,7 +108,7 @@ func (b *Barrier) Set(ctx context.Context) error {
 		return err
 	}
 	err := b.e.Retry(ctx, func() error {
-		_, err := b.e.CreateWithParents(ctx, b.full, []byte(engine.LocalIP()), 0)
+		_, err := b.e.CreateWithParents(ctx, b.full, []byte(recipeargs.LocalIP()), 0)
 		return err
 	})
 	if err != nil && !errors.Is(err, zk.ErrNodeExists) {

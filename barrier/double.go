@@ -120,7 +120,7 @@ func (d *DoubleBarrier) enter(ctx context.Context, node string) error {
 	var sid int64
 	err := d.e.Retry(ctx, func() error {
 		sid = d.e.SessionID()
-		_, err := d.e.CreateWithParents(ctx, node, []byte(engine.LocalIP()), zk.FlagEphemeral)
+		_, err := d.e.CreateWithParents(ctx, node, []byte(recipeargs.LocalIP()), zk.FlagEphemeral)
 		if errors.Is(err, zk.ErrNodeExists) { // an attempt of ours whose reply was lost
 			ok, st, xerr := d.e.Exists(ctx, node)
 			if xerr != nil {
@@ -151,7 +151,7 @@ func (d *DoubleBarrier) enter(ctx context.Context, node string) error {
 		if len(mine) < d.qty {
 			return engine.Look{Watch: ch}, nil // a join, a leave, or ready: count again
 		}
-		_, err = d.e.Create(ctx, d.ready, []byte(engine.LocalIP()), 0)
+		_, err = d.e.Create(ctx, d.ready, []byte(recipeargs.LocalIP()), 0)
 		if err != nil && !errors.Is(err, zk.ErrNodeExists) {
 			return engine.Look{}, err
 		}

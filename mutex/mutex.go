@@ -229,7 +229,7 @@ func newMutex(c *recipes.Client, path string, opts []Option) (*Mutex, error) {
 		return nil, err
 	}
 	if o.data == nil {
-		o.data = []byte(engine.LocalIP())
+		o.data = []byte(recipeargs.LocalIP())
 	}
 	return &Mutex{c: c, e: engine.Of(c), path: path, full: full, opts: o, holds: map[any]*Lease{}}, nil
 }

@@ -85,7 +85,7 @@ func NewGroupMember(c *recipes.Client, membershipPath, id string, payload []byte
 		return nil, fmt.Errorf("%w: member id %q", recipes.ErrInvalidArgument, id)
 	}
 	if payload == nil {
-		payload = []byte(engine.LocalIP())
+		payload = []byte(recipeargs.LocalIP())
 	}
 	e := engine.Of(c)
 	memberPath := e.Namespace().Strip(zkpath.JoinPath(full, id))

@@ -196,7 +196,7 @@ func (n *PersistentTTLNode) touch(ctx context.Context) {
 	}
 	ctx, cancel := context.WithTimeout(ctx, n.period)
 	defer cancel()
-	data := []byte(engine.LocalIP()) // Curator's default data
+	data := []byte(recipeargs.LocalIP()) // Curator's default data
 	_, err := n.e.Set(ctx, n.child, data, -1)
 	if errors.Is(err, zk.ErrNoNode) {
 		_, err = n.e.CreateModeTTL(ctx, n.child, data, zk.FlagTTL, n.ttl)

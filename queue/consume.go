@@ -12,6 +12,7 @@ import (
 	"github.com/go-zookeeper/zk"
 
 	"github.com/zkrecipes/zkrecipes/internal/engine"
+	"github.com/zkrecipes/zkrecipes/internal/recipeargs"
 	"github.com/zkrecipes/zkrecipes/internal/zkerr"
 	"github.com/zkrecipes/zkrecipes/internal/zkop"
 	"github.com/zkrecipes/zkrecipes/internal/zkpath"
@@ -277,7 +278,7 @@ func (q *core) takeLock(ctx context.Context, name string) (*lock, error) {
 			}
 		}
 		res, err := q.e.Multi(ctx,
-			zkop.Create(l.node, []byte(engine.LocalIP()), zk.FlagEphemeral),
+			zkop.Create(l.node, []byte(recipeargs.LocalIP()), zk.FlagEphemeral),
 			zkop.Create(l.marker, nil, zk.FlagEphemeral))
 		switch {
 		case err == nil:

@@ -223,7 +223,7 @@ func (q *core) start(ctx context.Context) error {
 // default data, the local IP address, as Curator's start makes it.
 func (q *core) ensureDir(ctx context.Context, dir string) error {
 	err := q.e.Retry(ctx, func() error {
-		_, err := q.e.CreateWithParents(ctx, dir, []byte(engine.LocalIP()), 0)
+		_, err := q.e.CreateWithParents(ctx, dir, []byte(recipeargs.LocalIP()), 0)
 		return err
 	})
 	if errors.Is(err, zk.ErrNodeExists) {

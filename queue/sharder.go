@@ -145,7 +145,7 @@ func NewSharder[Q Shard](c *recipes.Client, queuePath, leaderPath string, alloc 
 	if alloc == nil {
 		return nil, zkerr.Namedf(what, "%w: nil Allocator", recipes.ErrInvalidArgument)
 	}
-	o := sharderOptions{threshold: 10000, interval: 30 * time.Second, maxShards: 10, id: engine.LocalIP()}
+	o := sharderOptions{threshold: 10000, interval: 30 * time.Second, maxShards: 10, id: recipeargs.LocalIP()}
 	if err := recipeargs.Options(&o, opts); err != nil {
 		return nil, zkerr.Named(what, err)
 	}

@@ -166,7 +166,7 @@ func newSemaphore(c *recipes.Client, path string, limit engine.Limit, opts []Opt
 		return nil, err
 	}
 	if o.data == nil {
-		o.data = []byte(engine.LocalIP())
+		o.data = []byte(recipeargs.LocalIP())
 	}
 	// The internal lock is not measured: its wait counts in the lease's.
 	lock, err := lockspec.NewMutex(c, zkpath.JoinPath(path, LockParent), lockspec.Spec{

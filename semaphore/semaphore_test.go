@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/zkrecipes/zkrecipes/internal/engine"
+	"github.com/zkrecipes/zkrecipes/internal/recipeargs"
 	"github.com/zkrecipes/zkrecipes/internal/testutil"
 	"github.com/zkrecipes/zkrecipes/mutex"
 	"github.com/zkrecipes/zkrecipes/recipes"
@@ -468,7 +469,7 @@ func TestLeaseDataDefaultsToTheHostAddress(t *testing.T) {
 	require.NoError(t, err)
 	data, err := lease.Data(ctx)
 	require.NoError(t, err)
-	assert.Equal(t, engine.LocalIP(), string(data))
+	assert.Equal(t, recipeargs.LocalIP(), string(data))
 	require.NoError(t, lease.Release(ctx))
 
 	s, err = semaphore.New(c, "/semdata", 2, semaphore.WithData([]byte("mine")))

@@ -97,7 +97,7 @@ func newV1(c *recipes.Client, path string, limit engine.Limit, opts []Option) (*
 		return nil, err
 	}
 	if o.data == nil {
-		o.data = []byte(engine.LocalIP())
+		o.data = []byte(recipeargs.LocalIP())
 	}
 	d := &contend.Driver{Names: []string{mutex.LockName}, Recipe: "semaphore_v1", Path: engine.Of(c).Namespace().Strip(full)}
 	return &V1{c: c, path: path, full: full, driver: d, limit: limit, opts: o}, nil

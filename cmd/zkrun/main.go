@@ -123,7 +123,7 @@ import (
 	"github.com/zkrecipes/zkrecipes/discovery"
 	"github.com/zkrecipes/zkrecipes/election"
 	"github.com/zkrecipes/zkrecipes/internal/cli"
-	"github.com/zkrecipes/zkrecipes/internal/engine"
+	"github.com/zkrecipes/zkrecipes/internal/recipeargs"
 	"github.com/zkrecipes/zkrecipes/internal/zkpath"
 	"github.com/zkrecipes/zkrecipes/mutex"
 	"github.com/zkrecipes/zkrecipes/recipes"
@@ -334,7 +334,7 @@ func (c *config) parseRegister() error {
 		c.id0 = zkpath.NewUUID()
 	}
 	if c.address == "" {
-		c.address = engine.LocalIP()
+		c.address = recipeargs.LocalIP()
 	}
 	in := &discovery.Instance{Name: c.path, ID: c.id0, Address: c.address, Port: c.port, SSLPort: c.sslPort}
 	if c.payload != "" {
