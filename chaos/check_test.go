@@ -186,7 +186,7 @@ func (h *harness) check(admin *recipes.Client, leftovers []string) *report {
 	h.checkRecord(rep, reps, roleMutex, recMutex, histMutex, logs[roleMutex])
 	finalRW := h.checkRecord(rep, reps, roleRWWrite, recRW, histRW, logs[roleRWWrite])
 	h.checkReader(rep, logs[roleRWRead], finalRW)
-	h.checkSemaphore(rep, logs[roleSem])
+	h.checkSemaphore(rep, roleSem, semMax, logs[roleSem])
 	h.checkLeader(rep, admin, roleSelector, leadSel, logs[roleSelector])
 	h.checkLeader(rep, admin, roleLatch, leadLatch, logs[roleLatch])
 	h.checkCounterRole(rep, logs[roleCounter])
@@ -358,7 +358,7 @@ func (h *harness) checkReader(rep *report, evs []event, final int) {
 
 // checkSemaphore: the workers count the gauge entries of live leases; more
 // than the maximum is logged as a violation by the worker.
-func (h *harness) checkSemaphore(rep *report, evs []event) {
+func (h *harness) checkSemaphore(rep *report, role string, limit int, evs []event) {
 	maxLive, maxRaw, gone := 0, 0, 0
 	dist := map[int64]int{}
 	counts := map[string]int{}
@@ -368,15 +368,15 @@ func (h *harness) checkSemaphore(rep *report, evs []event) {
 			continue
 		}
 		live, raw := atoi(e.args[0]), atoi(e.args[1])
-		rep.ops[roleSem] = append(rep.ops[roleSem], e.ts)
+		rep.ops[role] = append(rep.ops[role], e.ts)
 		dist[live]++
 		maxLive, maxRaw = max(maxLive, int(live)), max(maxRaw, int(raw))
 		if raw > live {
 			gone++
 		}
 	}
-	rep.note("semaphore: %d holds counted; live holders seen at once: %v (max %d, limit %d); %d counts listed an entry whose lease was gone by the time it was checked (at most %d entries listed); fenced creates refused %d, ambiguous %d; fenced deletes ok %d, refused %d, failed %d",
-		len(rep.ops[roleSem]), dist, maxLive, semMax, gone, maxRaw, counts["refused"], counts["createerr"], counts["delok"], counts["delrefused"], counts["delerr"])
+	rep.note("%s: %d holds counted; live holders seen at once: %v (max %d, limit %d); %d counts listed an entry whose lease was gone by the time it was checked (at most %d entries listed); fenced creates refused %d, ambiguous %d; fenced deletes ok %d, refused %d, failed %d",
+		role, len(rep.ops[role]), dist, maxLive, limit, gone, maxRaw, counts["refused"], counts["createerr"], counts["delok"], counts["delrefused"], counts["delerr"])
 }
 
 // checkLeader orders every acknowledged heartbeat by the version it gave
