@@ -468,7 +468,8 @@ func (h *harness) checkPostStall(rep *report, logs map[string][]event) {
 }
 
 // outageAfter returns a fault that stopped the whole service (a quorum
-// paused, the ensemble restarted, the leader killed) and began after f
+// paused, the ensemble restarted, the leader killed, a member replaced
+// through reconfiguration, the leader perhaps) and began after f
 // healed, before next (a role's next completed operation, UnixNano) and
 // within the bound: the role's time to recover from f is then not f's to
 // answer for (a role paced at several hundred milliseconds may have had
@@ -477,7 +478,7 @@ func (h *harness) checkPostStall(rep *report, logs map[string][]event) {
 func outageAfter(faults []*fault, f *fault, next int64) *fault {
 	for _, g := range faults {
 		switch g.kind {
-		case fQuorumPause, fRestartAll, fLeaderKill:
+		case fQuorumPause, fRestartAll, fLeaderKill, fReconfigReplace:
 		default:
 			continue
 		}
@@ -577,7 +578,7 @@ func (r *report) summary(h *harness, faulting, total time.Duration) string {
 // replica's own copy of the data can be read.
 func (h *harness) replicas() ([]*recipes.Client, error) {
 	var out []*recipes.Client
-	for _, addr := range h.zkc.Servers() {
+	for _, addr := range h.slotServers() {
 		c, err := dial(context.Background(), []string{addr}, recipes.WithSessionTimeout(4*time.Second))
 		if err != nil {
 			for _, o := range out {
@@ -703,7 +704,7 @@ func (h *harness) checkZnodeCounts(rep *report) {
 	var counts []int
 	same := waitFor(10*time.Second, func() bool {
 		counts = counts[:0]
-		for i := range h.zkc.Len() {
+		for _, i := range h.slots {
 			n, err := h.zkc.ZnodeCount(i)
 			if err != nil {
 				n = -1

@@ -231,7 +231,8 @@ func runWorker(role string) error {
 func (w *worker) connect(servers []string) (*recipes.Client, error) {
 	deadline := time.Now().Add(3 * time.Minute)
 	for {
-		c, err := dial(context.Background(), servers, recipes.WithSessionTimeout(workerSession), recipes.WithConnectTimeout(10*time.Second))
+		opts := append(proxiedOpts(os.Getenv(envReconfig) == "1"), recipes.WithSessionTimeout(workerSession), recipes.WithConnectTimeout(10*time.Second))
+		c, err := dial(context.Background(), servers, opts...)
 		if err == nil {
 			return c, nil
 		}
