@@ -6,6 +6,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/zkrecipes/zkrecipes/internal/interop"
+	"github.com/zkrecipes/zkrecipes/internal/testutil"
 	"github.com/zkrecipes/zkrecipes/queue"
 	"github.com/zkrecipes/zkrecipes/recipes"
 	"github.com/zkrecipes/zkrecipes/semaphore"
@@ -105,5 +107,55 @@ func waitKids(t *testing.T, c *recipes.Client, path string, n int) {
 			t.Fatalf("%s: %d children (%v), want %d", path, len(kids), err, n)
 		}
 		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// TestCuratorV1AndSharder: the layouts Curator itself makes. Two
+// InterProcessSemaphore (v1) holders of maximum 2, two leases each, the
+// second waiting for room: with -v1 -count 2 the first two nodes hold.
+// A QueueSharder (threshold 2, at most 2 shards) given 2 items: its path
+// is a sharder of 2 shards holding 2 items.
+func TestCuratorV1AndSharder(t *testing.T) {
+	if _, err := interop.JavaClasspath(); err != nil {
+		testutil.Unavailable(t, err)
+	}
+	zkc := testutil.Server(t) // plain even under ZK_TEST_TLS: Curator speaks plain ZooKeeper
+	ctx := testCtx(t)
+	dir := t.TempDir()
+	conn := zkc.ConnectString()
+	c := connectT(t, zkc)
+	root := newRunRoot()
+
+	v1 := root + "/curator-v1"
+	first := testutil.Curator(t, ctx, dir, "semholder-v1", conn, v1, "2", "2")
+	if err := first.WaitLine(ctx, "ACQUIRED"); err != nil {
+		t.Fatal(err)
+	}
+	testutil.Curator(t, ctx, dir, "semholder-v1", conn, v1, "2", "1")
+	waitKids(t, c, v1, 3)
+	out := inspectOut(t, zkc, "-v1", "-count", "2", v1)
+	for _, want := range []string{kindLabels[kindSemaphoreV1], "2 leases held (max 2), 1 waiting"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("-v1 -count 2: no %q in\n%s", want, out)
+		}
+	}
+
+	sharded := root + "/curator-sharder"
+	sh := testutil.Curator(t, ctx, dir, "sharder", conn, sharded, root+"/curator-sharder-leader", "2", "50", "2")
+	if err := sh.WaitLine(ctx, "READY"); err != nil {
+		t.Fatal(err)
+	}
+	if err := sh.Send("PUT 2"); err != nil {
+		t.Fatal(err)
+	}
+	if err := sh.WaitLine(ctx, "PUT 2"); err != nil {
+		t.Fatal(err)
+	}
+	waitKids(t, c, sharded, 2)
+	out = inspectOut(t, zkc, sharded)
+	for _, want := range []string{kindLabels[kindSharder], "status: 2 items", "of 2 shards"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("no %q in\n%s", want, out)
+		}
 	}
 }
