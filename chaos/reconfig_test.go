@@ -37,7 +37,8 @@ const envReconfig = "ZKCHAOS_RECONFIG"
 // wantReconfig says whether TestChaos starts the ensemble WithReconfig:
 // when -faults names zk-reconfig-replace (an error with -tls), or is
 // "all" without -tls (the kind is then injected only on a server that
-// survives the member faults: parseFaults).
+// survives the member faults, parseFaults; the version is known only once
+// the ensemble runs, so an older one is started WithReconfig too).
 func wantReconfig(faults string, tls bool) (bool, error) {
 	named := false
 	for _, k := range strings.Split(faults, ",") {
