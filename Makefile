@@ -16,7 +16,8 @@
 #                committed transactions when its members are paused or
 #                killed (ZOOKEEPER-4712/4785, see chaos/faults_test.go)
 #   make chaos-all  the same with every fault kind on any server, member
-#                pauses and kills included
+#                pauses and kills included (zk-reconfig-replace, a member
+#                replaced through reconfiguration, on 3.9.4 or later only)
 #   make test-39 the recipe packages' tests (RECIPE_PKGS) on ZooKeeper 3.9
 #                with the Curator 5.7 interop, both from Debian's unstable
 #                suite as `scripts/install-deps.sh zk39` unpacks them into a

@@ -158,12 +158,12 @@ func startCacheWorker(t *testing.T, h *harness) *cacheWorker {
 	for _, mode := range []string{"persistent", "oneshot"} {
 		u := &cacheUnder{name: mode}
 		var addrs []string
-		for _, s := range h.zkc.Servers() {
-			px := zktest.NewProxy(t, s)
+		for slot, s := range h.zkc.Servers() {
+			px := h.newProxy(slot, s)
 			u.proxies = append(u.proxies, px)
 			addrs = append(addrs, px.Addr())
 		}
-		u.c, err = dial(ctx, addrs, recipes.WithSessionTimeout(workerSession))
+		u.c, err = dial(ctx, addrs, append(proxiedOpts(h.reconf), recipes.WithSessionTimeout(workerSession))...)
 		if err != nil {
 			t.Fatalf("cache worker: %v", err)
 		}

@@ -75,7 +75,15 @@ func TestChaos(t *testing.T) {
 		_ = os.RemoveAll(dir)
 	})
 
-	zkc := zktest.StartEnsemble(t, 3, ensembleOpts(zktest.WithTickTime(200*time.Millisecond))...)
+	reconfig, err := wantReconfig(*flagFaults, *flagTLS) // reconfig_test.go
+	if err != nil {
+		t.Fatal(err)
+	}
+	zopts := ensembleOpts(zktest.WithTickTime(200 * time.Millisecond))
+	if reconfig {
+		zopts = append(zopts, zktest.WithReconfig())
+	}
+	zkc := zktest.StartEnsemble(t, 3, zopts...)
 	if !zkc.Controllable() {
 		t.Skip("the chaos suite injects faults into the servers: it needs a local ZooKeeper installation, not ZK_TEST_SERVERS")
 	}
@@ -83,6 +91,7 @@ func TestChaos(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	enabled[fReconfigReplace] = enabled[fReconfigReplace] && reconfig
 	admin, err := dial(context.Background(), zkc.Servers(), recipes.WithSessionTimeout(4*time.Second))
 	if err != nil {
 		t.Fatal(err)
@@ -118,14 +127,16 @@ func TestChaos(t *testing.T) {
 		params:  rand.New(rand.NewPCG(seed, 0x706172616d73)),
 		lastOp:  map[string]time.Time{},
 		stallCh: make(chan stallEvent, 64),
+		slots:   []int{0, 1, 2},
+		reconf:  reconfig,
 	}
 	t.Cleanup(h.killAll)
 	for _, wk := range workers {
 		for i := range wk.n {
 			p := &proc{h: h, role: wk.role, name: fmt.Sprintf("%s-%d", wk.role, i+1)}
 			var addrs []string
-			for _, s := range zkc.Servers() {
-				px := zktest.NewProxy(t, s)
+			for slot, s := range zkc.Servers() {
+				px := h.newProxy(slot, s)
 				p.proxies = append(p.proxies, px)
 				addrs = append(addrs, px.Addr())
 			}
@@ -204,6 +215,13 @@ type harness struct {
 
 	stallSeq int
 	stallCh  chan stallEvent
+
+	// The ensemble's three places (slots): slots[s] is the member at
+	// place s (zk-reconfig-replace puts a new one there), and every proxy
+	// of place s goes to it (reconfig_test.go).
+	slots       []int
+	slotProxies [3][]*zktest.Proxy
+	reconf      bool // the ensemble was started WithReconfig
 
 	mu       sync.Mutex
 	lastOp   map[string]time.Time // by role, as received
@@ -320,6 +338,9 @@ func (p *proc) start() error {
 	}
 	if e := workerTLSEnv(p.h.zkc); e != "" {
 		cmd.Env = append(cmd.Env, e)
+	}
+	if p.h.reconf {
+		cmd.Env = append(cmd.Env, envReconfig+"=1")
 	}
 	errf, err := os.Create(base + ".stderr")
 	if err != nil {
@@ -535,20 +556,23 @@ func TestDefaultFaults(t *testing.T) {
 			t.Fatal(err)
 		}
 		for _, k := range faultKinds {
-			want := tc.every || slices.Contains(workerOnly, k.name)
+			want := (tc.every || slices.Contains(workerOnly, k.name)) && k.name != fReconfigReplace
 			if on[k.name] != want {
 				t.Errorf("server %q: %s injected %v, want %v", tc.version, k.name, on[k.name], want)
 			}
 		}
 		all, _ := parseFaults("all", tc.version)
 		for _, k := range faultKinds {
-			if !all[k.name] {
-				t.Errorf("server %q: -faults all leaves out %s", tc.version, k.name)
+			if want := k.name != fReconfigReplace || tc.every; all[k.name] != want {
+				t.Errorf("server %q: -faults all injects %s: %v, want %v", tc.version, k.name, all[k.name], want)
 			}
 		}
 	}
 	if on, err := parseFaults(fFollowerPause, "3.8.0"); err != nil || !on[fFollowerPause] || on[fKillHolder] {
 		t.Errorf("-faults %s on 3.8.0: %v, %v", fFollowerPause, on, err)
+	}
+	if on, err := parseFaults(fReconfigReplace, "3.8.0"); err != nil || !on[fReconfigReplace] {
+		t.Errorf("-faults %s on 3.8.0: %v, %v", fReconfigReplace, on, err)
 	}
 	if _, err := parseFaults("no-such-kind", "3.9.6"); err == nil {
 		t.Error("-faults no-such-kind accepted")

@@ -186,7 +186,7 @@ func (h *harness) check(admin *recipes.Client, leftovers []string) *report {
 	h.checkRecord(rep, reps, roleMutex, recMutex, histMutex, logs[roleMutex])
 	finalRW := h.checkRecord(rep, reps, roleRWWrite, recRW, histRW, logs[roleRWWrite])
 	h.checkReader(rep, logs[roleRWRead], finalRW)
-	h.checkSemaphore(rep, logs[roleSem])
+	h.checkSemaphore(rep, roleSem, semMax, logs[roleSem])
 	h.checkLeader(rep, admin, roleSelector, leadSel, logs[roleSelector])
 	h.checkLeader(rep, admin, roleLatch, leadLatch, logs[roleLatch])
 	h.checkCounterRole(rep, logs[roleCounter])
@@ -358,7 +358,7 @@ func (h *harness) checkReader(rep *report, evs []event, final int) {
 
 // checkSemaphore: the workers count the gauge entries of live leases; more
 // than the maximum is logged as a violation by the worker.
-func (h *harness) checkSemaphore(rep *report, evs []event) {
+func (h *harness) checkSemaphore(rep *report, role string, limit int, evs []event) {
 	maxLive, maxRaw, gone := 0, 0, 0
 	dist := map[int64]int{}
 	counts := map[string]int{}
@@ -368,15 +368,15 @@ func (h *harness) checkSemaphore(rep *report, evs []event) {
 			continue
 		}
 		live, raw := atoi(e.args[0]), atoi(e.args[1])
-		rep.ops[roleSem] = append(rep.ops[roleSem], e.ts)
+		rep.ops[role] = append(rep.ops[role], e.ts)
 		dist[live]++
 		maxLive, maxRaw = max(maxLive, int(live)), max(maxRaw, int(raw))
 		if raw > live {
 			gone++
 		}
 	}
-	rep.note("semaphore: %d holds counted; live holders seen at once: %v (max %d, limit %d); %d counts listed an entry whose lease was gone by the time it was checked (at most %d entries listed); fenced creates refused %d, ambiguous %d; fenced deletes ok %d, refused %d, failed %d",
-		len(rep.ops[roleSem]), dist, maxLive, semMax, gone, maxRaw, counts["refused"], counts["createerr"], counts["delok"], counts["delrefused"], counts["delerr"])
+	rep.note("%s: %d holds counted; live holders seen at once: %v (max %d, limit %d); %d counts listed an entry whose lease was gone by the time it was checked (at most %d entries listed); fenced creates refused %d, ambiguous %d; fenced deletes ok %d, refused %d, failed %d",
+		role, len(rep.ops[role]), dist, maxLive, limit, gone, maxRaw, counts["refused"], counts["createerr"], counts["delok"], counts["delrefused"], counts["delerr"])
 }
 
 // checkLeader orders every acknowledged heartbeat by the version it gave
@@ -468,7 +468,8 @@ func (h *harness) checkPostStall(rep *report, logs map[string][]event) {
 }
 
 // outageAfter returns a fault that stopped the whole service (a quorum
-// paused, the ensemble restarted, the leader killed) and began after f
+// paused, the ensemble restarted, the leader killed, a member replaced
+// through reconfiguration, the leader perhaps) and began after f
 // healed, before next (a role's next completed operation, UnixNano) and
 // within the bound: the role's time to recover from f is then not f's to
 // answer for (a role paced at several hundred milliseconds may have had
@@ -477,7 +478,7 @@ func (h *harness) checkPostStall(rep *report, logs map[string][]event) {
 func outageAfter(faults []*fault, f *fault, next int64) *fault {
 	for _, g := range faults {
 		switch g.kind {
-		case fQuorumPause, fRestartAll, fLeaderKill:
+		case fQuorumPause, fRestartAll, fLeaderKill, fReconfigReplace:
 		default:
 			continue
 		}
@@ -577,7 +578,7 @@ func (r *report) summary(h *harness, faulting, total time.Duration) string {
 // replica's own copy of the data can be read.
 func (h *harness) replicas() ([]*recipes.Client, error) {
 	var out []*recipes.Client
-	for _, addr := range h.zkc.Servers() {
+	for _, addr := range h.slotServers() {
 		c, err := dial(context.Background(), []string{addr}, recipes.WithSessionTimeout(4*time.Second))
 		if err != nil {
 			for _, o := range out {
@@ -703,7 +704,7 @@ func (h *harness) checkZnodeCounts(rep *report) {
 	var counts []int
 	same := waitFor(10*time.Second, func() bool {
 		counts = counts[:0]
-		for i := range h.zkc.Len() {
+		for _, i := range h.slots {
 			n, err := h.zkc.ZnodeCount(i)
 			if err != nil {
 				n = -1

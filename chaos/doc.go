@@ -23,8 +23,11 @@
 // members of one nodes.GroupMember group and discovery workers register
 // one service's DYNAMIC instances and read them through a ServiceCache
 // and a Provider, both setting their payloads every few hundred
-// milliseconds and logging their views (those six join through the
-// registries in hooks_test.go, from files of their own).
+// milliseconds and logging their views, semaphore V1 workers hold
+// semaphore.V1 leases (at most 2) and count themselves in a gauge of
+// their own, and sharder workers put to and consume from a queue.Sharder
+// of lock-safety queues, checked by the queue workers' rules (those eight
+// join through the registries in hooks_test.go, from files of their own).
 // Meanwhile a
 // schedule drawn from -seed injects faults: holders SIGKILLed, SIGSTOPped or
 // black-holed past their session timeout, the ZooKeeper leader killed and
@@ -109,4 +112,14 @@
 // (ZK_TEST_VERSION=3.9: Debian unstable's 3.9.6, as scripts/install-deps.sh
 // zk39 unpacks it), with -pace dense. CI runs that for 5 minutes and wants
 // 80 faults or more.
+//
+// zk-reconfig-replace (reconfig_test.go) replaces a member through
+// dynamic reconfiguration: a new member reconfigured in, the leader or a
+// follower reconfigured out and stopped. It needs the ensemble started
+// zktest.WithReconfig, which refuses WithTLS, so it is never a default:
+// -faults all includes it on ZooKeeper 3.9.4 or later without -tls, and
+// naming it with -tls is an error. The proxies of the replaced member
+// move to the new one (zktest.Proxy.Retarget); the clients behind them
+// then keep to them (recipes.WithoutEnsembleTracking), while the test
+// process's direct clients follow the reconfiguration.
 package chaos

@@ -43,6 +43,9 @@ const (
 	fFollowerCreate = "zk-follower-create" // SIGSTOP of a follower just as a mutex worker's create reached it
 	fQuorumPause    = "zk-quorum-pause"    // SIGSTOP of 2 of 3 members past the session timeout
 	fRestartAll     = "zk-restart-all"     // SIGKILL of every member, restart
+	// fReconfigReplace: a new member reconfigured in, one (the leader or a
+	// follower) reconfigured out and stopped (reconfig_test.go)
+	fReconfigReplace = "zk-reconfig-replace"
 )
 
 // faultKinds lists every kind. The kinds marked member act on the
@@ -63,13 +66,20 @@ const (
 // five mutex writes committed while that follower was stopped), so `make
 // chaos` there injects the worker faults only, and -faults all (`make
 // chaos-all`, `make chaos-all-39`) injects every kind on any server.
+//
+// The kinds marked optIn (zk-reconfig-replace) need an ensemble started
+// WithReconfig: they are never injected by default, and -faults all
+// includes them only on a server that survives the member faults, and not
+// with -tls (see wantReconfig).
 var faultKinds = []struct {
 	name   string
 	weight int
 	member bool
+	optIn  bool
 }{
-	{fKillHolder, 3, false}, {fPauseHolder, 2, false}, {fBlackhole, 2, false}, {fLeaderKill, 1, true},
-	{fFollowerPause, 1, true}, {fFollowerCreate, 1, true}, {fQuorumPause, 1, true}, {fRestartAll, 1, true},
+	{fKillHolder, 3, false, false}, {fPauseHolder, 2, false, false}, {fBlackhole, 2, false, false}, {fLeaderKill, 1, true, false},
+	{fFollowerPause, 1, true, false}, {fFollowerCreate, 1, true, false}, {fQuorumPause, 1, true, false}, {fRestartAll, 1, true, false},
+	{fReconfigReplace, 1, true, true},
 }
 
 // survivesMemberFaults says whether a ZooKeeper of this version ("3.9.6")
@@ -93,7 +103,8 @@ var neverPattern = []byte("\x00zkchaos: never sent\x00")
 func parseFaults(s, version string) (map[string]bool, error) {
 	on := map[string]bool{}
 	for _, k := range faultKinds {
-		on[k.name] = s == "all" || s == "" && (!k.member || survivesMemberFaults(version))
+		survives := !k.member || survivesMemberFaults(version)
+		on[k.name] = s == "all" && (!k.optIn || survives) || s == "" && !k.optIn && survives
 	}
 	if s == "" || s == "all" {
 		return on, nil
@@ -254,10 +265,11 @@ func (h *harness) inject(kind string) (*fault, error) {
 		p.send("release")
 
 	case fLeaderKill:
-		l, err := h.zkc.Leader()
+		ls, err := h.leaderSlot()
 		if err != nil {
 			return nil, err
 		}
+		l := h.slots[ls]
 		f.target = fmt.Sprintf("zk%d", l+1)
 		d := h.dur(500*time.Millisecond, 2*time.Second)
 		f.start = time.Now()
@@ -271,11 +283,11 @@ func (h *harness) inject(kind string) (*fault, error) {
 		f.heal = time.Now()
 
 	case fFollowerPause:
-		l, err := h.zkc.Leader()
+		l, err := h.leaderSlot()
 		if err != nil {
 			return nil, err
 		}
-		fol := (l + 1 + h.params.IntN(2)) % 3
+		fol := h.slots[(l+1+h.params.IntN(2))%3]
 		f.target = fmt.Sprintf("zk%d", fol+1)
 		d := h.dur(time.Second, 3500*time.Millisecond)
 		f.start = time.Now()
@@ -295,7 +307,7 @@ func (h *harness) inject(kind string) (*fault, error) {
 
 	case fQuorumPause:
 		spared := h.params.IntN(3)
-		a, b := (spared+1)%3, (spared+2)%3
+		a, b := h.slots[(spared+1)%3], h.slots[(spared+2)%3]
 		f.target = fmt.Sprintf("zk%d+zk%d", a+1, b+1)
 		d := workerSession + h.dur(faultPace.pastSessionMin, faultPace.pastSessionMax)
 		f.start = time.Now()
@@ -313,23 +325,23 @@ func (h *harness) inject(kind string) (*fault, error) {
 		f.heal = time.Now()
 
 	case fRestartAll:
-		f.target = "zk1+zk2+zk3"
+		f.target = fmt.Sprintf("zk%d+zk%d+zk%d", h.slots[0]+1, h.slots[1]+1, h.slots[2]+1)
 		d := h.dur(faultPace.downMin, faultPace.downMax)
 		f.start = time.Now()
-		for i := range h.zkc.Len() {
+		for _, i := range h.slots {
 			if err := h.zkc.Kill(i); err != nil {
 				return nil, err
 			}
 		}
 		time.Sleep(d)
 		// Each Restart waits for a quorum, so they must run together.
-		errs := make([]error, h.zkc.Len())
+		errs := make([]error, len(h.slots))
 		var wg sync.WaitGroup
-		for i := range h.zkc.Len() {
+		for s, i := range h.slots {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				errs[i] = h.zkc.Restart(i)
+				errs[s] = h.zkc.Restart(i)
 			}()
 		}
 		wg.Wait()
@@ -339,6 +351,11 @@ func (h *harness) inject(kind string) (*fault, error) {
 			}
 		}
 		f.heal = time.Now()
+
+	case fReconfigReplace:
+		if err := h.replaceMember(f); err != nil {
+			return nil, err
+		}
 	}
 	return f, nil
 }
@@ -443,7 +460,7 @@ var faultPace = pacings["normal"]
 // follower anyway.
 
 func (h *harness) followerCreate(f *fault) error {
-	l, err := h.zkc.Leader()
+	l, err := h.leaderSlot() // the proxies are by slot
 	if err != nil {
 		return err
 	}
@@ -465,11 +482,11 @@ func (h *harness) followerCreate(f *fault) error {
 			px.CutAfterClientSendsFunc(pattern, func() {
 				once.Do(func() {
 					f.start = time.Now()
-					if err := h.zkc.Pause(i); err != nil {
+					if err := h.zkc.Pause(h.slots[i]); err != nil {
 						fired <- "error " + err.Error()
 						return
 					}
-					fired <- fmt.Sprintf("zk%d %s", i+1, name)
+					fired <- fmt.Sprintf("zk%d %s", h.slots[i]+1, name)
 				})
 			})
 			armed = append(armed, px)
@@ -493,7 +510,7 @@ func (h *harness) followerCreate(f *fault) error {
 	var fol int
 	switch {
 	case got == "":
-		fol = (l + 1 + h.params.IntN(2)) % 3
+		fol = h.slots[(l+1+h.params.IntN(2))%3]
 		f.note = fmt.Sprintf("no create reached a follower within %v: plain pause", faultPace.createWait)
 		f.start = time.Now()
 		if err := h.zkc.Pause(fol); err != nil {
@@ -540,17 +557,17 @@ func (h *harness) diagnose(f *fault) []*proc {
 	var differ map[string]int
 	for pass := range 2 {
 		present := map[string]int{} // path -> bit set of the servers that have it
-		for i, addr := range h.zkc.Servers() {
+		for i, addr := range h.slotServers() {
 			c, err := dial(context.Background(), []string{addr}, recipes.WithSessionTimeout(4*time.Second))
 			if err != nil {
-				h.t.Logf("zk%d: %v", i+1, err)
+				h.t.Logf("zk%d: %v", h.slots[i]+1, err)
 				continue
 			}
 			if err := c.Sync(context.Background(), root+"/locks"); err != nil {
-				h.t.Logf("zk%d: sync: %v", i+1, err)
+				h.t.Logf("zk%d: sync: %v", h.slots[i]+1, err)
 			}
 			if pass == 0 {
-				h.t.Logf("zk%d: nodes under %s/locks after a sync:", i+1, root)
+				h.t.Logf("zk%d: nodes under %s/locks after a sync:", h.slots[i]+1, root)
 			}
 			var paths []string
 			if f.seen == nil {
@@ -562,7 +579,7 @@ func (h *harness) diagnose(f *fault) []*proc {
 				present[p] |= 1 << i
 			}
 		}
-		all := 1<<h.zkc.Len() - 1
+		all := 1<<len(h.slots) - 1
 		now := map[string]int{}
 		for p, bits := range present {
 			if bits != all && (pass == 0 || differ[p] == bits) {
@@ -571,13 +588,13 @@ func (h *harness) diagnose(f *fault) []*proc {
 		}
 		differ = now
 		if pass == 0 {
-			for i := range h.zkc.Len() {
+			for i := range h.slots {
 				for _, cmd := range []string{"cons", "wchp"} {
-					out, err := h.zkc.FourLetter(i, cmd)
+					out, err := h.zkc.FourLetter(h.slots[i], cmd)
 					if err != nil {
 						out = err.Error()
 					}
-					h.t.Logf("zk%d %s:\n%s", i+1, cmd, out)
+					h.t.Logf("zk%d %s:\n%s", h.slots[i]+1, cmd, out)
 				}
 			}
 		}

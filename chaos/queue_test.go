@@ -41,14 +41,38 @@ func init() {
 // goes on as if it held the item when it does not), waits for another
 // consumer to take the item, and logs its ack as ok whatever Ack said.
 func (w *worker) runQueue() error {
-	consume := func(ctx context.Context, m *queue.Message) error {
+	consume := w.queueConsumer(func(node string) string { return queueLockPath + "/" + path.Base(node) })
+	q, err := queue.New(w.c, queuePath, queue.WithLockPath(queueLockPath), queue.WithConsumer(consume))
+	if err != nil {
+		return err
+	}
+	if err := w.retry(2*time.Minute, func() error { return q.Start(w.ctx) }); err != nil {
+		if w.ctx.Err() != nil {
+			return nil
+		}
+		return fmt.Errorf("start queue: %w", err)
+	}
+	prod, err := queue.New(w.c, queuePath)
+	if err != nil {
+		return err
+	}
+	w.produce("qput", prod.Put, nil)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	return q.Close(ctx)
+}
+
+// queueConsumer is the queue workers' consumer (see runQueue); lockOf
+// names the lock node of an item node, which -sabotage deletes.
+func (w *worker) queueConsumer(lockOf func(node string) string) queue.ConsumerFunc {
+	return func(ctx context.Context, m *queue.Message) error {
 		id := string(m.Data())
 		w.log.printf("qgot %s %s", id, m.Node)
 		w.stallPoint("hold")
 		w.sleep(w.p.holdMin, w.p.holdMax)
 		sabotage := w.sabotage && w.seq.Add(1)%10 == 0
 		if sabotage {
-			if err := w.c.Delete(context.Background(), queueLockPath+"/"+path.Base(m.Node), -1); err == nil {
+			if err := w.c.Delete(context.Background(), lockOf(m.Node), -1); err == nil {
 				w.sleep(300*time.Millisecond, 300*time.Millisecond)
 			}
 		}
@@ -78,24 +102,6 @@ func (w *worker) runQueue() error {
 		}
 		return nil
 	}
-	q, err := queue.New(w.c, queuePath, queue.WithLockPath(queueLockPath), queue.WithConsumer(queue.ConsumerFunc(consume)))
-	if err != nil {
-		return err
-	}
-	if err := w.retry(2*time.Minute, func() error { return q.Start(w.ctx) }); err != nil {
-		if w.ctx.Err() != nil {
-			return nil
-		}
-		return fmt.Errorf("start queue: %w", err)
-	}
-	prod, err := queue.New(w.c, queuePath)
-	if err != nil {
-		return err
-	}
-	w.produce("qput", prod.Put, nil)
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-	defer cancel()
-	return q.Close(ctx)
 }
 
 // queueLeft reads what is left queued in dir after a run: how many nodes
@@ -156,24 +162,29 @@ func (h *harness) queueLeft(rep *report, what, dir string, decode func([]byte) (
 // queue workers' history.
 func (h *harness) checkQueueRole(rep *report, logs map[string][]event) {
 	remaining, ok := h.queueLeft(rep, "queue", queuePath, queue.Decode)
-	if !ok {
-		return
+	if ok {
+		checkQueueLog(rep, roleQueue, remaining, logs[roleQueue])
 	}
+}
+
+// checkQueueLog checks the history of role's queue workers (the lines of
+// runQueue's producer and consumer) against the items left queued.
+func checkQueueLog(rep *report, role string, remaining map[string]int, evs []event) {
 	var lines []qLine
-	for _, e := range logs[roleQueue] {
+	for _, e := range evs {
 		if strings.HasPrefix(e.name, "q") {
 			lines = append(lines, qLine{ts: e.ts, src: e.src, name: e.name, args: e.args})
 		}
 		if e.name == "qputok" || e.name == "qack" && len(e.args) > 2 && e.args[2] == "ok" {
-			rep.ops[roleQueue] = append(rep.ops[roleQueue], e.ts)
+			rep.ops[role] = append(rep.ops[role], e.ts)
 		}
 	}
 	r := checkQueueHistory(lines, remaining)
 	for _, v := range r.violations {
-		rep.violationOf("queue", "%s", v)
+		rep.violationOf(role, "%s", v)
 	}
-	rep.extra = append(rep.extra, fmt.Sprintf("queue-items=%d (delivered %d, acked %d, left %d) queue-duplicates=%d (told %d, killed %d) queue-violations=%d",
-		r.offered, r.deliveries, r.acked, r.remaining, r.dups, r.dupTold, r.dupKilled, len(r.violations)))
-	rep.note("queue: %d items offered, %d more whose Put failed or never returned; %d deliveries, %d acknowledged, %d items left queued; %d nodes delivered again (%d after their consumer was told its hold was gone, %d after it was killed holding it); %d items delivered from two nodes (a Put retried after a lost reply); %d delivered items gone without an acknowledged delivery",
-		r.offered, r.unsure, r.deliveries, r.acked, r.remaining, r.dups, r.dupTold, r.dupKilled, r.putTwice, r.goneUnsure)
+	rep.extra = append(rep.extra, fmt.Sprintf("%[1]s-items=%[2]d (delivered %[3]d, acked %[4]d, left %[5]d) %[1]s-duplicates=%[6]d (told %[7]d, killed %[8]d) %[1]s-violations=%[9]d",
+		role, r.offered, r.deliveries, r.acked, r.remaining, r.dups, r.dupTold, r.dupKilled, len(r.violations)))
+	rep.note("%s: %d items offered, %d more whose Put failed or never returned; %d deliveries, %d acknowledged, %d items left queued; %d nodes delivered again (%d after their consumer was told its hold was gone, %d after it was killed holding it); %d items delivered from two nodes (a Put retried after a lost reply); %d delivered items gone without an acknowledged delivery",
+		role, r.offered, r.unsure, r.deliveries, r.acked, r.remaining, r.dups, r.dupTold, r.dupKilled, r.putTwice, r.goneUnsure)
 }

@@ -209,7 +209,7 @@ func runWorker(role string) error {
 	case roleSem:
 		var s *semaphore.Semaphore
 		if s, err = semaphore.New(c, pathSem, semMax, semaphore.WithData([]byte(name))); err == nil {
-			err = w.runSemaphore(s)
+			err = w.runSemaphore(s, semV2Gauge)
 		}
 	case roleSelector:
 		err = w.runSelector()
@@ -231,7 +231,8 @@ func runWorker(role string) error {
 func (w *worker) connect(servers []string) (*recipes.Client, error) {
 	deadline := time.Now().Add(3 * time.Minute)
 	for {
-		c, err := dial(context.Background(), servers, recipes.WithSessionTimeout(workerSession), recipes.WithConnectTimeout(10*time.Second))
+		opts := append(proxiedOpts(os.Getenv(envReconfig) == "1"), recipes.WithSessionTimeout(workerSession), recipes.WithConnectTimeout(10*time.Second))
+		c, err := dial(context.Background(), servers, opts...)
 		if err == nil {
 			return c, nil
 		}
@@ -588,8 +589,21 @@ func (w *worker) readOnce(lease *mutex.Lease) {
 	w.op()
 }
 
-// runSemaphore runs semGoroutines contenders on the worker's session.
-func (w *worker) runSemaphore(s *semaphore.Semaphore) error {
+// semGauge is where a semaphore's holders count themselves: the gauge
+// (ephemeral entries named after the lease nodes), the directory of the
+// lease nodes, the maximum, and the name the violation line gives.
+type semGauge struct {
+	gauge, leases, what string
+	max                 int
+}
+
+var semV2Gauge = semGauge{gauge: gaugePath, leases: pathSem + "/" + semaphore.LeaseParent, what: "semaphore", max: semMax}
+
+// runSemaphore runs semGoroutines contenders on the worker's session,
+// each holding its leases as semHold does with g.
+func (w *worker) runSemaphore(s interface {
+	Acquire(context.Context) (*semaphore.Lease, error)
+}, g semGauge) error {
 	var wg sync.WaitGroup
 	for range semGoroutines {
 		wg.Add(1)
@@ -604,7 +618,7 @@ func (w *worker) runSemaphore(s *semaphore.Semaphore) error {
 					}
 					continue
 				}
-				w.semHold(lease)
+				w.semHold(lease, g)
 				ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 				if err := lease.Release(ctx); err != nil {
 					w.log.printf("closeerr %s", oneLine(err))
@@ -621,9 +635,9 @@ func (w *worker) runSemaphore(s *semaphore.Semaphore) error {
 // semHold, while holding lease l: creates the ephemeral gauge entry named
 // after the lease node (fenced: in one transaction with the check on the
 // lease node), counts the gauge, holds, deletes the entry (fenced).
-func (w *worker) semHold(l *semaphore.Lease) {
+func (w *worker) semHold(l *semaphore.Lease, g semGauge) {
 	lease := path.Base(l.Node())
-	entry := gaugePath + "/" + lease
+	entry := g.gauge + "/" + lease
 	_, err := l.Fenced(context.Background(), recipes.CreateOp(entry, []byte(w.name), zk.FlagEphemeral))
 	switch {
 	case errors.Is(err, recipes.ErrFenced):
@@ -634,12 +648,12 @@ func (w *worker) semHold(l *semaphore.Lease) {
 		w.removeEntry(entry)
 		return
 	}
-	live, raw, err := w.countGauge()
+	live, raw, err := w.countGauge(g)
 	if err != nil {
 		w.log.printf("counterr %s", oneLine(err))
 	} else {
-		if live > semMax {
-			w.log.printf("violation semaphore: %d holders with live leases in the gauge (at most %d): %d entries, ours %s", live, semMax, raw, lease)
+		if live > g.max {
+			w.log.printf("violation %s: %d holders with live leases in the gauge (at most %d): %d entries, ours %s", g.what, live, g.max, raw, lease)
 		}
 		w.log.printf("gauge %d %d %s", live, raw, lease)
 		w.op()
@@ -671,16 +685,16 @@ func (w *worker) semHold(l *semaphore.Lease) {
 // clean-up: such an entry is stale, not a holder. The count is sound: a
 // lease node that exists after the listing existed at the listing, so more
 // than semMax live entries means more than semMax granted leases at once.
-func (w *worker) countGauge() (live, raw int, err error) {
-	if err := w.c.Sync(context.Background(), gaugePath); err != nil {
+func (w *worker) countGauge(g semGauge) (live, raw int, err error) {
+	if err := w.c.Sync(context.Background(), g.gauge); err != nil {
 		return 0, 0, err
 	}
-	kids, _, err := w.c.Children(context.Background(), gaugePath)
+	kids, _, err := w.c.Children(context.Background(), g.gauge)
 	if err != nil {
 		return 0, 0, err
 	}
 	for _, k := range kids {
-		ok, _, err := w.c.Exists(context.Background(), pathSem+"/"+semaphore.LeaseParent+"/"+k)
+		ok, _, err := w.c.Exists(context.Background(), g.leases+"/"+k)
 		if err != nil {
 			return 0, 0, err
 		}

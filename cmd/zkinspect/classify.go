@@ -322,6 +322,8 @@ func classifyKids(p *probe) *class {
 		cl.kind = kindParent
 		if k := queueItems(cl.others); k != "" {
 			cl.kind, cl.queue, cl.others = k, cl.others, nil
+		} else if sharderShards(cl.others) {
+			cl.kind, cl.queue = kindSharder, cl.others // others kept: a summary walks the shards
 		}
 		return cl
 	}

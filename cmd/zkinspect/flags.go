@@ -23,6 +23,7 @@ type config struct {
 	op      cli.Operator // servers, namespace, auth, timeouts, log level
 	path    string
 	count   string // a SharedCount path, or a number, or ""
+	v1      bool   // the path is a semaphore.V1 (its nodes look like a mutex's)
 	summary bool
 	watch   bool
 	json    bool
@@ -37,6 +38,7 @@ func newFlagSet(cfg *config) *flag.FlagSet {
 	fs.SetOutput(io.Discard) // parseFlags reports errors; -h prints usage itself
 	cfg.op.Register(fs)
 	fs.StringVar(&cfg.count, "count", "", "a semaphore's maximum: the `path` of its SharedCount, or a number")
+	fs.BoolVar(&cfg.v1, "v1", false, "the path is a semaphore v1 (InterProcessSemaphore, semaphore.V1), whose nodes look like a mutex's: the first -count hold")
 	fs.BoolVar(&cfg.summary, "summary", false, "summarise every lock under the path")
 	fs.BoolVar(&cfg.watch, "watch", false, "redraw on every change until interrupted")
 	fs.BoolVar(&cfg.json, "json", false, "print JSON (one document per line with -watch)")

@@ -356,6 +356,9 @@ func inspect(ctx context.Context, r *reader, cfg config) (*Report, error) {
 		return rep, nil
 	}
 	rep.Mode = "queue"
+	if cfg.v1 && cl.kind != kindMutex {
+		rep.Notes = append(rep.Notes, "-v1: the path is not laid out as a semaphore v1 (lock- nodes directly under it): shown as found")
+	}
 	q, err := readQueue(ctx, r, cfg, p.path, cl, true)
 	if err != nil {
 		return nil, err
@@ -377,7 +380,7 @@ func sortKey(kind, name string) string {
 		return contend.SortKey(name, semaphore.LeaseName)
 	case kindQueue, kindSimpleQueue:
 		return name // Curator's DistributedQueue and SimpleDistributedQueue order
-	case kindGroup, kindTTL, kindService:
+	case kindGroup, kindTTL, kindService, kindSharder:
 		return name
 	case kindQueueLock: // a marker beside the lock it marks
 		item, _ := lockedItem(name)
@@ -506,6 +509,12 @@ func readQueue(ctx context.Context, r *reader, cfg config, path string, cl *clas
 		return readData(ctx, r, q)
 	case kindQueueLock:
 		return readQueueLocks(r, q, cl), nil
+	case kindSharder:
+		return readSharder(r, q, cl), nil
+	case kindMutex:
+		if top && cfg.v1 {
+			return readV1(ctx, r, cfg, q, cl)
+		}
 	case kindUnknown:
 		q.Nodes = r.nodes(kind, cl.queue)
 		for i := range q.Nodes {
@@ -854,7 +863,7 @@ func summarise(ctx context.Context, r *reader, cfg config, rep *Report, p *probe
 			held := svc.Readable > 0
 			rep.Locks = append(rep.Locks, LockSummary{Path: p.path, Kind: cl.kind, Held: &held, Holders: svc.Readable, Unreadable: svc.Unreadable})
 			return nil // its instances are in its line
-		case cl.kind != kindParent:
+		case cl.kind != kindParent && cl.kind != kindSharder: // a sharder's shards have lines of their own
 			q, err := readQueue(ctx, r, cfg, p.path, cl, false)
 			if skip(p.path, err) {
 				return nil

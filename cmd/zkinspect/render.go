@@ -33,6 +33,8 @@ var kindLabels = map[string]string{
 	kindTTL:         "TTL node (PersistentTtlNode)",
 	kindService:     "service (curator-x-discovery)",
 	kindQueueLock:   "a queue's lock directory (DistributedQueue lockPath)",
+	kindSemaphoreV1: "semaphore v1 (InterProcessSemaphore; told by -v1)",
+	kindSharder:     "queue sharder (QueueSharder)",
 }
 
 var roleLabels = map[string]string{
@@ -47,6 +49,7 @@ var roleLabels = map[string]string{
 	roleMember:    "MEMBER",
 	roleTouch:     "TOUCH",
 	roleMarker:    "marker",
+	roleShard:     "shard",
 }
 
 var counterLabels = map[string]string{
@@ -108,7 +111,7 @@ func renderQueue(b *strings.Builder, q *Queue) {
 	if q.Kind == kindLatch {
 		status = fmt.Sprintf("%d leading", q.Holders)
 	}
-	if q.Kind == kindSemaphore {
+	if q.Kind == kindSemaphore || q.Kind == kindSemaphoreV1 {
 		max := "unknown"
 		if q.MaxLeases != nil {
 			max = strconv.Itoa(*q.MaxLeases)
@@ -168,6 +171,8 @@ func renderQueue(b *strings.Builder, q *Queue) {
 		renderNodes(b, q.InternalLock, false, "nobody acquiring")
 	case kindQueue, kindSimpleQueue:
 		renderNodes(b, q.Nodes, false, "no items")
+	case kindSharder:
+		renderNodes(b, q.Nodes, false, "no shards")
 	default:
 		renderNodes(b, q.Nodes, q.Kind == kindRWLock, "no contenders")
 	}

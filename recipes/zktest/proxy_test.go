@@ -236,3 +236,63 @@ func TestProxyCutAfterClientSends(t *testing.T) {
 		}
 	}
 }
+
+// TestProxyRetarget: connections accepted after Retarget go to the new
+// target; one accepted before keeps going to the old.
+func TestProxyRetarget(t *testing.T) {
+	t.Parallel()
+	serve := func(tag string) string {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { ln.Close() })
+		go func() {
+			for {
+				c, err := ln.Accept()
+				if err != nil {
+					return
+				}
+				go func() { // tag, then echo: which server a link reaches
+					defer c.Close()
+					if _, err := io.WriteString(c, tag); err == nil {
+						_, _ = io.Copy(c, c)
+					}
+				}()
+			}
+		}()
+		return ln.Addr().String()
+	}
+	a, b := serve("A"), serve("B")
+	p := NewProxy(t, a)
+	reach := func(conn net.Conn) string {
+		_ = conn.SetReadDeadline(time.Now().Add(5 * time.Second))
+		buf := make([]byte, 1)
+		if _, err := io.ReadFull(conn, buf); err != nil {
+			t.Fatal(err)
+		}
+		return string(buf)
+	}
+	dial := func() net.Conn {
+		conn, err := net.Dial("tcp", p.Addr())
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { conn.Close() })
+		return conn
+	}
+	old := dial()
+	if got := reach(old); got != "A" {
+		t.Fatalf("before Retarget: reached %q, want A", got)
+	}
+	p.Retarget(b)
+	if got := reach(dial()); got != "B" {
+		t.Fatalf("after Retarget: reached %q, want B", got)
+	}
+	if _, err := io.WriteString(old, "x"); err != nil {
+		t.Fatal(err)
+	}
+	if got := reach(old); got != "x" {
+		t.Fatalf("the link made before Retarget echoed %q, want x (still to A)", got)
+	}
+}

@@ -40,9 +40,10 @@ func newProxyTLS(ct *clusterTLS) (*proxyTLS, error) {
 func (p *Proxy) dialTarget(client net.Conn) (net.Conn, error) {
 	ctx, cancel := context.WithTimeout(p.ctx, 10*time.Second)
 	defer cancel()
+	target := p.targetAddr()
 	if p.tls == nil {
 		var d net.Dialer
-		return d.DialContext(ctx, "tcp", p.target)
+		return d.DialContext(ctx, "tcp", target)
 	}
 	tc, ok := client.(*tls.Conn)
 	if !ok {
@@ -57,7 +58,7 @@ func (p *Proxy) dialTarget(client net.Conn) (net.Conn, error) {
 	if err != nil {
 		return nil, err
 	}
-	cfg.ServerName, _, _ = net.SplitHostPort(p.target)
+	cfg.ServerName, _, _ = net.SplitHostPort(target)
 	d := tls.Dialer{Config: cfg}
-	return d.DialContext(ctx, "tcp", p.target)
+	return d.DialContext(ctx, "tcp", target)
 }
