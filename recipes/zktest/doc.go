@@ -144,5 +144,7 @@
 // IsObserver tell them apart; Kill, Stop, Restart, Pause and Resume work
 // on an observer as on a voter. Observers work with WithTLS (ZK_TEST_TLS:
 // clients reach them over TLS, the quorum links stay plain) and with
-// WithReconfig.
+// WithReconfig. WithObserverLinks puts what the test gives (a Proxy) on
+// an observer's links to the voters, so that SetLatency makes it lag
+// behind the ensemble by a known delay while it serves its clients.
 package zktest

@@ -214,7 +214,9 @@ func (lc *localCluster) writeConfig(m *member) error {
 	fmt.Fprintf(&b, "maxClientCnxns=0\n")
 	fmt.Fprintf(&b, "4lw.commands.whitelist=*\nadmin.enableServer=false\n")
 	if lc.replicated() {
-		lc.writeServers(&b, m)
+		if err := lc.writeServers(&b, m); err != nil {
+			return err
+		}
 		if err := os.WriteFile(filepath.Join(dataDir, "myid"), []byte(strconv.Itoa(m.id)+"\n"), 0o644); err != nil {
 			return err
 		}

@@ -4,7 +4,12 @@ package zktest
 // vote (peerType=observer), as production ensembles add them to carry
 // read load.
 
-import "fmt"
+import (
+	"errors"
+	"fmt"
+	"net"
+	"strconv"
+)
 
 // WithObservers adds n observers to the ensemble StartEnsemble or Launch
 // starts: StartEnsemble(t, 3, WithObservers(1)) starts 3 voting members
@@ -28,13 +33,51 @@ func WithObservers(n int) Option {
 	}
 }
 
+// WithObserverLinks lets a test put something (a Proxy, for latency or a
+// black-hole) on the links from the observers to the voting members, the
+// leader's included, over which an observer learns every commit: link is
+// called once for each observer and each voter, by member index, with the
+// voter's quorum address ("127.0.0.1:port"), before the servers start,
+// and returns the address that observer's configuration gives for that
+// voter's quorum port instead. So a test can make an observer lag behind
+// the ensemble by exactly the latency it sets (Proxy.SetLatency) while it
+// keeps serving its clients. The election ports are not redirected. It
+// cannot be used with WithReconfig.
+func WithObserverLinks(link func(observer, voter int, quorumAddr string) (string, error)) Option {
+	return func(c *config) error {
+		if link == nil {
+			return errors.New("zktest: nil observer link")
+		}
+		c.link = link
+		return nil
+	}
+}
+
 // checkObservers refuses observers where this package does not start the
 // ensemble itself.
 func (c *config) checkObservers(m mode) error {
 	if c.observers > 0 && m != modeLocal {
 		return fmt.Errorf("zktest: WithObservers needs a local ZooKeeper installation (not %s): %w", m, ErrUnavailable)
 	}
+	if c.link != nil && c.reconfig {
+		return errors.New("zktest: WithObserverLinks with WithReconfig")
+	}
 	return nil
+}
+
+// quorumAddr returns the quorum address ("host:port") of member o as
+// member m's configuration gives it: the one WithObserverLinks' function
+// returns when m observes and o votes.
+func (lc *localCluster) quorumAddr(m, o *member) (string, error) {
+	addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(o.quorumPort))
+	if lc.cfg.link == nil || !m.observer || o.observer {
+		return addr, nil
+	}
+	link, err := lc.cfg.link(m.id-1, o.id-1, addr)
+	if err != nil {
+		return "", fmt.Errorf("observer link from member %d to member %d: %w", m.id-1, o.id-1, err)
+	}
+	return link, nil
 }
 
 // observerLine returns the role suffix of member m's server line in the

@@ -85,6 +85,10 @@ func TestObserversReconfig(t *testing.T) {
 	if usingExternal() {
 		t.Skip("starts observers: needs servers this package starts")
 	}
+	link := WithObserverLinks(func(_, _ int, addr string) (string, error) { return addr, nil })
+	if _, err := Launch(1, WithReconfig(), WithObservers(1), link); err == nil {
+		t.Fatal("WithObserverLinks with WithReconfig launched")
+	}
 	c := StartEnsemble(t, 1, WithReconfig(), WithObservers(1))
 	requireLocal(t, c)
 	cfg, err := c.Config()

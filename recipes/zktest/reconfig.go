@@ -77,22 +77,27 @@ func (m *member) spec(observer bool) string {
 
 // writeServers writes the server lines of member m's zoo.cfg: every
 // member's, or for a member added later the ensemble's lines and its own.
-func (lc *localCluster) writeServers(b *strings.Builder, m *member) {
+func (lc *localCluster) writeServers(b *strings.Builder, m *member) error {
 	b.WriteString(m.peerType())
 	if !lc.cfg.reconfig {
 		for _, o := range lc.members {
-			fmt.Fprintf(b, "server.%d=127.0.0.1:%d:%d%s\n", o.id, o.quorumPort, o.electionPort, o.observerLine())
+			quorum, err := lc.quorumAddr(m, o)
+			if err != nil {
+				return err
+			}
+			fmt.Fprintf(b, "server.%d=%s:%d%s\n", o.id, quorum, o.electionPort, o.observerLine())
 		}
-		return
+		return nil
 	}
 	b.WriteString("reconfigEnabled=true\nstandaloneEnabled=false\n")
 	if m.servers != "" {
 		b.WriteString(m.servers)
-		return
+		return nil
 	}
 	for _, o := range lc.members {
 		fmt.Fprintf(b, "%s\n", o.spec(o.observer))
 	}
+	return nil
 }
 
 // reconfigJVMArgs are the system properties of a WithReconfig server:

@@ -55,8 +55,9 @@ type config struct {
 	noExtended bool
 	tls        int // tlsFromEnv, tlsOn or tlsOff
 	sasl       saslConfig
-	reconfig   bool // WithReconfig (reconfig.go)
-	observers  int  // WithObservers (observer.go)
+	reconfig   bool                                                         // WithReconfig (reconfig.go)
+	observers  int                                                          // WithObservers (observer.go)
+	link       func(observer, voter int, quorumAddr string) (string, error) // WithObserverLinks (observer.go)
 }
 
 // Option configures a Cluster started by Start, StartEnsemble or Launch.
@@ -219,7 +220,7 @@ func launch(n int, cfg config) (*Cluster, error) {
 
 	inst, err := findLocal()
 	if err == nil {
-		if err := cfg.sasl.check(modeLocal); err != nil {
+		if err := errors.Join(cfg.sasl.check(modeLocal), cfg.checkObservers(modeLocal)); err != nil {
 			return nil, err
 		}
 		lc, err := launchLocal(inst, n, cfg)
