@@ -11,6 +11,7 @@ import (
 
 	"github.com/zkrecipes/zkrecipes/discovery"
 	"github.com/zkrecipes/zkrecipes/internal/par"
+	"github.com/zkrecipes/zkrecipes/internal/testutil"
 	"github.com/zkrecipes/zkrecipes/recipes/zktest"
 )
 
@@ -84,4 +85,32 @@ func TestObserverServiceCacheConverges(t *testing.T) {
 	wait("the observer's service cache equal to the registrations after the observer's restart")
 	round(3)
 	wait("the observer's service cache equal to the registrations after a burst on the restarted observer")
+}
+
+// On an observer that learns each commit a second late, a Discovery reads
+// its own registrations at once, without a sync: ZooKeeper answers a
+// session's write only once the server it talks to has applied it, and
+// serves the session's later reads after it.
+func TestObserverOwnInstanceReadBack(t *testing.T) {
+	zkc, lag := testutil.LaggingObserver(t)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	d := newDiscovery(t, connect(t, zkc.Observers()), "/services")
+	lag(testutil.ObserverLag)
+	for port := 1; port <= 2; port++ {
+		in := &discovery.Instance{Name: "s", ID: "own", Port: port}
+		if port == 1 {
+			require.NoError(t, d.Register(ctx, in))
+		} else {
+			require.NoError(t, d.Update(ctx, in))
+		}
+		got, err := d.QueryForInstance(ctx, "s", "own")
+		require.NoError(t, err)
+		require.NotNil(t, got, "the instance just registered")
+		require.Equal(t, port, got.Port, "the instance as just written")
+	}
+	require.NoError(t, d.Unregister(ctx, "s", "own"))
+	got, err := d.QueryForInstance(ctx, "s", "own")
+	require.NoError(t, err)
+	require.Nil(t, got, "the instance just unregistered")
 }
