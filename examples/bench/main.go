@@ -216,7 +216,7 @@ func main() {
 	flag.DurationVar(&f.duration, "duration", 5*time.Second, "contended and readers: time per side per round")
 	flag.IntVar(&f.sessions, "sessions", 16, "contended: number of sessions contending")
 	flag.IntVar(&f.readers, "readers", 32, "readers: number of reading sessions")
-	flag.StringVar(&f.which, "which", "all", "scenarios to run: all, or a comma-separated list of uncontended, contended, contended-procs, readers, semaphore, mixed, semcontended, failover, peers, cache, keys, local, herd, queue, held, tls (they run in that order; tls, TLS against plaintext on servers of its own, only when named)")
+	flag.StringVar(&f.which, "which", "all", "scenarios to run: all, or a comma-separated list of uncontended, contended, contended-procs, readers, semaphore, mixed, semcontended, failover, peers, cache, keys, local, herd, queue, held, tls, observers (they run in that order; tls, TLS against plaintext on servers of its own, and observers, caches on an observer against on voters on an ensemble of its own, only when named)")
 	flag.DurationVar(&f.sessionTimeout, "session-timeout", 4*time.Second, "session timeout requested by both sides")
 	flag.BoolVar(&f.procs, "procs", false, "contended: run every session in an OS process of its own (this binary re-run as a worker) instead of a goroutine, so that sessions share no state, as with separate services")
 	flag.StringVar(&f.cpuprofile, "cpuprofile", "", "write a CPU profile of this process to `file`")
@@ -343,7 +343,7 @@ func run(f flags) (int, error) {
 		}
 		results = append(results, line)
 	}
-	extra, ok, err := b.perfScenarios(ctx, which) // keys, local, herd, queue, held: perf.go; tls: tlsrow.go
+	extra, ok, err := b.perfScenarios(ctx, which) // keys, local, herd, queue, held: perf.go; tls: tlsrow.go; observers: observerrow.go
 	if err != nil {
 		return 0, err
 	}

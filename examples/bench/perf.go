@@ -49,7 +49,8 @@ func init() {
 }
 
 // perfScenarios runs the scenarios of this file that -which selects, in
-// the order keys, local, herd, queue, held, and then tls (tlsrow.go).
+// the order keys, local, herd, queue, held, and then tls (tlsrow.go) and
+// observers (observerrow.go).
 func (b *bench) perfScenarios(ctx context.Context, which map[string]bool) ([]string, bool, error) {
 	var (
 		lines []string
@@ -59,7 +60,7 @@ func (b *bench) perfScenarios(ctx context.Context, which map[string]bool) ([]str
 		name string
 		run  func(context.Context) (string, bool, error)
 	}
-	for _, s := range []sc{{"keys", b.keys}, {"local", b.local}, {"herd", b.herd}, {"queue", b.queue}, {"held", b.held}, {"tls", b.tlsScenario}} {
+	for _, s := range []sc{{"keys", b.keys}, {"local", b.local}, {"herd", b.herd}, {"queue", b.queue}, {"held", b.held}, {"tls", b.tlsScenario}, {"observers", b.observersScenario}} {
 		if !which[s.name] {
 			continue
 		}

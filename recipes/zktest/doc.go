@@ -137,4 +137,14 @@
 // dynamic reconfiguration; AddMember starts a new server, Reconfig adds
 // and removes members as the super user (SuperAuth), and Config reads
 // /zookeeper/config.
+//
+// WithObservers adds observers, non-voting members that carry read load,
+// after the voting members: StartEnsemble(t, 3, WithObservers(1)) gives
+// members 0 to 2 voting and member 3 observing. Voters, Observers and
+// IsObserver tell them apart; Kill, Stop, Restart, Pause and Resume work
+// on an observer as on a voter. Observers work with WithTLS (ZK_TEST_TLS:
+// clients reach them over TLS, the quorum links stay plain) and with
+// WithReconfig. WithObserverLinks puts what the test gives (a Proxy) on
+// an observer's links to the voters, so that SetLatency makes it lag
+// behind the ensemble by a known delay while it serves its clients.
 package zktest

@@ -41,6 +41,7 @@ type member struct {
 	clientPort               int
 	quorumPort, electionPort int    // ensembles only
 	servers                  string // WithReconfig: the server lines of a member added later (reconfig.go)
+	observer                 bool   // WithObservers, or AddMember(true) (observer.go)
 	proc                     *process
 }
 
@@ -151,7 +152,7 @@ func tryLaunchLocal(inst *installation, n int, cfg config) (_ *localCluster, err
 		}
 	}
 	for i := 0; i < n; i++ {
-		m := &member{id: i + 1, dir: filepath.Join(root, fmt.Sprintf("zk%d", i+1))}
+		m := &member{id: i + 1, dir: filepath.Join(root, fmt.Sprintf("zk%d", i+1)), observer: i >= n-cfg.observers}
 		m.clientPort = ports[i*perMember]
 		if n > 1 || cfg.reconfig {
 			m.quorumPort, m.electionPort = ports[i*perMember+1], ports[i*perMember+2]
@@ -213,7 +214,9 @@ func (lc *localCluster) writeConfig(m *member) error {
 	fmt.Fprintf(&b, "maxClientCnxns=0\n")
 	fmt.Fprintf(&b, "4lw.commands.whitelist=*\nadmin.enableServer=false\n")
 	if lc.replicated() {
-		lc.writeServers(&b, m)
+		if err := lc.writeServers(&b, m); err != nil {
+			return err
+		}
 		if err := os.WriteFile(filepath.Join(dataDir, "myid"), []byte(strconv.Itoa(m.id)+"\n"), 0o644); err != nil {
 			return err
 		}
@@ -292,10 +295,11 @@ func (lc *localCluster) startLocked(m *member) error {
 }
 
 // waitServing waits until each listed member serves: "srvr" reports
-// standalone for a single server, leader or follower for an ensemble.
+// standalone for a single server, leader, follower or observer for an
+// ensemble.
 func (lc *localCluster) waitServing(idx []int, timeout time.Duration) error {
 	deadline := time.Now().Add(timeout)
-	want := map[string]bool{"leader": true, "follower": true}
+	want := map[string]bool{"leader": true, "follower": true, "observer": true}
 	if !lc.replicated() {
 		want = map[string]bool{"standalone": true}
 	}

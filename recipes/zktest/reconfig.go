@@ -77,21 +77,27 @@ func (m *member) spec(observer bool) string {
 
 // writeServers writes the server lines of member m's zoo.cfg: every
 // member's, or for a member added later the ensemble's lines and its own.
-func (lc *localCluster) writeServers(b *strings.Builder, m *member) {
+func (lc *localCluster) writeServers(b *strings.Builder, m *member) error {
+	b.WriteString(m.peerType())
 	if !lc.cfg.reconfig {
 		for _, o := range lc.members {
-			fmt.Fprintf(b, "server.%d=127.0.0.1:%d:%d\n", o.id, o.quorumPort, o.electionPort)
+			quorum, err := lc.quorumAddr(m, o)
+			if err != nil {
+				return err
+			}
+			fmt.Fprintf(b, "server.%d=%s:%d%s\n", o.id, quorum, o.electionPort, o.observerLine())
 		}
-		return
+		return nil
 	}
 	b.WriteString("reconfigEnabled=true\nstandaloneEnabled=false\n")
 	if m.servers != "" {
 		b.WriteString(m.servers)
-		return
+		return nil
 	}
 	for _, o := range lc.members {
-		fmt.Fprintf(b, "%s\n", o.spec(false))
+		fmt.Fprintf(b, "%s\n", o.spec(o.observer))
 	}
+	return nil
 }
 
 // reconfigJVMArgs are the system properties of a WithReconfig server:
@@ -150,7 +156,7 @@ func (lc *localCluster) addMember(lines string, observer bool) (int, error) {
 	}
 	i := len(lc.members)
 	m := &member{id: i + 1, dir: filepath.Join(lc.root, fmt.Sprintf("zk%d", i+1)),
-		clientPort: ports[0], quorumPort: ports[1], electionPort: ports[2]}
+		clientPort: ports[0], quorumPort: ports[1], electionPort: ports[2], observer: observer}
 	m.cfgPath = filepath.Join(m.dir, "zoo.cfg")
 	m.logPath = filepath.Join(m.dir, "zookeeper.log")
 	m.servers = lines + m.spec(observer) + "\n"
@@ -282,7 +288,7 @@ func (lc *localCluster) memberSpec(i int) string {
 			return l
 		}
 	}
-	return m.spec(false)
+	return m.spec(m.observer)
 }
 
 // Config returns the ensemble's configuration as /zookeeper/config holds

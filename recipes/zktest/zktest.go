@@ -55,7 +55,9 @@ type config struct {
 	noExtended bool
 	tls        int // tlsFromEnv, tlsOn or tlsOff
 	sasl       saslConfig
-	reconfig   bool // WithReconfig (reconfig.go)
+	reconfig   bool                                                         // WithReconfig (reconfig.go)
+	observers  int                                                          // WithObservers (observer.go)
+	link       func(observer, voter int, quorumAddr string) (string, error) // WithObserverLinks (observer.go)
 }
 
 // Option configures a Cluster started by Start, StartEnsemble or Launch.
@@ -194,7 +196,7 @@ func Launch(n int, opts ...Option) (*Cluster, error) {
 	if err := cfg.plainForReconfig(); err != nil {
 		return nil, err
 	}
-	c, err := launch(n, cfg)
+	c, err := launch(n+cfg.observers, cfg)
 	if err != nil {
 		return nil, err
 	}
@@ -207,7 +209,7 @@ func Launch(n int, opts ...Option) (*Cluster, error) {
 
 func launch(n int, cfg config) (*Cluster, error) {
 	if env := strings.TrimSpace(os.Getenv(EnvServers)); env != "" {
-		if err := cfg.sasl.check(modeExternal); err != nil {
+		if err := errors.Join(cfg.sasl.check(modeExternal), cfg.checkObservers(modeExternal)); err != nil {
 			return nil, err
 		}
 		if cfg.wantTLS() {
@@ -218,7 +220,7 @@ func launch(n int, cfg config) (*Cluster, error) {
 
 	inst, err := findLocal()
 	if err == nil {
-		if err := cfg.sasl.check(modeLocal); err != nil {
+		if err := errors.Join(cfg.sasl.check(modeLocal), cfg.checkObservers(modeLocal)); err != nil {
 			return nil, err
 		}
 		lc, err := launchLocal(inst, n, cfg)
@@ -239,7 +241,7 @@ func launch(n int, cfg config) (*Cluster, error) {
 				"(apt-get install zookeeper, or set %s); with Docker only a standalone server is started: %w",
 				n, EnvZooKeeperHome, ErrUnavailable)
 		}
-		if err := cfg.sasl.check(modeContainer); err != nil {
+		if err := errors.Join(cfg.sasl.check(modeContainer), cfg.checkObservers(modeContainer)); err != nil {
 			return nil, err
 		}
 		return launchContainer(l, cfg)
