@@ -333,17 +333,29 @@ func (c *Cluster) withConn(avoid []int, fn func(*zk.Conn) error) error {
 	if len(addrs) == 0 {
 		return errors.New("no member running")
 	}
-	conn, _, err := zk.Connect(addrs, 10*time.Second, zk.WithLogger(quietZK{}))
+	conn, events, err := zk.Connect(addrs, 10*time.Second, zk.WithLogger(quietZK{}))
 	if err != nil {
 		return err
 	}
 	defer conn.Close()
+	deadline := time.After(reconfigTimeout)
+	// A request made before there is a session fails with ErrNoServer
+	// whenever every address was tried once: right after a reconfig the
+	// members may not serve yet. Wait for the session first.
+	for session := false; !session; {
+		select {
+		case ev := <-events:
+			session = ev.State == zk.StateHasSession
+		case <-deadline:
+			return fmt.Errorf("no session within %v", reconfigTimeout)
+		}
+	}
 	done := make(chan error, 1)
 	go func() { done <- fn(conn) }()
 	select {
 	case err := <-done:
 		return err
-	case <-time.After(reconfigTimeout):
+	case <-deadline:
 		return fmt.Errorf("no answer within %v", reconfigTimeout)
 	}
 }
