@@ -16,6 +16,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/zkrecipes/zkrecipes/internal/engine"
+	"github.com/zkrecipes/zkrecipes/internal/metric"
 	"github.com/zkrecipes/zkrecipes/internal/testutil"
 	"github.com/zkrecipes/zkrecipes/mutex"
 	"github.com/zkrecipes/zkrecipes/recipes"
@@ -218,7 +219,7 @@ func TestHerdFreeFIFO(t *testing.T) {
 	release := func() error { return holder.Release(ctx) }
 	var maxOther uint64
 	for next := 0; next < n; next++ {
-		before := make([]engine.Stats, n)
+		before := make([]metric.RequestCounts, n)
 		for i, w := range ws {
 			before[i] = engine.Of(w.c).Stats()
 		}
@@ -277,7 +278,7 @@ func testFlatHandOff(t *testing.T, sessions int) {
 		cs = append(cs, c)
 		ms = append(ms, newMutex(t, c, path))
 	}
-	stats := func() (s engine.Stats) {
+	stats := func() (s metric.RequestCounts) {
 		for _, c := range cs {
 			d := engine.Of(c).Stats()
 			s.Children += d.Children

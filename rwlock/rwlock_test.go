@@ -15,6 +15,7 @@ import (
 
 	"github.com/zkrecipes/zkrecipes/internal/contend"
 	"github.com/zkrecipes/zkrecipes/internal/engine"
+	"github.com/zkrecipes/zkrecipes/internal/metric"
 	"github.com/zkrecipes/zkrecipes/internal/testutil"
 	"github.com/zkrecipes/zkrecipes/internal/zkpath"
 	"github.com/zkrecipes/zkrecipes/mutex"
@@ -311,14 +312,14 @@ func TestWriterReleaseWakesOnlyWhomItBlocked(t *testing.T) {
 		return err == nil && n == 5
 	})
 	all := []*party{r1, r2, w1, r3, r4}
-	snap := func() []engine.Stats {
-		out := make([]engine.Stats, len(all))
+	snap := func() []metric.RequestCounts {
+		out := make([]metric.RequestCounts, len(all))
 		for i, p := range all {
 			out[i] = engine.Of(p.c).Stats()
 		}
 		return out
 	}
-	sent := func(before []engine.Stats, i int) uint64 {
+	sent := func(before []metric.RequestCounts, i int) uint64 {
 		d := engine.Of(all[i].c).Stats().Sub(before[i])
 		return d.Children + d.GetData + d.Exists + d.Creates
 	}

@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/zkrecipes/zkrecipes/internal/engine"
+	"github.com/zkrecipes/zkrecipes/internal/metric"
 	"github.com/zkrecipes/zkrecipes/internal/recipeargs"
 	"github.com/zkrecipes/zkrecipes/internal/testutil"
 	"github.com/zkrecipes/zkrecipes/mutex"
@@ -288,7 +289,7 @@ func TestReleaseWakesOnlyTheNextWaiters(t *testing.T) {
 		})
 	}
 	for round := 0; round < 3; round++ {
-		before := make([]engine.Stats, n)
+		before := make([]metric.RequestCounts, n)
 		for i, c := range clients {
 			before[i] = engine.Of(c).Stats()
 		}

@@ -52,6 +52,7 @@ import (
 	"github.com/zkrecipes/zkrecipes/cache"
 	"github.com/zkrecipes/zkrecipes/internal/engine"
 	"github.com/zkrecipes/zkrecipes/internal/interop"
+	"github.com/zkrecipes/zkrecipes/internal/metric"
 	"github.com/zkrecipes/zkrecipes/internal/par"
 	"github.com/zkrecipes/zkrecipes/recipes"
 	"github.com/zkrecipes/zkrecipes/recipes/zktest"
@@ -584,4 +585,6 @@ func (b *bench) cacheSize(ctx context.Context, admin, oc *recipes.Client, pxOurs
 }
 
 // reads counts the read requests in s (a multiRead as one).
-func reads(s engine.Stats) float64 { return float64(s.GetData + s.Children + s.Exists + s.MultiReads) }
+func reads(s metric.RequestCounts) float64 {
+	return float64(s.GetData + s.Children + s.Exists + s.MultiReads)
+}

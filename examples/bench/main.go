@@ -157,6 +157,7 @@ import (
 	"time"
 
 	contention "github.com/zkrecipes/zkrecipes/internal/contend"
+	"github.com/zkrecipes/zkrecipes/internal/metric"
 
 	"github.com/go-zookeeper/zk"
 
@@ -437,7 +438,7 @@ func (b *bench) uncontended(ctx context.Context) (string, bool, error) {
 
 	var (
 		ours, bases, ratios []float64
-		oursReq             engine.Stats
+		oursReq             metric.RequestCounts
 		oursOps             int
 		basePkts, oursPkts  pktCount
 		// client CPU µs per op of each side, and their ratio, per round
@@ -688,7 +689,7 @@ func (b *bench) contended(ctx context.Context, procs bool) (string, bool, error)
 
 	var (
 		ours, bases, ratios []float64
-		oursReq             engine.Stats
+		oursReq             metric.RequestCounts
 		oursAcq             int
 		oursPkts, basePkts  pktCount
 		oursCPU, baseCPU    []float64 // client CPU µs per acquisition, per round
@@ -773,17 +774,17 @@ type side interface {
 }
 
 type roundResult struct {
-	window int           // acquisitions made before the deadline
-	total  int           // all acquisitions (waiters queued at the deadline finish their turn)
-	stats  engine.Stats  // requests our Clients sent (zero for zk.Lock)
-	cpu    time.Duration // the side's client CPU time in the round (with -procs: the workers'; else this process's)
+	window int                  // acquisitions made before the deadline
+	total  int                  // all acquisitions (waiters queued at the deadline finish their turn)
+	stats  metric.RequestCounts // requests our Clients sent (zero for zk.Lock)
+	cpu    time.Duration        // the side's client CPU time in the round (with -procs: the workers'; else this process's)
 }
 
 // inProc is a side whose sessions are goroutines of this process.
 type inProc struct {
 	lock, unlock func(i int) error
 	n            int
-	stats        func() engine.Stats
+	stats        func() metric.RequestCounts
 	closers      []func()
 }
 
@@ -822,8 +823,8 @@ func newOursInProc(ctx context.Context, n int, servers []string, path string, ti
 	}
 	s.lock = func(i int) error { _, err := locks[i].Acquire(ctx); return err }
 	s.unlock = func(i int) error { return locks[i].Release(ctx) }
-	s.stats = func() engine.Stats {
-		var sum engine.Stats
+	s.stats = func() metric.RequestCounts {
+		var sum metric.RequestCounts
 		for _, c := range clients {
 			sum = addStats(sum, engine.Of(c).Stats())
 		}
@@ -833,7 +834,7 @@ func newOursInProc(ctx context.Context, n int, servers []string, path string, ti
 }
 
 func newZKInProc(n int, servers []string, path string, timeout time.Duration) (side, error) {
-	s := &inProc{n: n, stats: func() engine.Stats { return engine.Stats{} }}
+	s := &inProc{n: n, stats: func() metric.RequestCounts { return metric.RequestCounts{} }}
 	var locks []*zk.Lock
 	for range n {
 		r, err := dialRaw(servers, timeout)
@@ -1023,7 +1024,7 @@ func (s *procSide) round(deadline time.Time) (roundResult, error) {
 				res.window += int(nums[1])
 				res.total += int(nums[2])
 				res.cpu += time.Duration(nums[10])
-				res.stats = addStats(res.stats, engine.Stats{
+				res.stats = addStats(res.stats, metric.RequestCounts{
 					Creates: uint64(nums[3]), Children: uint64(nums[4]), GetData: uint64(nums[5]), Exists: uint64(nums[6]),
 					Deletes: uint64(nums[7]), Multis: uint64(nums[8]), Watches: uint64(nums[9]),
 				})
@@ -1074,7 +1075,7 @@ func workerMain(kind string) error {
 	ctx := context.Background()
 	var (
 		lock, unlock func() error
-		stats        = func() engine.Stats { return engine.Stats{} }
+		stats        = func() metric.RequestCounts { return metric.RequestCounts{} }
 	)
 	switch kind {
 	case "ours":
@@ -1266,7 +1267,7 @@ type perOpStats struct {
 	creates, children, getData, exists, deletes, multis, watches float64
 }
 
-func perOp(s engine.Stats, ops int) perOpStats {
+func perOp(s metric.RequestCounts, ops int) perOpStats {
 	if ops == 0 {
 		return perOpStats{}
 	}
@@ -1293,8 +1294,8 @@ func (p perOpStats) kv(unit string) string {
 		p.creates, p.children, p.getData, p.exists, p.deletes, p.total(), unit)
 }
 
-func addStats(a, b engine.Stats) engine.Stats {
-	return engine.Stats{
+func addStats(a, b metric.RequestCounts) metric.RequestCounts {
+	return metric.RequestCounts{
 		Creates: a.Creates + b.Creates, Deletes: a.Deletes + b.Deletes, GetData: a.GetData + b.GetData,
 		Exists: a.Exists + b.Exists, Children: a.Children + b.Children, SetData: a.SetData + b.SetData,
 		Multis: a.Multis + b.Multis, Watches: a.Watches + b.Watches, PendingDeletes: a.PendingDeletes + b.PendingDeletes,

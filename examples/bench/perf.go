@@ -17,6 +17,7 @@ import (
 	"github.com/go-zookeeper/zk"
 
 	"github.com/zkrecipes/zkrecipes/internal/engine"
+	"github.com/zkrecipes/zkrecipes/internal/metric"
 	"github.com/zkrecipes/zkrecipes/mutex"
 	"github.com/zkrecipes/zkrecipes/recipes"
 )
@@ -127,8 +128,8 @@ func (b *bench) keys(ctx context.Context) (string, bool, error) {
 		return locks[i].Release(ctx)
 	}
 	base := func(i int) error { return loops[i].run(1) }
-	stats := func() engine.Stats {
-		var s engine.Stats
+	stats := func() metric.RequestCounts {
+		var s metric.RequestCounts
 		for _, c := range clients {
 			s = addStats(s, engine.Of(c).Stats())
 		}
@@ -142,7 +143,7 @@ func (b *bench) keys(ctx context.Context) (string, bool, error) {
 	}
 	var (
 		os_, bs, ratios, ocpu, bcpu []float64
-		req                         engine.Stats
+		req                         metric.RequestCounts
 		oursOps                     int
 	)
 	tw := table("round", "ours ops/s", "base ops/s", "ours/base", "ours CPU µs/op", "base CPU µs/op", "order")
@@ -280,7 +281,7 @@ func (b *bench) local(ctx context.Context) (string, bool, error) {
 	}
 	var (
 		ls, rs, ratios []float64
-		req            engine.Stats
+		req            metric.RequestCounts
 		localAcq       int
 	)
 	tw := table("round", "local acq/s", "contended acq/s", "local/contended", "order")
@@ -498,8 +499,8 @@ func (b *bench) herd(ctx context.Context) (string, bool, error) {
 	if werr == nil && werr2 == nil {
 		watchesPer = float64(watches1-watches0) / herdN
 	}
-	snap := func() []engine.Stats {
-		s := make([]engine.Stats, len(clients))
+	snap := func() []metric.RequestCounts {
+		s := make([]metric.RequestCounts, len(clients))
 		for i, c := range clients {
 			s[i] = engine.Of(c).Stats()
 		}
@@ -659,8 +660,8 @@ func (b *bench) queue(ctx context.Context) (string, bool, error) {
 			}
 		}()
 	}
-	stats := func() engine.Stats {
-		var s engine.Stats
+	stats := func() metric.RequestCounts {
+		var s metric.RequestCounts
 		for _, c := range cls {
 			s = addStats(s, engine.Of(c).Stats())
 		}

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/zkrecipes/zkrecipes/internal/engine"
+	"github.com/zkrecipes/zkrecipes/internal/metric"
 	"github.com/zkrecipes/zkrecipes/mutex"
 	"github.com/zkrecipes/zkrecipes/recipes"
 	"github.com/zkrecipes/zkrecipes/semaphore"
@@ -79,7 +80,7 @@ func (b *bench) semaphoreScenario(ctx context.Context) (string, error) {
 
 	var (
 		sems, mutexes, ratios []float64
-		semReq, mutexReq      engine.Stats
+		semReq, mutexReq      metric.RequestCounts
 		semOps, mutexOps      int
 		semPkts, mutexPkts    pktCount
 		semCPU, mutexCPU      time.Duration
@@ -87,7 +88,7 @@ func (b *bench) semaphoreScenario(ctx context.Context) (string, error) {
 	tw := table("round", "semaphore ops/s", "mutex ops/s", "semaphore/mutex")
 	for r := range f.rounds {
 		var semTime, mutexTime time.Duration
-		measure := func(loop func(int) error, n int, took, cpu *time.Duration, req *engine.Stats, ops *int, pk *pktCount) error {
+		measure := func(loop func(int) error, n int, took, cpu *time.Duration, req *metric.RequestCounts, ops *int, pk *pktCount) error {
 			before, p0 := engine.Of(c).Stats(), b.packets()
 			start, cpu0 := time.Now(), cpuTime()
 			if err := loop(n); err != nil {

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/zkrecipes/zkrecipes/internal/engine"
+	"github.com/zkrecipes/zkrecipes/internal/metric"
 	"github.com/zkrecipes/zkrecipes/mutex"
 	"github.com/zkrecipes/zkrecipes/recipes"
 )
@@ -43,8 +44,8 @@ func (p *pop) close() {
 	}
 }
 
-func (p *pop) stats() engine.Stats {
-	var s engine.Stats
+func (p *pop) stats() metric.RequestCounts {
+	var s metric.RequestCounts
 	for _, c := range p.clients {
 		s = addStats(s, engine.Of(c).Stats())
 	}
@@ -104,11 +105,11 @@ func (b *bench) mutexPop(ctx context.Context, n int, path string) (*pop, error) 
 
 // popRound is one side's figures for one round.
 type popRound struct {
-	window []int             // acquisitions made before the deadline, by class
-	total  int               // all acquisitions (some finish after the deadline)
-	waits  [][]time.Duration // waits of the acquisitions in window, by class
-	stats  engine.Stats      // requests the side's Clients sent
-	cpu    time.Duration     // this process's CPU time while the side ran
+	window []int                // acquisitions made before the deadline, by class
+	total  int                  // all acquisitions (some finish after the deadline)
+	waits  [][]time.Duration    // waits of the acquisitions in window, by class
+	stats  metric.RequestCounts // requests the side's Clients sent
+	cpu    time.Duration        // this process's CPU time while the side ran
 }
 
 func (r popRound) windowAll() int {
@@ -236,7 +237,7 @@ type popSummary struct {
 func summarize(rounds []popRound, classes int, d time.Duration) popSummary {
 	s := popSummary{rate: make([]float64, classes), p50: make([]time.Duration, classes), p99: make([]time.Duration, classes)}
 	var (
-		stats engine.Stats
+		stats metric.RequestCounts
 		total int
 		cpus  []float64
 	)

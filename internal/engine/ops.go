@@ -8,27 +8,10 @@ import (
 	"time"
 
 	"github.com/go-zookeeper/zk"
+	"github.com/zkrecipes/zkrecipes/internal/metric"
 	"github.com/zkrecipes/zkrecipes/internal/zkerr"
 	"github.com/zkrecipes/zkrecipes/internal/zkop"
 )
-
-// Stats counts the requests a Client sent, by kind. Tests use it to prove
-// round-trip counts; users can export it as metrics.
-type Stats struct {
-	Creates  uint64 // create requests (any mode, including containers)
-	Deletes  uint64 // delete requests
-	GetData  uint64 // getData requests, with or without a watch
-	Exists   uint64 // exists requests, with or without a watch
-	Children uint64 // getChildren requests, with or without a watch
-	SetData  uint64 // setData requests
-	Multis   uint64 // multi requests
-	// MultiReads counts multiRead requests (each reads many nodes).
-	MultiReads uint64
-	Syncs      uint64 // sync requests
-	Watches    uint64 // watches set (a subset of the reads above)
-	// PendingDeletes is the number of guaranteed deletes still retrying in the background.
-	PendingDeletes int64
-}
 
 type counters struct {
 	creates, deletes, getData, exists, children, setData, multis, syncs, watches, multiReads atomic.Uint64
@@ -36,21 +19,12 @@ type counters struct {
 }
 
 // Stats returns the request counters.
-func (c *Client) Stats() Stats {
+func (c *Client) Stats() metric.RequestCounts {
 	s := &c.stats
-	return Stats{
+	return metric.RequestCounts{
 		Creates: s.creates.Load(), Deletes: s.deletes.Load(), GetData: s.getData.Load(),
 		Exists: s.exists.Load(), Children: s.children.Load(), SetData: s.setData.Load(),
 		Multis: s.multis.Load(), MultiReads: s.multiReads.Load(), Syncs: s.syncs.Load(), Watches: s.watches.Load(), PendingDeletes: s.pendingDeletes.Load(),
-	}
-}
-
-// Sub returns the difference s - o of the request counters.
-func (s Stats) Sub(o Stats) Stats {
-	return Stats{
-		Creates: s.Creates - o.Creates, Deletes: s.Deletes - o.Deletes, GetData: s.GetData - o.GetData,
-		Exists: s.Exists - o.Exists, Children: s.Children - o.Children, SetData: s.SetData - o.SetData,
-		Multis: s.Multis - o.Multis, MultiReads: s.MultiReads - o.MultiReads, Syncs: s.Syncs - o.Syncs, Watches: s.Watches - o.Watches, PendingDeletes: s.PendingDeletes - o.PendingDeletes,
 	}
 }
 

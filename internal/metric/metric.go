@@ -125,3 +125,31 @@ func All() []Metric {
 var QueueUnreadable = Metric{Name: "zkrecipes.queue.unreadable", Kind: KindCounter, Unit: "{item}",
 	Help:   "Queue items whose data did not decode, met by a consumer, by recipe, namespace, path and result: kept (left in the queue) or handed (to the queue's unreadable handler, and deleted).",
 	Labels: []string{"recipe", "zk_namespace", "path", "result"}}
+
+// RequestCounts counts the requests a Client sent, by kind (the engine's
+// Client.Stats). Tests use it to prove round-trip counts; the benchmark
+// reports it.
+type RequestCounts struct {
+	Creates  uint64 // create requests (any mode, including containers)
+	Deletes  uint64 // delete requests
+	GetData  uint64 // getData requests, with or without a watch
+	Exists   uint64 // exists requests, with or without a watch
+	Children uint64 // getChildren requests, with or without a watch
+	SetData  uint64 // setData requests
+	Multis   uint64 // multi requests
+	// MultiReads counts multiRead requests (each reads many nodes).
+	MultiReads uint64
+	Syncs      uint64 // sync requests
+	Watches    uint64 // watches set (a subset of the reads above)
+	// PendingDeletes is the number of guaranteed deletes still retrying in the background.
+	PendingDeletes int64
+}
+
+// Sub returns the difference s - o of the request counters.
+func (s RequestCounts) Sub(o RequestCounts) RequestCounts {
+	return RequestCounts{
+		Creates: s.Creates - o.Creates, Deletes: s.Deletes - o.Deletes, GetData: s.GetData - o.GetData,
+		Exists: s.Exists - o.Exists, Children: s.Children - o.Children, SetData: s.SetData - o.SetData,
+		Multis: s.Multis - o.Multis, MultiReads: s.MultiReads - o.MultiReads, Syncs: s.Syncs - o.Syncs, Watches: s.Watches - o.Watches, PendingDeletes: s.PendingDeletes - o.PendingDeletes,
+	}
+}
