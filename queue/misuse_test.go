@@ -196,6 +196,7 @@ func addConstructors(cases *testutil.MisuseTable, c *recipes.Client) {
 			{Name: "WithUnreadable(nil)", Call: func() error { return mk(c, "/m/q", queue.WithUnreadable(nil)) }},
 			{Name: "WithLockPath(empty)", Call: func() error { return mk(c, "/m/q", queue.WithLockPath("")) }},
 			{Name: "WithLockPath(relative)", Call: func() error { return mk(c, "/m/q", queue.WithLockPath("locks")) }},
+			{Name: "WithMaxShards(2), a Sharder's", Call: func() error { return mk(c, "/m/q", queue.WithMaxShards(2)) }},
 		}))
 		add(name+"(lock path the queue's)", []error{recipes.ErrInvalidPath}, func() error { return mk(c, "/m/q", queue.WithLockPath("/m/q")) })
 		add(name+"(lock path under the queue)", []error{recipes.ErrInvalidPath}, func() error { return mk(c, "/m/q", queue.WithLockPath("/m/q/locks")) })

@@ -49,10 +49,14 @@ const (
 	ErrorDelete
 )
 
-// Option configures a queue.
+// Option configures a queue (New, NewIDQueue, NewPriorityQueue,
+// NewDelayQueue) or a Sharder: each With… says which it configures, and
+// the other refuses it (recipes.ErrInvalidArgument); WithLogger
+// configures both.
 type Option func(*options) error
 
 type options struct {
+	recipe    string // "Queue" or "Sharder", set by the constructor
 	consumer  Consumer
 	lockPath  string
 	errorMode ErrorMode
@@ -60,11 +64,21 @@ type options struct {
 	log       *slog.Logger
 
 	unreadable UnreadableFunc
+
+	sharder // a Sharder's (sharder.go)
+}
+
+// only refuses an option given to a recipe other than recipe.
+func only(o *options, option, recipe string) error {
+	if o.recipe != recipe {
+		return fmt.Errorf("%w: %s is an option of %s, not of %s", recipes.ErrInvalidArgument, option, recipe, o.recipe)
+	}
+	return nil
 }
 
 // WithLogger sets the logger of the consumer's work (a corrupt item kept
-// or handed over, a consumer failed, a lock lost); the Client's by
-// default.
+// or handed over, a consumer failed, a lock lost), or of a Sharder's
+// checks; the Client's by default.
 func WithLogger(l *slog.Logger) Option {
 	return recipeargs.Logger(l, func(o *options, l *slog.Logger) { o.log = l })
 }
@@ -73,6 +87,9 @@ func WithLogger(l *slog.Logger) Option {
 // hands every item to c, until Close. Without it the queue only produces.
 func WithConsumer(c Consumer) Option {
 	return func(o *options) error {
+		if err := only(o, "WithConsumer", "Queue"); err != nil {
+			return err
+		}
 		if f, isFunc := c.(ConsumerFunc); c == nil || isFunc && f == nil {
 			return fmt.Errorf("%w: nil Consumer", recipes.ErrInvalidArgument)
 		}
@@ -89,6 +106,9 @@ func WithConsumer(c Consumer) Option {
 // use the same one.
 func WithLockPath(lockPath string) Option {
 	return func(o *options) error {
+		if err := only(o, "WithLockPath", "Queue"); err != nil {
+			return err
+		}
 		if lockPath == "" {
 			return fmt.Errorf("%w: empty lock path", recipes.ErrInvalidPath)
 		}
@@ -101,6 +121,9 @@ func WithLockPath(lockPath string) Option {
 // Consume failed: ErrorRequeue (the default) or ErrorDelete.
 func WithErrorMode(m ErrorMode) Option {
 	return func(o *options) error {
+		if err := only(o, "WithErrorMode", "Queue"); err != nil {
+			return err
+		}
 		if m != ErrorRequeue && m != ErrorDelete {
 			return fmt.Errorf("%w: error mode %d", recipes.ErrInvalidArgument, m)
 		}
@@ -115,6 +138,9 @@ func WithErrorMode(m ErrorMode) Option {
 // producers that put at once can pass it by a few (as in Curator).
 func WithMaxItems(max int) Option {
 	return func(o *options) error {
+		if err := only(o, "WithMaxItems", "Queue"); err != nil {
+			return err
+		}
 		if max < 1 {
 			return fmt.Errorf("%w: max items %d", recipes.ErrInvalidArgument, max)
 		}
@@ -148,6 +174,7 @@ func newCore(c *recipes.Client, k kind, path string, opts []Option) (*core, erro
 		return nil, err
 	}
 	q := &core{c: c, e: engine.Of(c), kind: k, path: path, full: full}
+	q.opts.recipe = "Queue"
 	for _, o := range opts {
 		if o == nil {
 			return nil, zkerr.Namedf(q.what(), "%w: nil Option", recipes.ErrInvalidArgument)

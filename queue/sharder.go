@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"math/rand/v2"
 	"slices"
 	"strings"
@@ -37,10 +38,8 @@ type Shard interface {
 // shard shares, say.
 type Allocator[Q Shard] func(c *recipes.Client, path string) (Q, error)
 
-// SharderOption configures a Sharder (Curator's QueueSharderPolicies).
-type SharderOption func(*sharderOptions) error
-
-type sharderOptions struct {
+// sharder is a Sharder's options (Curator's QueueSharderPolicies).
+type sharder struct {
 	threshold int
 	interval  time.Duration
 	maxShards int
@@ -50,8 +49,11 @@ type sharderOptions struct {
 // WithShardThreshold sets the number of items past which a shard is
 // full: no longer preferred by Queue, and a reason for the leader to add
 // a shard (Curator's newQueueThreshold; default 10,000).
-func WithShardThreshold(n int) SharderOption {
-	return func(o *sharderOptions) error {
+func WithShardThreshold(n int) Option {
+	return func(o *options) error {
+		if err := only(o, "WithShardThreshold", "Sharder"); err != nil {
+			return err
+		}
 		if n <= 0 {
 			return fmt.Errorf("%w: shard threshold %d", recipes.ErrInvalidArgument, n)
 		}
@@ -62,8 +64,11 @@ func WithShardThreshold(n int) SharderOption {
 
 // WithShardCheckInterval sets how often the shards are counted
 // (Curator's thresholdCheckMs; default 30 s).
-func WithShardCheckInterval(d time.Duration) SharderOption {
-	return func(o *sharderOptions) error {
+func WithShardCheckInterval(d time.Duration) Option {
+	return func(o *options) error {
+		if err := only(o, "WithShardCheckInterval", "Sharder"); err != nil {
+			return err
+		}
 		if d <= 0 {
 			return fmt.Errorf("%w: shard check interval %v", recipes.ErrInvalidArgument, d)
 		}
@@ -74,8 +79,11 @@ func WithShardCheckInterval(d time.Duration) SharderOption {
 
 // WithMaxShards sets the most shards the leader makes (Curator's
 // maxQueues; default 10).
-func WithMaxShards(n int) SharderOption {
-	return func(o *sharderOptions) error {
+func WithMaxShards(n int) Option {
+	return func(o *options) error {
+		if err := only(o, "WithMaxShards", "Sharder"); err != nil {
+			return err
+		}
 		if n <= 0 {
 			return fmt.Errorf("%w: max shards %d", recipes.ErrInvalidArgument, n)
 		}
@@ -87,8 +95,11 @@ func WithMaxShards(n int) SharderOption {
 // WithSharderID sets the participant id of the sharder's leader latch
 // (its node's data). The default is this host's IP address as text;
 // Curator's sharder leaves it empty, which election.Latch refuses.
-func WithSharderID(id string) SharderOption {
-	return func(o *sharderOptions) error {
+func WithSharderID(id string) Option {
+	return func(o *options) error {
+		if err := only(o, "WithSharderID", "Sharder"); err != nil {
+			return err
+		}
 		o.id = id
 		return nil
 	}
@@ -115,7 +126,7 @@ type Sharder[Q Shard] struct {
 	path, full string
 	leaderPath string
 	alloc      Allocator[Q]
-	opts       sharderOptions
+	opts       options
 	latch      *election.Latch
 
 	life      lifecycle.State
@@ -129,7 +140,7 @@ type Sharder[Q Shard] struct {
 // NewSharder returns a sharder of the queues under queuePath, with its
 // leader latch at leaderPath (which must be elsewhere), making each
 // shard's queue with alloc. It does not touch ZooKeeper until Start.
-func NewSharder[Q Shard](c *recipes.Client, queuePath, leaderPath string, alloc Allocator[Q], opts ...SharderOption) (*Sharder[Q], error) {
+func NewSharder[Q Shard](c *recipes.Client, queuePath, leaderPath string, alloc Allocator[Q], opts ...Option) (*Sharder[Q], error) {
 	full, err := recipeargs.Path(c, queuePath, "a sharder path")
 	if err != nil {
 		return nil, err
@@ -145,7 +156,7 @@ func NewSharder[Q Shard](c *recipes.Client, queuePath, leaderPath string, alloc 
 	if alloc == nil {
 		return nil, zkerr.Namedf(what, "%w: nil Allocator", recipes.ErrInvalidArgument)
 	}
-	o := sharderOptions{threshold: 10000, interval: 30 * time.Second, maxShards: 10, id: recipeargs.LocalIP()}
+	o := options{recipe: "Sharder", sharder: sharder{threshold: 10000, interval: 30 * time.Second, maxShards: 10, id: recipeargs.LocalIP()}}
 	if err := recipeargs.Options(&o, opts); err != nil {
 		return nil, zkerr.Named(what, err)
 	}
@@ -160,6 +171,14 @@ func NewSharder[Q Shard](c *recipes.Client, queuePath, leaderPath string, alloc 
 func (s *Sharder[Q]) what() string { return "queue sharder " + s.path }
 
 // Path returns the sharder's path as given to NewSharder.
+// log is WithLogger's logger, else the Client's.
+func (s *Sharder[Q]) log() *slog.Logger {
+	if s.opts.log != nil {
+		return s.opts.log
+	}
+	return s.e.Logger()
+}
+
 func (s *Sharder[Q]) Path() string { return s.path }
 
 // Start makes the sharder's path (a container, as Curator's start does),
@@ -261,7 +280,7 @@ func (s *Sharder[Q]) run(ctx context.Context) {
 	_, _ = s.e.Await(ctx, engine.Wait{What: s.path}, func(engine.Snapshot, engine.Wake) (engine.Look, error) {
 		if !first && ctx.Err() == nil {
 			if err := s.check(ctx); err != nil && ctx.Err() == nil {
-				s.e.Logger().Error("zkrecipes: queue sharder: checking the shards against the threshold", "path", s.path, "err", err)
+				s.log().Error("zkrecipes: queue sharder: checking the shards against the threshold", "path", s.path, "err", err)
 			}
 		}
 		first = false
@@ -304,10 +323,10 @@ func (s *Sharder[Q]) check(ctx context.Context) error {
 		return nil
 	}
 	if s.ShardCount() >= s.opts.maxShards {
-		s.e.Logger().Warn("zkrecipes: queue sharder: the most shards made; consider a larger WithMaxShards", "path", s.path, "max", s.opts.maxShards)
+		s.log().Warn("zkrecipes: queue sharder: the most shards made; consider a larger WithMaxShards", "path", s.path, "max", s.opts.maxShards)
 		return nil
 	}
-	s.e.Logger().Info("zkrecipes: queue sharder: adding a shard, one is past the threshold", "path", s.path, "size", size, "threshold", s.opts.threshold)
+	s.log().Info("zkrecipes: queue sharder: adding a shard, one is past the threshold", "path", s.path, "size", size, "threshold", s.opts.threshold)
 	return s.addShard(ctx, "")
 }
 

@@ -26,7 +26,7 @@ func TestCuratorInteropSharder(t *testing.T) {
 	defer cancel()
 	dir := t.TempDir()
 	const p, leader = "/interop/sharder/q", "/interop/sharder/leader"
-	opts := []queue.SharderOption{queue.WithShardThreshold(3), queue.WithShardCheckInterval(50 * time.Millisecond), queue.WithMaxShards(3)}
+	opts := []queue.Option{queue.WithShardThreshold(3), queue.WithShardCheckInterval(50 * time.Millisecond), queue.WithMaxShards(3)}
 	c := connect(t, zkc.Servers())
 	a, err := queue.NewSharder(c, p, leader, plainShards, opts...)
 	require.NoError(t, err)

@@ -21,7 +21,7 @@ import (
 // plainShards allocates producer-only Queues (Curator's DistributedQueue).
 func plainShards(c *recipes.Client, p string) (*queue.Queue, error) { return queue.New(c, p) }
 
-func newSharder(t *testing.T, c *recipes.Client, p, leader string, opts ...queue.SharderOption) *queue.Sharder[*queue.Queue] {
+func newSharder(t *testing.T, c *recipes.Client, p, leader string, opts ...queue.Option) *queue.Sharder[*queue.Queue] {
 	t.Helper()
 	s, err := queue.NewSharder(c, p, leader, plainShards, opts...)
 	require.NoError(t, err)
@@ -48,7 +48,7 @@ func TestSharderAddsShardsPastTheThreshold(t *testing.T) {
 	zkc := zktest.Start(t)
 	ctx := context.Background()
 	const p, leader, threshold = "/sharder/q", "/sharder/leader", 3
-	opts := []queue.SharderOption{queue.WithShardThreshold(threshold), queue.WithShardCheckInterval(50 * time.Millisecond), queue.WithMaxShards(3)}
+	opts := []queue.Option{queue.WithShardThreshold(threshold), queue.WithShardCheckInterval(50 * time.Millisecond), queue.WithMaxShards(3)}
 	var logs testutil.LogBuffer
 	a := newSharder(t, connect(t, zkc.Servers(), recipes.WithLogger(slog.New(slog.NewTextHandler(&logs, nil)))), p, leader, opts...)
 	require.Equal(t, 1, a.ShardCount(), "Start makes the first shard")
@@ -136,7 +136,7 @@ func TestSharderMisuse(t *testing.T) {
 	for _, tc := range []struct {
 		name, p, leader string
 		alloc           queue.Allocator[*queue.Queue]
-		opts            []queue.SharderOption
+		opts            []queue.Option
 		want            error
 	}{
 		{"relative path", "q", "/l", plainShards, nil, recipes.ErrInvalidPath},
@@ -144,11 +144,12 @@ func TestSharderMisuse(t *testing.T) {
 		{"leader under the path", "/q", "/q/l", plainShards, nil, recipes.ErrInvalidPath},
 		{"bad leader path", "/q", "/l/", plainShards, nil, recipes.ErrInvalidPath},
 		{"nil allocator", "/q", "/l", nil, nil, recipes.ErrInvalidArgument},
-		{"threshold 0", "/q", "/l", plainShards, []queue.SharderOption{queue.WithShardThreshold(0)}, recipes.ErrInvalidArgument},
-		{"interval 0", "/q", "/l", plainShards, []queue.SharderOption{queue.WithShardCheckInterval(0)}, recipes.ErrInvalidArgument},
-		{"max shards 0", "/q", "/l", plainShards, []queue.SharderOption{queue.WithMaxShards(0)}, recipes.ErrInvalidArgument},
-		{"empty id", "/q", "/l", plainShards, []queue.SharderOption{queue.WithSharderID("")}, recipes.ErrInvalidArgument},
-		{"nil option", "/q", "/l", plainShards, []queue.SharderOption{nil}, recipes.ErrInvalidArgument},
+		{"threshold 0", "/q", "/l", plainShards, []queue.Option{queue.WithShardThreshold(0)}, recipes.ErrInvalidArgument},
+		{"interval 0", "/q", "/l", plainShards, []queue.Option{queue.WithShardCheckInterval(0)}, recipes.ErrInvalidArgument},
+		{"max shards 0", "/q", "/l", plainShards, []queue.Option{queue.WithMaxShards(0)}, recipes.ErrInvalidArgument},
+		{"empty id", "/q", "/l", plainShards, []queue.Option{queue.WithSharderID("")}, recipes.ErrInvalidArgument},
+		{"nil option", "/q", "/l", plainShards, []queue.Option{nil}, recipes.ErrInvalidArgument},
+		{"a queue's option", "/q", "/l", plainShards, []queue.Option{queue.WithMaxItems(3)}, recipes.ErrInvalidArgument},
 	} {
 		_, err := queue.NewSharder(c, tc.p, tc.leader, tc.alloc, tc.opts...)
 		assert.ErrorIs(t, err, tc.want, tc.name)

@@ -38,6 +38,9 @@ type UnreadableFunc func(ctx context.Context, name string, data []byte) error
 // error with its bytes and what happened to it.
 func WithUnreadable(h UnreadableFunc) Option {
 	return func(o *options) error {
+		if err := only(o, "WithUnreadable", "Queue"); err != nil {
+			return err
+		}
 		if h == nil {
 			return fmt.Errorf("%w: nil unreadable handler", recipes.ErrInvalidArgument)
 		}
