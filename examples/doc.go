@@ -10,7 +10,8 @@
 //   - rwlock: readers read a configuration while writers update it, with a
 //     downgrade from the write lock to the read lock;
 //   - semaphore: a pool of workers calls a service at most N at a time,
-//     with the limit raised at run time through a shared.Count;
+//     with the limit raised at run time through a shared.Count (with -v1,
+//     through semaphore.V1, Curator's deprecated InterProcessSemaphore);
 //   - latch: schedulers elect a leader that runs jobs; the leader is cut
 //     off and another takes over (with -cut-mid-write, just after a write
 //     that lands and whose reply is lost);

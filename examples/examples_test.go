@@ -26,6 +26,7 @@ var examples = []struct {
 	{"mutex", nil},
 	{"rwlock", []string{"-duration", "2s"}},
 	{"semaphore", []string{"-duration", "2s"}},
+	{"semaphore-v1", []string{"-duration", "2s", "-v1"}},
 	{"latch", []string{"-duration", "2s", "-session-timeout", "1s"}},
 	// The leader's write lands, and the cut loses its reply.
 	{"latch-cut-mid-write", []string{"-duration", "2s", "-session-timeout", "1s", "-cut-mid-write"}},

@@ -9,6 +9,10 @@
 // counts the calls in flight and remembers the most it saw; the verdict
 // says whether that ever went over the limit.
 //
+// With -v1 the workers use semaphore.V1, Curator's deprecated
+// InterProcessSemaphore, as Java services that still run it do: the same
+// limit, another layout (see package semaphore).
+//
 // It connects to ZK_SERVERS ("host:port,...") or starts a local ZooKeeper,
 // runs for -duration and ends with a verdict line. Run it with
 // "go run ./examples/semaphore".
@@ -26,6 +30,7 @@ import (
 	"time"
 
 	"github.com/zkrecipes/zkrecipes/examples/internal/demo"
+	"github.com/zkrecipes/zkrecipes/recipes"
 	"github.com/zkrecipes/zkrecipes/semaphore"
 	"github.com/zkrecipes/zkrecipes/shared"
 )
@@ -40,7 +45,22 @@ var (
 	duration = flag.Duration("duration", 6*time.Second, "how long the workers run")
 	workers  = flag.Int("workers", 6, "workers (each with its own session)")
 	maxCalls = flag.Int("max", 2, "calls allowed at once at the start (raised by one halfway)")
+	v1       = flag.Bool("v1", false, "use semaphore.V1 (Curator's InterProcessSemaphore) instead of semaphore.Semaphore")
 )
+
+// acquirer is what the workers need of a semaphore: Semaphore and V1 both
+// hand out the same Lease.
+type acquirer interface {
+	Acquire(ctx context.Context) (*semaphore.Lease, error)
+}
+
+// newSemaphore makes a worker's semaphore, of the kind -v1 asks for.
+func newSemaphore(c *recipes.Client, count *shared.Count, name string) (acquirer, error) {
+	if *v1 {
+		return semaphore.NewV1WithCount(c, semPath, count, semaphore.WithData([]byte(name)))
+	}
+	return semaphore.NewWithCount(c, semPath, count, semaphore.WithData([]byte(name)))
+}
 
 func main() {
 	flag.Parse()
@@ -115,7 +135,7 @@ func run(ctx context.Context, servers []string) error {
 			return err
 		}
 		defer count.Close(ctx)
-		sem, err := semaphore.NewWithCount(c, semPath, count, semaphore.WithData([]byte(name)))
+		sem, err := newSemaphore(c, count, name)
 		if err != nil {
 			return err
 		}
