@@ -33,7 +33,9 @@ func (c *Client) Stats() metric.RequestCounts {
 // Client they return ErrNilClient, on a closed one ErrClosed.
 //
 // Each returns when its reply arrives or ctx ends, whichever comes first,
-// even while the request is in flight on a stalled link. go-zookeeper
+// even while the request is in flight on a stalled link (a request still
+// being written when ctx ends has pokeGrace, 100 ms, to be written: a
+// healthy connection is kept). go-zookeeper
 // cannot cancel a request, so the requests that set no watch (Create,
 // Delete, Get, Exists, Children, Set, Sync) go through the client's Wire
 // when it can send them: it writes them from the caller's goroutine and

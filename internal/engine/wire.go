@@ -288,6 +288,7 @@ type wireConn struct {
 	seq         uint32
 	writing     bool      // the Wire is writing a frame of its own
 	poked       bool      // and its ctx ended meanwhile
+	ownDeadline time.Time // the write deadline of that frame
 	zkDeadline  time.Time // the write deadline go-zookeeper set last
 }
 

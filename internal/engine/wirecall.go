@@ -160,8 +160,9 @@ func (w *wire) ready() *wireConn {
 // call sends frame (12 bytes reserved at its start for the length, xid and
 // opcode, then the request's body) with opcode op, and returns the call to
 // wait for. errWireNotReady says nothing was sent. When ctx ends while the
-// frame is being written (a stalled link whose buffers are full), the
-// connection is cut: it is of no use anyway.
+// frame is being written, the write has pokeGrace more to finish; when it
+// cannot (a stalled link whose buffers are full), the connection is cut:
+// part of a frame may be out, and the link is of no use anyway.
 func (c *wireConn) call(ctx context.Context, op int32, frame []byte, late func(*wireCall)) (*wireCall, error) {
 	return c.callThen(ctx, op, frame, late, nil)
 }
@@ -202,7 +203,8 @@ func (c *wireConn) callThen(ctx context.Context, op int32, frame []byte, late, t
 	// writes: a write that stalls on a dead peer must not hold wlock, and
 	// with it go-zookeeper's sender, for longer than go-zookeeper's own
 	// would. go-zookeeper's deadline is put back after.
-	_ = c.Conn.SetWriteDeadline(time.Now().Add(c.w.writeTimeout()))
+	c.ownDeadline = time.Now().Add(c.w.writeTimeout())
+	_ = c.Conn.SetWriteDeadline(c.ownDeadline)
 	c.mu.Unlock()
 
 	binary.BigEndian.PutUint32(frame[0:4], uint32(len(frame)-4))
@@ -239,13 +241,25 @@ func (w *wire) writeTimeout() time.Duration {
 	return 10 * time.Second
 }
 
-// pokeWrite makes the write under way fail at once (ctx ended).
+// pokeGrace is how long a frame the Wire is writing when its ctx ends
+// still has to be written. On a healthy link a frame is written in
+// microseconds, and the connection, which every request of the Client
+// shares, is kept; failing that write at once cut it, mid-frame, whenever
+// a ctx ended during a write (under load, an owned node's Close lost its
+// connection so, and handed its delete to the background). A write
+// stalled on a dead peer's full buffers fails at the end of the grace.
+var pokeGrace = 100 * time.Millisecond
+
+// pokeWrite bounds the write under way by pokeGrace from now (ctx ended),
+// never beyond its own deadline.
 func (c *wireConn) pokeWrite() {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.writing {
 		c.poked = true
-		_ = c.Conn.SetWriteDeadline(time.Unix(1, 0))
+		if d := time.Now().Add(pokeGrace); d.Before(c.ownDeadline) {
+			_ = c.Conn.SetWriteDeadline(d)
+		}
 	}
 }
 
