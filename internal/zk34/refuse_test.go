@@ -231,3 +231,24 @@ func TestZK34WithoutContainers(t *testing.T) {
 	require.NoError(t, err)
 	require.NoError(t, lease.Release(ctx))
 }
+
+// TestZK34WatchPersistent: Client.WatchPersistent (Curator's
+// PersistentWatcher, ZooKeeper 3.6+) is refused at once on 3.4 with an
+// error that names the requirement, and the second time without asking
+// the server again.
+func TestZK34WatchPersistent(t *testing.T) {
+	zkc := testutil.StartZK34(t)
+	c := testutil.Connect(t, zkc.Servers())
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	for i := range 2 {
+		start := time.Now()
+		w, err := c.WatchPersistent(ctx, "/w", true, func(recipes.PersistentEvent) {})
+		require.Nil(t, w)
+		require.ErrorIs(t, err, recipes.ErrUnimplemented, "attempt %d", i)
+		require.ErrorContains(t, err, "ZooKeeper 3.6")
+		require.ErrorContains(t, err, "/w")
+		require.Less(t, time.Since(start), 5*time.Second)
+		t.Logf("attempt %d: %v", i, err)
+	}
+}
