@@ -1,7 +1,9 @@
 package testutil
 
 import (
-	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
 	"testing"
 
 	"github.com/zkrecipes/zkrecipes/recipes/zktest"
@@ -15,8 +17,9 @@ import (
 // the tree it skips the test, or fails it when CI is true.
 func StartZK34(t *testing.T) *zktest.Cluster {
 	t.Helper()
-	if !zktest.HasZooKeeper34() {
-		Unavailable(t, errors.New("no ZooKeeper 3.4 unpacked in "+zktest.DebianBullseyeDir()+" (run scripts/install-deps.sh zk34)"))
+	jar := filepath.Join(zktest.DebianBullseyeDir(), "root", "usr", "share", "java", "zookeeper.jar")
+	if _, err := os.Stat(jar); err != nil {
+		Unavailable(t, fmt.Errorf("no ZooKeeper 3.4 unpacked (run scripts/install-deps.sh zk34): %w", err))
 	}
 	t.Setenv(zktest.EnvVersion, "3.4")
 	t.Setenv(zktest.EnvTLS, "")

@@ -41,17 +41,11 @@ func requestedVersion() string { return strings.TrimSpace(os.Getenv(EnvVersion))
 func DebianSidDir() string { return cacheDir(EnvDebianSidDir, "debian-sid") }
 
 // DebianBullseyeDir returns the directory `install-deps.sh zk34` unpacks
-// Debian 11's ZooKeeper 3.4.13 into: $ZK_DEBIAN_BULLSEYE_DIR, else
+// Debian 11's ZooKeeper 3.4.13 into (its jars in root/usr/share/java):
+// $ZK_DEBIAN_BULLSEYE_DIR, else
 // $XDG_CACHE_HOME/zkrecipes/debian-bullseye, else
 // ~/.cache/zkrecipes/debian-bullseye.
 func DebianBullseyeDir() string { return cacheDir(EnvDebianBullseyeDir, "debian-bullseye") }
-
-// HasZooKeeper34 reports whether the local backend can run ZooKeeper 3.4
-// (ZK_TEST_VERSION=3.4): the tree `install-deps.sh zk34` unpacks is there.
-func HasZooKeeper34() bool {
-	_, err := os.Stat(filepath.Join(bullseyeJavaDir(), "zookeeper.jar"))
-	return err == nil
-}
 
 // cacheDir is $env, else the cache directory's zkrecipes/name.
 func cacheDir(env, name string) string {
