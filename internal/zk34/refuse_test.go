@@ -3,6 +3,7 @@ package zk34_test
 import (
 	"context"
 	"errors"
+	"log/slog"
 	"strings"
 	"testing"
 	"time"
@@ -188,7 +189,8 @@ func TestZK34Refusals(t *testing.T) {
 	zkc := testutil.StartZK34(t)
 	for _, r := range refusals {
 		t.Run(strings.ReplaceAll(r.name, " ", "_"), func(t *testing.T) {
-			c := testutil.Connect(t, zkc.Servers())
+			var logs testutil.LogBuffer
+			c := testutil.Connect(t, zkc.Servers(), recipes.WithLogger(slog.New(slog.NewTextHandler(&logs, nil))))
 			ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 			defer cancel()
 			start := time.Now()
@@ -214,6 +216,10 @@ func TestZK34Refusals(t *testing.T) {
 				_, err := c.Create(ctx, "/after-"+strings.ReplaceAll(r.name, " ", "-"), nil, 0)
 				return err == nil || errors.Is(err, recipes.ErrNodeExists)
 			})
+			// Nothing went on trying in the background.
+			for _, l := range strings.Split(logs.String(), "\n") {
+				require.False(t, strings.Contains(l, "failed; trying again") && strings.Contains(l, "not implemented"), "a retry: %s", l)
+			}
 		})
 	}
 }
