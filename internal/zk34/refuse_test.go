@@ -12,6 +12,7 @@ import (
 
 	"github.com/zkrecipes/zkrecipes/atomicval"
 	"github.com/zkrecipes/zkrecipes/barrier"
+	"github.com/zkrecipes/zkrecipes/cleanup"
 	"github.com/zkrecipes/zkrecipes/discovery"
 	"github.com/zkrecipes/zkrecipes/election"
 	"github.com/zkrecipes/zkrecipes/internal/testutil"
@@ -116,6 +117,29 @@ var refusals = []struct {
 		}
 		defer q.Close(context.Background())
 		return q.Put(ctx, []byte("x"))
+	}},
+	{"queue sharder", "/r/sharder", "3.5.3", func(ctx context.Context, c *recipes.Client, p string) error {
+		shard := func(c *recipes.Client, path string) (*queue.Queue, error) { return queue.New(c, path) }
+		s, err := queue.NewSharder(c, p, "/r/sharder-leader", shard)
+		if err != nil {
+			return err
+		}
+		if err := s.Start(ctx); err != nil {
+			return err
+		}
+		defer s.Close(context.Background())
+		_, err = s.Queue()
+		return err
+	}},
+	{"leader-elected reaper", "/r/reaper-leader", "3.5.3", func(ctx context.Context, c *recipes.Client, p string) error {
+		r, err := cleanup.New(c, cleanup.WithLeaderElection(p, "a"), cleanup.WithPaths("/r/reaped"))
+		if err != nil {
+			return err
+		}
+		if err := r.Start(ctx); err != nil {
+			return err
+		}
+		return r.Close(context.Background())
 	}},
 	{"persistent node", "/r/pnode/n", "3.5.3", func(ctx context.Context, c *recipes.Client, p string) error {
 		n, err := nodes.NewPersistentNode(c, p, nodes.Ephemeral, nil)
