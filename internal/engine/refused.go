@@ -44,11 +44,11 @@ func containersRefused(answer error) error {
 	if answer == nil {
 		return fmt.Errorf("%w: %s", zkerr.ErrUnimplemented, msg)
 	}
-	return fmt.Errorf("%w: %s; the server answered: %v", zkerr.ErrUnimplemented, msg, answer)
+	return fmt.Errorf("%w: %s; the server answered: %w", zkerr.ErrUnimplemented, msg, answer)
 }
 
 // ttlRefused is the error of a TTL create the server refused.
 func ttlRefused(answer error) error {
-	return fmt.Errorf("%w: TTL nodes need ZooKeeper 3.5.3 or later started with -Dzookeeper.extendedTypesEnabled=true; the server answered: %v",
+	return fmt.Errorf("%w: TTL nodes need ZooKeeper 3.5.3 or later started with -Dzookeeper.extendedTypesEnabled=true; the server answered: %w",
 		zkerr.ErrUnimplemented, answer)
 }
