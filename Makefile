@@ -26,6 +26,11 @@
 #                servers with client certificates (docs/security.md; the
 #                interop tests' servers stay plain, but for Curator's own
 #                TLS tests, TestCuratorTLS*)
+#   make test-34 the tests of internal/zk34 on Debian 11's ZooKeeper 3.4.13
+#                (`scripts/install-deps.sh zk34` unpacks it into a cache):
+#                the caches' one-shot fallback, every recipe that needs
+#                containers or TTL nodes refusing at once, Connect and its
+#                ensemble tracking, on a server older than all of them
 #   make chaos-all-39  `make chaos-all` on ZooKeeper 3.9 (member kills and
 #                ensemble restarts included), faults paced densely (-pace
 #                dense: 80 or more in 5 minutes)
@@ -78,7 +83,7 @@ RECIPE_PKGS ?= ./recipes/... ./internal/engine/... ./internal/sasl/... ./interna
 
 CHAOS_TLS_FLAGS ?= -duration 60s -seed 5 -faults kill-holder,blackhole-holder,zk-leader-kill
 
-.PHONY: chaos chaos-all deps-39 test-39 chaos-all-39 chaos-tls-39
+.PHONY: chaos chaos-all deps-39 test-39 chaos-all-39 chaos-tls-39 deps-34 test-34
 chaos: deps-demo
 	$(GO) test -tags chaos -race=false -count=1 -timeout 30m -v -run TestChaos ./chaos/ -args $(CHAOS_FLAGS)
 
@@ -91,6 +96,14 @@ deps-39:
 test-39: deps deps-39
 	env39="$$(bash scripts/zk39-env.sh)" && eval "$$env39" && echo "ZK_TEST_VERSION=$$ZK_TEST_VERSION CURATOR_CLASSPATH=$$CURATOR_CLASSPATH ZK_TEST_TLS=1" && \
 		ZK_TEST_TLS=1 $(GO) test $(TEST_FLAGS) $(RECIPE_PKGS)
+
+deps-34:
+	bash scripts/install-deps.sh zk34
+
+# The tests start their 3.4 servers themselves (testutil.StartZK34), and
+# fail under CI=true when the tree is missing.
+test-34: deps-34
+	$(GO) test -race -count=1 -p 1 -timeout 5m -run '^TestZK34' ./internal/zk34/
 
 chaos-all-39: deps-demo deps-39
 	env39="$$(bash scripts/zk39-env.sh)" && eval "$$env39" && \

@@ -196,8 +196,12 @@ func (s *Selector) run() {
 		if s.ctx.Err() != nil {
 			return
 		}
-		refused := !led && zkerr.IsRefused(err)
+		unsupported := !led && errors.Is(err, zkerr.ErrUnimplemented)
+		refused := !led && zkerr.IsRefused(err) || unsupported
 		switch {
+		case unsupported: // the server is too old (containers): trying again cannot help
+			s.c.Logger().Error("zkrecipes: leader selector: the server cannot run it; it stops queueing until Requeue",
+				"path", s.path, "id", s.id, "err", err)
 		case refused:
 			s.c.Logger().Error("zkrecipes: leader selector: not authorised to queue; it stops queueing until Requeue (check WithAuth and the ACL of the path)",
 				"path", s.path, "id", s.id, "err", err)

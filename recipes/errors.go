@@ -83,8 +83,12 @@ var (
 	// session.
 	ErrDuplicateMember = zkerr.ErrDuplicateMember
 	// ErrUnimplemented is returned when the server lacks what an operation
-	// needs: persistent watches (Client.WatchPersistent) need ZooKeeper
-	// 3.6 or later, and a client made by Connect.
+	// needs, and the message says what: persistent watches
+	// (Client.WatchPersistent) need ZooKeeper 3.6 or later, and a client
+	// made by Connect; container nodes, which the recipes make their
+	// parents of unless the Client is made WithoutContainers, need 3.5.3
+	// or later; TTL nodes (nodes.PersistentTTLNode, the TTL create modes)
+	// need 3.5.3 or later with extended types enabled.
 	ErrUnimplemented = zkerr.ErrUnimplemented
 )
 

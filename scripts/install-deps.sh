@@ -3,7 +3,7 @@
 # Debian/Ubuntu, when they are missing. Idempotent: when everything is there
 # it only checks and returns.
 #
-# usage: scripts/install-deps.sh [test|demo|zk39]
+# usage: scripts/install-deps.sh [test|demo|zk39|zk34]
 #
 #   test (default)  zookeeper, libcurator-recipes-java,
 #                   libcurator-discovery-java and python3-kazoo: the
@@ -23,6 +23,14 @@
 #                   ${XDG_CACHE_HOME:-$HOME/.cache}/zkrecipes/debian-sid);
 #                   nothing of that suite is installed system-wide. Runs as
 #                   any user; skipped when already unpacked.
+#   zk34            ZooKeeper 3.4.13 from Debian 11 (bullseye): zookeeper,
+#                   libzookeeper-java and the jars its standalone server
+#                   runs with (log4j 1.2, slf4j), fetched and unpacked the
+#                   same way into $ZK_DEBIAN_BULLSEYE_DIR (default
+#                   ${XDG_CACHE_HOME:-$HOME/.cache}/zkrecipes/debian-bullseye),
+#                   for the tests that check the recipes on a server
+#                   without containers, TTL or persistent watches
+#                   (ZK_TEST_VERSION=3.4, make test-34).
 #
 # As root with apt-get, missing packages are installed (one apt-get update,
 # then apt-get install --no-install-recommends). Otherwise the script prints
@@ -34,13 +42,13 @@ mode="${1:-test}"
 case "$mode" in
 test) packages=(zookeeper libcurator-recipes-java libcurator-discovery-java python3-kazoo krb5-kdc krb5-admin-server) ;;
 demo) packages=(zookeeper) ;;
-zk39) packages=() ;;
+zk39 | zk34) packages=() ;;
 -h | --help)
-	sed -n '2,30s/^# \{0,1\}//p' "$0"
+	sed -n '2,38s/^# \{0,1\}//p' "$0"
 	exit 0
 	;;
 *)
-	echo "install-deps: unknown mode '$mode' (want test, demo or zk39)" >&2
+	echo "install-deps: unknown mode '$mode' (want test, demo, zk39 or zk34)" >&2
 	exit 2
 	;;
 esac
@@ -85,36 +93,72 @@ version_ok() {
 	((maj > 3 || (maj == 3 && (min > 9 || (min == 9 && ${pat:-0} >= 4)))))
 }
 
+# version_34 V: V is a ZooKeeper 3.4 release (bullseye's 3.4.13).
+version_34() {
+	local v="${1#*:}"
+	[[ "$v" == 3.4.* ]]
+}
+
 fetch_sid() {
-	local stamp="$sid_dir/versions"
 	# curator-x-discovery.jar came later into the list: a tree unpacked
 	# before it is fetched again.
-	if [[ -s "$stamp" && -f "$sid_dir/root/usr/share/java/zookeeper.jar" &&
+	if [[ -s "$sid_dir/versions" && -f "$sid_dir/root/usr/share/java/zookeeper.jar" &&
 		-f "$sid_dir/root/usr/share/java/curator-x-discovery.jar" ]]; then
-		say "zk39: already unpacked in $sid_dir ($(tr '\n' ' ' <"$stamp"))"
+		say "zk39: already unpacked in $sid_dir ($(tr '\n' ' ' <"$sid_dir/versions"))"
 		return 0
 	fi
+	fetch_suite zk39 unstable "$sid_dir" version_ok "want 3.9.4 or later (not 3.9.3, ZOOKEEPER-4925)" "${sid_packages[@]}"
+}
+
+# --- zk34: Debian 11's ZooKeeper 3.4.13, the last release line before
+# containers, TTL nodes and persistent watches (recipes/zktest reads it when
+# ZK_TEST_VERSION=3.4). Its standalone server runs on Java 17 with
+# zookeeper.jar, log4j-1.2.jar (QuorumPeerMain registers log4j's JMX beans),
+# slf4j-api and a binding (slf4j-simple, as for the other servers); jline
+# is only for the command-line client and netty 3 only for the Netty
+# connection factory, which the tests do not use.
+bullseye_packages=(zookeeper libzookeeper-java liblog4j1.2-java libslf4j-java)
+bullseye_dir="${ZK_DEBIAN_BULLSEYE_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/zkrecipes/debian-bullseye}"
+
+fetch_bullseye() {
+	if [[ -s "$bullseye_dir/versions" && -f "$bullseye_dir/root/usr/share/java/zookeeper.jar" &&
+		-f "$bullseye_dir/root/usr/share/java/log4j-1.2.jar" ]]; then
+		say "zk34: already unpacked in $bullseye_dir ($(tr '\n' ' ' <"$bullseye_dir/versions"))"
+		return 0
+	fi
+	fetch_suite zk34 bullseye "$bullseye_dir" version_34 "want a 3.4 release" "${bullseye_packages[@]}"
+}
+
+# fetch_suite LABEL SUITE DIR CHECK WANT PACKAGE...: apt-get download the
+# PACKAGEs of Debian's SUITE through a private sources list and lists
+# directory (DIR/apt), unpack them with dpkg-deb -x into DIR/root and list
+# their versions in DIR/versions; CHECK (a function) must accept the
+# zookeeper package's version, WANT says what it wants.
+fetch_suite() {
+	local label="$1" suite="$2" dir="$3" check="$4" want="$5"
+	shift 5
+	local packages=("$@")
 	for tool in apt-get dpkg-deb; do
 		if ! command -v "$tool" >/dev/null 2>&1; then
-			say "zk39: $tool not found: this step needs Debian's apt (or set ZOOKEEPER_HOME to an Apache ZooKeeper 3.9.4+ release)"
+			say "$label: $tool not found: this step needs Debian's apt (or set ZOOKEEPER_HOME to an Apache ZooKeeper release)"
 			return 1
 		fi
 	done
 	local keyring=/usr/share/keyrings/debian-archive-keyring.gpg
 	if [[ ! -r "$keyring" ]]; then
-		say "zk39: $keyring missing (apt-get install debian-archive-keyring)"
+		say "$label: $keyring missing (apt-get install debian-archive-keyring)"
 		return 1
 	fi
-	local mirror apt tmp
+	local mirror apt
 	mirror="$(debian_mirror)"
-	apt="$sid_dir/apt"
-	rm -rf "$apt" "$sid_dir/root" "$sid_dir/debs"
-	mkdir -p "$apt/lists/partial" "$apt/cache/archives/partial" "$apt/etc" "$sid_dir/debs"
+	apt="$dir/apt"
+	rm -rf "$apt" "$dir/root" "$dir/debs"
+	mkdir -p "$apt/lists/partial" "$apt/cache/archives/partial" "$apt/etc" "$dir/debs"
 	: >"$apt/status"
-	cat >"$apt/etc/sid.sources" <<-EOF
+	cat >"$apt/etc/$suite.sources" <<-EOF
 		Types: deb
 		URIs: $mirror
-		Suites: unstable
+		Suites: $suite
 		Components: main
 		Signed-By: $keyring
 	EOF
@@ -129,34 +173,34 @@ fetch_sid() {
 		-o "APT::Get::List-Cleanup=false"
 		-o "Acquire::Languages=none"
 	)
-	say "zk39: apt-get update of $mirror unstable (private lists in $apt)"
+	say "$label: apt-get update of $mirror $suite (private lists in $apt)"
 	apt-get "${opts[@]}" update -q >"$apt/update.log" 2>&1 || {
 		cat "$apt/update.log" >&2
 		return 1
 	}
-	say "zk39: apt-get download ${sid_packages[*]}"
-	(cd "$sid_dir/debs" && apt-get "${opts[@]}" download -q "${sid_packages[@]}") >"$apt/download.log" 2>&1 || {
+	say "$label: apt-get download ${packages[*]}"
+	(cd "$dir/debs" && apt-get "${opts[@]}" download -q "${packages[@]}") >"$apt/download.log" 2>&1 || {
 		cat "$apt/download.log" >&2
 		return 1
 	}
 	local deb versions=() zkver=""
-	mkdir -p "$sid_dir/root"
-	for deb in "$sid_dir"/debs/*.deb; do
+	mkdir -p "$dir/root"
+	for deb in "$dir"/debs/*.deb; do
 		local pkg ver
 		pkg="$(dpkg-deb -f "$deb" Package)"
 		ver="$(dpkg-deb -f "$deb" Version)"
 		[[ "$pkg" == zookeeper ]] && zkver="$ver"
 		versions+=("$pkg=$ver")
-		dpkg-deb -x "$deb" "$sid_dir/root"
+		dpkg-deb -x "$deb" "$dir/root"
 	done
-	if ! version_ok "$zkver"; then
-		say "zk39: unstable's zookeeper is '$zkver': want 3.9.4 or later (not 3.9.3, ZOOKEEPER-4925)"
-		rm -rf "$sid_dir/root"
+	if ! "$check" "$zkver"; then
+		say "$label: $suite's zookeeper is '$zkver': $want"
+		rm -rf "$dir/root"
 		return 1
 	fi
-	printf '%s\n' "${versions[@]}" >"$stamp"
-	rm -rf "$sid_dir/debs"
-	say "zk39: unpacked into $sid_dir/root: ${versions[*]}"
+	printf '%s\n' "${versions[@]}" >"$dir/versions"
+	rm -rf "$dir/debs"
+	say "$label: unpacked into $dir/root: ${versions[*]}"
 }
 
 if [[ "$mode" == zk39 ]]; then
@@ -165,6 +209,14 @@ if [[ "$mode" == zk39 ]]; then
 		exit 0
 	fi
 	fetch_sid
+	exit
+fi
+if [[ "$mode" == zk34 ]]; then
+	if [[ "${ZKRECIPES_SKIP_DEPS:-}" == 1 ]]; then
+		say "ZKRECIPES_SKIP_DEPS=1: not fetching ZooKeeper 3.4"
+		exit 0
+	fi
+	fetch_bullseye
 	exit
 fi
 
@@ -240,4 +292,5 @@ if [[ "$mode" == test ]]; then
 	# make test runs on the system's ZooKeeper; only the 3.9 runs (make
 	# test-39, chaos-all-39, CI) need this, and they check for it.
 	fetch_sid || say "zk39: not fetched; make test-39 and make chaos-all-39 will need it (scripts/install-deps.sh zk39)"
+	fetch_bullseye || say "zk34: not fetched; make test-34 will need it (scripts/install-deps.sh zk34)"
 fi

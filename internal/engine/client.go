@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/go-zookeeper/zk"
@@ -48,6 +49,8 @@ type Client struct {
 	hub     watchHub // routes watch events and states to the followers
 	adopted bool     // NewClient's: events come through go-zookeeper's channel, which drops when full
 	pw      pwatches // persistent watches (pwatch.go)
+
+	noContainers atomic.Bool // the server refused a container create (refused.go)
 	sharedFollower
 
 	hosts *ensembleHosts // the host provider that follows the ensemble; nil without (ensemble.go)

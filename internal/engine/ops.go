@@ -158,7 +158,10 @@ func (c *Client) create(ctx context.Context, op reqOp, path string, data []byte,
 	if created, err, ok := wireCreate(c, ctx, op, path, data, flags); ok {
 		return created, err
 	}
-	return send(c, ctx, op, func() (string, error) {
+	if flags == zk.FlagContainer && c.noContainers.Load() {
+		return "", containersRefused(nil)
+	}
+	created, err := send(c, ctx, op, func() (string, error) {
 		c.stats.creates.Add(1)
 		switch {
 		case flags == zk.FlagContainer:
@@ -168,6 +171,7 @@ func (c *Client) create(ctx context.Context, op reqOp, path string, data []byte,
 		}
 		return c.conn.Create(path, data, flags, c.cfg.ACL(path))
 	}, c.del.undoCreate)
+	return created, c.refusedCreate(flags, err)
 }
 
 // isTTLMode reports whether flags is a TTL create mode.
@@ -207,10 +211,14 @@ func (c *Client) CreateContainer(ctx context.Context, path string) (string, erro
 // createContainer creates a container node, counted as op (a parent's
 // create, for EnsureContainers).
 func createContainer(c *Client, ctx context.Context, op reqOp, path string) (string, error) {
-	return send(c, ctx, op, func() (string, error) {
+	if c.noContainers.Load() {
+		return "", containersRefused(nil)
+	}
+	created, err := send(c, ctx, op, func() (string, error) {
 		c.stats.creates.Add(1)
 		return c.conn.CreateContainer(path, parentData, zk.FlagContainer, c.cfg.ACL(path))
 	}, nil) // an empty container goes by itself
+	return created, c.refusedCreate(zk.FlagContainer, err)
 }
 
 // undoCreate deletes a node whose create was abandoned.

@@ -104,10 +104,11 @@ func (o *OwnedNode) takeOver() bool {
 	return o.spec.TakeOver && o.gen == 0
 }
 
-// explainTTL names the server setting a refused TTL create needs.
+// explainTTL names the server setting a refused TTL create needs (Client
+// create's refusedCreate does, for the creates it sends).
 func (o *OwnedNode) explainTTL(err error) error {
-	if isTTLMode(o.spec.Mode) && isUnimplemented(err) {
-		return fmt.Errorf("the server refuses TTL nodes (%w): start it with -Dzookeeper.extendedTypesEnabled=true (ZooKeeper 3.5.3 or later)", err)
+	if isTTLMode(o.spec.Mode) && isUnimplemented(err) && !errors.Is(err, zkerr.ErrUnimplemented) {
+		return ttlRefused(err)
 	}
 	return err
 }

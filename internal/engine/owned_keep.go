@@ -16,7 +16,10 @@ import (
 // run is the background loop: it brings the node to what it must be,
 // then waits for its watch, a state change, a poke or the end. A failure
 // is tried again after the retry policy's pause, a refusal (NoAuth) only
-// at the next state change or poke.
+// at the next state change or poke, a node the server cannot make
+// (ErrUnimplemented: a container parent or a TTL node on a server too
+// old) only at the next poke: a 3.4 server closes the connection after
+// each such refusal, and the reconnection would bring the next attempt.
 func (o *OwnedNode) run(ctx context.Context) {
 	defer close(o.done)
 	c := o.c
@@ -30,6 +33,7 @@ func (o *OwnedNode) run(ctx context.Context) {
 		}
 		snap := c.Snapshot()
 		var pause *time.Timer
+		changed := snap.Changed
 		if snap.State.IsConnected() {
 			err := o.step(ctx, snap, &w)
 			switch {
@@ -37,6 +41,10 @@ func (o *OwnedNode) run(ctx context.Context) {
 				return
 			case err == nil:
 				retry.Reset()
+			case errors.Is(err, zkerr.ErrUnimplemented):
+				c.log.Error("zkrecipes: the server cannot make a node of ours; trying again only when its data is set",
+					"what", o.spec.What, "err", err)
+				changed = nil
 			case zkerr.IsRefused(err):
 				// Not on a timer (Curator's PersistentNode stops at NOAUTH
 				// too): again at the next state change or poke.
@@ -55,7 +63,7 @@ func (o *OwnedNode) run(ctx context.Context) {
 		case <-w.ch:
 			w = ownedWatch{}
 		case <-paused:
-		case <-snap.Changed:
+		case <-changed:
 		case <-o.kick:
 		case <-o.stop:
 		case <-ctx.Done():

@@ -51,6 +51,9 @@ import (
 //   - Since 3.8.4 and 3.9.2 events are filtered by ACL: a node the
 //     session may not read is not reported.
 
+// noPersistentWatches says what a refused addWatch needs.
+const noPersistentWatches = "persistent watches need ZooKeeper 3.6 or later"
+
 // Server errors the Wire's own requests may get, which go-zookeeper does
 // not name.
 var (
@@ -242,7 +245,7 @@ func (c *Client) AddWatch(ctx context.Context, path string, recursive bool) (*Pe
 		return nil, zkerr.Namedf(what, "%w: a client made by Connect is needed", zkerr.ErrUnimplemented)
 	}
 	if c.pw.unsupported.Load() {
-		return nil, zkerr.Named(what, zkerr.ErrUnimplemented)
+		return nil, zkerr.Namedf(what, "%w: %s", zkerr.ErrUnimplemented, noPersistentWatches)
 	}
 	if c.hub.armedAt(path) {
 		return nil, zkerr.Namedf(what, "%w: a one-shot watch of this client is set on the path; on ZooKeeper 3.6–3.8 it would replace the persistent one (ZOOKEEPER-4466)", zkerr.ErrInvalidArgument)
@@ -357,7 +360,7 @@ func (p *pwatches) addWatchErr(err error) error {
 		if !p.unsupported.Swap(true) {
 			c.log.Warn("zkrecipes: the server has no persistent watches (ZooKeeper 3.6 or later needed)", "err", err)
 		}
-		return fmt.Errorf("%w (the server answered: %v)", zkerr.ErrUnimplemented, err)
+		return fmt.Errorf("%w: %s; the server answered: %v", zkerr.ErrUnimplemented, noPersistentWatches, err)
 	}
 	return err
 }

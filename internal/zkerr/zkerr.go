@@ -61,10 +61,13 @@ var (
 	ErrNotStarted = errors.New("zkrecipes: not started")
 	// ErrAlreadyStarted is returned by a second Start.
 	ErrAlreadyStarted = errors.New("zkrecipes: already started")
-	// ErrUnimplemented is returned when the server has no persistent
-	// watches (ZooKeeper before 3.6, or a server configured without them),
-	// or the client cannot send them (a connection it adopted).
-	ErrUnimplemented = errors.New("zkrecipes: not implemented by the server (persistent watches need ZooKeeper 3.6 or later)")
+	// ErrUnimplemented is returned when the server lacks what an
+	// operation needs, and the message says what: persistent watches
+	// (ZooKeeper 3.6 or later, or a server configured without them; or
+	// the client cannot send them, a connection it adopted), container
+	// nodes (3.5.3 or later), TTL nodes (3.5.3 or later with extended
+	// types enabled).
+	ErrUnimplemented = errors.New("zkrecipes: not implemented by the server")
 	// ErrNoLeader is returned when an election has no leader.
 	ErrNoLeader = errors.New("zkrecipes: no leader")
 	// ErrUnknownOutcome is returned by an update whose write may or may

@@ -76,6 +76,15 @@
 //     test; it is never a skip). ZOOKEEPER_HOME and ZK_TEST_SERVERS still
 //     take precedence over the unpacked tree; the version check applies to
 //     them too. Unset: whichever server is found, no check.
+//   - ZK_TEST_VERSION=3.4 runs Debian 11's ZooKeeper 3.4.13, as
+//     "scripts/install-deps.sh zk34" unpacks it (ZK_DEBIAN_BULLSEYE_DIR,
+//     default ${XDG_CACHE_HOME:-$HOME/.cache}/zkrecipes/debian-bullseye):
+//     its zookeeper.jar (jute inside), log4j-1.2.jar (QuorumPeerMain
+//     registers log4j's JMX beans), slf4j-api and slf4j-simple. A plain
+//     standalone server: 3.4 has no TLS and no containers, TTL nodes,
+//     persistent watches or dynamic reconfiguration, and the zoo.cfg and
+//     system properties of the later versions are ignored. The tests of
+//     internal/zk34 (make test-34) run on it.
 //   - ZK_DEBIAN_SID_DIR: where install-deps.sh unpacks Debian unstable's
 //     packages (ZooKeeper 3.9, Curator 5.7, Kazoo 2.11) and where this
 //     package looks for them, under root/usr/share/java; default

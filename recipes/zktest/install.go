@@ -40,8 +40,10 @@ func findLocal() (*installation, error) {
 			return nil, fmt.Errorf("%s=%s: no ZooKeeper 3.9 unpacked in %s (run scripts/install-deps.sh zk39, "+
 				"or set %s to an Apache ZooKeeper 3.9 release): %w", EnvVersion, want, DebianSidDir(), EnvZooKeeperHome, err)
 		}
+	case versionMatches("3.4", want) || strings.HasPrefix(want, "3.4."):
+		return bullseyeInstallation(java, want)
 	default:
-		return nil, fmt.Errorf("%s=%s: only 3.8 (Debian's package) and 3.9 (scripts/install-deps.sh zk39) "+
+		return nil, fmt.Errorf("%s=%s: only 3.8 (Debian's package), 3.9 (scripts/install-deps.sh zk39) and 3.4 (zk34) "+
 			"are known; set %s to an Apache release of another version", EnvVersion, want, EnvZooKeeperHome)
 	}
 	cp, err := debianClasspath(zkDir, debianJavaDir)
@@ -49,6 +51,24 @@ func findLocal() (*installation, error) {
 		return nil, err
 	}
 	return &installation{java: java, classpath: cp}, nil
+}
+
+// bullseyeInstallation is Debian 11's ZooKeeper 3.4.13 as `install-deps.sh
+// zk34` unpacks it: jute is inside zookeeper.jar in 3.4; QuorumPeerMain
+// registers log4j 1.2's JMX beans, so log4j-1.2.jar is needed even though
+// the server logs through slf4j (to slf4j-simple, as the other servers).
+func bullseyeInstallation(java, want string) (*installation, error) {
+	dir := bullseyeJavaDir()
+	var cp []string
+	for _, j := range []string{"zookeeper.jar", "log4j-1.2.jar", "slf4j-api.jar", "slf4j-simple.jar"} {
+		p := filepath.Join(dir, j)
+		if _, err := os.Stat(p); err != nil {
+			return nil, fmt.Errorf("%s=%s: no ZooKeeper 3.4 unpacked in %s (run scripts/install-deps.sh zk34, "+
+				"or set %s to an Apache ZooKeeper 3.4 release): %w", EnvVersion, want, DebianBullseyeDir(), EnvZooKeeperHome, err)
+		}
+		cp = append(cp, p)
+	}
+	return &installation{java: java, classpath: strings.Join(cp, string(os.PathListSeparator))}, nil
 }
 
 func findJava() (string, error) {

@@ -11,10 +11,12 @@ import (
 
 // Environment variables that choose the server's version.
 const (
-	// EnvVersion asks for a ZooKeeper release line, "3.8" or "3.9". With
-	// "3.9" the local backend runs the tree that `scripts/install-deps.sh
-	// zk39` unpacked from Debian's unstable suite (see EnvDebianSidDir)
-	// instead of /usr/share/java's; with any value the server that answers
+	// EnvVersion asks for a ZooKeeper release line, "3.8", "3.9" or
+	// "3.4". With "3.9" the local backend runs the tree that
+	// `scripts/install-deps.sh zk39` unpacked from Debian's unstable suite
+	// (see EnvDebianSidDir) instead of /usr/share/java's, with "3.4" the
+	// one `install-deps.sh zk34` unpacked from Debian 11 (see
+	// EnvDebianBullseyeDir); with any value the server that answers
 	// (local, ZOOKEEPER_HOME, ZK_TEST_SERVERS or a container) must report
 	// that version, or Launch fails. Unset: whatever server is found.
 	EnvVersion = "ZK_TEST_VERSION"
@@ -22,6 +24,12 @@ const (
 	// packages (its root/ holds usr/share/java/zookeeper.jar); default
 	// ${XDG_CACHE_HOME:-$HOME/.cache}/zkrecipes/debian-sid.
 	EnvDebianSidDir = "ZK_DEBIAN_SID_DIR"
+	// EnvDebianBullseyeDir is where `scripts/install-deps.sh zk34`
+	// unpacked Debian 11's ZooKeeper 3.4.13 (its root/ holds
+	// usr/share/java/zookeeper.jar), which the local backend runs with
+	// ZK_TEST_VERSION=3.4; default
+	// ${XDG_CACHE_HOME:-$HOME/.cache}/zkrecipes/debian-bullseye.
+	EnvDebianBullseyeDir = "ZK_DEBIAN_BULLSEYE_DIR"
 )
 
 // requestedVersion returns ZK_TEST_VERSION, trimmed, or "".
@@ -30,18 +38,37 @@ func requestedVersion() string { return strings.TrimSpace(os.Getenv(EnvVersion))
 // DebianSidDir returns the directory install-deps.sh unpacks Debian
 // unstable's ZooKeeper, Curator and Kazoo into: $ZK_DEBIAN_SID_DIR, else
 // $XDG_CACHE_HOME/zkrecipes/debian-sid, else ~/.cache/zkrecipes/debian-sid.
-func DebianSidDir() string {
-	if d := os.Getenv(EnvDebianSidDir); d != "" {
+func DebianSidDir() string { return cacheDir(EnvDebianSidDir, "debian-sid") }
+
+// DebianBullseyeDir returns the directory `install-deps.sh zk34` unpacks
+// Debian 11's ZooKeeper 3.4.13 into (its jars in root/usr/share/java):
+// $ZK_DEBIAN_BULLSEYE_DIR, else
+// $XDG_CACHE_HOME/zkrecipes/debian-bullseye, else
+// ~/.cache/zkrecipes/debian-bullseye.
+func DebianBullseyeDir() string { return cacheDir(EnvDebianBullseyeDir, "debian-bullseye") }
+
+// cacheDir is $env, else the cache directory's zkrecipes/name.
+func cacheDir(env, name string) string {
+	if d := os.Getenv(env); d != "" {
 		return d
 	}
 	if d := os.Getenv("XDG_CACHE_HOME"); d != "" {
-		return filepath.Join(d, "zkrecipes", "debian-sid")
+		return filepath.Join(d, "zkrecipes", name)
 	}
 	home, err := os.UserHomeDir()
 	if err != nil {
 		return ""
 	}
-	return filepath.Join(home, ".cache", "zkrecipes", "debian-sid")
+	return filepath.Join(home, ".cache", "zkrecipes", name)
+}
+
+// bullseyeJavaDir is the unpacked 3.4 tree's jar directory.
+func bullseyeJavaDir() string {
+	d := DebianBullseyeDir()
+	if d == "" {
+		return ""
+	}
+	return filepath.Join(d, "root", "usr", "share", "java")
 }
 
 // sidJavaDir is the unpacked tree's jar directory.
