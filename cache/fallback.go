@@ -172,10 +172,10 @@ func (fb *fallback) read(ctx context.Context, w *engine.Watches, full string, de
 	return nil
 }
 
-// followKids updates the reads under full after its read (fb.mu held): a node gone
-// loses the reads of its subtree, and its own unless it is the root's;
-// otherwise a child listed for the first time gets a read, and one no
-// longer listed loses its read and its subtree's.
+// followKids updates the reads under full after its read (fb.mu held):
+// a node gone loses the reads of its subtree, and its own unless it is
+// the root's; otherwise a child listed for the first time gets a read,
+// and one no longer listed loses its read and its subtree's.
 func (fb *fallback) followKids(full string, depth int, there bool, kids []string) {
 	c := fb.c
 	switch {
