@@ -3,6 +3,7 @@ package cache
 import (
 	"context"
 	"slices"
+	"sync"
 
 	"github.com/zkrecipes/zkrecipes/internal/engine"
 	"github.com/zkrecipes/zkrecipes/internal/zkpath"
@@ -15,12 +16,18 @@ import (
 // gets a read of its own, a child no longer listed leaves the cache with
 // its subtree. The Follower runs a read again when one of its watches
 // fires, every read after a reconnection or a new session, and a failed
-// read under the client's retry policy (never in a tight loop). Its
-// fields belong to the Follower's goroutine (reads and onEvent run there).
+// read under the client's retry policy (never in a tight loop). The
+// reads due together run readers at a time, pipelined on the session as
+// a load's are (engine.Follower.Pipeline): after a reconnection or a new
+// session every read runs again, and a tree of a thousand nodes is read
+// in a few round trips a level, not two a node.
 type fallback struct {
 	c *Cache
 	f *engine.Follower
 
+	// mu guards what follows: the reads of a round run at once, and
+	// onEvent runs between rounds.
+	mu       sync.Mutex
 	reads    map[string]map[string]struct{} // a node with a read -> the names of its children with one
 	unloaded map[string]struct{}            // reads not yet run well once
 	passDone bool                           // the first pass is done (Initialized or Resynced published)
@@ -32,12 +39,16 @@ type fallback struct {
 func (c *Cache) runFallback(ctx context.Context) {
 	fb := &fallback{c: c, reads: map[string]map[string]struct{}{}, unloaded: map[string]struct{}{}}
 	fb.f = c.e.NewFollower(c.name(), fb.onEvent)
+	fb.f.Pipeline(readers)
+	fb.mu.Lock()
 	fb.add(c.full, 0)
+	fb.mu.Unlock()
 	if err := fb.f.Run(ctx); err != nil && ctx.Err() == nil {
 		c.e.Logger().Debug("zkrecipes: cache: stopped", "cache", c.path, "err", err)
 	}
 }
 
+// add adds the read of full (fb.mu held).
 func (fb *fallback) add(full string, depth int) {
 	fb.reads[full] = map[string]struct{}{}
 	fb.unloaded[full] = struct{}{}
@@ -50,7 +61,7 @@ func (fb *fallback) add(full string, depth int) {
 	fb.f.Add(full, func(ctx context.Context, w *engine.Watches) error { return fb.read(ctx, w, full, depth) })
 }
 
-// drop removes the reads of full and of its subtree.
+// drop removes the reads of full and of its subtree (fb.mu held).
 func (fb *fallback) drop(full string) {
 	kids, ok := fb.reads[full]
 	if !ok {
@@ -80,6 +91,8 @@ func (fb *fallback) onEvent(ev engine.FollowEvent) {
 	if ev.Kind != engine.FollowState {
 		return
 	}
+	fb.mu.Lock()
+	defer fb.mu.Unlock()
 	fb.states++
 	if fb.states == 1 || !ev.State.IsConnected() || !fb.passDone {
 		return
@@ -113,6 +126,14 @@ func (fb *fallback) read(ctx context.Context, w *engine.Watches, full string, de
 			return err
 		}
 		there, kids = cv.Exists, cv.Children
+	}
+	fb.mu.Lock()
+	defer fb.mu.Unlock()
+	if _, ok := fb.reads[full]; !ok {
+		// Dropped while it read, by its parent's read (or an
+		// ancestor's), run beside it, which saw the node gone: what this
+		// one saw may be older.
+		return nil
 	}
 	c.mu.Lock()
 	if c.life.Closed() {
@@ -151,10 +172,10 @@ func (fb *fallback) read(ctx context.Context, w *engine.Watches, full string, de
 	return nil
 }
 
-// followKids updates the reads under full after its read: a node gone
-// loses the reads of its subtree, and its own unless it is the root's;
-// otherwise a child listed for the first time gets a read, and one no
-// longer listed loses its read and its subtree's.
+// followKids updates the reads under full after its read (fb.mu held):
+// a node gone loses the reads of its subtree, and its own unless it is
+// the root's; otherwise a child listed for the first time gets a read,
+// and one no longer listed loses its read and its subtree's.
 func (fb *fallback) followKids(full string, depth int, there bool, kids []string) {
 	c := fb.c
 	switch {
@@ -184,7 +205,7 @@ func (fb *fallback) followKids(full string, depth int, there bool, kids []string
 
 // settle publishes the end of the first pass (Initialized, or Resynced
 // when the cache was initialized on a persistent watch before) and of a
-// resync.
+// resync (fb.mu held).
 func (fb *fallback) settle() {
 	c := fb.c
 	switch {

@@ -2,7 +2,6 @@ package engine
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"sync/atomic"
 	"time"
@@ -97,6 +96,8 @@ type followRead struct {
 //
 // Reads are added and removed from any goroutine, before Run or during it
 // (a read may add others: a tree follower adds a read per child it finds).
+// The reads due together run one after the other, or, under Pipeline,
+// many in flight at once.
 type Follower struct {
 	c       *Client
 	what    string
@@ -109,6 +110,7 @@ type Follower struct {
 	dirty       []*followRead
 	waiting     []*followRead // failed: due again at their .at
 	pending     int           // reads not yet run well once
+	inFlight    int           // Pipeline's: due reads run at once (≤ 1: one after the other)
 	initialised bool
 	watched     bool // a read left watches in this session (they go with it)
 }
@@ -407,56 +409,4 @@ func (f *Follower) nextRetry() (time.Time, bool) {
 		}
 	}
 	return next, !next.IsZero()
-}
-
-// runDirty runs every due read, in the order they became due; reads made
-// due meanwhile (by a read that adds one) wait for the next round.
-func (f *Follower) runDirty(ctx context.Context) error {
-	batch := f.dirty
-	f.dirty = nil
-	for i, rd := range batch {
-		rd.dirty = false
-		if rd.removed || !rd.at.IsZero() {
-			continue // gone, or pausing after a failure (in f.waiting)
-		}
-		rd.w.again = 0
-		err := rd.read(ctx, &rd.w)
-		switch {
-		case ctx.Err() != nil:
-			f.requeue(batch[i+1:])
-			return nil
-		case err == nil:
-			rd.w.fired = nil
-			rd.retry.Reset()
-			if len(rd.w.armed) > 0 {
-				f.watched = true
-			}
-			if !rd.ok && !rd.removed {
-				rd.ok = true
-				f.pending--
-			}
-			if rd.w.again > 0 && !rd.removed {
-				rd.at = time.Now().Add(rd.w.again)
-				f.waiting = append(f.waiting, rd)
-			}
-		case errors.Is(err, zkerr.ErrClosed):
-			return err
-		case zkerr.IsRefused(err):
-			// Not on a timer: the next reconnection or session reads it
-			// again (f.all, f.newSession).
-			f.c.log.Error("zkrecipes: reading refused; reading again when the connection changes", "what", f.what, "key", rd.key, "err", zkerr.Explain(err))
-		default:
-			f.c.log.Warn("zkrecipes: reading failed; trying again", "what", f.what, "key", rd.key, "err", err)
-			rd.at = time.Now().Add(rd.retry.Pace())
-			f.waiting = append(f.waiting, rd)
-		}
-	}
-	return nil
-}
-
-func (f *Follower) requeue(rds []*followRead) {
-	for _, rd := range rds {
-		rd.dirty = false
-		f.mark(rd)
-	}
 }

@@ -13,9 +13,10 @@ import (
 
 // readFunc is one read of a Follower: it reads what it follows, leaving
 // its watches through w (ReadData, ReadChildren, ReadExists with w), and
-// acts on what it saw. It runs on the Follower's goroutine: at once, again
-// each time one of its watches fires, after every reconnection, and, after
-// it failed, under the client's retry policy.
+// acts on what it saw. It runs on the Follower's goroutine (under
+// Pipeline, on one of its round's, beside the round's other reads): at
+// once, again each time one of its watches fires, after every
+// reconnection, and, after it failed, under the client's retry policy.
 type readFunc func(ctx context.Context, w *Watches) error
 
 // Watches are the watches one read of a Follower left that have not fired

@@ -3,8 +3,11 @@ package engine
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -244,4 +247,46 @@ func TestFollowerRunAfter(t *testing.T) {
 	assert.Equal(t, 2, runs)
 	_, ok = f.nextRetry()
 	assert.False(t, ok, "once")
+}
+
+// Under Pipeline the reads of a round run at once, n at most, each
+// leaving its own watches; Run's goroutine books them all when the round
+// is over: a failed one waits out its backoff, the others read well.
+func TestFollowerPipeline(t *testing.T) {
+	c := &Client{log: slog.New(slog.NewTextHandler(io.Discard, nil)), cfg: Config{Retry: func() backoff.BackOff { return backoff.NewConstantBackOff(time.Hour) }}}
+	f := c.NewFollower("unit", nil)
+	f.Pipeline(4)
+	var (
+		inFlight, most atomic.Int64
+		together       = make(chan struct{})
+		once           sync.Once
+	)
+	for i := range 10 {
+		key := fmt.Sprintf("n%d", i)
+		f.added(&followRead{key: key, read: func(ctx context.Context, w *Watches) error {
+			n := inFlight.Add(1)
+			defer inFlight.Add(-1)
+			for m := most.Load(); n > m && !most.CompareAndSwap(m, n); m = most.Load() {
+			}
+			if n == 4 {
+				once.Do(func() { close(together) })
+			}
+			select { // the first reads wait until four run at once
+			case <-together:
+			case <-time.After(10 * time.Second):
+				return errors.New("never four at once")
+			}
+			if key == "n7" {
+				return errors.New("failed")
+			}
+			return w.watch(c, WatchData, "/"+key, func() (<-chan zk.Event, error) { return nil, nil })
+		}})
+	}
+	require.NoError(t, f.runDirty(context.Background()))
+	assert.Equal(t, int64(4), most.Load(), "four in flight, no more")
+	assert.Equal(t, 1, f.pending, "n7 has not read well yet")
+	require.Len(t, f.waiting, 1)
+	assert.Equal(t, "n7", f.waiting[0].key)
+	assert.Equal(t, 9, c.hub.watching(), "a watch of each read that read well")
+	assert.True(t, f.watched)
 }
