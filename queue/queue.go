@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"log/slog"
 	"strings"
-	"sync"
 	"sync/atomic"
 
 	"github.com/go-zookeeper/zk"
@@ -162,9 +161,7 @@ type core struct {
 	log      *slog.Logger
 
 	life       lifecycle.State
-	mu         sync.Mutex
-	cancel     context.CancelFunc
-	done       chan struct{}
+	consumer   lifecycle.Task
 	unreadable atomic.Int64 // corrupt items met
 }
 
@@ -234,16 +231,7 @@ func (q *core) start(ctx context.Context) error {
 	if q.opts.consumer == nil {
 		return nil
 	}
-	rctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
-	q.mu.Lock()
-	defer q.mu.Unlock()
-	if q.life.Closed() { // Close came while the directories were made
-		cancel()
-		return zkerr.Namedf(q.what(), "start: %w", recipes.ErrClosed)
-	}
-	q.cancel, q.done = cancel, make(chan struct{})
-	go q.run(rctx)
-	return nil
+	return q.consumer.Go(ctx, &q.life, q.what(), q.run) // refused if Close came while the directories were made
 }
 
 // ensureDir makes dir (the queue's or its lock directory) with Curator's
@@ -271,19 +259,7 @@ func (q *core) close(ctx context.Context) error {
 	if first, _ := q.life.Close(); !first {
 		return nil
 	}
-	q.mu.Lock()
-	cancel, done := q.cancel, q.done
-	q.mu.Unlock()
-	if cancel == nil {
-		return nil
-	}
-	cancel()
-	select {
-	case <-done:
-		return nil
-	case <-ctx.Done():
-		return zkerr.Namedf(q.what(), "close: %w", ctx.Err())
-	}
+	return q.consumer.Stop(ctx, q.what())
 }
 
 // put creates one item node named name<seq> holding items.
