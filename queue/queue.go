@@ -75,6 +75,22 @@ func only(o *options, option, recipe string) error {
 	return nil
 }
 
+// option is recipe's option name: it sets with set when ok, and refuses
+// otherwise (recipes.ErrInvalidArgument, saying what is wrong); every
+// other recipe refuses it too.
+func option(recipe, name string, ok bool, wrong string, set func(*options)) Option {
+	return func(o *options) error {
+		if err := only(o, name, recipe); err != nil {
+			return err
+		}
+		if !ok {
+			return fmt.Errorf("%w: %s", recipes.ErrInvalidArgument, wrong)
+		}
+		set(o)
+		return nil
+	}
+}
+
 // WithLogger sets the logger of the consumer's work (a corrupt item kept
 // or handed over, a consumer failed, a lock lost), or of a Sharder's
 // checks; the Client's by default.
