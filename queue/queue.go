@@ -101,16 +101,8 @@ func WithLogger(l *slog.Logger) Option {
 // WithConsumer makes the queue consume: Start starts a goroutine that
 // hands every item to c, until Close. Without it the queue only produces.
 func WithConsumer(c Consumer) Option {
-	return func(o *options) error {
-		if err := only(o, "WithConsumer", "Queue"); err != nil {
-			return err
-		}
-		if f, isFunc := c.(ConsumerFunc); c == nil || isFunc && f == nil {
-			return fmt.Errorf("%w: nil Consumer", recipes.ErrInvalidArgument)
-		}
-		o.consumer = c
-		return nil
-	}
+	f, isFunc := c.(ConsumerFunc)
+	return option("Queue", "WithConsumer", c != nil && !(isFunc && f == nil), "nil Consumer", func(o *options) { o.consumer = c })
 }
 
 // WithLockPath turns on lock-safety mode (Curator's lockPath): before it
@@ -135,16 +127,7 @@ func WithLockPath(lockPath string) Option {
 // WithErrorMode sets what lock-safety mode does with an item whose
 // Consume failed: ErrorRequeue (the default) or ErrorDelete.
 func WithErrorMode(m ErrorMode) Option {
-	return func(o *options) error {
-		if err := only(o, "WithErrorMode", "Queue"); err != nil {
-			return err
-		}
-		if m != ErrorRequeue && m != ErrorDelete {
-			return fmt.Errorf("%w: error mode %d", recipes.ErrInvalidArgument, m)
-		}
-		o.errorMode = m
-		return nil
-	}
+	return option("Queue", "WithErrorMode", m == ErrorRequeue || m == ErrorDelete, fmt.Sprintf("error mode %d", m), func(o *options) { o.errorMode = m })
 }
 
 // WithMaxItems bounds the queue (Curator's maxItems): a Put waits while
@@ -152,16 +135,7 @@ func WithErrorMode(m ErrorMode) Option {
 // bound is checked before each put, not in the same transaction, so
 // producers that put at once can pass it by a few (as in Curator).
 func WithMaxItems(max int) Option {
-	return func(o *options) error {
-		if err := only(o, "WithMaxItems", "Queue"); err != nil {
-			return err
-		}
-		if max < 1 {
-			return fmt.Errorf("%w: max items %d", recipes.ErrInvalidArgument, max)
-		}
-		o.maxItems = max
-		return nil
-	}
+	return option("Queue", "WithMaxItems", max >= 1, fmt.Sprintf("max items %d", max), func(o *options) { o.maxItems = max })
 }
 
 // core is what every queue of the DistributedQueue family shares.
