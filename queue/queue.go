@@ -150,9 +150,8 @@ type core struct {
 	opts     options
 	log      *slog.Logger
 
-	life       lifecycle.State
-	consumer   lifecycle.Task
-	unreadable atomic.Int64 // corrupt items met
+	life       lifecycle.State // and its goroutine, the consumer
+	unreadable atomic.Int64    // corrupt items met
 }
 
 func newCore(c *recipes.Client, k kind, path string, opts []Option) (*core, error) {
@@ -221,7 +220,7 @@ func (q *core) start(ctx context.Context) error {
 	if q.opts.consumer == nil {
 		return nil
 	}
-	return q.consumer.Go(ctx, &q.life, q.what(), q.run) // refused if Close came while the directories were made
+	return q.life.Go(ctx, q.what(), q.run) // refused if Close came while the directories were made
 }
 
 // ensureDir makes dir (the queue's or its lock directory) with Curator's
@@ -249,7 +248,7 @@ func (q *core) close(ctx context.Context) error {
 	if first, _ := q.life.Close(); !first {
 		return nil
 	}
-	return q.consumer.Stop(ctx, q.what())
+	return q.life.Stop(ctx, q.what())
 }
 
 // put creates one item node named name<seq> holding items.

@@ -96,8 +96,7 @@ type Sharder[Q Shard] struct {
 	opts       options
 	latch      *election.Latch
 
-	life      lifecycle.State
-	counts    lifecycle.Task // counting the shards, between Start and Close
+	life      lifecycle.State // and its goroutine, counting the shards
 	mu        sync.Mutex
 	shards    map[string]Q // by path, as the sharder's path is given
 	preferred map[string]bool
@@ -165,7 +164,7 @@ func (s *Sharder[Q]) Start(ctx context.Context) error {
 		s.life.Abort()
 		return errors.Join(zkerr.Namedf(s.what(), "start: %w", err), s.closeShards(wctx))
 	}
-	if err := s.counts.Go(ctx, &s.life, s.what(), s.run); err != nil { // Close came meanwhile, and may have missed what Start started
+	if err := s.life.Go(ctx, s.what(), s.run); err != nil { // Close came meanwhile, and may have missed what Start started
 		return errors.Join(err, s.latch.Close(wctx), s.closeShards(wctx))
 	}
 	return nil
@@ -320,7 +319,7 @@ func (s *Sharder[Q]) Close(ctx context.Context) error {
 	if first, _ := s.life.Close(); !first {
 		return nil
 	}
-	if err := s.counts.Stop(ctx, s.what()); err != nil {
+	if err := s.life.Stop(ctx, s.what()); err != nil {
 		return err
 	}
 	return errors.Join(zkerr.Named(s.what(), s.latch.Close(ctx)), s.closeShards(ctx))
