@@ -96,7 +96,7 @@ type Cache struct {
 	full string // on the server
 	o    options
 
-	life        lifecycle.State
+	life        lifecycle.State // and its goroutine, run
 	mu          sync.RWMutex
 	st          *store // the nodes (store.go)
 	initialized bool
@@ -106,11 +106,9 @@ type Cache struct {
 
 	persistent atomic.Bool // running on a persistent watch
 	resyncs    atomic.Int64
-	noMulti    atomic.Bool // the server has no multiRead (before 3.6): loads read node by node
-	listenerGs sync.Map    // goroutine ids of the listeners (Close from a listener does not wait for itself)
-	cancel     context.CancelFunc
-	done       chan struct{} // the worker has ended
-	watch      *engine.PersistentWatch
+	noMulti    atomic.Bool             // the server has no multiRead (before 3.6): loads read node by node
+	listenerGs sync.Map                // goroutine ids of the listeners (Close from a listener does not wait for itself)
+	watch      *engine.PersistentWatch // set with the goroutine, under mu
 
 	// Owned by the persistent watch's goroutine (runPersistent): which
 	// deletion events may be older than the node the cache holds, and so
@@ -217,22 +215,19 @@ func (c *Cache) Start(ctx context.Context) error {
 		c.life.Abort()
 		return zkerr.Named(c.name(), err)
 	}
-	rctx, cancel := context.WithCancel(context.Background())
-	c.mu.Lock()
-	if c.life.Closed() { // Close came while the watch was being set
-		c.mu.Unlock()
-		cancel()
-		if w != nil {
-			_ = w.Remove(ctx)
-		}
-		return zkerr.Named(c.name(), recipes.ErrClosed)
-	}
-	c.cancel, c.done, c.watch = cancel, make(chan struct{}), w
-	done := c.done
-	c.mu.Unlock()
+	c.mu.Lock() // Close reads the watch under it
+	c.watch = w
 	c.persistent.Store(w != nil)
-	go c.run(rctx, w, done)
-	return nil
+	err = c.life.Go(context.Background(), c.name(), func(ctx context.Context) { c.run(ctx, w) })
+	if err != nil { // Close came while the watch was being set
+		c.watch = nil
+		c.persistent.Store(false)
+	}
+	c.mu.Unlock()
+	if err != nil && w != nil {
+		_ = w.Remove(ctx)
+	}
+	return err
 }
 
 // setWatch sets the cache's persistent watch: nil without an error
@@ -255,8 +250,7 @@ func (c *Cache) setWatch(ctx context.Context) (*engine.PersistentWatch, error) {
 }
 
 // run keeps the cache current until ctx ends.
-func (c *Cache) run(ctx context.Context, w *engine.PersistentWatch, done chan struct{}) {
-	defer close(done)
+func (c *Cache) run(ctx context.Context, w *engine.PersistentWatch) {
 	if w != nil {
 		if !c.runPersistent(ctx, w) {
 			return
@@ -284,24 +278,18 @@ func (c *Cache) Close(ctx context.Context) error {
 	if first, _ := c.life.Close(); !first {
 		return nil
 	}
+	c.life.Cancel()
 	c.mu.Lock()
-	cancel, done, w := c.cancel, c.done, c.watch
+	w := c.watch
 	c.mu.Unlock()
 	var err error
-	if cancel != nil {
-		cancel()
-		if w != nil {
-			if rerr := w.Remove(ctx); rerr != nil {
-				err = zkerr.Namedf(c.name(), "close: %w", rerr)
-			}
+	if w != nil {
+		if rerr := w.Remove(ctx); rerr != nil {
+			err = zkerr.Namedf(c.name(), "close: %w", rerr)
 		}
-		select {
-		case <-done:
-		case <-ctx.Done():
-			if err == nil {
-				err = zkerr.Namedf(c.name(), "close: %w", ctx.Err())
-			}
-		}
+	}
+	if serr := c.life.Stop(ctx, c.name()); err == nil {
+		err = serr
 	}
 	c.persistent.Store(false)
 	c.mu.Lock()
@@ -347,9 +335,7 @@ func (c *Cache) WaitReady(ctx context.Context) error {
 	if err := recipeargs.Context(ctx); err != nil {
 		return err
 	}
-	c.mu.RLock()
-	done := c.done
-	c.mu.RUnlock()
+	done := c.life.Ended()
 	if done == nil {
 		if err := c.life.Running(c.name(), ""); err != nil {
 			return err // not started, or closed before it was
@@ -360,14 +346,10 @@ func (c *Cache) WaitReady(ctx context.Context) error {
 		return nil
 	default:
 	}
-	var ended <-chan struct{}
-	if done != nil {
-		ended = done
-	}
 	select {
 	case <-c.initCh:
 		return nil
-	case <-ended:
+	case <-done:
 		if c.e.Check() != nil {
 			return zkerr.Named(c.name(), recipes.ErrClientClosed)
 		}

@@ -34,13 +34,11 @@ type Reaper struct {
 	mu      sync.Mutex
 	nodes   map[string]*entry // candidates, by server path
 	parents map[string]*parent
-	life    lifecycle.State
+	life    lifecycle.State // and its goroutine, run
 
 	checked, reaped, notEmpty, active atomic.Uint64
 
 	latch     *election.Latch
-	cancel    context.CancelFunc
-	done      chan struct{}
 	follower  *engine.Follower // every parent's children, once following (r.mu)
 	followers sync.WaitGroup   // the follower's goroutine
 	next      time.Time        // rate limit: earliest next delete
@@ -74,7 +72,7 @@ func New(c *recipes.Client, opts ...Option) (*Reaper, error) {
 		o.log = c.Logger()
 	}
 	r := &Reaper{c: c, opts: o, log: o.log, interval: o.threshold / time.Duration(o.checks),
-		nodes: map[string]*entry{}, parents: map[string]*parent{}, done: make(chan struct{})}
+		nodes: map[string]*entry{}, parents: map[string]*parent{}}
 	if r.interval <= 0 {
 		r.interval = time.Millisecond
 	}
@@ -138,29 +136,19 @@ func (r *Reaper) Start(ctx context.Context) error {
 	if err := engine.Of(r.c).Check(); err != nil {
 		return zkerr.Named("reaper", err)
 	}
-	var rctx context.Context
-	r.mu.Lock() // a Close after the Start below finds cancel set
-	err := r.life.Start("reaper")
-	if err == nil {
-		rctx, r.cancel = context.WithCancel(context.Background())
-	}
-	r.mu.Unlock()
-	if err != nil {
+	if err := r.life.Start("reaper"); err != nil {
 		return err
 	}
 	if r.latch != nil {
 		if err := r.latch.Start(ctx); err != nil {
 			// Nothing is left behind (the latch's failed Start leaves no
 			// node): the Reaper may be started again.
-			r.cancel()
-			if !r.life.Abort() {
-				close(r.done) // a Close came meanwhile: it waits for done
-			}
+			r.life.Abort()
 			return zkerr.Namedf("reaper", "election: %w", err)
 		}
 	}
-	go r.run(rctx)
-	return nil
+	// Refused when a Close came meanwhile: that Close closes the latch.
+	return r.life.Go(context.Background(), "reaper", r.run)
 }
 
 func notMade() error { return zkerr.NotMade("Reaper", "New") }
@@ -193,20 +181,11 @@ func (r *Reaper) Close(ctx context.Context) error {
 	if ctx == nil {
 		return fmt.Errorf("%w: nil context", recipes.ErrInvalidArgument)
 	}
-	first, started := r.life.Close()
-	if !first {
+	if first, _ := r.life.Close(); !first {
 		return nil
 	}
-	if started {
-		r.mu.Lock()
-		cancel := r.cancel
-		r.mu.Unlock()
-		cancel()
-		select {
-		case <-r.done:
-		case <-ctx.Done():
-			return zkerr.Namedf("reaper", "close: %w", ctx.Err())
-		}
+	if err := r.life.Stop(ctx, "reaper"); err != nil {
+		return err
 	}
 	if r.latch != nil {
 		return r.latch.Close(ctx)

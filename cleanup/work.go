@@ -16,7 +16,6 @@ import (
 // election) it follows the tracked parents' children and checks every
 // candidate once an interval, until Close.
 func (r *Reaper) run(ctx context.Context) {
-	defer close(r.done)
 	defer r.followers.Wait()
 	t := time.NewTicker(r.interval)
 	defer t.Stop()

@@ -55,16 +55,14 @@ type Selector struct {
 	opts options
 	m    *mutex.Mutex
 
-	life      lifecycle.State
+	life      lifecycle.State // and its goroutine, run
 	mu        sync.Mutex
 	queued    bool // an attempt to lead is under way or asked for
 	leading   *Term
 	interrupt context.CancelFunc // of the running LeadFunc
 	leadGID   uint64             // the goroutine running LeadFunc (0: none)
 	wake      chan struct{}      // Requeue
-	ctx       context.Context    // cancelled by Close
-	cancel    context.CancelFunc
-	done      chan struct{}
+	ctx       context.Context    // run's (run and leadOnce read it): cancelled by Close
 }
 
 // NewSelector returns a selector at path for participant id (its node's
@@ -95,7 +93,7 @@ func NewSelector(c *recipes.Client, path, id string, fn LeadFunc, opts ...Option
 	m := lock.(*mutex.Mutex)
 	full, _ := c.FullPath(path)
 	return &Selector{c: c, path: path, full: full, id: id, fn: fn, opts: o, m: m,
-		wake: make(chan struct{}, 1), done: make(chan struct{})}, nil
+		wake: make(chan struct{}, 1)}, nil
 }
 
 // ID returns the participant id.
@@ -117,15 +115,16 @@ func (s *Selector) Start(ctx context.Context) error {
 	if err := engine.Of(s.c).Check(); err != nil {
 		return zkerr.Named("leader selector "+s.path, err)
 	}
-	s.mu.Lock() // a Close after the Start below finds cancel set
-	defer s.mu.Unlock()
-	if err := s.life.Start("leader selector " + s.path); err != nil {
+	s.mu.Lock() // a Requeue sees it either not started or queued
+	err := s.life.Start("leader selector " + s.path)
+	if err == nil {
+		s.queued = true
+	}
+	s.mu.Unlock()
+	if err != nil {
 		return err
 	}
-	s.queued = true
-	s.ctx, s.cancel = context.WithCancel(context.Background())
-	go s.run()
-	return nil
+	return s.life.Go(context.Background(), "leader selector "+s.path, s.run)
 }
 
 // Requeue queues for leadership once more, if the selector is neither
@@ -177,8 +176,8 @@ func (s *Selector) HasLeadership() bool {
 	return t != nil && !notify.IsClosed(t.Done())
 }
 
-func (s *Selector) run() {
-	defer close(s.done)
+func (s *Selector) run(ctx context.Context) {
+	s.ctx = ctx
 	owner := mutex.WithOwner(s.ctx, s) // the selector is the lock's owner
 	for {
 		s.mu.Lock()
@@ -345,27 +344,17 @@ func (s *Selector) Close(ctx context.Context) error {
 	if ctx == nil {
 		ctx = context.Background()
 	}
-	first, started := s.life.Close()
-	if !first {
+	if first, _ := s.life.Close(); !first {
 		return nil
 	}
 	s.mu.Lock()
-	cancel := s.cancel
 	inside := s.leadGID != 0 && s.leadGID == gid.GoroutineID()
 	s.mu.Unlock()
-	if !started {
-		return nil
-	}
-	cancel()
 	if inside {
+		s.life.Cancel()
 		return nil // waiting would wait for the caller itself
 	}
-	select {
-	case <-s.done:
-		return nil
-	case <-ctx.Done():
-		return zkerr.Namedf("leader selector "+s.path, "close: %w", ctx.Err())
-	}
+	return s.life.Stop(ctx, "leader selector "+s.path)
 }
 
 func notMadeSelector() error { return zkerr.NotMade("Selector", "NewSelector") }

@@ -73,11 +73,9 @@ type PersistentTTLNode struct {
 	period time.Duration
 	node   *PersistentNode
 
-	life      lifecycle.State
+	life      lifecycle.State // and its goroutine, loop
 	mu        sync.Mutex
 	lastTouch time.Time
-	cancel    context.CancelFunc
-	done      chan struct{}
 	again     chan struct{} // the parent was made again: touch now (buffered 1)
 	remove    func()
 }
@@ -164,17 +162,13 @@ func (n *PersistentTTLNode) Start(ctx context.Context) error {
 		default:
 		}
 	})
-	lctx, cancel := context.WithCancel(context.Background())
-	n.cancel, n.done = cancel, make(chan struct{})
-	go n.loop(lctx)
-	return nil
+	return n.life.Go(context.Background(), n.what(), n.loop) // refused if Close came while the parent was started: it closes the node
 }
 
 func (n *PersistentTTLNode) what() string { return "TTL node " + n.path }
 
 // loop touches the child every period, and at once when the parent is made.
 func (n *PersistentTTLNode) loop(ctx context.Context) {
-	defer close(n.done)
 	t := time.NewTicker(n.period)
 	defer t.Stop()
 	for {
@@ -262,12 +256,11 @@ func (n *PersistentTTLNode) Close(ctx context.Context) error {
 	if first, _ := n.life.Close(); !first {
 		return nil
 	}
-	n.mu.Lock()
-	cancel, done, remove := n.cancel, n.done, n.remove
+	n.mu.Lock() // after Start
+	remove := n.remove
 	n.mu.Unlock()
-	if cancel != nil {
-		cancel()
-		<-done
+	_ = n.life.Stop(context.Background(), n.what()) // a touch lasts a period at most
+	if remove != nil {
 		remove()
 	}
 	return n.node.Close(ctx)

@@ -21,7 +21,6 @@ import (
 
 // run consumes until ctx ends or the client closes.
 func (q *core) run(ctx context.Context) {
-	defer close(q.done)
 	skip := skips{locked: map[string]bool{}, kept: map[string]bool{}}
 	for {
 		snap := q.e.Snapshot()

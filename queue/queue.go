@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"log/slog"
 	"strings"
-	"sync"
 	"sync/atomic"
 
 	"github.com/go-zookeeper/zk"
@@ -76,6 +75,22 @@ func only(o *options, option, recipe string) error {
 	return nil
 }
 
+// option is recipe's option name: it sets with set when ok, and refuses
+// otherwise (recipes.ErrInvalidArgument, saying what is wrong); every
+// other recipe refuses it too.
+func option(recipe, name string, ok bool, wrong string, set func(*options)) Option {
+	return func(o *options) error {
+		if err := only(o, name, recipe); err != nil {
+			return err
+		}
+		if !ok {
+			return fmt.Errorf("%w: %s", recipes.ErrInvalidArgument, wrong)
+		}
+		set(o)
+		return nil
+	}
+}
+
 // WithLogger sets the logger of the consumer's work (a corrupt item kept
 // or handed over, a consumer failed, a lock lost), or of a Sharder's
 // checks; the Client's by default.
@@ -86,16 +101,8 @@ func WithLogger(l *slog.Logger) Option {
 // WithConsumer makes the queue consume: Start starts a goroutine that
 // hands every item to c, until Close. Without it the queue only produces.
 func WithConsumer(c Consumer) Option {
-	return func(o *options) error {
-		if err := only(o, "WithConsumer", "Queue"); err != nil {
-			return err
-		}
-		if f, isFunc := c.(ConsumerFunc); c == nil || isFunc && f == nil {
-			return fmt.Errorf("%w: nil Consumer", recipes.ErrInvalidArgument)
-		}
-		o.consumer = c
-		return nil
-	}
+	f, isFunc := c.(ConsumerFunc)
+	return option("Queue", "WithConsumer", c != nil && !(isFunc && f == nil), "nil Consumer", func(o *options) { o.consumer = c })
 }
 
 // WithLockPath turns on lock-safety mode (Curator's lockPath): before it
@@ -120,16 +127,7 @@ func WithLockPath(lockPath string) Option {
 // WithErrorMode sets what lock-safety mode does with an item whose
 // Consume failed: ErrorRequeue (the default) or ErrorDelete.
 func WithErrorMode(m ErrorMode) Option {
-	return func(o *options) error {
-		if err := only(o, "WithErrorMode", "Queue"); err != nil {
-			return err
-		}
-		if m != ErrorRequeue && m != ErrorDelete {
-			return fmt.Errorf("%w: error mode %d", recipes.ErrInvalidArgument, m)
-		}
-		o.errorMode = m
-		return nil
-	}
+	return option("Queue", "WithErrorMode", m == ErrorRequeue || m == ErrorDelete, fmt.Sprintf("error mode %d", m), func(o *options) { o.errorMode = m })
 }
 
 // WithMaxItems bounds the queue (Curator's maxItems): a Put waits while
@@ -137,16 +135,7 @@ func WithErrorMode(m ErrorMode) Option {
 // bound is checked before each put, not in the same transaction, so
 // producers that put at once can pass it by a few (as in Curator).
 func WithMaxItems(max int) Option {
-	return func(o *options) error {
-		if err := only(o, "WithMaxItems", "Queue"); err != nil {
-			return err
-		}
-		if max < 1 {
-			return fmt.Errorf("%w: max items %d", recipes.ErrInvalidArgument, max)
-		}
-		o.maxItems = max
-		return nil
-	}
+	return option("Queue", "WithMaxItems", max >= 1, fmt.Sprintf("max items %d", max), func(o *options) { o.maxItems = max })
 }
 
 // core is what every queue of the DistributedQueue family shares.
@@ -161,11 +150,8 @@ type core struct {
 	opts     options
 	log      *slog.Logger
 
-	life       lifecycle.State
-	mu         sync.Mutex
-	cancel     context.CancelFunc
-	done       chan struct{}
-	unreadable atomic.Int64 // corrupt items met
+	life       lifecycle.State // and its goroutine, the consumer
+	unreadable atomic.Int64    // corrupt items met
 }
 
 func newCore(c *recipes.Client, k kind, path string, opts []Option) (*core, error) {
@@ -234,16 +220,7 @@ func (q *core) start(ctx context.Context) error {
 	if q.opts.consumer == nil {
 		return nil
 	}
-	rctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
-	q.mu.Lock()
-	defer q.mu.Unlock()
-	if q.life.Closed() { // Close came while the directories were made
-		cancel()
-		return zkerr.Namedf(q.what(), "start: %w", recipes.ErrClosed)
-	}
-	q.cancel, q.done = cancel, make(chan struct{})
-	go q.run(rctx)
-	return nil
+	return q.life.Go(ctx, q.what(), q.run) // refused if Close came while the directories were made
 }
 
 // ensureDir makes dir (the queue's or its lock directory) with Curator's
@@ -271,19 +248,7 @@ func (q *core) close(ctx context.Context) error {
 	if first, _ := q.life.Close(); !first {
 		return nil
 	}
-	q.mu.Lock()
-	cancel, done := q.cancel, q.done
-	q.mu.Unlock()
-	if cancel == nil {
-		return nil
-	}
-	cancel()
-	select {
-	case <-done:
-		return nil
-	case <-ctx.Done():
-		return zkerr.Namedf(q.what(), "close: %w", ctx.Err())
-	}
+	return q.life.Stop(ctx, q.what())
 }
 
 // put creates one item node named name<seq> holding items.

@@ -1,10 +1,11 @@
 package queue
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
-	"log/slog"
+	"maps"
 	"math/rand/v2"
 	"slices"
 	"strings"
@@ -50,59 +51,26 @@ type sharder struct {
 // full: no longer preferred by Queue, and a reason for the leader to add
 // a shard (Curator's newQueueThreshold; default 10,000).
 func WithShardThreshold(n int) Option {
-	return func(o *options) error {
-		if err := only(o, "WithShardThreshold", "Sharder"); err != nil {
-			return err
-		}
-		if n <= 0 {
-			return fmt.Errorf("%w: shard threshold %d", recipes.ErrInvalidArgument, n)
-		}
-		o.threshold = n
-		return nil
-	}
+	return option("Sharder", "WithShardThreshold", n > 0, fmt.Sprintf("shard threshold %d", n), func(o *options) { o.threshold = n })
 }
 
 // WithShardCheckInterval sets how often the shards are counted
 // (Curator's thresholdCheckMs; default 30 s).
 func WithShardCheckInterval(d time.Duration) Option {
-	return func(o *options) error {
-		if err := only(o, "WithShardCheckInterval", "Sharder"); err != nil {
-			return err
-		}
-		if d <= 0 {
-			return fmt.Errorf("%w: shard check interval %v", recipes.ErrInvalidArgument, d)
-		}
-		o.interval = d
-		return nil
-	}
+	return option("Sharder", "WithShardCheckInterval", d > 0, fmt.Sprintf("shard check interval %v", d), func(o *options) { o.interval = d })
 }
 
 // WithMaxShards sets the most shards the leader makes (Curator's
 // maxQueues; default 10).
 func WithMaxShards(n int) Option {
-	return func(o *options) error {
-		if err := only(o, "WithMaxShards", "Sharder"); err != nil {
-			return err
-		}
-		if n <= 0 {
-			return fmt.Errorf("%w: max shards %d", recipes.ErrInvalidArgument, n)
-		}
-		o.maxShards = n
-		return nil
-	}
+	return option("Sharder", "WithMaxShards", n > 0, fmt.Sprintf("max shards %d", n), func(o *options) { o.maxShards = n })
 }
 
 // WithSharderID sets the participant id of the sharder's leader latch
-// (its node's data). The default is this host's IP address as text;
-// Curator's sharder leaves it empty, which election.Latch refuses.
+// (its node's data), not empty. The default is this host's IP address as
+// text; Curator's sharder leaves it empty, which election.Latch refuses.
 func WithSharderID(id string) Option {
-	return func(o *options) error {
-		if err := only(o, "WithSharderID", "Sharder"); err != nil {
-			return err
-		}
-		o.id = id
-		return nil
-	}
+	return option("Sharder", "WithSharderID", id != "", "empty sharder id", func(o *options) { o.id = id })
 }
 
 // Sharder is Curator's QueueSharder: one logical queue made of several
@@ -124,17 +92,14 @@ type Sharder[Q Shard] struct {
 	c          *recipes.Client
 	e          *engine.Client
 	path, full string
-	leaderPath string
 	alloc      Allocator[Q]
 	opts       options
 	latch      *election.Latch
 
-	life      lifecycle.State
+	life      lifecycle.State // and its goroutine, counting the shards
 	mu        sync.Mutex
 	shards    map[string]Q // by path, as the sharder's path is given
 	preferred map[string]bool
-	cancel    context.CancelFunc
-	done      chan struct{}
 }
 
 // NewSharder returns a sharder of the queues under queuePath, with its
@@ -145,40 +110,31 @@ func NewSharder[Q Shard](c *recipes.Client, queuePath, leaderPath string, alloc 
 	if err != nil {
 		return nil, err
 	}
-	what := "queue sharder " + queuePath
+	s := &Sharder[Q]{c: c, e: engine.Of(c), path: queuePath, full: full, alloc: alloc, shards: map[string]Q{}, preferred: map[string]bool{},
+		opts: options{recipe: "Sharder", sharder: sharder{threshold: 10000, interval: 30 * time.Second, maxShards: 10, id: recipeargs.LocalIP()}}}
 	lfull, err := recipeargs.Path(c, leaderPath, "a sharder leader path")
+	switch {
+	case err != nil:
+	case lfull == full || strings.HasPrefix(lfull, full+"/"):
+		err = fmt.Errorf("%w: the leader path %s must not be the queues' path or under it", recipes.ErrInvalidPath, leaderPath)
+	case alloc == nil:
+		err = fmt.Errorf("%w: nil Allocator", recipes.ErrInvalidArgument)
+	default:
+		err = recipeargs.Options(&s.opts, opts)
+	}
+	if err == nil {
+		s.latch, err = election.NewLatch(c, leaderPath, s.opts.id)
+	}
 	if err != nil {
-		return nil, zkerr.Named(what, err)
+		return nil, zkerr.Named(s.what(), err)
 	}
-	if lfull == full || strings.HasPrefix(lfull, full+"/") {
-		return nil, zkerr.Namedf(what, "%w: the leader path %s must not be the queues' path or under it", recipes.ErrInvalidPath, leaderPath)
-	}
-	if alloc == nil {
-		return nil, zkerr.Namedf(what, "%w: nil Allocator", recipes.ErrInvalidArgument)
-	}
-	o := options{recipe: "Sharder", sharder: sharder{threshold: 10000, interval: 30 * time.Second, maxShards: 10, id: recipeargs.LocalIP()}}
-	if err := recipeargs.Options(&o, opts); err != nil {
-		return nil, zkerr.Named(what, err)
-	}
-	latch, err := election.NewLatch(c, leaderPath, o.id)
-	if err != nil {
-		return nil, zkerr.Named(what, err)
-	}
-	return &Sharder[Q]{c: c, e: engine.Of(c), path: queuePath, full: full, leaderPath: leaderPath, alloc: alloc,
-		opts: o, latch: latch, shards: map[string]Q{}, preferred: map[string]bool{}}, nil
+	s.opts.log = cmp.Or(s.opts.log, s.e.Logger()) // WithLogger's, else the Client's
+	return s, nil
 }
 
 func (s *Sharder[Q]) what() string { return "queue sharder " + s.path }
 
 // Path returns the sharder's path as given to NewSharder.
-// log is WithLogger's logger, else the Client's.
-func (s *Sharder[Q]) log() *slog.Logger {
-	if s.opts.log != nil {
-		return s.opts.log
-	}
-	return s.e.Logger()
-}
-
 func (s *Sharder[Q]) Path() string { return s.path }
 
 // Start makes the sharder's path (a container, as Curator's start does),
@@ -190,68 +146,34 @@ func (s *Sharder[Q]) Start(ctx context.Context) error {
 	if s == nil || s.c == nil {
 		return zkerr.NotMade("Sharder", "NewSharder")
 	}
-	if ctx == nil {
-		return fmt.Errorf("%w: nil context", recipes.ErrInvalidArgument)
+	if err := recipeargs.Context(ctx); err != nil {
+		return err
 	}
 	if err := s.life.Start(s.what()); err != nil {
 		return err
 	}
+	wctx := context.WithoutCancel(ctx)
 	err := s.e.EnsureContainers(ctx, s.full)
 	if err == nil {
-		err = s.initialShards(ctx)
+		err = s.check(ctx, true)
 	}
 	if err == nil {
 		err = s.latch.Start(ctx)
 	}
 	if err != nil {
 		s.life.Abort()
-		return errors.Join(zkerr.Namedf(s.what(), "start: %w", err), s.closeShards(context.WithoutCancel(ctx)))
+		return errors.Join(zkerr.Namedf(s.what(), "start: %w", err), s.closeShards(wctx))
 	}
-	rctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
-	s.mu.Lock()
-	if s.life.Closed() { // Close came during Start, and may have missed what it started
-		s.mu.Unlock()
-		cancel()
-		wctx := context.WithoutCancel(ctx)
-		return errors.Join(zkerr.Namedf(s.what(), "start: %w", recipes.ErrClosed), s.latch.Close(wctx), s.closeShards(wctx))
-	}
-	s.cancel, s.done = cancel, make(chan struct{})
-	s.mu.Unlock()
-	go s.run(rctx)
-	return nil
-}
-
-// initialShards starts a queue on each shard, or on a new shard when
-// there is none (Curator's getInitialQueues).
-func (s *Sharder[Q]) initialShards(ctx context.Context) error {
-	var kids []string
-	err := s.e.Retry(ctx, func() error {
-		var err error
-		kids, _, err = s.e.Children(ctx, s.full)
-		return err
-	})
-	if err != nil {
-		return err
-	}
-	if len(kids) == 0 {
-		return s.addShard(ctx, "")
-	}
-	for _, k := range kids {
-		if err := s.addShard(ctx, k); err != nil {
-			return err
-		}
+	if err := s.life.Go(ctx, s.what(), s.run); err != nil { // Close came meanwhile, and may have missed what Start started
+		return errors.Join(err, s.latch.Close(wctx), s.closeShards(wctx))
 	}
 	return nil
 }
 
-// addShard starts a queue on the shard name (a new one, queue-<uuid>,
-// when name is empty) unless this sharder has one; a new queue is
-// preferred (Curator's addNewQueueIfNeeded). Starting the queue makes its
-// directory.
+// addShard starts a queue on the shard name unless this sharder has one;
+// a new queue is preferred (Curator's addNewQueueIfNeeded). Starting the
+// queue makes its directory.
 func (s *Sharder[Q]) addShard(ctx context.Context, name string) error {
-	if name == "" {
-		name = ShardPrefix + uuid.NewString()
-	}
 	p := zkpath.JoinPath(s.path, name)
 	s.mu.Lock()
 	_, ok := s.shards[p]
@@ -272,34 +194,44 @@ func (s *Sharder[Q]) addShard(ctx context.Context, name string) error {
 	return nil
 }
 
-// run counts the shards once an interval (through the core's wait, so
-// not while disconnected) until Close.
+// run counts the shards once an interval, and at once after a change of
+// the connection's state (through the core's wait, so not while
+// disconnected), until Close.
 func (s *Sharder[Q]) run(ctx context.Context) {
-	defer close(s.done)
-	first := true // Start has just read the shards
-	_, _ = s.e.Await(ctx, engine.Wait{What: s.path}, func(engine.Snapshot, engine.Wake) (engine.Look, error) {
-		if !first && ctx.Err() == nil {
-			if err := s.check(ctx); err != nil && ctx.Err() == nil {
-				s.log().Error("zkrecipes: queue sharder: checking the shards against the threshold", "path", s.path, "err", err)
+	_, _ = s.e.Await(ctx, engine.Wait{What: s.path}, func(_ engine.Snapshot, w engine.Wake) (engine.Look, error) {
+		if w.At || w.State { // not the first look: Start has just read the shards
+			if err := s.check(ctx, false); err != nil && ctx.Err() == nil {
+				s.opts.log.Error("zkrecipes: queue sharder: checking the shards against the threshold", "path", s.path, "err", err)
 			}
 		}
-		first = false
 		return engine.Look{At: time.Now().Add(s.opts.interval)}, nil
 	})
 }
 
-// check is Curator's checkThreshold: start queues on new shards, update
-// the preferred ones, and, when one is full and this sharder leads, add
-// a shard if there are fewer than the maximum.
-func (s *Sharder[Q]) check(ctx context.Context) error {
-	kids, _, err := s.e.Children(ctx, s.full)
+// check is Curator's checkThreshold and, at Start, its getInitialQueues:
+// it starts a queue on each shard this sharder has none on (on a new
+// shard at Start when there is none); then, but not at Start, it updates
+// the preferred shards and, when one is full and this sharder leads,
+// adds a shard if there are fewer than the maximum.
+func (s *Sharder[Q]) check(ctx context.Context, atStart bool) error {
+	var kids []string
+	err := s.e.Retry(ctx, func() (err error) {
+		kids, _, err = s.e.Children(ctx, s.full)
+		return err
+	})
 	if err != nil {
 		return err
 	}
-	full, size := false, 0
+	if atStart && len(kids) == 0 {
+		kids = []string{ShardPrefix + uuid.NewString()}
+	}
+	size := -1 // the items of a full shard
 	for _, k := range kids {
 		if err := s.addShard(ctx, k); err != nil {
 			return err
+		}
+		if atStart {
+			continue // every new queue is preferred until the first count
 		}
 		ok, st, err := s.e.Exists(ctx, zkpath.JoinPath(s.full, k))
 		if err != nil {
@@ -312,22 +244,22 @@ func (s *Sharder[Q]) check(ctx context.Context) error {
 		s.mu.Lock()
 		switch {
 		case n >= s.opts.threshold:
-			full, size = true, n
+			size = n
 			delete(s.preferred, p)
 		case n <= s.opts.threshold/2:
 			s.preferred[p] = true
 		}
 		s.mu.Unlock()
 	}
-	if !full || !s.latch.HasLeadership() {
+	if size < 0 || !s.latch.HasLeadership() {
 		return nil
 	}
 	if s.ShardCount() >= s.opts.maxShards {
-		s.log().Warn("zkrecipes: queue sharder: the most shards made; consider a larger WithMaxShards", "path", s.path, "max", s.opts.maxShards)
+		s.opts.log.Warn("zkrecipes: queue sharder: the most shards made; consider a larger WithMaxShards", "path", s.path, "max", s.opts.maxShards)
 		return nil
 	}
-	s.log().Info("zkrecipes: queue sharder: adding a shard, one is past the threshold", "path", s.path, "size", size, "threshold", s.opts.threshold)
-	return s.addShard(ctx, "")
+	s.opts.log.Info("zkrecipes: queue sharder: adding a shard, one is past the threshold", "path", s.path, "size", size, "threshold", s.opts.threshold)
+	return s.addShard(ctx, ShardPrefix+uuid.NewString())
 }
 
 // Queue returns one of the shards' queues, at random among the preferred
@@ -345,16 +277,11 @@ func (s *Sharder[Q]) Queue() (Q, error) {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	keys := make([]string, 0, len(s.preferred))
-	for p := range s.preferred {
-		keys = append(keys, p)
-	}
+	keys := slices.Collect(maps.Keys(s.preferred))
 	if len(keys) == 0 {
-		for p := range s.shards {
-			keys = append(keys, p)
-		}
+		keys = slices.Collect(maps.Keys(s.shards))
 	}
-	if len(keys) == 0 {
+	if len(keys) == 0 { // Start has not made the first yet
 		return zero, zkerr.Namedf(s.what(), "queue: %w", recipes.ErrNotStarted)
 	}
 	return s.shards[keys[rand.IntN(len(keys))]], nil
@@ -362,14 +289,7 @@ func (s *Sharder[Q]) Queue() (Q, error) {
 
 // ShardCount returns the number of shards this sharder has a queue on
 // (Curator's getShardQty).
-func (s *Sharder[Q]) ShardCount() int {
-	if s == nil {
-		return 0
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return len(s.shards)
-}
+func (s *Sharder[Q]) ShardCount() int { return len(s.ShardPaths()) }
 
 // ShardPaths returns the paths of the shards this sharder has a queue
 // on, sorted (Curator's getQueuePaths).
@@ -379,19 +299,12 @@ func (s *Sharder[Q]) ShardPaths() []string {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	out := make([]string, 0, len(s.shards))
-	for p := range s.shards {
-		out = append(out, p)
-	}
-	slices.Sort(out)
-	return out
+	return slices.Sorted(maps.Keys(s.shards))
 }
 
 // HasLeadership reports whether this sharder leads: whether it adds the
 // shards.
-func (s *Sharder[Q]) HasLeadership() bool {
-	return s != nil && s.latch != nil && s.latch.HasLeadership()
-}
+func (s *Sharder[Q]) HasLeadership() bool { return s != nil && s.latch.HasLeadership() }
 
 // Close stops counting, leaves the election and closes every shard's
 // queue (the shards stay in ZooKeeper, with their items). Later calls do
@@ -400,38 +313,27 @@ func (s *Sharder[Q]) Close(ctx context.Context) error {
 	if s == nil || s.c == nil {
 		return zkerr.NotMade("Sharder", "NewSharder")
 	}
-	if ctx == nil {
-		return fmt.Errorf("%w: nil context", recipes.ErrInvalidArgument)
+	if err := recipeargs.Context(ctx); err != nil {
+		return err
 	}
 	if first, _ := s.life.Close(); !first {
 		return nil
 	}
-	s.mu.Lock()
-	cancel, done := s.cancel, s.done
-	s.mu.Unlock()
-	if cancel != nil {
-		cancel()
-		select {
-		case <-done:
-		case <-ctx.Done():
-			return zkerr.Namedf(s.what(), "close: %w", ctx.Err())
-		}
+	if err := s.life.Stop(ctx, s.what()); err != nil {
+		return err
 	}
 	return errors.Join(zkerr.Named(s.what(), s.latch.Close(ctx)), s.closeShards(ctx))
 }
 
 // closeShards closes every shard's queue, and forgets them.
 func (s *Sharder[Q]) closeShards(ctx context.Context) error {
-	var errs []error
 	s.mu.Lock()
 	shards := s.shards
 	s.shards, s.preferred = map[string]Q{}, map[string]bool{}
 	s.mu.Unlock()
+	var errs []error
 	for _, q := range shards {
 		errs = append(errs, q.Close(ctx))
 	}
-	if err := errors.Join(errs...); err != nil {
-		return zkerr.Namedf(s.what(), "close: %w", err)
-	}
-	return nil
+	return zkerr.Named(s.what(), errors.Join(errs...))
 }

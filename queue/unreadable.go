@@ -8,8 +8,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-
-	"github.com/zkrecipes/zkrecipes/recipes"
 )
 
 // UnreadableFunc is handed a queue item whose data does not decode (not
@@ -37,16 +35,7 @@ type UnreadableFunc func(ctx context.Context, name string, data []byte) error
 // recipes.MetricQueueUnreadable, result kept or handed) and logged at
 // error with its bytes and what happened to it.
 func WithUnreadable(h UnreadableFunc) Option {
-	return func(o *options) error {
-		if err := only(o, "WithUnreadable", "Queue"); err != nil {
-			return err
-		}
-		if h == nil {
-			return fmt.Errorf("%w: nil unreadable handler", recipes.ErrInvalidArgument)
-		}
-		o.unreadable = h
-		return nil
-	}
+	return option("Queue", "WithUnreadable", h != nil, "nil unreadable handler", func(o *options) { o.unreadable = h })
 }
 
 // outcome is what the consumer did with one item.

@@ -28,7 +28,7 @@ type cell[T any] struct {
 	seed        []byte
 	log         *slog.Logger
 
-	life    lifecycle.State
+	life    lifecycle.State // and its goroutine, follow
 	mu      sync.Mutex
 	known   bool // val was read from (or written to) the node
 	val     VersionedValue[T]
@@ -36,8 +36,6 @@ type cell[T any] struct {
 	changed chan struct{} // closed when the value changes, then replaced
 
 	listeners notify.Listeners[VersionedValue[T]]
-	cancel    context.CancelFunc
-	done      chan struct{} // the follower has ended
 }
 
 func (s *cell[T]) init(c *recipes.Client, path, kind string, seed []byte, seedVal T, cd codec.Codec[T], opts []Option) error {
@@ -78,18 +76,7 @@ func (s *cell[T]) start(ctx context.Context) error {
 		s.life.Abort()
 		return err
 	}
-	fctx, cancel := context.WithCancel(context.Background())
-	s.mu.Lock()
-	if s.life.Closed() { // Close came while the node was being read
-		s.mu.Unlock()
-		cancel()
-		return zkerr.Named(s.Name(), recipes.ErrClosed)
-	}
-	s.cancel, s.done = cancel, make(chan struct{})
-	done := s.done
-	s.mu.Unlock()
-	go s.follow(fctx, done)
-	return nil
+	return s.life.Go(context.Background(), s.Name(), s.follow) // refused if Close came while the node was being read
 }
 
 // create makes the node with the seed unless it exists, and reads it when
@@ -120,8 +107,7 @@ func (s *cell[T]) create(ctx context.Context) error {
 }
 
 // follow keeps the cache current until Close.
-func (s *cell[T]) follow(ctx context.Context, done chan struct{}) {
-	defer close(done)
+func (s *cell[T]) follow(ctx context.Context) {
 	f := s.E.NewFollower(s.Full, nil)
 	f.AddNode(s.Full, s.Full, func(v engine.NodeView) {
 		if err := s.view(v); err != nil {
@@ -218,7 +204,7 @@ func (s *cell[T]) writable(ctx context.Context) error {
 	if err := s.life.Running(s.Name(), ""); err != nil {
 		return err
 	}
-	if s.done == nil { // Start is still reading the node
+	if s.life.Ended() == nil { // Start is still reading the node
 		return zkerr.Named(s.Name(), recipes.ErrNotStarted)
 	}
 	return nil
@@ -319,19 +305,10 @@ func (s *cell[T]) close(ctx context.Context) error {
 	if first, _ := s.life.Close(); !first {
 		return nil
 	}
-	s.mu.Lock()
-	cancel, done := s.cancel, s.done
-	s.mu.Unlock()
-	if cancel == nil {
-		s.listeners.Close()
-		return nil
-	}
-	cancel()
-	select {
-	case <-done:
-	case <-ctx.Done():
-		go func() { <-done; s.listeners.Close() }()
-		return zkerr.Namedf(s.Name(), "close: %w", ctx.Err())
+	if err := s.life.Stop(ctx, s.Name()); err != nil {
+		ended := s.life.Ended()
+		go func() { <-ended; s.listeners.Close() }()
+		return err
 	}
 	s.listeners.Close()
 	return nil
