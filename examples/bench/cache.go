@@ -178,8 +178,9 @@ func (b *bench) cacheScenario(ctx context.Context) (string, error) {
 // cacheOpts shape cacheSize's rounds: how many, and whether only the load
 // is measured (the scale scenario) or also the latency and the resync.
 type cacheOpts struct {
-	rounds   int
-	loadOnly bool
+	rounds     int
+	loadOnly   bool
+	curMayFail bool // Curator's failure to load is cacheResult.curErr, and its side ends there
 }
 
 // cacheResult is what cacheSize measured: its RESULT line, its -md
@@ -187,6 +188,7 @@ type cacheOpts struct {
 type cacheResult struct {
 	line, md   string
 	ours, curs []cacheFigs
+	curErr     error // opt.curMayFail: why Curator's load failed (its process is gone)
 }
 
 // cacheSize is one size's rounds on tree.
@@ -230,6 +232,7 @@ func (b *bench) cacheSize(ctx context.Context, cs *cacheSides, tree *cacheTree, 
 		return m.HeapAlloc
 	}
 	var ours, curs []cacheFigs
+	var curErr error
 	for r := range opt.rounds {
 		o, c := cacheFigs{watches: -1}, cacheFigs{watches: -1}
 		var s cacheSamples
@@ -276,6 +279,10 @@ func (b *bench) cacheSize(ctx context.Context, cs *cacheSides, tree *cacheTree, 
 			}
 			w0 := watches()
 			a, err := cur.do(6*time.Minute+time.Duration(total)*time.Millisecond/2, "cacheload %s", root)
+			if err != nil && opt.curMayFail {
+				curErr, cur, c.size = err, nil, -1
+				return nil
+			}
 			if err != nil {
 				return err
 			}
@@ -532,7 +539,7 @@ func (b *bench) cacheSize(ctx context.Context, cs *cacheSides, tree *cacheTree, 
 	}
 	fmt.Fprintf(&md, "\nCPU is the client's: ours this process's getrusage (for events, less what the same sets cost with no cache open, %.0f µs per set), Curator's its process CPU clock. Heap: bytes in use after a full GC, after \"initialized\" less before the start, per node cached then (Go HeapAlloc; the JVM's used heap, -XX:+UseSerialGC), the median of the rounds after the first (the JVM's first load frees start-up memory the heap before it held). resync_ms runs from the restore to the last changed leaf heard; reconnect_ms to the client's RECONNECTED; resync_read_ms from that (Curator: or its first read's reply, if earlier) to the read's end (ours: the Resynced event; Curator: its last read's reply). Requests: getData, getChildren, exists and multiRead (ours: one multiRead per 64 nodes; Curator's counted by its tracer).\n", writerCPU)
 	fmt.Printf("   medians: %s\n", strings.TrimPrefix(res.String(), "RESULT "))
-	return cacheResult{line: res.String(), md: md.String(), ours: ours, curs: curs}, nil
+	return cacheResult{line: res.String(), md: md.String(), ours: ours, curs: curs, curErr: curErr}, nil
 }
 
 // reads counts the read requests in s (a multiRead as one).

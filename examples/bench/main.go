@@ -217,7 +217,7 @@ func main() {
 	flag.DurationVar(&f.duration, "duration", 5*time.Second, "contended and readers: time per side per round")
 	flag.IntVar(&f.sessions, "sessions", 16, "contended: number of sessions contending")
 	flag.IntVar(&f.readers, "readers", 32, "readers: number of reading sessions")
-	flag.StringVar(&f.which, "which", "all", "scenarios to run: all, or a comma-separated list of uncontended, contended, contended-procs, readers, semaphore, mixed, semcontended, failover, peers, cache, keys, local, herd, queue, held, tls, observers (they run in that order; tls, TLS against plaintext on servers of its own, and observers, caches on an observer against on voters on an ensemble of its own, only when named)")
+	flag.StringVar(&f.which, "which", "all", "scenarios to run: all, or a comma-separated list of uncontended, contended, contended-procs, readers, semaphore, mixed, semcontended, failover, peers, cache, keys, local, herd, queue, held, tls, observers, scale (they run in that order; tls, TLS against plaintext on servers of its own, observers, caches on an observer against on voters on an ensemble of its own, and scale, four rows at 1x and 10x their size beside Curator, only when named)")
 	flag.DurationVar(&f.sessionTimeout, "session-timeout", 4*time.Second, "session timeout requested by both sides")
 	flag.BoolVar(&f.procs, "procs", false, "contended: run every session in an OS process of its own (this binary re-run as a worker) instead of a goroutine, so that sessions share no state, as with separate services")
 	flag.StringVar(&f.cpuprofile, "cpuprofile", "", "write a CPU profile of this process to `file`")
@@ -270,7 +270,11 @@ func run(f flags) (int, error) {
 		defer pprof.StopCPUProfile()
 	}
 
-	servers, where, cleanup, err := zookeeper(f.servers)
+	var zkOpts []zktest.Option
+	if which["scale"] {
+		zkOpts = append(zkOpts, zktest.WithHeap(scaleServerMB)) // a million nodes
+	}
+	servers, where, cleanup, err := zookeeper(f.servers, zkOpts...)
 	if err != nil {
 		return 0, err
 	}
@@ -1329,7 +1333,7 @@ func table(cols ...string) *tabwriter.Writer {
 
 // zookeeper returns the servers to use, a description, and a function that
 // stops the server this program started, if any.
-func zookeeper(flagServers string) ([]string, string, func(), error) {
+func zookeeper(flagServers string, opts ...zktest.Option) ([]string, string, func(), error) {
 	var servers []string
 	for _, s := range strings.Split(flagServers, ",") {
 		if s = strings.TrimSpace(s); s != "" {
@@ -1340,7 +1344,7 @@ func zookeeper(flagServers string) ([]string, string, func(), error) {
 		return servers, "server " + strings.Join(servers, ",") + " (ZooKeeper " + srvrVersion(servers[0]) + ")", func() {}, nil
 	}
 	fmt.Println("no -servers and no ZK_SERVERS: starting a local ZooKeeper...")
-	cl, err := zktest.Launch(1)
+	cl, err := zktest.Launch(1, opts...)
 	if err != nil {
 		return nil, "", nil, err
 	}
