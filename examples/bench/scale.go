@@ -53,6 +53,7 @@ var (
 	scalePeerHeapMB int
 	scaleServerMB   int
 	scaleProbes     int
+	scaleRowsFlag   string
 )
 
 func init() {
@@ -67,6 +68,7 @@ func init() {
 	flag.IntVar(&scaleHeapMB, "scale-heap", 512, "scale: the heap of both cache sides, MiB (Curator's -Xmx; this process's memory limit during the cache row)")
 	flag.IntVar(&scalePeerHeapMB, "scale-peer-heap", 4096, "scale: the -Xmx of the Curator process of the discovery, group and waiter rows, MiB")
 	flag.IntVar(&scaleServerMB, "scale-server-heap", 4096, "scale: the -Xmx of the local ZooKeeper server, MiB, when the benchmark starts one")
+	flag.StringVar(&scaleRowsFlag, "scale-rows", "discovery,group,cache,waiters", "scale: the rows to run, a comma-separated list of discovery, group, cache, waiters")
 	flag.IntVar(&scaleProbes, "scale-probes", 2, "scale: halvings of the search for the largest tree Curator's cache loads in -scale-heap, when it cannot load one of the sizes")
 }
 
@@ -93,7 +95,8 @@ type scaleRun struct {
 	measures []*scaleMeasure
 	byName   map[string]*scaleMeasure
 	lines    []string
-	largest  string // the cache row's search for Curator's largest load
+	largest  string          // the cache row's search for Curator's largest load
+	rows     map[string]bool // -scale-rows
 }
 
 // set records a figure.
@@ -134,12 +137,22 @@ func (b *bench) scaleScenario(ctx context.Context) (string, bool, error) {
 	}
 	fmt.Printf("\n== scale: discovery (%d instances), group (%d members), cache (%d leaves), waiters on one lock (%d) at %v times, ours and Curator's in the same rounds\n",
 		scaleInstances, scaleMembers, scaleLeaves, scaleWaiters, factors)
-	s := &scaleRun{b: b, ctx: ctx, factors: factors, byName: map[string]*scaleMeasure{}}
+	s := &scaleRun{b: b, ctx: ctx, factors: factors, byName: map[string]*scaleMeasure{}, rows: map[string]bool{}}
+	for _, r := range strings.Split(scaleRowsFlag, ",") {
+		switch r = strings.TrimSpace(r); r {
+		case "discovery", "group", "cache", "waiters":
+			s.rows[r] = true
+		default:
+			return "", false, fmt.Errorf("-scale-rows: %q is not one of discovery, group, cache, waiters", r)
+		}
+	}
 	if err := s.peerRows(); err != nil {
 		return "", false, err
 	}
-	if err := s.cacheRows(); err != nil {
-		return "", false, err
+	if s.rows["cache"] {
+		if err := s.cacheRows(); err != nil {
+			return "", false, err
+		}
 	}
 	s.print()
 	return strings.Join(s.lines, "\n"), true, nil
@@ -156,6 +169,9 @@ func (s *scaleRun) roundsAt(f int) int {
 // peerRows runs the discovery, group and waiter rows on one Curator
 // process (its heap -scale-peer-heap) and the peers' sessions.
 func (s *scaleRun) peerRows() error {
+	if !s.rows["discovery"] && !s.rows["group"] && !s.rows["waiters"] {
+		return nil
+	}
 	if !peersOn {
 		return errors.New("scale needs the peers (-peers=false)")
 	}
@@ -170,10 +186,16 @@ func (s *scaleRun) peerRows() error {
 	if len(w.clients) < discReaders {
 		return fmt.Errorf("scale needs %d sessions, -sessions and -readers give %d", discReaders, len(w.clients))
 	}
-	for _, row := range []func(*peerWork, int) error{s.discoveryRow, s.groupRow, s.waitersRow} {
+	for _, row := range []struct {
+		name string
+		run  func(*peerWork, int) error
+	}{{"discovery", s.discoveryRow}, {"group", s.groupRow}, {"waiters", s.waitersRow}} {
 		for _, f := range s.factors {
+			if !s.rows[row.name] {
+				break
+			}
 			w.nRound = s.roundsAt(f)
-			if err := row(w, f); err != nil {
+			if err := row.run(w, f); err != nil {
 				return fmt.Errorf("at %dx: %w", f, err)
 			}
 		}
@@ -262,6 +284,6 @@ func (s *scaleRun) waitersRow(w *peerWork, f int) error {
 	}
 	s.lines = append(s.lines, line)
 	s.peerFigs("waiters", "time per hand-off", "µs", true, "µs/hand-off", f, n, func(rate float64) float64 { return 1e6 / rate })
-	s.noted(w, fmt.Sprintf("queue%d", n), "pkts", "waiters", "server packets per hand-off", "", true, f, n)
+	s.noted(w, fmt.Sprintf("queue%d", n), "pkts", "waiters", "server packets received per hand-off", "packets", true, f, n)
 	return nil
 }

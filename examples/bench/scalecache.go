@@ -182,12 +182,12 @@ func (s *scaleRun) print() {
 			}
 			return g, fmt.Sprintf("%.2f%s", g, mark)
 		}
-		go_, gos := growth("ours")
+		gOurs, gos := growth("ours")
 		gc, gcs := growth("curator")
 		fmt.Fprintf(tw, "%s\t%s (%s)\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", m.row, m.name, m.unit, strings.Join(sizes, " → "),
 			vals("ours", false), gos, vals("curator", false), gcs, vals("ours", true), vals("curator", true), m.cpuUnit)
 		s.lines = append(s.lines, fmt.Sprintf("RESULT scenario=scale row=%s measure=%s unit=%s sizes=%s ours=%s curator=%s growth_ours=%.3f growth_curator=%.3f linear=%.0f cpu_ours=%s cpu_curator=%s",
-			m.row, scaleKey(m.name), scaleKey(m.unit), strings.Join(sizes, ","), scaleKey(vals("ours", false)), scaleKey(vals("curator", false)), go_, gc, linear,
+			m.row, scaleKey(m.name), scaleKey(m.unit), strings.Join(sizes, ","), scaleKey(vals("ours", false)), scaleKey(vals("curator", false)), gOurs, gc, linear,
 			scaleKey(vals("ours", true)), scaleKey(vals("curator", true))))
 	}
 	tw.Flush()
