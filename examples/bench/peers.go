@@ -413,8 +413,12 @@ func (b *bench) peers(ctx context.Context) ([]string, bool, error) {
 	}
 	pw, stop, err := b.startPeers(ctx, []string{"curator", "kazoo"}, nil)
 	defer stop()
-	if err != nil || pw == nil {
-		return nil, err == nil, err
+	if err != nil {
+		return nil, false, err
+	}
+	if len(pw.procs) == 0 {
+		fmt.Println("peers: neither Curator nor Kazoo is installed (scripts/install-deps.sh installs both); nothing to compare")
+		return nil, true, nil
 	}
 	var (
 		lines []string
@@ -441,8 +445,8 @@ func (b *bench) peers(ctx context.Context) ([]string, bool, error) {
 
 // startPeers starts the peers named by keys (curator, kazoo) where
 // installed, Curator's JVM with jvmArgs, and as many sessions of ours:
-// max(-sessions, -readers) each. A nil peerWork and no error: no peer is
-// installed. stop ends it all (also after an error).
+// max(-sessions, -readers) each; with no peer installed (or none named)
+// only ours. stop ends it all (also after an error).
 func (b *bench) startPeers(ctx context.Context, keys []string, jvmArgs []string) (_ *peerWork, stop func(), err error) {
 	f := b.f
 	var cleanups []func()
@@ -496,11 +500,6 @@ func (b *bench) startPeers(ctx context.Context, keys []string, jvmArgs []string)
 			return nil, stop, err
 		}
 	}
-	if len(procs) == 0 {
-		fmt.Println("peers: neither Curator nor Kazoo is installed (scripts/install-deps.sh installs both); nothing to compare")
-		return nil, stop, nil
-	}
-
 	clients := make([]*recipes.Client, 0, sessions)
 	cleanups = append(cleanups, func() {
 		for _, c := range clients {

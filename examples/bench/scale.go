@@ -35,7 +35,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"flag"
 	"fmt"
 	"strconv"
@@ -172,16 +171,14 @@ func (s *scaleRun) peerRows() error {
 	if !s.rows["discovery"] && !s.rows["group"] && !s.rows["waiters"] {
 		return nil
 	}
-	if !peersOn {
-		return errors.New("scale needs the peers (-peers=false)")
+	var keys []string // -peers=false: ours alone
+	if peersOn {
+		keys = []string{"curator"}
 	}
-	w, stop, err := s.b.startPeers(s.ctx, []string{"curator"}, []string{"-Xmx" + strconv.Itoa(scalePeerHeapMB) + "m"})
+	w, stop, err := s.b.startPeers(s.ctx, keys, []string{"-Xmx" + strconv.Itoa(scalePeerHeapMB) + "m"})
 	defer stop()
 	if err != nil {
 		return err
-	}
-	if w == nil {
-		return errors.New("scale: Curator is not installed")
 	}
 	if len(w.clients) < discReaders {
 		return fmt.Errorf("scale needs %d sessions, -sessions and -readers give %d", discReaders, len(w.clients))
@@ -263,7 +260,7 @@ func (s *scaleRun) groupRow(w *peerWork, f int) error {
 		return err
 	}
 	s.lines = append(s.lines, line)
-	s.peerFigs("group", "all join: time to agreement", "ms", false, "µs/member", f, n, msOfRate)
+	s.peerFigs("group", "all join, time to agreement", "ms", false, "µs/member", f, n, msOfRate)
 	if line, err = w.groupExpiry(n); err != nil {
 		return err
 	}

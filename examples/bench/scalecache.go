@@ -79,7 +79,7 @@ func (s *scaleRun) cacheFigs(res cacheResult, f, n int, curOK bool) {
 		g          get
 		skipFirst  bool
 	}{
-		{"load: time to initialized", "ms", func(c cacheFigs) float64 { return msf(c.load) }, false},
+		{"load, time to initialized", "ms", func(c cacheFigs) float64 { return msf(c.load) }, false},
 		{"heap bytes per node", "B", func(c cacheFigs) float64 { return c.heap }, true},
 	} {
 		perOp := m.unit == "B"
@@ -207,18 +207,22 @@ func fmtScale(v float64) string {
 	return fmt.Sprintf("%.2f", v)
 }
 
-// scaleKey makes s a RESULT value: no spaces, arrows as commas.
+// scaleKey makes s a RESULT value: a list's " → " as commas, no spaces
+// (dashes), no commas or quotes within an item.
 func scaleKey(s string) string {
-	s = strings.ReplaceAll(s, " → ", ",")
-	return strings.Map(func(r rune) rune {
-		switch {
-		case r == ' ' || r == ':' || r == '+':
-			return '-'
-		case r == 'µ':
-			return 'u'
-		case r == '–':
-			return '-'
-		}
-		return r
-	}, s)
+	parts := strings.Split(s, " → ")
+	for i, p := range parts {
+		parts[i] = strings.Map(func(r rune) rune {
+			switch r {
+			case ' ', ':', '+', '–':
+				return '-'
+			case '\'', ',':
+				return -1
+			case 'µ':
+				return 'u'
+			}
+			return r
+		}, p)
+	}
+	return strings.Join(parts, ",")
 }
