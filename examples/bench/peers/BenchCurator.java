@@ -1098,7 +1098,7 @@ public class BenchCurator {
             g.start();
             gs.add(g);
         }
-        long deadline = t0 + TimeUnit.SECONDS.toNanos(120);
+        long deadline = t0 + TimeUnit.SECONDS.toNanos(600);
         for (GroupMember g : gs) {
             while (g.getCurrentMembers().size() != members) {
                 if (System.nanoTime() > deadline) {
@@ -1152,7 +1152,7 @@ public class BenchCurator {
             g.start();
             expMembers.add(g);
         }
-        awaitMembers(expMembers, members, System.nanoTime() + TimeUnit.SECONDS.toNanos(120));
+        awaitMembers(expMembers, members, System.nanoTime() + TimeUnit.SECONDS.toNanos(600));
         org.apache.zookeeper.data.Stat st = clients.get(0).checkExists().usingWatcher((org.apache.curator.framework.api.CuratorWatcher) e -> {
             if (e.getType() == org.apache.zookeeper.Watcher.Event.EventType.NodeDeleted) {
                 expGoneNanos = System.nanoTime();
@@ -1168,7 +1168,7 @@ public class BenchCurator {
         Result r = new Result();
         double c0 = cpuSeconds();
         long t0 = System.nanoTime();
-        long deadline = t0 + TimeUnit.SECONDS.toNanos(120);
+        long deadline = t0 + TimeUnit.SECONDS.toNanos(600);
         while (expGoneNanos == 0) {
             if (System.nanoTime() > deadline) {
                 throw new IllegalStateException("the last member's session never expired");
