@@ -95,6 +95,13 @@
 //     its requests); server watches per cache. Targets (pass= in its
 //     RESULT line, not counted by -strict): p99 <= 10 ms, load and resync
 //     read >= 3x Curator's rate, heap <= 0.5x Curator's.
+//   - scale (scale.go, scalecache.go; only when named): the discovery,
+//     group, cache and waiter rows above at 1x and 10x their size
+//     (-scale-factors; 1,000 instances, 100 members, 100,000 leaves and
+//     1,000 waiters at 1x), ours and Curator's in the same run, and how
+//     each measure grows from 1x to 10x (linear: 10 for a total, 1 per
+//     operation); the cache's two sides in the same heap (-scale-heap),
+//     with Curator's largest load in it searched for where it fails.
 //   - mixed: -mixed-readers reading and -mixed-writers writing sessions on
 //     one rwlock path, against the contended mutex on as many sessions:
 //     read and write acquisitions/s, the writers' wait p50/p99, and
@@ -127,6 +134,7 @@
 //	RESULT scenario=cache nodes=... load_ms_ours=... load_ms_curator=... cpu_us_per_node_ours=... lat_p50_ms_ours=... lat_p99_ms_ours=... resync_ms_ours=... ...
 //	RESULT scenario=peers workload=cycle|contend|queue10|queue100|queue1000|rwlock|semaphore|counter|counter-promoted|doublebarrier-enter|doublebarrier-leave|workqueue-dq|workqueue-simple|discovery-register|discovery-see|discovery-getinstance-50|discovery-getinstance-1000|group|group-expiry unit=ops_per_s|us_per_handoff|ms ours=... curator=... ours_per_curator=... kazoo=... ours_per_kazoo=... cpu_us_per_op_ours=... ...
 //	RESULT scenario=peers workload=qdepth-dq|qdepth-simple depth=... unit=items_per_s ours=...|fails cpu_us_per_item_ours=... curator=...|fails cpu_us_per_item_curator=...
+//	RESULT scenario=scale row=discovery|group|cache|waiters measure=... unit=... sizes=1000,10000 ours=...,... curator=...,... growth_ours=... growth_curator=... linear=10|1 cpu_ours=...,... cpu_curator=...,...
 //
 // Both sides use the same session timeout (-session-timeout). Mutual
 // exclusion is checked while the contended rounds run. Any error, or a
