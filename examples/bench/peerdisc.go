@@ -446,16 +446,25 @@ func (w *peerWork) discGetInstance(n int) (string, error) {
 	line, _, err := w.compare(row, w.rounds(), sides)
 	mu.Lock()
 	defer mu.Unlock()
+	w.getInstanceNotes(row.key, n, nsPer, allocs, startMs)
+	return line, err
+}
+
+// getInstanceNotes prints the getInstance row's further medians, per
+// side: ns and allocations per call, the provider's start; and notes
+// them (peerWork.note).
+func (w *peerWork) getInstanceNotes(key string, n int, nsPer, allocs, startMs map[string][]float64) {
 	fmt.Printf("per call (medians of rounds): ours %.1f ns, %.2f allocations; provider start to %d instances %.1f ms", median(nsPer["ours"]), median(allocs["ours"]), n, median(startMs["ours"]))
-	w.note(fmt.Sprintf("discovery-getinstance-%d", n), "ours", "ns", median(nsPer["ours"]))
-	w.note(fmt.Sprintf("discovery-getinstance-%d", n), "ours", "start_ms", median(startMs["ours"]))
+	w.note(key, "ours", "ns", median(nsPer["ours"]))
+	w.note(key, "ours", "start_ms", median(startMs["ours"]))
 	if c := allocs["curator"]; len(c) > 0 {
 		fmt.Printf("; Curator %.0f ns, %.0f bytes allocated, provider start %.1f ms", median(nsPer["curator"]), median(c), median(startMs["curator"]))
-		w.note(fmt.Sprintf("discovery-getinstance-%d", n), "curator", "ns", median(nsPer["curator"]))
-		w.note(fmt.Sprintf("discovery-getinstance-%d", n), "curator", "start_ms", median(startMs["curator"]))
+		w.note(key, "curator", "ns", median(nsPer["curator"]))
+		if len(startMs["curator"]) > 0 {
+			w.note(key, "curator", "start_ms", median(startMs["curator"]))
+		}
 	}
 	fmt.Println()
-	return line, err
 }
 
 func (w *peerWork) group() ([]string, bool, error) {
