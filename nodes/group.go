@@ -68,6 +68,7 @@ type GroupMember struct {
 	ready     chan struct{}     // closed once loaded
 	members   []Member          // membersLocked's last answer, while valid
 	memoOK    bool              // members is valid: no change since
+	stale     bool              // a state was not posted: nobody listened (postLocked)
 	life      lifecycle.State
 	removes   []func()
 	state     *notify.Current[GroupState]
@@ -205,12 +206,32 @@ func (g *GroupMember) checkPayloadLocked(data []byte) {
 }
 
 // postLocked tells the listeners the current state, once the first
-// load is in (a state they heard already is not posted again).
+// load is in (a state they heard already is not posted again). With no
+// listener it only marks the state stale (listenLocked posts it before
+// the next listener comes): a state is a sorted copy of every member, and
+// making one per event cost each of n members O(n log n) per join, so
+// that n members joining cost O(n³ log n) in all (Curator's GroupMember
+// has no listener and builds its list only when asked, as
+// CurrentMembers does here).
 func (g *GroupMember) postLocked() {
 	if g.life.Closed() || !g.loaded {
 		return
 	}
+	if !g.state.Listened() {
+		g.stale = true
+		return
+	}
+	g.stale = false
 	g.state.Set(g.stateLocked())
+}
+
+// listenLocked brings the posted state up to date before a listener
+// comes, under mu, so that it hears the current state first.
+func (g *GroupMember) listenLocked() {
+	if g.stale && g.loaded && !g.life.Closed() {
+		g.stale = false
+		g.state.Set(g.stateLocked())
+	}
 }
 
 // sameGroupState reports whether two states are the same.
@@ -329,6 +350,9 @@ func (g *GroupMember) Listen(fn func(GroupState)) (remove func()) {
 	if !g.made() {
 		return func() {}
 	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.listenLocked()
 	return g.state.Listen(fn)
 }
 
@@ -342,6 +366,9 @@ func (g *GroupMember) Subscribe() (<-chan GroupState, func()) {
 		close(ch)
 		return ch, func() {}
 	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.listenLocked()
 	return g.state.Subscribe()
 }
 

@@ -124,3 +124,45 @@ func TestGroupDuplicateMember(t *testing.T) {
 	})
 	eventually(t, 10*time.Second, "no duplicate any more", func() bool { return second.Err() == nil })
 }
+
+// A member nobody listens to posts no state per event (building one is a
+// sorted copy of every member); a listener that comes later hears the
+// current members first, and every change after, and one that goes and
+// comes back hears what changed meanwhile.
+func TestGroupListenerComesLate(t *testing.T) {
+	zkc := testutil.SharedServer(t)
+	ctx := context.Background()
+	c := connect(t, zkc.Servers(), recipes.WithNamespace("grplate"))
+	path := "/g-" + t.Name()
+	a := member(t, c, path, "a", nil)
+	require.NoError(t, a.WaitReady(ctx))
+	b := member(t, c, path, "b", nil)
+	require.NoError(t, b.WaitReady(ctx))
+	require.Eventually(t, func() bool { return slices.Equal(ids(a.CurrentMembers()), []string{"a", "b"}) }, 10*time.Second, 5*time.Millisecond)
+
+	heard := func() (func() []string, func()) {
+		var mu sync.Mutex
+		var last []string
+		remove := a.Listen(func(s nodes.GroupState) { mu.Lock(); last = ids(s.Members); mu.Unlock() })
+		return func() []string { mu.Lock(); defer mu.Unlock(); return last }, remove
+	}
+	last, remove := heard()
+	require.Eventually(t, func() bool { return slices.Equal(last(), []string{"a", "b"}) }, 10*time.Second, 5*time.Millisecond, "the late listener's first state")
+	member(t, c, path, "c", nil)
+	require.Eventually(t, func() bool { return slices.Equal(last(), []string{"a", "b", "c"}) }, 10*time.Second, 5*time.Millisecond, "a change after it came")
+	remove()
+
+	require.NoError(t, b.Close(ctx))
+	require.Eventually(t, func() bool { return slices.Equal(ids(a.CurrentMembers()), []string{"a", "c"}) }, 10*time.Second, 5*time.Millisecond)
+	last, remove = heard()
+	defer remove()
+	require.Eventually(t, func() bool { return slices.Equal(last(), []string{"a", "c"}) }, 10*time.Second, 5*time.Millisecond, "what changed while nobody listened")
+	ch, stop := a.Subscribe()
+	defer stop()
+	select {
+	case s := <-ch:
+		assert.Equal(t, []string{"a", "c"}, ids(s.Members))
+	case <-time.After(10 * time.Second):
+		t.Fatal("Subscribe gave no first state")
+	}
+}

@@ -38,11 +38,9 @@ package main
 
 import (
 	"context"
-	"errors"
 	"flag"
 	"fmt"
 	"math/rand/v2"
-	"os"
 	"runtime"
 	"strconv"
 	"strings"
@@ -51,11 +49,8 @@ import (
 
 	"github.com/zkrecipes/zkrecipes/cache"
 	"github.com/zkrecipes/zkrecipes/internal/engine"
-	"github.com/zkrecipes/zkrecipes/internal/interop"
 	"github.com/zkrecipes/zkrecipes/internal/metric"
-	"github.com/zkrecipes/zkrecipes/internal/par"
 	"github.com/zkrecipes/zkrecipes/recipes"
-	"github.com/zkrecipes/zkrecipes/recipes/zktest"
 )
 
 var (
@@ -156,95 +151,51 @@ func (b *bench) cacheScenario(ctx context.Context) (string, error) {
 		}
 		sizes = append(sizes, n)
 	}
-	admin, err := recipes.Connect(ctx, b.servers, recipes.WithSessionTimeout(b.f.sessionTimeout))
+	cs, err := b.startCacheSides(ctx, nil)
+	defer cs.close()
 	if err != nil {
 		return "", err
 	}
-	defer admin.Close(context.Background())
-	pxOurs, err := zktest.ListenProxy(b.servers[0])
-	if err != nil {
-		return "", err
-	}
-	defer pxOurs.Close()
-	pxCur, err := zktest.ListenProxy(b.servers[0])
-	if err != nil {
-		return "", err
-	}
-	defer pxCur.Close()
-	oc, err := recipes.Connect(ctx, []string{pxOurs.Addr()}, recipes.WithSessionTimeout(b.f.sessionTimeout))
-	if err != nil {
-		return "", err
-	}
-	defer oc.Close(context.Background())
-
-	var cur *peerProc
-	curNote := ""
-	dir, err := os.MkdirTemp("", "zkrecipes-bench-cache-")
-	if err != nil {
-		return "", err
-	}
-	defer os.RemoveAll(dir)
-	if peersOn {
-		p, version, err := startCurator(dir, []string{pxCur.Addr()}, b.f.sessionTimeout, 1)
-		switch {
-		case errors.Is(err, interop.ErrUnavailable):
-			curNote = "not run: " + err.Error()
-		case err != nil:
-			return "", err
-		default:
-			if err := p.ready(); err != nil {
-				return "", err
-			}
-			defer p.close()
-			cur = p
-			fmt.Printf("   Curator: %s, CuratorCache\n", version)
-		}
-	} else {
-		curNote = "not run: -peers=false"
-	}
-	if curNote != "" {
-		fmt.Println("   Curator:", curNote)
-	}
-
 	fmt.Printf("\n== cache: package cache against Curator's CuratorCache, sizes %v leaves, %d rounds each\n", sizes, b.f.rounds)
 	var lines []string
 	cacheMD = ""
 	for _, n := range sizes {
-		line, md, err := b.cacheSize(ctx, admin, oc, pxOurs, pxCur, cur, curNote, n)
+		tree, err := b.makeCacheTree(ctx, cs.admin, n)
 		if err != nil {
 			return "", err
 		}
-		lines = append(lines, line)
-		cacheMD += md
+		res, err := b.cacheSize(ctx, cs, tree, cacheOpts{rounds: b.f.rounds})
+		if err != nil {
+			return "", err
+		}
+		tree.remove(ctx, cs.admin)
+		lines = append(lines, res.line)
+		cacheMD += res.md
 	}
 	return strings.Join(lines, "\n"), nil
 }
 
-// cacheSize is one size's rounds.
-func (b *bench) cacheSize(ctx context.Context, admin, oc *recipes.Client, pxOurs, pxCur *zktest.Proxy, cur *peerProc, curNote string, cacheLeaves int) (string, string, error) {
-	root := fmt.Sprintf("%s/cache%d", b.root, cacheLeaves)
-	parents := (cacheLeaves + 99) / 100
-	total := 1 + parents + cacheLeaves
-	fmt.Printf("-- a cache of %d nodes (%d leaves under fan-out 100, 100-byte values)\n", total, cacheLeaves)
-	if _, err := admin.CreateWithParents(ctx, root, cacheValue("root"), 0); err != nil {
-		return "", "", err
-	}
-	var leaves []string
-	var level []string
-	for i := range parents {
-		level = append(level, fmt.Sprintf("%s/p%03d", root, i))
-	}
-	for i := range cacheLeaves {
-		leaves = append(leaves, fmt.Sprintf("%s/p%03d/n%03d", root, i/100, i%100))
-	}
-	for _, ps := range [][]string{level, leaves} {
-		if err := par.Each(32, ps, func(p string) error {
-			_, err := admin.Create(ctx, p, cacheValue("init"), 0)
-			return err
-		}); err != nil {
-			return "", "", err
-		}
-	}
+// cacheOpts shape cacheSize's rounds: how many, and whether only the load
+// is measured (the scale scenario) or also the latency and the resync.
+type cacheOpts struct {
+	rounds     int
+	loadOnly   bool
+	curMayFail bool // Curator's failure to load is cacheResult.curErr, and its side ends there
+}
+
+// cacheResult is what cacheSize measured: its RESULT line, its -md
+// section, and each side's figures per round.
+type cacheResult struct {
+	line, md   string
+	ours, curs []cacheFigs
+	curErr     error // opt.curMayFail: why Curator's load failed (its process is gone)
+}
+
+// cacheSize is one size's rounds on tree.
+func (b *bench) cacheSize(ctx context.Context, cs *cacheSides, tree *cacheTree, opt cacheOpts) (cacheResult, error) {
+	admin, oc, pxOurs, pxCur, cur, curNote := cs.admin, cs.oc, cs.pxOurs, cs.pxCur, cs.cur, cs.curNote
+	root, level, leaves, total := tree.root, tree.level, tree.leaves, tree.total
+	cacheLeaves := len(leaves)
 
 	rng := rand.New(rand.NewPCG(26, 26))
 	setAll := func(n int, prefix func(int) string, paced bool) error {
@@ -264,11 +215,14 @@ func (b *bench) cacheSize(ctx context.Context, admin, oc *recipes.Client, pxOurs
 	latValue := func(int) string { return "t" + strconv.FormatInt(time.Now().UnixNano(), 10) + "-" }
 
 	// What the sets cost this process with no cache open.
-	c0 := cpuTime()
-	if err := setAll(cacheSetsPer, latValue, true); err != nil {
-		return "", "", err
+	var writerCPU float64
+	if !opt.loadOnly {
+		c0 := cpuTime()
+		if err := setAll(cacheSetsPer, latValue, true); err != nil {
+			return cacheResult{}, err
+		}
+		writerCPU = float64((cpuTime() - c0).Microseconds()) / float64(cacheSetsPer)
 	}
-	writerCPU := float64((cpuTime() - c0).Microseconds()) / float64(cacheSetsPer)
 
 	heapNow := func() uint64 {
 		var m runtime.MemStats
@@ -278,7 +232,8 @@ func (b *bench) cacheSize(ctx context.Context, admin, oc *recipes.Client, pxOurs
 		return m.HeapAlloc
 	}
 	var ours, curs []cacheFigs
-	for r := range b.f.rounds {
+	var curErr error
+	for r := range opt.rounds {
 		o, c := cacheFigs{watches: -1}, cacheFigs{watches: -1}
 		var s cacheSamples
 		stopListening := oc.Listen(s.state)
@@ -323,7 +278,11 @@ func (b *bench) cacheSize(ctx context.Context, admin, oc *recipes.Client, pxOurs
 				return nil
 			}
 			w0 := watches()
-			a, err := cur.do(6*time.Minute, "cacheload %s", root)
+			a, err := cur.do(6*time.Minute+time.Duration(total)*time.Millisecond/2, "cacheload %s", root)
+			if err != nil && opt.curMayFail {
+				curErr, cur, c.size = err, nil, -1
+				return nil
+			}
 			if err != nil {
 				return err
 			}
@@ -344,141 +303,145 @@ func (b *bench) cacheSize(ctx context.Context, admin, oc *recipes.Client, pxOurs
 			first, second = loadCur, loadOurs
 		}
 		if err := first(); err != nil {
-			return "", "", err
+			return cacheResult{}, err
 		}
 		if err := second(); err != nil {
-			return "", "", err
+			return cacheResult{}, err
 		}
 		// Ours must hold every node; Curator's shortfall (CURATOR-690 in
 		// 5.4) is reported, not fatal.
 		if o.size != total {
-			return "", "", fmt.Errorf("round %d: at initialized ours held %d nodes of %d", r+1, o.size, total)
+			return cacheResult{}, fmt.Errorf("round %d: at initialized ours held %d nodes of %d", r+1, o.size, total)
 		}
 		curShort := cur != nil && c.size < total
 		// The floor of a load: the same nodes read raw, on the same link.
 		all := append(append([]string{root}, level...), leaves...)
 		floor, floorReq, err := rawFloor(ctx, oc, all)
 		if err != nil {
-			return "", "", err
+			return cacheResult{}, err
 		}
 		o.floor = floor
 
-		// Latency.
-		s.reset()
-		if cur != nil {
-			if _, err := cur.do(time.Minute, "cachelat-start"); err != nil {
-				return "", "", err
+		if !opt.loadOnly {
+			// Latency.
+			s.reset()
+			if cur != nil {
+				if _, err := cur.do(time.Minute, "cachelat-start"); err != nil {
+					return cacheResult{}, err
+				}
 			}
-		}
-		var curCPU0 time.Duration
-		if cur != nil {
-			curCPU0, _ = processCPU(cur.cmd.Process.Pid)
-		}
-		c0 := cpuTime()
-		if err := setAll(cacheSetsPer, latValue, true); err != nil {
-			return "", "", err
-		}
-		deadline := time.Now().Add(30 * time.Second)
-		for {
+			var curCPU0 time.Duration
+			if cur != nil {
+				curCPU0, _ = processCPU(cur.cmd.Process.Pid)
+			}
+			c0 := cpuTime()
+			if err := setAll(cacheSetsPer, latValue, true); err != nil {
+				return cacheResult{}, err
+			}
+			deadline := time.Now().Add(30 * time.Second)
+			for {
+				s.mu.Lock()
+				n := len(s.lat)
+				s.mu.Unlock()
+				if n >= cacheSetsPer || time.Now().After(deadline) {
+					break
+				}
+				time.Sleep(time.Millisecond)
+			}
+			ourCPU := cpuTime() - c0
 			s.mu.Lock()
-			n := len(s.lat)
+			o.p50, o.p99 = percentile(s.lat, 0.5), percentile(s.lat, 0.99)
+			// At this rate two sets of one leaf may come within one read:
+			// coalesced into one event (as Curator does), so a few fewer
+			// samples than sets is no fault.
+			heard := len(s.lat)
 			s.mu.Unlock()
-			if n >= cacheSetsPer || time.Now().After(deadline) {
-				break
+			if heard < cacheSetsPer*9/10 {
+				return cacheResult{}, fmt.Errorf("round %d: our cache heard %d of %d changes", r+1, heard, cacheSetsPer)
 			}
-			time.Sleep(time.Millisecond)
-		}
-		ourCPU := cpuTime() - c0
-		s.mu.Lock()
-		o.p50, o.p99 = percentile(s.lat, 0.5), percentile(s.lat, 0.99)
-		// At this rate two sets of one leaf may come within one read:
-		// coalesced into one event (as Curator does), so a few fewer
-		// samples than sets is no fault.
-		heard := len(s.lat)
-		s.mu.Unlock()
-		if heard < cacheSetsPer*9/10 {
-			return "", "", fmt.Errorf("round %d: our cache heard %d of %d changes", r+1, heard, cacheSetsPer)
-		}
-		o.cpuEvent = max(0, float64(ourCPU.Microseconds())/float64(heard)-writerCPU)
-		if cur != nil {
-			a, err := cur.do(time.Minute, "cachelat-wait %d", cacheSetsPer)
-			if err != nil {
-				return "", "", err
+			o.cpuEvent = max(0, float64(ourCPU.Microseconds())/float64(heard)-writerCPU)
+			if cur != nil {
+				a, err := cur.do(time.Minute, "cachelat-wait %d", cacheSetsPer)
+				if err != nil {
+					return cacheResult{}, err
+				}
+				curCPU1, _ := processCPU(cur.cmd.Process.Pid)
+				c.p50 = time.Duration(a.seconds * float64(time.Second))
+				c.p99 = time.Duration(a.total) * time.Microsecond
+				c.cpuEvent = float64((curCPU1 - curCPU0).Microseconds()) / float64(max(a.ops, 1))
+				if a.ops < cacheSetsPer*9/10 && !curShort {
+					return cacheResult{}, fmt.Errorf("round %d: Curator's cache heard %d of %d changes", r+1, a.ops, cacheSetsPer)
+				}
 			}
-			curCPU1, _ := processCPU(cur.cmd.Process.Pid)
-			c.p50 = time.Duration(a.seconds * float64(time.Second))
-			c.p99 = time.Duration(a.total) * time.Microsecond
-			c.cpuEvent = float64((curCPU1 - curCPU0).Microseconds()) / float64(max(a.ops, 1))
-			if a.ops < cacheSetsPer*9/10 && !curShort {
-				return "", "", fmt.Errorf("round %d: Curator's cache heard %d of %d changes", r+1, a.ops, cacheSetsPer)
-			}
-		}
 
-		// Resync after the links are lost.
-		s.reset()
-		if cur != nil {
-			if _, err := cur.do(time.Minute, "cacheresync-start"); err != nil {
-				return "", "", err
+			// Resync after the links are lost.
+			s.reset()
+			if cur != nil {
+				if _, err := cur.do(time.Minute, "cacheresync-start"); err != nil {
+					return cacheResult{}, err
+				}
 			}
-		}
-		st0 := engine.Of(oc).Stats()
-		pxOurs.Blackhole()
-		pxCur.Blackhole()
-		// Distinct leaves, so that each set is one change to find.
-		perm := rng.Perm(len(leaves))[:cacheResyncSets]
-		for i, k := range perm {
-			if _, err := admin.Set(ctx, leaves[k], cacheValue("r"+strconv.Itoa(i)), -1); err != nil {
-				return "", "", err
+			st0 := engine.Of(oc).Stats()
+			pxOurs.Blackhole()
+			pxCur.Blackhole()
+			// Distinct leaves, so that each set is one change to find.
+			perm := rng.Perm(len(leaves))[:cacheResyncSets]
+			for i, k := range perm {
+				if _, err := admin.Set(ctx, leaves[k], cacheValue("r"+strconv.Itoa(i)), -1); err != nil {
+					return cacheResult{}, err
+				}
 			}
-		}
-		restored := time.Now()
-		pxOurs.Restore()
-		pxCur.Restore()
-		deadline = time.Now().Add(2 * time.Minute)
-		for {
+			restored := time.Now()
+			pxOurs.Restore()
+			pxCur.Restore()
+			deadline = time.Now().Add(2 * time.Minute)
+			for {
+				s.mu.Lock()
+				done := len(s.resync) >= cacheResyncSets && !s.resyncd.IsZero()
+				s.mu.Unlock()
+				if done || time.Now().After(deadline) {
+					break
+				}
+				time.Sleep(time.Millisecond)
+			}
 			s.mu.Lock()
-			done := len(s.resync) >= cacheResyncSets && !s.resyncd.IsZero()
+			if len(s.resync) < cacheResyncSets || s.resyncd.IsZero() {
+				s.mu.Unlock()
+				return cacheResult{}, fmt.Errorf("round %d: our cache found %d of %d changes after the restore (resynced: %v)", r+1, len(s.resync), cacheResyncSets, !s.resyncd.IsZero())
+			}
+			o.resync = s.resync[len(s.resync)-1].Sub(restored)
+			o.resyncd = s.resyncd.Sub(restored)
+			o.resyncReq = reads(engine.Of(oc).Stats().Sub(st0))
+			if !s.recon.IsZero() {
+				o.recon = s.recon.Sub(restored)
+			}
+			o.read = o.resyncd - o.recon
 			s.mu.Unlock()
-			if done || time.Now().After(deadline) {
-				break
+			stopListening()
+			if cur != nil {
+				a, err := cur.do(4*time.Minute, "cacheresync-wait %d %d", cacheResyncSets, restored.UnixNano())
+				if err != nil {
+					return cacheResult{}, err
+				}
+				if a.ops < cacheResyncSets && !curShort {
+					return cacheResult{}, fmt.Errorf("round %d: Curator's cache found %d of %d changes after the restore", r+1, a.ops, cacheResyncSets)
+				}
+				c.resync = time.Duration(a.seconds * float64(time.Second))
+				c.recon = time.Duration(a.total) * time.Microsecond
+				if len(a.extra) == 3 {
+					// Curator's RECONNECTED reaches its listeners after the
+					// cache's first reads may have begun: the read is timed
+					// from its first reply (one round trip short).
+					c.resyncd = time.Duration(a.extra[0] * float64(time.Microsecond))
+					c.resyncReq = a.extra[1]
+					c.read = c.resyncd - min(c.recon, time.Duration(a.extra[2]*float64(time.Microsecond)))
+				}
 			}
-			time.Sleep(time.Millisecond)
-		}
-		s.mu.Lock()
-		if len(s.resync) < cacheResyncSets || s.resyncd.IsZero() {
-			s.mu.Unlock()
-			return "", "", fmt.Errorf("round %d: our cache found %d of %d changes after the restore (resynced: %v)", r+1, len(s.resync), cacheResyncSets, !s.resyncd.IsZero())
-		}
-		o.resync = s.resync[len(s.resync)-1].Sub(restored)
-		o.resyncd = s.resyncd.Sub(restored)
-		o.resyncReq = reads(engine.Of(oc).Stats().Sub(st0))
-		if !s.recon.IsZero() {
-			o.recon = s.recon.Sub(restored)
-		}
-		o.read = o.resyncd - o.recon
-		s.mu.Unlock()
-		stopListening()
-		if cur != nil {
-			a, err := cur.do(4*time.Minute, "cacheresync-wait %d %d", cacheResyncSets, restored.UnixNano())
-			if err != nil {
-				return "", "", err
-			}
-			if a.ops < cacheResyncSets && !curShort {
-				return "", "", fmt.Errorf("round %d: Curator's cache found %d of %d changes after the restore", r+1, a.ops, cacheResyncSets)
-			}
-			c.resync = time.Duration(a.seconds * float64(time.Second))
-			c.recon = time.Duration(a.total) * time.Microsecond
-			if len(a.extra) == 3 {
-				// Curator's RECONNECTED reaches its listeners after the
-				// cache's first reads may have begun: the read is timed
-				// from its first reply (one round trip short).
-				c.resyncd = time.Duration(a.extra[0] * float64(time.Microsecond))
-				c.resyncReq = a.extra[1]
-				c.read = c.resyncd - min(c.recon, time.Duration(a.extra[2]*float64(time.Microsecond)))
-			}
+		} else {
+			stopListening()
 		}
 		if err := cc.Close(ctx); err != nil {
-			return "", "", err
+			return cacheResult{}, err
 		}
 		ours, curs = append(ours, o), append(curs, c)
 		line := fmt.Sprintf("   round %d: raw read of the same nodes %s (%d multiReads); ours load %s (%d nodes, %.1f µs CPU/node, %.0f heap B/node, %.0f reads, %d watches), latency p50 %s p99 %s (%.0f µs CPU/event), resync %s (reconnected after %s, read %s, %.0f reads)",
@@ -488,11 +451,6 @@ func (b *bench) cacheSize(ctx context.Context, admin, oc *recipes.Client, pxOurs
 				ms(c.load), c.size, c.cpuLoad, c.heap, c.loadReq, c.watches, ms(c.p50), ms(c.p99), c.cpuEvent, ms(c.resync), ms(c.recon), ms(c.read), c.resyncReq)
 		}
 		fmt.Println(line)
-	}
-
-	// Remove the tree (leaves, then parents, then the root).
-	for _, ps := range [][]string{leaves, level, {root}} {
-		_ = par.Each(32, ps, func(p string) error { return admin.Delete(ctx, p, -1) })
 	}
 
 	med := func(figs []cacheFigs, get func(cacheFigs) float64) float64 {
@@ -562,7 +520,7 @@ func (b *bench) cacheSize(ctx context.Context, admin, oc *recipes.Client, pxOurs
 	fmt.Fprintf(&res, " writer_cpu_us_per_set=%.1f pass=%t", writerCPU, pass)
 	var md strings.Builder
 	fmt.Fprintf(&md, "\n## cache: package cache against Curator's CuratorCache, %d nodes\n\n", total)
-	fmt.Fprintf(&md, "One tree of %d nodes (%d leaves under fan-out 100, 100-byte values), each side's session through a proxy of its own, %d alternating rounds, medians. Latency: %d sets per round at %d/s, wall clock from the set to the listener. Resync: both links black-holed while %d leaves change, then restored.\n\n", total, cacheLeaves, b.f.rounds, cacheSetsPer, cacheRate, cacheResyncSets)
+	fmt.Fprintf(&md, "One tree of %d nodes (%d leaves under fan-out 100, 100-byte values), each side's session through a proxy of its own, %d alternating rounds, medians. Latency: %d sets per round at %d/s, wall clock from the set to the listener. Resync: both links black-holed while %d leaves change, then restored.\n\n", total, cacheLeaves, opt.rounds, cacheSetsPer, cacheRate, cacheResyncSets)
 	curCell := func(c col) string {
 		if cur == nil {
 			return curNote
@@ -581,7 +539,7 @@ func (b *bench) cacheSize(ctx context.Context, admin, oc *recipes.Client, pxOurs
 	}
 	fmt.Fprintf(&md, "\nCPU is the client's: ours this process's getrusage (for events, less what the same sets cost with no cache open, %.0f µs per set), Curator's its process CPU clock. Heap: bytes in use after a full GC, after \"initialized\" less before the start, per node cached then (Go HeapAlloc; the JVM's used heap, -XX:+UseSerialGC), the median of the rounds after the first (the JVM's first load frees start-up memory the heap before it held). resync_ms runs from the restore to the last changed leaf heard; reconnect_ms to the client's RECONNECTED; resync_read_ms from that (Curator: or its first read's reply, if earlier) to the read's end (ours: the Resynced event; Curator: its last read's reply). Requests: getData, getChildren, exists and multiRead (ours: one multiRead per 64 nodes; Curator's counted by its tracer).\n", writerCPU)
 	fmt.Printf("   medians: %s\n", strings.TrimPrefix(res.String(), "RESULT "))
-	return res.String(), md.String(), nil
+	return cacheResult{line: res.String(), md: md.String(), ours: ours, curs: curs, curErr: curErr}, nil
 }
 
 // reads counts the read requests in s (a multiRead as one).

@@ -95,6 +95,13 @@
 //     its requests); server watches per cache. Targets (pass= in its
 //     RESULT line, not counted by -strict): p99 <= 10 ms, load and resync
 //     read >= 3x Curator's rate, heap <= 0.5x Curator's.
+//   - scale (scale.go, scalecache.go; only when named): the discovery,
+//     group, cache and waiter rows above at 1x and 10x their size
+//     (-scale-factors; 1,000 instances, 100 members, 100,000 leaves and
+//     1,000 waiters at 1x), ours and Curator's in the same run, and how
+//     each measure grows from 1x to 10x (linear: 10 for a total, 1 per
+//     operation); the cache's two sides in the same heap (-scale-heap),
+//     with Curator's largest load in it searched for where it fails.
 //   - mixed: -mixed-readers reading and -mixed-writers writing sessions on
 //     one rwlock path, against the contended mutex on as many sessions:
 //     read and write acquisitions/s, the writers' wait p50/p99, and
@@ -127,6 +134,7 @@
 //	RESULT scenario=cache nodes=... load_ms_ours=... load_ms_curator=... cpu_us_per_node_ours=... lat_p50_ms_ours=... lat_p99_ms_ours=... resync_ms_ours=... ...
 //	RESULT scenario=peers workload=cycle|contend|queue10|queue100|queue1000|rwlock|semaphore|counter|counter-promoted|doublebarrier-enter|doublebarrier-leave|workqueue-dq|workqueue-simple|discovery-register|discovery-see|discovery-getinstance-50|discovery-getinstance-1000|group|group-expiry unit=ops_per_s|us_per_handoff|ms ours=... curator=... ours_per_curator=... kazoo=... ours_per_kazoo=... cpu_us_per_op_ours=... ...
 //	RESULT scenario=peers workload=qdepth-dq|qdepth-simple depth=... unit=items_per_s ours=...|fails cpu_us_per_item_ours=... curator=...|fails cpu_us_per_item_curator=...
+//	RESULT scenario=scale row=discovery|group|cache|waiters measure=... unit=... sizes=1000,10000 ours=...,... curator=...,... growth_ours=... growth_curator=... linear=10|1 cpu_ours=...,... cpu_curator=...,...
 //
 // Both sides use the same session timeout (-session-timeout). Mutual
 // exclusion is checked while the contended rounds run. Any error, or a
@@ -217,7 +225,7 @@ func main() {
 	flag.DurationVar(&f.duration, "duration", 5*time.Second, "contended and readers: time per side per round")
 	flag.IntVar(&f.sessions, "sessions", 16, "contended: number of sessions contending")
 	flag.IntVar(&f.readers, "readers", 32, "readers: number of reading sessions")
-	flag.StringVar(&f.which, "which", "all", "scenarios to run: all, or a comma-separated list of uncontended, contended, contended-procs, readers, semaphore, mixed, semcontended, failover, peers, cache, keys, local, herd, queue, held, tls, observers (they run in that order; tls, TLS against plaintext on servers of its own, and observers, caches on an observer against on voters on an ensemble of its own, only when named)")
+	flag.StringVar(&f.which, "which", "all", "scenarios to run: all, or a comma-separated list of uncontended, contended, contended-procs, readers, semaphore, mixed, semcontended, failover, peers, cache, keys, local, herd, queue, held, tls, observers, scale (they run in that order; tls, TLS against plaintext on servers of its own, observers, caches on an observer against on voters on an ensemble of its own, and scale, four rows at 1x and 10x their size beside Curator, only when named)")
 	flag.DurationVar(&f.sessionTimeout, "session-timeout", 4*time.Second, "session timeout requested by both sides")
 	flag.BoolVar(&f.procs, "procs", false, "contended: run every session in an OS process of its own (this binary re-run as a worker) instead of a goroutine, so that sessions share no state, as with separate services")
 	flag.StringVar(&f.cpuprofile, "cpuprofile", "", "write a CPU profile of this process to `file`")
@@ -270,7 +278,11 @@ func run(f flags) (int, error) {
 		defer pprof.StopCPUProfile()
 	}
 
-	servers, where, cleanup, err := zookeeper(f.servers)
+	var zkOpts []zktest.Option
+	if which["scale"] {
+		zkOpts = append(zkOpts, zktest.WithHeap(scaleServerMB)) // a million nodes
+	}
+	servers, where, cleanup, err := zookeeper(f.servers, zkOpts...)
 	if err != nil {
 		return 0, err
 	}
@@ -1329,7 +1341,7 @@ func table(cols ...string) *tabwriter.Writer {
 
 // zookeeper returns the servers to use, a description, and a function that
 // stops the server this program started, if any.
-func zookeeper(flagServers string) ([]string, string, func(), error) {
+func zookeeper(flagServers string, opts ...zktest.Option) ([]string, string, func(), error) {
 	var servers []string
 	for _, s := range strings.Split(flagServers, ",") {
 		if s = strings.TrimSpace(s); s != "" {
@@ -1340,7 +1352,7 @@ func zookeeper(flagServers string) ([]string, string, func(), error) {
 		return servers, "server " + strings.Join(servers, ",") + " (ZooKeeper " + srvrVersion(servers[0]) + ")", func() {}, nil
 	}
 	fmt.Println("no -servers and no ZK_SERVERS: starting a local ZooKeeper...")
-	cl, err := zktest.Launch(1)
+	cl, err := zktest.Launch(1, opts...)
 	if err != nil {
 		return nil, "", nil, err
 	}

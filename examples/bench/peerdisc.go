@@ -5,7 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"runtime"
+	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -90,177 +92,12 @@ func (w *peerWork) discovery() ([]string, bool, error) {
 		return nil, false, fmt.Errorf("discovery needs %d sessions, -sessions gives %d", discReaders, len(w.clients))
 	}
 	var lines []string
-	kazoo := map[string]string{"kazoo": "Kazoo has no curator-x-discovery"}
-
-	// Registration of discRegisterN instances.
-	fmt.Printf("\n-- peers discovery-register: one ServiceDiscovery registers %d DYNAMIC instances of one service one after another (ms for all)\n", discRegisterN)
-	regOurs := func(base string) (peerFig, error) {
-		ctx, cancel := context.WithTimeout(w.ctx, 2*time.Minute)
-		defer cancel()
-		d, err := w.startDiscovery(ctx, base)
-		if err != nil {
-			return peerFig{}, err
-		}
-		defer d.Close(context.Background())
-		t0, c0 := time.Now(), cpuTime()
-		for i := range discRegisterN {
-			if err := d.Register(ctx, discInstance("i"+strconv.Itoa(i))); err != nil {
-				return peerFig{}, err
-			}
-		}
-		took, used := time.Since(t0), cpuTime()-c0
-		return peerFig{rate: 1e3 / msf(took), cpuUS: cpuPerOp(used, discRegisterN)}, nil
-	}
-	oursReg := peerSide{label: "ours", key: "ours", run: func(r int) (peerFig, error) {
-		return regOurs(fmt.Sprintf("%s/r%d", w.path("discovery-register", "ours"), r))
-	}}
-	sides := []peerSide{oursReg}
-	if p := w.proc("curator"); p != nil {
-		sides = append(sides, peerSide{label: p.label, key: p.key, run: func(r int) (peerFig, error) {
-			a, err := p.do(3*time.Minute, "discregister %s/r%d %d", w.path("discovery-register", p.key), r, discRegisterN)
-			if err != nil {
-				return peerFig{}, err
-			}
-			if _, err := p.do(time.Minute, "discclose"); err != nil {
-				return peerFig{}, err
-			}
-			return peerFig{rate: 1 / a.seconds, cpuUS: a.cpu * 1e6 / discRegisterN}, nil
-		}})
-	}
-	if _, err := regOurs(w.path("discovery-register", "warm")); err != nil {
-		return nil, false, fmt.Errorf("warm-up: %w", err)
-	}
-	if p := w.proc("curator"); p != nil {
-		if _, err := p.do(3*time.Minute, "discregister %s %d", w.path("discovery-register", "curator-warm"), discRegisterN); err != nil {
-			return nil, false, fmt.Errorf("Curator warm-up: %w", err)
-		}
-		if _, err := p.do(time.Minute, "discclose"); err != nil {
-			return nil, false, err
-		}
-	}
-	row := peerRow{workload: fmt.Sprintf("discovery: register %d instances, one after another", discRegisterN), key: "discovery-register",
-		latency: "ms for all", note: kazoo}
-	line, _, err := w.compare(row, w.b.f.rounds, sides)
+	line, err := w.discRegister(discRegisterN)
 	if err != nil {
 		return lines, false, err
 	}
 	lines = append(lines, line)
-
-	// Time until every cache sees a new instance.
-	fmt.Printf("\n-- peers discovery-see: %d ServiceCaches (a session each) of one service; a new instance registered %d times per round: ms until every cache holds it (median over the round)\n", discReaders, discSeeK)
-	base := w.path("discovery-see", "ours")
-	ctx, cancel := context.WithTimeout(w.ctx, 10*time.Minute)
-	defer cancel()
-	notify := make(chan struct{}, 1)
-	var caches []*discovery.ServiceCache
-	var discs []*discovery.Discovery
-	defer func() {
-		for _, c := range caches {
-			c.Close(context.Background())
-		}
-		for _, d := range discs {
-			d.Close(context.Background())
-		}
-	}()
-	for i := range discReaders + 1 {
-		d, err := discovery.New(w.clients[i%discReaders], base)
-		if err != nil {
-			return lines, false, err
-		}
-		if err := d.Start(ctx); err != nil {
-			return lines, false, err
-		}
-		discs = append(discs, d)
-		if i == discReaders {
-			break // the registering one
-		}
-		c, err := d.NewServiceCache("svc")
-		if err != nil {
-			return lines, false, err
-		}
-		c.Listen(func([]*discovery.Instance) {
-			select {
-			case notify <- struct{}{}:
-			default:
-			}
-		})
-		if err := c.Start(ctx); err != nil {
-			return lines, false, err
-		}
-		caches = append(caches, c)
-	}
-	allHold := func(id string, want bool) bool {
-		for _, c := range caches {
-			has := false
-			for _, in := range c.Instances() {
-				has = has || in.ID == id
-			}
-			if has != want {
-				return false
-			}
-		}
-		return true
-	}
-	await := func(id string, want bool) error {
-		deadline := time.After(time.Minute)
-		for !allHold(id, want) {
-			select {
-			case <-notify:
-			case <-deadline:
-				return fmt.Errorf("the caches never agreed on %s", id)
-			}
-		}
-		return nil
-	}
-	reg, seq := discs[discReaders], 0
-	seeOurs := func(k int) (peerFig, error) {
-		var ms []time.Duration
-		c0 := cpuTime()
-		for range k {
-			id := "n" + strconv.Itoa(seq)
-			seq++
-			t0 := time.Now()
-			if err := reg.Register(ctx, discInstance(id)); err != nil {
-				return peerFig{}, err
-			}
-			if err := await(id, true); err != nil {
-				return peerFig{}, err
-			}
-			ms = append(ms, time.Since(t0))
-			if err := reg.Unregister(ctx, "svc", id); err != nil {
-				return peerFig{}, err
-			}
-			if err := await(id, false); err != nil {
-				return peerFig{}, err
-			}
-		}
-		return peerFig{rate: 1e3 / msf(percentile(ms, 0.5)), cpuUS: cpuPerOp(cpuTime()-c0, k)}, nil
-	}
-	oursSee := peerSide{label: "ours", key: "ours", run: func(int) (peerFig, error) { return seeOurs(discSeeK) }}
-	curBase := w.path("discovery-see", "curator")
-	sides = w.curatorOnly(oursSee, 3*time.Minute, func(a peerAnswer) peerFig {
-		m := 1.0
-		if len(a.extra) == 2 {
-			m = a.extra[0]
-		}
-		return peerFig{rate: 1e3 / m, cpuUS: a.cpu * 1e6 / float64(max(a.ops, 1))}
-	}, func(int) string { return fmt.Sprintf("discsee %d", discSeeK) })
-	if p := w.proc("curator"); p != nil {
-		if _, err := p.do(time.Minute, "discsee-start %s %d", curBase, discReaders); err != nil {
-			return lines, false, err
-		}
-		defer p.do(time.Minute, "discsee-stop")
-		if _, err := p.do(time.Minute, "discsee %d", 3); err != nil {
-			return lines, false, fmt.Errorf("Curator warm-up: %w", err)
-		}
-	}
-	if _, err := seeOurs(3); err != nil {
-		return lines, false, fmt.Errorf("warm-up: %w", err)
-	}
-	row = peerRow{workload: fmt.Sprintf("discovery: %d service caches see a new instance (median of %d)", discReaders, discSeeK), key: "discovery-see",
-		latency: "ms to all caches", note: kazoo}
-	line, _, err = w.compare(row, w.b.f.rounds, sides)
-	if err != nil {
+	if line, err = w.discSee(0); err != nil {
 		return lines, false, err
 	}
 	lines = append(lines, line)
@@ -274,13 +111,264 @@ func (w *peerWork) discovery() ([]string, bool, error) {
 	return lines, true, nil
 }
 
+// sized is a row's key, with its size when it is not the row's usual one
+// (the scale scenario's sizes: scale.go).
+func sized(key string, n, usual int) string {
+	if n == usual {
+		return key
+	}
+	return fmt.Sprintf("%s-%d", key, n)
+}
+
+// warmOnce reports whether the workload key has not been warmed up yet,
+// and marks it warmed: a row run at several sizes warms up once.
+func (w *peerWork) warmOnce(key string) bool {
+	if w.warmed == nil {
+		w.warmed = map[string]bool{}
+	}
+	if w.warmed[key] {
+		return false
+	}
+	w.warmed[key] = true
+	return true
+}
+
+var discKazoo = map[string]string{"kazoo": "Kazoo has no curator-x-discovery"}
+
+// discRegister is the discovery-register row for n instances.
+func (w *peerWork) discRegister(n int) (string, error) {
+	key := sized("discovery-register", n, discRegisterN)
+	fmt.Printf("\n-- peers %s: one ServiceDiscovery registers %d DYNAMIC instances of one service one after another (ms for all)\n", key, n)
+	regOurs := func(base string) (peerFig, error) {
+		ctx, cancel := context.WithTimeout(w.ctx, 2*time.Minute)
+		defer cancel()
+		d, err := w.startDiscovery(ctx, base)
+		if err != nil {
+			return peerFig{}, err
+		}
+		defer d.Close(context.Background())
+		t0, c0 := time.Now(), cpuTime()
+		for i := range n {
+			if err := d.Register(ctx, discInstance("i"+strconv.Itoa(i))); err != nil {
+				return peerFig{}, err
+			}
+		}
+		took, used := time.Since(t0), cpuTime()-c0
+		return peerFig{rate: 1e3 / msf(took), cpuUS: cpuPerOp(used, n)}, nil
+	}
+	oursReg := peerSide{label: "ours", key: "ours", run: func(r int) (peerFig, error) {
+		return regOurs(fmt.Sprintf("%s/r%d", w.path(key, "ours"), r))
+	}}
+	sides := []peerSide{oursReg}
+	if p := w.proc("curator"); p != nil {
+		sides = append(sides, peerSide{label: p.label, key: p.key, run: func(r int) (peerFig, error) {
+			a, err := p.do(3*time.Minute, "discregister %s/r%d %d", w.path(key, p.key), r, n)
+			if err != nil {
+				return peerFig{}, err
+			}
+			if _, err := p.do(time.Minute, "discclose"); err != nil {
+				return peerFig{}, err
+			}
+			return peerFig{rate: 1 / a.seconds, cpuUS: a.cpu * 1e6 / float64(n)}, nil
+		}})
+	}
+	if w.warmOnce("discovery-register") {
+		if _, err := regOurs(w.path(key, "warm")); err != nil {
+			return "", fmt.Errorf("warm-up: %w", err)
+		}
+		if p := w.proc("curator"); p != nil {
+			if _, err := p.do(3*time.Minute, "discregister %s %d", w.path(key, "curator-warm"), n); err != nil {
+				return "", fmt.Errorf("Curator warm-up: %w", err)
+			}
+			if _, err := p.do(time.Minute, "discclose"); err != nil {
+				return "", err
+			}
+		}
+	}
+	row := peerRow{workload: fmt.Sprintf("discovery: register %d instances, one after another", n), key: key,
+		latency: "ms for all", note: discKazoo}
+	line, _, err := w.compare(row, w.rounds(), sides)
+	return line, err
+}
+
+// discSee is the discovery-see row, with bg instances of the service
+// registered before the caches start (0: the usual row, an empty service).
+func (w *peerWork) discSee(bg int) (string, error) {
+	key := sized("discovery-see", bg, 0)
+	fmt.Printf("\n-- peers %s: %d ServiceCaches (a session each) of one service of %d instances; a new instance registered %d times per round: ms until every cache holds it (median over the round)\n", key, discReaders, bg, discSeeK)
+	ctx, cancel := context.WithTimeout(w.ctx, 10*time.Minute)
+	defer cancel()
+	sc, err := w.startSeeCaches(ctx, w.path(key, "ours"), bg)
+	defer sc.close()
+	if err != nil {
+		return "", err
+	}
+	seq := 0
+	seeOurs := func(k int) (peerFig, error) {
+		var ms []time.Duration
+		c0 := cpuTime()
+		for range k {
+			id := "n" + strconv.Itoa(seq)
+			seq++
+			t0 := time.Now()
+			if err := sc.reg.Register(ctx, discInstance(id)); err != nil {
+				return peerFig{}, err
+			}
+			if err := sc.await(id, true); err != nil {
+				return peerFig{}, err
+			}
+			ms = append(ms, time.Since(t0))
+			if err := sc.reg.Unregister(ctx, "svc", id); err != nil {
+				return peerFig{}, err
+			}
+			if err := sc.await(id, false); err != nil {
+				return peerFig{}, err
+			}
+		}
+		return peerFig{rate: 1e3 / msf(percentile(ms, 0.5)), cpuUS: cpuPerOp(cpuTime()-c0, k)}, nil
+	}
+	oursSee := peerSide{label: "ours", key: "ours", run: func(int) (peerFig, error) { return seeOurs(discSeeK) }}
+	sides := w.curatorOnly(oursSee, 3*time.Minute, func(a peerAnswer) peerFig {
+		m := 1.0
+		if len(a.extra) == 2 {
+			m = a.extra[0]
+		}
+		return peerFig{rate: 1e3 / m, cpuUS: a.cpu * 1e6 / float64(max(a.ops, 1))}
+	}, func(int) string { return fmt.Sprintf("discsee %d", discSeeK) })
+	if p := w.proc("curator"); p != nil {
+		if _, err := p.do(5*time.Minute, "discsee-start %s %d %d", w.path(key, "curator"), discReaders, bg); err != nil {
+			return "", err
+		}
+		defer p.do(5*time.Minute, "discsee-stop")
+		if _, err := p.do(time.Minute, "discsee %d", 3); err != nil {
+			return "", fmt.Errorf("Curator warm-up: %w", err)
+		}
+	}
+	if _, err := seeOurs(3); err != nil {
+		return "", fmt.Errorf("warm-up: %w", err)
+	}
+	row := peerRow{workload: fmt.Sprintf("discovery: %d service caches of %d instances see a new instance (median of %d)", discReaders, bg, discSeeK), key: key,
+		latency: "ms to all caches", note: discKazoo}
+	line, _, err := w.compare(row, w.rounds(), sides)
+	return line, err
+}
+
+// seeCaches are the discovery-see row's caches and the discovery that
+// registers.
+type seeCaches struct {
+	reg    *discovery.Discovery
+	discs  []*discovery.Discovery
+	caches []*discovery.ServiceCache
+	notify chan struct{}
+}
+
+// startSeeCaches starts the registering discovery on session 0, registers
+// bg instances of the service on it, then starts discReaders discoveries
+// with a service cache each (on sessions 0..discReaders-1) and waits until
+// every cache holds the bg instances.
+func (w *peerWork) startSeeCaches(ctx context.Context, base string, bg int) (*seeCaches, error) {
+	sc := &seeCaches{notify: make(chan struct{}, 1)}
+	for i := range discReaders + 1 {
+		d, err := discovery.New(w.clients[i%discReaders], base)
+		if err != nil {
+			return sc, err
+		}
+		if err := d.Start(ctx); err != nil {
+			return sc, err
+		}
+		sc.discs = append(sc.discs, d)
+		if i == 0 { // the registering one
+			sc.reg = d
+			if err := par.Each(32, seqInts(bg), func(k int) error {
+				return d.Register(ctx, discInstance("b"+strconv.Itoa(k)))
+			}); err != nil {
+				return sc, err
+			}
+			continue
+		}
+		c, err := d.NewServiceCache("svc")
+		if err != nil {
+			return sc, err
+		}
+		c.Listen(func([]*discovery.Instance) {
+			select {
+			case sc.notify <- struct{}{}:
+			default:
+			}
+		})
+		if err := c.Start(ctx); err != nil {
+			return sc, err
+		}
+		sc.caches = append(sc.caches, c)
+	}
+	for _, c := range sc.caches {
+		for len(c.Instances()) < bg {
+			if ctx.Err() != nil {
+				return sc, fmt.Errorf("a cache never held the %d instances: %d", bg, len(c.Instances()))
+			}
+			time.Sleep(time.Millisecond)
+		}
+	}
+	return sc, nil
+}
+
+// seqInts is 0..n-1.
+func seqInts(n int) []int {
+	xs := make([]int, n)
+	for i := range xs {
+		xs[i] = i
+	}
+	return xs
+}
+
+// allHold reports whether every cache holds (want) or lacks (!want) the
+// instance id. The instances are sorted by node name, which is the id:
+// a binary search, so that the check does not grow with the service.
+func (sc *seeCaches) allHold(id string, want bool) bool {
+	for _, c := range sc.caches {
+		_, has := slices.BinarySearchFunc(c.Instances(), id, func(in *discovery.Instance, id string) int {
+			return strings.Compare(in.ID, id)
+		})
+		if has != want {
+			return false
+		}
+	}
+	return true
+}
+
+// await waits until allHold(id, want).
+func (sc *seeCaches) await(id string, want bool) error {
+	deadline := time.After(time.Minute)
+	for !sc.allHold(id, want) {
+		select {
+		case <-sc.notify:
+		case <-deadline:
+			return fmt.Errorf("the caches never agreed on %s", id)
+		}
+	}
+	return nil
+}
+
+func (sc *seeCaches) close() {
+	if sc == nil {
+		return
+	}
+	for _, c := range sc.caches {
+		c.Close(context.Background())
+	}
+	for _, d := range sc.discs {
+		d.Close(context.Background())
+	}
+}
+
 // discGetInstance is the discovery-getinstance row for n instances (see
 // the top of the file).
 func (w *peerWork) discGetInstance(n int) (string, error) {
 	fmt.Printf("\n-- peers discovery-getinstance-%d: a ServiceProvider (round robin) of one service of %d instances: getInstance calls per second on one thread, for %s (Curator after %s of warm-up)\n", n, n, discGetInstanceFor, discGetInstanceFor)
 	var mu sync.Mutex
-	allocs := map[string][]float64{} // side -> per round: ours allocations, Curator bytes per call
-	nsPer := map[string][]float64{}  // side -> per round: ns per call
+	allocs := map[string][]float64{}  // side -> per round: ours allocations, Curator bytes per call
+	nsPer := map[string][]float64{}   // side -> per round: ns per call
+	startMs := map[string][]float64{} // side -> per round: ms from the provider's start until it holds n
 	ours := func(base string) (peerFig, error) {
 		ctx, cancel := context.WithTimeout(w.ctx, 2*time.Minute)
 		defer cancel()
@@ -289,11 +377,7 @@ func (w *peerWork) discGetInstance(n int) (string, error) {
 			return peerFig{}, err
 		}
 		defer d.Close(context.Background())
-		ids := make([]int, n)
-		for i := range ids {
-			ids[i] = i
-		}
-		if err := par.Each(32, ids, func(i int) error {
+		if err := par.Each(32, seqInts(n), func(i int) error {
 			return d.Register(ctx, discInstance("i"+strconv.Itoa(i)))
 		}); err != nil {
 			return peerFig{}, err
@@ -302,6 +386,7 @@ func (w *peerWork) discGetInstance(n int) (string, error) {
 		if err != nil {
 			return peerFig{}, err
 		}
+		t0 := time.Now()
 		if err := p.Start(ctx); err != nil {
 			return peerFig{}, err
 		}
@@ -312,10 +397,11 @@ func (w *peerWork) discGetInstance(n int) (string, error) {
 			}
 			time.Sleep(time.Millisecond)
 		}
+		started := time.Since(t0)
 		var m0, m1 runtime.MemStats
 		runtime.ReadMemStats(&m0)
 		calls := 0
-		t0 := time.Now()
+		t0 = time.Now()
 		for end := t0.Add(discGetInstanceFor); time.Now().Before(end); {
 			for range 1000 {
 				if p.Instance() == nil {
@@ -329,6 +415,7 @@ func (w *peerWork) discGetInstance(n int) (string, error) {
 		mu.Lock()
 		allocs["ours"] = append(allocs["ours"], float64(m1.Mallocs-m0.Mallocs)/float64(calls))
 		nsPer["ours"] = append(nsPer["ours"], float64(took.Nanoseconds())/float64(calls))
+		startMs["ours"] = append(startMs["ours"], msf(started))
 		mu.Unlock()
 		return peerFig{rate: float64(calls) / took.Seconds(), cpuUS: took.Seconds() * 1e6 / float64(calls)}, nil
 	}
@@ -347,31 +434,58 @@ func (w *peerWork) discGetInstance(n int) (string, error) {
 			mu.Lock()
 			allocs[p.key] = append(allocs[p.key], a.extra[1])
 			nsPer[p.key] = append(nsPer[p.key], a.extra[0])
+			if len(a.extra) > 2 {
+				startMs[p.key] = append(startMs[p.key], a.extra[2])
+			}
 			mu.Unlock()
 			return peerFig{rate: 1e9 / a.extra[0], cpuUS: a.extra[0] / 1e3}, nil
 		}})
 	}
 	row := peerRow{workload: fmt.Sprintf("discovery: getInstance among %d instances (calls/s on one thread)", n), key: fmt.Sprintf("discovery-getinstance-%d", n),
 		target: 10, note: map[string]string{"kazoo": "Kazoo has no curator-x-discovery"}}
-	line, _, err := w.compare(row, w.b.f.rounds, sides)
+	line, _, err := w.compare(row, w.rounds(), sides)
 	mu.Lock()
 	defer mu.Unlock()
-	fmt.Printf("per call (medians of rounds): ours %.1f ns, %.2f allocations", median(nsPer["ours"]), median(allocs["ours"]))
-	if c := allocs["curator"]; len(c) > 0 {
-		fmt.Printf("; Curator %.0f ns, %.0f bytes allocated", median(nsPer["curator"]), median(c))
-	}
-	fmt.Println()
+	w.getInstanceNotes(row.key, n, nsPer, allocs, startMs)
 	return line, err
 }
 
+// getInstanceNotes prints the getInstance row's further medians, per
+// side: ns and allocations per call, the provider's start; and notes
+// them (peerWork.note).
+func (w *peerWork) getInstanceNotes(key string, n int, nsPer, allocs, startMs map[string][]float64) {
+	fmt.Printf("per call (medians of rounds): ours %.1f ns, %.2f allocations; provider start to %d instances %.1f ms", median(nsPer["ours"]), median(allocs["ours"]), n, median(startMs["ours"]))
+	w.note(key, "ours", "ns", median(nsPer["ours"]))
+	w.note(key, "ours", "start_ms", median(startMs["ours"]))
+	if c := allocs["curator"]; len(c) > 0 {
+		fmt.Printf("; Curator %.0f ns, %.0f bytes allocated, provider start %.1f ms", median(nsPer["curator"]), median(c), median(startMs["curator"]))
+		w.note(key, "curator", "ns", median(nsPer["curator"]))
+		if len(startMs["curator"]) > 0 {
+			w.note(key, "curator", "start_ms", median(startMs["curator"]))
+		}
+	}
+	fmt.Println()
+}
+
 func (w *peerWork) group() ([]string, bool, error) {
+	line, err := w.groupJoin(groupMembers)
+	if err != nil {
+		return []string{line}, true, err
+	}
+	line2, err := w.groupExpiry(groupExpiryMembers)
+	return []string{line, line2}, true, err
+}
+
+// groupJoin is the group row for n members.
+func (w *peerWork) groupJoin(n int) (string, error) {
 	sessions := len(w.clients)
-	fmt.Printf("\n-- peers group: %d GroupMembers (member i on session i%%%d) started at once: ms until every member's current membership holds all\n", groupMembers, sessions)
+	key := sized("group", n, groupMembers)
+	fmt.Printf("\n-- peers %s: %d GroupMembers (member i on session i%%%d) started at once: ms until every member's current membership holds all\n", key, n, sessions)
 	oursGroup := func(path string) (peerFig, error) {
-		ctx, cancel := context.WithTimeout(w.ctx, 2*time.Minute)
+		ctx, cancel := context.WithTimeout(w.ctx, 10*time.Minute)
 		defer cancel()
 		c0, t0 := cpuTime(), time.Now()
-		gs := make([]*nodes.GroupMember, groupMembers)
+		gs := make([]*nodes.GroupMember, n)
 		defer func() {
 			for _, g := range gs {
 				if g != nil {
@@ -390,9 +504,9 @@ func (w *peerWork) group() ([]string, bool, error) {
 			gs[i] = g
 		}
 		for _, g := range gs {
-			for len(g.CurrentMembers()) != groupMembers {
+			for len(g.CurrentMembers()) != n {
 				if ctx.Err() != nil {
-					return peerFig{}, fmt.Errorf("group never agreed: %d of %d", len(g.CurrentMembers()), groupMembers)
+					return peerFig{}, fmt.Errorf("group never agreed: %d of %d", len(g.CurrentMembers()), n)
 				}
 				time.Sleep(time.Millisecond)
 			}
@@ -404,45 +518,44 @@ func (w *peerWork) group() ([]string, bool, error) {
 			}
 			gs[i] = nil
 		}
-		return peerFig{rate: 1e3 / msf(took), cpuUS: cpuPerOp(cpuTime()-c0, groupMembers)}, nil
+		return peerFig{rate: 1e3 / msf(took), cpuUS: cpuPerOp(cpuTime()-c0, n)}, nil
 	}
 	oursSide := peerSide{label: "ours", key: "ours", run: func(r int) (peerFig, error) {
-		return oursGroup(fmt.Sprintf("%s/r%d", w.path("group", "ours"), r))
+		return oursGroup(fmt.Sprintf("%s/r%d", w.path(key, "ours"), r))
 	}}
-	sides := w.curatorOnly(oursSide, 3*time.Minute, func(a peerAnswer) peerFig {
+	sides := w.curatorOnly(oursSide, 10*time.Minute, func(a peerAnswer) peerFig {
 		m := 1.0
 		if len(a.extra) == 1 {
 			m = a.extra[0]
 		}
-		return peerFig{rate: 1e3 / m, cpuUS: a.cpu * 1e6 / groupMembers}
+		return peerFig{rate: 1e3 / m, cpuUS: a.cpu * 1e6 / float64(n)}
 	}, func(r int) string {
-		return fmt.Sprintf("group %s/r%d %d %d", w.path("group", "curator"), r, groupMembers, sessions)
+		return fmt.Sprintf("group %s/r%d %d %d", w.path(key, "curator"), r, n, sessions)
 	})
-	if _, err := oursGroup(w.path("group", "warm")); err != nil {
-		return nil, false, fmt.Errorf("warm-up: %w", err)
-	}
-	if p := w.proc("curator"); p != nil {
-		if _, err := p.do(3*time.Minute, "group %s %d %d", w.path("group", "curator-warm"), groupMembers, sessions); err != nil {
-			return nil, false, fmt.Errorf("Curator warm-up: %w", err)
+	if w.warmOnce("group") {
+		if _, err := oursGroup(w.path(key, "warm")); err != nil {
+			return "", fmt.Errorf("warm-up: %w", err)
+		}
+		if p := w.proc("curator"); p != nil {
+			if _, err := p.do(10*time.Minute, "group %s %d %d", w.path(key, "curator-warm"), n, sessions); err != nil {
+				return "", fmt.Errorf("Curator warm-up: %w", err)
+			}
 		}
 	}
-	row := peerRow{workload: fmt.Sprintf("group: %d GroupMembers over %d sessions agree on the membership", groupMembers, sessions), key: "group",
+	row := peerRow{workload: fmt.Sprintf("group: %d GroupMembers over %d sessions agree on the membership", n, sessions), key: key,
 		latency: "ms to agreement", note: map[string]string{"kazoo": "Kazoo has no GroupMember"}}
-	line, _, err := w.compare(row, w.b.f.rounds, sides)
-	if err != nil {
-		return []string{line}, true, err
-	}
-	line2, err := w.groupExpiry()
-	return []string{line, line2}, true, err
+	line, _, err := w.compare(row, w.rounds(), sides)
+	return line, err
 }
 
-// groupExpiry is the group-expiry row (see the top of the file).
-func (w *peerWork) groupExpiry() (string, error) {
+// groupExpiry is the group-expiry row for n members (see the top of the
+// file).
+func (w *peerWork) groupExpiry(n int) (string, error) {
 	sessions := len(w.clients)
-	n := groupExpiryMembers
-	fmt.Printf("\n-- peers group-expiry: %d GroupMembers (%d on %d sessions, one on a session of its own through a proxy); the proxy black-holed until the server expires that session: ms from its member node's deletion until every other member has dropped it\n", n, n-1, sessions)
+	key := sized("group-expiry", n, groupExpiryMembers)
+	fmt.Printf("\n-- peers %s: %d GroupMembers (%d on %d sessions, one on a session of its own through a proxy); the proxy black-holed until the server expires that session: ms from its member node's deletion until every other member has dropped it\n", key, n, n-1, sessions)
 	ours := func(path string) (peerFig, error) {
-		ctx, cancel := context.WithTimeout(w.ctx, 3*time.Minute)
+		ctx, cancel := context.WithTimeout(w.ctx, 10*time.Minute)
 		defer cancel()
 		px, err := zktest.ListenProxy(w.b.servers[0])
 		if err != nil {
@@ -514,7 +627,7 @@ func (w *peerWork) groupExpiry() (string, error) {
 		return peerFig{rate: 1e3 / msf(took), cpuUS: cpuPerOp(used, n-1)}, nil
 	}
 	sides := []peerSide{{label: "ours", key: "ours", run: func(r int) (peerFig, error) {
-		return ours(fmt.Sprintf("%s/r%d", w.path("group-expiry", "ours"), r))
+		return ours(fmt.Sprintf("%s/r%d", w.path(key, "ours"), r))
 	}}}
 	if p := w.proc("curator"); p != nil {
 		sides = append(sides, peerSide{label: p.label, key: p.key, run: func(r int) (peerFig, error) {
@@ -523,13 +636,13 @@ func (w *peerWork) groupExpiry() (string, error) {
 				return peerFig{}, err
 			}
 			defer px.Close()
-			if _, err := p.do(3*time.Minute, "groupexp-start %s/r%d %d %d %s", w.path("group-expiry", p.key), r, n, sessions, px.Addr()); err != nil {
+			if _, err := p.do(10*time.Minute, "groupexp-start %s/r%d %d %d %s", w.path(key, p.key), r, n, sessions, px.Addr()); err != nil {
 				return peerFig{}, err
 			}
 			px.Blackhole()
-			a, err := p.do(3*time.Minute, "groupexp-wait")
+			a, err := p.do(10*time.Minute, "groupexp-wait")
 			px.Restore()
-			if _, serr := p.do(time.Minute, "groupexp-stop"); err == nil {
+			if _, serr := p.do(5*time.Minute, "groupexp-stop"); err == nil {
 				err = serr
 			}
 			if err != nil {
@@ -541,8 +654,8 @@ func (w *peerWork) groupExpiry() (string, error) {
 			return peerFig{rate: 1e3 / a.extra[0], cpuUS: a.cpu * 1e6 / float64(n-1)}, nil
 		}})
 	}
-	row := peerRow{workload: fmt.Sprintf("group-expiry: %d GroupMembers agree after one's session expires", n), key: "group-expiry",
+	row := peerRow{workload: fmt.Sprintf("group-expiry: %d GroupMembers agree after one's session expires", n), key: key,
 		latency: "ms from the node's deletion to agreement", note: map[string]string{"kazoo": "Kazoo has no GroupMember"}}
-	line, _, err := w.compare(row, w.b.f.rounds, sides)
+	line, _, err := w.compare(row, w.rounds(), sides)
 	return line, err
 }

@@ -61,7 +61,7 @@ func (b *bench) perfScenarios(ctx context.Context, which map[string]bool) ([]str
 		name string
 		run  func(context.Context) (string, bool, error)
 	}
-	for _, s := range []sc{{"keys", b.keys}, {"local", b.local}, {"herd", b.herd}, {"queue", b.queue}, {"held", b.held}, {"tls", b.tlsScenario}, {"observers", b.observersScenario}} {
+	for _, s := range []sc{{"keys", b.keys}, {"local", b.local}, {"herd", b.herd}, {"queue", b.queue}, {"held", b.held}, {"tls", b.tlsScenario}, {"observers", b.observersScenario}, {"scale", b.scaleScenario}} {
 		if !which[s.name] {
 			continue
 		}

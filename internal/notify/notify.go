@@ -259,6 +259,16 @@ func (c *Current[T]) Set(v T) bool {
 	return true
 }
 
+// Listened reports whether anyone listens now. A publisher whose value
+// costs a walk of its state may leave it unmade while nobody listens, and
+// Set it before the next Listen or Subscribe (under the lock it sets
+// under, so that nothing posted comes in between).
+func (c *Current[T]) Listened() bool {
+	c.ls.mu.Lock()
+	defer c.ls.mu.Unlock()
+	return len(c.ls.m) > 0
+}
+
 // Get returns the current value, and whether there is one.
 func (c *Current[T]) Get() (T, bool) {
 	c.mu.Lock()

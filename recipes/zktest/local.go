@@ -227,8 +227,8 @@ func (lc *localCluster) writeConfig(m *member) error {
 // jvmArgs returns the java command line for member m.
 func (lc *localCluster) jvmArgs(m *member) []string {
 	args := []string{
-		// Small and quick to start: tests run several servers on small machines.
-		"-Xmx256m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1", "-XX:-UsePerfData",
+		// Small and quick to start (unless WithHeap): tests run several servers on small machines.
+		lc.cfg.xmx(), "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1", "-XX:-UsePerfData",
 		"-XX:+ExitOnOutOfMemoryError", "-Djava.awt.headless=true", "-Djava.net.preferIPv4Stack=true",
 		// Container nodes are checked every second, so their removal is
 		// observable in tests; this must be a system property (a zoo.cfg

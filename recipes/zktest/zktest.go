@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -53,6 +54,7 @@ type config struct {
 	tick       time.Duration
 	logOut     io.Writer
 	noExtended bool
+	heapMB     int // WithHeap; 0: 256
 	tls        int // tlsFromEnv, tlsOn or tlsOff
 	sasl       saslConfig
 	reconfig   bool                                                         // WithReconfig (reconfig.go)
@@ -100,6 +102,28 @@ func WithLogOutput(w io.Writer) Option {
 // has no effect on a cluster named by ZK_TEST_SERVERS or started in Docker.
 func WithoutExtendedTypes() Option {
 	return func(c *config) error { c.noExtended = true; return nil }
+}
+
+// WithHeap sets the maximum Java heap of each local server (-Xmx, in
+// MiB; default 256), for tests and benchmarks that keep millions of nodes
+// on the server. It has no effect on a cluster named by ZK_TEST_SERVERS
+// or started in Docker.
+func WithHeap(mb int) Option {
+	return func(c *config) error {
+		if mb < 16 {
+			return fmt.Errorf("zktest: heap %d MiB: want at least 16", mb)
+		}
+		c.heapMB = mb
+		return nil
+	}
+}
+
+// xmx is the servers' -Xmx argument.
+func (c *config) xmx() string {
+	if c.heapMB > 0 {
+		return "-Xmx" + strconv.Itoa(c.heapMB) + "m"
+	}
+	return "-Xmx256m"
 }
 
 type mode int

@@ -51,8 +51,10 @@
 //	                                            instances of service "svc" one after another; seconds: the <n>
 //	                                            registrations; the discovery stays open until discclose
 //	discclose                                   closes discregister's discovery (unregistering its instances)
-//	discsee-start <base> <readers>              a ServiceDiscovery and a started ServiceCache of "svc" on each of
-//	                                            clients 0..readers-1, and a registering discovery on client 0
+//	discsee-start <base> <readers> [<bg>]       a registering discovery on client 0, which registers <bg> (default 0)
+//	                                            instances of "svc"; then a ServiceDiscovery and a started
+//	                                            ServiceCache of "svc" on each of clients 0..readers-1, waited for
+//	                                            until each holds the <bg> instances
 //	discsee <k>                                 <k> times: register a new instance, wait until every cache holds it,
 //	                                            unregister it, wait until every cache has dropped it; adds
 //	                                            "<p50Ms> <maxMs>" of the registration-to-all-caches times
@@ -60,8 +62,9 @@
 //	discgetinstance <base> <n> <millis>         a ServiceDiscovery on client 0 registers <n> instances of "svc";
 //	                                            a started ServiceProvider of "svc" (round robin) holding all of
 //	                                            them; getInstance() in a loop on one thread for <millis> (warm-up)
-//	                                            and again for <millis> (timed); ops: calls timed; adds "<ns> <bytes>"
-//	                                            per call (bytes: this thread's allocation); then all closed
+//	                                            and again for <millis> (timed); ops: calls timed; adds "<ns> <bytes>
+//	                                            <startMs>": per call (bytes: this thread's allocation), and the
+//	                                            provider's start until it held <n>; then all closed
 //	group <path> <members> <sessions>           <members> GroupMembers (id m<i>, on client i%sessions) started at
 //	                                            once; adds "<ms>": from the start to every member's
 //	                                            getCurrentMembers() holding all <members> (polled each ms); then
@@ -260,7 +263,7 @@ public class BenchCurator {
             case "discgetinstance":
                 return discGetInstance(f[1], Integer.parseInt(f[2]), Long.parseLong(f[3]));
             case "discsee-start":
-                return discSeeStart(f[1], Integer.parseInt(f[2]));
+                return discSeeStart(f[1], Integer.parseInt(f[2]), f.length > 3 ? Integer.parseInt(f[3]) : 0);
             case "discsee":
                 return discSee(Integer.parseInt(f[1]));
             case "discsee-stop":
@@ -577,10 +580,10 @@ public class BenchCurator {
             t.start();
             threads.add(t);
         }
-        long limit = System.nanoTime() + TimeUnit.MINUTES.toNanos(2);
+        long limit = System.nanoTime() + TimeUnit.MINUTES.toNanos(2) + TimeUnit.MILLISECONDS.toNanos(20L * waiters);
         while (clients.get(0).getChildren().forPath(path).size() < waiters + 1) {
             if (System.nanoTime() > limit || failed.get() != null) {
-                throw new IllegalStateException("waiters did not queue within two minutes", failed.get());
+                throw new IllegalStateException("waiters did not queue in time", failed.get());
             }
             Thread.sleep(20);
         }
@@ -932,15 +935,17 @@ public class BenchCurator {
                 sd.registerService(instance("i" + i));
             }
             org.apache.curator.x.discovery.ServiceProvider<Void> p = sd.serviceProviderBuilder().serviceName("svc").build();
+            long s0 = System.nanoTime();
             p.start();
             try {
-                long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(60);
+                long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(300);
                 while (p.getAllInstances().size() != n) {
                     if (System.nanoTime() > deadline) {
                         throw new IllegalStateException("the provider never held " + n + " instances");
                     }
                     Thread.sleep(1);
                 }
+                double startMs = (System.nanoTime() - s0) / 1e6;
                 com.sun.management.ThreadMXBean tm = (com.sun.management.ThreadMXBean) ManagementFactory.getThreadMXBean();
                 Result r = new Result();
                 for (int pass = 0; pass < 2; pass++) {
@@ -961,7 +966,7 @@ public class BenchCurator {
                     r.seconds = took / 1e9;
                     r.cpu = cpuSeconds() - c0;
                     r.ops = r.total = calls;
-                    r.extra = new double[] {(double) took / calls, (double) (tm.getCurrentThreadAllocatedBytes() - b0) / calls};
+                    r.extra = new double[] {(double) took / calls, (double) (tm.getCurrentThreadAllocatedBytes() - b0) / calls, startMs};
                 }
                 return r;
             } finally {
@@ -987,7 +992,11 @@ public class BenchCurator {
         return r;
     }
 
-    static Result discSeeStart(String base, int readers) throws Exception {
+    static Result discSeeStart(String base, int readers, int bg) throws Exception {
+        ServiceDiscovery<Void> reg = discovery(clients.get(0), base); // the registering one
+        for (int i = 0; i < bg; i++) {
+            reg.registerService(instance("b" + i));
+        }
         for (int i = 0; i < readers; i++) {
             ServiceDiscovery<Void> sd = discovery(clients.get(i % clients.size()), base);
             seeSDs.add(sd);
@@ -995,7 +1004,16 @@ public class BenchCurator {
             c.start();
             seeCaches.add(c);
         }
-        seeSDs.add(discovery(clients.get(0), base)); // the registering one, last
+        seeSDs.add(reg); // last
+        long deadline = System.nanoTime() + TimeUnit.MINUTES.toNanos(5);
+        for (ServiceCache<Void> c : seeCaches) {
+            while (c.getInstances().size() < bg) {
+                if (System.nanoTime() > deadline) {
+                    throw new IllegalStateException("a cache never held the " + bg + " instances");
+                }
+                Thread.sleep(1);
+            }
+        }
         return new Result();
     }
 
@@ -1080,7 +1098,7 @@ public class BenchCurator {
             g.start();
             gs.add(g);
         }
-        long deadline = t0 + TimeUnit.SECONDS.toNanos(120);
+        long deadline = t0 + TimeUnit.SECONDS.toNanos(600);
         for (GroupMember g : gs) {
             while (g.getCurrentMembers().size() != members) {
                 if (System.nanoTime() > deadline) {
@@ -1134,7 +1152,7 @@ public class BenchCurator {
             g.start();
             expMembers.add(g);
         }
-        awaitMembers(expMembers, members, System.nanoTime() + TimeUnit.SECONDS.toNanos(120));
+        awaitMembers(expMembers, members, System.nanoTime() + TimeUnit.SECONDS.toNanos(600));
         org.apache.zookeeper.data.Stat st = clients.get(0).checkExists().usingWatcher((org.apache.curator.framework.api.CuratorWatcher) e -> {
             if (e.getType() == org.apache.zookeeper.Watcher.Event.EventType.NodeDeleted) {
                 expGoneNanos = System.nanoTime();
@@ -1150,7 +1168,7 @@ public class BenchCurator {
         Result r = new Result();
         double c0 = cpuSeconds();
         long t0 = System.nanoTime();
-        long deadline = t0 + TimeUnit.SECONDS.toNanos(120);
+        long deadline = t0 + TimeUnit.SECONDS.toNanos(600);
         while (expGoneNanos == 0) {
             if (System.nanoTime() > deadline) {
                 throw new IllegalStateException("the last member's session never expired");
