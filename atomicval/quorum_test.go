@@ -34,7 +34,8 @@ func TestReadsNeedAQuorum(t *testing.T) {
 	leader, err := zkc.Leader()
 	require.NoError(t, err)
 	path := "/quorum/count"
-	n, err := atomicval.NewInt64(connect(t, []string{zkc.Servers()[leader]}), path)
+	c := connect(t, []string{zkc.Servers()[leader]})
+	n, err := atomicval.NewInt64(c, path)
 	require.NoError(t, err)
 	_, err = n.Increment(ctx)
 	require.NoError(t, err)
@@ -53,7 +54,13 @@ func TestReadsNeedAQuorum(t *testing.T) {
 		err      error
 		answered bool // a value read
 	}
-	answers := make(chan answer, 2)
+	none, err := atomicval.NewInt64(c, "/quorum/none")
+	require.NoError(t, err)
+	answers := make(chan answer, 3)
+	go func() { // a missing node: its check fails, through a quorum all the same
+		v, err := none.Get(ctx)
+		answers <- answer{"Get of a missing node", v, err, err == nil}
+	}()
 	go func() {
 		v, err := n.Get(ctx)
 		answers <- answer{"Get", v, err, err == nil}
