@@ -177,7 +177,7 @@ func result[T any](o rmw.Outcome[T]) Result[T] {
 		OptimisticTries: o.Tries, PromotedTries: o.PromotedTries, OptimisticTime: o.Time, PromotedTime: o.PromotedTime}}
 }
 
-// get reads the value, after a sync; a missing node is the zero value.
+// get reads the value, after a barrier; a missing node is the zero value.
 func (s *cell[T]) get(ctx context.Context) (T, error) {
 	var zero T
 	if err := s.Check(ctx); err != nil {
@@ -200,10 +200,10 @@ func (s *cell[T]) compareAndSet(ctx context.Context, expected, v T) (Result[T], 
 		return Result[T]{}, err
 	}
 	start := time.Now()
-	// Sync first, as get does: a lagging follower's read would refuse a
-	// compare-and-set from a value already there.
-	if err := s.Sync(ctx); err != nil {
-		return Result[T]{Stats: Stats{OptimisticTime: time.Since(start)}}, zkerr.Namedf(s.Name(), "compare-and-set: sync: %w", err)
+	// A barrier first, as get does: a lagging server's read would refuse
+	// a compare-and-set from a value already there.
+	if err := s.Barrier(ctx); err != nil {
+		return Result[T]{Stats: Stats{OptimisticTime: time.Since(start)}}, zkerr.Namedf(s.Name(), "compare-and-set: barrier: %w", err)
 	}
 	out, err := s.Update(ctx, rmw.Loop{Tries: 1}, func(cur T) (T, error) {
 		if !s.Codec.Equal(cur, expected) {

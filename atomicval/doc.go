@@ -49,16 +49,24 @@
 //
 // # Reads
 //
-// A ZooKeeper follower serves reads from its own copy, which may lag
+// A ZooKeeper server serves reads from its own copy, which may lag
 // behind writes already acknowledged to other clients. Get and
-// CompareAndSet sync with the leader first, so that they see every write
-// acknowledged before they were called: with the updates, the counter is
-// linearizable (the chaos suite checks its whole history with porcupine).
-// Curator's get() does not sync: on a follower it may return a value from
-// before an increment another process has already seen succeed, and its
-// compareAndSet may fail against a value that is there. The sync costs
-// one round trip to the leader. The updates need none: a stale read only
-// costs them a lost try.
+// CompareAndSet first pass a barrier, a transaction of one check on the
+// node that changes nothing but goes through the leader and a quorum as
+// a write does; the server answers the read after it, so the read sees
+// every write acknowledged before the call: with the updates, the
+// counter is linearizable (the chaos suite checks its whole history with
+// porcupine). A sync is not enough: the leader takes it for a read, and
+// applies a commit only after sending it to the followers, so after a
+// sync a read on the leader can miss an increment a follower has already
+// acknowledged (the chaos suite saw it, 2 ms after the increment
+// returned); and a leader cut off from its followers answers reads until
+// it steps down. Curator's get() does not sync at all: on a follower it
+// may return a value from before an increment another process has
+// already seen succeed, and its compareAndSet may fail against a value
+// that is there. The barrier costs a write's round (the leader, a quorum
+// and its log), without changing the node or its version. The updates
+// need none: a stale read only costs them a lost try.
 //
 // # Results that cannot be ignored by accident
 //

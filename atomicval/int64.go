@@ -40,8 +40,8 @@ func (n *Int64) Path() string {
 	return n.v.Path
 }
 
-// Get reads the value, after a sync (it sees every write acknowledged
-// before the call): 0 when the node does not exist or is empty; data
+// Get reads the value, after a barrier through a quorum (it sees every
+// write acknowledged before the call): 0 when the node does not exist or is empty; data
 // that is not 8 bytes is an error wrapping recipes.ErrCorrupt.
 func (n *Int64) Get(ctx context.Context) (int64, error) {
 	if err := n.ok(); err != nil {

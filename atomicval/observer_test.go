@@ -17,7 +17,7 @@ import (
 )
 
 // A lagging observer serves a Get after an increment acknowledged through
-// a voter: the sync before the read makes it catch up first.
+// a voter: the barrier before the read makes it catch up first.
 func TestObserverGetSeesAcknowledgedWrites(t *testing.T) {
 	zkc, lag := testutil.LaggingObserver(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)

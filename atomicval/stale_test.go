@@ -19,7 +19,7 @@ import (
 // CompareAndSet must not see the counter from before a write that was
 // acknowledged before they were called (the chaos suite's linearizability
 // check found a Get on a follower reading the value from before an
-// increment that had returned): they sync first. 200 rounds of an
+// increment that had returned): they pass a barrier first. 200 rounds of an
 // increment on the leader, then a Get and a CompareAndSet from the value
 // it wrote on each follower.
 func TestReadsSeeAcknowledgedWrites(t *testing.T) {

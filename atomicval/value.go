@@ -42,8 +42,8 @@ func (n *Value) Path() string {
 	return n.v.Path
 }
 
-// Get reads the value, after a sync (it sees every write acknowledged
-// before the call): nil when the node does not exist or is empty.
+// Get reads the value, after a barrier through a quorum (it sees every
+// write acknowledged before the call): nil when the node does not exist or is empty.
 func (n *Value) Get(ctx context.Context) ([]byte, error) {
 	if err := n.ok(); err != nil {
 		return nil, err

@@ -2,6 +2,7 @@ package engine
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 	"sync/atomic"
@@ -361,6 +362,25 @@ func (c *Client) Sync(ctx context.Context, path string) error {
 		c.stats.syncs.Add(1)
 		return c.conn.Sync(path)
 	}, nil)
+	return err
+}
+
+// Barrier orders the session's next read after every write acknowledged
+// before the call, whichever server the session is on: a transaction of
+// one check on path at any version, which changes nothing but goes
+// through the leader and a quorum as a write does; a server answers a
+// session's read only after applying the session's earlier writes. (On a
+// missing node the check fails: that answer is ordered all the same.)
+// Sync does not do this: the leader takes a sync for a read, so after a
+// sync a read on the leader can miss a write that a follower applied and
+// acknowledged first (the leader applies a commit after sending it to
+// the followers), and a leader cut off from its followers answers until
+// it steps down, while they may elect another and take writes.
+func (c *Client) Barrier(ctx context.Context, path string) error {
+	_, err := c.Multi(ctx, zkop.Check(path, -1))
+	if errors.Is(err, zk.ErrNoNode) {
+		return nil
+	}
 	return err
 }
 

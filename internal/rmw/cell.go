@@ -70,14 +70,14 @@ func (s *Cell[T]) Decode(data []byte) (T, error) {
 }
 
 // Read reads the node's data and stat (exists false when there is none),
-// retrying connection problems under the client's policy; with sync it
-// first asks the server to catch up with the leader, so that the read
-// sees every write acknowledged before the call (a follower serves reads
-// from its own copy, which may lag behind).
-func (s *Cell[T]) Read(ctx context.Context, sync bool) (data []byte, st *zk.Stat, exists bool, _ error) {
+// retrying connection problems under the client's policy; with fresh it
+// first passes a Barrier, so that the read sees every write acknowledged
+// before the call (a server serves reads from its own copy, which may lag
+// behind, the leader's too).
+func (s *Cell[T]) Read(ctx context.Context, fresh bool) (data []byte, st *zk.Stat, exists bool, _ error) {
 	err := s.E.Retry(ctx, func() error {
-		if sync {
-			if err := s.E.Sync(ctx, s.Full); err != nil {
+		if fresh {
+			if err := s.E.Barrier(ctx, s.Full); err != nil {
 				return err
 			}
 		}

@@ -104,9 +104,9 @@ func (s *Cell[T]) try(ctx context.Context, cas engine.CAS, out *Outcome[T], trie
 	return nil
 }
 
-// Sync asks the server to catch up with the leader on the node's path
-// (connection problems retried), so that a read after it sees every
-// write acknowledged before the call.
-func (s *Cell[T]) Sync(ctx context.Context) error {
-	return s.E.Retry(ctx, func() error { return s.E.Sync(ctx, s.Full) })
+// Barrier orders the session's next read after every write acknowledged
+// before the call (engine.Client.Barrier; a sync does not, on the
+// leader), connection problems retried.
+func (s *Cell[T]) Barrier(ctx context.Context) error {
+	return s.E.Retry(ctx, func() error { return s.E.Barrier(ctx, s.Full) })
 }
