@@ -159,7 +159,7 @@ func (c *Client) create(ctx context.Context, op reqOp, path string, data []byte,
 	if created, err, ok := wireCreate(c, ctx, op, path, data, flags); ok {
 		return created, err
 	}
-	if flags == zk.FlagContainer && c.noContainers.Load() {
+	if flags == zk.FlagContainer && c.refusesContainers() {
 		return "", containersRefused(nil)
 	}
 	created, err := send(c, ctx, op, func() (string, error) {
@@ -212,7 +212,7 @@ func (c *Client) CreateContainer(ctx context.Context, path string) (string, erro
 // createContainer creates a container node, counted as op (a parent's
 // create, for EnsureContainers).
 func createContainer(c *Client, ctx context.Context, op reqOp, path string) (string, error) {
-	if c.noContainers.Load() {
+	if c.refusesContainers() {
 		return "", containersRefused(nil)
 	}
 	created, err := send(c, ctx, op, func() (string, error) {

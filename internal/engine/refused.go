@@ -37,6 +37,10 @@ func (c *Client) refusedCreate(flags int32, err error) error {
 	return err
 }
 
+// refusesContainers reports whether the server refused a container
+// create before (false for a nil client: send says what is wrong then).
+func (c *Client) refusesContainers() bool { return c != nil && c.noContainers.Load() }
+
 // containersRefused is the error of a container create the server refused
 // (answer, nil when the client remembered an earlier refusal).
 func containersRefused(answer error) error {
