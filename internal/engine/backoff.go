@@ -21,7 +21,12 @@ type Backoff struct {
 func newBackoff(policy func() backoff.BackOff) Backoff { return Backoff{policy: policy} }
 
 // Backoff returns a Backoff of the client's retry policy.
-func (c *Client) Backoff() Backoff { return newBackoff(c.cfg.Retry) }
+func (c *Client) Backoff() Backoff {
+	if c == nil {
+		return newBackoff(nil)
+	}
+	return newBackoff(c.cfg.Retry)
+}
 
 // Next returns the wait before the next attempt, and false when the
 // policy gives up (the next call then starts it afresh). A fresh BackOff

@@ -60,7 +60,7 @@ func (c *Client) EnsureContainers(ctx context.Context, dir string) error {
 
 // UsesContainers reports whether the recipes create parents as containers
 // (false WithoutContainers).
-func (c *Client) UsesContainers() bool { return !c.cfg.NoContainers }
+func (c *Client) UsesContainers() bool { return c != nil && !c.cfg.NoContainers }
 
 // CreateProtected creates an ephemeral-sequential node named
 // _c_<uuid>-<name><sequence> under parent, creating missing parents as

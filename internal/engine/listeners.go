@@ -11,7 +11,7 @@ import (
 // the client. The returned function removes the listener; it, and Close,
 // wait up to 5s for a call in progress to return.
 func (c *Client) Listen(fn func(zkstate.State)) (remove func()) {
-	if fn == nil || c == nil {
+	if fn == nil || c.unmade() {
 		return func() {}
 	}
 	c.sm.mu.Lock() // states are posted under c.sm.mu: nothing comes between
@@ -35,7 +35,7 @@ func (c *Client) Subscribe() (<-chan zkstate.State, func()) {
 // current state is queued under c.sm.mu, so that no transition comes
 // between the two.
 func SubscribeStates[T any](c *Client, conv func(zkstate.State) T) (<-chan T, func()) {
-	if c == nil {
+	if c.unmade() {
 		ch := make(chan T)
 		close(ch)
 		return ch, func() {}

@@ -20,6 +20,9 @@ type counters struct {
 
 // Stats returns the request counters.
 func (c *Client) Stats() metric.RequestCounts {
+	if c == nil {
+		return metric.RequestCounts{}
+	}
 	s := &c.stats
 	return metric.RequestCounts{
 		Creates: s.creates.Load(), Deletes: s.deletes.Load(), GetData: s.getData.Load(),
