@@ -106,7 +106,7 @@ func (r *Reaper) AddPath(path string) error {
 	if r == nil || r.c == nil {
 		return notMade()
 	}
-	if err := engine.Of(r.c).Check(); err != nil {
+	if err := (*engine.Client)(r.c).Check(); err != nil {
 		return zkerr.Named("reaper", err)
 	}
 	full, err := r.c.FullPath(path)
@@ -135,7 +135,7 @@ func (r *Reaper) Start(ctx context.Context) error {
 	if r == nil || r.c == nil {
 		return notMade()
 	}
-	if err := engine.Of(r.c).Check(); err != nil {
+	if err := (*engine.Client)(r.c).Check(); err != nil {
 		return zkerr.Named("reaper", err)
 	}
 	var rctx context.Context

@@ -114,7 +114,7 @@ func (s *Selector) Start(ctx context.Context) error {
 	if err := ctx.Err(); err != nil {
 		return zkerr.Namedf("leader selector "+s.path, "%w", err)
 	}
-	if err := engine.Of(s.c).Check(); err != nil {
+	if err := (*engine.Client)(s.c).Check(); err != nil {
 		return zkerr.Named("leader selector "+s.path, err)
 	}
 	s.mu.Lock() // a Close after the Start below finds cancel set
@@ -136,7 +136,7 @@ func (s *Selector) Requeue() (bool, error) {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if err := engine.Of(s.c).Check(); err != nil {
+	if err := (*engine.Client)(s.c).Check(); err != nil {
 		return false, zkerr.Namedf("leader selector "+s.path, "%w", err) // a closed client
 	}
 	if err := s.life.Running("leader selector "+s.path, ""); err != nil {

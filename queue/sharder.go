@@ -164,7 +164,7 @@ func NewSharder[Q Shard](c *recipes.Client, queuePath, leaderPath string, alloc 
 	if err != nil {
 		return nil, zkerr.Named(what, err)
 	}
-	return &Sharder[Q]{c: c, e: engine.Of(c), path: queuePath, full: full, leaderPath: leaderPath, alloc: alloc,
+	return &Sharder[Q]{c: c, e: (*engine.Client)(c), path: queuePath, full: full, leaderPath: leaderPath, alloc: alloc,
 		opts: o, latch: latch, shards: map[string]Q{}, preferred: map[string]bool{}}, nil
 }
 
