@@ -105,7 +105,7 @@ func (pc *protectedCreate) awaitConnection() error {
 		if snap.State.IsConnected() {
 			return nil
 		}
-		d, ok := retry.Next()
+		d, ok := retry.next()
 		if !ok {
 			return fmt.Errorf("%w (%v): no connection before the retry policy gave up", zkerr.ErrNotConnected, snap.State)
 		}

@@ -407,7 +407,7 @@ func (c *Client) Retry(ctx context.Context, op func() error) error {
 		if err == nil || !zkerr.IsRetryable(err) {
 			return err
 		}
-		d, ok := b.Next()
+		d, ok := b.next()
 		if !ok {
 			return err
 		}
