@@ -1,7 +1,8 @@
 // Package engine is the core every recipe drives, hidden from users:
 // package recipes is its public face (Client, options, connection states,
-// errors), and the recipe packages reach the engine behind a
-// *recipes.Client with Of.
+// errors). recipes.Client is a type defined on this package's Client, so
+// the recipe packages reach the engine by converting the pointer,
+// (*engine.Client)(c); a nil or zero Client is no client (ErrNilClient).
 //
 // What lives here:
 //
