@@ -139,19 +139,11 @@ func TestMisuse(t *testing.T) {
 		if cl.what != "closed Client" { // these three are in TestInvalidPathsAndMisuse
 			m("AddAuth", func(c *recipes.Client) error { return c.AddAuth(context.Background(), "digest", []byte("a:b")) })
 			m("WaitConnected", func(c *recipes.Client) error { return c.WaitConnected(ctx) })
-			m("CreateProtected", func(c *recipes.Client) error {
-				_, _, err := (*engine.Client)(c).CreateProtected(ctx, "/misuse", "lock-", nil)
-				return err
-			})
 			m("Enter", func(c *recipes.Client) error {
 				_, err := (*engine.Client)(c).Enter(ctx, "/misuse", "lock-", nil, driver)
 				return err
 			})
 		}
-		m("CreateProtectedFixed", func(c *recipes.Client) error {
-			_, _, err := (*engine.Client)(c).CreateProtectedFixed(ctx, "/misuse", "fixed", nil)
-			return err
-		})
 		m("EnsureContainers", func(c *recipes.Client) error { return (*engine.Client)(c).EnsureContainers(ctx, "/misuse/a/b") })
 		m("Participate", func(c *recipes.Client) error {
 			return (*engine.Client)(c).Participate(ctx, engine.Participation{Parent: "/misuse", LockName: "latch-", Driver: driver, OnTerm: onTerm})
@@ -167,7 +159,6 @@ func TestMisuse(t *testing.T) {
 		m("Retry(an op that fails with a connection loss)", func(c *recipes.Client) error { return c.Retry(ctx, retryable) })
 		add(cl.what+": go-zookeeper calls", noError, misuseEach(cl.want, []misuseSub{
 			{Name: "Create", Call: func() error { _, err := cl.c().Create(ctx, "/misuse", nil, 0); return err }},
-			{Name: "CreateContainer", Call: func() error { _, err := (*engine.Client)(cl.c()).CreateContainer(ctx, "/misuse"); return err }},
 			{Name: "Delete", Call: func() error { return cl.c().Delete(ctx, "/misuse", -1) }},
 			{Name: "Get", Call: func() error { _, _, err := cl.c().Get(ctx, "/"); return err }},
 			{Name: "GetW", Call: func() error { _, _, _, err := (*engine.Client)(cl.c()).GetW(ctx, "/"); return err }},
@@ -220,14 +211,6 @@ func TestMisuse(t *testing.T) {
 		}
 		add(name+"(bad server paths)", noError, misuseEach(invalidPath, subs))
 	}
-	serverPathRow("CreateProtected", func(ctx context.Context, p string) error {
-		_, _, err := (*engine.Client)(c).CreateProtected(ctx, p, "lock-", nil)
-		return err
-	})
-	serverPathRow("CreateProtectedFixed", func(ctx context.Context, p string) error {
-		_, _, err := (*engine.Client)(c).CreateProtectedFixed(ctx, p, "fixed", nil)
-		return err
-	})
 	serverPathRow("EnsureContainers", func(ctx context.Context, p string) error { return (*engine.Client)(c).EnsureContainers(ctx, p) })
 	serverPathRow("Enter", func(ctx context.Context, p string) error {
 		ct, err := (*engine.Client)(c).Enter(ctx, p, "lock-", nil, driver)
@@ -243,12 +226,6 @@ func TestMisuse(t *testing.T) {
 
 	// Names a recipe builds its node names from.
 	for _, name := range []string{"a/b", "nul\x00"} {
-		add(fmt.Sprintf("CreateProtected(name %q)", name), []error{recipes.ErrInvalidArgument, recipes.ErrInvalidPath}, func() error {
-			ctx, cancel := short()
-			defer cancel()
-			_, _, err := (*engine.Client)(c).CreateProtected(ctx, "/misuse/names", name, nil)
-			return err
-		})
 		add(fmt.Sprintf("Enter(lockName %q)", name), []error{recipes.ErrInvalidArgument, recipes.ErrInvalidPath}, func() error {
 			ctx, cancel := short()
 			defer cancel()
@@ -310,20 +287,6 @@ func TestMisuse(t *testing.T) {
 	// context.Background(); never a panic.
 	var nilCtx context.Context
 	tolerate("WaitConnected(nil ctx)", invalidArg, func() error { return c.WaitConnected(nilCtx) })
-	tolerate("CreateProtected(nil ctx)", invalidArg, func() error {
-		p, sid, err := (*engine.Client)(c).CreateProtected(nilCtx, "/misuse/nilctx", "lock-", nil)
-		if err == nil {
-			_ = (*engine.Client)(c).GuaranteedDelete(ctx, p, sid)
-		}
-		return err
-	})
-	tolerate("CreateProtectedFixed(nil ctx)", invalidArg, func() error {
-		p, sid, err := (*engine.Client)(c).CreateProtectedFixed(nilCtx, "/misuse/nilctx", "fixed", nil)
-		if err == nil {
-			_ = (*engine.Client)(c).GuaranteedDelete(ctx, p, sid)
-		}
-		return err
-	})
 	tolerate("EnsureContainers(nil ctx)", invalidArg, func() error { return (*engine.Client)(c).EnsureContainers(nilCtx, "/misuse/nilctx/a") })
 	tolerate("Enter(nil ctx)", invalidArg, func() error {
 		ct, err := (*engine.Client)(c).Enter(nilCtx, "/misuse/nilctx", "lock-", nil, driver)

@@ -202,11 +202,6 @@ func unsequenced(flags int32) int32 {
 	return flags
 }
 
-// CreateContainer creates a container node.
-func (c *Client) CreateContainer(ctx context.Context, path string) (string, error) {
-	return createContainer(c, ctx, reqCreate, path)
-}
-
 // createContainer creates a container node, counted as op (a parent's
 // create, for EnsureContainers).
 func createContainer(c *Client, ctx context.Context, op reqOp, path string) (string, error) {
