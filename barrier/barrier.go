@@ -80,7 +80,7 @@ func New(c *recipes.Client, path string) (*Barrier, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Barrier{c: c, e: engine.Of(c), path: path, full: full}, nil
+	return &Barrier{c: c, e: (*engine.Client)(c), path: path, full: full}, nil
 }
 
 // Path returns the barrier's path as given to New.

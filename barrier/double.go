@@ -42,7 +42,7 @@ func NewDouble(c *recipes.Client, path string, memberQty int) (*DoubleBarrier, e
 	if memberQty < 1 {
 		return nil, zkerr.Namedf("double barrier "+path, "%w: memberQty %d", recipes.ErrInvalidArgument, memberQty)
 	}
-	return &DoubleBarrier{c: c, e: engine.Of(c), path: path, full: full, ready: zkpath.JoinPath(full, ReadyNode), qty: memberQty}, nil
+	return &DoubleBarrier{c: c, e: (*engine.Client)(c), path: path, full: full, ready: zkpath.JoinPath(full, ReadyNode), qty: memberQty}, nil
 }
 
 // Path returns the barrier's path as given to NewDouble.

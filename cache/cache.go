@@ -133,7 +133,7 @@ func New(c *recipes.Client, path string, opts ...Option) (*Cache, error) {
 		return nil, err
 	}
 	return &Cache{
-		c: c, e: engine.Of(c), path: path, full: full, o: o,
+		c: c, e: (*engine.Client)(c), path: path, full: full, o: o,
 		st:     newStore(),
 		initCh: make(chan struct{}),
 	}, nil

@@ -271,10 +271,10 @@ func TestDeleteOfOlderNode(t *testing.T) {
 	defer cc.Listen(rec.add, cache.AfterInitialized())()
 	start(t, cc)
 	proxy.SetLatency(150 * time.Millisecond)
-	reads := engine.Of(c).Stats().GetData
+	reads := (*engine.Client)(c).Stats().GetData
 	mustSet(t, w, "/o/p", "2")
 	// The cache got the event and sent its read, which is on its way.
-	eventually(t, 10*time.Second, "the cache's read sent", func() bool { return engine.Of(c).Stats().GetData > reads })
+	eventually(t, 10*time.Second, "the cache's read sent", func() bool { return (*engine.Client)(c).Stats().GetData > reads })
 	mustDelete(t, w, "/o/p")
 	st := mustCreate(t, w, "/o/p", "3")
 	eventually(t, 10*time.Second, "the new node cached", func() bool {

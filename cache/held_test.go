@@ -51,7 +51,7 @@ func TestEventsReadWhileHeld(t *testing.T) {
 	t.Cleanup(func() { _ = cc.Close(context.Background()) })
 	require.NoError(t, cc.WaitReady(ctx))
 
-	e := engine.Of(c)
+	e := (*engine.Client)(c)
 	before := e.Stats().GetData
 	cc.mu.Lock() // the cache's goroutines are held up
 	held := true

@@ -39,7 +39,7 @@ func TestInitialLoad(t *testing.T) {
 			c := connect(t, zkc.Servers(), recipes.WithNamespace(ns))
 			cc, err := cache.New(c, "/big", tc.opts...)
 			require.NoError(t, err)
-			before := engine.Of(c).Stats()
+			before := (*engine.Client)(c).Stats()
 			var m0, m1 runtime.MemStats
 			runtime.GC()
 			runtime.ReadMemStats(&m0)
@@ -49,7 +49,7 @@ func TestInitialLoad(t *testing.T) {
 			runtime.GC()
 			runtime.ReadMemStats(&m1)
 			t.Logf("%s: about %d heap bytes per cached node (100-byte values)", tc.name, (int64(m1.HeapAlloc)-int64(m0.HeapAlloc))/int64(cc.Size()))
-			reads := engine.Of(c).Stats().Sub(before)
+			reads := (*engine.Client)(c).Stats().Sub(before)
 			require.Equal(t, len(all), cc.Size(), "every node there at Initialized")
 			// One round trip, measured on the same session, for scale.
 			rtBegan := time.Now()
@@ -88,9 +88,9 @@ func TestLoadLargeValues(t *testing.T) {
 	c := connect(t, zkc.Servers(), recipes.WithNamespace(ns))
 	cc, err := cache.New(c, "/l")
 	require.NoError(t, err)
-	before := engine.Of(c).Stats()
+	before := (*engine.Client)(c).Stats()
 	start(t, cc)
-	reads := engine.Of(c).Stats().Sub(before)
+	reads := (*engine.Client)(c).Stats().Sub(before)
 	require.Equal(t, len(all), cc.Size())
 	for _, p := range all {
 		n, ok := cc.Get(p)

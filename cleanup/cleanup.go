@@ -80,7 +80,7 @@ func Scan(ctx context.Context, c *recipes.Client, path string) (ScanResult, erro
 		)
 		err := c.Retry(ctx, func() error {
 			var err error
-			kids, st, err = engine.Of(c).Children(ctx, p)
+			kids, st, err = (*engine.Client)(c).Children(ctx, p)
 			return err
 		})
 		if errors.Is(err, zk.ErrNoNode) {

@@ -119,7 +119,7 @@ func TestNoGrowth(t *testing.T) {
 	t.Run("containers", func(t *testing.T) {
 		zkc := zktest.Start(t)
 		c := connect(t, zkc.Servers())
-		require.NoError(t, engine.Of(c).EnsureContainers(context.Background(), "/growth"))
+		require.NoError(t, (*engine.Client)(c).EnsureContainers(context.Background(), "/growth"))
 		_, err := c.Create(context.Background(), "/growth/anchor", nil, 0) // keeps the parent itself
 		require.NoError(t, err)
 		base := znodes(t, zkc)
@@ -133,7 +133,7 @@ func TestNoGrowth(t *testing.T) {
 	t.Run("reaper", func(t *testing.T) {
 		zkc := zktest.Start(t)
 		c := connect(t, zkc.Servers(), recipes.WithoutContainers())
-		require.False(t, engine.Of(c).UsesContainers())
+		require.False(t, (*engine.Client)(c).UsesContainers())
 		_, err := c.Create(context.Background(), "/growth", nil, 0)
 		require.NoError(t, err)
 		base := znodes(t, zkc)

@@ -104,7 +104,7 @@ func (r *Reaper) AddPath(path string) error {
 	if r == nil || r.c == nil {
 		return notMade()
 	}
-	if err := engine.Of(r.c).Check(); err != nil {
+	if err := (*engine.Client)(r.c).Check(); err != nil {
 		return zkerr.Named("reaper", err)
 	}
 	full, err := r.c.FullPath(path)
@@ -133,7 +133,7 @@ func (r *Reaper) Start(ctx context.Context) error {
 	if r == nil || r.c == nil {
 		return notMade()
 	}
-	if err := engine.Of(r.c).Check(); err != nil {
+	if err := (*engine.Client)(r.c).Check(); err != nil {
 		return zkerr.Named("reaper", err)
 	}
 	if err := r.life.Start("reaper"); err != nil {

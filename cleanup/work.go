@@ -40,7 +40,7 @@ func (r *Reaper) run(ctx context.Context) {
 // Follower (one goroutine however many parents): from then on (until
 // Close) the candidates under them are tracked as they come.
 func (r *Reaper) followAll(ctx context.Context) {
-	f := engine.Of(r.c).NewFollower("reaper", nil)
+	f := (*engine.Client)(r.c).NewFollower("reaper", nil)
 	r.mu.Lock()
 	r.follower = f
 	for p, pp := range r.parents {
@@ -87,7 +87,7 @@ func (r *Reaper) list(ctx context.Context, p string, pp *parent, w *engine.Watch
 		return nil
 	}
 	pp.listed = time.Now()
-	v, err := engine.Of(r.c).ReadChildren(ctx, p, w, pp.depth == 0)
+	v, err := (*engine.Client)(r.c).ReadChildren(ctx, p, w, pp.depth == 0)
 	switch {
 	case err != nil:
 		return err
@@ -161,7 +161,7 @@ func (r *Reaper) checkAll(ctx context.Context) {
 // check looks at one candidate and deletes it once it has been seen empty
 // and unchanged on enough consecutive checks.
 func (r *Reaper) check(ctx context.Context, p string) {
-	ok, st, err := engine.Of(r.c).Exists(ctx, p)
+	ok, st, err := (*engine.Client)(r.c).Exists(ctx, p)
 	r.checked.Add(1)
 	if err != nil {
 		return // tried again at the next round
@@ -198,7 +198,7 @@ func (r *Reaper) check(ctx context.Context, p string) {
 	}
 	// The server refuses to delete a node that has children, and the
 	// version makes it refuse a node deleted and made again meanwhile.
-	err = engine.Of(r.c).Delete(ctx, p, st.Version)
+	err = (*engine.Client)(r.c).Delete(ctx, p, st.Version)
 	switch {
 	case err == nil:
 		r.reaped.Add(1)

@@ -80,7 +80,7 @@ func New(c *recipes.Client, basePath string, opts ...Option) (*Discovery, error)
 	if c == nil {
 		return nil, recipes.ErrNilClient
 	}
-	e := engine.Of(c)
+	e := (*engine.Client)(c)
 	full, err := e.Namespace().Full(basePath)
 	if err != nil {
 		return nil, err

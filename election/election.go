@@ -182,9 +182,9 @@ func Participants(ctx context.Context, c *recipes.Client, path string) ([]recipe
 }
 
 func participants(ctx context.Context, c *recipes.Client, full string) ([]recipes.Participant, error) {
-	ms, err := engine.Of(c).ReadQueue(ctx, full, anyDriver, nil)
+	ms, err := (*engine.Client)(c).ReadQueue(ctx, full, anyDriver, nil)
 	if err != nil {
-		return nil, zkerr.Namedf("election "+engine.Of(c).Namespace().Strip(full), "participants: %w", err)
+		return nil, zkerr.Namedf("election "+(*engine.Client)(c).Namespace().Strip(full), "participants: %w", err)
 	}
 	return recipeargs.Participants(ms, nil), nil
 }
@@ -215,7 +215,7 @@ func CurrentLeader(ctx context.Context, c *recipes.Client, path string) (recipes
 // again), or, when there is none, on the children, or on the path's
 // creation when it does not exist. With w nil it reads plainly.
 func readLeader(ctx context.Context, c *recipes.Client, full string, w *engine.Watches) (recipes.Participant, error) {
-	e := engine.Of(c)
+	e := (*engine.Client)(c)
 	for {
 		if err := ctx.Err(); err != nil {
 			return recipes.Participant{}, err

@@ -138,7 +138,7 @@ func (l *Latch) Start(ctx context.Context) error {
 	if ctx == nil {
 		return fmt.Errorf("%w: nil context", recipes.ErrInvalidArgument)
 	}
-	if err := engine.Of(l.c).Check(); err != nil {
+	if err := (*engine.Client)(l.c).Check(); err != nil {
 		return zkerr.Named("leader latch "+l.path, err)
 	}
 	l.mu.Lock()
@@ -192,7 +192,7 @@ func (l *Latch) Start(ctx context.Context) error {
 // deleted (or handed to the engine's guaranteed delete).
 func (l *Latch) participate(ctx context.Context, r *latchRun) {
 	defer close(r.done)
-	err := engine.Of(l.c).Participate(ctx, engine.Participation{
+	err := (*engine.Client)(l.c).Participate(ctx, engine.Participation{
 		Parent:    l.full,
 		LockName:  LatchName,
 		Data:      []byte(l.id),
@@ -393,7 +393,7 @@ func (l *Latch) Node() string {
 	if l.node == "" {
 		return ""
 	}
-	return engine.Of(l.c).Namespace().Strip(l.node)
+	return (*engine.Client)(l.c).Namespace().Strip(l.node)
 }
 
 // releaseTerm is Term.Release for the latch's terms: Resign, while t is

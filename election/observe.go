@@ -38,7 +38,7 @@ func observe(ctx context.Context, c *recipes.Client, full string, post func(reci
 		last  recipes.Participant
 		first = true
 	)
-	f := engine.Of(c).NewFollower("election "+full, nil)
+	f := (*engine.Client)(c).NewFollower("election "+full, nil)
 	f.Add("election "+full, func(ctx context.Context, w *engine.Watches) error {
 		l, err := readLeader(ctx, c, full, w)
 		if err != nil {

@@ -112,7 +112,7 @@ func (s *Selector) Start(ctx context.Context) error {
 	if err := ctx.Err(); err != nil {
 		return zkerr.Namedf("leader selector "+s.path, "%w", err)
 	}
-	if err := engine.Of(s.c).Check(); err != nil {
+	if err := (*engine.Client)(s.c).Check(); err != nil {
 		return zkerr.Named("leader selector "+s.path, err)
 	}
 	s.mu.Lock() // a Requeue sees it either not started or queued
@@ -135,7 +135,7 @@ func (s *Selector) Requeue() (bool, error) {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if err := engine.Of(s.c).Check(); err != nil {
+	if err := (*engine.Client)(s.c).Check(); err != nil {
 		return false, zkerr.Namedf("leader selector "+s.path, "%w", err) // a closed client
 	}
 	if err := s.life.Running("leader selector "+s.path, ""); err != nil {

@@ -66,7 +66,7 @@ func TestFailedCleanupKeepsTheOriginalError(t *testing.T) {
 	holder := connect(t, zkc.Servers())
 	waiter := connect(t, zkc.Servers())
 	ctx := context.Background()
-	_, err := engine.Of(holder).Conn().Create("/acl41", nil, 0, zk.WorldACL(zk.PermRead|zk.PermCreate))
+	_, err := (*engine.Client)(holder).Conn().Create("/acl41", nil, 0, zk.WorldACL(zk.PermRead|zk.PermCreate))
 	require.NoError(t, err)
 	hm, err := mutex.New(holder, "/acl41")
 	require.NoError(t, err)

@@ -34,7 +34,7 @@ func TestLocalHandoffExclusionAndTokens(t *testing.T) {
 		tokens []recipes.FenceToken
 		wg     sync.WaitGroup
 	)
-	before := engine.Of(c).Stats()
+	before := (*engine.Client)(c).Stats()
 	start := time.Now()
 	for g := 0; g < goroutines; g++ {
 		wg.Add(1)
@@ -60,7 +60,7 @@ func TestLocalHandoffExclusionAndTokens(t *testing.T) {
 	}
 	wg.Wait()
 	elapsed := time.Since(start)
-	d := engine.Of(c).Stats().Sub(before)
+	d := (*engine.Client)(c).Stats().Sub(before)
 	assert.Equal(t, int32(1), worst.Load(), "one holder at a time")
 	require.Len(t, tokens, goroutines*iters)
 	for i := 1; i < len(tokens); i++ {

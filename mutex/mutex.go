@@ -231,7 +231,7 @@ func newMutex(c *recipes.Client, path string, opts []Option) (*Mutex, error) {
 	if o.data == nil {
 		o.data = []byte(recipeargs.LocalIP())
 	}
-	return &Mutex{c: c, e: engine.Of(c), path: path, full: full, opts: o, holds: map[any]*Lease{}}, nil
+	return &Mutex{c: c, e: (*engine.Client)(c), path: path, full: full, opts: o, holds: map[any]*Lease{}}, nil
 }
 
 // leaseOf returns the Lease held by owner, or nil.

@@ -221,7 +221,7 @@ func TestHerdFreeFIFO(t *testing.T) {
 	for next := 0; next < n; next++ {
 		before := make([]metric.RequestCounts, n)
 		for i, w := range ws {
-			before[i] = engine.Of(w.c).Stats()
+			before[i] = (*engine.Client)(w.c).Stats()
 		}
 		require.NoError(t, release())
 		select {
@@ -240,7 +240,7 @@ func TestHerdFreeFIFO(t *testing.T) {
 		// Only the successor may have sent anything (its wake-up needs no
 		// request at all when the deletion event proves it is first).
 		for i, w := range ws {
-			d := engine.Of(w.c).Stats().Sub(before[i])
+			d := (*engine.Client)(w.c).Stats().Sub(before[i])
 			if i != next {
 				maxOther = max(maxOther, d.GetData+d.Children+d.Exists+d.Creates)
 			}
@@ -280,7 +280,7 @@ func testFlatHandOff(t *testing.T, sessions int) {
 	}
 	stats := func() (s metric.RequestCounts) {
 		for _, c := range cs {
-			d := engine.Of(c).Stats()
+			d := (*engine.Client)(c).Stats()
 			s.Children += d.Children
 			s.GetData += d.GetData
 			s.Creates += d.Creates

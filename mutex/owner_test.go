@@ -78,7 +78,7 @@ func TestSameOwnerConcurrentLocksShareOneNode(t *testing.T) {
 	require.NoError(t, err)
 
 	job := mutex.WithOwner(ctx, "job")
-	before := engine.Of(ownerC).Stats()
+	before := (*engine.Client)(ownerC).Stats()
 	got := make(chan lockResult, 2)
 	lock := func(ctx context.Context) {
 		l, err := om.Acquire(ctx)
@@ -107,7 +107,7 @@ func TestSameOwnerConcurrentLocksShareOneNode(t *testing.T) {
 	require.Same(t, r1.l, r2.l, "one owner, one Lease")
 	l := r1.l
 	assert.Equal(t, 2, l.Count())
-	assert.Equal(t, uint64(1), engine.Of(ownerC).Stats().Sub(before).Creates, "exactly one node created for the owner")
+	assert.Equal(t, uint64(1), (*engine.Client)(ownerC).Stats().Sub(before).Creates, "exactly one node created for the owner")
 	assert.Len(t, children(t, holderC, path), 1)
 
 	require.NoError(t, om.Release(job))

@@ -53,7 +53,7 @@ func Revoke(ctx context.Context, c *recipes.Client, node string) error {
 		return fmt.Errorf("%w: the root is not a lock node", recipes.ErrInvalidPath)
 	}
 	err = c.Retry(ctx, func() error {
-		_, err := engine.Of(c).Set(ctx, full, []byte(RevokeMessage), -1)
+		_, err := (*engine.Client)(c).Set(ctx, full, []byte(RevokeMessage), -1)
 		return err
 	})
 	if err != nil {

@@ -88,7 +88,7 @@ func NewGroupMember(c *recipes.Client, membershipPath, id string, payload []byte
 	if payload == nil {
 		payload = []byte(recipeargs.LocalIP())
 	}
-	e := engine.Of(c)
+	e := (*engine.Client)(c)
 	memberPath := e.Namespace().Strip(zkpath.JoinPath(full, id))
 	n, err := NewPersistentNode(c, memberPath, Ephemeral, payload)
 	if err != nil {

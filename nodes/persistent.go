@@ -133,7 +133,7 @@ func NewPersistentNode(c *recipes.Client, path string, mode Mode, data []byte, o
 		}
 		return nil, fmt.Errorf("%w: WithTTL goes with a TTL mode, not %v", recipes.ErrInvalidArgument, mode)
 	}
-	return &PersistentNode{c: c, e: engine.Of(c), path: path, full: full, mode: mode, o: o,
+	return &PersistentNode{c: c, e: (*engine.Client)(c), path: path, full: full, mode: mode, o: o,
 		data: append([]byte(nil), data...)}, nil
 }
 

@@ -102,7 +102,7 @@ func NewPersistentTTLNode(c *recipes.Client, path string, ttl time.Duration, dat
 	}
 	n.o.keep = true
 	return &PersistentTTLNode{
-		e: engine.Of(c), path: path, full: full, child: zkpath.JoinPath(full, o.child),
+		e: (*engine.Client)(c), path: path, full: full, child: zkpath.JoinPath(full, o.child),
 		ttl: ttl, period: ttl / time.Duration(o.factor), node: n,
 		again: make(chan struct{}, 1),
 	}, nil
@@ -291,7 +291,7 @@ func ReadTTLNode(ctx context.Context, c *recipes.Client, path string, child ...s
 	if err != nil {
 		return TTLNodeState{}, err
 	}
-	e := engine.Of(c)
+	e := (*engine.Client)(c)
 	name := DefaultTouchNode
 	if len(child) > 0 && child[0] != "" {
 		name = child[0]

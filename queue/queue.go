@@ -159,7 +159,7 @@ func newCore(c *recipes.Client, k kind, path string, opts []Option) (*core, erro
 	if err != nil {
 		return nil, err
 	}
-	q := &core{c: c, e: engine.Of(c), kind: k, path: path, full: full}
+	q := &core{c: c, e: (*engine.Client)(c), kind: k, path: path, full: full}
 	q.opts.recipe = "Queue"
 	for _, o := range opts {
 		if o == nil {

@@ -110,7 +110,7 @@ func NewSharder[Q Shard](c *recipes.Client, queuePath, leaderPath string, alloc 
 	if err != nil {
 		return nil, err
 	}
-	s := &Sharder[Q]{c: c, e: engine.Of(c), path: queuePath, full: full, alloc: alloc, shards: map[string]Q{}, preferred: map[string]bool{},
+	s := &Sharder[Q]{c: c, e: (*engine.Client)(c), path: queuePath, full: full, alloc: alloc, shards: map[string]Q{}, preferred: map[string]bool{},
 		opts: options{recipe: "Sharder", sharder: sharder{threshold: 10000, interval: 30 * time.Second, maxShards: 10, id: recipeargs.LocalIP()}}}
 	lfull, err := recipeargs.Path(c, leaderPath, "a sharder leader path")
 	switch {

@@ -50,7 +50,7 @@ func NewSimple(c *recipes.Client, path string) (*SimpleQueue, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &SimpleQueue{c: c, e: engine.Of(c), path: path, full: full}, nil
+	return &SimpleQueue{c: c, e: (*engine.Client)(c), path: path, full: full}, nil
 }
 
 // Path returns the queue's path as given to NewSimple.

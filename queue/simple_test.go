@@ -181,7 +181,7 @@ func TestSimpleTakeListsOnce(t *testing.T) {
 	for i := range n {
 		require.NoError(t, q.Offer(ctx, fmt.Appendf(nil, "%d", i)))
 	}
-	before := engine.Of(c).Stats()
+	before := (*engine.Client)(c).Stats()
 	for i := range n {
 		if i == n/2 {
 			require.NoError(t, q.Offer(ctx, []byte("late")))
@@ -197,7 +197,7 @@ func TestSimpleTakeListsOnce(t *testing.T) {
 	_, ok, err = q.Poll(ctx)
 	require.NoError(t, err)
 	assert.False(t, ok)
-	got := engine.Of(c).Stats().Sub(before).Children
+	got := (*engine.Client)(c).Stats().Sub(before).Children
 	t.Logf("%d getChildren requests for %d takes and 2 polls", got, n)
 	assert.LessOrEqual(t, got, uint64(4), "getChildren per take: O(1) amortised, not one per take")
 }

@@ -16,25 +16,21 @@ import (
 	"github.com/zkrecipes/zkrecipes/internal/zkstate"
 )
 
-func init() {
-	engine.SetUnwrap(func(client any) *engine.Client {
-		if c, ok := client.(*Client); ok && c != nil {
-			return c.e
-		}
-		return nil
-	})
-}
-
 // Client is the one object every recipe takes. It owns a *zk.Conn, drains
 // its session events as they happen, turns them into Curator's connection
 // states and publishes those to listeners and to the holds recipes hand out.
 //
-// A Client is safe for concurrent use. Close it when done: Close ends the
-// session (so the server deletes its ephemeral nodes at once) and leaves no
-// goroutine behind.
-type Client struct {
-	e *engine.Client
-}
+// Make one with Connect or NewClient and use it through its pointer: a
+// Client is safe for concurrent use, but must not be copied. A nil *Client,
+// or a zero one (new(Client)), is no client: its methods return
+// ErrNilClient, or a zero value for those that return no error. Close it
+// when done: Close ends the session (so the server deletes its ephemeral
+// nodes at once) and leaves no goroutine behind.
+//
+// Its definition names the module's internal client, which holds the
+// connection and has no exported field: what a Client offers is the
+// methods below, and the recipe packages that take it.
+type Client engine.Client
 
 // Connect dials the given servers ("host:port" each) and waits until the
 // first session is established, ctx ends or the connect timeout
@@ -55,7 +51,7 @@ func Connect(ctx context.Context, servers []string, opts ...Option) (*Client, er
 	if err != nil {
 		return nil, err
 	}
-	return &Client{e: e}, nil
+	return (*Client)(e), nil
 }
 
 // NewClient adopts a connection the caller already has, together with the
@@ -88,17 +84,12 @@ func NewClient(ctx context.Context, conn *zk.Conn, events <-chan zk.Event, opts 
 	if err != nil {
 		return nil, err
 	}
-	return &Client{e: e}, nil
+	return (*Client)(e), nil
 }
 
-// eng returns the engine client, nil for a nil Client (whose methods then
-// return ErrNilClient).
-func (c *Client) eng() *engine.Client {
-	if c == nil {
-		return nil
-	}
-	return c.e
-}
+// eng returns c as the engine's client, whose methods take a nil or zero
+// one as no client (ErrNilClient).
+func (c *Client) eng() *engine.Client { return (*engine.Client)(c) }
 
 // Close ends the session and stops every goroutine the client started. It
 // asks the server to close the session, so that the client's ephemeral

@@ -44,7 +44,7 @@ func TestStateSuspendedThenReconnectedOnPause(t *testing.T) {
 	c := connect(t, zkc.Servers(), recipes.WithSessionTimeout(6*time.Second))
 	log := testutil.WatchStates(t, c)
 	sid := c.SessionID()
-	hold := engine.Of(c).HoldSignal(engine.Of(c).Snapshot())
+	hold := (*engine.Client)(c).HoldSignal((*engine.Client)(c).Snapshot())
 
 	require.NoError(t, zkc.Pause(0))
 	log.WaitFor(t, 0, 10*time.Second, recipes.StateSuspended)
@@ -57,7 +57,7 @@ func TestStateSuspendedThenReconnectedOnPause(t *testing.T) {
 	got := log.WaitFor(t, 0, 10*time.Second, recipes.StateSuspended, recipes.StateReconnected)
 	assert.NotContains(t, got, recipes.StateLost)
 	assert.Equal(t, sid, c.SessionID(), "same session after a short pause")
-	assert.False(t, notify.IsClosed(engine.Of(c).Snapshot().Lost))
+	assert.False(t, notify.IsClosed((*engine.Client)(c).Snapshot().Lost))
 }
 
 func TestStateSuspendedThenLostOnBlackhole(t *testing.T) {
@@ -69,8 +69,8 @@ func TestStateSuspendedThenLostOnBlackhole(t *testing.T) {
 		recipes.WithErrorPolicy(recipes.PolicySession))
 	require.Equal(t, 4*time.Second, c.SessionTimeout(), "negotiated session timeout")
 	log := testutil.WatchStates(t, c)
-	snap := engine.Of(c).Snapshot()
-	hold := engine.Of(c).HoldSignal(snap)
+	snap := (*engine.Client)(c).Snapshot()
+	hold := (*engine.Client)(c).HoldSignal(snap)
 	oldSID := c.SessionID()
 
 	proxy.Blackhole()
@@ -86,7 +86,7 @@ func TestStateSuspendedThenLostOnBlackhole(t *testing.T) {
 	log.WaitFor(t, 0, 20*time.Second, recipes.StateSuspended, recipes.StateLost, recipes.StateReconnected)
 	require.NoError(t, c.WaitConnected(context.Background()))
 	assert.NotEqual(t, oldSID, c.SessionID(), "a new session after LOST")
-	assert.False(t, notify.IsClosed(engine.Of(c).HoldSignal(engine.Of(c).Snapshot())), "fresh signals after reconnect")
+	assert.False(t, notify.IsClosed((*engine.Client)(c).HoldSignal((*engine.Client)(c).Snapshot())), "fresh signals after reconnect")
 }
 
 func TestStateReconnectedAfterLeaderKill(t *testing.T) {
@@ -157,92 +157,6 @@ func TestListenersGetEveryTransitionInOrderAndSlowOnesDoNotBlock(t *testing.T) {
 	}
 }
 
-func TestProtectedCreateRecoversLostReply(t *testing.T) {
-	zkc := zktest.Start(t)
-	proxy := zktest.NewProxy(t, zkc.Servers()[0])
-	c := connect(t, []string{proxy.Addr()}, recipes.WithSessionTimeout(4*time.Second))
-	ctx := context.Background()
-	require.NoError(t, engine.Of(c).EnsureContainers(ctx, "/protected"))
-
-	before := engine.Of(c).Stats()
-	proxy.CutAfterClientSends([]byte(zkpath.ProtectedPrefix))
-	path, sid, err := engine.Of(c).CreateProtected(ctx, "/protected", "lock-", []byte("x"))
-	require.NoError(t, err)
-	d := engine.Of(c).Stats().Sub(before)
-	assert.Equal(t, c.UnsafeConn().SessionID(), sid)
-	assert.GreaterOrEqual(t, d.Creates, uint64(1))
-	assert.GreaterOrEqual(t, d.Children, uint64(1), "the lost reply forced a search")
-	t.Logf("requests for the recovered create: %+v", d)
-
-	kids, _, err := c.Children(ctx, "/protected")
-	require.NoError(t, err)
-	require.Len(t, kids, 1, "exactly one node")
-	assert.Equal(t, "/protected/"+kids[0], path)
-	assert.True(t, strings.HasPrefix(kids[0], zkpath.ProtectedPrefix))
-	assert.Regexp(t, `^_c_[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}-lock-\d{10}$`, kids[0])
-}
-
-func TestContainerParentsAreReapedAndRecreated(t *testing.T) {
-	zkc := zktest.Start(t)
-	c := connect(t, zkc.Servers())
-	ctx := context.Background()
-
-	path, sid, err := engine.Of(c).CreateProtected(ctx, "/reap/a/b", "lock-", nil)
-	require.NoError(t, err)
-	for _, p := range []string{"/reap", "/reap/a", "/reap/a/b"} {
-		_, st, err := c.UnsafeConn().Get(p)
-		require.NoError(t, err)
-		assert.Zero(t, st.EphemeralOwner, p)
-	}
-	require.NoError(t, engine.Of(c).GuaranteedDelete(ctx, path, sid))
-	// The server reaps empty containers bottom-up, one level per check.
-	eventually(t, 15*time.Second, "containers reaped", func() bool {
-		ok, _, err := c.Exists(ctx, "/reap")
-		return err == nil && !ok
-	})
-
-	// A parent deleted between two calls is recreated.
-	require.NoError(t, engine.Of(c).EnsureContainers(ctx, "/reap2/x"))
-	require.NoError(t, c.Delete(ctx, "/reap2/x", -1))
-	_, _, err = engine.Of(c).CreateProtected(ctx, "/reap2/x", "lock-", nil)
-	require.NoError(t, err)
-
-	// Race the real reaper: create and delete children in a loop for a few
-	// check intervals; every create must succeed.
-	deadline := time.Now().Add(3 * time.Second)
-	n := 0
-	for time.Now().Before(deadline) {
-		p, sid, err := engine.Of(c).CreateProtected(ctx, "/reap3/y", "lock-", nil)
-		require.NoError(t, err, "create %d", n)
-		require.NoError(t, engine.Of(c).GuaranteedDelete(ctx, p, sid))
-		n++
-	}
-	t.Logf("%d creates raced the container reaper", n)
-}
-
-func TestGuaranteedDeleteSurvivesConnectionBlip(t *testing.T) {
-	zkc := zktest.Start(t)
-	proxy := zktest.NewProxy(t, zkc.Servers()[0])
-	c := connect(t, []string{proxy.Addr()}, recipes.WithSessionTimeout(4*time.Second))
-	direct := connect(t, zkc.Servers())
-	ctx := context.Background()
-
-	path, sid, err := engine.Of(c).CreateProtected(ctx, "/gd", "lock-", nil)
-	require.NoError(t, err)
-	proxy.Blackhole()
-	require.NoError(t, engine.Of(c).GuaranteedDelete(ctx, path, sid)) // fails for a connection reason, goes to background
-	assert.Equal(t, int64(1), engine.Of(c).Stats().PendingDeletes)
-	ok, _, err := direct.Exists(ctx, path)
-	require.NoError(t, err)
-	assert.True(t, ok, "not deleted while black-holed")
-	proxy.Restore()
-	eventually(t, 10*time.Second, "background delete", func() bool {
-		ok, _, err := direct.Exists(ctx, path)
-		return err == nil && !ok && engine.Of(c).Stats().PendingDeletes == 0
-	})
-	assert.Equal(t, sid, c.SessionID(), "the session survived: the delete, not expiry, removed the node")
-}
-
 func TestInvalidPathsAndMisuse(t *testing.T) {
 	for _, p := range []string{"", "relative", "a/b", "/trailing/", "/a//b", "/a/./b", "/a/../b", "/.", "/..", "/nul\x00", "/ctl\x01", "/bad\ufffe"} {
 		err := recipes.ValidatePath(p)
@@ -255,7 +169,7 @@ func TestInvalidPathsAndMisuse(t *testing.T) {
 	var nilClient *recipes.Client
 	_, err := nilClient.FullPath("/x")
 	assert.ErrorIs(t, err, recipes.ErrNilClient)
-	assert.ErrorIs(t, engine.Of(nilClient).Check(), recipes.ErrNilClient)
+	assert.ErrorIs(t, (*engine.Client)(nilClient).Check(), recipes.ErrNilClient)
 	assert.ErrorIs(t, nilClient.Close(context.Background()), recipes.ErrNilClient)
 
 	_, err = recipes.NewClient(context.Background(), nil, nil)
@@ -287,12 +201,10 @@ func TestInvalidPathsAndMisuse(t *testing.T) {
 	assert.ErrorIs(t, err, recipes.ErrInvalidPath)
 	require.NoError(t, c.Close(context.Background()))
 	require.NoError(t, c.Close(context.Background()), "Close twice is fine")
-	assert.ErrorIs(t, engine.Of(c).Check(), recipes.ErrClosed)
-	_, _, err = engine.Of(c).CreateProtected(context.Background(), "/x", "lock-", nil)
-	assert.ErrorIs(t, err, recipes.ErrClosed)
+	assert.ErrorIs(t, (*engine.Client)(c).Check(), recipes.ErrClosed)
 	assert.ErrorIs(t, c.AddAuth(context.Background(), "digest", []byte("a:b")), recipes.ErrClosed)
 	assert.ErrorIs(t, c.WaitConnected(context.Background()), recipes.ErrClosed)
-	_, err = engine.Of(c).Enter(context.Background(), "/x", "lock-", nil, &contend.Driver{Names: []string{"lock-"}})
+	_, err = (*engine.Client)(c).Enter(context.Background(), "/x", "lock-", nil, &contend.Driver{Names: []string{"lock-"}})
 	assert.ErrorIs(t, err, recipes.ErrClosed)
 }
 
@@ -310,15 +222,16 @@ func TestAdoptedConnectionNamespaceAndAuth(t *testing.T) {
 	assert.Equal(t, recipes.StateConnected, c.State())
 	full, err := c.FullPath("/locks/x")
 	require.NoError(t, err)
-	p, _, err := engine.Of(c).CreateProtected(context.Background(), full, "lock-", []byte("hi"))
+	ct, err := (*engine.Client)(c).Enter(context.Background(), full, "lock-", []byte("hi"), &contend.Driver{Names: []string{"lock-"}})
 	require.NoError(t, err)
+	p := ct.Path()
 	assert.True(t, strings.HasPrefix(p, "/ns/locks/x/_c_"))
 
 	// Another session without the credentials cannot read the node.
 	other := connect(t, zkc.Servers())
 	_, _, err = other.Get(context.Background(), p)
 	assert.ErrorIs(t, err, zk.ErrNoAuth)
-	data, _, err := engine.Of(c).Get(context.Background(), p)
+	data, _, err := (*engine.Client)(c).Get(context.Background(), p)
 	require.NoError(t, err)
 	assert.Equal(t, "hi", string(data))
 	data, _, err = c.Get(context.Background(), strings.TrimPrefix(p, "/ns"))
@@ -352,7 +265,7 @@ func TestCloseLeavesNoGoroutines(t *testing.T) {
 		c.Listen(func(recipes.State) {})
 		ch, _ := c.Subscribe()
 		_ = ch
-		_, _, err = engine.Of(c).CreateProtected(context.Background(), fmt.Sprintf("/leak/%d", i), "lock-", nil)
+		_, err = (*engine.Client)(c).Enter(context.Background(), fmt.Sprintf("/leak/%d", i), "lock-", nil, &contend.Driver{Names: []string{"lock-"}})
 		require.NoError(t, err)
 		require.NoError(t, c.Close(context.Background()))
 	}

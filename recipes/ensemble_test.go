@@ -51,7 +51,7 @@ func TestEnsembleTrackingMovesOffARemovedMember(t *testing.T) {
 	ctx := context.Background()
 	c := connect(t, zkc.Servers(), recipes.WithSessionTimeout(8*time.Second))
 	sid := c.SessionID()
-	assert.Equal(t, zkc.Servers(), engine.Of(c).EnsembleServers(), "the member the client was given")
+	assert.Equal(t, zkc.Servers(), (*engine.Client)(c).EnsembleServers(), "the member the client was given")
 
 	m, err := mutex.New(c, "/ensemble/lock")
 	require.NoError(t, err)
@@ -70,7 +70,7 @@ func TestEnsembleTrackingMovesOffARemovedMember(t *testing.T) {
 	require.NoError(t, err)
 	require.NoError(t, zkc.Reconfig([]int{added}, nil))
 	eventually(t, 15*time.Second, "the client knows the new member", func() bool {
-		return slices.Equal(sorted(zkc.Servers()), engine.Of(c).EnsembleServers())
+		return slices.Equal(sorted(zkc.Servers()), (*engine.Client)(c).EnsembleServers())
 	})
 	assert.Equal(t, zkc.Servers()[0], c.UnsafeConn().Server(), "the client stays on its server, still a member")
 	assert.Equal(t, []recipes.State{recipes.StateConnected}, states.Snapshot(), "no reconnection for an added member")
@@ -81,7 +81,7 @@ func TestEnsembleTrackingMovesOffARemovedMember(t *testing.T) {
 	// to it. This one may too, before it reads the new configuration
 	// there and leaves it.
 	eventually(t, 20*time.Second, "the client connected to the remaining member", func() bool {
-		return slices.Equal([]string{zkc.Servers()[added]}, engine.Of(c).EnsembleServers()) &&
+		return slices.Equal([]string{zkc.Servers()[added]}, (*engine.Client)(c).EnsembleServers()) &&
 			c.UnsafeConn().Server() == zkc.Servers()[added] && c.State().IsConnected()
 	})
 	states.WaitFor(t, 1, 20*time.Second, recipes.StateSuspended, recipes.StateReconnected)
@@ -115,7 +115,7 @@ func TestEnsembleTrackingOutlivesItsSeedMembers(t *testing.T) {
 	c := connect(t, zkc.Servers()[:1], recipes.WithSessionTimeout(8*time.Second))
 	sid := c.SessionID()
 	eventually(t, 10*time.Second, "the client learns the other member at its first reading", func() bool {
-		return slices.Equal(sorted(zkc.Servers()), engine.Of(c).EnsembleServers())
+		return slices.Equal(sorted(zkc.Servers()), (*engine.Client)(c).EnsembleServers())
 	})
 
 	added, err := zkc.AddMember(false)
@@ -123,7 +123,7 @@ func TestEnsembleTrackingOutlivesItsSeedMembers(t *testing.T) {
 	require.NoError(t, zkc.Reconfig([]int{added}, nil))
 	require.NoError(t, zkc.Reconfig(nil, []int{0, 1}))
 	eventually(t, 20*time.Second, "the client follows the ensemble to its new member", func() bool {
-		return slices.Equal([]string{zkc.Servers()[added]}, engine.Of(c).EnsembleServers()) &&
+		return slices.Equal([]string{zkc.Servers()[added]}, (*engine.Client)(c).EnsembleServers()) &&
 			c.UnsafeConn().Server() == zkc.Servers()[added]
 	})
 	require.NoError(t, zkc.Kill(0))
@@ -140,11 +140,11 @@ func TestEnsembleTrackingOutlivesItsSeedMembers(t *testing.T) {
 func TestEnsembleTrackingOff(t *testing.T) {
 	zkc := zktest.Start(t)
 	c := connect(t, zkc.Servers(), recipes.WithoutEnsembleTracking())
-	assert.Nil(t, engine.Of(c).EnsembleServers())
+	assert.Nil(t, (*engine.Client)(c).EnsembleServers())
 	c = connect(t, zkc.Servers(), recipes.WithHostProvider(&zk.DNSHostProvider{}))
-	assert.Nil(t, engine.Of(c).EnsembleServers())
+	assert.Nil(t, (*engine.Client)(c).EnsembleServers())
 	c = connect(t, zkc.Servers())
-	assert.Equal(t, zkc.Servers(), engine.Of(c).EnsembleServers(), "a standalone server: the address given")
+	assert.Equal(t, zkc.Servers(), (*engine.Client)(c).EnsembleServers(), "a standalone server: the address given")
 }
 
 func sorted(s []string) []string { return slices.Sorted(slices.Values(s)) }

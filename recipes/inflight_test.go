@@ -167,7 +167,7 @@ func TestAbandonedCreateIsUndone(t *testing.T) {
 	ctx := context.Background()
 	_, err := admin.Create(ctx, "/late", nil, 0)
 	require.NoError(t, err)
-	ok, _, created, err := engine.Of(admin).ExistsW(ctx, "/late/node")
+	ok, _, created, err := (*engine.Client)(admin).ExistsW(ctx, "/late/node")
 	require.NoError(t, err)
 	require.False(t, ok)
 
@@ -186,7 +186,7 @@ func TestAbandonedCreateIsUndone(t *testing.T) {
 	}
 	testutil.Eventually(t, 10*time.Second, "the late node deleted", func() bool {
 		ok, _, err := admin.Exists(ctx, "/late/node")
-		return err == nil && !ok && engine.Of(c).Stats().PendingDeletes == 0
+		return err == nil && !ok && (*engine.Client)(c).Stats().PendingDeletes == 0
 	})
 }
 

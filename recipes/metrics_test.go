@@ -304,7 +304,7 @@ func TestMetricsHealthyCycleRecordsNoErrors(t *testing.T) {
 	ctx := context.Background()
 	// The namespace node exists: that the first create meets it missing
 	// is the namespace's business, not this test's.
-	require.NoError(t, engine.Of(c).EnsureContainers(ctx, "/app"))
+	require.NoError(t, (*engine.Client)(c).EnsureContainers(ctx, "/app"))
 
 	for i := range 2 {
 		m, err := mutex.New(c, fmt.Sprintf("/fresh/locks/m%d", i))

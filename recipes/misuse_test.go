@@ -12,6 +12,7 @@ import (
 
 	"github.com/zkrecipes/zkrecipes/internal/contend"
 	"github.com/zkrecipes/zkrecipes/internal/engine"
+	"github.com/zkrecipes/zkrecipes/internal/metric"
 	"github.com/zkrecipes/zkrecipes/internal/notify"
 	"github.com/zkrecipes/zkrecipes/internal/testutil"
 	"github.com/zkrecipes/zkrecipes/internal/zkop"
@@ -128,48 +129,43 @@ func TestMisuse(t *testing.T) {
 			add(cl.what+"."+name, cl.want, func() error { return call(cl.c()) })
 		}
 		if cl.what == "zero Client" {
-			m("Check", func(c *recipes.Client) error { return engine.Of(c).Check() })
+			m("Check", func(c *recipes.Client) error { return (*engine.Client)(c).Check() })
 			m("Close", func(c *recipes.Client) error { return c.Close(context.Background()) })
+		}
+		if cl.what != "closed Client" {
+			add(cl.what+" accessors", noError, func() error { return unmadeAccessors(cl.c()) })
+			m("FullPath", func(c *recipes.Client) error { _, err := c.FullPath("/x"); return err })
 		}
 		if cl.what != "closed Client" { // these three are in TestInvalidPathsAndMisuse
 			m("AddAuth", func(c *recipes.Client) error { return c.AddAuth(context.Background(), "digest", []byte("a:b")) })
 			m("WaitConnected", func(c *recipes.Client) error { return c.WaitConnected(ctx) })
-			m("CreateProtected", func(c *recipes.Client) error {
-				_, _, err := engine.Of(c).CreateProtected(ctx, "/misuse", "lock-", nil)
-				return err
-			})
 			m("Enter", func(c *recipes.Client) error {
-				_, err := engine.Of(c).Enter(ctx, "/misuse", "lock-", nil, driver)
+				_, err := (*engine.Client)(c).Enter(ctx, "/misuse", "lock-", nil, driver)
 				return err
 			})
 		}
-		m("CreateProtectedFixed", func(c *recipes.Client) error {
-			_, _, err := engine.Of(c).CreateProtectedFixed(ctx, "/misuse", "fixed", nil)
-			return err
-		})
-		m("EnsureContainers", func(c *recipes.Client) error { return engine.Of(c).EnsureContainers(ctx, "/misuse/a/b") })
+		m("EnsureContainers", func(c *recipes.Client) error { return (*engine.Client)(c).EnsureContainers(ctx, "/misuse/a/b") })
 		m("Participate", func(c *recipes.Client) error {
-			return engine.Of(c).Participate(ctx, engine.Participation{Parent: "/misuse", LockName: "latch-", Driver: driver, OnTerm: onTerm})
+			return (*engine.Client)(c).Participate(ctx, engine.Participation{Parent: "/misuse", LockName: "latch-", Driver: driver, OnTerm: onTerm})
 		})
 		switch cl.what {
 		case "nil Client":
-			m("GuaranteedDelete", func(c *recipes.Client) error { return engine.Of(c).GuaranteedDelete(ctx, "/misuse/x", 0) })
+			m("GuaranteedDelete", func(c *recipes.Client) error { return (*engine.Client)(c).GuaranteedDelete(ctx, "/misuse/x", 0) })
 		case "closed Client":
 			// The session ended with Close, and its nodes with it: nil is a
 			// fair answer too.
-			tolerate(cl.what+".GuaranteedDelete", cl.want, func() error { return engine.Of(cl.c()).GuaranteedDelete(ctx, "/misuse/x", 0) })
+			tolerate(cl.what+".GuaranteedDelete", cl.want, func() error { return (*engine.Client)(cl.c()).GuaranteedDelete(ctx, "/misuse/x", 0) })
 		} // a zero Client's panics on a goroutine of its own: tried in a child process, below
 		m("Retry(an op that fails with a connection loss)", func(c *recipes.Client) error { return c.Retry(ctx, retryable) })
 		add(cl.what+": go-zookeeper calls", noError, misuseEach(cl.want, []misuseSub{
 			{Name: "Create", Call: func() error { _, err := cl.c().Create(ctx, "/misuse", nil, 0); return err }},
-			{Name: "CreateContainer", Call: func() error { _, err := engine.Of(cl.c()).CreateContainer(ctx, "/misuse"); return err }},
 			{Name: "Delete", Call: func() error { return cl.c().Delete(ctx, "/misuse", -1) }},
 			{Name: "Get", Call: func() error { _, _, err := cl.c().Get(ctx, "/"); return err }},
-			{Name: "GetW", Call: func() error { _, _, _, err := engine.Of(cl.c()).GetW(ctx, "/"); return err }},
+			{Name: "GetW", Call: func() error { _, _, _, err := (*engine.Client)(cl.c()).GetW(ctx, "/"); return err }},
 			{Name: "Exists", Call: func() error { _, _, err := cl.c().Exists(ctx, "/"); return err }},
-			{Name: "ExistsW", Call: func() error { _, _, _, err := engine.Of(cl.c()).ExistsW(ctx, "/"); return err }},
+			{Name: "ExistsW", Call: func() error { _, _, _, err := (*engine.Client)(cl.c()).ExistsW(ctx, "/"); return err }},
 			{Name: "Children", Call: func() error { _, _, err := cl.c().Children(ctx, "/"); return err }},
-			{Name: "ChildrenW", Call: func() error { _, _, _, err := engine.Of(cl.c()).ChildrenW(ctx, "/"); return err }},
+			{Name: "ChildrenW", Call: func() error { _, _, _, err := (*engine.Client)(cl.c()).ChildrenW(ctx, "/"); return err }},
 			{Name: "Set", Call: func() error { _, err := cl.c().Set(ctx, "/misuse", nil, -1); return err }},
 			{Name: "Sync", Call: func() error { return cl.c().Sync(ctx, "/") }},
 			{Name: "Multi", Call: func() error { _, err := cl.c().Multi(ctx, recipes.CheckOp("/", -1)); return err }},
@@ -215,39 +211,25 @@ func TestMisuse(t *testing.T) {
 		}
 		add(name+"(bad server paths)", noError, misuseEach(invalidPath, subs))
 	}
-	serverPathRow("CreateProtected", func(ctx context.Context, p string) error {
-		_, _, err := engine.Of(c).CreateProtected(ctx, p, "lock-", nil)
-		return err
-	})
-	serverPathRow("CreateProtectedFixed", func(ctx context.Context, p string) error {
-		_, _, err := engine.Of(c).CreateProtectedFixed(ctx, p, "fixed", nil)
-		return err
-	})
-	serverPathRow("EnsureContainers", func(ctx context.Context, p string) error { return engine.Of(c).EnsureContainers(ctx, p) })
+	serverPathRow("EnsureContainers", func(ctx context.Context, p string) error { return (*engine.Client)(c).EnsureContainers(ctx, p) })
 	serverPathRow("Enter", func(ctx context.Context, p string) error {
-		ct, err := engine.Of(c).Enter(ctx, p, "lock-", nil, driver)
+		ct, err := (*engine.Client)(c).Enter(ctx, p, "lock-", nil, driver)
 		if err == nil {
 			_ = ct.Leave(ctx)
 		}
 		return err
 	})
 	serverPathRow("Participate", func(ctx context.Context, p string) error {
-		return engine.Of(c).Participate(ctx, engine.Participation{Parent: p, LockName: "latch-", Driver: driver, OnTerm: onTerm})
+		return (*engine.Client)(c).Participate(ctx, engine.Participation{Parent: p, LockName: "latch-", Driver: driver, OnTerm: onTerm})
 	})
-	serverPathRow("GuaranteedDelete", func(ctx context.Context, p string) error { return engine.Of(c).GuaranteedDelete(ctx, p, 0) })
+	serverPathRow("GuaranteedDelete", func(ctx context.Context, p string) error { return (*engine.Client)(c).GuaranteedDelete(ctx, p, 0) })
 
 	// Names a recipe builds its node names from.
 	for _, name := range []string{"a/b", "nul\x00"} {
-		add(fmt.Sprintf("CreateProtected(name %q)", name), []error{recipes.ErrInvalidArgument, recipes.ErrInvalidPath}, func() error {
-			ctx, cancel := short()
-			defer cancel()
-			_, _, err := engine.Of(c).CreateProtected(ctx, "/misuse/names", name, nil)
-			return err
-		})
 		add(fmt.Sprintf("Enter(lockName %q)", name), []error{recipes.ErrInvalidArgument, recipes.ErrInvalidPath}, func() error {
 			ctx, cancel := short()
 			defer cancel()
-			ct, err := engine.Of(c).Enter(ctx, "/misuse/names", name, nil, driver)
+			ct, err := (*engine.Client)(c).Enter(ctx, "/misuse/names", name, nil, driver)
 			if err == nil {
 				_ = ct.Leave(ctx)
 			}
@@ -255,15 +237,15 @@ func TestMisuse(t *testing.T) {
 		})
 	}
 	add(`Enter(lockName "")`, invalidArg, func() error {
-		ct, err := engine.Of(c).Enter(ctx, "/misuse/names", "", nil, driver)
+		ct, err := (*engine.Client)(c).Enter(ctx, "/misuse/names", "", nil, driver)
 		if err == nil {
 			_ = ct.Leave(ctx)
 		}
 		return err
 	})
-	add("Enter(nil driver)", invalidArg, func() error { _, err := engine.Of(c).Enter(ctx, "/misuse/d", "lock-", nil, nil); return err })
+	add("Enter(nil driver)", invalidArg, func() error { _, err := (*engine.Client)(c).Enter(ctx, "/misuse/d", "lock-", nil, nil); return err })
 	add("Enter(nil EnterOption)", noError, func() error {
-		ct, err := engine.Of(c).Enter(ctx, "/misuse/opt", "lock-", nil, driver, nil)
+		ct, err := (*engine.Client)(c).Enter(ctx, "/misuse/opt", "lock-", nil, driver, nil)
 		if err != nil {
 			return err
 		}
@@ -275,7 +257,7 @@ func TestMisuse(t *testing.T) {
 			ctx, cancel := short()
 			defer cancel()
 			parent := "/misuse/seq" + fmt.Sprint(len(seq))
-			holder, err := engine.Of(c).Enter(ctx, parent, "lock-", nil, driver)
+			holder, err := (*engine.Client)(c).Enter(ctx, parent, "lock-", nil, driver)
 			if err != nil {
 				return err
 			}
@@ -283,7 +265,7 @@ func TestMisuse(t *testing.T) {
 			if held, _, err := holder.Acquire(ctx, false); !held {
 				return fmt.Errorf("the first contender does not hold: %w", err)
 			}
-			ct, err := engine.Of(c).Enter(ctx, parent, "lock-", nil, driver, engine.EnterAtSequence(seq))
+			ct, err := (*engine.Client)(c).Enter(ctx, parent, "lock-", nil, driver, engine.EnterAtSequence(seq))
 			if err != nil {
 				return err
 			}
@@ -295,33 +277,19 @@ func TestMisuse(t *testing.T) {
 		})
 	}
 	add("Participate(no driver)", invalidArg, func() error {
-		return engine.Of(c).Participate(ctx, engine.Participation{Parent: "/misuse/p", LockName: "latch-", OnTerm: onTerm})
+		return (*engine.Client)(c).Participate(ctx, engine.Participation{Parent: "/misuse/p", LockName: "latch-", OnTerm: onTerm})
 	})
 	add("Participate(no OnTerm)", invalidArg, func() error {
-		return engine.Of(c).Participate(ctx, engine.Participation{Parent: "/misuse/p", LockName: "latch-", Driver: driver})
+		return (*engine.Client)(c).Participate(ctx, engine.Participation{Parent: "/misuse/p", LockName: "latch-", Driver: driver})
 	})
 
 	// A nil context: refused, or (for a call that need not wait) taken as
 	// context.Background(); never a panic.
 	var nilCtx context.Context
 	tolerate("WaitConnected(nil ctx)", invalidArg, func() error { return c.WaitConnected(nilCtx) })
-	tolerate("CreateProtected(nil ctx)", invalidArg, func() error {
-		p, sid, err := engine.Of(c).CreateProtected(nilCtx, "/misuse/nilctx", "lock-", nil)
-		if err == nil {
-			_ = engine.Of(c).GuaranteedDelete(ctx, p, sid)
-		}
-		return err
-	})
-	tolerate("CreateProtectedFixed(nil ctx)", invalidArg, func() error {
-		p, sid, err := engine.Of(c).CreateProtectedFixed(nilCtx, "/misuse/nilctx", "fixed", nil)
-		if err == nil {
-			_ = engine.Of(c).GuaranteedDelete(ctx, p, sid)
-		}
-		return err
-	})
-	tolerate("EnsureContainers(nil ctx)", invalidArg, func() error { return engine.Of(c).EnsureContainers(nilCtx, "/misuse/nilctx/a") })
+	tolerate("EnsureContainers(nil ctx)", invalidArg, func() error { return (*engine.Client)(c).EnsureContainers(nilCtx, "/misuse/nilctx/a") })
 	tolerate("Enter(nil ctx)", invalidArg, func() error {
-		ct, err := engine.Of(c).Enter(nilCtx, "/misuse/nilctx", "lock-", nil, driver)
+		ct, err := (*engine.Client)(c).Enter(nilCtx, "/misuse/nilctx", "lock-", nil, driver)
 		if err == nil {
 			_ = ct.Leave(ctx)
 		}
@@ -329,9 +297,9 @@ func TestMisuse(t *testing.T) {
 	})
 	// Participate runs until its ctx ends: with a nil one it never could.
 	add("Participate(nil ctx)", invalidArg, func() error {
-		return engine.Of(c).Participate(nilCtx, engine.Participation{Parent: "/misuse/nilctx", LockName: "latch-", Driver: driver, OnTerm: onTerm})
+		return (*engine.Client)(c).Participate(nilCtx, engine.Participation{Parent: "/misuse/nilctx", LockName: "latch-", Driver: driver, OnTerm: onTerm})
 	})
-	tolerate("GuaranteedDelete(nil ctx)", invalidArg, func() error { return engine.Of(c).GuaranteedDelete(nilCtx, "/misuse/none", 0) })
+	tolerate("GuaranteedDelete(nil ctx)", invalidArg, func() error { return (*engine.Client)(c).GuaranteedDelete(nilCtx, "/misuse/none", 0) })
 	tolerate("Retry(nil ctx)", invalidArg, func() error { return c.Retry(nilCtx, func() error { return nil }) })
 	tolerate("Retry(nil ctx) after a connection loss", invalidArg, func() error {
 		failed := false
@@ -347,7 +315,7 @@ func TestMisuse(t *testing.T) {
 
 	// Contests and holds.
 	enter := func(parent string) (*engine.Contest, error) {
-		return engine.Of(c).Enter(ctx, parent, "lock-", nil, driver)
+		return (*engine.Client)(c).Enter(ctx, parent, "lock-", nil, driver)
 	}
 	tolerate("Contest.Acquire(nil ctx)", invalidArg, func() error {
 		ct, err := enter("/misuse/ct/nilacquire")
@@ -359,7 +327,7 @@ func TestMisuse(t *testing.T) {
 		return err
 	})
 	tolerate("Contest.AwaitCount(nil ctx)", invalidArg, func() error {
-		ct, err := engine.Of(c).Enter(ctx, "/misuse/ct/nilcount", "lease-", nil, driver)
+		ct, err := (*engine.Client)(c).Enter(ctx, "/misuse/ct/nilcount", "lease-", nil, driver)
 		if err != nil {
 			return err
 		}
@@ -403,7 +371,7 @@ func TestMisuse(t *testing.T) {
 		return err
 	})
 	add("Contest.AwaitCount(nil limit)", invalidArg, func() error {
-		ct, err := engine.Of(c).Enter(ctx, "/misuse/ct/nillimit", "lease-", nil, driver)
+		ct, err := (*engine.Client)(c).Enter(ctx, "/misuse/ct/nillimit", "lease-", nil, driver)
 		if err != nil {
 			return err
 		}
@@ -443,7 +411,7 @@ func TestMisuse(t *testing.T) {
 			if err != nil || !held {
 				return fmt.Errorf("not held (%w)", err)
 			}
-			return use(engine.NewHold(engine.Of(c), ct.Path(), sig))
+			return use(engine.NewHold((*engine.Client)(c), ct.Path(), sig))
 		}
 	}
 	tolerate("Hold.Token(nil ctx)", invalidArg, withHold("/misuse/hold/token", func(h *engine.Hold) error {
@@ -527,6 +495,43 @@ func connectErr(servers []string, opts ...recipes.Option) error {
 	return err
 }
 
+// unmadeAccessors checks that the methods of a nil or zero Client that
+// return no error give zero values, and do not panic or block.
+func unmadeAccessors(c *recipes.Client) error {
+	select {
+	case <-c.Done():
+	default:
+		return errors.New("Done is open")
+	}
+	if c.UnsafeConn() != nil || c.Namespace() != "" || c.SessionTimeout() != 0 || c.SessionID() != 0 {
+		return errors.New("a connection, namespace, session timeout or session")
+	}
+	if c.State() != recipes.StateLatent || c.ErrorPolicy() != recipes.PolicyStandard {
+		return fmt.Errorf("state %v, policy %v", c.State(), c.ErrorPolicy())
+	}
+	if c.Logger() == nil {
+		return errors.New("a nil Logger")
+	}
+	c.Logger().Warn("nobody hears this")
+	c.Listen(func(recipes.State) { panic("a state of no client") })()
+	ch, cancel := c.Subscribe()
+	defer cancel()
+	if _, ok := <-ch; ok {
+		return errors.New("a state of no client")
+	}
+	e := (*engine.Client)(c)
+	if e.Stats() != (metric.RequestCounts{}) || e.ConnSessionID() != 0 || e.ReadOrder() != 0 || e.EnsembleServers() != nil {
+		return errors.New("engine: stats, a session, a read order or servers")
+	}
+	if s := e.Snapshot(); !notify.IsClosed(s.Lost) || !notify.IsClosed(e.HoldSignal(s)) {
+		return errors.New("engine: a Snapshot's signals are open")
+	}
+	if a := e.ReadAsync(context.Background(), "/", false); !errors.Is(a.Err, recipes.ErrNilClient) {
+		return fmt.Errorf("engine: ReadAsync: %v, want ErrNilClient", a.Err)
+	}
+	return nil
+}
+
 // Child processes: TestMisuseChild runs one of misuseChildren when the
 // environment names it (testutil.MisuseChildren), and is skipped otherwise.
 
@@ -541,7 +546,7 @@ var misuseChildren = testutil.MisuseChildren{
 		ls.Close()
 	},
 	"zero-client-guaranteed-delete": func(t *testing.T, _ []string) {
-		err := engine.Of(new(recipes.Client)).GuaranteedDelete(context.Background(), "/misuse/x", 0)
+		err := (*engine.Client)(new(recipes.Client)).GuaranteedDelete(context.Background(), "/misuse/x", 0)
 		if !errors.Is(err, recipes.ErrNilClient) {
 			t.Errorf("zero Client.GuaranteedDelete: %v, want ErrNilClient", err)
 		}

@@ -154,7 +154,7 @@ func TestWatchPersistentRecursive(t *testing.T) {
 	_, _, err = c.Get(ctx, "/tree/a") // its reply comes after the event
 	require.NoError(t, err)
 	assert.Equal(t, want, log.lines(), "nothing after Close")
-	assert.False(t, engine.Of(c).PersistentRemoveUnsupported())
+	assert.False(t, (*engine.Client)(c).PersistentRemoveUnsupported())
 	watchCount(t, zkc, 0, "removed on the server")
 	_, _, _, err = c.GetW(ctx, "/tree") // no longer a persistent root
 	assert.NoError(t, err)
@@ -346,7 +346,7 @@ func TestWatchPersistentRemovedWithoutServerError(t *testing.T) {
 		// line: the log is complete for the removal.
 		assert.False(t, zkc.LogContains(0, "Failed to process"), "%s logged an error for removeWatches (recursive %v)", zkc.Version(), recursive)
 		assert.False(t, zkc.LogContains(0, "WatcherType"), "%s refused the watcher type (recursive %v)", zkc.Version(), recursive)
-		assert.False(t, engine.Of(c).PersistentRemoveUnsupported(), "%s removes persistent watches", zkc.Version())
+		assert.False(t, (*engine.Client)(c).PersistentRemoveUnsupported(), "%s removes persistent watches", zkc.Version())
 		watchCount(t, zkc, 0, fmt.Sprintf("%s removed the watch (recursive %v)", zkc.Version(), recursive))
 
 		_, _, ch, err := c.GetW(ctx, path) // no longer a persistent root

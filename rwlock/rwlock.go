@@ -183,10 +183,10 @@ func (rw *RWLock) Participants(ctx context.Context) ([]recipes.Participant, erro
 	if rw == nil || rw.c == nil {
 		return nil, fmt.Errorf("%w: RWLock not made by New", recipes.ErrInvalidArgument)
 	}
-	if err := engine.Of(rw.c).Check(); err != nil {
+	if err := (*engine.Client)(rw.c).Check(); err != nil {
 		return nil, zkerr.Named("rwlock "+rw.path, err)
 	}
-	ms, err := engine.Of(rw.c).ReadQueue(ctx, rw.full, writeDriver, func(c contend.Contender) bool {
+	ms, err := (*engine.Client)(rw.c).ReadQueue(ctx, rw.full, writeDriver, func(c contend.Contender) bool {
 		return strings.Contains(c.Name, ReadLockName) || strings.Contains(c.Name, WriteLockName)
 	})
 	if err != nil {

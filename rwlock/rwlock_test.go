@@ -315,12 +315,12 @@ func TestWriterReleaseWakesOnlyWhomItBlocked(t *testing.T) {
 	snap := func() []metric.RequestCounts {
 		out := make([]metric.RequestCounts, len(all))
 		for i, p := range all {
-			out[i] = engine.Of(p.c).Stats()
+			out[i] = (*engine.Client)(p.c).Stats()
 		}
 		return out
 	}
 	sent := func(before []metric.RequestCounts, i int) uint64 {
-		d := engine.Of(all[i].c).Stats().Sub(before[i])
+		d := (*engine.Client)(all[i].c).Stats().Sub(before[i])
 		return d.Children + d.GetData + d.Exists + d.Creates
 	}
 
@@ -404,10 +404,10 @@ func TestDowngradeSeenFromTheSameProcess(t *testing.T) {
 		leaseC <- l
 	}()
 	waitNodes(t, rwA, 2)
-	watches := engine.Of(b).Stats().Watches
+	watches := (*engine.Client)(b).Stats().Watches
 	bDone := lockAsync(ctx, rwB.WriteLock(), "b") // W ...2, watches R ...1
 	waitNodes(t, rwA, 3)
-	eventually(t, 10*time.Second, "b watches", func() bool { return engine.Of(b).Stats().Watches > watches })
+	eventually(t, 10*time.Second, "b watches", func() bool { return (*engine.Client)(b).Stats().Watches > watches })
 
 	_, err = rwA.ReadLock().Acquire(ctx) // the downgrade: R at ...0
 	require.NoError(t, err)

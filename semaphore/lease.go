@@ -27,7 +27,7 @@ type Lease struct {
 }
 
 func newLease(c *recipes.Client, what string, ct *engine.Contest, sig engine.Signals) *Lease {
-	return &Lease{hold: engine.NewHold(engine.Of(c), ct.Path(), sig).Named(what), c: c, what: what, ct: ct}
+	return &Lease{hold: engine.NewHold((*engine.Client)(c), ct.Path(), sig).Named(what), c: c, what: what, ct: ct}
 }
 
 // Node returns the path of the lease's node (inside the client's
@@ -110,7 +110,7 @@ func (l *Lease) Data(ctx context.Context) ([]byte, error) {
 	var data []byte
 	err := l.c.Retry(ctx, func() error {
 		var err error
-		data, _, err = engine.Of(l.c).Get(ctx, l.hold.Path())
+		data, _, err = (*engine.Client)(l.c).Get(ctx, l.hold.Path())
 		return err
 	})
 	if errors.Is(err, zk.ErrNoNode) {

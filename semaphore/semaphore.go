@@ -176,7 +176,7 @@ func newSemaphore(c *recipes.Client, path string, limit engine.Limit, opts []Opt
 	if err != nil {
 		return nil, err
 	}
-	driver := &contend.Driver{Names: leaseDriver.Names, Recipe: "semaphore", Path: engine.Of(c).Namespace().Strip(full)}
+	driver := &contend.Driver{Names: leaseDriver.Names, Recipe: "semaphore", Path: (*engine.Client)(c).Namespace().Strip(full)}
 	return &Semaphore{c: c, path: path, leases: zkpath.JoinPath(full, LeaseParent), lock: lock.(*mutex.Mutex),
 		driver: driver, limit: limit, opts: o}, nil
 }
@@ -213,7 +213,7 @@ func checkAcquire(ctx context.Context, c *recipes.Client, what string, n int, fi
 		// With a shared count the maximum may grow: AcquireN waits for it.
 		return zkerr.Namedf(what, "%w: %d leases of at most %d", recipes.ErrInvalidArgument, n, max)
 	}
-	return zkerr.Named(what, engine.Of(c).Check())
+	return zkerr.Named(what, (*engine.Client)(c).Check())
 }
 
 // takeN takes n leases, one at a time, all or nothing: when one fails,
@@ -297,7 +297,7 @@ func (s *Semaphore) acquireOne(ctx context.Context, wait bool) (*Lease, error) {
 	}
 	defer func() { _ = lk.Release(context.WithoutCancel(ctx)) }()
 	for {
-		ct, err := engine.Of(s.c).Enter(ctx, s.leases, LeaseName, s.opts.data, s.driver, engine.EnterWaitingSince(began))
+		ct, err := (*engine.Client)(s.c).Enter(ctx, s.leases, LeaseName, s.opts.data, s.driver, engine.EnterWaitingSince(began))
 		if err != nil {
 			return nil, err
 		}
@@ -320,11 +320,11 @@ func (s *Semaphore) Participants(ctx context.Context) ([]recipes.Participant, er
 	if s == nil || s.c == nil {
 		return nil, fmt.Errorf("%w: Semaphore not made by New", recipes.ErrInvalidArgument)
 	}
-	if err := engine.Of(s.c).Check(); err != nil {
+	if err := (*engine.Client)(s.c).Check(); err != nil {
 		return nil, zkerr.Named("semaphore "+s.path, err)
 	}
 	d := &contend.Driver{Names: leaseDriver.Names, Leases: s.MaxLeases()}
-	ms, err := engine.Of(s.c).ReadQueue(ctx, s.leases, d, nil)
+	ms, err := (*engine.Client)(s.c).ReadQueue(ctx, s.leases, d, nil)
 	if err != nil {
 		return nil, zkerr.Namedf("semaphore "+s.path, "participants: %w", err)
 	}

@@ -285,13 +285,13 @@ func TestReleaseWakesOnlyTheNextWaiters(t *testing.T) {
 			_ = l.Release(ctx)
 		}(i)
 		eventually(t, 5*time.Second, "queued and watching", func() bool {
-			return engine.Of(clients[i]).Stats().Watches >= 1
+			return (*engine.Client)(clients[i]).Stats().Watches >= 1
 		})
 	}
 	for round := 0; round < 3; round++ {
 		before := make([]metric.RequestCounts, n)
 		for i, c := range clients {
-			before[i] = engine.Of(c).Stats()
+			before[i] = (*engine.Client)(c).Stats()
 		}
 		if round == 0 {
 			require.NoError(t, held.Release(ctx))
@@ -307,11 +307,11 @@ func TestReleaseWakesOnlyTheNextWaiters(t *testing.T) {
 		assert.Equal(t, round, winner, "FIFO")
 		next := clients[round+1]
 		eventually(t, 5*time.Second, "the next waiter moved up and watches the leases", func() bool {
-			return engine.Of(next).Stats().Sub(before[round+1]).Watches >= 1 // the lease list it waits on
+			return (*engine.Client)(next).Stats().Sub(before[round+1]).Watches >= 1 // the lease list it waits on
 		})
 		busy := []int{}
 		for i, c := range clients {
-			d := engine.Of(c).Stats().Sub(before[i])
+			d := (*engine.Client)(c).Stats().Sub(before[i])
 			if d.Children+d.GetData+d.Creates+d.Exists > 0 {
 				busy = append(busy, i)
 			}

@@ -99,7 +99,7 @@ func newV1(c *recipes.Client, path string, limit engine.Limit, opts []Option) (*
 	if o.data == nil {
 		o.data = []byte(recipeargs.LocalIP())
 	}
-	d := &contend.Driver{Names: []string{mutex.LockName}, Recipe: "semaphore_v1", Path: engine.Of(c).Namespace().Strip(full)}
+	d := &contend.Driver{Names: []string{mutex.LockName}, Recipe: "semaphore_v1", Path: (*engine.Client)(c).Namespace().Strip(full)}
 	return &V1{c: c, path: path, full: full, driver: d, limit: limit, opts: o}, nil
 }
 
@@ -167,7 +167,7 @@ func (s *V1) acquire(ctx context.Context, n int, wait bool) ([]*Lease, error) {
 func (s *V1) acquireOne(ctx context.Context, wait bool) (*Lease, error) {
 	began := time.Now()
 	for {
-		ct, err := engine.Of(s.c).Enter(ctx, s.full, mutex.LockName, s.opts.data, s.driver, engine.EnterWaitingSince(began))
+		ct, err := (*engine.Client)(s.c).Enter(ctx, s.full, mutex.LockName, s.opts.data, s.driver, engine.EnterWaitingSince(began))
 		if err != nil {
 			return nil, err
 		}
@@ -202,12 +202,12 @@ func (s *V1) Participants(ctx context.Context) ([]recipes.Participant, error) {
 	if s == nil || s.c == nil {
 		return nil, fmt.Errorf("%w: V1 not made by NewV1", recipes.ErrInvalidArgument)
 	}
-	if err := engine.Of(s.c).Check(); err != nil {
+	if err := (*engine.Client)(s.c).Check(); err != nil {
 		return nil, zkerr.Named(s.what(), err)
 	}
 	n := s.MaxLeases()
 	d := &contend.Driver{Names: s.driver.Names, Leases: n}
-	ms, err := engine.Of(s.c).ReadQueue(ctx, s.full, d, nil)
+	ms, err := (*engine.Client)(s.c).ReadQueue(ctx, s.full, d, nil)
 	if err != nil {
 		return nil, zkerr.Namedf(s.what(), "participants: %w", err)
 	}

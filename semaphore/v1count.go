@@ -26,7 +26,7 @@ import (
 // repeated after a lost reply) are left out. It does not leave the
 // contest.
 func (s *V1) awaitCount(ctx context.Context, ct *engine.Contest, wait bool) (engine.Signals, error) {
-	e := engine.Of(s.c)
+	e := (*engine.Client)(s.c)
 	me := ct.Node().Name
 	prefix := me[:strings.LastIndex(me, mutex.LockName)] // _c_<uuid>-
 	var sig engine.Signals

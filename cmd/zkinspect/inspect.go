@@ -249,7 +249,7 @@ func read[T any](ctx context.Context, r *reader, op, path string, do func(e *eng
 	}
 	err = r.c.Retry(ctx, func() error {
 		var err error
-		v, err = do(engine.Of(r.c), full)
+		v, err = do((*engine.Client)(r.c), full)
 		return err
 	})
 	switch {

@@ -804,19 +804,19 @@ func TestWatchSetsEachWatchOnce(t *testing.T) {
 	defer m.Release(ctx)
 	ws := new(engine.Watches)
 	cfg := config{path: path}
-	before := engine.Of(c).Stats()
+	before := (*engine.Client)(c).Stats()
 	if _, err := inspect(ctx, &reader{c: c, watches: ws}, cfg); err != nil {
 		t.Fatal(err)
 	}
-	first := engine.Of(c).Stats().Sub(before)
+	first := (*engine.Client)(c).Stats().Sub(before)
 	if first.Watches != 2 || ws.Len() != 2 { // the children and the holder's data
 		t.Fatalf("first inspection set %d watches (%d armed), want 2", first.Watches, ws.Len())
 	}
-	mid := engine.Of(c).Stats()
+	mid := (*engine.Client)(c).Stats()
 	if _, err := inspect(ctx, &reader{c: c, watches: ws}, cfg); err != nil {
 		t.Fatal(err)
 	}
-	if again := engine.Of(c).Stats().Sub(mid); again.Watches != 0 {
+	if again := (*engine.Client)(c).Stats().Sub(mid); again.Watches != 0 {
 		t.Fatalf("second inspection set %d more watches, want 0", again.Watches)
 	}
 }

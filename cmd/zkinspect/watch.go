@@ -29,7 +29,7 @@ func watchLoop(ctx context.Context, c *recipes.Client, cfg config, w io.Writer) 
 	defer stop()
 	var drawErr error
 	what := "zkinspect -watch " + cfg.path
-	f := engine.Of(c).NewFollower(what, nil)
+	f := (*engine.Client)(c).NewFollower(what, nil)
 	f.Add(what, func(ctx context.Context, ws *engine.Watches) error {
 		rctx, cancel := context.WithTimeout(ctx, cfg.timeout)
 		rep, err := inspect(rctx, &reader{c: c, watches: ws}, cfg)

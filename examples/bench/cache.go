@@ -256,7 +256,7 @@ func (b *bench) cacheSize(ctx context.Context, cs *cacheSides, tree *cacheTree, 
 			}
 			cc.Listen(s.listen)
 			w0, h0 := watches(), heapNow()
-			c0, t0, st0 := cpuTime(), time.Now(), engine.Of(oc).Stats()
+			c0, t0, st0 := cpuTime(), time.Now(), (*engine.Client)(oc).Stats()
 			if err := cc.Start(ctx); err != nil {
 				return err
 			}
@@ -265,7 +265,7 @@ func (b *bench) cacheSize(ctx context.Context, cs *cacheSides, tree *cacheTree, 
 			}
 			o.load = time.Since(t0)
 			o.size = cc.Size()
-			o.loadReq = reads(engine.Of(oc).Stats().Sub(st0))
+			o.loadReq = reads((*engine.Client)(oc).Stats().Sub(st0))
 			o.cpuLoad = float64((cpuTime() - c0).Microseconds()) / float64(o.size)
 			o.heap = (float64(heapNow()) - float64(h0)) / float64(o.size)
 			if w1 := watches(); w0 >= 0 && w1 >= 0 {
@@ -381,7 +381,7 @@ func (b *bench) cacheSize(ctx context.Context, cs *cacheSides, tree *cacheTree, 
 					return cacheResult{}, err
 				}
 			}
-			st0 := engine.Of(oc).Stats()
+			st0 := (*engine.Client)(oc).Stats()
 			pxOurs.Blackhole()
 			pxCur.Blackhole()
 			// Distinct leaves, so that each set is one change to find.
@@ -411,7 +411,7 @@ func (b *bench) cacheSize(ctx context.Context, cs *cacheSides, tree *cacheTree, 
 			}
 			o.resync = s.resync[len(s.resync)-1].Sub(restored)
 			o.resyncd = s.resyncd.Sub(restored)
-			o.resyncReq = reads(engine.Of(oc).Stats().Sub(st0))
+			o.resyncReq = reads((*engine.Client)(oc).Stats().Sub(st0))
 			if !s.recon.IsZero() {
 				o.recon = s.recon.Sub(restored)
 			}

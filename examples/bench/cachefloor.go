@@ -20,7 +20,7 @@ import (
 // rawFloor reads paths (data and stat) in pipelined multiReads and
 // returns the wall time and the requests made.
 func rawFloor(ctx context.Context, c *recipes.Client, paths []string) (time.Duration, int, error) {
-	e := engine.Of(c)
+	e := (*engine.Client)(c)
 	var batches [][]engine.ReadOp
 	for i := 0; i < len(paths); i += 64 {
 		var ops []engine.ReadOp

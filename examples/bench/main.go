@@ -471,14 +471,14 @@ func (b *bench) uncontended(ctx context.Context) (string, bool, error) {
 		)
 		sides := []func(n int) error{
 			func(n int) error {
-				before, pk := engine.Of(c).Stats(), b.packets()
+				before, pk := (*engine.Client)(c).Stats(), b.packets()
 				start, cpu := time.Now(), cpuTime()
 				if err := oursLoop(n); err != nil {
 					return fmt.Errorf("ours: %w", err)
 				}
 				oursTime += time.Since(start)
 				oursCPU += cpuTime() - cpu
-				oursReq = addStats(oursReq, engine.Of(c).Stats().Sub(before))
+				oursReq = addStats(oursReq, (*engine.Client)(c).Stats().Sub(before))
 				oursOps += n
 				oursPkts.add(pk, b.packets(), n)
 				return nil
@@ -838,7 +838,7 @@ func newOursInProc(ctx context.Context, n int, servers []string, path string, ti
 	s.stats = func() metric.RequestCounts {
 		var sum metric.RequestCounts
 		for _, c := range clients {
-			sum = addStats(sum, engine.Of(c).Stats())
+			sum = addStats(sum, (*engine.Client)(c).Stats())
 		}
 		return sum
 	}
@@ -1102,7 +1102,7 @@ func workerMain(kind string) error {
 		}
 		lock = func() error { _, err := m.Acquire(ctx); return err }
 		unlock = func() error { return m.Release(ctx) }
-		stats = engine.Of(c).Stats
+		stats = (*engine.Client)(c).Stats
 	case "zklock":
 		r, err := dialRaw(servers, timeout)
 		if err != nil {

@@ -131,7 +131,7 @@ func (b *bench) keys(ctx context.Context) (string, bool, error) {
 	stats := func() metric.RequestCounts {
 		var s metric.RequestCounts
 		for _, c := range clients {
-			s = addStats(s, engine.Of(c).Stats())
+			s = addStats(s, (*engine.Client)(c).Stats())
 		}
 		return s
 	}
@@ -289,12 +289,12 @@ func (b *bench) local(ctx context.Context) (string, bool, error) {
 		var lr, rr float64
 		order, err := alternate(ctx, r, "local",
 			func() error {
-				before := engine.Of(c).Stats()
+				before := (*engine.Client)(c).Stats()
 				w, total, err := contend(localN, time.Now().Add(f.duration), localLock, localUnlock)
 				if err != nil {
 					return fmt.Errorf("local: %w", err)
 				}
-				req, localAcq = addStats(req, engine.Of(c).Stats().Sub(before)), localAcq+total
+				req, localAcq = addStats(req, (*engine.Client)(c).Stats().Sub(before)), localAcq+total
 				lr = float64(w) / f.duration.Seconds()
 				return nil
 			},
@@ -502,7 +502,7 @@ func (b *bench) herd(ctx context.Context) (string, bool, error) {
 	snap := func() []metric.RequestCounts {
 		s := make([]metric.RequestCounts, len(clients))
 		for i, c := range clients {
-			s[i] = engine.Of(c).Stats()
+			s[i] = (*engine.Client)(c).Stats()
 		}
 		return s
 	}
@@ -663,7 +663,7 @@ func (b *bench) queue(ctx context.Context) (string, bool, error) {
 	stats := func() metric.RequestCounts {
 		var s metric.RequestCounts
 		for _, c := range cls {
-			s = addStats(s, engine.Of(c).Stats())
+			s = addStats(s, (*engine.Client)(c).Stats())
 		}
 		return s
 	}

@@ -89,14 +89,14 @@ func (b *bench) semaphoreScenario(ctx context.Context) (string, error) {
 	for r := range f.rounds {
 		var semTime, mutexTime time.Duration
 		measure := func(loop func(int) error, n int, took, cpu *time.Duration, req *metric.RequestCounts, ops *int, pk *pktCount) error {
-			before, p0 := engine.Of(c).Stats(), b.packets()
+			before, p0 := (*engine.Client)(c).Stats(), b.packets()
 			start, cpu0 := time.Now(), cpuTime()
 			if err := loop(n); err != nil {
 				return err
 			}
 			*took += time.Since(start)
 			*cpu += cpuTime() - cpu0
-			*req = addStats(*req, engine.Of(c).Stats().Sub(before))
+			*req = addStats(*req, (*engine.Client)(c).Stats().Sub(before))
 			*ops += n
 			pk.add(p0, b.packets(), n)
 			return nil

@@ -47,7 +47,7 @@ func (p *pop) close() {
 func (p *pop) stats() metric.RequestCounts {
 	var s metric.RequestCounts
 	for _, c := range p.clients {
-		s = addStats(s, engine.Of(c).Stats())
+		s = addStats(s, (*engine.Client)(c).Stats())
 	}
 	return s
 }

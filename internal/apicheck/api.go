@@ -49,7 +49,7 @@ func List(root string) ([]string, error) {
 		if rel != "." && skipDir(rel) {
 			return filepath.SkipDir
 		}
-		pkgLines, err := listDir(path, filepath.ToSlash(rel))
+		pkgLines, err := listDir(root, path, filepath.ToSlash(rel))
 		lines = append(lines, pkgLines...)
 		return err
 	})
@@ -57,7 +57,7 @@ func List(root string) ([]string, error) {
 	return slices.Compact(lines), err
 }
 
-func listDir(dir, rel string) ([]string, error) {
+func listDir(root, dir, rel string) ([]string, error) {
 	fset := token.NewFileSet()
 	pkgs, err := parser.ParseDir(fset, dir, func(fi fs.FileInfo) bool {
 		return !strings.HasSuffix(fi.Name(), "_test.go")
@@ -82,7 +82,11 @@ func listDir(dir, rel string) ([]string, error) {
 		slices.Sort(files)
 		for _, f := range files {
 			for _, decl := range pkg.Files[f].Decls {
-				for _, l := range declLines(fset, decl) {
+				lines, err := declLines(fset, root, pkg.Files[f], decl)
+				if err != nil {
+					return nil, err
+				}
+				for _, l := range lines {
 					out = append(out, prefix+l)
 				}
 			}
@@ -91,27 +95,36 @@ func listDir(dir, rel string) ([]string, error) {
 	return out, nil
 }
 
-func declLines(fset *token.FileSet, decl ast.Decl) []string {
+// declLines returns the API lines of decl, a declaration of file f of a
+// package under root, the module's root directory.
+func declLines(fset *token.FileSet, root string, f *ast.File, decl ast.Decl) ([]string, error) {
 	switch d := decl.(type) {
 	case *ast.FuncDecl:
 		if !d.Name.IsExported() {
-			return nil
+			return nil, nil
 		}
 		sig := signature(fset, d.Type)
 		if d.Recv == nil {
-			return []string{"func " + d.Name.Name + typeParams(fset, d.Type.TypeParams) + sig}
+			return []string{"func " + d.Name.Name + typeParams(fset, d.Type.TypeParams) + sig}, nil
 		}
 		recv := expr(fset, d.Recv.List[0].Type)
 		if !ast.IsExported(strings.TrimLeft(baseName(recv), "*")) {
-			return nil
+			return nil, nil
 		}
-		return []string{fmt.Sprintf("method (%s) %s%s", recv, d.Name.Name, sig)}
+		return []string{fmt.Sprintf("method (%s) %s%s", recv, d.Name.Name, sig)}, nil
 	case *ast.GenDecl:
 		var out []string
 		for _, spec := range d.Specs {
 			switch s := spec.(type) {
 			case *ast.TypeSpec:
-				out = append(out, typeLines(fset, s)...)
+				if !s.Name.IsExported() {
+					continue
+				}
+				u, err := underlying(root, f, s)
+				if err != nil {
+					return nil, err
+				}
+				out = append(out, typeLines(fset, u)...)
 			case *ast.ValueSpec:
 				kind := "var"
 				if d.Tok == token.CONST {
@@ -129,9 +142,9 @@ func declLines(fset *token.FileSet, decl ast.Decl) []string {
 				}
 			}
 		}
-		return out
+		return out, nil
 	}
-	return nil
+	return nil, nil
 }
 
 // baseName strips type parameters from a receiver: "*List[T]" -> "*List".

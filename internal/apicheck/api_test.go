@@ -64,3 +64,47 @@ func TestSkipDir(t *testing.T) {
 		}
 	}
 }
+
+// TestUnderlying prints a type defined on a type of another package of
+// the module as Go's cmd/api does, by its underlying type: the other
+// package may be internal, and its name says nothing to a user.
+func TestUnderlying(t *testing.T) {
+	root := t.TempDir()
+	write := func(rel, src string) {
+		dir := filepath.Join(root, filepath.FromSlash(rel))
+		require.NoError(t, os.MkdirAll(dir, 0o755))
+		require.NoError(t, os.WriteFile(filepath.Join(dir, "x.go"), []byte(src), 0o644))
+	}
+	write("internal/b", `package b
+type S struct {
+	X, y int
+	Y    *S
+	Embedded
+	hidden
+	z chan Embedded
+}
+type Embedded struct{}
+type hidden struct{}
+type N int
+type Via S
+`)
+	write("a", `package a
+import (
+	"time"
+	"`+Module+`/internal/b"
+)
+type T b.S
+type U b.N
+type V b.Via
+type W time.Duration
+`)
+	got, err := listDir(root, filepath.Join(root, "a"), "a")
+	require.NoError(t, err)
+	p := "pkg " + Module + "/a, "
+	require.ElementsMatch(t, []string{
+		p + "type T struct", p + "type T struct, X int", p + "type T struct, Y *b.S", p + "type T struct, embedded b.Embedded",
+		p + "type U int",
+		p + "type V struct", p + "type V struct, X int", p + "type V struct, Y *b.S", p + "type V struct, embedded b.Embedded",
+		p + "type W time.Duration",
+	}, got)
+}

@@ -22,7 +22,7 @@ import (
 func TestAwaitChildrenCondition(t *testing.T) {
 	zkc := zktest.Start(t)
 	c := connect(t, zkc.Servers())
-	e := engine.Of(c)
+	e := (*engine.Client)(c)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	require.NoError(t, e.EnsureContainers(ctx, "/await"))
@@ -70,7 +70,7 @@ func TestAwaitChildrenCondition(t *testing.T) {
 func TestAwaitEndings(t *testing.T) {
 	zkc := zktest.Start(t)
 	c := connect(t, zkc.Servers())
-	e := engine.Of(c)
+	e := (*engine.Client)(c)
 	ctx := context.Background()
 	never := func(engine.Snapshot, engine.Wake) (engine.Look, error) { return engine.Look{}, nil }
 
@@ -139,7 +139,7 @@ func TestAwaitDisconnected(t *testing.T) {
 	proxy := zktest.NewProxy(t, zkc.Servers()[0])
 	c, err := testutil.Dial(context.Background(), []string{proxy.Addr()}, recipes.WithSessionTimeout(4*time.Second))
 	require.NoError(t, err)
-	e := engine.Of(c)
+	e := (*engine.Client)(c)
 	log := testutil.WatchStates(t, c)
 	proxy.Blackhole()
 	log.WaitFor(t, 0, 10*time.Second, recipes.StateSuspended)

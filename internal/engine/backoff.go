@@ -8,9 +8,10 @@ import (
 
 // Backoff is the one place a retry policy is driven: the waits between
 // a loop's attempts, from a fresh backoff of the policy on first use and
-// after each Reset. A call that gives up when the policy does uses Next;
-// a background loop that never gives up uses Pace. Make it with
-// Client.Backoff (the client's policy) or newBackoff.
+// after each Reset. The engine's own calls, which give up when the
+// policy does, use next; a background loop that never gives up (a
+// recipe's) uses Pace. Make it with Client.Backoff (the client's policy)
+// or newBackoff.
 type Backoff struct {
 	policy func() backoff.BackOff
 	b      backoff.BackOff
@@ -21,14 +22,19 @@ type Backoff struct {
 func newBackoff(policy func() backoff.BackOff) Backoff { return Backoff{policy: policy} }
 
 // Backoff returns a Backoff of the client's retry policy.
-func (c *Client) Backoff() Backoff { return newBackoff(c.cfg.Retry) }
+func (c *Client) Backoff() Backoff {
+	if c == nil {
+		return newBackoff(nil)
+	}
+	return newBackoff(c.cfg.Retry)
+}
 
-// Next returns the wait before the next attempt, and false when the
+// next returns the wait before the next attempt, and false when the
 // policy gives up (the next call then starts it afresh). A fresh BackOff
 // of the policy is Reset before its first wait, as cenkalti's own Retry
 // does: an ExponentialBackOff written as a struct literal takes its first
 // interval (and its start time) from Reset; without it every wait was 0.
-func (b *Backoff) Next() (time.Duration, bool) {
+func (b *Backoff) next() (time.Duration, bool) {
 	if b.b == nil {
 		if b.policy != nil {
 			b.b = b.policy()
@@ -46,11 +52,11 @@ func (b *Backoff) Next() (time.Duration, bool) {
 	return d, true
 }
 
-// Pace returns the wait before a background loop's next attempt: Next's,
+// Pace returns the wait before a background loop's next attempt: next's,
 // or a second when the policy gives up (it then starts afresh), so a loop
 // that never gives up never spins either.
 func (b *Backoff) Pace() time.Duration {
-	if d, ok := b.Next(); ok {
+	if d, ok := b.next(); ok {
 		return d
 	}
 	return time.Second

@@ -220,7 +220,7 @@ func (l *casLoop) conflictPause(tries int, err error) error {
 	if l.cas.Tries > 0 && tries >= l.cas.Tries {
 		return zkerr.Namedf("compare-and-set "+l.c.Namespace().Strip(l.path), "other writers came first on all %d tries: %w: %w", tries, zkerr.ErrConflict, err)
 	}
-	d, ok := l.conflicts.Next()
+	d, ok := l.conflicts.next()
 	if !ok {
 		return zkerr.Namedf("compare-and-set "+l.c.Namespace().Strip(l.path), "other writers came first on all %d tries: %w: %w", tries, zkerr.ErrConflict, err)
 	}

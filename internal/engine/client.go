@@ -46,12 +46,12 @@ type Client struct {
 	knowledge knowledge
 	met       *instruments // nil without WithMetrics: every measurement checks
 
-	hub     watchHub // routes watch events and states to the followers
-	adopted bool     // NewClient's: events come through go-zookeeper's channel, which drops when full
-	pw      pwatches // persistent watches (pwatch.go)
+	hub     watchHub       // routes watch events and states to the followers
+	adopted bool           // NewClient's: events come through go-zookeeper's channel, which drops when full
+	pw      pwatches       // persistent watches (pwatch.go)
+	shared  sharedFollower // the Follower SharedFollower hands out (follow_client.go)
 
 	noContainers atomic.Bool // the server refused a container create (refused.go)
-	sharedFollower
 
 	hosts *ensembleHosts // the host provider that follows the ensemble; nil without (ensemble.go)
 }
@@ -285,18 +285,42 @@ func (c *Client) awaitFirstSession(ctx context.Context) error {
 
 // Conn returns the underlying go-zookeeper connection, for operations this
 // package does not wrap. Requests made on it are not counted in Stats.
-func (c *Client) Conn() *zk.Conn { return c.conn }
+func (c *Client) Conn() *zk.Conn {
+	if c.unmade() {
+		return nil
+	}
+	return c.conn
+}
+
+// unmade reports whether c is nil or a zero Client, one not made by
+// Connect or NewClient (whose connection is set before either returns).
+// Such a Client's methods return ErrNilClient, or a zero value for those
+// that return no error; none panics.
+func (c *Client) unmade() bool { return c == nil || c.conn == nil }
 
 // ErrorPolicy returns the client's error policy.
-func (c *Client) ErrorPolicy() zkstate.ErrorPolicy { return c.cfg.ErrorPolicy }
+func (c *Client) ErrorPolicy() zkstate.ErrorPolicy {
+	if c == nil {
+		return zkstate.PolicyStandard
+	}
+	return c.cfg.ErrorPolicy
+}
 
 // Logger returns the client's logger (silent unless WithLogger was given).
-func (c *Client) Logger() *slog.Logger { return c.log }
+func (c *Client) Logger() *slog.Logger {
+	if c == nil || c.log == nil {
+		return discardLogger
+	}
+	return c.log
+}
 
 // SessionTimeout returns the session timeout the server granted, read from
 // its handshake reply. Before the first session, and for an adopted
 // connection without a Wire, it is the requested one (WithSessionTimeout).
 func (c *Client) SessionTimeout() time.Duration {
+	if c == nil {
+		return 0
+	}
 	if c.wire != nil {
 		if d := c.wire.SessionTimeout(); d > 0 {
 			return d
@@ -307,6 +331,9 @@ func (c *Client) SessionTimeout() time.Duration {
 
 // State returns the current connection state.
 func (c *Client) State() zkstate.State {
+	if c == nil {
+		return zkstate.StateLatent
+	}
 	c.sm.mu.Lock()
 	defer c.sm.mu.Unlock()
 	return c.sm.state
@@ -318,10 +345,18 @@ func (c *Client) State() zkstate.State {
 // reply, it names the session the reply came in (or a later one): a
 // read that found an ephemeral node gone proves it was deleted in the
 // session only if ConnSessionID is still that session.
-func (c *Client) ConnSessionID() int64 { return c.conn.SessionID() }
+func (c *Client) ConnSessionID() int64 {
+	if c.unmade() {
+		return 0
+	}
+	return c.conn.SessionID()
+}
 
 // SessionID returns the id of the session the client last had.
 func (c *Client) SessionID() int64 {
+	if c == nil {
+		return 0
+	}
 	c.sm.mu.Lock()
 	defer c.sm.mu.Unlock()
 	return c.sm.sessionID
@@ -331,7 +366,7 @@ func (c *Client) SessionID() int64 {
 // "user:password") to the session; go-zookeeper sends it again after every
 // reconnect.
 func (c *Client) AddAuth(ctx context.Context, scheme string, auth []byte) error {
-	if c != nil && c.wire != nil {
+	if !c.unmade() && c.wire != nil {
 		c.wire.auths.Add(1) // the Wire waits for go-zookeeper to re-send it on each connection
 	}
 	_, err := send(c, ctx, reqAddAuth, func() (struct{}, error) {
@@ -343,10 +378,10 @@ func (c *Client) AddAuth(ctx context.Context, scheme string, auth []byte) error 
 	return err
 }
 
-// Check returns ErrNilClient for a nil Client, ErrClosed for a closed one,
-// and nil otherwise. Recipes call it before any work.
+// Check returns ErrNilClient for a nil or zero Client, ErrClosed for a
+// closed one, and nil otherwise. Recipes call it before any work.
 func (c *Client) Check() error {
-	if c == nil || c.conn == nil {
+	if c.unmade() {
 		return zkerr.ErrNilClient
 	}
 	select {
@@ -357,8 +392,14 @@ func (c *Client) Check() error {
 	}
 }
 
-// Done returns a channel that is closed when the client is closed.
-func (c *Client) Done() <-chan struct{} { return c.closeCh }
+// Done returns a channel that is closed when the client is closed; a nil
+// or zero Client's is closed already.
+func (c *Client) Done() <-chan struct{} {
+	if c == nil || c.closeCh == nil {
+		return closedCh
+	}
+	return c.closeCh
+}
 
 // WaitConnected blocks until the client has a session (CONNECTED,
 // RECONNECTED or READ_ONLY), ctx ends or the client is closed.
@@ -397,8 +438,12 @@ type Snapshot struct {
 	Lost <-chan struct{}
 }
 
-// Snapshot returns the current state and signals.
+// Snapshot returns the current state and signals; a nil or zero
+// Client's are closed, as a closed Client's are.
 func (c *Client) Snapshot() Snapshot {
+	if c.unmade() {
+		return Snapshot{Changed: closedCh, Suspended: closedCh, Lost: closedCh}
+	}
 	c.sm.mu.Lock()
 	defer c.sm.mu.Unlock()
 	return Snapshot{State: c.sm.state, SessionID: c.sm.sessionID, Changed: c.sm.changeCh, Suspended: c.sm.suspendCh, Lost: c.sm.lostCh}
@@ -407,7 +452,7 @@ func (c *Client) Snapshot() Snapshot {
 // HoldSignal returns, from a snapshot, the channel that closes when a hold
 // taken in that snapshot may be gone under the client's error policy.
 func (c *Client) HoldSignal(s Snapshot) <-chan struct{} {
-	if c.cfg.ErrorPolicy == zkstate.PolicySession {
+	if c.ErrorPolicy() == zkstate.PolicySession {
 		return s.Lost
 	}
 	return s.Suspended

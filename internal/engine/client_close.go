@@ -20,7 +20,7 @@ import (
 // when Close returns. It is safe to call more than once; later calls
 // return nil.
 func (c *Client) Close(ctx context.Context) error {
-	if c == nil || c.conn == nil {
+	if c.unmade() {
 		return zkerr.ErrNilClient
 	}
 	if ctx == nil {

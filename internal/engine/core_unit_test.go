@@ -21,23 +21,23 @@ func TestBackoff(t *testing.T) {
 	}
 	b := newBackoff(twice)
 	for range 2 {
-		d, ok := b.Next()
+		d, ok := b.next()
 		assert.True(t, ok)
 		assert.Equal(t, time.Millisecond, d)
 	}
-	_, ok := b.Next()
+	_, ok := b.next()
 	assert.False(t, ok, "the policy gave up")
-	_, ok = b.Next()
+	_, ok = b.next()
 	assert.True(t, ok, "afresh after giving up")
-	b.Next()
+	b.next()
 	assert.Equal(t, time.Second, b.Pace(), "Pace: a second when the policy gives up")
 	b.Reset()
 	assert.Equal(t, time.Millisecond, b.Pace())
 	none := newBackoff(func() backoff.BackOff { return nil })
-	_, ok = none.Next()
+	_, ok = none.next()
 	assert.False(t, ok)
 	nilPolicy := newBackoff(nil)
-	_, ok = nilPolicy.Next()
+	_, ok = nilPolicy.next()
 	assert.False(t, ok)
 }
 
@@ -53,13 +53,13 @@ func TestBackoffResetsAFreshPolicy(t *testing.T) {
 	}
 	b := newBackoff(literal)
 	for _, want := range []time.Duration{10, 20, 40} {
-		d, ok := b.Next()
+		d, ok := b.next()
 		require.True(t, ok)
 		assert.Equal(t, want*time.Millisecond, d)
 	}
-	_, ok := b.Next()
+	_, ok := b.next()
 	assert.False(t, ok, "3 retries")
-	d, _ := b.Next()
+	d, _ := b.next()
 	assert.Equal(t, 10*time.Millisecond, d, "afresh, reset again")
 }
 

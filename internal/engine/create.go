@@ -60,30 +60,7 @@ func (c *Client) EnsureContainers(ctx context.Context, dir string) error {
 
 // UsesContainers reports whether the recipes create parents as containers
 // (false WithoutContainers).
-func (c *Client) UsesContainers() bool { return !c.cfg.NoContainers }
-
-// CreateProtected creates an ephemeral-sequential node named
-// _c_<uuid>-<name><sequence> under parent, creating missing parents as
-// containers (again, if they are reaped between two attempts). If a reply
-// is lost to a connection problem, it syncs the parent (a follower may not
-// yet have applied the create) and looks for its node by the uuid before
-// creating again; if the session changed meanwhile, it deletes the node it
-// finds and starts over. It returns the node's path and the session that
-// owns it. When ctx ends it returns an error wrapping ctx.Err() and leaves
-// no node behind (a node whose creation cannot yet be ruled out is looked
-// for and deleted in the background).
-func (c *Client) CreateProtected(ctx context.Context, parent, name string, data []byte) (string, int64, error) {
-	p, sid, _, err := c.createProtected(ctx, parent, zkpath.NewUUID(), name, data, ephemeralMode(true), 0)
-	return p, sid, err
-}
-
-// CreateProtectedFixed is CreateProtected for an ephemeral node that is not
-// sequential: _c_<uuid>-<name>, with a fresh uuid (the read/write lock's
-// downgrade node, _c_<uuid>-__READ__<the write node's sequence>).
-func (c *Client) CreateProtectedFixed(ctx context.Context, parent, name string, data []byte) (string, int64, error) {
-	p, sid, _, err := c.createProtected(ctx, parent, zkpath.NewUUID(), name, data, ephemeralMode(false), 0)
-	return p, sid, err
-}
+func (c *Client) UsesContainers() bool { return c != nil && !c.cfg.NoContainers }
 
 // ephemeralMode is the create mode of a contest's node: ephemeral, and
 // sequential unless its sequence is fixed.
@@ -105,7 +82,7 @@ func (pc *protectedCreate) awaitConnection() error {
 		if snap.State.IsConnected() {
 			return nil
 		}
-		d, ok := retry.Next()
+		d, ok := retry.next()
 		if !ok {
 			return fmt.Errorf("%w (%v): no connection before the retry policy gave up", zkerr.ErrNotConnected, snap.State)
 		}

@@ -102,7 +102,7 @@ func (pc *protectedCreate) pause(err error) error {
 	if snap := pc.c.Snapshot(); zkerr.IsRetryable(err) && snap.State == zkstate.StateLost && snap.SessionID == pc.sid {
 		return fmt.Errorf("%w: %w", zkerr.ErrSessionLost, err)
 	}
-	d, ok := pc.retry.Next()
+	d, ok := pc.retry.next()
 	if !ok {
 		return fmt.Errorf("retries exhausted: %w", err)
 	}

@@ -1,7 +1,8 @@
 // Package engine is the core every recipe drives, hidden from users:
 // package recipes is its public face (Client, options, connection states,
-// errors), and the recipe packages reach the engine behind a
-// *recipes.Client with Of.
+// errors). recipes.Client is a type defined on this package's Client, so
+// the recipe packages reach the engine by converting the pointer,
+// (*engine.Client)(c); a nil or zero Client is no client (ErrNilClient).
 //
 // What lives here:
 //
@@ -14,8 +15,9 @@
 //     host provider whose list it replaces, as Curator's EnsembleTracker).
 //   - Protected ephemeral(-sequential) creates (_c_<uuid>-<name>, found
 //     again after a lost reply, ghosts of our own node deleted on sight),
-//     container parents recreated when reaped between two calls, and
-//     guaranteed deletes that never block on a dead connection.
+//     made only by a Contest or an OwnedNode, container parents recreated
+//     when reaped between two calls, and guaranteed deletes that never
+//     block on a dead connection.
 //   - The contender queue (Contest) every lock-like recipe drives, with its
 //     contend.Driver: how nodes sort, how many may hold, which contenders
 //     block and when to list again. Decide is the one check; the knowledge

@@ -36,7 +36,7 @@ func TestEngineFixedSequenceGrantedAndBlocks(t *testing.T) {
 	c := connect(t, zkc.Servers())
 	ctx := context.Background()
 	writer := writerDriver
-	w, err := engine.Of(c).Enter(ctx, "/rw", "__WRIT__", nil, writer)
+	w, err := (*engine.Client)(c).Enter(ctx, "/rw", "__WRIT__", nil, writer)
 	require.NoError(t, err)
 	held, _, err := w.Acquire(ctx, true)
 	require.NoError(t, err)
@@ -45,7 +45,7 @@ func TestEngineFixedSequenceGrantedAndBlocks(t *testing.T) {
 
 	// The write lock's owner asks for the read lock: a non-sequential node
 	// at the writer's sequence, granted where it is made.
-	down, err := engine.Of(c).Enter(ctx, "/rw", "__READ__", nil, readerDriver, engine.EnterAtSequence(seq), engine.EnterGranted())
+	down, err := (*engine.Client)(c).Enter(ctx, "/rw", "__READ__", nil, readerDriver, engine.EnterAtSequence(seq), engine.EnterGranted())
 	require.NoError(t, err)
 	assert.True(t, strings.HasSuffix(down.Path(), "-__READ__"+seq), down.Path())
 	assert.Equal(t, seq, down.Node().Key, "sorts where the write node is")
@@ -55,9 +55,9 @@ func TestEngineFixedSequenceGrantedAndBlocks(t *testing.T) {
 
 	// Another reader waits for the writer; when the writer leaves it
 	// lists again (Relist) and holds beside the downgraded reader.
-	r, err := engine.Of(c).Enter(ctx, "/rw", "__READ__", nil, readerDriver)
+	r, err := (*engine.Client)(c).Enter(ctx, "/rw", "__READ__", nil, readerDriver)
 	require.NoError(t, err)
-	watches := engine.Of(c).Stats().Watches
+	watches := (*engine.Client)(c).Stats().Watches
 	got := make(chan error, 1)
 	go func() {
 		held, _, err := r.Acquire(ctx, true)
@@ -67,20 +67,20 @@ func TestEngineFixedSequenceGrantedAndBlocks(t *testing.T) {
 		got <- err
 	}()
 	eventually(t, 5*time.Second, "the reader watches the writer", func() bool {
-		return engine.Of(c).Stats().Watches > watches
+		return (*engine.Client)(c).Stats().Watches > watches
 	})
 	select {
 	case err := <-got:
 		t.Fatalf("reader held while the writer holds: %v", err)
 	default:
 	}
-	before := engine.Of(c).Stats()
+	before := (*engine.Client)(c).Stats()
 	require.NoError(t, w.Leave(ctx))
 	require.NoError(t, <-got)
-	assert.Equal(t, uint64(1), engine.Of(c).Stats().Sub(before).Children, "one list after the writer went")
+	assert.Equal(t, uint64(1), (*engine.Client)(c).Stats().Sub(before).Children, "one list after the writer went")
 
 	// A writer queued behind all of them waits for the downgraded reader.
-	w2, err := engine.Of(c).Enter(ctx, "/rw", "__WRIT__", nil, writer)
+	w2, err := (*engine.Client)(c).Enter(ctx, "/rw", "__WRIT__", nil, writer)
 	require.NoError(t, err)
 	held, _, err = w2.Acquire(ctx, false)
 	require.NoError(t, err)
@@ -98,7 +98,7 @@ func TestAwaitCount(t *testing.T) {
 	d := &contend.Driver{Names: []string{"lease-"}}
 	var cts []*engine.Contest
 	for i := 0; i < 3; i++ {
-		ct, err := engine.Of(c).Enter(ctx, "/sem/leases", "lease-", nil, d)
+		ct, err := (*engine.Client)(c).Enter(ctx, "/sem/leases", "lease-", nil, d)
 		require.NoError(t, err)
 		cts = append(cts, ct)
 	}
@@ -112,9 +112,9 @@ func TestAwaitCount(t *testing.T) {
 
 	// Too many: a lease going wakes the waiter.
 	done := make(chan error, 1)
-	watches := engine.Of(c).Stats().Watches
+	watches := (*engine.Client)(c).Stats().Watches
 	go func() { _, err := ours.AwaitCount(ctx, engine.FixedLimit(2), true); done <- err }()
-	eventually(t, 5*time.Second, "waiter watching", func() bool { return engine.Of(c).Stats().Watches > watches })
+	eventually(t, 5*time.Second, "waiter watching", func() bool { return (*engine.Client)(c).Stats().Watches > watches })
 	select {
 	case err := <-done:
 		t.Fatalf("returned with 3 leases of 2: %v", err)
@@ -131,9 +131,9 @@ func TestAwaitCount(t *testing.T) {
 		defer mu.Unlock()
 		return max, changed
 	}
-	watches = engine.Of(c).Stats().Watches
+	watches = (*engine.Client)(c).Stats().Watches
 	go func() { _, err := ours.AwaitCount(ctx, limit, true); done <- err }()
-	eventually(t, 5*time.Second, "waiter watching", func() bool { return engine.Of(c).Stats().Watches > watches })
+	eventually(t, 5*time.Second, "waiter watching", func() bool { return (*engine.Client)(c).Stats().Watches > watches })
 	mu.Lock()
 	max = 2
 	close(changed)
@@ -159,7 +159,7 @@ func TestAwaitCount(t *testing.T) {
 
 	tctx, cancel := context.WithTimeout(ctx, 100*time.Millisecond)
 	defer cancel()
-	late, err := engine.Of(c).Enter(ctx, "/sem/leases", "lease-", nil, d)
+	late, err := (*engine.Client)(c).Enter(ctx, "/sem/leases", "lease-", nil, d)
 	require.NoError(t, err)
 	_, err = late.AwaitCount(tctx, engine.FixedLimit(1), true)
 	assert.ErrorIs(t, err, context.DeadlineExceeded)
@@ -203,7 +203,7 @@ func participate(t *testing.T, c *recipes.Client, parent string) (*termLog, func
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() {
-		done <- engine.Of(c).Participate(ctx, engine.Participation{
+		done <- (*engine.Client)(c).Participate(ctx, engine.Participation{
 			Parent: parent, LockName: "latch-", Data: []byte("id"),
 			Driver:  &contend.Driver{Names: []string{"latch-"}},
 			Options: []engine.EnterOption{engine.EnterVerifyOwner()},
@@ -312,7 +312,7 @@ func TestEngineVerifiesTheNodesOwner(t *testing.T) {
 	other := connect(t, zkc.Servers())
 	ctx := context.Background()
 	d := &contend.Driver{Names: []string{"latch-"}}
-	ct, err := engine.Of(c).Enter(ctx, "/owner", "latch-", nil, d, engine.EnterVerifyOwner())
+	ct, err := (*engine.Client)(c).Enter(ctx, "/owner", "latch-", nil, d, engine.EnterVerifyOwner())
 	require.NoError(t, err)
 	// The same name, now owned by another session.
 	require.NoError(t, c.Delete(ctx, ct.Path(), -1))
@@ -322,7 +322,7 @@ func TestEngineVerifiesTheNodesOwner(t *testing.T) {
 	assert.False(t, held)
 	assert.ErrorIs(t, err, recipes.ErrSessionLost, "not ours: no hold")
 
-	ct2, err := engine.Of(c).Enter(ctx, "/owner2", "latch-", nil, d, engine.EnterVerifyOwner())
+	ct2, err := (*engine.Client)(c).Enter(ctx, "/owner2", "latch-", nil, d, engine.EnterVerifyOwner())
 	require.NoError(t, err)
 	held, _, err = ct2.Acquire(ctx, true)
 	require.NoError(t, err)

@@ -262,7 +262,7 @@ func ensembleHostsFor(cfg Config) *ensembleHosts {
 // the ensemble (WithoutEnsembleTracking, a host provider of the user's,
 // an adopted connection).
 func (c *Client) EnsembleServers() []string {
-	if c == nil || c.hosts == nil {
+	if c.unmade() || c.hosts == nil {
 		return nil
 	}
 	return c.hosts.list()

@@ -5,6 +5,8 @@ import (
 	"time"
 
 	"github.com/go-zookeeper/zk"
+
+	"github.com/zkrecipes/zkrecipes/internal/zkpath"
 )
 
 // Hooks for the external tests (package engine_test), which see what the
@@ -70,3 +72,24 @@ const FollowWatch = followWatch
 
 // ReadFunc is the engine's own, named for the external tests.
 type ReadFunc = readFunc
+
+// CreateProtected is the protected create of a contest's node (Enter),
+// alone: an ephemeral-sequential node _c_<uuid>-<name><sequence> under
+// parent, missing parents made as containers. It returns the node's path
+// and the session that owns it.
+func CreateProtected(c *Client, ctx context.Context, parent, name string, data []byte) (string, int64, error) {
+	p, sid, _, err := c.createProtected(ctx, parent, zkpath.NewUUID(), name, data, ephemeralMode(true), 0)
+	return p, sid, err
+}
+
+// CreateProtectedFixed is CreateProtected for an ephemeral node that is not
+// sequential, _c_<uuid>-<name> (a contest EnterAtSequence makes one).
+func CreateProtectedFixed(c *Client, ctx context.Context, parent, name string, data []byte) (string, int64, error) {
+	p, sid, _, err := c.createProtected(ctx, parent, zkpath.NewUUID(), name, data, ephemeralMode(false), 0)
+	return p, sid, err
+}
+
+// CreateContainer creates a container node, counted as a create.
+func CreateContainer(c *Client, ctx context.Context, path string) (string, error) {
+	return createContainer(c, ctx, reqCreate, path)
+}

@@ -33,28 +33,28 @@ func (c *Client) SharedFollower() (*Follower, error) {
 	if err := c.Check(); err != nil {
 		return nil, err
 	}
-	c.sharedOnce.Do(func() {
+	c.shared.once.Do(func() {
 		f := c.NewFollower("shared", nil)
 		c.sm.mu.Lock()
 		defer c.sm.mu.Unlock()
 		if c.sm.closed {
 			return
 		}
-		c.shared = f
+		c.shared.f = f
 		c.wg.Add(1) // c.sm.mu is held and the client is open
 		go func() {
 			defer c.wg.Done()
 			_ = f.Run(context.Background()) // until Close
 		}()
 	})
-	if c.shared == nil {
+	if c.shared.f == nil {
 		return nil, zkerr.ErrClientClosed
 	}
-	return c.shared, nil
+	return c.shared.f, nil
 }
 
 // sharedFollower is the state behind SharedFollower.
 type sharedFollower struct {
-	sharedOnce sync.Once
-	shared     *Follower
+	once sync.Once
+	f    *Follower
 }

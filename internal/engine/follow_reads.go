@@ -67,9 +67,6 @@ func (w *Watches) Len() int {
 // goroutine, which every read shares.
 func (w *Watches) RunAfter(d time.Duration) { w.again = d }
 
-// Key returns the key the read was added under.
-func (w *Watches) Key() string { return w.key }
-
 // watch makes a request of c's that leaves a watch of kind on path (req
 // returns the watch's channel), registered with c's hub before it is sent
 // (its event cannot come first) and dropped again when the request fails.

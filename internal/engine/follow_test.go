@@ -64,7 +64,7 @@ func follow(t *testing.T, run func(ctx context.Context) error) {
 func TestFollowNode(t *testing.T) {
 	zkc := zktest.Start(t)
 	c := connect(t, zkc.Servers())
-	e := engine.Of(c)
+	e := (*engine.Client)(c)
 	var v views[engine.NodeView]
 	follow(t, func(ctx context.Context) error {
 		f := e.NewFollower("/follow/node", nil)
@@ -105,7 +105,7 @@ func TestFollowChildren(t *testing.T) {
 	zkc := zktest.Start(t)
 	proxy := zktest.NewProxy(t, zkc.Servers()[0])
 	c := connect(t, []string{proxy.Addr()})
-	e := engine.Of(c)
+	e := (*engine.Client)(c)
 	require.NoError(t, e.EnsureContainers(context.Background(), "/follow/kids"))
 	var v views[engine.ChildrenView]
 	follow(t, func(ctx context.Context) error { return engine.FollowChildren(e, ctx, "/follow/kids", v.add) })
@@ -123,10 +123,10 @@ func TestFollowChildren(t *testing.T) {
 	// A connection cut: the follower reads again on RECONNECTED, finds the
 	// same list, and calls nobody; a change made meanwhile is seen.
 	log := testutil.WatchStates(t, c)
-	before := engine.Of(c).Stats().Children
+	before := (*engine.Client)(c).Stats().Children
 	proxy.Cut()
 	log.WaitFor(t, 0, 10*time.Second, recipes.StateSuspended, recipes.StateReconnected)
-	eventually(t, 5*time.Second, "read again after the reconnection", func() bool { return engine.Of(c).Stats().Children > before })
+	eventually(t, 5*time.Second, "read again after the reconnection", func() bool { return (*engine.Client)(c).Stats().Children > before })
 	assert.Len(t, v.all(), 2, "nothing new")
 	_, err = c.Create(context.Background(), "/follow/kids/b", nil, 0)
 	require.NoError(t, err)
@@ -142,7 +142,7 @@ func TestFollowRetriesAndClose(t *testing.T) {
 	zkc := zktest.Start(t)
 	c, err := testutil.Dial(context.Background(), zkc.Servers(), recipes.WithSessionTimeout(4*time.Second))
 	require.NoError(t, err)
-	e := engine.Of(c)
+	e := (*engine.Client)(c)
 	var reads int
 	var mu sync.Mutex
 	done := make(chan error, 1)
@@ -223,7 +223,7 @@ func TestFollowAcrossSessionExpiry(t *testing.T) {
 	c := connect(t, []string{proxy.Addr()}, recipes.WithSessionTimeout(time.Second))
 	b := connect(t, zkc.Servers())
 	ctx := context.Background()
-	e := engine.Of(c)
+	e := (*engine.Client)(c)
 	_, err := b.Create(ctx, "/expiry", []byte("1"), 0)
 	require.NoError(t, err)
 	_, err = c.Create(ctx, "/mine", nil, zk.FlagEphemeral)
@@ -282,7 +282,7 @@ func TestFollowerKnowsWhichWatchFired(t *testing.T) {
 	zkc := zktest.Start(t)
 	c := connect(t, zkc.Servers())
 	ctx := context.Background()
-	e := engine.Of(c)
+	e := (*engine.Client)(c)
 	for _, p := range []string{"/which", "/which/a", "/which/b"} {
 		_, err := c.Create(ctx, p, nil, 0)
 		require.NoError(t, err)
@@ -362,7 +362,7 @@ func TestFollowerManyNodesOneGoroutine(t *testing.T) {
 	zkc := zktest.Start(t)
 	c := connect(t, zkc.Servers())
 	ctx := context.Background()
-	e := engine.Of(c)
+	e := (*engine.Client)(c)
 	const n = 1000
 	_, err := c.Create(ctx, "/many", nil, 0)
 	require.NoError(t, err)
@@ -439,7 +439,7 @@ func TestFollowerAddRemove(t *testing.T) {
 	zkc := zktest.Start(t)
 	c := connect(t, zkc.Servers())
 	ctx := context.Background()
-	e := engine.Of(c)
+	e := (*engine.Client)(c)
 	var a, b views[engine.NodeView]
 	f := e.NewFollower("add-remove", nil)
 	f.AddNode("a", "/ar-a", a.add)
@@ -470,7 +470,7 @@ func TestFollowerOnAdoptedConnectionMissesNoBurst(t *testing.T) {
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = c.Close(context.Background()) })
 	ctx := context.Background()
-	e := engine.Of(c)
+	e := (*engine.Client)(c)
 	const n = 300
 	_, err = c.Create(ctx, "/burst", nil, 0)
 	require.NoError(t, err)
@@ -531,7 +531,7 @@ func TestFollowerOnAdoptedConnectionMissesNoBurst(t *testing.T) {
 func TestFollowInitialisedWaitsForReadsAddedByReads(t *testing.T) {
 	zkc := zktest.Start(t)
 	c := connect(t, zkc.Servers())
-	e := engine.Of(c)
+	e := (*engine.Client)(c)
 	var (
 		mu        sync.Mutex
 		childRan  bool

@@ -62,10 +62,10 @@ func TestGhostOfOwnNodeIsDeleted(t *testing.T) {
 	c := connect(t, zkc.Servers())
 	ctx := context.Background()
 
-	first, err := engine.Of(c).Enter(ctx, "/ghost", "lock-", nil, lockDriver) // so that ours is not sequence 0
+	first, err := (*engine.Client)(c).Enter(ctx, "/ghost", "lock-", nil, lockDriver) // so that ours is not sequence 0
 	require.NoError(t, err)
 	require.NoError(t, first.Leave(ctx))
-	ct, err := engine.Of(c).Enter(ctx, "/ghost", "lock-", nil, lockDriver)
+	ct, err := (*engine.Client)(c).Enter(ctx, "/ghost", "lock-", nil, lockDriver)
 	require.NoError(t, err)
 
 	// Plant a ghost: our uuid prefix, ordered ahead of our node.
@@ -98,7 +98,7 @@ func TestLostCreateReplyThroughPausedFollower(t *testing.T) {
 	c := connect(t, []string{proxy.Addr()}, recipes.WithSessionTimeout(4*time.Second))
 	direct := connect(t, zkc.Servers())
 	ctx := context.Background()
-	require.NoError(t, engine.Of(c).EnsureContainers(ctx, "/lag"))
+	require.NoError(t, (*engine.Client)(c).EnsureContainers(ctx, "/lag"))
 
 	for i := 0; i < 3; i++ {
 		log := testutil.WatchStates(t, c)
@@ -112,11 +112,11 @@ func TestLostCreateReplyThroughPausedFollower(t *testing.T) {
 				assert.NoError(t, zkc.Resume(f))
 			}()
 		})
-		before := engine.Of(c).Stats()
-		ct, err := engine.Of(c).Enter(ctx, "/lag", "lock-", nil, lockDriver)
+		before := (*engine.Client)(c).Stats()
+		ct, err := (*engine.Client)(c).Enter(ctx, "/lag", "lock-", nil, lockDriver)
 		require.NoError(t, err, "round %d", i)
 		<-resumed
-		d := engine.Of(c).Stats().Sub(before)
+		d := (*engine.Client)(c).Stats().Sub(before)
 		assert.GreaterOrEqual(t, d.Syncs, uint64(1), "round %d: the search after a lost reply syncs first", i)
 		held, _, err := ct.Acquire(ctx, false)
 		require.NoError(t, err)
@@ -158,7 +158,7 @@ func TestLostDeclaredOneTimeoutAfterLastAnswer(t *testing.T) {
 	case <-time.After(4 * T):
 		t.Fatal("no LOST")
 	}
-	last, ok := engine.LastAnswered(engine.Of(c))
+	last, ok := engine.LastAnswered((*engine.Client)(c))
 	require.True(t, ok)
 	sinceLast, sinceCut := lostAt.Sub(last), lostAt.Sub(start)
 	t.Logf("session timeout %v: LOST %v after the last answered request was sent, %v after the black-hole began", T, sinceLast, sinceCut)
@@ -192,7 +192,7 @@ func TestNegotiatedTimeoutFromHandshake(t *testing.T) {
 	require.NoError(t, err)
 	defer blind.Close(context.Background())
 	assert.Equal(t, 30*time.Second, blind.SessionTimeout(), "without a Wire the requested timeout is all there is")
-	_, ok = engine.LastReceived(engine.Of(blind))
+	_, ok = engine.LastReceived((*engine.Client)(blind))
 	assert.False(t, ok)
 }
 
@@ -212,7 +212,7 @@ func TestSessionBackAfterLocalLostDeletesLostHolds(t *testing.T) {
 	ctx := context.Background()
 	a := connect(t, zkc.Servers(), recipes.WithSessionTimeout(4*time.Second))
 	log := testutil.WatchStates(t, a)
-	ct, err := engine.Of(a).Enter(ctx, "/orphan", "lock-", nil, lockDriver)
+	ct, err := (*engine.Client)(a).Enter(ctx, "/orphan", "lock-", nil, lockDriver)
 	require.NoError(t, err)
 	held, sig, err := ct.Acquire(ctx, true)
 	require.NoError(t, err)
@@ -240,7 +240,7 @@ func TestSessionBackAfterLocalLostDeletesLostHolds(t *testing.T) {
 	})
 	bctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
-	other, err := engine.Of(b).Enter(bctx, "/orphan", "lock-", nil, lockDriver)
+	other, err := (*engine.Client)(b).Enter(bctx, "/orphan", "lock-", nil, lockDriver)
 	require.NoError(t, err)
 	held, _, err = other.Acquire(bctx, true)
 	require.NoError(t, err, "another session acquires without waiting for the application")
@@ -263,7 +263,7 @@ func TestSessionBackAfterLocalLostKeepsOwnedNodes(t *testing.T) {
 	ctx := context.Background()
 	a := connect(t, zkc.Servers(), recipes.WithSessionTimeout(4*time.Second))
 	log := testutil.WatchStates(t, a)
-	own, err := engine.Of(a).Own(engine.OwnedSpec{Path: "/owned-back/member", Mode: zk.FlagEphemeral, Data: []byte("x")})
+	own, err := (*engine.Client)(a).Own(engine.OwnedSpec{Path: "/owned-back/member", Mode: zk.FlagEphemeral, Data: []byte("x")})
 	require.NoError(t, err)
 	defer own.Close(context.Background())
 	cur, err := own.Await(ctx)
@@ -310,7 +310,7 @@ func TestReleaseDoesNotBlockWhileDisconnected(t *testing.T) {
 	ctx := context.Background()
 
 	// Silent server, not yet noticed: ctx bounds the release.
-	ct, err := engine.Of(c).Enter(ctx, "/release", "lock-", nil, lockDriver)
+	ct, err := (*engine.Client)(c).Enter(ctx, "/release", "lock-", nil, lockDriver)
 	require.NoError(t, err)
 	proxy.Blackhole()
 	short, cancel := context.WithTimeout(ctx, 200*time.Millisecond)
@@ -324,7 +324,7 @@ func TestReleaseDoesNotBlockWhileDisconnected(t *testing.T) {
 	log.WaitFor(t, 0, 10*time.Second, recipes.StateSuspended)
 	proxy.Restore()
 	require.NoError(t, c.WaitConnected(ctx))
-	ct2, err := engine.Of(c).Enter(ctx, "/release", "lock-", nil, lockDriver)
+	ct2, err := (*engine.Client)(c).Enter(ctx, "/release", "lock-", nil, lockDriver)
 	require.NoError(t, err)
 	n := len(log.Snapshot())
 	proxy.Blackhole()
@@ -332,11 +332,11 @@ func TestReleaseDoesNotBlockWhileDisconnected(t *testing.T) {
 	start = time.Now()
 	require.NoError(t, ct2.Leave(ctx))
 	assert.Less(t, time.Since(start), 100*time.Millisecond, "no request while SUSPENDED")
-	assert.GreaterOrEqual(t, engine.Of(c).Stats().PendingDeletes, int64(1))
+	assert.GreaterOrEqual(t, (*engine.Client)(c).Stats().PendingDeletes, int64(1))
 	proxy.Restore()
 	eventually(t, 10*time.Second, "both nodes deleted by the worker", func() bool {
 		kids, _, err := direct.Children(ctx, "/release")
-		return err == nil && len(kids) == 0 && engine.Of(c).Stats().PendingDeletes == 0
+		return err == nil && len(kids) == 0 && (*engine.Client)(c).Stats().PendingDeletes == 0
 	})
 }
 
@@ -364,7 +364,7 @@ func TestTryAcquireWhileSuspendedIsErrNotConnected(t *testing.T) {
 	proxy := zktest.NewProxy(t, zkc.Servers()[0])
 	c := connect(t, []string{proxy.Addr()}, recipes.WithSessionTimeout(4*time.Second))
 	ctx := context.Background()
-	ct, err := engine.Of(c).Enter(ctx, "/try", "lock-", nil, lockDriver)
+	ct, err := (*engine.Client)(c).Enter(ctx, "/try", "lock-", nil, lockDriver)
 	require.NoError(t, err)
 	log := testutil.WatchStates(t, c)
 	proxy.Cut()

@@ -11,7 +11,7 @@ import (
 // the client. The returned function removes the listener; it, and Close,
 // wait up to 5s for a call in progress to return.
 func (c *Client) Listen(fn func(zkstate.State)) (remove func()) {
-	if fn == nil || c == nil {
+	if fn == nil || c.unmade() {
 		return func() {}
 	}
 	c.sm.mu.Lock() // states are posted under c.sm.mu: nothing comes between
@@ -22,20 +22,15 @@ func (c *Client) Listen(fn func(zkstate.State)) (remove func()) {
 	return c.sm.listeners.ListenFirst(fn, c.sm.state)
 }
 
-// Subscribe returns a channel that receives the current state (unless the
-// client is still LATENT), then every state transition, in order.
-// Transitions queue without bound while the reader is slow. The channel is
-// closed by the returned function or when the client closes.
-func (c *Client) Subscribe() (<-chan zkstate.State, func()) {
-	return SubscribeStates(c, func(s zkstate.State) zkstate.State { return s })
-}
-
-// SubscribeStates is Client.Subscribe with each state converted by conv
-// (to package recipes' State), without a goroutine of its own. The
-// current state is queued under c.sm.mu, so that no transition comes
-// between the two.
+// SubscribeStates returns a channel that receives the current state
+// (unless the client is still LATENT), then every state transition, in
+// order, each converted by conv (to package recipes' State), without a
+// goroutine of its own. The current state is queued under c.sm.mu, so
+// that no transition comes between the two. Transitions queue without
+// bound while the reader is slow. The channel is closed by the returned
+// function or when the client closes.
 func SubscribeStates[T any](c *Client, conv func(zkstate.State) T) (<-chan T, func()) {
-	if c == nil {
+	if c.unmade() {
 		ch := make(chan T)
 		close(ch)
 		return ch, func() {}

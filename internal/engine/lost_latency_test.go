@@ -32,7 +32,7 @@ func TestLostBeforeServerExpiresOnSlowLink(t *testing.T) {
 	sid := c.SessionID()
 
 	const node = "/lost-latency"
-	_, err := engine.Of(c).Conn().Create(node, nil, zk.FlagEphemeral, zk.WorldACL(zk.PermAll))
+	_, err := (*engine.Client)(c).Conn().Create(node, nil, zk.FlagEphemeral, zk.WorldACL(zk.PermAll))
 	require.NoError(t, err)
 
 	observer, _, err := zk.Connect(zkc.Servers(), 4*time.Second, testutil.ZKTLS(zkc.Servers()), zk.WithLogInfo(false))
@@ -57,7 +57,7 @@ func TestLostBeforeServerExpiresOnSlowLink(t *testing.T) {
 	// (a ping, every third of the timeout).
 	since := time.Now()
 	zktest.Eventually(t, 2*T, "a ping answered over the slow link", func() bool {
-		sent, ok := engine.LastAnswered(engine.Of(c))
+		sent, ok := engine.LastAnswered((*engine.Client)(c))
 		return ok && sent.After(since)
 	})
 	proxy.Blackhole()
@@ -78,7 +78,7 @@ func TestLostBeforeServerExpiresOnSlowLink(t *testing.T) {
 	zktest.Eventually(t, 5*time.Second, "the server's log to say it expired the session", func() bool {
 		return zkc.LogContains(0, fmt.Sprintf("Expiring session 0x%x", sid))
 	})
-	lastByte, ok := engine.LastReceived(engine.Of(c))
+	lastByte, ok := engine.LastReceived((*engine.Client)(c))
 	require.True(t, ok)
 	margin := expiredAt.Sub(lostAt)
 	t.Logf("session timeout %v, %v each way: LOST %v after the cut, the server expired the session %v after it; margin %v",

@@ -15,7 +15,9 @@ type unreadableKey struct {
 // did not decode: kept in the queue, or handed to the user. The series is
 // made on first use; nothing is counted without metrics.
 func (c *Client) CountUnreadable(recipe, path string, kept bool) {
-	c.met.countUnreadable(recipe, path, kept)
+	if c != nil {
+		c.met.countUnreadable(recipe, path, kept)
+	}
 }
 
 func (in *instruments) countUnreadable(recipe, path string, kept bool) {

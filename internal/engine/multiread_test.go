@@ -19,7 +19,7 @@ func TestMultiRead(t *testing.T) {
 	ctx := context.Background()
 	zkc := zktest.Start(t)
 	c := connect(t, zkc.Servers())
-	e := engine.Of(c)
+	e := (*engine.Client)(c)
 	for _, p := range []string{"/m", "/m/a", "/m/b"} {
 		_, err := c.Create(ctx, p, []byte("v"+p), 0)
 		require.NoError(t, err)

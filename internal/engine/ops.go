@@ -21,6 +21,9 @@ type counters struct {
 
 // Stats returns the request counters.
 func (c *Client) Stats() metric.RequestCounts {
+	if c == nil {
+		return metric.RequestCounts{}
+	}
 	s := &c.stats
 	return metric.RequestCounts{
 		Creates: s.creates.Load(), Deletes: s.deletes.Load(), GetData: s.getData.Load(),
@@ -202,11 +205,6 @@ func unsequenced(flags int32) int32 {
 		return zk.FlagTTL
 	}
 	return flags
-}
-
-// CreateContainer creates a container node.
-func (c *Client) CreateContainer(ctx context.Context, path string) (string, error) {
-	return createContainer(c, ctx, reqCreate, path)
 }
 
 // createContainer creates a container node, counted as op (a parent's
@@ -432,7 +430,7 @@ func (c *Client) Retry(ctx context.Context, op func() error) error {
 		if err == nil || !zkerr.IsRetryable(err) {
 			return err
 		}
-		d, ok := b.Next()
+		d, ok := b.next()
 		if !ok {
 			return err
 		}

@@ -37,7 +37,7 @@ type OwnedSpec struct {
 	// server reaps, say) instead of deleting it.
 	KeepOnClose bool
 	// Protected makes each create a protected create (see
-	// CreateProtected), in any Mode: a create whose reply is lost is found
+	// createProtected), in any Mode: a create whose reply is lost is found
 	// again by its uuid, never made twice.
 	Protected bool
 	// Data is the node's first data (SetData changes it later).

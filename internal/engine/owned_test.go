@@ -24,7 +24,7 @@ import (
 // own starts an owned node, closed at the end of the test.
 func own(t *testing.T, c *recipes.Client, spec engine.OwnedSpec) *engine.OwnedNode {
 	t.Helper()
-	o, err := engine.Of(c).Own(spec)
+	o, err := (*engine.Client)(c).Own(spec)
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = o.Close(context.Background()) })
 	return o
@@ -312,7 +312,7 @@ func TestOwnedPersistentNodeAndBadSpecs(t *testing.T) {
 		"TTL under a ms":     {Path: "/owned/x", Mode: zk.FlagTTL, TTL: time.Microsecond},
 		"TTL over the limit": {Path: "/owned/x", Mode: zk.FlagTTL, TTL: engine.MaxTTL + time.Millisecond},
 	} {
-		_, err := engine.Of(c).Own(spec)
+		_, err := (*engine.Client)(c).Own(spec)
 		assert.True(t, errors.Is(err, recipes.ErrInvalidArgument) || errors.Is(err, recipes.ErrInvalidPath), "%s: %v", name, err)
 	}
 }
@@ -336,7 +336,7 @@ func TestCompareAndSetConcurrentWriters(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			for i := 0; i < adds; i++ {
-				res, err := engine.Of(c).CompareAndSet(ctx, "/cas/total", engine.CAS{Create: true}, func(prev []byte, exists bool) ([]byte, error) {
+				res, err := (*engine.Client)(c).CompareAndSet(ctx, "/cas/total", engine.CAS{Create: true}, func(prev []byte, exists bool) ([]byte, error) {
 					n := 0
 					if exists {
 						var err error
@@ -372,13 +372,13 @@ func TestCompareAndSetGivesUp(t *testing.T) {
 	other := connect(t, zkc.Servers())
 	ctx := context.Background()
 
-	_, err := engine.Of(c).CompareAndSet(ctx, "/cas/missing", engine.CAS{}, func([]byte, bool) ([]byte, error) { return nil, nil })
+	_, err := (*engine.Client)(c).CompareAndSet(ctx, "/cas/missing", engine.CAS{}, func([]byte, bool) ([]byte, error) { return nil, nil })
 	assert.ErrorIs(t, err, zk.ErrNoNode)
 
 	_, err = c.Create(ctx, "/cas-contended", []byte("0"), 0)
 	require.NoError(t, err)
 	calls := 0
-	_, err = engine.Of(c).CompareAndSet(ctx, "/cas-contended", engine.CAS{Tries: 3}, func(prev []byte, _ bool) ([]byte, error) {
+	_, err = (*engine.Client)(c).CompareAndSet(ctx, "/cas-contended", engine.CAS{Tries: 3}, func(prev []byte, _ bool) ([]byte, error) {
 		calls++
 		_, err := other.Set(ctx, "/cas-contended", []byte("x"), -1) // another writer comes first
 		require.NoError(t, err)
@@ -389,12 +389,12 @@ func TestCompareAndSetGivesUp(t *testing.T) {
 	assert.Equal(t, 3, calls)
 
 	stop := errors.New("stop")
-	_, err = engine.Of(c).CompareAndSet(ctx, "/cas-contended", engine.CAS{}, func([]byte, bool) ([]byte, error) { return nil, stop })
+	_, err = (*engine.Client)(c).CompareAndSet(ctx, "/cas-contended", engine.CAS{}, func([]byte, bool) ([]byte, error) { return nil, stop })
 	assert.Equal(t, stop, err)
 
 	cctx, cancel := context.WithCancel(ctx)
 	cancel()
-	_, err = engine.Of(c).CompareAndSet(cctx, "/cas-contended", engine.CAS{}, func(p []byte, _ bool) ([]byte, error) { return p, nil })
+	_, err = (*engine.Client)(c).CompareAndSet(cctx, "/cas-contended", engine.CAS{}, func(p []byte, _ bool) ([]byte, error) { return p, nil })
 	assert.ErrorIs(t, err, context.Canceled)
 }
 
@@ -439,7 +439,7 @@ func TestOwnedNodeCloseDuringRecreate(t *testing.T) {
 	base := "/owned/" + testutil.Namespace(t)
 	for i := 0; i < 40; i++ {
 		path := base + "/n" + strconv.Itoa(i)
-		o, err := engine.Of(c).Own(engine.OwnedSpec{Path: path, Mode: zk.FlagEphemeral})
+		o, err := (*engine.Client)(c).Own(engine.OwnedSpec{Path: path, Mode: zk.FlagEphemeral})
 		require.NoError(t, err)
 		awaitNode(t, o)
 		require.NoError(t, admin.Delete(ctx, path, -1))

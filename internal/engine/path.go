@@ -6,10 +6,10 @@ import (
 )
 
 // Namespace returns the client's namespace, which maps recipe paths to
-// server paths (Full, Writable) and back (Strip). A nil Client's refuses
-// every path with ErrNilClient.
+// server paths (Full, Writable) and back (Strip). A nil or zero Client's
+// refuses every path with ErrNilClient.
 func (c *Client) Namespace() zkpath.Namespace {
-	if c == nil {
+	if c.unmade() {
 		return zkpath.NoNamespace(zkerr.ErrNilClient)
 	}
 	return zkpath.NewNamespace(c.cfg.Namespace)

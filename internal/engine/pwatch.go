@@ -125,9 +125,6 @@ type PersistentWatch struct {
 	reader    *eachRead // ReadEach's, under c.pw.mu
 }
 
-// Path returns the server path watched.
-func (w *PersistentWatch) Path() string { return w.path }
-
 // Routed returns the Seq of the last watch event the client has routed
 // (to any watch). go-zookeeper's receive goroutine routes events and hands
 // out replies in the order the connection brought them, so every event

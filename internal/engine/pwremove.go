@@ -40,7 +40,7 @@ const removeAny = 3
 // remove a persistent watch: removed watches then stay on the server
 // until the connection ends, reporting to nobody. No server with
 // persistent watches is known to refuse (see above).
-func (c *Client) PersistentRemoveUnsupported() bool { return c.pw.noRemove.Load() }
+func (c *Client) PersistentRemoveUnsupported() bool { return c != nil && c.pw.noRemove.Load() }
 
 // Remove removes the watch: no event reaches it after Remove returns
 // (Events reports the end). The server's watch is removed with the last

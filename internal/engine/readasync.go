@@ -34,7 +34,7 @@ type AsyncRead struct {
 // ReadOrder returns the Order of the last request the Wire made: a read
 // with an Order at most this went out before now.
 func (c *Client) ReadOrder() uint64 {
-	if c.wire == nil {
+	if c == nil || c.wire == nil {
 		return 0
 	}
 	return c.wire.made.Load()
@@ -53,11 +53,15 @@ func (a *AsyncRead) Done() <-chan struct{} { return a.done }
 // never comes ends with the connection (zk.ErrConnectionClosed).
 func (c *Client) ReadAsync(ctx context.Context, path string, statOnly bool) *AsyncRead {
 	a := &AsyncRead{}
+	if err := c.Check(); err != nil {
+		a.Err = err
+		return a.finished()
+	}
 	op, zop, count := reqGetData, int32(zopGetData), &c.stats.getData
 	if statOnly {
 		op, zop, count = reqExists, zopExists, &c.stats.exists
 	}
-	if wc := wireFor(c, ctx); wc != nil && wirePath(path) && c.Check() == nil {
+	if wc := wireFor(c, ctx); wc != nil && wirePath(path) {
 		f := newFrame(5 + len(path)).str(path).boolean(false)
 		r, err := wc.callThen(ctx, zop, f, nil, func(r *wireCall) {
 			a.Routed = c.pw.seq.Load()

@@ -31,7 +31,7 @@ func TestReadEach(t *testing.T) {
 	node := root + "/n"
 	_, err = w.Create(ctx, node, []byte("v0"), 0)
 	require.NoError(t, err)
-	pw, err := engine.Of(c).AddWatch(ctx, root, true)
+	pw, err := (*engine.Client)(c).AddWatch(ctx, root, true)
 	require.NoError(t, err)
 	pw.ReadEach(ctx, func(ev engine.PersistentEvent, _ *engine.AsyncRead) (bool, bool) {
 		return ev.Type == zk.EventNodeDataChanged, false

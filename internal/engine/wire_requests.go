@@ -13,7 +13,7 @@ import (
 // wireFor returns the Wire's connection when a request goes through the
 // Wire: when the Wire can send now. nil: ask go-zookeeper.
 func wireFor(c *Client, ctx context.Context) *wireConn {
-	if c == nil || c.conn == nil || ctx == nil {
+	if c.unmade() || ctx == nil {
 		return nil
 	}
 	return c.wire.ready()

@@ -171,8 +171,8 @@ func TestResumeWithWatchesAndRepliesInFlight(t *testing.T) {
 	// The same server twice: go-zookeeper redials at once instead of
 	// pausing a second after trying every address.
 	c := connect(t, []string{addr, addr}, recipes.WithDialer(g.Dial), recipes.WithSessionTimeout(10*time.Second))
-	conn := engine.Of(c).Conn()
-	other := engine.Of(connect(t, zkc.Servers())).Conn()
+	conn := (*engine.Client)(c).Conn()
+	other := (*engine.Client)(connect(t, zkc.Servers())).Conn()
 
 	for _, p := range []string{"/quiet", "/changed"} {
 		_, err := other.Create(p, []byte("0"), 0, zk.WorldACL(zk.PermAll))

@@ -21,7 +21,7 @@ import (
 // ctx and for context.Background().
 func TestWireRequestsMatchGoZookeeper(t *testing.T) {
 	zkc := zktest.Start(t)
-	e := engine.Of(connect(t, zkc.Servers()))
+	e := (*engine.Client)(connect(t, zkc.Servers()))
 	conn, _, err := zk.Connect(zkc.Servers(), 10*time.Second, testutil.ZKTLS(zkc.Servers()), zk.WithLogInfo(false))
 	require.NoError(t, err)
 	defer conn.Close()
@@ -107,7 +107,7 @@ func TestWireRequestsMatchGoZookeeper(t *testing.T) {
 func TestWireRequestFailsWithItsConnection(t *testing.T) {
 	zkc := zktest.Start(t)
 	proxy := zktest.NewProxy(t, zkc.Servers()[0])
-	e := engine.Of(connect(t, []string{proxy.Addr()}))
+	e := (*engine.Client)(connect(t, []string{proxy.Addr()}))
 	ctx := context.Background()
 	_, err := e.Create(ctx, "/wf", nil, 0)
 	require.NoError(t, err)

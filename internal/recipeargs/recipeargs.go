@@ -22,7 +22,7 @@ func Client(c *recipes.Client) error {
 	if c == nil {
 		return recipes.ErrNilClient
 	}
-	return engine.Of(c).Check()
+	return (*engine.Client)(c).Check()
 }
 
 // Engine checks c as Client does and returns the engine behind it.
@@ -30,7 +30,7 @@ func Engine(c *recipes.Client) (*engine.Client, error) {
 	if err := Client(c); err != nil {
 		return nil, err
 	}
-	return engine.Of(c), nil
+	return (*engine.Client)(c), nil
 }
 
 // Path checks c (as Client does) and path, and returns path with the
@@ -72,7 +72,7 @@ func ReadPath(ctx context.Context, c *recipes.Client, path string) (string, erro
 	if err := Context(ctx); err != nil {
 		return "", err
 	}
-	if err := engine.Of(c).Check(); err != nil {
+	if err := (*engine.Client)(c).Check(); err != nil {
 		return "", err
 	}
 	return c.FullPath(path)

@@ -40,7 +40,7 @@ func New[T any](c *recipes.Client, path, kind, what string, cd codec.Codec[T]) (
 	if err != nil {
 		return Cell[T]{}, err
 	}
-	return Cell[T]{C: c, E: engine.Of(c), Kind: kind, Path: path, Full: full, Codec: cd}, nil
+	return Cell[T]{C: c, E: (*engine.Client)(c), Kind: kind, Path: path, Full: full, Codec: cd}, nil
 }
 
 // Name names the recipe and its path in errors: "atomic long /a/b".
