@@ -834,8 +834,13 @@ func (b *bench) queue(ctx context.Context) (string, bool, error) {
 // over its cost at the smallest (issue "Performance": within 1.2×).
 const queueGrowthTarget = 1.2
 
+// waitQueued waits until want contenders are queued: two minutes, and 20
+// ms more per contender (as Curator's side waits), since each one that
+// joins lists every node queued before it, so that queueing n of them
+// reads n²/2 names (10,000 waiters: about two minutes on 2 cores).
 func waitQueued(count func() (int, error), want int) error {
-	deadline := time.Now().Add(2 * time.Minute)
+	limit := 2*time.Minute + time.Duration(want)*20*time.Millisecond
+	deadline := time.Now().Add(limit)
 	for {
 		n, err := count()
 		if err != nil {
@@ -845,7 +850,7 @@ func waitQueued(count func() (int, error), want int) error {
 			return nil
 		}
 		if time.Now().After(deadline) {
-			return fmt.Errorf("only %d of %d contenders queued after two minutes", n, want)
+			return fmt.Errorf("only %d of %d contenders queued after %v", n, want, limit)
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
