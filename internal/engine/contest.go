@@ -264,9 +264,11 @@ func (ct *Contest) dropGhosts(kids []string) []string {
 func (ct *Contest) prune(below *[]contend.Contender) (relist bool) {
 	cs := *below
 	var risky []string
-	for _, c := range cs {
-		if ct.driver.RelistAfter(c) {
-			risky = append(risky, c.Name)
+	if ct.driver.Relist != nil { // else none is: no need to look at each
+		for _, c := range cs {
+			if ct.driver.RelistAfter(c) {
+				risky = append(risky, c.Name)
+			}
 		}
 	}
 	kept := ct.know.prune(cs) // reuses cs's array
@@ -285,25 +287,7 @@ func (ct *Contest) prune(below *[]contend.Contender) (relist bool) {
 // unknownBlocking counts the contenders of cs that block ours and are not
 // known to be gone.
 func (ct *Contest) unknownBlocking(cs []contend.Contender) int {
-	n := 0
-	for _, o := range cs {
-		if ct.driver.BlockedBy(o) {
-			n++
-		}
-	}
-	if n == 0 {
-		return 0
-	}
-	if n == len(cs) {
-		return ct.know.unknown(cs)
-	}
-	blocking := make([]contend.Contender, 0, n)
-	for _, o := range cs {
-		if ct.driver.BlockedBy(o) {
-			blocking = append(blocking, o)
-		}
-	}
-	return ct.know.unknown(blocking)
+	return ct.know.unknown(cs, ct.driver.Blocks)
 }
 
 // confirmOwner checks that our node's ephemeralOwner is the current

@@ -83,6 +83,10 @@ type parentKnowledge struct {
 	mark  string  // every contender with a key below mark is gone; k.mu
 	local nameSet // names that are not protected, seen gone; k.mu
 	names *tombs  // protected names seen gone, process-wide; graveyard.mu
+	// examined counts the contenders looked up one by one (known), so that
+	// tests can check the work of a hand-off does not grow with the queue;
+	// k.mu.
+	examined int
 }
 
 // nameSet maps contender names to their sort keys.
@@ -283,6 +287,7 @@ func (p *parentKnowledge) allGoneBelow(key string) {
 
 // known reports whether c is known to be gone; both locks are held.
 func (p *parentKnowledge) known(c contend.Contender) bool {
+	p.examined++
 	if c.Key < p.mark {
 		return true
 	}
@@ -293,15 +298,30 @@ func (p *parentKnowledge) known(c contend.Contender) bool {
 	return ok
 }
 
-// prune returns cs without the contenders known to be gone. It reuses
-// cs's array.
+// belowMark returns how many contenders at the start of cs have a key
+// below the watermark: cs is sorted by key, as every snapshot of the
+// engine is (a listing's contenders in order, less some), so they are the
+// first ones and a binary search finds them. The contenders ahead of a
+// waiter are as many as the queue is long; a waiter woken by its
+// predecessor's going would otherwise look at each of them, making every
+// hand-off cost as much as the queue is long. k.mu is held.
+func (p *parentKnowledge) belowMark(cs []contend.Contender) int {
+	if p.mark == "" {
+		return 0
+	}
+	return sort.Search(len(cs), func(i int) bool { return cs[i].Key >= p.mark })
+}
+
+// prune returns cs, sorted by key, without the contenders known to be
+// gone. It reuses cs's array.
 func (p *parentKnowledge) prune(cs []contend.Contender) []contend.Contender {
 	p.k.mu.Lock()
 	defer p.k.mu.Unlock()
 	graveyard.mu.Lock()
 	defer graveyard.mu.Unlock()
-	out := cs[:0]
-	for _, c := range cs {
+	lo := p.belowMark(cs)
+	out := cs[lo:lo]
+	for _, c := range cs[lo:] {
 		if !p.known(c) {
 			out = append(out, c)
 		}
@@ -309,15 +329,16 @@ func (p *parentKnowledge) prune(cs []contend.Contender) []contend.Contender {
 	return out
 }
 
-// unknown counts the contenders of cs not known to be gone.
-func (p *parentKnowledge) unknown(cs []contend.Contender) int {
+// unknown counts the contenders of cs, sorted by key, not known to be gone
+// and, when blocks is not nil, blocking ours.
+func (p *parentKnowledge) unknown(cs []contend.Contender, blocks func(contend.Contender) bool) int {
 	p.k.mu.Lock()
 	defer p.k.mu.Unlock()
 	graveyard.mu.Lock()
 	defer graveyard.mu.Unlock()
 	n := 0
-	for _, c := range cs {
-		if !p.known(c) {
+	for _, c := range cs[p.belowMark(cs):] {
+		if (blocks == nil || blocks(c)) && !p.known(c) {
 			n++
 		}
 	}

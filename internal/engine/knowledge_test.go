@@ -116,7 +116,7 @@ func TestKnowledgeKazooNameBuriedIsNotPruned(t *testing.T) {
 	bury(path, kz.Name, kz.Key)
 	bury(path, plain.Name, plain.Key)
 	cs := []contend.Contender{kz, plain}
-	assert.Equal(t, 2, p.unknown(cs))
+	assert.Equal(t, 2, p.unknown(cs, nil))
 	assert.Equal(t, []contend.Contender{kz, plain}, p.prune(cs))
 }
 
@@ -134,7 +134,7 @@ func TestKnowledgeProtectedNameBuriedIsPruned(t *testing.T) {
 	c2, c3, c4 := protectedContender(2), protectedContender(3), protectedContender(4)
 	bury(path, c3.Name, c3.Key)
 	cs := []contend.Contender{c2, c3, c4}
-	assert.Equal(t, 2, p.unknown(cs))
+	assert.Equal(t, 2, p.unknown(cs, nil))
 	out := p.prune(cs)
 	assert.Equal(t, []contend.Contender{c2, c4}, out)
 	assert.Same(t, &cs[0], &out[0], "prune reuses the array")
@@ -345,7 +345,7 @@ func TestKnowledgeConcurrent(t *testing.T) {
 				p.gone(kz)
 				p.gone(protectedContender(i + 1))
 				p.allGoneBelow(fmt.Sprintf("%010d", i/2))
-				p.unknown([]contend.Contender{c, kz})
+				p.unknown([]contend.Contender{c, kz}, nil)
 				p.prune([]contend.Contender{c, kz})
 				if i%50 == 0 {
 					k.reset()
